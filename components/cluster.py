@@ -1,0 +1,328 @@
+"""The EKS cluster (on pulumi-eks), its managed add-ons and the system node group that hosts the controllers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from . import versions
+from .config import ClusterConfig, StatefulResources
+from .iam import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn, service_trust_policy, to_json
+
+#: Controllers (Karpenter, the load balancer controller, CSI controllers, ...) select the system node group by this
+#: label and tolerate its taint; nothing else lands there.
+SYSTEM_NODE_LABELS: Mapping[str, str] = {"eksml.io/node-role": "system"}
+SYSTEM_TAINT_KEY = "CriticalAddonsOnly"
+SYSTEM_TAINT_VALUE = "true"
+SYSTEM_TOLERATIONS: tuple[Mapping[str, str], ...] = (
+    {"key": SYSTEM_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
+)
+
+#: EKS admin access for the principals listed in config.
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+
+#: Service accounts the EKS add-ons run as: the IRSA trust policies must name exactly these.
+VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
+EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
+
+
+def stateful_options(policy: StatefulResources) -> pulumi.ResourceOptions:
+    """What `pulumi destroy` may do to a stateful resource, as resource options."""
+    return pulumi.ResourceOptions(
+        protect=policy is StatefulResources.PROTECT, retain_on_delete=policy is StatefulResources.RETAIN
+    )
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    cluster_name: str
+    config: ClusterConfig
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[Sequence[str]]
+    availability_zones: tuple[str, ...]
+    region: str
+    stateful_resources: StatefulResources
+    #: Tags for what EC2 launches on our behalf (instances and volumes of the system node group): the provider's
+    #: default tags do not reach those.
+    instance_tags: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class ClusterHandle:
+    """What other components need from the cluster: pass this, not strings."""
+
+    name: pulumi.Output[str]
+    kubernetes_version: str
+    region: str
+    partition: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    oidc_provider_arn: pulumi.Output[str]
+    oidc_issuer: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[Sequence[str]]
+    availability_zones: tuple[str, ...]
+    kubernetes_provider: k8s.Provider
+    #: Controllers that must run on the system nodes depend on this, so they are deleted before it.
+    system_node_group: aws.eks.NodeGroup
+    system_node_labels: Mapping[str, str]
+    system_tolerations: tuple[Mapping[str, str], ...]
+
+    def irsa_role(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        service_account: str,
+        managed_policy_arns: Mapping[str, pulumi.Input[str]] | None = None,
+        inline_policies: Mapping[str, pulumi.Input[str]] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> IrsaRole:
+        """An IRSA role for one service account of this cluster."""
+        return IrsaRole(
+            name,
+            IrsaRoleArgs(
+                oidc_provider_arn=self.oidc_provider_arn,
+                oidc_issuer=self.oidc_issuer,
+                namespace=namespace,
+                service_account=service_account,
+                managed_policy_arns=managed_policy_arns or {},
+                inline_policies=inline_policies or {},
+            ),
+            opts,
+        )
+
+
+def _endpoint_from_kubeconfig(kubeconfig_json: str) -> str:
+    # pulumi-eks exposes the endpoint only inside the kubeconfig and the nested eksCluster resource; the kubeconfig
+    # is a plain output, so it is read from there.
+    return json.loads(kubeconfig_json)["clusters"][0]["cluster"]["server"]
+
+
+class Cluster(pulumi.ComponentResource):
+    """EKS with API access entries, OIDC, KMS-encrypted secrets, control-plane logs, pinned managed add-ons and a
+    tainted system node group."""
+
+    handle: ClusterHandle
+    eks_cluster: eks.Cluster
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:cluster:Cluster", name, None, opts)
+        config = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+
+        secrets_key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.cluster_name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30 if args.stateful_resources is not StatefulResources.DESTROY else 7,
+            opts=pulumi.ResourceOptions.merge(child, stateful_options(args.stateful_resources)),
+        )
+        # EKS writes control-plane logs to this exact group and creates it (without expiry, outside the stack) if it
+        # does not exist; owning it gives it a retention and makes destroy remove it.
+        log_group = aws.cloudwatch.LogGroup(
+            f"{name}-control-plane",
+            name=f"/aws/eks/{args.cluster_name}/cluster",
+            retention_in_days=config.log_retention_days,
+            opts=pulumi.ResourceOptions.merge(child, stateful_options(args.stateful_resources)),
+        )
+
+        access_entries = {
+            key: eks.AccessEntryArgs(
+                principal_arn=principal,
+                access_policies={
+                    "cluster-admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=CLUSTER_ADMIN_POLICY,
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
+            )
+            for key, principal in sorted(config.admin_principals.items())
+        }
+        endpoint = config.endpoint
+        self.eks_cluster = eks.Cluster(
+            f"{name}-eks",
+            name=args.cluster_name,
+            version=config.kubernetes_version,
+            vpc_id=args.vpc_id,
+            private_subnet_ids=args.private_subnet_ids,
+            endpoint_private_access=endpoint.private,
+            endpoint_public_access=endpoint.public,
+            public_access_cidrs=[str(cidr) for cidr in endpoint.public_cidrs] if endpoint.public else None,
+            kubernetes_service_ip_address_range=str(config.service_cidr),
+            encryption_config_key_arn=secrets_key.arn,
+            enabled_cluster_log_types=[log.value for log in config.log_types],
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries,
+            create_oidc_provider=True,
+            # Nodes come from the system node group below and from Karpenter; the managed add-ons are created
+            # below, pinned, so EKS must not bootstrap its own unmanaged copies and pulumi-eks must not add its own.
+            skip_default_node_group=True,
+            skip_default_security_groups=True,
+            create_instance_role=False,
+            bootstrap_self_managed_addons=False,
+            use_default_vpc_cni=True,
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=False),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # why: EKS would otherwise create the log group itself, unmanaged, and it would outlive destroy.
+                depends_on=[log_group],
+            ),
+        )
+        cluster = self.eks_cluster
+        # A name that resolves only once the cluster exists, so everything using it waits for the cluster.
+        cluster_name = cluster.urn.apply(lambda _: args.cluster_name)
+
+        cni_role = IrsaRole(
+            f"{name}-vpc-cni",
+            IrsaRoleArgs(
+                oidc_provider_arn=cluster.oidc_provider_arn,
+                oidc_issuer=cluster.oidc_issuer,
+                namespace=VPC_CNI_SERVICE_ACCOUNT[0],
+                service_account=VPC_CNI_SERVICE_ACCOUNT[1],
+                managed_policy_arns={"cni": aws_managed_policy_arn(partition, "AmazonEKS_CNI_Policy")},
+            ),
+            child,
+        )
+        ebs_role = IrsaRole(
+            f"{name}-ebs-csi",
+            IrsaRoleArgs(
+                oidc_provider_arn=cluster.oidc_provider_arn,
+                oidc_issuer=cluster.oidc_issuer,
+                namespace=EBS_CSI_SERVICE_ACCOUNT[0],
+                service_account=EBS_CSI_SERVICE_ACCOUNT[1],
+                managed_policy_arns={
+                    "ebs-csi": aws_managed_policy_arn(partition, "service-role/AmazonEBSCSIDriverPolicy")
+                },
+            ),
+            child,
+        )
+
+        def addon(
+            addon_name: str, *, role: IrsaRole | None = None, depends_on: Sequence[pulumi.Resource] = ()
+        ) -> aws.eks.Addon:
+            pin = versions.eks_addon(config.kubernetes_version, addon_name)
+            return aws.eks.Addon(
+                f"{name}-{addon_name}",
+                cluster_name=cluster_name,
+                addon_name=addon_name,
+                addon_version=pin.version,
+                service_account_role_arn=role.arn if role else None,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
+            )
+
+        # Daemon sets: created before any node exists, so the first nodes come up with networking.
+        vpc_cni = addon("vpc-cni", role=cni_role)
+        kube_proxy = addon("kube-proxy")
+
+        node_role = aws.iam.Role(
+            f"{name}-system-node",
+            assume_role_policy=to_json(service_trust_policy("ec2.amazonaws.com")),
+            description=f"System node group of EKS cluster {args.cluster_name}",
+            opts=child,
+        )
+        node_policies = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-system-node-{key}",
+                role=node_role.name,
+                policy_arn=aws_managed_policy_arn(partition, policy),
+                opts=child,
+            )
+            # The CNI policy is on the aws-node IRSA role, not on the nodes.
+            for key, policy in (("worker", "AmazonEKSWorkerNodePolicy"), ("ecr-pull", "AmazonEC2ContainerRegistryPullOnly"))
+        ]
+        group = config.system_node_group
+        launch_template = aws.ec2.LaunchTemplate(
+            f"{name}-system",
+            description=f"System node group of EKS cluster {args.cluster_name}",
+            update_default_version=True,
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                http_tokens="required",
+                # 1: pods outside the host network cannot reach instance credentials; controllers use IRSA.
+                http_put_response_hop_limit=1,
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=group.disk_size_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
+                    ),
+                )
+            ],
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=dict(args.instance_tags))
+                for kind in ("instance", "volume")
+            ],
+            opts=child,
+        )
+        self.system_node_group = aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=cluster_name,
+            node_role_arn=node_role.arn,
+            subnet_ids=args.private_subnet_ids,
+            capacity_type="ON_DEMAND",
+            ami_type="AL2023_x86_64_STANDARD",
+            instance_types=list(group.instance_types),
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=group.min_size, max_size=group.max_size, desired_size=group.desired_size
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
+            labels=dict(SYSTEM_NODE_LABELS),
+            taints=[aws.eks.NodeGroupTaintArgs(key=SYSTEM_TAINT_KEY, value=SYSTEM_TAINT_VALUE, effect="NO_SCHEDULE")],
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=launch_template.id, version=launch_template.latest_version.apply(str)
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # why: nodes join only with networking in place and the node policies attached; on destroy the
+                # group goes before them.
+                depends_on=[vpc_cni, kube_proxy, *node_policies],
+            ),
+        )
+        # Deployments: their pods need a node to run on, or the add-on sits DEGRADED until it times out.
+        addon("coredns", depends_on=[self.system_node_group])
+        addon("aws-ebs-csi-driver", role=ebs_role, depends_on=[self.system_node_group])
+
+        kubernetes_provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=cluster.kubeconfig_json,
+            # Objects whose namespace is not set go to 'default' explicitly, never to the kubeconfig's context.
+            namespace="default",
+            opts=child,
+        )
+        self.handle = ClusterHandle(
+            name=cluster_name,
+            kubernetes_version=config.kubernetes_version,
+            region=args.region,
+            partition=partition,
+            endpoint=cluster.kubeconfig_json.apply(_endpoint_from_kubeconfig),
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            cluster_security_group_id=cluster.cluster_security_group_id,
+            vpc_id=pulumi.Output.from_input(args.vpc_id),
+            private_subnet_ids=pulumi.Output.from_input(args.private_subnet_ids),
+            availability_zones=args.availability_zones,
+            kubernetes_provider=kubernetes_provider,
+            system_node_group=self.system_node_group,
+            system_node_labels=SYSTEM_NODE_LABELS,
+            system_tolerations=SYSTEM_TOLERATIONS,
+        )
+        self.register_outputs(
+            {
+                "name": cluster_name,
+                "oidcProviderArn": cluster.oidc_provider_arn,
+                "systemNodeGroup": self.system_node_group.node_group_name,
+            }
+        )

@@ -1,0 +1,296 @@
+"""Run a Pulumi program under mocks and record what it registers.
+
+This is the one mocks implementation of the package: the offline preview and the tests both use it. It records
+every resource with its inputs (secrets redacted), parent, dependencies (explicit and implicit), and the
+protect / retain-on-delete / deleted-with options, and answers only the data sources the program uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.output import Unknown
+from pulumi.runtime.sync_await import _sync_await
+
+REDACTED = "[secret]"
+#: How a value that is only known after a real deployment is shown (as `pulumi preview` shows `output<string>`).
+UNKNOWN = "[unknown]"
+ACCOUNT_ID = "123456789012"
+_STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+class UnexpectedCall(Exception):
+    """The program called a data source the mocks do not answer: add it here deliberately, or don't call it."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One registered resource, as the engine would have received it."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str | None
+    inputs: dict[str, Any]
+    dependencies: tuple[str, ...]
+    protect: bool
+    retain_on_delete: bool
+    deleted_with: str | None
+    custom: bool
+    outputs: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "inputs": self.inputs,
+            "dependencies": list(self.dependencies),
+            "protect": self.protect,
+            "retain_on_delete": self.retain_on_delete,
+            "deleted_with": self.deleted_with,
+        }
+
+
+class Inventory:
+    """What a program registered, with lookups for assertions."""
+
+    def __init__(self, resources: Iterable[Recorded], stack_outputs: Mapping[str, Any]):
+        self.resources = tuple(sorted(resources, key=lambda r: r.urn))
+        self.stack_outputs = dict(stack_outputs)
+        self._by_urn = {r.urn: r for r in self.resources}
+
+    def of_type(self, type_: str) -> list[Recorded]:
+        return [r for r in self.resources if r.type == type_]
+
+    def one(self, type_: str, name: str | None = None) -> Recorded:
+        """The single resource of a type (and name, when given); fails if there are none or several."""
+        found = [r for r in self.of_type(type_) if name is None or r.name == name]
+        if len(found) != 1:
+            names = sorted(r.name for r in self.of_type(type_))
+            raise AssertionError(f"expected one {type_} named {name!r}, found {len(found)} among {names}")
+        return found[0]
+
+    def by_urn(self, urn: str) -> Recorded:
+        return self._by_urn[urn]
+
+    def depends_on(self, resource: Recorded, other: Recorded) -> bool:
+        """Whether `resource` waits for `other`, directly or through the resources it depends on."""
+        seen: set[str] = set()
+        todo = list(resource.dependencies)
+        while todo:
+            urn = todo.pop()
+            if urn == other.urn:
+                return True
+            if urn in seen or urn not in self._by_urn:
+                continue
+            seen.add(urn)
+            todo.extend(self._by_urn[urn].dependencies)
+        return False
+
+    def children(self, parent: Recorded) -> list[Recorded]:
+        return [r for r in self.resources if r.parent == parent.urn]
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return REDACTED
+        return {k: _redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v) for v in value]
+    return value
+
+
+def _unwrap_secrets(value: Any) -> Any:
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return _unwrap_secrets(value["value"])
+        return {k: _unwrap_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwrap_secrets(v) for v in value]
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """Inputs as JSON-able data (resource references become their URNs)."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_resource_sig:
+            return {"resource": value.get("urn")}
+        return {str(k): _plain(v) for k, v in value.items() if not str(k).startswith("__")}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, pulumi.Resource):
+        return {"resource": "<resource>"}
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Unknown) or value is rpc.UNKNOWN:
+        return UNKNOWN
+    return value
+
+
+def _short_hex(*parts: str, length: int = 17) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:length]
+
+
+#: AWS id prefixes by resource type, so ids in the preview look like what AWS returns (and are deterministic).
+_ID_PREFIXES = {
+    "aws:ec2/vpc:Vpc": "vpc-",
+    "aws:ec2/subnet:Subnet": "subnet-",
+    "aws:ec2/internetGateway:InternetGateway": "igw-",
+    "aws:ec2/natGateway:NatGateway": "nat-",
+    "aws:ec2/eip:Eip": "eipalloc-",
+    "aws:ec2/routeTable:RouteTable": "rtb-",
+    "aws:ec2/securityGroup:SecurityGroup": "sg-",
+    "aws:ec2/launchTemplate:LaunchTemplate": "lt-",
+}
+
+
+class PlatformMocks(pulumi_mocks.Mocks):
+    """Deterministic outputs for every resource, and answers for the data sources the platform calls."""
+
+    def __init__(self, region: str):
+        self.region = region
+        self.partition = "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict]:
+        inputs = dict(args.inputs)
+        if not args.custom and args.typ != "eks:index:Cluster":
+            return None, {}
+        resource_id = _ID_PREFIXES.get(args.typ, "") + _short_hex(args.typ, args.name)
+        state = {**inputs}
+        state.setdefault("name", inputs.get("name") or f"{args.name}-{_short_hex(args.name, length=7)}")
+        state.setdefault("arn", self._arn(args.typ, state["name"], resource_id))
+        extra = self._outputs(args.typ, args.name, inputs, resource_id)
+        return resource_id, {**state, **extra}
+
+    def _arn(self, type_: str, name: str, resource_id: str) -> str:
+        service = type_.split(":")[1].split("/")[0]
+        kind = type_.rsplit(":", 1)[-1].lower()
+        if service == "iam":
+            return f"arn:{self.partition}:iam::{ACCOUNT_ID}:{kind}/{name}"
+        return f"arn:{self.partition}:{service}:{self.region}:{ACCOUNT_ID}:{kind}/{resource_id}"
+
+    def _outputs(self, type_: str, name: str, inputs: dict, resource_id: str) -> dict[str, Any]:
+        if type_ == "eks:index:Cluster":
+            cluster_name = inputs.get("name", name)
+            issuer = f"oidc.eks.{self.region}.amazonaws.com/id/{_short_hex(cluster_name, length=32).upper()}"
+            endpoint = f"https://{_short_hex(cluster_name, length=32).upper()}.gr7.{self.region}.eks.amazonaws.com"
+            kubeconfig = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": "Q0E="}}],
+                "contexts": [{"name": "aws", "context": {"cluster": cluster_name, "user": "aws"}}],
+                "current-context": "aws",
+                "users": [{"name": "aws", "user": {}}],
+            }
+            return {
+                "kubeconfigJson": json.dumps(kubeconfig, sort_keys=True),
+                "kubeconfig": kubeconfig,
+                "oidcIssuer": issuer,
+                "oidcProviderUrl": f"https://{issuer}",
+                "oidcProviderArn": f"arn:{self.partition}:iam::{ACCOUNT_ID}:oidc-provider/{issuer}",
+                "clusterSecurityGroupId": "sg-" + _short_hex(cluster_name, "cluster-sg"),
+                "nodeSecurityGroupId": "sg-" + _short_hex(cluster_name, "cluster-sg"),
+            }
+        if type_ == "aws:kms/key:Key":
+            return {"keyId": resource_id, "arn": f"arn:{self.partition}:kms:{self.region}:{ACCOUNT_ID}:key/{resource_id}"}
+        if type_ == "aws:ec2/launchTemplate:LaunchTemplate":
+            return {"latestVersion": 1, "defaultVersion": 1}
+        if type_ == "aws:eks/nodeGroup:NodeGroup":
+            return {"nodeGroupName": inputs.get("nodeGroupName") or f"{name}-{_short_hex(name, length=7)}"}
+        if type_ == "aws:ec2/vpc:Vpc":
+            return {"defaultSecurityGroupId": "sg-" + _short_hex(name, "default")}
+        return {}
+
+    def call(self, args: pulumi_mocks.MockCallArgs) -> dict:
+        if args.token == "aws:index/getPartition:getPartition":
+            suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
+            return {"id": self.partition, "partition": self.partition, "dnsSuffix": suffix}
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            arn = f"arn:{self.partition}:iam::{ACCOUNT_ID}:user/preview"
+            return {"accountId": ACCOUNT_ID, "arn": arn, "id": ACCOUNT_ID, "userId": "AIDAPREVIEW"}
+        raise UnexpectedCall(f"the mocks do not answer {args.token} (args {args.args})")
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """A mock monitor that keeps what the engine would be told about each resource."""
+
+    def __init__(self, mocks: pulumi_mocks.Mocks):
+        super().__init__(mocks)
+        self.recorded: dict[str, Recorded] = {}
+        self.stack_urn: str | None = None
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        # Like the engine: resources directly under the stack do not carry the stack's type in their URN.
+        return super().make_urn("" if parent == self.stack_urn else parent, type_, name)
+
+    def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
+        response = super().RegisterResource(request)
+        if request.type == _STACK_TYPE:
+            self.stack_urn = response.urn
+            return response
+        inputs = rpc.deserialize_properties(request.object)
+        dependencies = set(request.dependencies)
+        for property_dependencies in request.propertyDependencies.values():
+            dependencies.update(property_dependencies.urns)
+        parent = request.parent or None
+        if parent == self.stack_urn:
+            parent = None
+        registration = self.resources.get(response.urn)
+        self.recorded[response.urn] = Recorded(
+            urn=response.urn,
+            type=request.type,
+            name=request.name,
+            parent=parent,
+            inputs=_plain(_redact(inputs)),
+            dependencies=tuple(sorted(dependencies)),
+            protect=bool(request.protect),
+            retain_on_delete=bool(request.retainOnDelete),
+            deleted_with=request.deletedWith or None,
+            custom=bool(request.custom),
+            outputs=_unwrap_secrets(registration.state) if registration else {},
+        )
+        return response
+
+
+def run(
+    program: Callable[[], None],
+    *,
+    project: str,
+    stack: str,
+    region: str,
+    config: Mapping[str, str],
+    secret_keys: Iterable[str] = (),
+) -> Inventory:
+    """Run `program` under the platform mocks with the given raw stack config, and return what it registered."""
+    mocks = PlatformMocks(region)
+    monitor = RecordingMonitor(mocks)
+    # A fresh root stack for every run, so several programs can run in one process (the tests do).
+    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.set_all_config(dict(config), list(secret_keys))
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=monitor)
+    _sync_await(run_pulumi_func(program))
+    return Inventory(monitor.recorded.values(), _stack_outputs())
+
+
+def _stack_outputs() -> dict[str, Any]:
+    """The values the program exported, with secrets redacted."""
+    root = pulumi.runtime.get_root_resource()
+    exported = getattr(root, "outputs", {}) or {}
+    values: dict[str, Any] = {}
+    for key, value in exported.items():
+        output = pulumi.Output.from_input(value)
+        if _sync_await(output.is_secret()):
+            values[key] = REDACTED
+        else:
+            values[key] = _plain(_sync_await(output.future()))
+    return values

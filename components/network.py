@@ -1,0 +1,154 @@
+"""The platform VPC: public and private subnets per AZ, NAT, and the tags Karpenter and load balancers look for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from .config import NatGateways, NetworkConfig
+from .network_plan import plan_subnets
+
+#: Subnet tags read by Karpenter (EC2NodeClass subnet selector) and the AWS Load Balancer Controller.
+DISCOVERY_TAG = "karpenter.sh/discovery"
+INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
+EXTERNAL_ELB_TAG = "kubernetes.io/role/elb"
+
+
+def private_subnet_tags(cluster_name: str) -> dict[str, str]:
+    return {DISCOVERY_TAG: cluster_name, INTERNAL_ELB_TAG: "1"}
+
+
+def public_subnet_tags() -> dict[str, str]:
+    return {EXTERNAL_ELB_TAG: "1"}
+
+
+@dataclass(frozen=True)
+class NetworkArgs:
+    """`cluster_name` goes into the discovery tags; `config` says what to create or which VPC to use."""
+
+    cluster_name: str
+    config: NetworkConfig
+
+
+class Network(pulumi.ComponentResource):
+    """A multi-AZ VPC for the cluster, or an existing one tagged for discovery."""
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[list[str]]
+    public_subnet_ids: pulumi.Output[list[str]]
+    availability_zones: tuple[str, ...]
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:network:Network", name, None, opts)
+        self._name = name
+        self.availability_zones = args.config.availability_zones
+        if args.config.existing is None:
+            self._create(args)
+        else:
+            self._adopt(args)
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "publicSubnetIds": self.public_subnet_ids,
+            }
+        )
+
+    def _child(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self)
+
+    def _create(self, args: NetworkArgs) -> None:
+        name, config = self._name, args.config
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=str(config.cidr),
+            enable_dns_hostnames=True,  # EKS nodes and the private API endpoint need both
+            enable_dns_support=True,
+            tags={"Name": name},
+            opts=self._child(),
+        )
+        # The default security group of a new VPC allows all traffic between its members; nothing should use it,
+        # so it is adopted and emptied.
+        aws.ec2.DefaultSecurityGroup(f"{name}-default-sg", vpc_id=vpc.id, tags={"Name": f"{name}-default"}, opts=self._child())
+        gateway = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags={"Name": name}, opts=self._child())
+        public_routes = aws.ec2.RouteTable(
+            f"{name}-public",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
+            tags={"Name": f"{name}-public"},
+            opts=self._child(),
+        )
+
+        plan = plan_subnets(config.cidr, config.availability_zones)
+        public_subnets: dict[str, aws.ec2.Subnet] = {}
+        private_subnets: dict[str, aws.ec2.Subnet] = {}
+        for pair in plan:
+            az = pair.availability_zone
+            public_subnets[az] = aws.ec2.Subnet(
+                f"{name}-public-{az}",
+                vpc_id=vpc.id,
+                cidr_block=str(pair.public),
+                availability_zone=az,
+                map_public_ip_on_launch=False,  # only NAT gateways and load balancers live here, with their own IPs
+                tags={"Name": f"{name}-public-{az}", **public_subnet_tags()},
+                opts=self._child(),
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{az}", subnet_id=public_subnets[az].id, route_table_id=public_routes.id, opts=self._child()
+            )
+            private_subnets[az] = aws.ec2.Subnet(
+                f"{name}-private-{az}",
+                vpc_id=vpc.id,
+                cidr_block=str(pair.private),
+                availability_zone=az,
+                tags={"Name": f"{name}-private-{az}", **private_subnet_tags(args.cluster_name)},
+                opts=self._child(),
+            )
+
+        nat_zones = config.availability_zones if config.nat_gateways is NatGateways.PER_AZ else config.availability_zones[:1]
+        nat_by_zone: dict[str, aws.ec2.NatGateway] = {}
+        for az in nat_zones:
+            address = aws.ec2.Eip(f"{name}-nat-{az}", domain="vpc", tags={"Name": f"{name}-nat-{az}"}, opts=self._child())
+            nat_by_zone[az] = aws.ec2.NatGateway(
+                f"{name}-nat-{az}",
+                allocation_id=address.id,
+                subnet_id=public_subnets[az].id,
+                tags={"Name": f"{name}-nat-{az}"},
+                # Without the gateway route, the NAT gateway is created but cannot reach the internet.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
+            )
+        for az, subnet in private_subnets.items():
+            nat = nat_by_zone.get(az, nat_by_zone[nat_zones[0]])
+            routes = aws.ec2.RouteTable(
+                f"{name}-private-{az}",
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+                tags={"Name": f"{name}-private-{az}"},
+                opts=self._child(),
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{az}", subnet_id=subnet.id, route_table_id=routes.id, opts=self._child()
+            )
+
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets.values()])
+        self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets.values()])
+
+    def _adopt(self, args: NetworkArgs) -> None:
+        existing = args.config.existing
+        assert existing is not None
+        # Karpenter finds node subnets by this tag. The tag is added (and removed on destroy) without taking over
+        # the subnets themselves. Load balancer role tags stay the VPC owner's business.
+        for subnet_id in existing.private_subnet_ids:
+            aws.ec2.Tag(
+                f"{self._name}-discovery-{subnet_id}",
+                resource_id=subnet_id,
+                key=DISCOVERY_TAG,
+                value=args.cluster_name,
+                opts=self._child(),
+            )
+        self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
+        self.private_subnet_ids = pulumi.Output.from_input(list(existing.private_subnet_ids))
+        self.public_subnet_ids = pulumi.Output.from_input(list(existing.public_subnet_ids))

@@ -1,0 +1,88 @@
+"""The stack program: parse config, build the platform, export outputs.
+
+`__main__.py` (what `pulumi up` runs) and the offline preview both call `program()`, so the preview shows exactly
+what would be deployed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from .cluster import Cluster, ClusterArgs
+from .config import ConfigError, PlatformConfig, parse_config
+from .network import Network, NetworkArgs
+from .tags import standard_tags
+
+
+def raw_config() -> dict[str, Any]:
+    """Every config key of the running stack, as Pulumi hands them to the program."""
+    return {**pulumi.runtime.get_config_env(), **pulumi.runtime.config.CONFIG.get()}
+
+
+def load_config() -> PlatformConfig:
+    return parse_config(raw_config(), project=pulumi.get_project(), stack=pulumi.get_stack())
+
+
+@dataclass(frozen=True)
+class Platform:
+    """The components of one stack, for callers that build on them."""
+
+    config: PlatformConfig
+    network: Network
+    cluster: Cluster
+
+
+def build_platform(config: PlatformConfig) -> Platform:
+    tags = standard_tags(
+        project=config.project, stack=config.stack, owner=config.owner, cost_center=config.cost_center
+    )
+    provider = aws.Provider(
+        "aws",
+        region=config.region,
+        profile=config.profile,
+        default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
+    )
+    base = config.cluster_name
+    opts = pulumi.ResourceOptions(providers=[provider])
+    network = Network(base, NetworkArgs(cluster_name=config.cluster_name, config=config.network), opts)
+    cluster = Cluster(
+        base,
+        ClusterArgs(
+            cluster_name=config.cluster_name,
+            config=config.cluster,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=network.private_subnet_ids,
+            availability_zones=network.availability_zones,
+            region=config.region,
+            stateful_resources=config.stateful_resources,
+            instance_tags=tags,
+        ),
+        opts,
+    )
+    return Platform(config=config, network=network, cluster=cluster)
+
+
+def export_outputs(platform: Platform) -> None:
+    handle = platform.cluster.handle
+    pulumi.export("region", platform.config.region)
+    pulumi.export("clusterName", handle.name)
+    pulumi.export("kubernetesVersion", handle.kubernetes_version)
+    pulumi.export("vpcId", platform.network.vpc_id)
+    pulumi.export("privateSubnetIds", platform.network.private_subnet_ids)
+    pulumi.export("availabilityZones", list(handle.availability_zones))
+    pulumi.export("oidcProviderArn", handle.oidc_provider_arn)
+    pulumi.export("systemNodeGroup", handle.system_node_group.node_group_name)
+    pulumi.export("kubeconfig", pulumi.Output.secret(platform.cluster.eks_cluster.kubeconfig_json))
+
+
+def program() -> None:
+    """The whole stack. A config error ends the run with the list of problems, never a traceback."""
+    try:
+        config = load_config()
+    except ConfigError as error:
+        raise pulumi.RunError(str(error)) from None
+    export_outputs(build_platform(config))

@@ -1,0 +1,66 @@
+"""Every pinned version the platform deploys, in one place, each with where it comes from.
+
+Bumping a version is a one-line change here plus whatever the upstream release notes ask for (for Karpenter, the
+controller IAM policy moves in lock-step with the chart version).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class Pin:
+    """An exact version of something the platform installs, and the upstream place it was read from."""
+
+    name: str
+    version: str
+    source: str
+
+
+#: Kubernetes minor versions this package is tested against. Kubeflow manifests 26.03 need 1.34 or newer, and each
+#: version needs its own coredns / kube-proxy add-on builds below.
+KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35")
+#: 1.35: standard EKS support for 1.34 ends on 2026-12-02 (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html).
+DEFAULT_KUBERNETES_VERSION = "1.35"
+
+_EKS_ADDON_DOCS = "https://docs.aws.amazon.com/eks/latest/userguide/managing-{page}.html"
+_EBS_CSI_SOURCE = "aws eks describe-addon-versions --addon-name aws-ebs-csi-driver --kubernetes-version {k8s}"
+
+
+def _addon(addon: str, version: str, source: str) -> Pin:
+    return Pin(addon, version, source)
+
+
+def _addons(k8s: str, *, kube_proxy: str, coredns: str) -> Mapping[str, Pin]:
+    return MappingProxyType(
+        {
+            # One build covers Kubernetes 1.29 to 1.35.
+            "vpc-cni": _addon("vpc-cni", "v1.21.1-eksbuild.7", _EKS_ADDON_DOCS.format(page="vpc-cni")),
+            "kube-proxy": _addon("kube-proxy", kube_proxy, _EKS_ADDON_DOCS.format(page="kube-proxy")),
+            "coredns": _addon("coredns", coredns, _EKS_ADDON_DOCS.format(page="coredns")),
+            "aws-ebs-csi-driver": _addon(
+                "aws-ebs-csi-driver", "v1.62.0-eksbuild.1", _EBS_CSI_SOURCE.format(k8s=k8s)
+            ),
+        }
+    )
+
+
+#: EKS managed add-ons, per Kubernetes minor version. coredns and kube-proxy builds are tied to the minor version;
+#: vpc-cni and the EBS CSI driver are not, but are listed per version so an upgrade is reviewed as one table.
+EKS_ADDONS: Mapping[str, Mapping[str, Pin]] = MappingProxyType(
+    {
+        "1.34": _addons("1.34", kube_proxy="v1.34.6-eksbuild.13", coredns="v1.13.2-eksbuild.11"),
+        "1.35": _addons("1.35", kube_proxy="v1.35.3-eksbuild.13", coredns="v1.14.3-eksbuild.3"),
+    }
+)
+
+
+def eks_addon(kubernetes_version: str, addon: str) -> Pin:
+    """The pinned build of an EKS managed add-on for a Kubernetes minor version."""
+    try:
+        return EKS_ADDONS[kubernetes_version][addon]
+    except KeyError as exc:
+        raise KeyError(f"no pinned {addon} add-on for Kubernetes {kubernetes_version}") from exc
