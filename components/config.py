@@ -476,6 +476,13 @@ def _issues_from(error: ValidationError) -> list[ConfigIssue]:
         if detail["type"] == "missing":
             issues.append(ConfigIssue(path=_join(loc), message="is required"))
             continue
+        ctx = detail.get("ctx") or {}
+        if detail["type"] == "too_short":
+            issues.append(ConfigIssue(path=_join(loc), message=f"expected at least {ctx['min_length']} item(s), got {ctx['actual_length']}"))
+            continue
+        if detail["type"] == "too_long":
+            issues.append(ConfigIssue(path=_join(loc), message=f"expected at most {ctx['max_length']} item(s), got {ctx['actual_length']}"))
+            continue
         message = detail["msg"].removeprefix("Value error, ")
         if detail["type"] not in {"value_error"}:
             message = f"{message}, got {detail['input']!r}"

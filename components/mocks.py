@@ -44,6 +44,7 @@ class Recorded:
     retain_on_delete: bool
     deleted_with: str | None
     custom: bool
+    id: str | None = None
     outputs: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def as_json(self) -> dict[str, Any]:
@@ -257,6 +258,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             retain_on_delete=bool(request.retainOnDelete),
             deleted_with=request.deletedWith or None,
             custom=bool(request.custom),
+            id=registration.id if registration else None,
             outputs=_unwrap_secrets(registration.state) if registration else {},
         )
         return response
@@ -278,6 +280,8 @@ def run(
     pulumi.runtime.settings.ROOT.set(None)
     pulumi.runtime.set_all_config(dict(config), list(secret_keys))
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=True, monitor=monitor)
+    # Outputs still pending from an earlier run that failed must not be awaited (and re-raised) by this one.
+    pulumi.runtime.settings.SETTINGS.outputs.clear()
     _sync_await(run_pulumi_func(program))
     return Inventory(monitor.recorded.values(), _stack_outputs())
 

@@ -1,0 +1,185 @@
+"""The cluster component: security-relevant inputs, pinned add-ons, the system node group, and destroy order."""
+
+from __future__ import annotations
+
+import json
+
+from components import versions
+from tests.conftest import run_stack
+
+CLUSTER = "eks:index:Cluster"
+ADDON = "aws:eks/addon:Addon"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def test_secrets_are_envelope_encrypted_with_a_rotating_key(dev):
+    key = dev.one("aws:kms/key:Key")
+    cluster = dev.one(CLUSTER)
+    assert key.inputs["enableKeyRotation"] is True
+    assert cluster.inputs["encryptionConfigKeyArn"] == key.outputs["arn"]
+    assert key.urn in cluster.dependencies
+
+
+def test_control_plane_logs_go_to_a_log_group_the_stack_owns(dev, prod):
+    cluster = dev.one(CLUSTER)
+    group = dev.one("aws:cloudwatch/logGroup:LogGroup")
+    assert cluster.inputs["enabledClusterLogTypes"] == ["api", "audit", "authenticator"]
+    assert group.inputs["name"] == "/aws/eks/eks-ml-platform-dev/cluster"
+    assert group.inputs["retentionInDays"] == 90
+    assert group.urn in cluster.dependencies  # created first, so EKS never makes an unmanaged one
+    assert prod.one(CLUSTER).inputs["enabledClusterLogTypes"] == [
+        "api", "audit", "authenticator", "controllerManager", "scheduler",
+    ]
+    assert prod.one("aws:cloudwatch/logGroup:LogGroup").inputs["retentionInDays"] == 365
+
+
+def test_dev_endpoint_is_public_only_to_the_configured_cidrs(dev):
+    cluster = dev.one(CLUSTER)
+    assert cluster.inputs["endpointPublicAccess"] is True
+    assert cluster.inputs["endpointPrivateAccess"] is True
+    assert cluster.inputs["publicAccessCidrs"] == ["203.0.113.0/24"]
+
+
+def test_prod_endpoint_is_private(prod):
+    cluster = prod.one(CLUSTER)
+    assert cluster.inputs["endpointPublicAccess"] is False
+    assert cluster.inputs["endpointPrivateAccess"] is True
+    assert "publicAccessCidrs" not in cluster.inputs
+
+
+def test_admin_principals_get_cluster_admin_access_entries_under_api_authentication(dev):
+    cluster = dev.one(CLUSTER)
+    assert cluster.inputs["authenticationMode"] == "API"
+    assert cluster.inputs["accessEntries"] == {
+        "platform-admins": {
+            "principalArn": "arn:aws:iam::123456789012:role/PlatformAdmin",
+            "accessPolicies": {
+                "cluster-admin": {
+                    "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+                    "accessScope": {"type": "cluster"},
+                }
+            },
+        }
+    }
+
+
+def test_cluster_has_an_oidc_provider_and_no_unmanaged_defaults(dev):
+    inputs = dev.one(CLUSTER).inputs
+    assert inputs["createOidcProvider"] is True
+    assert inputs["skipDefaultNodeGroup"] is True
+    assert inputs["bootstrapSelfManagedAddons"] is False
+    assert inputs["corednsAddonOptions"]["enabled"] is False
+    assert inputs["kubeProxyAddonOptions"]["enabled"] is False
+    assert inputs["useDefaultVpcCni"] is True
+    assert inputs["version"] == versions.DEFAULT_KUBERNETES_VERSION
+    assert inputs["kubernetesServiceIpAddressRange"] == "172.20.0.0/16"
+
+
+def test_managed_addons_are_pinned_from_the_versions_module(dev):
+    addons = {a.inputs["addonName"]: a for a in dev.of_type(ADDON)}
+    assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver"}
+    for name, addon in addons.items():
+        assert addon.inputs["addonVersion"] == versions.eks_addon(versions.DEFAULT_KUBERNETES_VERSION, name).version
+        assert addon.inputs["clusterName"] == "eks-ml-platform-dev"
+
+
+def test_addons_follow_the_configured_kubernetes_version():
+    inventory = run_stack("dev", {"cluster": {"kubernetesVersion": "1.34", "endpoint": {"public": False}}})
+    kube_proxy = next(a for a in inventory.of_type(ADDON) if a.inputs["addonName"] == "kube-proxy")
+    assert kube_proxy.inputs["addonVersion"] == versions.eks_addon("1.34", "kube-proxy").version
+    assert inventory.one(CLUSTER).inputs["version"] == "1.34"
+
+
+def test_addons_with_aws_access_use_their_irsa_roles(dev):
+    addons = {a.inputs["addonName"]: a for a in dev.of_type(ADDON)}
+    roles = {r.name: r for r in dev.of_type("aws:iam/role:Role")}
+    assert addons["vpc-cni"].inputs["serviceAccountRoleArn"] == roles["eks-ml-platform-dev-vpc-cni-role"].outputs["arn"]
+    assert addons["aws-ebs-csi-driver"].inputs["serviceAccountRoleArn"] == roles["eks-ml-platform-dev-ebs-csi-role"].outputs["arn"]
+    assert "serviceAccountRoleArn" not in addons["coredns"].inputs
+
+
+def test_system_node_group_is_on_demand_tainted_and_labelled_for_controllers(dev):
+    group = dev.one(NODE_GROUP)
+    assert group.inputs["capacityType"] == "ON_DEMAND"
+    assert group.inputs["taints"] == [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}]
+    assert group.inputs["labels"] == {"eksml.io/node-role": "system"}
+    assert group.inputs["scalingConfig"] == {"minSize": 2, "maxSize": 3, "desiredSize": 2}
+    private = sorted(s.id for s in dev.of_type("aws:ec2/subnet:Subnet") if "-private-" in s.name)
+    assert sorted(group.inputs["subnetIds"]) == private  # spread over every AZ, never in public subnets
+
+
+def test_system_nodes_require_imdsv2_and_encrypt_their_root_volume(dev):
+    template = dev.one("aws:ec2/launchTemplate:LaunchTemplate")
+    assert template.inputs["metadataOptions"] == {
+        "httpEndpoint": "enabled",
+        "httpTokens": "required",
+        "httpPutResponseHopLimit": 1,
+    }
+    (device,) = template.inputs["blockDeviceMappings"]
+    assert device["ebs"]["encrypted"] == "true"
+    assert device["ebs"]["volumeType"] == "gp3"
+    assert device["ebs"]["volumeSize"] == 50
+    tagged = {spec["resourceType"]: spec["tags"] for spec in template.inputs["tagSpecifications"]}
+    assert tagged["instance"]["project"] == "eks-ml-platform" and tagged["volume"]["stack"] == "dev"
+
+
+def test_nodes_join_only_after_networking_addons_and_node_policies(dev):
+    group = dev.one(NODE_GROUP)
+    addons = {a.inputs["addonName"]: a for a in dev.of_type(ADDON)}
+    assert dev.depends_on(group, addons["vpc-cni"])
+    assert dev.depends_on(group, addons["kube-proxy"])
+    for attachment in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
+        if attachment.name.startswith("eks-ml-platform-dev-system-node-"):
+            assert dev.depends_on(group, attachment)
+
+
+def test_deployment_addons_wait_for_the_system_nodes_and_are_destroyed_before_them(dev):
+    group = dev.one(NODE_GROUP)
+    addons = {a.inputs["addonName"]: a for a in dev.of_type(ADDON)}
+    assert dev.depends_on(addons["coredns"], group)
+    assert dev.depends_on(addons["aws-ebs-csi-driver"], group)
+    assert not dev.depends_on(addons["vpc-cni"], group)
+
+
+def test_everything_in_the_cluster_waits_for_the_cluster(dev):
+    cluster = dev.one(CLUSTER)
+    assert dev.depends_on(dev.one(NODE_GROUP), cluster)
+    for addon in dev.of_type(ADDON):
+        assert dev.depends_on(addon, cluster)
+    provider = dev.one("pulumi:providers:kubernetes")
+    assert cluster.urn in provider.dependencies
+
+
+def test_prod_protects_stateful_resources_that_dev_destroys(dev, prod):
+    for kind in ("aws:kms/key:Key", "aws:cloudwatch/logGroup:LogGroup"):
+        assert prod.one(kind).protect is True
+        assert dev.one(kind).protect is False
+        assert dev.one(kind).retain_on_delete is False
+    assert prod.one("aws:kms/key:Key").inputs["deletionWindowInDays"] == 30
+    assert dev.one("aws:kms/key:Key").inputs["deletionWindowInDays"] == 7
+    unprotected = {r.type for r in prod.resources if not r.protect}
+    assert "aws:ec2/vpc:Vpc" in unprotected and CLUSTER in unprotected
+
+
+def test_retain_keeps_stateful_resources_in_aws_on_destroy():
+    inventory = run_stack("dev", {"statefulResources": "retain"})
+    for kind in ("aws:kms/key:Key", "aws:cloudwatch/logGroup:LogGroup"):
+        assert inventory.one(kind).retain_on_delete is True
+        assert inventory.one(kind).protect is False
+
+
+def test_every_aws_object_carries_the_standard_tags_through_the_provider(dev):
+    provider = dev.one("pulumi:providers:aws")
+    assert provider.inputs["region"] == "us-west-2"
+    assert json.loads(provider.inputs["defaultTags"]) == {
+        "tags": {
+            "project": "eks-ml-platform",
+            "stack": "dev",
+            "managed-by": "pulumi",
+            "owner": "ml-platform",
+            "cost-center": "ml-research",
+        }
+    }
+    for resource in dev.resources:
+        if resource.type.startswith("aws:") and resource.parent is None:
+            raise AssertionError(f"{resource.name} is not inside a component")

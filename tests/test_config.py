@@ -1,0 +1,267 @@
+"""Stack config parsing: defaults per environment, and a clear message for every mistake."""
+
+from __future__ import annotations
+
+import json
+from ipaddress import IPv4Network
+
+import pytest
+
+from components.config import (
+    ConfigError,
+    Environment,
+    NatGateways,
+    StatefulResources,
+    parse_config,
+)
+from components import versions
+
+NS = "eks-ml-platform"
+
+
+def raw(environment: str = "dev", region: str = "us-west-2", **sections) -> dict[str, str]:
+    config = {"aws:region": region, f"{NS}:environment": environment, f"{NS}:owner": "ml-platform"}
+    cluster = {"endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]}} if environment == "dev" else {}
+    sections.setdefault("cluster", cluster)
+    for key, value in sections.items():
+        config[f"{NS}:{key}"] = value if isinstance(value, str) else json.dumps(value)
+    return config
+
+
+def problems(config: dict[str, str]) -> dict[str, str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(config, project=NS, stack="test")
+    return {issue.path: issue.message for issue in caught.value.issues}
+
+
+def test_dev_defaults_are_cheap():
+    config = parse_config(raw("dev"), project=NS, stack="dev")
+    assert config.environment is Environment.DEV
+    assert config.network.availability_zones == ("us-west-2a", "us-west-2b")
+    assert config.network.nat_gateways is NatGateways.SINGLE
+    assert config.stateful_resources is StatefulResources.DESTROY
+    assert config.cluster.endpoint.public is True
+    assert config.cluster.endpoint.public_cidrs == (IPv4Network("203.0.113.0/24"),)
+
+
+def test_prod_defaults_are_safe():
+    config = parse_config(raw("prod"), project=NS, stack="prod")
+    assert config.network.availability_zones == ("us-west-2a", "us-west-2b", "us-west-2c")
+    assert config.network.nat_gateways is NatGateways.PER_AZ
+    assert config.stateful_resources is StatefulResources.PROTECT
+    assert config.cluster.endpoint.public is False
+    assert config.cluster.endpoint.private is True
+
+
+def test_explicit_values_override_environment_defaults():
+    config = parse_config(
+        raw("prod", network={"natGateways": "single"}, statefulResources="retain"), project=NS, stack="prod"
+    )
+    assert config.network.nat_gateways is NatGateways.SINGLE
+    assert config.stateful_resources is StatefulResources.RETAIN
+    assert config.network.availability_zones == ("us-west-2a", "us-west-2b", "us-west-2c")
+
+
+def test_cluster_name_defaults_to_project_and_stack():
+    assert parse_config(raw(), project=NS, stack="dev").cluster_name == "eks-ml-platform-dev"
+
+
+def test_unknown_key_is_an_error_with_a_suggestion():
+    found = problems(raw(network={"natGateway": "single"}))
+    assert found["network.natGateway"].endswith("did you mean 'natGateways'?")
+    assert "expected one of availabilityZones, cidr, existing, natGateways" in found["network.natGateway"]
+
+
+def test_unknown_top_level_key_is_an_error_with_a_suggestion():
+    config = raw()
+    config[f"{NS}:clustr"] = "{}"
+    assert problems(config)["clustr"].endswith("did you mean 'cluster'?")
+
+
+def test_unknown_nested_key_names_its_full_path():
+    found = problems(raw(cluster={"endpoint": {"public": True, "publicCidrs": ["10.0.0.0/8"]}, "systemNodeGroup": {"minSise": 2}}))
+    assert found["cluster.systemNodeGroup.minSise"].endswith("did you mean 'minSize'?")
+
+
+def test_every_problem_is_reported_at_once():
+    found = problems(
+        raw(
+            network={"cidr": "10.0.0.0/24", "availabilityZones": ["us-east-1a", "us-west-2b"]},
+            cluster={"kubernetesVersion": "1.29", "endpoint": {"public": True}, "logRetentionDays": 8},
+        )
+    )
+    assert set(found) == {
+        "network.cidr",
+        "network.availabilityZones[0]",
+        "cluster.kubernetesVersion",
+        "cluster.endpoint.publicCidrs",
+        "cluster.logRetentionDays",
+    }
+
+
+@pytest.mark.parametrize(
+    ("sections", "path", "message"),
+    [
+        ({"network": {"cidr": "10.0.0.1/16"}}, "network.cidr", "with no host bits set, got '10.0.0.1/16'"),
+        ({"network": {"cidr": "10.0.0.0/12"}}, "network.cidr", "expected a prefix length between /16 and /22, got /12"),
+        ({"network": {"cidr": "fd00::/48"}}, "network.cidr", "expected an IPv4 CIDR, got the IPv6 network 'fd00::/48'"),
+        ({"network": {"cidr": 10}}, "network.cidr", "expected an IPv4 CIDR string like '10.0.0.0/16', got int"),
+        (
+            {"network": {"availabilityZones": ["us-west-2a", "eu-west-1b"]}},
+            "network.availabilityZones[1]",
+            "expected an availability zone of us-west-2 like 'us-west-2a', got 'eu-west-1b'",
+        ),
+        (
+            {"network": {"availabilityZones": ["us-west-2a", "us-west-2a"]}},
+            "network.availabilityZones",
+            "lists an availability zone more than once",
+        ),
+        (
+            {"network": {"availabilityZones": ["us-west-2a"]}},
+            "network.availabilityZones",
+            "expected at least 2 item(s), got 1",
+        ),
+        (
+            {"network": {"availabilityZones": ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]}},
+            "network.availabilityZones",
+            "expected at most 3 item(s), got 4",
+        ),
+        ({"network": {"natGateways": "many"}}, "network.natGateways", "Input should be 'single' or 'perAz'"),
+        (
+            {"cluster": {"kubernetesVersion": "1.29", "endpoint": {"public": False}}},
+            "cluster.kubernetesVersion",
+            "expected one of the supported versions '1.34', '1.35', got '1.29'",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": True}}},
+            "cluster.endpoint.publicCidrs",
+            "must list the CIDRs allowed to reach the public endpoint (it is never opened to all)",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False, "private": False}}},
+            "cluster.endpoint.private",
+            "must be true when public is false, or nothing can reach the API server",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False, "publicCidrs": ["10.0.0.0/8"]}}},
+            "cluster.endpoint.publicCidrs",
+            "is only used when public is true; remove it",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": "yes"}}},
+            "cluster.endpoint.public",
+            "Input should be a valid boolean, got 'yes'",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}, "serviceCidr": "10.20.0.0/16"}, "network": {"cidr": "10.20.0.0/16"}},
+            "cluster.serviceCidr",
+            "10.20.0.0/16 overlaps the VPC CIDR 10.20.0.0/16",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}, "logTypes": ["api", "kubelet"]}},
+            "cluster.logTypes[1]",
+            "Input should be 'api', 'audit', 'authenticator', 'controllerManager' or 'scheduler'",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}, "logRetentionDays": 10}},
+            "cluster.logRetentionDays",
+            "expected one of the CloudWatch retention periods 1, 3, 5, 7, 14, 30",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}, "adminPrincipals": {"admins": "arn:aws:iam::123:role/x"}}},
+            "cluster.adminPrincipals.admins",
+            "expected an IAM role or user ARN like 'arn:aws:iam::123456789012:role/Admin'",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}, "adminPrincipals": {"Admins": "arn:aws:iam::123456789012:role/x"}}},
+            "cluster.adminPrincipals.Admins",
+            "the key 'Admins': expected a lowercase name of letters, digits and '-'",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}, "systemNodeGroup": {"minSize": 3, "desiredSize": 2}}},
+            "cluster.systemNodeGroup.desiredSize",
+            "expected minSize <= desiredSize <= maxSize, got 3 <= 2 <= 3",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}, "systemNodeGroup": {"minSize": "2"}}},
+            "cluster.systemNodeGroup.minSize",
+            "Input should be a valid integer, got '2'",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}, "name": "Platform_1"}},
+            "cluster.name",
+            "expected a lowercase DNS-style name of 2 to 40 characters, got 'Platform_1'",
+        ),
+        ({"statefulResources": "keep"}, "statefulResources", "Input should be 'protect', 'retain' or 'destroy'"),
+    ],
+)
+def test_mistake_is_reported_with_key_path_and_expectation(sections, path, message):
+    found = problems(raw(**sections))
+    assert path in found, found
+    assert message in found[path]
+
+
+def test_existing_vpc_rejects_keys_it_does_not_use():
+    found = problems(
+        raw(
+            network={
+                "cidr": "10.1.0.0/16",
+                "natGateways": "perAz",
+                "availabilityZones": ["us-west-2a", "us-west-2b"],
+                "existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"]},
+            }
+        )
+    )
+    assert found["network.cidr"] == "is not used when network.existing is set; remove it"
+    assert found["network.natGateways"] == "is not used when network.existing is set; remove it"
+
+
+def test_existing_vpc_requires_its_availability_zones():
+    found = problems(
+        raw(network={"existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"]}})
+    )
+    assert found["network.availabilityZones"] == "is required"
+
+
+def test_existing_vpc_ids_are_checked():
+    found = problems(
+        raw(
+            network={
+                "availabilityZones": ["us-west-2a", "us-west-2b"],
+                "existing": {"vpcId": "vpc-1", "privateSubnetIds": ["subnet-01234567", "subnet-01234567x"], "publicSubnetIds": ["subnet-01234567"]},
+            }
+        )
+    )
+    assert "expected a VPC id like 'vpc-0123456789abcdef0', got 'vpc-1'" in found["network.existing.vpcId"]
+    assert "expected a subnet id" in found["network.existing.privateSubnetIds[1]"]
+
+
+def test_missing_required_keys_are_named():
+    found = problems({f"{NS}:network": "{}"})
+    assert found["aws:region"] == "is required (e.g. 'us-west-2')"
+    assert found["environment"] == "is required"
+    assert found["owner"] == "is required"
+
+
+def test_unread_provider_and_foreign_keys_are_rejected():
+    config = raw()
+    config["aws:skipCredentialsValidation"] = "true"
+    config["kubernetes:context"] = "kind"
+    found = problems(config)
+    assert "is not read" in found["aws:skipCredentialsValidation"]
+    assert "AWS_* environment variables" in found["aws:skipCredentialsValidation"]
+    assert found["kubernetes:context"] == "is not read by this program (its keys are eks-ml-platform:*)"
+
+
+def test_invalid_region_is_reported():
+    assert "expected an AWS region like 'us-west-2'" in problems(raw(region="moon-1"))["aws:region"]
+
+
+def test_every_supported_kubernetes_version_has_all_addons_pinned():
+    for version in versions.KUBERNETES_VERSIONS:
+        assert set(versions.EKS_ADDONS[version]) == {"vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver"}
+        for pin in versions.EKS_ADDONS[version].values():
+            assert pin.version.startswith("v") and "-eksbuild." in pin.version
+            assert pin.source
+        assert versions.EKS_ADDONS[version]["kube-proxy"].version.startswith(f"v{version}.")
+    assert versions.DEFAULT_KUBERNETES_VERSION in versions.KUBERNETES_VERSIONS

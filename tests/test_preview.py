@@ -1,0 +1,165 @@
+"""The offline preview: the folder contract other tools read, determinism, config errors, and secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pulumi
+import pulumi_aws as aws
+import pytest
+import yaml
+
+from components import mocks
+from components.preview import SECRET_PLACEHOLDER, main
+from tests.conftest import REPO
+
+SHARED = REPO.parent / "shared"
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+RESOURCE_FIELDS = {"urn", "type", "name", "parent", "inputs", "dependencies", "protect", "retain_on_delete", "deleted_with"}
+
+
+@pytest.fixture(scope="module")
+def dev_folder(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("preview") / "dev"
+    assert main(["--stack", "dev", "--out", str(out), "--project-dir", str(REPO)]) == 0
+    return out
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_preview_writes_the_contracted_folder(dev_folder):
+    assert {p.name for p in dev_folder.iterdir()} == {"resources.json", "manifests", "helm", "iam"}
+    resources = json.loads((dev_folder / "resources.json").read_text())["resources"]
+    urns = {r["urn"] for r in resources}
+    assert len(urns) == len(resources) > 30
+    for resource in resources:
+        assert set(resource) == RESOURCE_FIELDS
+        assert resource["parent"] is None or resource["parent"] in urns
+        assert set(resource["dependencies"]) <= urns
+        assert isinstance(resource["protect"], bool) and isinstance(resource["retain_on_delete"], bool)
+
+
+def test_iam_folder_holds_every_trust_policy_as_aws_receives_it(dev_folder):
+    trust_files = sorted(p.name for p in (dev_folder / "iam").glob("*.trust.json"))
+    assert trust_files == [
+        "eks-ml-platform-dev-ebs-csi-role.trust.json",
+        "eks-ml-platform-dev-system-node.trust.json",
+        "eks-ml-platform-dev-vpc-cni-role.trust.json",
+    ]
+    for name in trust_files:
+        document = json.loads((dev_folder / "iam" / name).read_text())
+        assert document["Version"] == "2012-10-17"
+        assert document["Statement"]
+
+
+def test_preview_prints_the_resource_tree_counts_and_time(capsys, tmp_path):
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project-dir", str(REPO)]) == 0
+    printed = capsys.readouterr().out
+    assert "Offline preview of stack 'dev'" in printed
+    assert "\n  eks-ml-platform-dev (eksml:cluster:Cluster)\n    eks-ml-platform-dev-control-plane" in printed
+    assert "     4  aws:eks/addon:Addon" in printed
+    assert "kubeconfig: \"[secret]\"" in printed
+    assert printed.rstrip().endswith(" s")
+
+
+def test_two_runs_write_byte_identical_folders(dev_folder, tmp_path):
+    again = tmp_path / "again"
+    assert main(["--stack", "dev", "--out", str(again), "--project-dir", str(REPO)]) == 0
+    assert _files(again) == _files(dev_folder)
+
+
+def test_preview_runs_as_a_module_from_the_repository(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "components.preview", "--stack", "prod", "--out", str(tmp_path / "prod")],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "[protect]" in result.stdout
+    assert (tmp_path / "prod" / "resources.json").exists()
+
+
+def _project(tmp_path: Path, stack_file: str) -> Path:
+    shutil.copy(REPO / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    (tmp_path / "Pulumi.broken.yaml").write_text(stack_file)
+    return tmp_path
+
+
+def test_bad_config_exits_non_zero_with_every_problem_and_writes_nothing(tmp_path, capsys):
+    project = _project(
+        tmp_path,
+        "config:\n"
+        "  aws:region: us-west-2\n"
+        "  eks-ml-platform:environment: staging\n"
+        "  eks-ml-platform:network:\n"
+        "    cidr: 10.0.0.0/8\n",
+    )
+    out = tmp_path / "out"
+    assert main(["--stack", "broken", "--out", str(out), "--project-dir", str(project)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "environment: Input should be 'dev' or 'prod', got 'staging'" in captured.err
+    assert "network.cidr: expected a prefix length between /16 and /22, got /8" in captured.err
+    assert "owner: is required" in captured.err
+    assert "Traceback" not in captured.err
+    assert not out.exists()
+
+
+def test_missing_stack_file_is_reported(tmp_path, capsys):
+    shutil.copy(REPO / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    assert main(["--stack", "nope", "--out", str(tmp_path / "o"), "--project-dir", str(tmp_path)]) == 2
+    assert "no stack file Pulumi.nope.yaml" in capsys.readouterr().err
+
+
+def test_secure_values_become_placeholders(tmp_path):
+    stack_file = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())
+    stack_file["config"]["eks-ml-platform:owner"] = {"secure": "v1:c2VjcmV0:Y2lwaGVydGV4dA=="}
+    project = _project(tmp_path, yaml.safe_dump(stack_file))
+    out = tmp_path / "out"
+    assert main(["--stack", "broken", "--out", str(out), "--project-dir", str(project)]) == 0
+    written = (out / "resources.json").read_text()
+    assert "Y2lwaGVydGV4dA" not in written
+    assert SECRET_PLACEHOLDER in written
+
+
+def test_secret_inputs_are_redacted_in_the_record():
+    def program():
+        aws.iam.Role("secretive", assume_role_policy=pulumi.Output.secret('{"Version": "2012-10-17"}'))
+
+    inventory = mocks.run(program, project="p", stack="s", region="us-west-2", config={})
+    assert inventory.one("aws:iam/role:Role").inputs["assumeRolePolicy"] == mocks.REDACTED
+
+
+def test_mocks_fail_loudly_on_a_data_source_they_do_not_answer():
+    def program():
+        aws.get_region_output().region.apply(print)
+
+    with pytest.raises(Exception, match="do not answer aws:index/getRegion:getRegion"):
+        mocks.run(program, project="p", stack="s", region="us-west-2", config={})
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_resource_names_match_the_snapshot(stack, request):
+    """Renaming a resource replaces it on the next `pulumi up`: a rename must be deliberate (and ship an alias)."""
+    inventory = request.getfixturevalue(stack)
+    actual = "".join(f"{r.type} {r.name}\n" for r in sorted(inventory.resources, key=lambda r: (r.type, r.name)))
+    snapshot = SNAPSHOTS / f"{stack}-resources.txt"
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        snapshot.write_text(actual)
+    assert actual == snapshot.read_text(), "resource names changed; rerun with UPDATE_SNAPSHOTS=1 if intended"
+
+
+@pytest.mark.skipif(not (SHARED / "tools" / "refcheck").exists(), reason="../shared/tools/refcheck is not beside the repository")
+def test_refcheck_finds_no_error_in_the_dev_preview(dev_folder):
+    result = subprocess.run(
+        [sys.executable, str(SHARED / "tools" / "refcheck" / "refcheck.py"), str(dev_folder / "manifests")],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip().splitlines()[-1].endswith(" 0 errors")
