@@ -43,7 +43,6 @@ class Recorded:
     protect: bool
     retain_on_delete: bool
     deleted_with: str | None
-    custom: bool
     id: str | None = None
     outputs: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -257,7 +256,6 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),
             deleted_with=request.deletedWith or None,
-            custom=bool(request.custom),
             id=registration.id if registration else None,
             outputs=_unwrap_secrets(registration.state) if registration else {},
         )

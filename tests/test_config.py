@@ -265,3 +265,15 @@ def test_every_supported_kubernetes_version_has_all_addons_pinned():
             assert pin.source
         assert versions.EKS_ADDONS[version]["kube-proxy"].version.startswith(f"v{version}.")
     assert versions.DEFAULT_KUBERNETES_VERSION in versions.KUBERNETES_VERSIONS
+
+
+def test_pulumi_up_stops_with_the_problems_and_no_traceback_before_creating_anything():
+    import pulumi
+
+    from components import mocks
+    from components.stack import program
+
+    config = raw(network={"cidr": "10.0.0.0/8"})
+    with pytest.raises(pulumi.RunError, match=r"network\.cidr: expected a prefix length between /16 and /22") as caught:
+        mocks.run(program, project=NS, stack="dev", region="us-west-2", config=config)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__

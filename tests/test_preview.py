@@ -158,7 +158,12 @@ def test_resource_names_match_the_snapshot(stack, request):
 @pytest.mark.skipif(not (SHARED / "tools" / "refcheck").exists(), reason="../shared/tools/refcheck is not beside the repository")
 def test_refcheck_finds_no_error_in_the_dev_preview(dev_folder):
     result = subprocess.run(
-        [sys.executable, str(SHARED / "tools" / "refcheck" / "refcheck.py"), str(dev_folder / "manifests")],
+        [
+            sys.executable,
+            str(SHARED / "tools" / "refcheck" / "refcheck.py"),
+            str(dev_folder / "manifests"),
+            str(dev_folder / "iam"),
+        ],
         capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
