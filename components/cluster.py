@@ -181,30 +181,21 @@ class Cluster(pulumi.ComponentResource):
         # A name that resolves only once the cluster exists, so everything using it waits for the cluster.
         cluster_name = cluster.urn.apply(lambda _: args.cluster_name)
 
-        cni_role = IrsaRole(
-            f"{name}-vpc-cni",
-            IrsaRoleArgs(
-                oidc_provider_arn=cluster.oidc_provider_arn,
-                oidc_issuer=cluster.oidc_issuer,
-                namespace=VPC_CNI_SERVICE_ACCOUNT[0],
-                service_account=VPC_CNI_SERVICE_ACCOUNT[1],
-                managed_policy_arns={"cni": aws_managed_policy_arn(partition, "AmazonEKS_CNI_Policy")},
-            ),
-            child,
-        )
-        ebs_role = IrsaRole(
-            f"{name}-ebs-csi",
-            IrsaRoleArgs(
-                oidc_provider_arn=cluster.oidc_provider_arn,
-                oidc_issuer=cluster.oidc_issuer,
-                namespace=EBS_CSI_SERVICE_ACCOUNT[0],
-                service_account=EBS_CSI_SERVICE_ACCOUNT[1],
-                managed_policy_arns={
-                    "ebs-csi": aws_managed_policy_arn(partition, "service-role/AmazonEBSCSIDriverPolicy")
-                },
-            ),
-            child,
-        )
+        def addon_role(key: str, service_account: tuple[str, str], policy: str) -> IrsaRole:
+            return IrsaRole(
+                f"{name}-{key}",
+                IrsaRoleArgs(
+                    oidc_provider_arn=cluster.oidc_provider_arn,
+                    oidc_issuer=cluster.oidc_issuer,
+                    namespace=service_account[0],
+                    service_account=service_account[1],
+                    managed_policy_arns={"aws-managed": aws_managed_policy_arn(partition, policy)},
+                ),
+                child,
+            )
+
+        cni_role = addon_role("vpc-cni", VPC_CNI_SERVICE_ACCOUNT, "AmazonEKS_CNI_Policy")
+        ebs_role = addon_role("ebs-csi", EBS_CSI_SERVICE_ACCOUNT, "service-role/AmazonEBSCSIDriverPolicy")
 
         def addon(
             addon_name: str, *, role: IrsaRole | None = None, depends_on: Sequence[pulumi.Resource] = ()

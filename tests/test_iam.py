@@ -71,8 +71,8 @@ def test_addon_roles_carry_only_their_aws_managed_policy(dev):
         if a.parent and "IrsaRole" in a.parent
     }
     assert attachments == {
-        "eks-ml-platform-dev-vpc-cni-cni": "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-        "eks-ml-platform-dev-ebs-csi-ebs-csi": "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
+        "eks-ml-platform-dev-vpc-cni-aws-managed": "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+        "eks-ml-platform-dev-ebs-csi-aws-managed": "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
     }
 
 
