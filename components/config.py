@@ -13,7 +13,7 @@ import json
 import re
 from enum import StrEnum
 from ipaddress import IPv4Network, ip_network
-from typing import Annotated, Any, Iterable, Mapping
+from typing import Annotated, Any, Iterable, Literal, Mapping
 
 from pydantic import (
     AfterValidator,
@@ -294,6 +294,12 @@ class ClusterConfig(_Model):
 
 
 
+class KarpenterConfig(_Model):
+    """The Karpenter controller."""
+
+    log_level: Literal["debug", "info", "error"] = "info"
+
+
 class PlatformConfig(_Model):
     """Everything a stack of the platform is configured with."""
 
@@ -307,6 +313,7 @@ class PlatformConfig(_Model):
     stateful_resources: StatefulResources
     network: NetworkConfig
     cluster: ClusterConfig
+    karpenter: KarpenterConfig = KarpenterConfig()
 
     @property
     def cluster_name(self) -> str:

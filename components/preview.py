@@ -110,12 +110,15 @@ def _manifest(resource: mocks.Recorded) -> dict[str, Any]:
 
 def _helm_release(resource: mocks.Recorded) -> dict[str, Any]:
     inputs = resource.inputs
-    repository = inputs.get("repositoryOpts") or {}
+    repo = (inputs.get("repositoryOpts") or {}).get("repo")
+    chart = str(inputs.get("chart"))
+    if chart.startswith("oci://"):  # an OCI chart names its registry inside the chart reference
+        repo, chart = chart.rsplit("/", 1)
     return {
         "name": inputs.get("name", resource.name),
         "namespace": inputs.get("namespace"),
-        "repo": repository.get("repo"),
-        "chart": inputs.get("chart"),
+        "repo": repo,
+        "chart": chart,
         "version": inputs.get("version"),
         "values": inputs.get("values") or {},
     }

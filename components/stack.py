@@ -14,6 +14,7 @@ import pulumi_aws as aws
 
 from .cluster import Cluster, ClusterArgs
 from .config import ConfigError, PlatformConfig, parse_config
+from .karpenter import Karpenter, KarpenterArgs
 from .network import Network, NetworkArgs
 from .tags import standard_tags
 
@@ -34,6 +35,7 @@ class Platform:
     config: PlatformConfig
     network: Network
     cluster: Cluster
+    karpenter: Karpenter
 
 
 def build_platform(config: PlatformConfig) -> Platform:
@@ -63,7 +65,8 @@ def build_platform(config: PlatformConfig) -> Platform:
         ),
         opts,
     )
-    return Platform(config=config, network=network, cluster=cluster)
+    karpenter = Karpenter(f"{base}-karpenter", KarpenterArgs(cluster=cluster.handle, config=config.karpenter), opts)
+    return Platform(config=config, network=network, cluster=cluster, karpenter=karpenter)
 
 
 def export_outputs(platform: Platform) -> None:
@@ -76,6 +79,8 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("availabilityZones", list(handle.availability_zones))
     pulumi.export("oidcProviderArn", handle.oidc_provider_arn)
     pulumi.export("systemNodeGroup", handle.system_node_group.node_group_name)
+    pulumi.export("karpenterNodeRoleArn", platform.karpenter.node_role_arn)
+    pulumi.export("karpenterInterruptionQueue", platform.karpenter.queue_name)
     pulumi.export("kubeconfig", pulumi.Output.secret(platform.cluster.eks_cluster.kubeconfig_json))
 
 

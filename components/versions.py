@@ -64,3 +64,23 @@ def eks_addon(kubernetes_version: str, addon: str) -> Pin:
         return EKS_ADDONS[kubernetes_version][addon]
     except KeyError as exc:
         raise KeyError(f"no pinned {addon} add-on for Kubernetes {kubernetes_version}") from exc
+
+
+@dataclass(frozen=True)
+class ChartPin:
+    """A Helm chart at an exact version, from its repository (`oci://...` registries included)."""
+
+    name: str
+    version: str
+    repo: str
+    source: str
+
+
+#: Karpenter controller and its CRDs, released together; the controller IAM policy in `karpenter_iam.py` follows
+#: this version.
+KARPENTER = ChartPin(
+    "karpenter", "1.14.1", "oci://public.ecr.aws/karpenter", "https://github.com/aws/karpenter-provider-aws/releases/tag/v1.14.1"
+)
+KARPENTER_CRD = ChartPin(
+    "karpenter-crd", KARPENTER.version, KARPENTER.repo, KARPENTER.source
+)

@@ -46,17 +46,15 @@ def test_preview_writes_the_contracted_folder(dev_folder):
         assert isinstance(resource["protect"], bool) and isinstance(resource["retain_on_delete"], bool)
 
 
-def test_iam_folder_holds_every_trust_policy_as_aws_receives_it(dev_folder):
-    trust_files = sorted(p.name for p in (dev_folder / "iam").glob("*.trust.json"))
-    assert trust_files == [
-        "eks-ml-platform-dev-ebs-csi-role.trust.json",
-        "eks-ml-platform-dev-system-node.trust.json",
-        "eks-ml-platform-dev-vpc-cni-role.trust.json",
-    ]
-    for name in trust_files:
-        document = json.loads((dev_folder / "iam" / name).read_text())
+def test_iam_folder_holds_every_trust_and_permission_policy_as_aws_receives_it(dev_folder, dev):
+    written = {p.name: json.loads(p.read_text()) for p in (dev_folder / "iam").glob("*.json")}
+    expected = {f"{r.name}.trust.json": r.inputs["assumeRolePolicy"] for r in dev.of_type("aws:iam/role:Role")}
+    expected |= {f"{r.name}.json": r.inputs["policy"] for r in dev.of_type("aws:iam/rolePolicy:RolePolicy")}
+    assert "eks-ml-platform-dev-karpenter-controller-controller.json" in expected
+    assert set(written) == set(expected)
+    for name, document in written.items():
+        assert document == json.loads(expected[name])
         assert document["Version"] == "2012-10-17"
-        assert document["Statement"]
 
 
 def test_preview_prints_the_resource_tree_counts_and_time(capsys, tmp_path):
@@ -156,15 +154,25 @@ def test_resource_names_match_the_snapshot(stack, request):
 
 
 @pytest.mark.skipif(not (SHARED / "tools" / "refcheck").exists(), reason="../shared/tools/refcheck is not beside the repository")
-def test_refcheck_finds_no_error_in_the_dev_preview(dev_folder):
+def test_refcheck_finds_no_error_in_the_dev_preview(dev_folder, tmp_path):
+    values = tmp_path / "karpenter-values.json"
+    values.write_text(json.dumps(yaml.safe_load((dev_folder / "helm" / "karpenter.yaml").read_text())["values"]))
     result = subprocess.run(
         [
             sys.executable,
             str(SHARED / "tools" / "refcheck" / "refcheck.py"),
             str(dev_folder / "manifests"),
             str(dev_folder / "iam"),
+            "--helm-values",
+            f"karpenter={values}",
+            "--iam-policy",
+            f"karpenter={dev_folder / 'iam' / 'eks-ml-platform-dev-karpenter-controller-controller.json'}",
         ],
         capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip().splitlines()[-1].endswith(" 0 errors")
+    assert "upstream actions checked, 0 missing" in subprocess.run(
+        [sys.executable, str(SHARED / "tools" / "refcheck" / "refcheck.py"), "-v", *result.args[3:]],
+        capture_output=True, text=True, check=False,
+    ).stdout

@@ -1,0 +1,41 @@
+"""The one place Helm releases are created: always an exact chart version from a named repository."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from .versions import ChartPin
+
+
+def release(
+    name: str,
+    chart: ChartPin,
+    *,
+    namespace: str,
+    values: Mapping[str, Any],
+    opts: pulumi.ResourceOptions,
+    skip_crds: bool = False,
+    create_namespace: bool = False,
+    timeout_seconds: int = 600,
+) -> k8s.helm.v3.Release:
+    """A Helm release of a pinned chart. The release name is `chart.name`, so in-cluster names stay stable."""
+    oci = chart.repo.startswith("oci://")
+    return k8s.helm.v3.Release(
+        name,
+        name=chart.name,
+        chart=f"{chart.repo}/{chart.name}" if oci else chart.name,
+        version=chart.version,
+        repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+        namespace=namespace,
+        create_namespace=create_namespace,
+        values=dict(values),
+        skip_crds=skip_crds,
+        # Roll back a failed upgrade instead of leaving a half-applied release behind.
+        atomic=True,
+        cleanup_on_fail=True,
+        timeout=timeout_seconds,
+        opts=opts,
+    )

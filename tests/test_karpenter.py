@@ -1,0 +1,180 @@
+"""Karpenter: controller permissions, interruption handling, the two releases, and the order destroy relies on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components import versions
+from components.karpenter_iam import INTERRUPTION_EVENTS, ControllerScope, controller_policy
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "karpenter"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+needs_reference = pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is not beside the repository")
+
+SCOPE = ControllerScope(
+    partition="aws",
+    region="us-west-2",
+    account_id="123456789012",
+    cluster_name="ml",
+    node_role_arn="arn:aws:iam::123456789012:role/ml-node",
+    queue_arn="arn:aws:sqs:us-west-2:123456789012:ml-interruption",
+)
+
+
+def _granted(policy):
+    for statement in policy["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        for action in actions:
+            yield action, statement
+
+
+def _controller(inventory):
+    return next(r for r in inventory.of_type(RELEASE) if r.inputs["name"] == "karpenter")
+
+
+def _crds(inventory):
+    return next(r for r in inventory.of_type(RELEASE) if r.inputs["name"] == "karpenter-crd")
+
+
+@needs_reference
+def test_controller_policy_grants_every_upstream_action_of_the_pinned_version():
+    required = {
+        line.split("\t")[0]
+        for line in (REFERENCE / "controller-actions.txt").read_text().splitlines()
+        if line and not line.startswith("#") and "# optional" not in line
+    }
+    granted = {action for action, _ in _granted(controller_policy(SCOPE))}
+    assert required - granted == set()
+    assert "iam:ListInstanceProfiles" in granted  # without it the EC2NodeClass finalizer hangs
+
+
+def test_controller_may_pass_only_the_node_role_and_only_to_ec2():
+    passes = [s for a, s in _granted(controller_policy(SCOPE)) if a == "iam:PassRole"]
+    assert passes == [
+        {
+            "Sid": "AllowPassingInstanceRole",
+            "Effect": "Allow",
+            "Action": "iam:PassRole",
+            "Resource": SCOPE.node_role_arn,
+            "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}},
+        }
+    ]
+
+
+def test_controller_can_terminate_only_this_clusters_karpenter_instances():
+    (statement,) = [s for a, s in _granted(controller_policy(SCOPE)) if a == "ec2:TerminateInstances"]
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/ml": "owned"},
+        "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+    }
+
+
+def test_controller_policy_has_no_wildcard_actions_and_unscoped_resources_only_for_reads():
+    unscoped_ok = {"pricing:GetProducts", "iam:ListInstanceProfiles"}
+    for action, statement in _granted(controller_policy(SCOPE)):
+        assert "*" not in action
+        if statement["Resource"] == "*" and action not in unscoped_ok:
+            assert action.startswith("ec2:Describe")
+            assert statement["Condition"] == {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}
+
+
+def test_interruption_rules_match_karpenters_events_literally(dev):
+    rules = {r.name: json.loads(r.inputs["eventPattern"]) for r in dev.of_type("aws:cloudwatch/eventRule:EventRule")}
+    assert rules == {
+        "eks-ml-platform-dev-karpenter-scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
+        "eks-ml-platform-dev-karpenter-spot-interruption": {
+            "source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]
+        },
+        "eks-ml-platform-dev-karpenter-rebalance": {
+            "source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]
+        },
+        "eks-ml-platform-dev-karpenter-instance-state-change": {
+            "source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]
+        },
+        "eks-ml-platform-dev-karpenter-capacity-reservation-interruption": {
+            "source": ["aws.ec2"], "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"]
+        },
+    }
+
+
+@needs_reference
+def test_interruption_events_are_exactly_the_reference_rules():
+    reference = yaml.safe_load((REFERENCE / "interruption.yaml").read_text())["eventbridge_rules"]
+    expected = sorted((r["source"][0], r["detail-type"][0]) for r in reference)
+    assert sorted(INTERRUPTION_EVENTS.values()) == expected
+
+
+def test_every_rule_targets_the_interruption_queue(dev):
+    queue = dev.one("aws:sqs/queue:Queue")
+    targets = dev.of_type("aws:cloudwatch/eventTarget:EventTarget")
+    assert len(targets) == 5
+    assert {t.inputs["arn"] for t in targets} == {queue.outputs["arn"]}
+
+
+def test_queue_is_encrypted_short_lived_and_accepts_only_eventbridge_over_tls(dev):
+    queue = dev.one("aws:sqs/queue:Queue")
+    assert queue.inputs["sqsManagedSseEnabled"] is True
+    assert queue.inputs["messageRetentionSeconds"] == 300
+    policy = json.loads(dev.one("aws:sqs/queuePolicy:QueuePolicy").inputs["policy"])
+    allow, deny = policy["Statement"]
+    assert allow["Principal"] == {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]}
+    assert allow["Action"] == "sqs:SendMessage" and allow["Resource"] == queue.outputs["arn"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_controller_role_trusts_exactly_the_service_account_the_chart_creates(dev):
+    values = _controller(dev).inputs["values"]
+    namespace = _controller(dev).inputs["namespace"]
+    role = dev.one("aws:iam/role:Role", "eks-ml-platform-dev-karpenter-controller-role")
+    (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    subject = next(v for k, v in statement["Condition"]["StringEquals"].items() if k.endswith(":sub"))
+    assert subject == f"system:serviceaccount:{namespace}:{values['serviceAccount']['name']}"
+    assert values["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"] == role.outputs["arn"]
+
+
+def test_nodes_join_through_an_ec2_linux_access_entry_for_the_node_role(dev):
+    entry = dev.one("aws:eks/accessEntry:AccessEntry")
+    role = dev.one("aws:iam/role:Role", "eks-ml-platform-dev-karpenter-node")
+    assert entry.inputs == {"clusterName": "eks-ml-platform-dev", "principalArn": role.outputs["arn"], "type": "EC2_LINUX"}
+
+
+def test_both_releases_are_pinned_and_the_controller_leaves_crds_to_the_crd_release(dev):
+    controller, crds = _controller(dev), _crds(dev)
+    for release in (controller, crds):
+        assert release.inputs["version"] == versions.KARPENTER.version
+        assert release.inputs["chart"].startswith("oci://public.ecr.aws/karpenter/")
+    assert controller.inputs["skipCrds"] is True
+
+
+def test_controller_runs_only_on_system_nodes_with_interruption_handling(dev):
+    values = _controller(dev).inputs["values"]
+    assert values["nodeSelector"]["eksml.io/node-role"] == "system"
+    assert {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"} in values["tolerations"]
+    assert values["replicas"] == 2
+    assert values["settings"]["interruptionQueue"] == dev.one("aws:sqs/queue:Queue").outputs["name"]
+    assert values["settings"]["clusterName"] == "eks-ml-platform-dev"
+
+
+def test_controller_release_waits_for_everything_it_needs_so_destroy_removes_it_first(dev):
+    controller = _controller(dev)
+    for needed in (
+        _crds(dev),
+        dev.one("aws:iam/rolePolicy:RolePolicy"),
+        dev.one("aws:iam/role:Role", "eks-ml-platform-dev-karpenter-controller-role"),
+        dev.one("aws:sqs/queue:Queue"),
+        dev.one("aws:sqs/queuePolicy:QueuePolicy"),
+        dev.one("aws:eks/accessEntry:AccessEntry"),
+        dev.one("aws:eks/nodeGroup:NodeGroup"),
+    ):
+        assert dev.depends_on(controller, needed), needed.name
+
+
+def test_log_level_comes_from_config():
+    from tests.conftest import run_stack
+
+    inventory = run_stack("dev", {"karpenter": {"logLevel": "debug"}})
+    assert _controller(inventory).inputs["values"]["logLevel"] == "debug"
