@@ -13,7 +13,8 @@ import pulumi_kubernetes as k8s
 
 from . import versions
 from .config import ClusterConfig, StatefulResources
-from .iam import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn, service_trust_policy, to_json
+from .iam import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn
+from .iam import node_role as node_role_with_policies
 
 #: Controllers (Karpenter, the load balancer controller, CSI controllers, ...) select the system node group by this
 #: label and tolerate its taint; nothing else lands there.
@@ -216,22 +217,12 @@ class Cluster(pulumi.ComponentResource):
         vpc_cni = addon("vpc-cni", role=cni_role)
         kube_proxy = addon("kube-proxy")
 
-        node_role = aws.iam.Role(
+        node_role, node_policies = node_role_with_policies(
             f"{name}-system-node",
-            assume_role_policy=to_json(service_trust_policy("ec2.amazonaws.com")),
+            partition=partition,
             description=f"System node group of EKS cluster {args.cluster_name}",
             opts=child,
         )
-        node_policies = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-system-node-{key}",
-                role=node_role.name,
-                policy_arn=aws_managed_policy_arn(partition, policy),
-                opts=child,
-            )
-            # The CNI policy is on the aws-node IRSA role, not on the nodes.
-            for key, policy in (("worker", "AmazonEKSWorkerNodePolicy"), ("ecr-pull", "AmazonEC2ContainerRegistryPullOnly"))
-        ]
         group = config.system_node_group
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-system",

@@ -30,6 +30,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from . import network_plan, versions
+from .nodepools import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, NodePoolSpec
+from .validation import FieldProblems, matches
 
 PROJECT_NAMESPACE = "eks-ml-platform"
 #: Keys of the `aws:` namespace the program reads; the AWS provider is explicit, so any other `aws:` key would
@@ -61,14 +63,6 @@ class ConfigError(Exception):
         super().__init__(f"invalid stack configuration ({len(self.issues)} problem(s)):\n{lines}")
 
 
-class FieldProblems(ValueError):
-    """Raised from a model validator to report problems on named fields of that model (not on the model)."""
-
-    def __init__(self, problems: list[tuple[str, str]]):
-        self.problems = problems
-        super().__init__("; ".join(f"{key}: {message}" for key, message in problems))
-
-
 # --------------------------------------------------------------------------------------------------- value types
 
 
@@ -87,17 +81,6 @@ def _cidr(value: Any) -> IPv4Network:
 
 
 Cidr = Annotated[IPv4Network, BeforeValidator(_cidr)]
-
-
-def _pattern(regex: str, what: str):
-    compiled = re.compile(regex)
-
-    def check(value: str) -> str:
-        if not compiled.fullmatch(value):
-            raise ValueError(f"expected {what}, got {value!r}")
-        return value
-
-    return AfterValidator(check)
 
 
 def _one_of(allowed: Iterable[Any], what: str):
@@ -120,17 +103,17 @@ def _prefix_between(low: int, high: int):
     return AfterValidator(check)
 
 
-VpcId = Annotated[StrictStr, _pattern(r"vpc-[0-9a-f]{8,17}", "a VPC id like 'vpc-0123456789abcdef0'")]
-SubnetId = Annotated[StrictStr, _pattern(r"subnet-[0-9a-f]{8,17}", "a subnet id like 'subnet-0123456789abcdef0'")]
+VpcId = Annotated[StrictStr, matches(r"vpc-[0-9a-f]{8,17}", "a VPC id like 'vpc-0123456789abcdef0'")]
+SubnetId = Annotated[StrictStr, matches(r"subnet-[0-9a-f]{8,17}", "a subnet id like 'subnet-0123456789abcdef0'")]
 IamPrincipalArn = Annotated[
     StrictStr,
-    _pattern(
+    matches(
         r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]+",
         "an IAM role or user ARN like 'arn:aws:iam::123456789012:role/Admin'",
     ),
 ]
 KeyName = Annotated[
-    StrictStr, _pattern(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a lowercase name of letters, digits and '-'")
+    StrictStr, matches(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a lowercase name of letters, digits and '-'")
 ]
 
 
@@ -272,7 +255,7 @@ _LOG_RETENTION_DAYS = (
 class ClusterConfig(_Model):
     """The EKS control plane and its system node group."""
 
-    name: Annotated[StrictStr, _pattern(_CLUSTER_NAME.pattern, "a lowercase DNS-style name of 2 to 40 characters")] | None = None
+    name: Annotated[StrictStr, matches(_CLUSTER_NAME.pattern, "a lowercase DNS-style name of 2 to 40 characters")] | None = None
     kubernetes_version: Annotated[
         StrictStr, _one_of(versions.KUBERNETES_VERSIONS, "the supported versions")
     ] = versions.DEFAULT_KUBERNETES_VERSION
@@ -295,9 +278,26 @@ class ClusterConfig(_Model):
 
 
 class KarpenterConfig(_Model):
-    """The Karpenter controller."""
+    """The Karpenter controller, its node classes and node pools (mappings keyed by name)."""
 
     log_level: Literal["debug", "info", "error"] = "info"
+    node_classes: dict[KeyName, NodeClassSpec] = Field(
+        default_factory=lambda: {k: NodeClassSpec.model_validate(v) for k, v in DEFAULT_NODE_CLASSES.items()}
+    )
+    node_pools: dict[KeyName, NodePoolSpec] = Field(
+        default_factory=lambda: {k: NodePoolSpec.model_validate(v) for k, v in DEFAULT_NODE_POOLS.items()}
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> KarpenterConfig:
+        problems = [
+            (f"nodePools.{name}.nodeClass", f"names no node class in karpenter.nodeClasses ({', '.join(sorted(self.node_classes))})")
+            for name, pool in self.node_pools.items()
+            if pool.node_class not in self.node_classes
+        ]
+        if problems:
+            raise FieldProblems(problems)
+        return self
 
 
 class PlatformConfig(_Model):
@@ -323,6 +323,15 @@ class PlatformConfig(_Model):
     def _check(self) -> PlatformConfig:
         problems: list[tuple[str, str]] = []
         problems.extend(_region_problems(self.region, self.network.availability_zones))
+        for name, pool in self.karpenter.node_pools.items():
+            for index, zone in enumerate(pool.zones):
+                if zone not in self.network.availability_zones:
+                    problems.append(
+                        (
+                            f"karpenter.nodePools.{name}.zones[{index}]",
+                            f"{zone!r} is not one of the stack's availability zones {list(self.network.availability_zones)}",
+                        )
+                    )
         if self.network.existing is None and self.network.cidr.overlaps(self.cluster.service_cidr):
             problems.append(
                 (

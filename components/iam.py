@@ -124,3 +124,23 @@ class IrsaRole(pulumi.ComponentResource):
             )
         self.arn = self.role.arn
         self.register_outputs({"arn": self.arn})
+
+
+#: What every EKS node needs: to join the cluster and pull images. The CNI policy is on the aws-node IRSA role.
+NODE_MANAGED_POLICIES = {"worker": "AmazonEKSWorkerNodePolicy", "ecr-pull": "AmazonEC2ContainerRegistryPullOnly"}
+
+
+def node_role(
+    name: str, *, partition: pulumi.Input[str], description: str, opts: pulumi.ResourceOptions
+) -> tuple[aws.iam.Role, list[aws.iam.RolePolicyAttachment]]:
+    """An EC2 instance role for EKS nodes, with its policy attachments (which nodes must wait for)."""
+    role = aws.iam.Role(
+        name, assume_role_policy=to_json(service_trust_policy("ec2.amazonaws.com")), description=description, opts=opts
+    )
+    attachments = [
+        aws.iam.RolePolicyAttachment(
+            f"{name}-{key}", role=role.name, policy_arn=aws_managed_policy_arn(partition, policy), opts=opts
+        )
+        for key, policy in NODE_MANAGED_POLICIES.items()
+    ]
+    return role, attachments

@@ -8,17 +8,21 @@ can terminate the instances it launched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import pulumi
 import pulumi_aws as aws
+import pulumi_kubernetes as k8s
 
 from . import helm, versions
 from .cluster import ClusterHandle
 from .config import KarpenterConfig
-from .iam import aws_managed_policy_arn, service_trust_policy, to_json
+from .iam import node_role, to_json
 from .karpenter_iam import INTERRUPTION_EVENTS, ControllerScope, controller_policy, event_pattern, queue_policy
+from .network import DISCOVERY_TAG
+from .nodepool_render import NodeClassContext, render_nodeclass, render_nodepool
+from .scheduling import CSI_STARTUP_TAINTS, GPU_RESOURCE
 
 #: Where the chart runs the controller, and the service account it creates: the IRSA trust policy names exactly this.
 NAMESPACE = "kube-system"
@@ -70,8 +74,13 @@ def controller_values(
 
 @dataclass(frozen=True)
 class KarpenterArgs:
+    """`tags` go on every instance Karpenter launches; `csi_drivers` (keys of `scheduling.CSI_STARTUP_TAINTS`) are
+    the storage drivers whose node agents must be ready before pods with volumes land on a node."""
+
     cluster: ClusterHandle
     config: KarpenterConfig
+    tags: Mapping[str, str] = field(default_factory=dict)
+    csi_drivers: tuple[str, ...] = ("ebs",)
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -82,6 +91,10 @@ class Karpenter(pulumi.ComponentResource):
     controller: pulumi.Resource
     node_role_arn: pulumi.Output[str]
     queue_name: pulumi.Output[str]
+    node_classes: dict[str, k8s.apiextensions.CustomResource]
+    node_pools: dict[str, k8s.apiextensions.CustomResource]
+    #: GPU ceiling per NodePool (None for pools without GPUs): the most GPUs the pool will ever run at once.
+    gpu_limits: dict[str, int | None]
 
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:karpenter:Karpenter", name, None, opts)
@@ -90,22 +103,9 @@ class Karpenter(pulumi.ComponentResource):
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
 
         # --- nodes: the role the instances Karpenter launches run as, admitted to the cluster as EC2 Linux nodes
-        self.node_role = aws.iam.Role(
-            f"{name}-node",
-            assume_role_policy=to_json(service_trust_policy("ec2.amazonaws.com")),
-            description="Nodes launched by Karpenter",
-            opts=child,
+        self.node_role, node_policies = node_role(
+            f"{name}-node", partition=cluster.partition, description="Nodes launched by Karpenter", opts=child
         )
-        node_policies = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-node-{key}",
-                role=self.node_role.name,
-                policy_arn=aws_managed_policy_arn(cluster.partition, policy),
-                opts=child,
-            )
-            # The CNI policy is on the aws-node IRSA role, not on the nodes.
-            for key, policy in (("worker", "AmazonEKSWorkerNodePolicy"), ("ecr-pull", "AmazonEC2ContainerRegistryPullOnly"))
-        ]
         access_entry = aws.eks.AccessEntry(
             f"{name}-node",
             cluster_name=cluster.name,
@@ -197,6 +197,63 @@ class Karpenter(pulumi.ComponentResource):
                 ),
             ),
         )
+        self._node_classes_and_pools(name, args, k8s_opts)
         self.node_role_arn = self.node_role.arn
         self.queue_name = self.queue.name
-        self.register_outputs({"nodeRoleArn": self.node_role_arn, "queueName": self.queue_name})
+        self.register_outputs(
+            {"nodeRoleArn": self.node_role_arn, "queueName": self.queue_name, "gpuLimits": self.gpu_limits}
+        )
+
+    def _node_classes_and_pools(self, name: str, args: KarpenterArgs, k8s_opts: pulumi.ResourceOptions) -> None:
+        cluster, config = args.cluster, args.config
+        # Karpenter nodes join the EKS cluster security group (found by the discovery tag), so they and the system
+        # nodes reach each other and the control plane.
+        sg_tag = aws.ec2.Tag(
+            f"{name}-cluster-sg-discovery",
+            resource_id=cluster.cluster_security_group_id,
+            key=DISCOVERY_TAG,
+            value=cluster.name,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # why: EC2NodeClasses and NodePools need the controller (and its CRDs) to exist, and must be deleted while
+        # it still runs, so it can drain and terminate the instances it launched.
+        after_controller = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.controller]))
+        context = pulumi.Output.all(cluster.name, self.node_role.name)
+        self.node_classes = {}
+        for class_name, spec in sorted(config.node_classes.items()):
+            rendered = context.apply(
+                lambda v, class_name=class_name, spec=spec: render_nodeclass(
+                    class_name, spec, NodeClassContext(cluster_name=v[0], node_role_name=v[1], tags=args.tags)
+                )["spec"]
+            )
+            self.node_classes[class_name] = k8s.apiextensions.CustomResource(
+                f"{name}-class-{class_name}",
+                api_version="karpenter.k8s.aws/v1",
+                kind="EC2NodeClass",
+                metadata={"name": class_name},
+                spec=rendered,
+                opts=pulumi.ResourceOptions.merge(
+                    after_controller,
+                    # why: without the tagged security group Karpenter finds none and launches nothing.
+                    pulumi.ResourceOptions(depends_on=[sg_tag]),
+                ),
+            )
+        startup_taints = [CSI_STARTUP_TAINTS[driver] for driver in args.csi_drivers]
+        self.node_pools = {}
+        self.gpu_limits = {}
+        for pool_name, pool in sorted(config.node_pools.items()):
+            rendered = render_nodepool(pool_name, pool, startup_taints=startup_taints)
+            self.node_pools[pool_name] = k8s.apiextensions.CustomResource(
+                f"{name}-pool-{pool_name}",
+                api_version=rendered["apiVersion"],
+                kind=rendered["kind"],
+                metadata=rendered["metadata"],
+                spec=rendered["spec"],
+                opts=pulumi.ResourceOptions.merge(
+                    after_controller,
+                    # why: the pool names its class only by string; it must go first on destroy.
+                    pulumi.ResourceOptions(depends_on=[self.node_classes[pool.node_class]]),
+                ),
+            )
+            limit = pool.limits.get(GPU_RESOURCE)
+            self.gpu_limits[pool_name] = int(limit) if limit is not None else None

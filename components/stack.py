@@ -65,7 +65,9 @@ def build_platform(config: PlatformConfig) -> Platform:
         ),
         opts,
     )
-    karpenter = Karpenter(f"{base}-karpenter", KarpenterArgs(cluster=cluster.handle, config=config.karpenter), opts)
+    karpenter = Karpenter(
+        f"{base}-karpenter", KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags), opts
+    )
     return Platform(config=config, network=network, cluster=cluster, karpenter=karpenter)
 
 
@@ -81,6 +83,7 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("systemNodeGroup", handle.system_node_group.node_group_name)
     pulumi.export("karpenterNodeRoleArn", platform.karpenter.node_role_arn)
     pulumi.export("karpenterInterruptionQueue", platform.karpenter.queue_name)
+    pulumi.export("nodePoolGpuLimits", platform.karpenter.gpu_limits)
     pulumi.export("kubeconfig", pulumi.Output.secret(platform.cluster.eks_cluster.kubeconfig_json))
 
 

@@ -84,3 +84,9 @@ KARPENTER = ChartPin(
 KARPENTER_CRD = ChartPin(
     "karpenter-crd", KARPENTER.version, KARPENTER.repo, KARPENTER.source
 )
+
+
+#: EKS-optimised AMI releases the EC2NodeClasses pin by alias (`al2023@<version>`, `bottlerocket@<version>`).
+#: Pinned rather than `@latest`, which drifts every node whenever AWS publishes a new AMI.
+AL2023_AMI = Pin("al2023", "v20260801", "https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260801")
+BOTTLEROCKET_AMI = Pin("bottlerocket", "v1.64.0", "https://github.com/bottlerocket-os/bottlerocket/releases/tag/v1.64.0")

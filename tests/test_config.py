@@ -277,3 +277,28 @@ def test_pulumi_up_stops_with_the_problems_and_no_traceback_before_creating_anyt
     with pytest.raises(pulumi.RunError, match=r"network\.cidr: expected a prefix length between /16 and /22") as caught:
         mocks.run(program, project=NS, stack="dev", region="us-west-2", config=config)
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_node_pool_must_name_a_configured_node_class():
+    found = problems(raw(karpenter={"nodeClasses": {"default": {"preset": "default"}}, "nodePools": {"gpu": {"preset": "gpu-inference"}}}))
+    assert found["karpenter.nodePools.gpu.nodeClass"] == "names no node class in karpenter.nodeClasses (default)"
+
+
+def test_node_pool_zones_must_be_stack_zones():
+    found = problems(raw(karpenter={"nodePools": {"cpu": {"preset": "cpu-general", "zones": ["us-west-2a", "us-west-2d"]}}}))
+    assert found["karpenter.nodePools.cpu.zones[1]"] == (
+        "'us-west-2d' is not one of the stack's availability zones ['us-west-2a', 'us-west-2b']"
+    )
+
+
+def test_node_pool_mistakes_carry_the_pool_name_in_their_path():
+    found = problems(raw(karpenter={"nodePools": {"gpu": {"preset": "gpu-inference", "taints": []}}}))
+    assert "must carry the nvidia.com/gpu=true:NoSchedule taint" in found["karpenter.nodePools.gpu.taints"]
+    found = problems(raw(karpenter={"nodePools": {"gpu": {"preset": "gpu-inference", "limit": {}}}}))
+    assert found["karpenter.nodePools.gpu.limit"].endswith("did you mean 'limits'?")
+
+
+def test_karpenter_defaults_give_a_cpu_pool_and_a_gpu_inference_pool():
+    config = parse_config(raw(), project=NS, stack="dev")
+    assert set(config.karpenter.node_pools) == {"cpu-general", "gpu-inference"}
+    assert set(config.karpenter.node_classes) == {"default", "gpu", "gpu-training"}

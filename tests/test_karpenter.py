@@ -178,3 +178,77 @@ def test_log_level_comes_from_config():
 
     inventory = run_stack("dev", {"karpenter": {"logLevel": "debug"}})
     assert _controller(inventory).inputs["values"]["logLevel"] == "debug"
+
+
+# ------------------------------------------------------------------------------------------- pools and classes
+
+NODE_POOL = ("kubernetes:karpenter.sh/v1:NodePool")
+NODE_CLASS = ("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+
+
+def _by_name(inventory, type_):
+    return {r.inputs["metadata"]["name"]: r for r in inventory.of_type(type_)}
+
+
+def test_pools_and_classes_are_deleted_before_the_controller_and_pools_before_their_class(prod):
+    controller = _controller(prod)
+    classes = _by_name(prod, NODE_CLASS)
+    for name, node_pool in _by_name(prod, NODE_POOL).items():
+        assert prod.depends_on(node_pool, controller), name
+        assert prod.depends_on(node_pool, classes[node_pool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"]]), name
+    for node_class in classes.values():
+        assert prod.depends_on(node_class, controller)
+
+
+def test_node_classes_use_the_tagged_cluster_security_group_and_the_karpenter_node_role(dev):
+    tag = next(t for t in dev.of_type("aws:ec2/tag:Tag") if t.inputs["resourceId"].startswith("sg-"))
+    cluster = dev.one("eks:index:Cluster")
+    assert tag.inputs == {
+        "resourceId": cluster.outputs["clusterSecurityGroupId"],
+        "key": "karpenter.sh/discovery",
+        "value": "eks-ml-platform-dev",
+    }
+    role = dev.one("aws:iam/role:Role", "eks-ml-platform-dev-karpenter-node")
+    for node_class in _by_name(dev, NODE_CLASS).values():
+        assert dev.depends_on(node_class, tag)
+        assert node_class.inputs["spec"]["role"] == role.outputs["name"]
+        assert node_class.inputs["spec"]["tags"]["owner"] == "ml-platform"
+
+
+def test_stack_file_pools_become_node_pools_with_their_gpu_ceilings(dev, prod):
+    dev_pools = _by_name(dev, NODE_POOL)
+    assert set(dev_pools) == {"cpu-general", "gpu-inference"}
+    assert dev_pools["gpu-inference"].inputs["spec"]["limits"] == {"nvidia.com/gpu": "4"}
+    assert dev.stack_outputs["nodePoolGpuLimits"] == {"cpu-general": None, "gpu-inference": 4}
+    prod_pools = _by_name(prod, NODE_POOL)
+    weights = {name: p.inputs["spec"].get("weight") for name, p in prod_pools.items()}
+    assert weights == {
+        "cpu-general": None, "inference-a10g-spot": 100, "inference-t4-spot": 50, "inference-a10g-on-demand": 10, "training": None,
+    }
+    training = prod_pools["training"].inputs["spec"]
+    assert training["disruption"]["consolidationPolicy"] == "WhenEmpty"
+    assert {"nodes": "0", "schedule": "0 6 * * mon-fri", "duration": "14h"} in training["disruption"]["budgets"]
+
+
+def test_every_pool_waits_for_the_ebs_csi_agent_before_taking_pods_with_volumes(prod):
+    for node_pool in _by_name(prod, NODE_POOL).values():
+        assert node_pool.inputs["spec"]["template"]["spec"]["startupTaints"] == [
+            {"key": "ebs.csi.aws.com/agent-not-ready", "effect": "NoExecute"}
+        ]
+
+
+@pytest.mark.skipif(not (REFERENCE.parent.parent / "tools" / "refcheck").exists(), reason="refcheck is not beside the repository")
+def test_refcheck_finds_no_error_in_the_prod_pools_and_classes(tmp_path):
+    import subprocess
+    import sys
+
+    from components.preview import main
+    from tests.conftest import REPO
+
+    assert main(["--stack", "prod", "--out", str(tmp_path), "--project-dir", str(REPO)]) == 0
+    result = subprocess.run(
+        [sys.executable, str(REFERENCE.parent.parent / "tools" / "refcheck" / "refcheck.py"), str(tmp_path / "manifests")],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "refcheck: 8 objects, 0 errors"

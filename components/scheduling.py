@@ -1,0 +1,36 @@
+"""Scheduling contracts shared by the components: taints, labels and resource names.
+
+Karpenter's NodePools, the GPU admission policies and the docs all read these, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # Kubernetes spelling: NoSchedule, PreferNoSchedule, NoExecute
+
+    def as_dict(self) -> dict[str, str]:
+        # An empty value is left out: the NodePool schema rejects "" as a taint value.
+        rendered = {"key": self.key, "value": self.value, "effect": self.effect}
+        return {k: v for k, v in rendered.items() if v != ""}
+
+
+GPU_RESOURCE = "nvidia.com/gpu"
+NEURON_RESOURCE = "aws.amazon.com/neuron"
+
+#: Every GPU node carries this taint, so only pods that ask for a GPU (and tolerate it) land there. Without it a GPU
+#: pool fills with ordinary pods and never scales to zero.
+GPU_TAINT = Taint(GPU_RESOURCE, "true", "NoSchedule")
+NEURON_TAINT = Taint(NEURON_RESOURCE, "true", "NoSchedule")
+
+#: Taints the CSI node agents remove once they are ready, so no pod that mounts a volume lands on a node before the
+#: driver can attach it (Karpenter startupTaints). Keyed by driver.
+CSI_STARTUP_TAINTS: dict[str, Taint] = {
+    "ebs": Taint("ebs.csi.aws.com/agent-not-ready", "", "NoExecute"),
+    "fsx": Taint("fsx.csi.aws.com/agent-not-ready", "", "NoExecute"),
+}
