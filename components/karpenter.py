@@ -40,7 +40,10 @@ def controller_values(
     node_selector: Mapping[str, str],
     tolerations: tuple[Mapping[str, str], ...],
 ) -> dict[str, Any]:
-    """Values for the `karpenter` chart (keys as in its values.yaml of the pinned version)."""
+    """Values for the `karpenter` chart (keys as in its values.yaml of the pinned version).
+
+    There is no webhook to turn off: Karpenter v1 charts dropped the conversion webhook (and its `webhook.*` keys).
+    """
     return {
         "settings": {
             "clusterName": cluster_name,

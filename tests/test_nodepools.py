@@ -275,3 +275,39 @@ def test_node_class_rejects_unknown_presets_and_out_of_range_volumes():
         NodeClassSpec.model_validate({"preset": "huge"})
     with pytest.raises(ValidationError, match="less than or equal to 16000"):
         NodeClassSpec.model_validate({"preset": "gpu", "rootVolumeIops": 20000})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(sorted(NODE_POOL_PRESETS)), min_size=1, max_size=4, unique=True))
+def test_every_node_class_ref_of_a_stack_resolves_to_a_rendered_node_class(presets):
+    import json
+
+    from components.config import parse_config
+
+    pools = {f"pool-{i}": {"preset": preset} for i, preset in enumerate(presets)}
+    raw = {
+        "aws:region": "us-west-2",
+        "eks-ml-platform:environment": "prod",
+        "eks-ml-platform:owner": "ml",
+        "eks-ml-platform:karpenter": json.dumps({"nodePools": pools}),
+    }
+    karpenter = parse_config(raw, project="eks-ml-platform", stack="prod").karpenter
+    classes = {render_nodeclass(n, c, CONTEXT)["metadata"]["name"] for n, c in karpenter.node_classes.items()}
+    for name, spec in karpenter.node_pools.items():
+        assert render_nodepool(name, spec)["spec"]["template"]["spec"]["nodeClassRef"]["name"] in classes
+
+
+@pytest.mark.parametrize("name", ["GPU", "gpu_pool", "-gpu", "gpu-", "a" * 64])
+def test_pool_names_that_are_not_dns_1123_labels_are_refused(name):
+    import json
+
+    from components.config import ConfigError, parse_config
+
+    raw = {
+        "aws:region": "us-west-2",
+        "eks-ml-platform:environment": "prod",
+        "eks-ml-platform:owner": "ml",
+        "eks-ml-platform:karpenter": json.dumps({"nodePools": {name: {"preset": "cpu-general"}}}),
+    }
+    with pytest.raises(ConfigError, match=rf"karpenter\.nodePools\.{re.escape(name)}: the key"):
+        parse_config(raw, project="eks-ml-platform", stack="prod")
