@@ -30,6 +30,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from . import network_plan, versions
+from .scheduling import DEFAULT_GPU_SCHEDULER
 from .nodepools import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, NodePoolSpec
 from .validation import FieldProblems, matches
 
@@ -300,6 +301,48 @@ class KarpenterConfig(_Model):
         return self
 
 
+class MigOptions(_Model):
+    """Multi-Instance GPU: partition A100/H100 class GPUs. Nodes pick a profile by the `nvidia.com/mig.config` label
+    (set it in a NodePool's `labels`); `defaultProfile` applies to nodes without one."""
+
+    strategy: Literal["single", "mixed"]
+    default_profile: Annotated[StrictStr, matches(r"[a-z0-9][a-z0-9.-]*", "a MIG profile name like 'all-1g.10gb'")] = "all-disabled"
+
+
+class BinPackingScheduler(_Model):
+    """The secondary scheduler GPU pods use: packs them onto as few nodes as possible."""
+
+    enabled: StrictBool = True
+    name: KeyName = DEFAULT_GPU_SCHEDULER
+    strategy: Literal["MostAllocated", "RequestedToCapacityRatio"] = "MostAllocated"
+    gpu_weight: StrictInt = Field(default=10, ge=1, le=100)
+    replicas: StrictInt = Field(default=2, ge=1, le=5)
+
+
+class GpuAdmission(_Model):
+    """Admission checks on GPU pods in tenant namespaces."""
+
+    enabled: StrictBool = True
+    action: Literal["deny", "warn", "audit"] = "deny"
+    exempt_namespaces: tuple[KeyName, ...] = ()
+
+
+class GpuConfig(_Model):
+    """The GPU stack (installed when a NodePool launches NVIDIA GPUs)."""
+
+    node_feature_discovery: StrictBool = True
+    mig: MigOptions | None = None
+    time_slicing_replicas: StrictInt | None = Field(default=None, ge=2, le=48)
+    scheduler: BinPackingScheduler = BinPackingScheduler()
+    admission: GpuAdmission = GpuAdmission()
+
+    @model_validator(mode="after")
+    def _check(self) -> GpuConfig:
+        if self.mig is not None and self.time_slicing_replicas is not None:
+            raise FieldProblems([("timeSlicingReplicas", "cannot be combined with mig; choose one way to share GPUs")])
+        return self
+
+
 class PlatformConfig(_Model):
     """Everything a stack of the platform is configured with."""
 
@@ -314,6 +357,21 @@ class PlatformConfig(_Model):
     network: NetworkConfig
     cluster: ClusterConfig
     karpenter: KarpenterConfig = KarpenterConfig()
+    gpu: GpuConfig = GpuConfig()
+
+    @property
+    def gpu_node_image(self) -> Literal["al2023", "bottlerocket"] | None:
+        """The AMI family of the nodes NVIDIA pools launch (one family: the GPU Operator runs one configuration)."""
+        families = self._gpu_node_images()
+        return next(iter(families)) if len(families) == 1 else None
+
+    def _gpu_node_images(self) -> set[str]:
+        classes = self.karpenter.node_classes
+        return {
+            classes[pool.node_class].ami_family
+            for pool in self.karpenter.node_pools.values()
+            if pool.accelerator == "nvidia" and pool.node_class in classes
+        }
 
     @property
     def cluster_name(self) -> str:
@@ -340,6 +398,17 @@ class PlatformConfig(_Model):
                     "Kubernetes service addresses must not collide with pod and node addresses",
                 )
             )
+        images = self._gpu_node_images()
+        if len(images) > 1:
+            problems.append(
+                ("karpenter.nodeClasses", f"NVIDIA pools use node classes of several AMI families {sorted(images)}; use one")
+            )
+        if not images and "gpu" in self.model_fields_set:
+            problems.append(("gpu", "is configured but no NodePool launches NVIDIA GPUs; remove it or add a GPU pool"))
+        if images == {"bottlerocket"}:
+            for key, value in (("gpu.mig", self.gpu.mig), ("gpu.timeSlicingReplicas", self.gpu.time_slicing_replicas)):
+                if value is not None:
+                    problems.append((key, "is not available on Bottlerocket, which runs its own device plugin"))
         if not _CLUSTER_NAME.match(self.cluster_name):
             problems.append(
                 (

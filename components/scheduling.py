@@ -34,3 +34,6 @@ CSI_STARTUP_TAINTS: dict[str, Taint] = {
     "ebs": Taint("ebs.csi.aws.com/agent-not-ready", "", "NoExecute"),
     "fsx": Taint("fsx.csi.aws.com/agent-not-ready", "", "NoExecute"),
 }
+
+#: Name of the secondary bin-packing scheduler GPU pods are placed by (overridable in stack config).
+DEFAULT_GPU_SCHEDULER = "gpu-binpack"

@@ -14,6 +14,7 @@ import pulumi_aws as aws
 
 from .cluster import Cluster, ClusterArgs
 from .config import ConfigError, PlatformConfig, parse_config
+from .gpu import GpuStack, GpuStackArgs
 from .karpenter import Karpenter, KarpenterArgs
 from .network import Network, NetworkArgs
 from .tags import standard_tags
@@ -36,6 +37,8 @@ class Platform:
     network: Network
     cluster: Cluster
     karpenter: Karpenter
+    #: Present when a NodePool launches NVIDIA GPUs.
+    gpu: GpuStack | None
 
 
 def build_platform(config: PlatformConfig) -> Platform:
@@ -68,7 +71,12 @@ def build_platform(config: PlatformConfig) -> Platform:
     karpenter = Karpenter(
         f"{base}-karpenter", KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags), opts
     )
-    return Platform(config=config, network=network, cluster=cluster, karpenter=karpenter)
+    gpu = None
+    if config.gpu_node_image is not None:
+        gpu = GpuStack(
+            f"{base}-gpu", GpuStackArgs(cluster=cluster.handle, config=config.gpu, node_image=config.gpu_node_image), opts
+        )
+    return Platform(config=config, network=network, cluster=cluster, karpenter=karpenter, gpu=gpu)
 
 
 def export_outputs(platform: Platform) -> None:
@@ -84,6 +92,9 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("karpenterNodeRoleArn", platform.karpenter.node_role_arn)
     pulumi.export("karpenterInterruptionQueue", platform.karpenter.queue_name)
     pulumi.export("nodePoolGpuLimits", platform.karpenter.gpu_limits)
+    if platform.gpu is not None:
+        pulumi.export("gpuSchedulerName", platform.gpu.scheduler_name)
+        pulumi.export("gpuTaint", platform.gpu.gpu_taint)
     pulumi.export("kubeconfig", pulumi.Output.secret(platform.cluster.eks_cluster.kubeconfig_json))
 
 

@@ -90,3 +90,18 @@ KARPENTER_CRD = ChartPin(
 #: Pinned rather than `@latest`, which drifts every node whenever AWS publishes a new AMI.
 AL2023_AMI = Pin("al2023", "v20260801", "https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260801")
 BOTTLEROCKET_AMI = Pin("bottlerocket", "v1.64.0", "https://github.com/bottlerocket-os/bottlerocket/releases/tag/v1.64.0")
+
+#: NVIDIA GPU Operator (device plugin, DCGM exporter, GFD, MIG manager; driver and toolkit come with the node image).
+GPU_OPERATOR = ChartPin(
+    "gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia", "https://github.com/NVIDIA/gpu-operator/releases/tag/v26.7.0"
+)
+
+#: The secondary bin-packing scheduler runs the upstream kube-scheduler image of the cluster's minor version (the
+#: patch releases EKS ships its kube-proxy builds from).
+KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler"
+KUBE_SCHEDULER: Mapping[str, Pin] = MappingProxyType(
+    {
+        minor: Pin("kube-scheduler", patch, "https://kubernetes.io/releases/ (registry.k8s.io/kube-scheduler)")
+        for minor, patch in (("1.34", "v1.34.6"), ("1.35", "v1.35.3"))
+    }
+)

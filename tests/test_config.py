@@ -302,3 +302,35 @@ def test_karpenter_defaults_give_a_cpu_pool_and_a_gpu_inference_pool():
     config = parse_config(raw(), project=NS, stack="dev")
     assert set(config.karpenter.node_pools) == {"cpu-general", "gpu-inference"}
     assert set(config.karpenter.node_classes) == {"default", "gpu", "gpu-training"}
+
+
+def test_gpu_options_that_cannot_work_together_are_refused():
+    found = problems(raw(gpu={"mig": {"strategy": "single"}, "timeSlicingReplicas": 4}))
+    assert found["gpu.timeSlicingReplicas"] == "cannot be combined with mig; choose one way to share GPUs"
+
+
+def test_gpu_pools_must_share_one_ami_family():
+    found = problems(
+        raw(
+            karpenter={
+                "nodeClasses": {"a": {"preset": "gpu"}, "b": {"preset": "gpu", "amiFamily": "bottlerocket"}},
+                "nodePools": {
+                    "one": {"preset": "gpu-inference", "nodeClass": "a"},
+                    "two": {"preset": "gpu-inference", "nodeClass": "b"},
+                },
+            }
+        )
+    )
+    assert found["karpenter.nodeClasses"] == "NVIDIA pools use node classes of several AMI families ['al2023', 'bottlerocket']; use one"
+
+
+def test_mig_and_time_slicing_are_refused_on_bottlerocket():
+    karpenter = {"nodeClasses": {"gpu": {"preset": "gpu", "amiFamily": "bottlerocket"}}, "nodePools": {"g": {"preset": "gpu-inference"}}}
+    found = problems(raw(karpenter=karpenter, gpu={"timeSlicingReplicas": 2}))
+    assert found["gpu.timeSlicingReplicas"] == "is not available on Bottlerocket, which runs its own device plugin"
+
+
+def test_gpu_config_without_gpu_pools_is_refused():
+    karpenter = {"nodeClasses": {"default": {"preset": "default"}}, "nodePools": {"c": {"preset": "cpu-general"}}}
+    found = problems(raw(karpenter=karpenter, gpu={"timeSlicingReplicas": 2}))
+    assert found["gpu"] == "is configured but no NodePool launches NVIDIA GPUs; remove it or add a GPU pool"

@@ -235,20 +235,3 @@ def test_every_pool_waits_for_the_ebs_csi_agent_before_taking_pods_with_volumes(
         assert node_pool.inputs["spec"]["template"]["spec"]["startupTaints"] == [
             {"key": "ebs.csi.aws.com/agent-not-ready", "effect": "NoExecute"}
         ]
-
-
-@pytest.mark.skipif(not (REFERENCE.parent.parent / "tools" / "refcheck").exists(), reason="refcheck is not beside the repository")
-def test_refcheck_finds_no_error_in_the_prod_pools_and_classes(tmp_path):
-    import subprocess
-    import sys
-
-    from components.preview import main
-    from tests.conftest import REPO
-
-    assert main(["--stack", "prod", "--out", str(tmp_path), "--project-dir", str(REPO)]) == 0
-    result = subprocess.run(
-        [sys.executable, str(REFERENCE.parent.parent / "tools" / "refcheck" / "refcheck.py"), str(tmp_path / "manifests")],
-        capture_output=True, text=True, check=False,
-    )
-    assert result.returncode == 0, result.stdout
-    assert result.stdout.strip().splitlines()[-1] == "refcheck: 8 objects, 0 errors"

@@ -18,7 +18,6 @@ from components import mocks
 from components.preview import SECRET_PLACEHOLDER, main
 from tests.conftest import REPO
 
-SHARED = REPO.parent / "shared"
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 RESOURCE_FIELDS = {"urn", "type", "name", "parent", "inputs", "dependencies", "protect", "retain_on_delete", "deleted_with"}
 
@@ -151,28 +150,3 @@ def test_resource_names_match_the_snapshot(stack, request):
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         snapshot.write_text(actual)
     assert actual == snapshot.read_text(), "resource names changed; rerun with UPDATE_SNAPSHOTS=1 if intended"
-
-
-@pytest.mark.skipif(not (SHARED / "tools" / "refcheck").exists(), reason="../shared/tools/refcheck is not beside the repository")
-def test_refcheck_finds_no_error_in_the_dev_preview(dev_folder, tmp_path):
-    values = tmp_path / "karpenter-values.json"
-    values.write_text(json.dumps(yaml.safe_load((dev_folder / "helm" / "karpenter.yaml").read_text())["values"]))
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(SHARED / "tools" / "refcheck" / "refcheck.py"),
-            str(dev_folder / "manifests"),
-            str(dev_folder / "iam"),
-            "--helm-values",
-            f"karpenter={values}",
-            "--iam-policy",
-            f"karpenter={dev_folder / 'iam' / 'eks-ml-platform-dev-karpenter-controller-controller.json'}",
-        ],
-        capture_output=True, text=True, check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip().splitlines()[-1].endswith(" 0 errors")
-    assert "upstream actions checked, 0 missing" in subprocess.run(
-        [sys.executable, str(SHARED / "tools" / "refcheck" / "refcheck.py"), "-v", *result.args[3:]],
-        capture_output=True, text=True, check=False,
-    ).stdout

@@ -1,0 +1,41 @@
+"""Create a rendered Kubernetes object (a plain dict) as the matching typed pulumi-kubernetes resource.
+
+Renderers produce plain manifests so they can be tested and checked against upstream schemas; this is the one place
+that turns them into resources.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+_KINDS: Mapping[tuple[str, str], type[pulumi.CustomResource]] = {
+    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
+    ("v1", "Namespace"): k8s.core.v1.Namespace,
+    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
+    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
+    ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
+}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def create(name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """The typed resource for `manifest`; its top-level fields become the resource's arguments."""
+    kind = (manifest["apiVersion"], manifest["kind"])
+    if kind not in _KINDS:
+        raise ValueError(f"no resource type for {kind[0]} {kind[1]}; add it to k8s_objects._KINDS")
+    fields = {_snake(key): value for key, value in manifest.items() if key not in {"apiVersion", "kind"}}
+    return _KINDS[kind](name, **fields, opts=opts)

@@ -1,0 +1,54 @@
+"""The offline previews of dev and prod checked against the pinned upstream contracts with ../shared/tools/refcheck:
+CRD schemas and CEL rules of every object, unknown Helm values keys, missing controller IAM actions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.preview import main
+from tests.conftest import REPO
+
+REFCHECK = REPO.parent / "shared" / "tools" / "refcheck" / "refcheck.py"
+#: Charts refcheck knows, by the chart name a preview's helm/<release>.yaml gives.
+CHECKED_CHARTS = {"karpenter", "gpu-operator", "kube-prometheus-stack", "aws-fsx-csi-driver", "aws-ebs-csi-driver", "aws-load-balancer-controller"}
+
+pytestmark = pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
+
+
+def refcheck_arguments(folder: Path, scratch: Path) -> list[str]:
+    """Everything in a preview folder refcheck can check, as its command-line arguments."""
+    arguments = [str(folder / "manifests")]
+    for release_file in sorted((folder / "helm").glob("*.yaml")):
+        release = yaml.safe_load(release_file.read_text())
+        if release["chart"] in CHECKED_CHARTS:
+            values = scratch / f"{release['chart']}-values.json"
+            values.write_text(json.dumps(release["values"]))
+            arguments += ["--helm-values", f"{release['chart']}={values}"]
+    for policy in sorted((folder / "iam").glob("*karpenter-controller-controller.json")):
+        arguments += ["--iam-policy", f"karpenter={policy}"]
+    return arguments
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_preview_passes_refcheck_with_no_error(stack, tmp_path):
+    folder = tmp_path / stack
+    assert main(["--stack", stack, "--out", str(folder), "--project-dir", str(REPO)]) == 0
+    arguments = refcheck_arguments(folder, tmp_path)
+    assert "karpenter=" in " ".join(arguments) and "gpu-operator=" in " ".join(arguments)
+    result = subprocess.run(
+        [sys.executable, str(REFCHECK), *arguments, "--k8s-version", "1.34,1.35", "-v"],
+        capture_output=True, text=True, check=False,
+    )
+    report = result.stdout
+    assert result.returncode == 0, "\n".join(line for line in report.splitlines() if line.startswith(("ERROR", "WARN")))
+    assert report.strip().splitlines()[-1].endswith(" 0 errors")
+    assert "32 upstream actions checked, 0 missing" in report
+    objects = [d for f in (folder / "manifests").glob("*.yaml") for d in yaml.safe_load_all(f.read_text())]
+    assert {"NodePool", "EC2NodeClass", "ValidatingAdmissionPolicy", "Deployment"} <= {o["kind"] for o in objects}
+    assert f"refcheck: {len(objects)} objects, 0 errors" in report  # every object was checked
