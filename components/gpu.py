@@ -43,11 +43,20 @@ class GpuStack(pulumi.ComponentResource):
             pulumi.ResourceOptions(depends_on=[cluster.system_node_group]),
         )
         mig = config.mig
+        # Owned by the stack (not created by Helm), so destroy removes it; the operator's DaemonSets need host access.
+        namespace = k8s_objects.create(
+            f"{name}-namespace",
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": OPERATOR_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+            },
+            k8s_opts,
+        )
         self.operator = helm.release(
             f"{name}-operator",
             versions.GPU_OPERATOR,
-            namespace=OPERATOR_NAMESPACE,
-            create_namespace=True,
+            namespace=namespace.metadata["name"],
             values=operator_values(
                 GpuOperatorOptions(
                     node_image=args.node_image,
