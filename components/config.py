@@ -8,31 +8,54 @@ plainer values) as arguments.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
-from enum import StrEnum
-from ipaddress import IPv4Network, ip_network
-from typing import Annotated, Any, Iterable, Literal, Mapping
+from ipaddress import IPv4Network
+from typing import Annotated, Any, Literal, Mapping
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    ValidationError,
-    model_validator,
-)
+from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from . import network_plan, versions
-from .scheduling import DEFAULT_GPU_SCHEDULER
+from .config_errors import ConfigError, ConfigIssue, issues_from
+from .config_gpu import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
+from .config_types import (
+    Cidr,
+    ConfigModel,
+    ControlPlaneLog,
+    Environment,
+    IamPrincipalArn,
+    KeyName,
+    NatGateways,
+    StatefulResources,
+    SubnetId,
+    VpcId,
+    one_of,
+    prefix_between,
+)
 from .nodepools import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, NodePoolSpec
 from .validation import FieldProblems, matches
+
+__all__ = [
+    "BinPackingScheduler",
+    "ClusterConfig",
+    "ConfigError",
+    "ConfigIssue",
+    "ControlPlaneLog",
+    "EndpointAccess",
+    "Environment",
+    "ExistingVpc",
+    "GpuAdmission",
+    "GpuConfig",
+    "KarpenterConfig",
+    "MigOptions",
+    "NatGateways",
+    "NetworkConfig",
+    "PlatformConfig",
+    "StatefulResources",
+    "SystemNodeGroup",
+    "parse_config",
+]
 
 PROJECT_NAMESPACE = "eks-ml-platform"
 #: Keys of the `aws:` namespace the program reads; the AWS provider is explicit, so any other `aws:` key would
@@ -43,125 +66,7 @@ _REGION = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx|cn|us-gov)-[a-z]+-\d$")
 _CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
 
 
-class ConfigIssue(BaseModel):
-    """One problem in a stack's configuration."""
-
-    model_config = ConfigDict(frozen=True)
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
-
-
-class ConfigError(Exception):
-    """The stack configuration is invalid; `issues` lists every problem found."""
-
-    def __init__(self, issues: Iterable[ConfigIssue]):
-        self.issues = tuple(sorted(set(issues), key=lambda issue: (issue.path, issue.message)))
-        lines = "\n".join(f"  - {issue}" for issue in self.issues)
-        super().__init__(f"invalid stack configuration ({len(self.issues)} problem(s)):\n{lines}")
-
-
-# --------------------------------------------------------------------------------------------------- value types
-
-
-def _cidr(value: Any) -> IPv4Network:
-    if isinstance(value, IPv4Network):
-        return value
-    if not isinstance(value, str):
-        raise ValueError(f"expected an IPv4 CIDR string like '10.0.0.0/16', got {type(value).__name__}")
-    try:
-        network = ip_network(value, strict=True)
-    except ValueError as exc:
-        raise ValueError(f"expected an IPv4 CIDR like '10.0.0.0/16' with no host bits set, got {value!r} ({exc})")
-    if not isinstance(network, IPv4Network):
-        raise ValueError(f"expected an IPv4 CIDR, got the IPv6 network {value!r}")
-    return network
-
-
-Cidr = Annotated[IPv4Network, BeforeValidator(_cidr)]
-
-
-def _one_of(allowed: Iterable[Any], what: str):
-    choices = tuple(allowed)
-
-    def check(value: Any) -> Any:
-        if value not in choices:
-            raise ValueError(f"expected one of {what} {', '.join(repr(c) for c in choices)}, got {value!r}")
-        return value
-
-    return AfterValidator(check)
-
-
-def _prefix_between(low: int, high: int):
-    def check(value: IPv4Network) -> IPv4Network:
-        if not low <= value.prefixlen <= high:
-            raise ValueError(f"expected a prefix length between /{low} and /{high}, got /{value.prefixlen}")
-        return value
-
-    return AfterValidator(check)
-
-
-VpcId = Annotated[StrictStr, matches(r"vpc-[0-9a-f]{8,17}", "a VPC id like 'vpc-0123456789abcdef0'")]
-SubnetId = Annotated[StrictStr, matches(r"subnet-[0-9a-f]{8,17}", "a subnet id like 'subnet-0123456789abcdef0'")]
-IamPrincipalArn = Annotated[
-    StrictStr,
-    matches(
-        r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[\w+=,.@/-]+",
-        "an IAM role or user ARN like 'arn:aws:iam::123456789012:role/Admin'",
-    ),
-]
-KeyName = Annotated[
-    StrictStr, matches(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a lowercase name of letters, digits and '-'")
-]
-
-
-class Environment(StrEnum):
-    """Which set of defaults a stack starts from: `dev` is cheap, `prod` is safe."""
-
-    DEV = "dev"
-    PROD = "prod"
-
-
-class NatGateways(StrEnum):
-    """`single`: one NAT gateway for the VPC (cheap, one AZ's outage cuts egress); `perAz`: one per AZ."""
-
-    SINGLE = "single"
-    PER_AZ = "perAz"
-
-
-class StatefulResources(StrEnum):
-    """What `pulumi destroy` does with stateful resources (KMS keys, log groups, buckets, file systems).
-
-    `protect`: destroy refuses until they are unprotected; `retain`: destroy leaves them in AWS and forgets them;
-    `destroy`: destroy deletes them, emptying buckets first.
-    """
-
-    PROTECT = "protect"
-    RETAIN = "retain"
-    DESTROY = "destroy"
-
-
-class ControlPlaneLog(StrEnum):
-    API = "api"
-    AUDIT = "audit"
-    AUTHENTICATOR = "authenticator"
-    CONTROLLER_MANAGER = "controllerManager"
-    SCHEDULER = "scheduler"
-
-
-# --------------------------------------------------------------------------------------------------------- models
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, use_enum_values=False
-    )
-
-
-class ExistingVpc(_Model):
+class ExistingVpc(ConfigModel):
     """Bring your own VPC: nothing network-related is created except the discovery tags on the given subnets."""
 
     vpc_id: VpcId
@@ -176,10 +81,10 @@ class ExistingVpc(_Model):
         return self
 
 
-class NetworkConfig(_Model):
+class NetworkConfig(ConfigModel):
     """The VPC: created from `cidr`, or taken as it is from `existing`."""
 
-    cidr: Annotated[Cidr, _prefix_between(network_plan.MIN_VPC_PREFIX, network_plan.MAX_VPC_PREFIX)] = IPv4Network(
+    cidr: Annotated[Cidr, prefix_between(network_plan.MIN_VPC_PREFIX, network_plan.MAX_VPC_PREFIX)] = IPv4Network(
         "10.0.0.0/16"
     )
     availability_zones: tuple[StrictStr, ...] = Field(min_length=2, max_length=network_plan.MAX_AZS)
@@ -192,6 +97,14 @@ class NetworkConfig(_Model):
         if len(set(self.availability_zones)) != len(self.availability_zones):
             problems.append(("availabilityZones", "lists an availability zone more than once"))
         if self.existing is not None:
+            if len(self.existing.private_subnet_ids) != len(self.availability_zones):
+                problems.append(
+                    (
+                        "existing.privateSubnetIds",
+                        f"lists {len(self.existing.private_subnet_ids)} subnets for {len(self.availability_zones)} "
+                        "availability zones; give one per AZ, in the order of availabilityZones",
+                    )
+                )
             for key in ("cidr", "nat_gateways"):
                 if key in self.model_fields_set:
                     problems.append((to_camel(key), "is not used when network.existing is set; remove it"))
@@ -200,7 +113,7 @@ class NetworkConfig(_Model):
         return self
 
 
-class EndpointAccess(_Model):
+class EndpointAccess(ConfigModel):
     """Who can reach the Kubernetes API server."""
 
     public: StrictBool
@@ -223,7 +136,7 @@ class EndpointAccess(_Model):
         return self
 
 
-class SystemNodeGroup(_Model):
+class SystemNodeGroup(ConfigModel):
     """The small on-demand managed node group that hosts controllers (Karpenter never runs on what it manages)."""
 
     instance_types: tuple[StrictStr, ...] = Field(default=("m7i.large", "m6i.large"), min_length=1)
@@ -253,18 +166,18 @@ _LOG_RETENTION_DAYS = (
 )
 
 
-class ClusterConfig(_Model):
+class ClusterConfig(ConfigModel):
     """The EKS control plane and its system node group."""
 
     name: Annotated[StrictStr, matches(_CLUSTER_NAME.pattern, "a lowercase DNS-style name of 2 to 40 characters")] | None = None
     kubernetes_version: Annotated[
-        StrictStr, _one_of(versions.KUBERNETES_VERSIONS, "the supported versions")
+        StrictStr, one_of(versions.KUBERNETES_VERSIONS, "the supported versions")
     ] = versions.DEFAULT_KUBERNETES_VERSION
     endpoint: EndpointAccess
-    service_cidr: Annotated[Cidr, _prefix_between(16, 24)] = IPv4Network("172.20.0.0/16")
+    service_cidr: Annotated[Cidr, prefix_between(16, 24)] = IPv4Network("172.20.0.0/16")
     log_types: tuple[ControlPlaneLog, ...] = (ControlPlaneLog.API, ControlPlaneLog.AUDIT, ControlPlaneLog.AUTHENTICATOR)
     log_retention_days: Annotated[
-        StrictInt, _one_of(_LOG_RETENTION_DAYS, "the CloudWatch retention periods")
+        StrictInt, one_of(_LOG_RETENTION_DAYS, "the CloudWatch retention periods")
     ] = 90
     admin_principals: dict[KeyName, IamPrincipalArn] = Field(default_factory=dict)
     system_node_group: SystemNodeGroup = SystemNodeGroup()
@@ -278,7 +191,7 @@ class ClusterConfig(_Model):
 
 
 
-class KarpenterConfig(_Model):
+class KarpenterConfig(ConfigModel):
     """The Karpenter controller, its node classes and node pools (mappings keyed by name)."""
 
     log_level: Literal["debug", "info", "error"] = "info"
@@ -301,49 +214,7 @@ class KarpenterConfig(_Model):
         return self
 
 
-class MigOptions(_Model):
-    """Multi-Instance GPU: partition A100/H100 class GPUs. Nodes pick a profile by the `nvidia.com/mig.config` label
-    (set it in a NodePool's `labels`); `defaultProfile` applies to nodes without one."""
-
-    strategy: Literal["single", "mixed"]
-    default_profile: Annotated[StrictStr, matches(r"[a-z0-9][a-z0-9.-]*", "a MIG profile name like 'all-1g.10gb'")] = "all-disabled"
-
-
-class BinPackingScheduler(_Model):
-    """The secondary scheduler GPU pods use: packs them onto as few nodes as possible."""
-
-    enabled: StrictBool = True
-    name: KeyName = DEFAULT_GPU_SCHEDULER
-    strategy: Literal["MostAllocated", "RequestedToCapacityRatio"] = "MostAllocated"
-    gpu_weight: StrictInt = Field(default=10, ge=1, le=100)
-    replicas: StrictInt = Field(default=2, ge=1, le=5)
-
-
-class GpuAdmission(_Model):
-    """Admission checks on GPU pods in tenant namespaces."""
-
-    enabled: StrictBool = True
-    action: Literal["deny", "warn", "audit"] = "deny"
-    exempt_namespaces: tuple[KeyName, ...] = ()
-
-
-class GpuConfig(_Model):
-    """The GPU stack (installed when a NodePool launches NVIDIA GPUs)."""
-
-    node_feature_discovery: StrictBool = True
-    mig: MigOptions | None = None
-    time_slicing_replicas: StrictInt | None = Field(default=None, ge=2, le=48)
-    scheduler: BinPackingScheduler = BinPackingScheduler()
-    admission: GpuAdmission = GpuAdmission()
-
-    @model_validator(mode="after")
-    def _check(self) -> GpuConfig:
-        if self.mig is not None and self.time_slicing_replicas is not None:
-            raise FieldProblems([("timeSlicingReplicas", "cannot be combined with mig; choose one way to share GPUs")])
-        return self
-
-
-class PlatformConfig(_Model):
+class PlatformConfig(ConfigModel):
     """Everything a stack of the platform is configured with."""
 
     project: StrictStr
@@ -536,96 +407,10 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
     try:
         config = PlatformConfig.model_validate(document)
     except ValidationError as exc:
-        issues.extend(_issues_from(exc))
+        issues.extend(issues_from(exc, PlatformConfig))
         raise ConfigError(issues) from None
     if issues:
         raise ConfigError(issues)
     return config
 
 
-def _issues_from(error: ValidationError) -> list[ConfigIssue]:
-    issues = []
-    for detail in error.errors():
-        loc = tuple(detail["loc"])
-        cause = (detail.get("ctx") or {}).get("error")
-        if isinstance(cause, FieldProblems):
-            for key, message in cause.problems:
-                issues.append(ConfigIssue(path=_join(loc, key), message=message))
-            continue
-        if loc and loc[-1] == "[key]":
-            issues.append(ConfigIssue(path=_join(loc[:-1]), message=f"the key {loc[-2]!r}: {detail['msg'].removeprefix('Value error, ')}"))
-            continue
-        if detail["type"] == "extra_forbidden":
-            issues.append(ConfigIssue(path=_join(loc), message=_unknown_key_message(loc)))
-            continue
-        if detail["type"] == "missing":
-            issues.append(ConfigIssue(path=_join(loc), message="is required"))
-            continue
-        ctx = detail.get("ctx") or {}
-        if detail["type"] == "too_short":
-            issues.append(ConfigIssue(path=_join(loc), message=f"expected at least {ctx['min_length']} item(s), got {ctx['actual_length']}"))
-            continue
-        if detail["type"] == "too_long":
-            issues.append(ConfigIssue(path=_join(loc), message=f"expected at most {ctx['max_length']} item(s), got {ctx['actual_length']}"))
-            continue
-        message = detail["msg"].removeprefix("Value error, ")
-        if detail["type"] not in {"value_error"}:
-            message = f"{message}, got {detail['input']!r}"
-        issues.append(ConfigIssue(path=_join(loc), message=message))
-    return issues
-
-
-def _join(loc: tuple[Any, ...], extra: str | None = None) -> str:
-    parts: list[str] = []
-    for part in loc:
-        if isinstance(part, int):
-            parts[-1] = f"{parts[-1]}[{part}]"
-        else:
-            parts.append(str(part))
-    if extra is not None:
-        if extra.startswith("aws:"):
-            return extra
-        parts.extend(extra.split("."))
-    if parts and parts[0] in {"project", "stack"}:
-        return parts[0]
-    if parts and parts[0] == "region":
-        return "aws:region"
-    return ".".join(parts)
-
-
-def _unknown_key_message(loc: tuple[Any, ...]) -> str:
-    known = _known_keys(PlatformConfig, loc[:-1])
-    known -= {"project", "stack", "region", "profile"}
-    hint = difflib.get_close_matches(str(loc[-1]), sorted(known), n=1)
-    suffix = f"; did you mean {hint[0]!r}?" if hint else ""
-    return f"unknown key (expected one of {', '.join(sorted(known))}){suffix}"
-
-
-def _known_keys(model: type[BaseModel], path: tuple[Any, ...]) -> set[str]:
-    """The keys a model accepts at `path` (walking through nested models, mappings and sequences)."""
-    current: Any = model
-    for part in path:
-        if isinstance(part, int):
-            continue
-        target = _model_in(current)
-        if target is None:
-            return set()
-        fields = {field.alias or name: field for name, field in target.model_fields.items()}
-        if part in fields:
-            current = fields[part].annotation
-        else:  # a mapping key: the value type carries on
-            current = target
-    target = _model_in(current)
-    if target is None:
-        return set()
-    return {field.alias or name for name, field in target.model_fields.items()}
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()) or ():
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None

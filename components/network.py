@@ -39,6 +39,8 @@ class Network(pulumi.ComponentResource):
     private_subnet_ids: pulumi.Output[list[str]]
     public_subnet_ids: pulumi.Output[list[str]]
     availability_zones: tuple[str, ...]
+    #: The private subnet of each AZ (for things that live in one AZ, like FSx for Lustre).
+    private_subnet_by_zone: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:network:Network", name, None, opts)
@@ -133,6 +135,7 @@ class Network(pulumi.ComponentResource):
             )
 
         self.vpc_id = vpc.id
+        self.private_subnet_by_zone = {az: subnet.id for az, subnet in private_subnets.items()}
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets.values()])
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets.values()])
 
@@ -150,5 +153,9 @@ class Network(pulumi.ComponentResource):
                 opts=self._child(),
             )
         self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
+        self.private_subnet_by_zone = {
+            az: pulumi.Output.from_input(subnet_id)
+            for az, subnet_id in zip(args.config.availability_zones, existing.private_subnet_ids)
+        }
         self.private_subnet_ids = pulumi.Output.from_input(list(existing.private_subnet_ids))
         self.public_subnet_ids = pulumi.Output.from_input(list(existing.public_subnet_ids))

@@ -21,7 +21,6 @@ import json
 import shutil
 import sys
 import time
-import tracemalloc
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -29,7 +28,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from . import mocks
-from .config import AWS_KEYS, ConfigError, parse_config
+from .config import ConfigError, parse_config
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
 SECRET_PLACEHOLDER = "preview-secret-placeholder"

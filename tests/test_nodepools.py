@@ -23,11 +23,11 @@ def pool(**fields) -> NodePoolSpec:
 
 
 def problems(**fields) -> dict[str, str]:
-    from components.config import _issues_from  # the same formatting stack config errors get
+    from components.config_errors import issues_from  # the same formatting stack config errors get
 
     with pytest.raises(ValidationError) as caught:
         NodePoolSpec.model_validate(fields)
-    return {issue.path: issue.message for issue in _issues_from(caught.value)}
+    return {issue.path: issue.message for issue in issues_from(caught.value, NodePoolSpec)}
 
 
 def _taints(rendered):
