@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from . import network_plan, versions
 from .config_errors import ConfigError, ConfigIssue, issues_from
 from .config_gpu import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
+from .config_storage import BucketConfig, DataRepository, FsxConfig, IngressConfig, StorageConfig
 from .config_types import (
     Cidr,
     ConfigModel,
@@ -38,6 +39,11 @@ from .validation import FieldProblems, matches
 
 __all__ = [
     "BinPackingScheduler",
+    "BucketConfig",
+    "DataRepository",
+    "FsxConfig",
+    "IngressConfig",
+    "StorageConfig",
     "ClusterConfig",
     "ConfigError",
     "ConfigIssue",
@@ -229,6 +235,8 @@ class PlatformConfig(ConfigModel):
     cluster: ClusterConfig
     karpenter: KarpenterConfig = KarpenterConfig()
     gpu: GpuConfig = GpuConfig()
+    storage: StorageConfig = StorageConfig()
+    ingress: IngressConfig = IngressConfig()
 
     @property
     def gpu_node_image(self) -> Literal["al2023", "bottlerocket"] | None:
@@ -280,6 +288,7 @@ class PlatformConfig(ConfigModel):
             for key, value in (("gpu.mig", self.gpu.mig), ("gpu.timeSlicingReplicas", self.gpu.time_slicing_replicas)):
                 if value is not None:
                     problems.append((key, "is not available on Bottlerocket, which runs its own device plugin"))
+        problems.extend(self._storage_problems())
         if not _CLUSTER_NAME.match(self.cluster_name):
             problems.append(
                 (
@@ -291,6 +300,35 @@ class PlatformConfig(ConfigModel):
         if problems:
             raise FieldProblems(problems)
         return self
+
+
+    def _storage_problems(self) -> list[tuple[str, str]]:
+        fsx = self.storage.fsx
+        if fsx is None:
+            return []
+        problems = []
+        if fsx.availability_zone is not None and fsx.availability_zone not in self.network.availability_zones:
+            problems.append(
+                (
+                    "storage.fsx.availabilityZone",
+                    f"{fsx.availability_zone!r} is not one of the stack's availability zones {list(self.network.availability_zones)}",
+                )
+            )
+        repository = fsx.data_repository
+        if repository is not None and repository.bucket not in self.storage.buckets:
+            problems.append(
+                (
+                    "storage.fsx.dataRepository.bucket",
+                    f"names no bucket in storage.buckets ({', '.join(sorted(self.storage.buckets))})",
+                )
+            )
+        return problems
+
+    @property
+    def fsx_zone(self) -> str | None:
+        """The AZ FSx lives in (training pools that read from it belong there too)."""
+        fsx = self.storage.fsx
+        return None if fsx is None else fsx.availability_zone or self.network.availability_zones[0]
 
 
 def _region_problems(region: Any, zones: Any) -> list[tuple[str, str]]:

@@ -151,6 +151,8 @@ _ID_PREFIXES = {
     "aws:ec2/routeTable:RouteTable": "rtb-",
     "aws:ec2/securityGroup:SecurityGroup": "sg-",
     "aws:ec2/launchTemplate:LaunchTemplate": "lt-",
+    "aws:fsx/lustreFileSystem:LustreFileSystem": "fs-",
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra-",
 }
 
 
@@ -207,6 +209,11 @@ class PlatformMocks(pulumi_mocks.Mocks):
             return {"latestVersion": 1, "defaultVersion": 1}
         if type_ == "aws:eks/nodeGroup:NodeGroup":
             return {"nodeGroupName": inputs.get("nodeGroupName") or f"{name}-{_short_hex(name, length=7)}"}
+        if type_ == "aws:s3/bucket:Bucket":
+            bucket = inputs.get("bucket") or f"{name}-{_short_hex(name, length=7)}"
+            return {"bucket": bucket, "arn": f"arn:{self.partition}:s3:::{bucket}"}
+        if type_ == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            return {"dnsName": f"{resource_id}.fsx.{self.region}.amazonaws.com", "mountName": _short_hex(name, length=8)}
         if type_ == "aws:ec2/vpc:Vpc":
             return {"defaultSecurityGroupId": "sg-" + _short_hex(name, "default")}
         return {}

@@ -17,6 +17,7 @@ from .config import ConfigError, PlatformConfig, parse_config
 from .gpu import GpuStack, GpuStackArgs
 from .karpenter import Karpenter, KarpenterArgs
 from .network import Network, NetworkArgs
+from .storage import Storage, StorageArgs
 from .tags import standard_tags
 
 
@@ -39,6 +40,7 @@ class Platform:
     karpenter: Karpenter
     #: Present when a NodePool launches NVIDIA GPUs.
     gpu: GpuStack | None
+    storage: Storage
 
 
 def build_platform(config: PlatformConfig) -> Platform:
@@ -68,15 +70,32 @@ def build_platform(config: PlatformConfig) -> Platform:
         ),
         opts,
     )
+    csi_drivers = ("ebs", "fsx") if config.storage.fsx is not None else ("ebs",)
     karpenter = Karpenter(
-        f"{base}-karpenter", KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags), opts
+        f"{base}-karpenter",
+        KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags, csi_drivers=csi_drivers),
+        opts,
     )
     gpu = None
     if config.gpu_node_image is not None:
         gpu = GpuStack(
             f"{base}-gpu", GpuStackArgs(cluster=cluster.handle, config=config.gpu, node_image=config.gpu_node_image), opts
         )
-    return Platform(config=config, network=network, cluster=cluster, karpenter=karpenter, gpu=gpu)
+    fsx_zone = config.fsx_zone
+    storage = Storage(
+        f"{base}-storage",
+        StorageArgs(
+            cluster=cluster.handle,
+            config=config.storage,
+            stateful_resources=config.stateful_resources,
+            fsx_zone=fsx_zone,
+            fsx_subnet_id=network.private_subnet_by_zone[fsx_zone] if fsx_zone else None,
+        ),
+        opts,
+    )
+    return Platform(
+        config=config, network=network, cluster=cluster, karpenter=karpenter, gpu=gpu, storage=storage
+    )
 
 
 def export_outputs(platform: Platform) -> None:
@@ -95,6 +114,13 @@ def export_outputs(platform: Platform) -> None:
     if platform.gpu is not None:
         pulumi.export("gpuSchedulerName", platform.gpu.scheduler_name)
         pulumi.export("gpuTaint", platform.gpu.gpu_taint)
+    storage = platform.storage
+    pulumi.export("buckets", {key: bucket.bucket for key, bucket in storage.buckets.items()})
+    if storage.file_system is not None:
+        pulumi.export("fsxFileSystemId", storage.file_system.id)
+        pulumi.export("fsxAvailabilityZone", storage.fsx_zone)
+    if storage.data_repository_policy_arn is not None:
+        pulumi.export("fsxDataRepositoryPolicyArn", storage.data_repository_policy_arn)
     pulumi.export("kubeconfig", pulumi.Output.secret(platform.cluster.eks_cluster.kubeconfig_json))
 
 

@@ -105,3 +105,20 @@ KUBE_SCHEDULER: Mapping[str, Pin] = MappingProxyType(
         for minor, patch in (("1.34", "v1.34.6"), ("1.35", "v1.35.3"))
     }
 )
+
+#: FSx for Lustre CSI driver (driver v1.9.0).
+FSX_CSI_DRIVER = ChartPin(
+    "aws-fsx-csi-driver",
+    "1.17.0",
+    "https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
+    "https://github.com/kubernetes-sigs/aws-fsx-csi-driver/releases/tag/helm-chart-aws-fsx-csi-driver-1.17.0",
+)
+#: AWS Load Balancer Controller v3.5.0; its IAM policy in `lb_controller_iam.py` follows this version.
+LOAD_BALANCER_CONTROLLER = ChartPin(
+    "aws-load-balancer-controller",
+    "3.5.0",
+    "https://aws.github.io/eks-charts",
+    "https://github.com/kubernetes-sigs/aws-load-balancer-controller/releases/tag/v3.5.0",
+)
+#: Lustre version of new file systems (data repository associations need 2.12 or newer).
+FSX_LUSTRE_VERSION = "2.15"

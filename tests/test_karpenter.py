@@ -230,8 +230,11 @@ def test_stack_file_pools_become_node_pools_with_their_gpu_ceilings(dev, prod):
     assert {"nodes": "0", "schedule": "0 6 * * mon-fri", "duration": "14h"} in training["disruption"]["budgets"]
 
 
-def test_every_pool_waits_for_the_ebs_csi_agent_before_taking_pods_with_volumes(prod):
-    for node_pool in _by_name(prod, NODE_POOL).values():
+def test_without_fsx_pools_wait_only_for_the_ebs_csi_agent():
+    from tests.conftest import run_stack
+
+    inventory = run_stack("dev", {"storage": {"buckets": {"datasets": {}}}})
+    for node_pool in _by_name(inventory, NODE_POOL).values():
         assert node_pool.inputs["spec"]["template"]["spec"]["startupTaints"] == [
             {"key": "ebs.csi.aws.com/agent-not-ready", "effect": "NoExecute"}
         ]

@@ -48,7 +48,8 @@ def test_preview_writes_the_contracted_folder(dev_folder):
 def test_iam_folder_holds_every_trust_and_permission_policy_as_aws_receives_it(dev_folder, dev):
     written = {p.name: json.loads(p.read_text()) for p in (dev_folder / "iam").glob("*.json")}
     expected = {f"{r.name}.trust.json": r.inputs["assumeRolePolicy"] for r in dev.of_type("aws:iam/role:Role")}
-    expected |= {f"{r.name}.json": r.inputs["policy"] for r in dev.of_type("aws:iam/rolePolicy:RolePolicy")}
+    for kind in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
+        expected |= {f"{r.name}.json": r.inputs["policy"] for r in dev.of_type(kind)}
     assert "eks-ml-platform-dev-karpenter-controller-controller.json" in expected
     assert set(written) == set(expected)
     for name, document in written.items():

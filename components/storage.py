@@ -1,0 +1,280 @@
+"""Storage: S3 buckets, FSx for Lustre linked to a bucket prefix, the FSx CSI driver and its volumes, and the
+default EBS StorageClass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from . import helm, k8s_objects, versions
+from .cluster import ClusterHandle, stateful_options
+from .config import BucketConfig, FsxConfig, StatefulResources, StorageConfig
+from .iam import to_json
+from .storage_render import data_repository_policy, fsx_volume, gp3_storage_class, tls_only_bucket_policy
+
+#: Lustre network ports: 988 for the file system, 1018-1023 for the servers' replies (FSx for Lustre docs,
+#: "File system access control with Amazon VPC").
+LUSTRE_PORTS = {"lnet": (988, 988), "servers": (1018, 1023)}
+FSX_CSI_NAMESPACE = "kube-system"
+#: Creating a file system and importing a large bucket prefix take far longer than the provider's defaults.
+FSX_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="60m")
+IMPORT_TIMEOUTS = pulumi.CustomTimeouts(create="6h", update="6h", delete="2h")
+
+
+@dataclass(frozen=True)
+class StorageArgs:
+    cluster: ClusterHandle
+    config: StorageConfig
+    stateful_resources: StatefulResources
+    #: The AZ and private subnet FSx lives in (None without FSx).
+    fsx_zone: str | None = None
+    fsx_subnet_id: pulumi.Input[str] | None = None
+
+
+class Storage(pulumi.ComponentResource):
+    """Buckets keyed by purpose, and optionally one FSx for Lustre file system with its Kubernetes volumes."""
+
+    buckets: dict[str, aws.s3.Bucket]
+    file_system: aws.fsx.LustreFileSystem | None
+    fsx_zone: str | None
+    #: Attach to the identity that runs `pulumi up` before the data repository association is created.
+    data_repository_policy_arn: pulumi.Output[str] | None
+
+    def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:storage:Storage", name, None, opts)
+        self._name = name
+        self._args = args
+        self._stateful = pulumi.ResourceOptions.merge(
+            pulumi.ResourceOptions(parent=self), stateful_options(args.stateful_resources)
+        )
+        self._kms_key: aws.kms.Key | None = None
+        self.buckets = {key: self._bucket(key, bucket) for key, bucket in sorted(args.config.buckets.items())}
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.cluster.kubernetes_provider)
+        k8s_objects.create(f"{name}-gp3", gp3_storage_class(), k8s_opts)
+
+        self.file_system = None
+        self.fsx_zone = args.fsx_zone
+        self.data_repository_policy_arn = None
+        if args.config.fsx is not None:
+            self._fsx(args.config.fsx, k8s_opts)
+        self.register_outputs({"buckets": {k: b.bucket for k, b in self.buckets.items()}, "fsxZone": self.fsx_zone})
+
+    # ------------------------------------------------------------------------------------------------ buckets
+
+    def _bucket_key(self) -> aws.kms.Key:
+        if self._kms_key is None:
+            self._kms_key = aws.kms.Key(
+                f"{self._name}-buckets",
+                description="Encryption of the platform's S3 buckets",
+                enable_key_rotation=True,
+                opts=self._stateful,
+            )
+        return self._kms_key
+
+    def _bucket(self, key: str, config: BucketConfig) -> aws.s3.Bucket:
+        name, stateful = f"{self._name}-{key}", self._stateful
+        bucket = aws.s3.Bucket(
+            name, force_destroy=self._args.stateful_resources is StatefulResources.DESTROY, opts=stateful
+        )
+        # Every part of a bucket shares its fate: a retained bucket keeps its policy and its public access block.
+        aws.s3.BucketOwnershipControls(
+            name, bucket=bucket.id, rule={"object_ownership": "BucketOwnerEnforced"}, opts=stateful
+        )
+        block = aws.s3.BucketPublicAccessBlock(
+            name,
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=stateful,
+        )
+        if config.encryption == "kms":
+            default = {"sse_algorithm": "aws:kms", "kms_master_key_id": self._bucket_key().arn}
+        else:
+            default = {"sse_algorithm": "AES256"}
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            name,
+            bucket=bucket.id,
+            rules=[{"apply_server_side_encryption_by_default": default, "bucket_key_enabled": config.encryption == "kms"}],
+            opts=stateful,
+        )
+        if config.versioning:
+            aws.s3.BucketVersioning(name, bucket=bucket.id, versioning_configuration={"status": "Enabled"}, opts=stateful)
+        rules = [
+            {
+                "id": "abort-incomplete-uploads",
+                "status": "Enabled",
+                "filter": {},
+                "abort_incomplete_multipart_upload": {"days_after_initiation": config.abort_incomplete_upload_days},
+            }
+        ]
+        if config.versioning:
+            rules.append(
+                {
+                    "id": "expire-noncurrent-versions",
+                    "status": "Enabled",
+                    "filter": {},
+                    "noncurrent_version_expiration": {"noncurrent_days": config.noncurrent_version_expiration_days},
+                }
+            )
+        aws.s3.BucketLifecycleConfiguration(name, bucket=bucket.id, rules=rules, opts=stateful)
+        aws.s3.BucketPolicy(
+            name,
+            bucket=bucket.id,
+            policy=bucket.arn.apply(lambda arn: to_json(tls_only_bucket_policy(arn))),
+            # why: S3 rejects a policy while the public access block is still being applied.
+            opts=pulumi.ResourceOptions.merge(stateful, pulumi.ResourceOptions(depends_on=[block])),
+        )
+        return bucket
+
+    # ---------------------------------------------------------------------------------------------------- FSx
+
+    def _fsx(self, config: FsxConfig, k8s_opts: pulumi.ResourceOptions) -> None:
+        name, args = self._name, self._args
+        child = pulumi.ResourceOptions(parent=self)
+        cluster = args.cluster
+        group = aws.ec2.SecurityGroup(
+            f"{name}-fsx",
+            vpc_id=cluster.vpc_id,
+            description="FSx for Lustre: Lustre traffic from the cluster's nodes and between file servers",
+            tags={"Name": f"{name}-fsx"},
+            opts=child,
+        )
+        for port_key, (low, high) in LUSTRE_PORTS.items():
+            for peer_key, peer in (("nodes", cluster.cluster_security_group_id), ("self", group.id)):
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-fsx-{port_key}-from-{peer_key}",
+                    security_group_id=group.id,
+                    referenced_security_group_id=peer,
+                    ip_protocol="tcp",
+                    from_port=low,
+                    to_port=high,
+                    description=f"Lustre {low}-{high} from {peer_key}",
+                    opts=child,
+                )
+            # Lustre clients accept connections from the file servers on the same ports.
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-nodes-{port_key}-from-fsx",
+                security_group_id=cluster.cluster_security_group_id,
+                referenced_security_group_id=group.id,
+                ip_protocol="tcp",
+                from_port=low,
+                to_port=high,
+                description=f"Lustre {low}-{high} from FSx",
+                opts=child,
+            )
+        for peer_key, peer in (("nodes", cluster.cluster_security_group_id), ("self", group.id)):
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-fsx-to-{peer_key}",
+                security_group_id=group.id,
+                referenced_security_group_id=peer,
+                ip_protocol="-1",
+                description=f"replies to {peer_key}",
+                opts=child,
+            )
+
+        log_configuration = {"level": "DISABLED"}
+        if config.log_level != "DISABLED":
+            logs = aws.cloudwatch.LogGroup(
+                f"{name}-fsx", name_prefix="/aws/fsx/", retention_in_days=90, opts=self._stateful
+            )
+            log_configuration = {"level": config.log_level, "destination": logs.arn}
+        destroy = args.stateful_resources is StatefulResources.DESTROY
+        self.file_system = aws.fsx.LustreFileSystem(
+            f"{name}-fsx",
+            deployment_type=config.deployment_type,
+            storage_capacity=config.storage_capacity_gib,
+            per_unit_storage_throughput=config.per_unit_storage_throughput,
+            data_compression_type=config.compression,
+            file_system_type_version=versions.FSX_LUSTRE_VERSION,
+            subnet_ids=args.fsx_subnet_id,  # one subnet: the provider takes it as a single string
+            security_group_ids=[group.id],
+            log_configuration=log_configuration,
+            skip_final_backup=destroy if config.deployment_type == "PERSISTENT_2" else None,
+            tags={"Name": f"{name}-fsx"},
+            opts=pulumi.ResourceOptions.merge(self._stateful, pulumi.ResourceOptions(custom_timeouts=FSX_TIMEOUTS)),
+        )
+        if config.data_repository is not None:
+            self._data_repository(config)
+
+        driver = helm.release(
+            f"{name}-fsx-csi",
+            versions.FSX_CSI_DRIVER,
+            namespace=FSX_CSI_NAMESPACE,
+            values={
+                "controller": {
+                    "nodeSelector": dict(cluster.system_node_labels),
+                    "tolerations": [dict(t) for t in cluster.system_tolerations],
+                },
+                # The node plugin must run on every node that may mount Lustre, GPU nodes included.
+                "node": {"tolerateAllTaints": True},
+            },
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=[cluster.system_node_group])
+            ),
+        )
+        fs = self.file_system
+        for namespace in config.namespaces:
+            pv_name = f"{config.claim_name}-{namespace}"
+            rendered = pulumi.Output.all(fs.id, fs.dns_name, fs.mount_name).apply(
+                lambda v, namespace=namespace, pv_name=pv_name: fsx_volume(
+                    name=pv_name,
+                    namespace=namespace,
+                    claim=config.claim_name,
+                    file_system_id=v[0],
+                    dns_name=v[1],
+                    mount_name=v[2],
+                    capacity_gib=config.storage_capacity_gib,
+                )
+            )
+            ns = k8s_objects.create(
+                f"{name}-ns-{namespace}",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                k8s_opts,
+            )
+            # why: the driver mounts and unmounts the volume; on destroy the claims go while it still runs.
+            after_driver = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver, ns]))
+            volume = k8s_objects.create(
+                f"{name}-pv-{namespace}",
+                {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name}, "spec": rendered[0]["spec"]},
+                after_driver,
+            )
+            k8s_objects.create(
+                f"{name}-pvc-{namespace}",
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": config.claim_name, "namespace": namespace},
+                    "spec": rendered[1]["spec"],
+                },
+                pulumi.ResourceOptions.merge(after_driver, pulumi.ResourceOptions(depends_on=[volume])),
+            )
+
+    def _data_repository(self, config: FsxConfig) -> None:
+        repository = config.data_repository
+        assert repository is not None and self.file_system is not None
+        bucket = self.buckets[repository.bucket]
+        policy = aws.iam.Policy(
+            f"{self._name}-fsx-data-repository",
+            description="What the identity running pulumi up needs to link FSx to the bucket prefix",
+            policy=pulumi.Output.all(self._args.cluster.partition, bucket.arn).apply(
+                lambda v: to_json(data_repository_policy(partition=v[0], bucket_arn=v[1], prefix=repository.prefix))
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.data_repository_policy_arn = policy.arn
+        events = ["NEW", "CHANGED", "DELETED"]
+        aws.fsx.DataRepositoryAssociation(
+            f"{self._name}-fsx-{repository.bucket}",
+            file_system_id=self.file_system.id,
+            file_system_path=repository.file_system_path,
+            data_repository_path=bucket.bucket.apply(lambda b: f"s3://{b}/{repository.prefix}"),
+            batch_import_meta_data_on_create=True,
+            imported_file_chunk_size=repository.imported_file_chunk_size_mib,
+            s3={"auto_import_policy": {"events": events}, "auto_export_policy": {"events": events}},
+            delete_data_in_filesystem=False,
+            opts=pulumi.ResourceOptions(parent=self, custom_timeouts=IMPORT_TIMEOUTS),
+        )

@@ -1,0 +1,132 @@
+"""Pure renderers for storage: bucket policies, the FSx data-repository permissions, volumes and storage classes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .iam import IAM_VERSION
+
+FSX_CSI_DRIVER = "fsx.csi.aws.com"
+EBS_CSI_DRIVER = "ebs.csi.aws.com"
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
+def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
+    """Refuse every request to the bucket that does not use TLS (1.2 or newer)."""
+    resources = [bucket_arn, f"{bucket_arn}/*"]
+    return {
+        "Version": IAM_VERSION,
+        "Statement": [
+            {
+                "Sid": "DenyInsecureTransport",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": resources,
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+            {
+                "Sid": "DenyOutdatedTls",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": resources,
+                "Condition": {"NumericLessThan": {"s3:TlsVersion": "1.2"}},
+            },
+        ],
+    }
+
+
+def data_repository_policy(*, partition: str, bucket_arn: str, prefix: str) -> dict[str, Any]:
+    """What the identity that creates a data repository association needs on the bucket prefix.
+
+    FSx checks the caller's own S3 access when the association is created, and creates its service-linked role for
+    S3 access; without these the association fails after the file system (slow to create) already exists.
+    """
+    objects = f"{bucket_arn}/{prefix}*"
+    return {
+        "Version": IAM_VERSION,
+        "Statement": [
+            {
+                "Sid": "ReadWriteThePrefix",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
+                "Resource": objects,
+            },
+            {
+                "Sid": "ListThePrefix",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket", "s3:GetBucketLocation", "s3:GetBucketAcl", "s3:GetBucketPolicy"],
+                "Resource": bucket_arn,
+            },
+            {
+                "Sid": "CreateTheFsxS3ServiceLinkedRole",
+                "Effect": "Allow",
+                "Action": ["iam:CreateServiceLinkedRole", "iam:AttachRolePolicy", "iam:PutRolePolicy"],
+                "Resource": f"arn:{partition}:iam::*:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/*",
+            },
+        ],
+    }
+
+
+def fsx_volume(
+    *,
+    name: str,
+    namespace: str,
+    claim: str,
+    file_system_id: str,
+    dns_name: str,
+    mount_name: str,
+    capacity_gib: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A static PersistentVolume for an existing file system and the claim bound to it in `namespace`.
+
+    The PV is pinned to the claim (claimRef) and the claim to the PV (volumeName), so nothing else can take either;
+    the PV's reclaim policy is Retain: deleting the claim never deletes the file system.
+    """
+    capacity = f"{capacity_gib}Gi"
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": capacity},
+            "volumeMode": "Filesystem",
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "claimRef": {"namespace": namespace, "name": claim},
+            "mountOptions": ["flock"],
+            "csi": {
+                "driver": FSX_CSI_DRIVER,
+                "volumeHandle": file_system_id,
+                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
+            },
+        },
+    }
+    claim_manifest = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": claim, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": name,
+            "resources": {"requests": {"storage": capacity}},
+        },
+    }
+    return volume, claim_manifest
+
+
+def gp3_storage_class(name: str = "gp3") -> dict[str, Any]:
+    """The default StorageClass: encrypted gp3, created where the pod lands (so it is in the pod's AZ)."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name, "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
+        "provisioner": EBS_CSI_DRIVER,
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowVolumeExpansion": True,
+        "reclaimPolicy": "Delete",
+        "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
+    }

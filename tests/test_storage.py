@@ -1,0 +1,226 @@
+"""Storage: bucket security, FSx sizing rules, Lustre network rules, data repository permissions, volumes, and what
+destroy may do to each store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from components.config_storage import FsxConfig, fsx_capacity_problem
+from tests.conftest import run_stack
+
+BUCKET = "aws:s3/bucket:Bucket"
+FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
+INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+
+
+def _parts(inventory, stack, key):
+    name = f"eks-ml-platform-{stack}-storage-{key}"
+    return {r.type.rsplit(":", 1)[1]: r for r in inventory.resources if r.name == name and r.type.startswith("aws:s3/")}
+
+
+@pytest.mark.parametrize("key", ["datasets", "artifacts"])
+def test_buckets_are_private_owner_enforced_encrypted_and_versioned(dev, key):
+    parts = _parts(dev, "dev", key)
+    bucket = parts["Bucket"]
+    assert parts["BucketPublicAccessBlock"].inputs == {
+        "bucket": bucket.id,
+        "blockPublicAcls": True,
+        "blockPublicPolicy": True,
+        "ignorePublicAcls": True,
+        "restrictPublicBuckets": True,
+    }
+    assert parts["BucketOwnershipControls"].inputs["rule"] == {"objectOwnership": "BucketOwnerEnforced"}
+    (rule,) = parts["BucketServerSideEncryptionConfiguration"].inputs["rules"]
+    assert rule["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "AES256"}
+    assert parts["BucketVersioning"].inputs["versioningConfiguration"] == {"status": "Enabled"}
+
+
+def test_bucket_policy_refuses_anything_but_tls(dev):
+    parts = _parts(dev, "dev", "datasets")
+    arn = parts["Bucket"].outputs["arn"]
+    policy = json.loads(parts["BucketPolicy"].inputs["policy"])
+    assert policy["Statement"] == [
+        {
+            "Sid": "DenyInsecureTransport",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": [arn, f"{arn}/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        },
+        {
+            "Sid": "DenyOutdatedTls",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": [arn, f"{arn}/*"],
+            "Condition": {"NumericLessThan": {"s3:TlsVersion": "1.2"}},
+        },
+    ]
+    assert dev.depends_on(parts["BucketPolicy"], parts["BucketPublicAccessBlock"])
+
+
+def test_lifecycle_aborts_stale_uploads_and_expires_old_versions(dev):
+    rules = {r["id"]: r for r in _parts(dev, "dev", "artifacts")["BucketLifecycleConfiguration"].inputs["rules"]}
+    assert rules["abort-incomplete-uploads"]["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 7}
+    assert rules["expire-noncurrent-versions"]["noncurrentVersionExpiration"] == {"noncurrentDays": 7}
+
+
+def test_prod_buckets_use_a_rotating_kms_key(prod):
+    parts = _parts(prod, "prod", "datasets")
+    key = prod.one("aws:kms/key:Key", "eks-ml-platform-prod-storage-buckets")
+    (rule,) = parts["BucketServerSideEncryptionConfiguration"].inputs["rules"]
+    assert rule["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": key.outputs["arn"]}
+    assert rule["bucketKeyEnabled"] is True
+    assert key.inputs["enableKeyRotation"] is True
+
+
+def test_dev_buckets_and_file_system_are_destroyable_and_prod_ones_protected(dev, prod):
+    for bucket in dev.of_type(BUCKET):
+        assert bucket.inputs["forceDestroy"] is True and bucket.protect is False
+    for bucket in prod.of_type(BUCKET):
+        assert bucket.inputs["forceDestroy"] is False and bucket.protect is True
+    assert dev.one(FSX).protect is False and prod.one(FSX).protect is True
+    assert prod.one(FSX).inputs["skipFinalBackup"] is False  # a protected prod file system keeps a final backup
+
+
+def test_retained_buckets_keep_their_guards():
+    inventory = run_stack("dev", {"statefulResources": "retain"})
+    for resource in inventory.resources:
+        if resource.type.startswith("aws:s3/") or resource.type == FSX:
+            assert resource.retain_on_delete, resource.name
+
+
+# ---------------------------------------------------------------------------------------------------- FSx
+
+
+@pytest.mark.parametrize("capacity", [1200, 2400, 4800, 9600, 24000])
+def test_fsx_capacities_aws_accepts(capacity):
+    assert fsx_capacity_problem("SCRATCH_2", capacity) is None
+
+
+@pytest.mark.parametrize(
+    ("capacity", "message"),
+    [
+        (1000, "SCRATCH_2 accepts 1200, 2400 or a multiple of 2400 GiB, got 1000 (nearest: 1200 or 2400)"),
+        (3600, "SCRATCH_2 accepts 1200, 2400 or a multiple of 2400 GiB, got 3600 (nearest: 2400 or 4800)"),
+        (5000, "SCRATCH_2 accepts 1200, 2400 or a multiple of 2400 GiB, got 5000 (nearest: 4800 or 7200)"),
+    ],
+)
+def test_fsx_capacities_aws_refuses_are_explained(capacity, message):
+    assert fsx_capacity_problem("SCRATCH_2", capacity) == message
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"deploymentType": "PERSISTENT_2"}, "PERSISTENT_2 needs one of 125, 250, 500, 1000 MB/s per TiB, got None"),
+        ({"deploymentType": "PERSISTENT_2", "perUnitStorageThroughput": 200}, "PERSISTENT_2 needs one of 125, 250, 500, 1000 MB/s per TiB, got 200"),
+        ({"deploymentType": "SCRATCH_2", "perUnitStorageThroughput": 125}, "is not used by SCRATCH_2; remove it"),
+    ],
+)
+def test_fsx_throughput_must_fit_the_deployment_type(fields, message):
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        FsxConfig.model_validate(fields)
+
+
+def test_file_system_lives_in_one_private_subnet_of_the_exported_zone(dev):
+    fs = dev.one(FSX)
+    subnet = dev.one("aws:ec2/subnet:Subnet", "eks-ml-platform-dev-private-us-west-2a")
+    assert fs.inputs["subnetIds"] == subnet.id
+    assert dev.stack_outputs["fsxAvailabilityZone"] == "us-west-2a"
+    assert fs.inputs["fileSystemTypeVersion"] == "2.15"
+    assert fs.inputs["dataCompressionType"] == "LZ4"
+
+
+def test_lustre_ports_are_open_from_the_nodes_and_between_file_servers_only(dev):
+    fs = dev.one(FSX)
+    (group_id,) = fs.inputs["securityGroupIds"]
+    cluster_sg = dev.one("eks:index:Cluster").outputs["clusterSecurityGroupId"]
+    into_fsx = sorted(
+        (r.inputs["fromPort"], r.inputs["toPort"], r.inputs["referencedSecurityGroupId"] == group_id)
+        for r in dev.of_type(INGRESS)
+        if r.inputs["securityGroupId"] == group_id
+    )
+    assert into_fsx == [(988, 988, False), (988, 988, True), (1018, 1023, False), (1018, 1023, True)]
+    for rule in dev.of_type(INGRESS):
+        assert "cidrIpv4" not in rule.inputs  # never from an address range, only from known groups
+        assert rule.inputs["ipProtocol"] == "tcp"
+        assert rule.inputs["referencedSecurityGroupId"] in {group_id, cluster_sg}
+
+
+def test_data_repository_links_the_prefix_both_ways_with_long_timeouts(dev):
+    association = dev.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation")
+    bucket = _parts(dev, "dev", "datasets")["Bucket"]
+    assert association.inputs["dataRepositoryPath"] == f"s3://{bucket.outputs['bucket']}/training/"
+    assert association.inputs["fileSystemPath"] == "/datasets"
+    assert association.inputs["batchImportMetaDataOnCreate"] is True
+    events = ["NEW", "CHANGED", "DELETED"]
+    assert association.inputs["s3"] == {"autoImportPolicy": {"events": events}, "autoExportPolicy": {"events": events}}
+    assert association.inputs["deleteDataInFilesystem"] is False
+
+
+def test_data_repository_permissions_cover_exactly_the_prefix(dev):
+    bucket = _parts(dev, "dev", "datasets")["Bucket"].outputs["arn"]
+    policy = json.loads(dev.one("aws:iam/policy:Policy").inputs["policy"])
+    by_sid = {s["Sid"]: s for s in policy["Statement"]}
+    assert by_sid["ReadWriteThePrefix"]["Resource"] == f"{bucket}/training/*"
+    assert set(by_sid["ReadWriteThePrefix"]["Action"]) >= {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}
+    assert by_sid["ListThePrefix"]["Resource"] == bucket
+    assert by_sid["CreateTheFsxS3ServiceLinkedRole"]["Resource"].endswith("aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/*")
+    assert dev.stack_outputs["fsxDataRepositoryPolicyArn"].startswith("arn:aws:iam::")
+
+
+def test_each_namespace_gets_a_claim_bound_to_its_own_volume_of_the_file_system(prod):
+    fs = prod.one(FSX)
+    claims = {r.inputs["metadata"]["namespace"]: r for r in prod.of_type("kubernetes:core/v1:PersistentVolumeClaim")}
+    volumes = {r.inputs["metadata"]["name"]: r for r in prod.of_type("kubernetes:core/v1:PersistentVolume")}
+    assert set(claims) == {"team-a", "team-b"}
+    for namespace, claim in claims.items():
+        volume = volumes[claim.inputs["spec"]["volumeName"]]
+        assert volume.inputs["spec"]["claimRef"] == {"namespace": namespace, "name": "fsx-lustre"}
+        assert volume.inputs["spec"]["csi"]["volumeHandle"] == fs.id
+        assert volume.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+        assert volume.inputs["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+def test_volumes_are_removed_while_the_csi_driver_still_runs(prod):
+    driver = next(r for r in prod.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-fsx-csi-driver")
+    for kind in ("PersistentVolume", "PersistentVolumeClaim"):
+        for resource in prod.of_type(f"kubernetes:core/v1:{kind}"):
+            assert prod.depends_on(resource, driver)
+
+
+def test_fsx_csi_controller_runs_on_system_nodes_and_its_node_plugin_everywhere(dev):
+    driver = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-fsx-csi-driver")
+    values = driver.inputs["values"]
+    assert values["controller"]["nodeSelector"] == {"eksml.io/node-role": "system"}
+    assert values["node"]["tolerateAllTaints"] is True
+    assert driver.inputs["version"] == "1.17.0"
+
+
+def test_pools_wait_for_both_csi_agents_when_fsx_is_on(dev):
+    pool = next(p for p in dev.of_type("kubernetes:karpenter.sh/v1:NodePool"))
+    assert pool.inputs["spec"]["template"]["spec"]["startupTaints"] == [
+        {"key": "ebs.csi.aws.com/agent-not-ready", "effect": "NoExecute"},
+        {"key": "fsx.csi.aws.com/agent-not-ready", "effect": "NoExecute"},
+    ]
+
+
+def test_default_storage_class_is_encrypted_gp3_bound_where_the_pod_lands(dev):
+    (storage_class,) = dev.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+    assert storage_class.inputs["metadata"]["annotations"] == {"storageclass.kubernetes.io/is-default-class": "true"}
+    assert storage_class.inputs["parameters"]["encrypted"] == "true"
+    assert storage_class.inputs["parameters"]["type"] == "gp3"
+    assert storage_class.inputs["volumeBindingMode"] == "WaitForFirstConsumer"
+
+
+def test_storage_references_are_checked():
+    from tests.test_config import problems, raw
+
+    found = problems(raw(storage={"fsx": {"availabilityZone": "us-west-2c", "dataRepository": {"bucket": "models"}}}))
+    assert found["storage.fsx.availabilityZone"].startswith("'us-west-2c' is not one of the stack's availability zones")
+    assert found["storage.fsx.dataRepository.bucket"] == "names no bucket in storage.buckets (artifacts, datasets)"
