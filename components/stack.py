@@ -15,6 +15,7 @@ import pulumi_aws as aws
 from .cluster import Cluster, ClusterArgs
 from .config import ConfigError, PlatformConfig, parse_config
 from .gpu import GpuStack, GpuStackArgs
+from .ingress import Ingress, IngressArgs
 from .karpenter import Karpenter, KarpenterArgs
 from .network import Network, NetworkArgs
 from .storage import Storage, StorageArgs
@@ -41,6 +42,8 @@ class Platform:
     #: Present when a NodePool launches NVIDIA GPUs.
     gpu: GpuStack | None
     storage: Storage
+    #: Present unless ingress.loadBalancerController is false.
+    ingress: Ingress | None
 
 
 def build_platform(config: PlatformConfig) -> Platform:
@@ -93,8 +96,11 @@ def build_platform(config: PlatformConfig) -> Platform:
         ),
         opts,
     )
+    ingress = None
+    if config.ingress.load_balancer_controller:
+        ingress = Ingress(f"{base}-ingress", IngressArgs(cluster=cluster.handle, tags=tags), opts)
     return Platform(
-        config=config, network=network, cluster=cluster, karpenter=karpenter, gpu=gpu, storage=storage
+        config=config, network=network, cluster=cluster, karpenter=karpenter, gpu=gpu, storage=storage, ingress=ingress
     )
 
 

@@ -163,7 +163,7 @@ def test_controller_release_waits_for_everything_it_needs_so_destroy_removes_it_
     controller = _controller(dev)
     for needed in (
         _crds(dev),
-        dev.one("aws:iam/rolePolicy:RolePolicy"),
+        dev.one("aws:iam/rolePolicy:RolePolicy", "eks-ml-platform-dev-karpenter-controller-controller"),
         dev.one("aws:iam/role:Role", "eks-ml-platform-dev-karpenter-controller-role"),
         dev.one("aws:sqs/queue:Queue"),
         dev.one("aws:sqs/queuePolicy:QueuePolicy"),

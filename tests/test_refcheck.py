@@ -30,8 +30,9 @@ def refcheck_arguments(folder: Path, scratch: Path) -> list[str]:
             values = scratch / f"{release['chart']}-values.json"
             values.write_text(json.dumps(release["values"]))
             arguments += ["--helm-values", f"{release['chart']}={values}"]
-    for policy in sorted((folder / "iam").glob("*karpenter-controller-controller.json")):
-        arguments += ["--iam-policy", f"karpenter={policy}"]
+    for name, pattern in (("karpenter", "*karpenter-controller-controller.json"), ("alb", "*ingress-controller-controller.json")):
+        for policy in sorted((folder / "iam").glob(pattern)):
+            arguments += ["--iam-policy", f"{name}={policy}"]
     return arguments
 
 
@@ -40,7 +41,8 @@ def test_preview_passes_refcheck_with_no_error(stack, tmp_path):
     folder = tmp_path / stack
     assert main(["--stack", stack, "--out", str(folder), "--project-dir", str(REPO)]) == 0
     arguments = refcheck_arguments(folder, tmp_path)
-    assert "karpenter=" in " ".join(arguments) and "gpu-operator=" in " ".join(arguments)
+    for checked in ("karpenter=", "gpu-operator=", "aws-fsx-csi-driver=", "aws-load-balancer-controller=", "alb="):
+        assert checked in " ".join(arguments)
     result = subprocess.run(
         [sys.executable, str(REFCHECK), *arguments, "--k8s-version", "1.34,1.35", "-v"],
         capture_output=True, text=True, check=False,
@@ -48,7 +50,8 @@ def test_preview_passes_refcheck_with_no_error(stack, tmp_path):
     report = result.stdout
     assert result.returncode == 0, "\n".join(line for line in report.splitlines() if line.startswith(("ERROR", "WARN")))
     assert report.strip().splitlines()[-1].endswith(" 0 errors")
-    assert "32 upstream actions checked, 0 missing" in report
+    assert "32 upstream actions checked, 0 missing" in report  # Karpenter controller
+    assert "80 upstream actions checked, 0 missing" in report  # load balancer controller
     objects = [d for f in (folder / "manifests").glob("*.yaml") for d in yaml.safe_load_all(f.read_text())]
     assert {"NodePool", "EC2NodeClass", "ValidatingAdmissionPolicy", "Deployment"} <= {o["kind"] for o in objects}
     assert f"refcheck: {len(objects)} objects, 0 errors" in report  # every object was checked
