@@ -74,6 +74,8 @@ class ClusterHandle:
     system_node_group: aws.eks.NodeGroup
     system_node_labels: Mapping[str, str]
     system_tolerations: tuple[Mapping[str, str], ...]
+    #: The EBS CSI driver: what uses EBS volumes depends on it, so volumes are deleted while it still runs.
+    ebs_csi_driver: aws.eks.Addon
 
     def irsa_role(
         self,
@@ -275,7 +277,7 @@ class Cluster(pulumi.ComponentResource):
         )
         # Deployments: their pods need a node to run on, or the add-on sits DEGRADED until it times out.
         addon("coredns", depends_on=[self.system_node_group])
-        addon("aws-ebs-csi-driver", role=ebs_role, depends_on=[self.system_node_group])
+        ebs_csi_driver = addon("aws-ebs-csi-driver", role=ebs_role, depends_on=[self.system_node_group])
 
         kubernetes_provider = k8s.Provider(
             f"{name}-k8s",
@@ -300,6 +302,7 @@ class Cluster(pulumi.ComponentResource):
             system_node_group=self.system_node_group,
             system_node_labels=SYSTEM_NODE_LABELS,
             system_tolerations=SYSTEM_TOLERATIONS,
+            ebs_csi_driver=ebs_csi_driver,
         )
         self.register_outputs(
             {

@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from . import network_plan, versions
 from .config_errors import ConfigError, ConfigIssue, issues_from
 from .config_gpu import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
+from .config_observability import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
 from .config_storage import BucketConfig, DataRepository, FsxConfig, IngressConfig, StorageConfig
 from .config_types import (
     Cidr,
@@ -38,6 +39,9 @@ from .nodepools import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, 
 from .validation import FieldProblems, matches
 
 __all__ = [
+    "AlertmanagerConfig",
+    "AlertThresholds",
+    "ObservabilityConfig",
     "BinPackingScheduler",
     "BucketConfig",
     "DataRepository",
@@ -237,6 +241,7 @@ class PlatformConfig(ConfigModel):
     gpu: GpuConfig = GpuConfig()
     storage: StorageConfig = StorageConfig()
     ingress: IngressConfig = IngressConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
 
     @property
     def gpu_node_image(self) -> Literal["al2023", "bottlerocket"] | None:

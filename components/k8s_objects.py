@@ -15,6 +15,7 @@ import pulumi_kubernetes as k8s
 _KINDS: Mapping[tuple[str, str], type[pulumi.CustomResource]] = {
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
     ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
+    ("v1", "Secret"): k8s.core.v1.Secret,
     ("v1", "Namespace"): k8s.core.v1.Namespace,
     ("v1", "PersistentVolume"): k8s.core.v1.PersistentVolume,
     ("v1", "PersistentVolumeClaim"): k8s.core.v1.PersistentVolumeClaim,
@@ -35,9 +36,24 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+#: Custom resources whose CRDs the platform installs (they have a `spec` and nothing else at the top level).
+_CUSTOM_KINDS = frozenset(
+    {
+        ("monitoring.coreos.com/v1", "ServiceMonitor"),
+        ("monitoring.coreos.com/v1", "PrometheusRule"),
+        ("karpenter.sh/v1", "NodePool"),
+        ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+    }
+)
+
+
 def create(name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """The typed resource for `manifest`; its top-level fields become the resource's arguments."""
     kind = (manifest["apiVersion"], manifest["kind"])
+    if kind in _CUSTOM_KINDS:
+        return k8s.apiextensions.CustomResource(
+            name, api_version=kind[0], kind=kind[1], metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
+        )
     if kind not in _KINDS:
         raise ValueError(f"no resource type for {kind[0]} {kind[1]}; add it to k8s_objects._KINDS")
     fields = {_snake(key): value for key, value in manifest.items() if key not in {"apiVersion", "kind"}}

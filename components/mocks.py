@@ -100,14 +100,15 @@ class Inventory:
         return [r for r in self.resources if r.parent == parent.urn]
 
 
-def _redact(value: Any) -> Any:
+def _redact(value: Any, secret: bool = False) -> Any:
+    """Secret values become REDACTED; a secret map or list keeps its shape, so manifests stay valid objects."""
     if isinstance(value, dict):
         if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return REDACTED
-        return {k: _redact(v) for k, v in value.items()}
+            return _redact(value["value"], secret=True)
+        return {k: _redact(v, secret) for k, v in value.items()}
     if isinstance(value, list):
-        return [_redact(v) for v in value]
-    return value
+        return [_redact(v, secret) for v in value]
+    return REDACTED if secret else value
 
 
 def _unwrap_secrets(value: Any) -> Any:
@@ -214,6 +215,8 @@ class PlatformMocks(pulumi_mocks.Mocks):
             return {"bucket": bucket, "arn": f"arn:{self.partition}:s3:::{bucket}"}
         if type_ == "aws:fsx/lustreFileSystem:LustreFileSystem":
             return {"dnsName": f"{resource_id}.fsx.{self.region}.amazonaws.com", "mountName": _short_hex(name, length=8)}
+        if type_ == "random:index/randomPassword:RandomPassword":
+            return {"result": "preview-" + _short_hex(name, length=24)}
         if type_ == "aws:ec2/vpc:Vpc":
             return {"defaultSecurityGroupId": "sg-" + _short_hex(name, "default")}
         return {}

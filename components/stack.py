@@ -13,11 +13,13 @@ import pulumi
 import pulumi_aws as aws
 
 from .cluster import Cluster, ClusterArgs
-from .config import ConfigError, PlatformConfig, parse_config
+from .config import ConfigError, PlatformConfig, StatefulResources, parse_config
 from .gpu import GpuStack, GpuStackArgs
 from .ingress import Ingress, IngressArgs
 from .karpenter import Karpenter, KarpenterArgs
 from .network import Network, NetworkArgs
+from .observability import Observability, ObservabilityArgs
+from .observability_render import GpuPool
 from .storage import Storage, StorageArgs
 from .tags import standard_tags
 
@@ -44,6 +46,8 @@ class Platform:
     storage: Storage
     #: Present unless ingress.loadBalancerController is false.
     ingress: Ingress | None
+    #: Present unless observability.enabled is false.
+    observability: Observability | None
 
 
 def build_platform(config: PlatformConfig) -> Platform:
@@ -99,8 +103,32 @@ def build_platform(config: PlatformConfig) -> Platform:
     ingress = None
     if config.ingress.load_balancer_controller:
         ingress = Ingress(f"{base}-ingress", IngressArgs(cluster=cluster.handle, tags=tags), opts)
+    observability = None
+    if config.observability.enabled:
+        gpu_pools = tuple(
+            GpuPool(name=name, gpu_limit=limit) for name, limit in sorted(karpenter.gpu_limits.items()) if limit is not None
+        )
+        observability = Observability(
+            f"{base}-observability",
+            ObservabilityArgs(
+                cluster=cluster.handle,
+                config=config.observability,
+                gpu_pools=gpu_pools,
+                storage_class=storage.default_storage_class,
+                storage_class_name=storage.default_storage_class_name,
+                delete_volumes=config.stateful_resources is StatefulResources.DESTROY,
+            ),
+            opts,
+        )
     return Platform(
-        config=config, network=network, cluster=cluster, karpenter=karpenter, gpu=gpu, storage=storage, ingress=ingress
+        config=config,
+        network=network,
+        cluster=cluster,
+        karpenter=karpenter,
+        gpu=gpu,
+        storage=storage,
+        ingress=ingress,
+        observability=observability,
     )
 
 
@@ -127,6 +155,8 @@ def export_outputs(platform: Platform) -> None:
         pulumi.export("fsxAvailabilityZone", storage.fsx_zone)
     if storage.data_repository_policy_arn is not None:
         pulumi.export("fsxDataRepositoryPolicyArn", storage.data_repository_policy_arn)
+    if platform.observability is not None:
+        pulumi.export("grafanaAdminPassword", platform.observability.grafana_admin_password)
     pulumi.export("kubeconfig", pulumi.Output.secret(platform.cluster.eks_cluster.kubeconfig_json))
 
 

@@ -39,6 +39,9 @@ class Storage(pulumi.ComponentResource):
     buckets: dict[str, aws.s3.Bucket]
     file_system: aws.fsx.LustreFileSystem | None
     fsx_zone: str | None
+    #: The default (gp3) StorageClass, for components whose volumes use it.
+    default_storage_class: pulumi.Resource
+    default_storage_class_name: str
     #: Attach to the identity that runs `pulumi up` before the data repository association is created.
     data_repository_policy_arn: pulumi.Output[str] | None
 
@@ -52,7 +55,14 @@ class Storage(pulumi.ComponentResource):
         self._kms_key: aws.kms.Key | None = None
         self.buckets = {key: self._bucket(key, bucket) for key, bucket in sorted(args.config.buckets.items())}
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.cluster.kubernetes_provider)
-        k8s_objects.create(f"{name}-gp3", gp3_storage_class(), k8s_opts)
+        default_class = gp3_storage_class()
+        self.default_storage_class_name = default_class["metadata"]["name"]
+        self.default_storage_class = k8s_objects.create(
+            f"{name}-gp3",
+            default_class,
+            # why: volumes of this class are created and deleted by the EBS CSI driver; it must outlive them.
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[args.cluster.ebs_csi_driver])),
+        )
 
         self.file_system = None
         self.fsx_zone = args.fsx_zone

@@ -122,3 +122,11 @@ LOAD_BALANCER_CONTROLLER = ChartPin(
 )
 #: Lustre version of new file systems (data repository associations need 2.12 or newer).
 FSX_LUSTRE_VERSION = "2.15"
+
+#: kube-prometheus-stack (Prometheus operator v0.93.1, Grafana chart 12.11.1).
+KUBE_PROMETHEUS_STACK = ChartPin(
+    "kube-prometheus-stack",
+    "88.5.3",
+    "https://prometheus-community.github.io/helm-charts",
+    "https://github.com/prometheus-community/helm-charts/releases/tag/kube-prometheus-stack-88.5.3",
+)
