@@ -24,7 +24,7 @@ from pydantic.alias_generators import to_camel
 from . import gpu_facts
 from .validation import FieldProblems
 from .validation import matches as _matches
-from .scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT
+from .scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, WORKLOAD_LABEL
 
 
 def _quantity_text(value: Any) -> Any:
@@ -282,6 +282,7 @@ _BASE_POOL_PRESETS: Mapping[str, Mapping[str, Any]] = {
         "architectures": ["amd64", "arm64"],
         "instanceCategories": ["c", "m", "r"],
         "generationAbove": 5,
+        "labels": {WORKLOAD_LABEL: "general"},
         "limits": {"cpu": "1000", "memory": "4000Gi"},
         "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "1m", "budgets": _TEN_PERCENT_AT_A_TIME},
     },
@@ -291,6 +292,7 @@ _BASE_POOL_PRESETS: Mapping[str, Mapping[str, Any]] = {
         "capacityTypes": ["spot", "on-demand"],
         "gpuNames": ["t4", "a10g", "l4"],
         "instanceSizes": ["xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge"],
+        "labels": {WORKLOAD_LABEL: "inference"},
         "taints": [GPU_TAINT.as_dict()],
         "limits": {GPU_RESOURCE: "16"},
         "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "5m", "budgets": [{"nodes": "20%"}]},
@@ -301,6 +303,7 @@ _BASE_POOL_PRESETS: Mapping[str, Mapping[str, Any]] = {
         "nodeClass": "gpu-training",
         "capacityTypes": ["on-demand"],
         "gpuNames": ["a100", "h100"],
+        "labels": {WORKLOAD_LABEL: "training"},
         "taints": [GPU_TAINT.as_dict()],
         "limits": {GPU_RESOURCE: "16"},
         "expireAfter": "720h",
@@ -320,6 +323,7 @@ _BASE_POOL_PRESETS: Mapping[str, Mapping[str, Any]] = {
         "nodeClass": "gpu",
         "capacityTypes": ["on-demand"],
         "instanceFamilies": ["inf2", "trn1"],
+        "labels": {WORKLOAD_LABEL: "inference"},
         "taints": [NEURON_TAINT.as_dict()],
         "limits": {NEURON_RESOURCE: "16"},
         "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m", "budgets": [{"nodes": "1"}]},

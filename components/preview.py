@@ -10,8 +10,11 @@ The output folder is a contract other tools read (see README, "Offline preview")
 - `helm/<release>.yaml`: name, namespace, repo, chart, version, values of every Helm release;
 - `iam/<name>.json`: every IAM trust and permission policy document.
 
-Exit status: 0 on success, 2 when the stack configuration is invalid (the problems go to stderr and nothing is
-written), 1 on any other failure.
+It then runs the platform's policy rules (`components.policy_rules`, the same code as the CrossGuard pack in
+`policies/`) over what it recorded and prints a table of violations.
+
+Exit status: 0 on success; 1 when a mandatory policy is violated (the folder is still written); 2 when the stack
+configuration is invalid (the problems go to stderr and nothing is written).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from . import mocks
+from . import mocks, policy_rules
 from .config import ConfigError, parse_config
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
@@ -190,6 +193,23 @@ def summary(inventory: mocks.Inventory, *, stack: str, out: Path, seconds: float
 # ------------------------------------------------------------------------------------------------------- main
 
 
+def policy_resources(inventory: mocks.Inventory) -> list[policy_rules.Resource]:
+    """The recorded resources as the policy rules see them (the engine gives policies the same properties)."""
+    return [
+        policy_rules.Resource(urn=r.urn, type=r.type, name=r.name, props=r.inputs, dependencies=frozenset(r.dependencies))
+        for r in inventory.resources
+    ]
+
+
+def policy_report(violations: list[policy_rules.Violation]) -> str:
+    if not violations:
+        return f"Policies: {len(policy_rules.RULES)} rules, no violations"
+    lines = [f"Policies: {len(violations)} violation(s)", f"  {'level':<10} {'rule':<34} message"]
+    for v in violations:
+        lines.append(f"  {v.enforcement:<10} {v.rule:<34} {v.message}")
+    return "\n".join(lines)
+
+
 def run_preview(project_dir: Path, stack: str) -> mocks.Inventory:
     """Parse the stack's config, then run the real program under mocks. Raises ConfigError on bad config."""
     from .stack import program  # imported late: importing it registers nothing, but keeps --help fast
@@ -207,7 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
     parser.add_argument("--out", required=True, type=Path, help="folder to write the preview to")
     parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
+    parser.add_argument(
+        "--policy-config",
+        type=Path,
+        help="JSON policy pack config, as for `pulumi preview --policy-pack-config` (e.g. {\"no-latest-images\": \"advisory\"})",
+    )
     args = parser.parse_args(argv)
+    overrides = json.loads(args.policy_config.read_text()) if args.policy_config else {}
 
     started = time.perf_counter()
     try:
@@ -219,8 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     write_preview(inventory, args.out)
+    violations = policy_rules.evaluate(policy_resources(inventory), overrides)
     print(summary(inventory, stack=args.stack, out=args.out, seconds=time.perf_counter() - started))
-    return 0
+    print(policy_report(violations))
+    return 1 if any(v.enforcement == "mandatory" for v in violations) else 0
 
 
 if __name__ == "__main__":

@@ -37,3 +37,6 @@ CSI_STARTUP_TAINTS: dict[str, Taint] = {
 
 #: Name of the secondary bin-packing scheduler GPU pods are placed by (overridable in stack config).
 DEFAULT_GPU_SCHEDULER = "gpu-binpack"
+
+#: What a NodePool's nodes are for (general, inference, training): policies and dashboards read it.
+WORKLOAD_LABEL = "eksml.io/workload"

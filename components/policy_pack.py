@@ -1,0 +1,72 @@
+"""The CrossGuard adapters: each rule of `policy_rules` as a pulumi-policy policy (used by `policies/__main__.py`).
+
+Kept apart from the rules so the rules stay plain Python the offline preview can run without the policy SDK.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from .policy_rules import RULES, Resource, Rule
+
+PACK_NAME = "eks-ml-platform"
+_LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY, "disabled": EnforcementLevel.DISABLED}
+
+
+def _resource_policy(rule: Rule) -> ResourceValidationPolicy:
+    def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+        if args.resource_type not in rule.types or rule.check_resource is None:
+            return
+        resource = Resource(urn=args.urn, type=args.resource_type, name=args.name, props=dict(args.props))
+        for message in rule.check_resource(resource):
+            report_violation(message, None)
+
+    return ResourceValidationPolicy(
+        name=rule.name,
+        description=rule.description,
+        validate=validate,
+        enforcement_level=_LEVELS[rule.enforcement],
+        remediation_steps=rule.remediation,
+        tags=list(rule.tags),
+    )
+
+
+def _dependencies(resource: Any) -> frozenset[str]:
+    urns = {d.urn for d in resource.dependencies or []}
+    for dependencies in (resource.property_dependencies or {}).values():
+        urns |= {d.urn for d in dependencies}
+    return frozenset(urns)
+
+
+def _stack_policy(rule: Rule) -> StackValidationPolicy:
+    def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+        resources = [
+            Resource(urn=r.urn, type=r.resource_type, name=r.name, props=dict(r.props), dependencies=_dependencies(r))
+            for r in args.resources
+        ]
+        assert rule.check_stack is not None
+        for urn, message in rule.check_stack(resources):
+            report_violation(message, urn)
+
+    return StackValidationPolicy(
+        name=rule.name,
+        description=rule.description,
+        validate=validate,
+        enforcement_level=_LEVELS[rule.enforcement],
+        remediation_steps=rule.remediation,
+        tags=list(rule.tags),
+    )
+
+
+def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
+    """Every rule as a CrossGuard policy, with its default enforcement level (overridable by pack config)."""
+    return [_stack_policy(rule) if rule.check_stack else _resource_policy(rule) for rule in RULES]
