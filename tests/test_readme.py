@@ -23,3 +23,11 @@ def test_readme_example_builds_a_network_and_cluster():
     assert "system:serviceaccount:tools:my-controller" in role.inputs["assumeRolePolicy"]
     private = [s for s in inventory.of_type("aws:ec2/subnet:Subnet") if "-private-" in s.name]
     assert {s.inputs["tags"]["karpenter.sh/discovery"] for s in private} == {"ml-eu"}
+
+
+def test_readme_lists_every_policy_rule_with_its_level():
+    from components.policy_rules import RULES
+
+    text = (REPO / "README.md").read_text()
+    for rule in RULES:
+        assert f"| `{rule.name}` | {rule.enforcement} |" in text
