@@ -22,6 +22,17 @@ PACK_NAME = "eks-ml-platform"
 _LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY, "disabled": EnforcementLevel.DISABLED}
 
 
+def _described(rule: Rule) -> dict[str, Any]:
+    """What every policy of the pack says about itself, from its rule."""
+    return {
+        "name": rule.name,
+        "description": rule.description,
+        "enforcement_level": _LEVELS[rule.enforcement],
+        "remediation_steps": rule.remediation,
+        "tags": list(rule.tags),
+    }
+
+
 def _resource_policy(rule: Rule) -> ResourceValidationPolicy:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         if args.resource_type not in rule.types or rule.check_resource is None:
@@ -30,14 +41,7 @@ def _resource_policy(rule: Rule) -> ResourceValidationPolicy:
         for message in rule.check_resource(resource):
             report_violation(message, None)
 
-    return ResourceValidationPolicy(
-        name=rule.name,
-        description=rule.description,
-        validate=validate,
-        enforcement_level=_LEVELS[rule.enforcement],
-        remediation_steps=rule.remediation,
-        tags=list(rule.tags),
-    )
+    return ResourceValidationPolicy(validate=validate, **_described(rule))
 
 
 def _dependencies(resource: Any) -> frozenset[str]:
@@ -57,14 +61,7 @@ def _stack_policy(rule: Rule) -> StackValidationPolicy:
         for urn, message in rule.check_stack(resources):
             report_violation(message, urn)
 
-    return StackValidationPolicy(
-        name=rule.name,
-        description=rule.description,
-        validate=validate,
-        enforcement_level=_LEVELS[rule.enforcement],
-        remediation_steps=rule.remediation,
-        tags=list(rule.tags),
-    )
+    return StackValidationPolicy(validate=validate, **_described(rule))
 
 
 def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:

@@ -153,29 +153,22 @@ class Storage(pulumi.ComponentResource):
             tags={"Name": f"{name}-fsx"},
             opts=child,
         )
+        nodes = cluster.cluster_security_group_id
+        # Into the file servers from the nodes and from each other; into the nodes (Lustre clients accept
+        # connections back from the servers on the same ports) from the file servers.
+        paths = (("fsx", group.id, "nodes", nodes), ("fsx", group.id, "self", group.id), ("nodes", nodes, "fsx", group.id))
         for port_key, (low, high) in LUSTRE_PORTS.items():
-            for peer_key, peer in (("nodes", cluster.cluster_security_group_id), ("self", group.id)):
+            for target_key, target, source_key, source in paths:
                 aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-fsx-{port_key}-from-{peer_key}",
-                    security_group_id=group.id,
-                    referenced_security_group_id=peer,
+                    f"{name}-{target_key}-{port_key}-from-{source_key}",
+                    security_group_id=target,
+                    referenced_security_group_id=source,
                     ip_protocol="tcp",
                     from_port=low,
                     to_port=high,
-                    description=f"Lustre {low}-{high} from {peer_key}",
+                    description=f"Lustre {low}-{high} from {source_key}",
                     opts=child,
                 )
-            # Lustre clients accept connections from the file servers on the same ports.
-            aws.vpc.SecurityGroupIngressRule(
-                f"{name}-nodes-{port_key}-from-fsx",
-                security_group_id=cluster.cluster_security_group_id,
-                referenced_security_group_id=group.id,
-                ip_protocol="tcp",
-                from_port=low,
-                to_port=high,
-                description=f"Lustre {low}-{high} from FSx",
-                opts=child,
-            )
         for peer_key, peer in (("nodes", cluster.cluster_security_group_id), ("self", group.id)):
             aws.vpc.SecurityGroupEgressRule(
                 f"{name}-fsx-to-{peer_key}",
