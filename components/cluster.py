@@ -181,8 +181,10 @@ class Cluster(pulumi.ComponentResource):
             ),
         )
         cluster = self.eks_cluster
-        # A name that resolves only once the cluster exists, so everything using it waits for the cluster.
-        cluster_name = cluster.urn.apply(lambda _: args.cluster_name)
+        # The name of the aws.eks.Cluster inside pulumi-eks's component, not of the component: what uses it then
+        # depends on that resource itself, and the engine deletes node groups, add-ons and access entries before
+        # the EKS cluster (a dependency on the component alone leaves them unordered against its children).
+        cluster_name = cluster.eks_cluster.name
 
         def addon_role(key: str, service_account: tuple[str, str], policy: str) -> IrsaRole:
             return IrsaRole(

@@ -221,6 +221,40 @@ class PlatformMocks(pulumi_mocks.Mocks):
             return {"defaultSecurityGroupId": "sg-" + _short_hex(name, "default")}
         return {}
 
+    def eks_inner_cluster(self, *, urn: str, component_name: str, inputs: dict) -> tuple[str, dict, dict]:
+        """Id, inputs and outputs of the aws.eks.Cluster a pulumi-eks Cluster component creates.
+
+        pulumi-eks runs as a remote component, so its children never reach these mocks. This one is needed because
+        other resources depend on it directly (ClusterHandle.name), and it is described with the inputs pulumi-eks
+        passes on, so the policies see the real cluster's settings.
+        """
+        cluster_name = inputs.get("name", component_name)
+        public = inputs.get("endpointPublicAccess")
+        vpc_config = {
+            "endpointPublicAccess": public,
+            "endpointPrivateAccess": inputs.get("endpointPrivateAccess"),
+            "subnetIds": inputs.get("privateSubnetIds"),
+        }
+        if public and inputs.get("publicAccessCidrs"):
+            vpc_config["publicAccessCidrs"] = inputs["publicAccessCidrs"]
+        cluster_inputs = {
+            "name": cluster_name,
+            "version": inputs.get("version"),
+            "vpcConfig": vpc_config,
+            "enabledClusterLogTypes": inputs.get("enabledClusterLogTypes"),
+            "accessConfig": {"authenticationMode": inputs.get("authenticationMode")},
+            "bootstrapSelfManagedAddons": inputs.get("bootstrapSelfManagedAddons"),
+            "kubernetesNetworkConfig": {"serviceIpv4Cidr": inputs.get("kubernetesServiceIpAddressRange")},
+        }
+        if inputs.get("encryptionConfigKeyArn"):
+            cluster_inputs["encryptionConfig"] = {
+                "provider": {"keyArn": inputs["encryptionConfigKeyArn"]},
+                "resources": ["secrets"],
+            }
+        arn = f"arn:{self.partition}:eks:{self.region}:{ACCOUNT_ID}:cluster/{cluster_name}"
+        outputs = {**cluster_inputs, "arn": arn, "id": cluster_name}
+        return cluster_name, {k: v for k, v in cluster_inputs.items() if v is not None}, outputs
+
     def call(self, args: pulumi_mocks.MockCallArgs) -> dict:
         if args.token == "aws:index/getPartition:getPartition":
             suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
@@ -243,6 +277,36 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         # Like the engine: resources directly under the stack do not carry the stack's type in their URN.
         return super().make_urn("" if parent == self.stack_urn else parent, type_, name)
 
+    def _with_inner_cluster(self, request, response, dependencies: tuple[str, ...]):
+        """Record pulumi-eks's inner aws.eks.Cluster and hand it back as the component's `eksCluster` output.
+
+        The reference is what the engine sends for a remote component's resource output; the registration lets the
+        SDK resolve it (getResource), so `cluster.eks_cluster.name` behaves as in a real deployment.
+        """
+        name = f"{request.name}-eksCluster"
+        urn = self.make_urn(response.urn, "aws:eks/cluster:Cluster", name)
+        inputs = _unwrap_secrets(rpc.deserialize_properties(request.object))
+        id_, cluster_inputs, outputs = self.mocks.eks_inner_cluster(urn=urn, component_name=request.name, inputs=inputs)
+        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, outputs)
+        self.recorded[urn] = Recorded(
+            urn=urn,
+            type="aws:eks/cluster:Cluster",
+            name=name,
+            parent=response.urn,
+            inputs=_plain(cluster_inputs),
+            dependencies=dependencies,
+            protect=False,
+            retain_on_delete=False,
+            deleted_with=None,
+            id=id_,
+            outputs=outputs,
+        )
+        state = dict(self.resources[response.urn].state)
+        state["eksCluster"] = {rpc._special_sig_key: rpc._special_resource_sig, "urn": urn, "id": id_}
+        self.resources[response.urn] = pulumi_mocks.MockMonitor.ResourceRegistration(response.urn, response.id, state)
+        obj_proto = _sync_await(rpc.serialize_properties(state, {}))
+        return type(response)(urn=response.urn, id=response.id, object=obj_proto)
+
     def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
         response = super().RegisterResource(request)
         if request.type == _STACK_TYPE:
@@ -255,6 +319,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         parent = request.parent or None
         if parent == self.stack_urn:
             parent = None
+        if request.type == "eks:index:Cluster" and isinstance(self.mocks, PlatformMocks):
+            response = self._with_inner_cluster(request, response, tuple(sorted(dependencies)))
         registration = self.resources.get(response.urn)
         self.recorded[response.urn] = Recorded(
             urn=response.urn,

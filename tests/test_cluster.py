@@ -183,3 +183,13 @@ def test_every_aws_object_carries_the_standard_tags_through_the_provider(dev):
     for resource in dev.resources:
         if resource.type.startswith("aws:") and resource.parent is None:
             raise AssertionError(f"{resource.name} is not inside a component")
+
+
+def test_what_lives_in_the_cluster_depends_on_the_eks_cluster_itself_so_it_is_deleted_first(dev):
+    """A dependency on pulumi-eks's component alone would leave these unordered against the aws.eks.Cluster inside
+    it, and EKS refuses to delete a cluster that still has node groups."""
+    inner = dev.one("aws:eks/cluster:Cluster")
+    assert inner.parent == dev.one(CLUSTER).urn
+    direct = [dev.one(NODE_GROUP), dev.one("aws:eks/accessEntry:AccessEntry"), *dev.of_type(ADDON)]
+    for resource in direct:
+        assert inner.urn in resource.dependencies, resource.name
