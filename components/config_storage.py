@@ -56,6 +56,9 @@ class FsxConfig(ConfigModel):
     data_repository: DataRepository | None = None
     namespaces: tuple[KeyName, ...] = ()
     claim_name: KeyName = "fsx-lustre"
+    #: Also offer a StorageClass that creates a new file system per claim (the CSI controller then gets an IRSA
+    #: role allowed to create and delete file systems tagged for this cluster).
+    storage_class: StrictBool = False
 
     @model_validator(mode="after")
     def _check(self) -> FsxConfig:

@@ -12,12 +12,22 @@ from . import helm, k8s_objects, versions
 from .cluster import ClusterHandle, stateful_options
 from .config import BucketConfig, FsxConfig, StatefulResources, StorageConfig
 from .iam import to_json
-from .storage_render import data_repository_policy, fsx_volume, gp3_storage_class, tls_only_bucket_policy
+from .storage_render import (
+    DYNAMIC_FSX_TAG,
+    data_repository_policy,
+    fsx_csi_controller_policy,
+    fsx_storage_class,
+    fsx_volume,
+    gp3_storage_class,
+    tls_only_bucket_policy,
+)
 
 #: Lustre network ports: 988 for the file system, 1018-1023 for the servers' replies (FSx for Lustre docs,
 #: "File system access control with Amazon VPC").
 LUSTRE_PORTS = {"lnet": (988, 988), "servers": (1018, 1023)}
 FSX_CSI_NAMESPACE = "kube-system"
+#: The controller's service account as the chart names it; its IRSA trust policy names exactly this.
+FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
 #: Creating a file system and importing a large bucket prefix take far longer than the provider's defaults.
 FSX_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="60m")
 IMPORT_TIMEOUTS = pulumi.CustomTimeouts(create="6h", update="6h", delete="2h")
@@ -203,22 +213,56 @@ class Storage(pulumi.ComponentResource):
         if config.data_repository is not None:
             self._data_repository(config)
 
+        controller: dict = {
+            "nodeSelector": dict(cluster.system_node_labels),
+            "tolerations": [dict(t) for t in cluster.system_tolerations],
+        }
+        needs = [cluster.system_node_group]
+        if config.storage_class:
+            # Only dynamic provisioning needs AWS access: create file systems tagged for this cluster, delete those.
+            role = cluster.irsa_role(
+                f"{name}-fsx-csi",
+                namespace=FSX_CSI_NAMESPACE,
+                service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
+                inline_policies={
+                    "controller": pulumi.Output.all(cluster.partition, cluster.name).apply(
+                        lambda v: to_json(fsx_csi_controller_policy(partition=v[0], cluster_name=v[1]))
+                    )
+                },
+                opts=child,
+            )
+            needs.append(role)
+            controller["serviceAccount"] = {
+                "create": True,
+                "name": FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
+                "annotations": {"eks.amazonaws.com/role-arn": role.arn},
+            }
+            controller["extraTags"] = {DYNAMIC_FSX_TAG: cluster.name}
+            controller["region"] = cluster.region
         driver = helm.release(
             f"{name}-fsx-csi",
             versions.FSX_CSI_DRIVER,
             namespace=FSX_CSI_NAMESPACE,
-            values={
-                "controller": {
-                    "nodeSelector": dict(cluster.system_node_labels),
-                    "tolerations": [dict(t) for t in cluster.system_tolerations],
-                },
-                # The node plugin must run on every node that may mount Lustre, GPU nodes included.
-                "node": {"tolerateAllTaints": True},
-            },
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=[cluster.system_node_group])
-            ),
+            # The node plugin must run on every node that may mount Lustre, GPU nodes included.
+            values={"controller": controller, "node": {"tolerateAllTaints": True}},
+            # why: the controller runs on the system nodes (and needs its policy, which is no data edge).
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=needs)),
         )
+        if config.storage_class:
+            k8s_objects.create(
+                f"{name}-fsx-class",
+                fsx_storage_class(
+                    name="fsx-lustre",
+                    subnet_id=args.fsx_subnet_id,
+                    security_group_id=group.id,
+                    deployment_type=config.deployment_type,
+                    throughput=config.per_unit_storage_throughput,
+                    compression=config.compression,
+                    lustre_version=versions.FSX_LUSTRE_VERSION,
+                ),
+                # why: file systems of this class are deleted by the driver; it must outlive them.
+                pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver])),
+            )
         fs = self.file_system
         for namespace in config.namespaces:
             pv_name = f"{config.claim_name}-{namespace}"

@@ -130,3 +130,83 @@ def gp3_storage_class(name: str = "gp3") -> dict[str, Any]:
         "reclaimPolicy": "Delete",
         "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
     }
+
+
+#: Tag the FSx CSI driver puts on the file systems it creates; its IAM role may only delete those.
+DYNAMIC_FSX_TAG = "eksml.io/fsx-csi-cluster"
+
+
+def fsx_storage_class(
+    *,
+    name: str,
+    subnet_id: Any,
+    security_group_id: Any,
+    deployment_type: str,
+    throughput: int | None,
+    compression: str,
+    lustre_version: str,
+) -> dict[str, Any]:
+    """A StorageClass that creates a file system per claim, in the same subnet and security group as the static one.
+
+    `subnet_id` and `security_group_id` may be values or Pulumi outputs; they are only placed, never read. The
+    driver takes every parameter as a string (aws-fsx-csi-driver, "Dynamic Provisioning")."""
+    parameters = {
+        "subnetId": subnet_id,
+        "securityGroupIds": security_group_id,
+        "deploymentType": deployment_type,
+        "dataCompressionType": compression,
+        "fileSystemTypeVersion": lustre_version,
+    }
+    if throughput is not None:
+        parameters["perUnitStorageThroughput"] = str(throughput)
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": FSX_CSI_DRIVER,
+        # A claim's file system goes with the claim; growing a claim grows the file system (fsx:UpdateFileSystem).
+        "reclaimPolicy": "Delete",
+        "allowVolumeExpansion": True,
+        # The file system's subnet, not the pod, fixes its AZ: waiting for a consumer would gain nothing.
+        "volumeBindingMode": "Immediate",
+        "mountOptions": ["flock"],
+        "parameters": parameters,
+    }
+
+
+def fsx_csi_controller_policy(*, partition: str, cluster_name: str) -> dict[str, Any]:
+    """What the FSx CSI controller needs to create, grow and delete file systems for claims: the upstream driver's
+    policy (aws-fsx-csi-driver docs/install.md) narrowed to file systems tagged for this cluster."""
+    return {
+        "Version": IAM_VERSION,
+        "Statement": [
+            {
+                "Sid": "CreateTaggedFileSystems",
+                "Effect": "Allow",
+                "Action": ["fsx:CreateFileSystem", "fsx:TagResource"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {f"aws:RequestTag/{DYNAMIC_FSX_TAG}": cluster_name}},
+            },
+            {
+                "Sid": "ManageOwnFileSystems",
+                "Effect": "Allow",
+                "Action": ["fsx:DeleteFileSystem", "fsx:UpdateFileSystem"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{DYNAMIC_FSX_TAG}": cluster_name}},
+            },
+            {
+                # Describe calls take no resource-level conditions.
+                "Sid": "DescribeFileSystems",
+                "Effect": "Allow",
+                "Action": "fsx:DescribeFileSystems",
+                "Resource": "*",
+            },
+            {
+                "Sid": "FsxServiceLinkedRole",
+                "Effect": "Allow",
+                "Action": "iam:CreateServiceLinkedRole",
+                "Resource": f"arn:{partition}:iam::*:role/aws-service-role/fsx.amazonaws.com/*",
+                "Condition": {"StringEquals": {"iam:AWSServiceName": "fsx.amazonaws.com"}},
+            },
+        ],
+    }

@@ -224,3 +224,65 @@ def test_storage_references_are_checked():
     found = problems(raw(storage={"fsx": {"availabilityZone": "us-west-2c", "dataRepository": {"bucket": "models"}}}))
     assert found["storage.fsx.availabilityZone"].startswith("'us-west-2c' is not one of the stack's availability zones")
     assert found["storage.fsx.dataRepository.bucket"] == "names no bucket in storage.buckets (artifacts, datasets)"
+
+
+# ------------------------------------------------------------------------------------ dynamic FSx volumes
+
+FSX_CSI_ROLE = "eks-ml-platform-prod-storage-fsx-csi-role"
+
+
+def _fsx_driver(inventory):
+    return next(r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-fsx-csi-driver")
+
+
+def _classes(inventory):
+    return {r.inputs["metadata"]["name"]: r for r in inventory.of_type("kubernetes:storage.k8s.io/v1:StorageClass")}
+
+
+def test_dynamic_fsx_class_creates_file_systems_beside_the_static_one(prod):
+    fs = prod.one(FSX)
+    fsx_class = _classes(prod)["fsx-lustre"]
+    assert fsx_class.inputs["provisioner"] == "fsx.csi.aws.com"
+    assert fsx_class.inputs["parameters"] == {
+        "subnetId": fs.inputs["subnetIds"],
+        "securityGroupIds": fs.inputs["securityGroupIds"][0],
+        "deploymentType": "PERSISTENT_2",
+        "perUnitStorageThroughput": "250",
+        "dataCompressionType": "LZ4",
+        "fileSystemTypeVersion": "2.15",
+    }
+    assert fsx_class.inputs["reclaimPolicy"] == "Delete"
+    assert "annotations" not in fsx_class.inputs["metadata"]  # gp3 stays the only default class
+    # why: on destroy the class (and so no new claim) goes first, and the driver outlives it.
+    assert prod.depends_on(fsx_class, _fsx_driver(prod))
+
+
+def test_fsx_csi_controller_may_delete_only_file_systems_it_tagged_for_this_cluster(prod):
+    role = prod.one("aws:iam/role:Role", FSX_CSI_ROLE)
+    (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    subjects = [v for k, v in statement["Condition"]["StringEquals"].items() if k.endswith(":sub")]
+    assert subjects == ["system:serviceaccount:kube-system:fsx-csi-controller-sa"]
+
+    policy = json.loads(prod.one("aws:iam/rolePolicy:RolePolicy", "eks-ml-platform-prod-storage-fsx-csi-controller").inputs["policy"])
+    by_sid = {s["Sid"]: s for s in policy["Statement"]}
+    tag = "eksml.io/fsx-csi-cluster"
+    assert by_sid["CreateTaggedFileSystems"]["Condition"] == {"StringEquals": {f"aws:RequestTag/{tag}": "eks-ml-platform-prod"}}
+    assert by_sid["ManageOwnFileSystems"]["Action"] == ["fsx:DeleteFileSystem", "fsx:UpdateFileSystem"]
+    assert by_sid["ManageOwnFileSystems"]["Condition"] == {"StringEquals": {f"aws:ResourceTag/{tag}": "eks-ml-platform-prod"}}
+    unconditioned = [s["Action"] for s in policy["Statement"] if "Condition" not in s]
+    assert unconditioned == ["fsx:DescribeFileSystems"]
+
+    values = _fsx_driver(prod).inputs["values"]["controller"]
+    assert values["extraTags"] == {tag: "eks-ml-platform-prod"}  # what the conditions above match
+    assert values["serviceAccount"] == {
+        "create": True,
+        "name": "fsx-csi-controller-sa",
+        "annotations": {"eks.amazonaws.com/role-arn": role.outputs["arn"]},
+    }
+    assert values["region"] == "us-west-2"
+
+
+def test_without_the_dynamic_class_the_fsx_driver_gets_no_aws_access(dev):
+    assert set(_classes(dev)) == {"gp3"}
+    assert not [r for r in dev.of_type("aws:iam/role:Role") if "fsx-csi" in r.name]
+    assert set(_fsx_driver(dev).inputs["values"]["controller"]) == {"nodeSelector", "tolerations"}
