@@ -233,7 +233,7 @@ class Storage(pulumi.ComponentResource):
             )
             needs.append(role)
             controller["serviceAccount"] = {
-                "create": True,
+                # The chart creates it (its default); the name is spelled out because the trust policy names it.
                 "name": FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
                 "annotations": {"eks.amazonaws.com/role-arn": role.arn},
             }

@@ -50,6 +50,7 @@ def test_preview_passes_refcheck_with_no_error(stack, tmp_path):
     report = result.stdout
     assert result.returncode == 0, "\n".join(line for line in report.splitlines() if line.startswith(("ERROR", "WARN")))
     assert report.strip().splitlines()[-1].endswith(" 0 errors")
+    assert [line for line in report.splitlines() if line.startswith("WARN")] == []  # e.g. a map given as a scalar
     assert "32 upstream actions checked, 0 missing" in report  # Karpenter controller
     assert "80 upstream actions checked, 0 missing" in report  # load balancer controller
     objects = [d for f in (folder / "manifests").glob("*.yaml") for d in yaml.safe_load_all(f.read_text())]

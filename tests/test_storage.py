@@ -275,7 +275,6 @@ def test_fsx_csi_controller_may_delete_only_file_systems_it_tagged_for_this_clus
     values = _fsx_driver(prod).inputs["values"]["controller"]
     assert values["extraTags"] == {tag: "eks-ml-platform-prod"}  # what the conditions above match
     assert values["serviceAccount"] == {
-        "create": True,
         "name": "fsx-csi-controller-sa",
         "annotations": {"eks.amazonaws.com/role-arn": role.outputs["arn"]},
     }
