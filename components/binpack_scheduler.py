@@ -1,8 +1,9 @@
 """A secondary kube-scheduler that packs GPU pods onto as few nodes as possible (pure renderers).
 
 Only scoring changes: NodeResourcesFit scores a node higher the more of it is already requested, weighted heavily
-on `nvidia.com/gpu`, and the spreading score (NodeResourcesBalancedAllocation) is off. Filters stay the default
-ones, so what fits a node is exactly what Karpenter believes fits, and Karpenter's consolidation finds emptied GPU
+on `nvidia.com/gpu`, and the spreading scores are off: NodeResourcesBalancedAllocation, and the cluster-wide default
+topology spread (soft spreading of a Deployment's pods over hosts and zones), which would otherwise pull replicas
+apart. Spread constraints a pod states itself still apply. Filters stay the default ones, so what fits a node is exactly what Karpenter believes fits, and Karpenter's consolidation finds emptied GPU
 nodes to remove.
 """
 
@@ -47,7 +48,12 @@ def scheduler_configuration(options: SchedulerOptions) -> dict[str, Any]:
             {
                 "schedulerName": options.name,
                 "plugins": {"score": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]}},
-                "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": strategy}}],
+                "pluginConfig": [
+                    {"name": "NodeResourcesFit", "args": {"scoringStrategy": strategy}},
+                    # An empty list replaces the system default constraints (kube-scheduler docs, "Cluster-level
+                    # default constraints").
+                    {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": []}},
+                ],
             }
         ],
     }

@@ -3,7 +3,9 @@
 One owner per layer: the EKS AL2023 NVIDIA AMI and Bottlerocket's NVIDIA variants ship the driver and the container
 toolkit, so the operator must not install them again; Bottlerocket also runs its own device plugin, so the
 operator's stays off there. DCGM exporter metrics keep the `pod` and `namespace` of the workload (honorLabels), not
-the exporter's own, which Prometheus would otherwise rename to `exported_pod` / `exported_namespace`.
+the exporter's own, which Prometheus would otherwise rename to `exported_pod` / `exported_namespace`. The exporter
+labels only GPUs that a pod holds; the scrape target's own `pod` / `namespace` / `container` are dropped so a free
+GPU's series carries no pod at all instead of the exporter's (which `honorLabels` would fill in).
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ def operator_values(
                 "enabled": True,
                 "honorLabels": True,
                 "relabelings": [
-                    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}
+                    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"},
+                    {"regex": "pod|namespace|container", "action": "labeldrop"},
                 ],
             },
         },
