@@ -42,11 +42,19 @@ KARPENTER_METRICS = frozenset(
     }
 )
 #: Reasons Karpenter gives when it deletes a NodeClaim it could not launch or register.
+#: Reasons Karpenter (core, nodeclaim lifecycle: launch.go and liveness.go) gives karpenter_nodeclaims_disrupted_total
+#: when it deletes a NodeClaim it could not launch or whose node never registered.
 LAUNCH_FAILURE_REASONS = ("insufficient_capacity", "nodeclass_not_ready", "launch_timeout", "registration_timeout")
 KUBE_STATE_METRICS = frozenset({"kube_pod_status_phase", "kube_pod_container_resource_requests"})
 #: kube-state-metrics turns resource names into label-safe values.
 KSM_GPU_RESOURCE = "nvidia_com_gpu"
 GPU_RESOURCE_TYPE = "nvidia.com/gpu"
+
+
+#: XIDs that mean failing hardware rather than a faulty application (NVIDIA's XID catalogue, "XID errors").
+HARDWARE_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120)
+#: DCGM keeps the last XID a GPU reported (0: none); the maximum over 5 minutes catches one between scrapes.
+LAST_XID = "max by (node, gpu) (max_over_time(DCGM_FI_DEV_XID_ERRORS[5m]))"
 
 
 def dashboard(name: str) -> dict[str, Any]:
@@ -111,13 +119,22 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
             "running are the usual cause.",
         ),
         _alert(
-            "GpuXidError",
-            "max by (node, gpu) (max_over_time(DCGM_FI_DEV_XID_ERRORS[5m])) > 0",
+            "GpuHardwareXid",
+            " or ".join(f"({LAST_XID} == {code})" for code in HARDWARE_XIDS),
             "0m",
             "critical",
-            "GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID error {{ $value }}",
-            "XID errors are driver-reported GPU faults (e.g. 48: double-bit ECC, 79: fell off the bus). Cordon the node "
-            "(kubectl cordon) so Karpenter replaces it, and check the NVIDIA XID table for the code.",
+            "GPU {{ $labels.gpu }} on {{ $labels.node }} reported hardware XID {{ $value }}",
+            "The GPU itself is failing (48/63/64/92/94/95: memory ECC, 74: NVLink, 79: fell off the bus, 119/120: GSP). "
+            "Cordon the node (kubectl cordon) so Karpenter replaces it; its workloads must restart elsewhere.",
+        ),
+        _alert(
+            "GpuXidError",
+            f"{LAST_XID} > 0 unless ({' or '.join(f'({LAST_XID} == {code})' for code in HARDWARE_XIDS)})",
+            "0m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",
+            "Usually the application (13: illegal memory access, 31: MMU fault, 43: stopped channel, 45: preempted). "
+            "Check the pod's logs; look the code up in NVIDIA's XID table if it repeats on the same GPU.",
         ),
         _alert(
             "GpuPodsPending",

@@ -4,6 +4,7 @@ password is generated and secret, and monitors wait for their CRDs."""
 from __future__ import annotations
 
 import json
+import operator
 from pathlib import Path
 
 import promql_parser
@@ -77,11 +78,42 @@ def test_every_alert_expression_queries_only_known_metrics():
     rules = alert_rules("r", "monitoring", [GpuPool("gpu-a", 8)], AlertThresholds())
     alerts = [rule for group in rules["spec"]["groups"] for rule in group["rules"]]
     assert {a["alert"] for a in alerts} == {
-        "GpuIdle", "GpuXidError", "GpuPodsPending", "KarpenterLaunchFailures", "NodePoolGpuNearLimit_gpu_a",
+        "GpuIdle", "GpuHardwareXid", "GpuXidError", "GpuPodsPending", "KarpenterLaunchFailures", "NodePoolGpuNearLimit_gpu_a",
     }
     for alert in alerts:
         assert metric_names(alert["expr"]) <= KNOWN
         assert alert["annotations"]["description"]  # what to do about it
+
+
+def _series(node, last_xid):
+    """PromQL evaluated for one GPU whose last XID over 5 minutes is `last_xid`: the values left of its one series
+    (an empty set: the series was filtered out). Only what the XID alerts use: comparisons with a number, `or`,
+    `unless`, parentheses; anything else is that GPU's series."""
+    if isinstance(node, promql_parser.ParenExpr):
+        return _series(node.expr, last_xid)
+    if not isinstance(node, promql_parser.BinaryExpr):
+        return {last_xid}
+    op, left = str(node.op), _series(node.lhs, last_xid)
+    if op == "or":
+        return left or _series(node.rhs, last_xid)
+    if op == "unless":
+        return set() if _series(node.rhs, last_xid) else left
+    compare = {"==": operator.eq, ">": operator.gt}[op]
+    return {v for v in left if compare(v, node.rhs.val)}
+
+
+def _firing(expr, last_xid):
+    return bool(_series(promql_parser.parse(expr), last_xid))
+
+
+@pytest.mark.parametrize(("xid", "hardware", "other"), [(0, False, False), (13, False, True), (43, False, True), (48, True, False), (79, True, False)])
+def test_hardware_xids_page_and_application_xids_only_warn(xid, hardware, other):
+    rules = alert_rules("r", "monitoring", [], AlertThresholds())
+    alerts = {rule["alert"]: rule for group in rules["spec"]["groups"] for rule in group["rules"]}
+    assert alerts["GpuHardwareXid"]["labels"]["severity"] == "critical"
+    assert alerts["GpuXidError"]["labels"]["severity"] == "warning"
+    assert _firing(alerts["GpuHardwareXid"]["expr"], xid) is hardware
+    assert _firing(alerts["GpuXidError"]["expr"], xid) is other
 
 
 def _alerts(inventory):
