@@ -52,6 +52,9 @@ class ClusterArgs:
     #: Tags for what EC2 launches on our behalf (instances and volumes of the system node group): the provider's
     #: default tags do not reach those.
     instance_tags: Mapping[str, str]
+    #: The AWS CLI profile the kubeconfig authenticates with (so Kubernetes and Helm act as the same identity as
+    #: the AWS provider); None: the ambient credentials.
+    aws_profile: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,7 @@ class Cluster(pulumi.ComponentResource):
             authentication_mode=eks.AuthenticationMode.API,
             access_entries=access_entries,
             create_oidc_provider=True,
+            provider_credential_opts=eks.KubeconfigOptionsArgs(profile_name=args.aws_profile) if args.aws_profile else None,
             # Nodes come from the system node group below and from Karpenter; the managed add-ons are created
             # below, pinned, so EKS must not bootstrap its own unmanaged copies and pulumi-eks must not add its own.
             skip_default_node_group=True,

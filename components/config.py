@@ -80,14 +80,13 @@ class ExistingVpc(ConfigModel):
     """Bring your own VPC: nothing network-related is created except the discovery tags on the given subnets."""
 
     vpc_id: VpcId
+    #: Load balancers find public subnets by their `kubernetes.io/role/elb` tag, which stays the VPC owner's.
     private_subnet_ids: tuple[SubnetId, ...] = Field(min_length=2)
-    public_subnet_ids: tuple[SubnetId, ...] = ()
 
     @model_validator(mode="after")
     def _distinct(self) -> ExistingVpc:
-        shared = set(self.private_subnet_ids) & set(self.public_subnet_ids)
-        if shared:
-            raise FieldProblems([("publicSubnetIds", f"{sorted(shared)} are also listed as private subnets")])
+        if len(set(self.private_subnet_ids)) != len(self.private_subnet_ids):
+            raise FieldProblems([("privateSubnetIds", "lists a subnet more than once")])
         return self
 
 
@@ -133,14 +132,21 @@ class EndpointAccess(ConfigModel):
     @model_validator(mode="after")
     def _check(self) -> EndpointAccess:
         problems: list[tuple[str, str]] = []
-        if not self.public and not self.private:
-            problems.append(("private", "must be true when public is false, or nothing can reach the API server"))
+        if not self.private:
+            # The public endpoint admits only publicCidrs, never the NAT gateways' addresses; with public off
+            # nothing at all could reach the API server.
+            problems.append(("private", "must be true: nodes in private subnets reach the API server through it"))
         if self.public and not self.public_cidrs:
             problems.append(
                 ("publicCidrs", "must list the CIDRs allowed to reach the public endpoint (it is never opened to all)")
             )
         if not self.public and self.public_cidrs:
             problems.append(("publicCidrs", "is only used when public is true; remove it"))
+        for index, cidr in enumerate(self.public_cidrs):
+            if cidr.prefixlen == 0:
+                problems.append(
+                    (f"publicCidrs[{index}]", f"{cidr} opens the API server to the whole internet; list your egress ranges")
+                )
         if problems:
             raise FieldProblems(problems)
         return self
@@ -157,17 +163,38 @@ class SystemNodeGroup(ConfigModel):
 
     @model_validator(mode="after")
     def _check(self) -> SystemNodeGroup:
+        problems = [
+            (f"instanceTypes[{index}]", problem)
+            for index, name in enumerate(self.instance_types)
+            if (problem := _x86_instance_type_problem(name))
+        ]
         if not self.min_size <= self.desired_size <= self.max_size:
-            raise FieldProblems(
-                [
-                    (
-                        "desiredSize",
-                        f"expected minSize <= desiredSize <= maxSize, got {self.min_size} <= "
-                        f"{self.desired_size} <= {self.max_size}",
-                    )
-                ]
+            problems.append(
+                (
+                    "desiredSize",
+                    f"expected minSize <= desiredSize <= maxSize, got {self.min_size} <= "
+                    f"{self.desired_size} <= {self.max_size}",
+                )
             )
+        if problems:
+            raise FieldProblems(problems)
         return self
+
+
+_INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+[0-9]+[a-z-]*)\.[0-9]*[a-z]+$")
+#: Graviton families carry a `g` right after the generation (m7g, c7gn, r8gd, t4g, im4gn); GPU families start with
+#: g (g5, g6e) and are x86.
+_ARM_FAMILY = re.compile(r"^[a-z]+[0-9]+g[a-z-]*$")
+
+
+def _x86_instance_type_problem(name: str) -> str | None:
+    """Why the system node group's x86_64 AMI could not run on this instance type, if it could not."""
+    match = _INSTANCE_TYPE.match(name)
+    if match is None:
+        return f"expected an EC2 instance type like 'm7i.large', got {name!r}"
+    if _ARM_FAMILY.match(match["family"]):
+        return f"{name!r} is an Arm (Graviton) type; the system nodes run the x86_64 AL2023 AMI"
+    return None
 
 
 #: The values CloudWatch Logs accepts for a log group's retention.

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from .config_types import ConfigModel, KeyName
+from .config_types import ConfigModel, KeyName, Switchable
 from .scheduling import DEFAULT_GPU_SCHEDULER
 from .validation import FieldProblems, matches
 
@@ -19,20 +19,18 @@ class MigOptions(ConfigModel):
     default_profile: Annotated[StrictStr, matches(r"[a-z0-9][a-z0-9.-]*", "a MIG profile name like 'all-1g.10gb'")] = "all-disabled"
 
 
-class BinPackingScheduler(ConfigModel):
+class BinPackingScheduler(Switchable):
     """The secondary scheduler GPU pods use: packs them onto as few nodes as possible."""
 
-    enabled: StrictBool = True
     name: KeyName = DEFAULT_GPU_SCHEDULER
     strategy: Literal["MostAllocated", "RequestedToCapacityRatio"] = "MostAllocated"
     gpu_weight: StrictInt = Field(default=10, ge=1, le=100)
     replicas: StrictInt = Field(default=2, ge=1, le=5)
 
 
-class GpuAdmission(ConfigModel):
+class GpuAdmission(Switchable):
     """Admission checks on GPU pods in tenant namespaces."""
 
-    enabled: StrictBool = True
     action: Literal["deny", "warn", "audit"] = "deny"
     exempt_namespaces: tuple[KeyName, ...] = ()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import Field, StrictFloat, StrictInt, StrictStr
 
-from .config_types import ConfigModel
+from .config_types import ConfigModel, Switchable
 from .validation import matches
 
 PrometheusDuration = Annotated[StrictStr, matches(r"[0-9]+(m|h|d|w)", "a duration like '30m', '1h', '15d' or '2w'")]
@@ -27,10 +27,9 @@ class AlertmanagerConfig(ConfigModel):
     webhook_url: Annotated[StrictStr, matches(r"https://\S+", "an https:// URL")] | None = None
 
 
-class ObservabilityConfig(ConfigModel):
+class ObservabilityConfig(Switchable):
     """kube-prometheus-stack with the GPU and Karpenter dashboards and alerts."""
 
-    enabled: StrictBool = True
     retention: PrometheusDuration = "15d"
     storage_gib: StrictInt = Field(default=50, ge=10, le=16384)
     alerts: AlertThresholds = AlertThresholds()

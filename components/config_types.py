@@ -6,12 +6,10 @@ from enum import StrEnum
 from ipaddress import IPv4Network, ip_network
 from typing import Annotated, Any, Iterable
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, StrictStr
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, StrictBool, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
 
-from .validation import matches
-
-
+from .validation import FieldProblems, matches
 
 
 def _cidr(value: Any) -> IPv4Network:
@@ -99,11 +97,23 @@ class ControlPlaneLog(StrEnum):
     SCHEDULER = "scheduler"
 
 
-
-
 class ConfigModel(BaseModel):
     """Frozen, camelCase keys in stack config, unknown keys rejected."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, use_enum_values=False
     )
+
+
+class Switchable(ConfigModel):
+    """A section with an `enabled` switch. While it is off its other keys would do nothing, so setting them is an
+    error rather than something silently ignored."""
+
+    enabled: StrictBool = True
+
+    @model_validator(mode="after")
+    def _unused_while_disabled(self) -> Switchable:
+        unused = sorted(to_camel(field) for field in self.model_fields_set - {"enabled"})
+        if not self.enabled and unused:
+            raise FieldProblems([(key, "is not used while enabled is false; remove it") for key in unused])
+        return self

@@ -127,6 +127,8 @@ class IrsaRole(pulumi.ComponentResource):
 
 
 #: What every EKS node needs: to join the cluster and pull images. The CNI policy is on the aws-node IRSA role.
+#: AmazonSSMManagedInstanceCore, which Karpenter's getting-started template also attaches, is left out on purpose:
+#: shell access through Session Manager is an operator's choice, not something every node should carry.
 NODE_MANAGED_POLICIES = {"worker": "AmazonEKSWorkerNodePolicy", "ecr-pull": "AmazonEC2ContainerRegistryPullOnly"}
 
 

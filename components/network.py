@@ -158,4 +158,4 @@ class Network(pulumi.ComponentResource):
             for az, subnet_id in zip(args.config.availability_zones, existing.private_subnet_ids)
         }
         self.private_subnet_ids = pulumi.Output.from_input(list(existing.private_subnet_ids))
-        self.public_subnet_ids = pulumi.Output.from_input(list(existing.public_subnet_ids))
+        self.public_subnet_ids = pulumi.Output.from_input([])  # an existing VPC's public subnets stay its owner's

@@ -74,6 +74,7 @@ def build_platform(config: PlatformConfig) -> Platform:
             region=config.region,
             stateful_resources=config.stateful_resources,
             instance_tags=tags,
+            aws_profile=config.profile,
         ),
         opts,
     )

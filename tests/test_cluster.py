@@ -193,3 +193,10 @@ def test_what_lives_in_the_cluster_depends_on_the_eks_cluster_itself_so_it_is_de
     direct = [dev.one(NODE_GROUP), dev.one("aws:eks/accessEntry:AccessEntry"), *dev.of_type(ADDON)]
     for resource in direct:
         assert inner.urn in resource.dependencies, resource.name
+
+
+def test_kubernetes_and_helm_authenticate_with_the_same_aws_profile_as_the_aws_provider(dev):
+    inventory = run_stack("dev", {"aws:profile": "ml-admin"})
+    assert inventory.one("pulumi:providers:aws").inputs["profile"] == "ml-admin"
+    assert inventory.one(CLUSTER).inputs["providerCredentialOpts"] == {"profileName": "ml-admin"}
+    assert "providerCredentialOpts" not in dev.one(CLUSTER).inputs  # ambient credentials without a profile

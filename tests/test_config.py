@@ -138,9 +138,55 @@ def test_every_problem_is_reported_at_once():
             "must list the CIDRs allowed to reach the public endpoint (it is never opened to all)",
         ),
         (
+            {"cluster": {"endpoint": {"public": False}, "systemNodeGroup": {"instanceTypes": ["m7i.large", "banana"]}}},
+            "cluster.systemNodeGroup.instanceTypes[1]",
+            "expected an EC2 instance type like 'm7i.large', got 'banana'",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}, "systemNodeGroup": {"instanceTypes": ["m7g.large"]}}},
+            "cluster.systemNodeGroup.instanceTypes[0]",
+            "'m7g.large' is an Arm (Graviton) type; the system nodes run the x86_64 AL2023 AMI",
+        ),
+        (
             {"cluster": {"endpoint": {"public": False, "private": False}}},
             "cluster.endpoint.private",
-            "must be true when public is false, or nothing can reach the API server",
+            "must be true: nodes in private subnets reach the API server through it",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": True, "private": False, "publicCidrs": ["203.0.113.0/24"]}}},
+            "cluster.endpoint.private",
+            "must be true: nodes in private subnets reach the API server through it",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24", "0.0.0.0/0"]}}},
+            "cluster.endpoint.publicCidrs[1]",
+            "0.0.0.0/0 opens the API server to the whole internet; list your egress ranges",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}}, "gpu": {"scheduler": {"enabled": False, "gpuWeight": 20}}},
+            "gpu.scheduler.gpuWeight",
+            "is not used while enabled is false; remove it",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}}, "gpu": {"admission": {"enabled": False, "action": "warn"}}},
+            "gpu.admission.action",
+            "is not used while enabled is false; remove it",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}}, "observability": {"enabled": False, "retention": "30d"}},
+            "observability.retention",
+            "is not used while enabled is false; remove it",
+        ),
+        (
+            {
+                "cluster": {"endpoint": {"public": False}},
+                "network": {
+                    "availabilityZones": ["us-west-2a", "us-west-2b"],
+                    "existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-01234567"]},
+                },
+            },
+            "network.existing.privateSubnetIds",
+            "lists a subnet more than once",
         ),
         (
             {"cluster": {"endpoint": {"public": False, "publicCidrs": ["10.0.0.0/8"]}}},
@@ -228,7 +274,7 @@ def test_existing_vpc_ids_are_checked():
         raw(
             network={
                 "availabilityZones": ["us-west-2a", "us-west-2b"],
-                "existing": {"vpcId": "vpc-1", "privateSubnetIds": ["subnet-01234567", "subnet-01234567x"], "publicSubnetIds": ["subnet-01234567"]},
+                "existing": {"vpcId": "vpc-1", "privateSubnetIds": ["subnet-01234567", "subnet-01234567x"]},
             }
         )
     )

@@ -78,7 +78,6 @@ def test_existing_vpc_is_used_as_it_is_and_only_tagged_for_discovery():
                 "existing": {
                     "vpcId": "vpc-0123456789abcdef0",
                     "privateSubnetIds": ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"],
-                    "publicSubnetIds": ["subnet-0cccccccccccccccc"],
                 },
             }
         },
