@@ -1,6 +1,13 @@
 """The CrossGuard adapters: each rule of `policy_rules` as a pulumi-policy policy (used by `policies/__main__.py`).
 
 Kept apart from the rules so the rules stay plain Python the offline preview can run without the policy SDK.
+
+pulumi-policy hands a policy each resource's properties wrapped by `proxy.unknown_checking_proxy`: read-only
+mappings and sequences (not dicts and lists) that raise `UnknownValueError` when a value the engine does not know yet
+is read. The adapters pass them through untouched (copying them would read every value, so one unknown value would
+switch the policy off) and tell the rules which error means "unknown": the rules then skip only the resource, or the
+part of it, that is unknown. An unknown value a resource rule cannot do without ends that rule for that resource
+only; the SDK reports it as an advisory "can't run policy during preview".
 """
 
 from __future__ import annotations
@@ -15,11 +22,17 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
 from .policy_rules import RULES, Resource, Rule
 
 PACK_NAME = "eks-ml-platform"
-_LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY, "disabled": EnforcementLevel.DISABLED}
+_LEVELS = {
+    "mandatory": EnforcementLevel.MANDATORY,
+    "advisory": EnforcementLevel.ADVISORY,
+    "disabled": EnforcementLevel.DISABLED,
+}
+_UNKNOWN = (UnknownValueError,)
 
 
 def _described(rule: Rule) -> dict[str, Any]:
@@ -37,7 +50,7 @@ def _resource_policy(rule: Rule) -> ResourceValidationPolicy:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         if args.resource_type not in rule.types or rule.check_resource is None:
             return
-        resource = Resource(urn=args.urn, type=args.resource_type, name=args.name, props=dict(args.props))
+        resource = Resource(urn=args.urn, type=args.resource_type, name=args.name, props=args.props, unknown=_UNKNOWN)
         for message in rule.check_resource(resource):
             report_violation(message, None)
 
@@ -54,7 +67,14 @@ def _dependencies(resource: Any) -> frozenset[str]:
 def _stack_policy(rule: Rule) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
         resources = [
-            Resource(urn=r.urn, type=r.resource_type, name=r.name, props=dict(r.props), dependencies=_dependencies(r))
+            Resource(
+                urn=r.urn,
+                type=r.resource_type,
+                name=r.name,
+                props=r.props,
+                dependencies=_dependencies(r),
+                unknown=_UNKNOWN,
+            )
             for r in args.resources
         ]
         assert rule.check_stack is not None

@@ -2,40 +2,62 @@
 
 The CrossGuard pack in `policies/` wraps these for `pulumi preview --policy-pack policies`, and the offline preview
 runs them over what it recorded, so both enforce the same code. A rule sees resources as the engine describes them
-(type, name, URN, input properties with the engine's camelCase names, dependencies); values that are not known yet
-(outputs during a preview) are skipped, never guessed.
+(type, name, URN, properties with the engine's camelCase names, dependencies): inputs for resource rules, and for
+stack rules the recorded inputs offline but the outputs under CrossGuard. Under CrossGuard the properties are
+pulumi-policy's read-only proxies, so rules test structure with `Mapping` / `Sequence`, never `dict` / `list`.
+Values that are not known yet (during a preview) are skipped, never guessed: see `Resource.unknown` and `_known`.
 """
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, TypeVar
 
-from . import gpu_facts
-from .scheduling import GPU_RESOURCE, GPU_TAINT, WORKLOAD_LABEL
+from .policy_rules_gpu import (
+    NODEPOOL,
+    capacity_types,
+    disruption_set,
+    gpu_pool_capped,
+    gpu_pool_tainted,
+    inference_flexible,
+    is_gpu_pool,
+    training_pool,
+)
+from .policy_rules_iam import ATTACHMENT_TYPES, POLICY_TYPES, ROLE, document, iam_wildcards, irsa_trust, statements
 
 Enforcement = Literal["mandatory", "advisory", "disabled"]
 
-NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 BUCKET = "aws:s3/bucket:Bucket"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+EKS_CLUSTERS = ("eks:index:Cluster", "aws:eks/cluster:Cluster")
 WORLD = {"0.0.0.0/0", "::/0"}
 #: Ports a security group may open to the world: load balancer listeners.
 LISTENER_PORTS = {80, 443}
 
 
+T = TypeVar("T")
+UnknownErrors = tuple[type[Exception], ...]
+
+
 @dataclass(frozen=True)
 class Resource:
-    """A resource as a rule sees it."""
+    """A resource as a rule sees it.
+
+    Reading a property the engine does not know yet raises one of `unknown`: pulumi-policy's UnknownValueError under
+    CrossGuard (the adapters set it); nothing offline, where the mocks know every value.
+    """
 
     urn: str
     type: str
     name: str
     props: Mapping[str, Any]
     dependencies: frozenset[str] = frozenset()
+    unknown: UnknownErrors = ()
 
     @property
     def stack(self) -> str:
@@ -67,19 +89,15 @@ class Rule:
 # ------------------------------------------------------------------------------------------------------ helpers
 
 
-def _doc(value: Any) -> dict[str, Any] | None:
-    """A policy document given as JSON text or a dict; None when unknown."""
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            return None
-        return parsed if isinstance(parsed, dict) else None
-    return value if isinstance(value, dict) else None
+def _known(resource: Resource, read: Callable[[Resource], T], otherwise: T) -> T:
+    """`read(resource)`, or `otherwise` when that reads a value not known yet: only what is unknown is skipped.
 
-
-def _listify(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
+    `otherwise` is the answer that reports nothing: a value that is set but not known yet (a key ARN, a queue name)
+    will be there after the update."""
+    try:
+        return read(resource)
+    except resource.unknown:
+        return otherwise
 
 
 def _truthy(value: Any) -> bool:
@@ -90,40 +108,14 @@ def _by_dependency(resources: Sequence[Resource], target: Resource, type_: str) 
     return [r for r in resources if r.type == type_ and target.urn in r.dependencies]
 
 
-def _pool_spec(resource: Resource) -> dict[str, Any]:
-    return resource.props.get("spec") or {}
+def _chart(resource: Resource) -> str:
+    """A Helm release's chart by its last path segment: `repo/chart` and `oci://registry/path/chart` name it too."""
+    return str(resource.props.get("chart") or "").rsplit("/", 1)[-1]
 
 
-def _requirements(resource: Resource) -> dict[str, list[str]]:
-    template = (_pool_spec(resource).get("template") or {}).get("spec") or {}
-    return {r.get("key"): list(r.get("values") or []) for r in template.get("requirements") or []}
-
-
-def _taints(resource: Resource) -> list[dict[str, Any]]:
-    return ((_pool_spec(resource).get("template") or {}).get("spec") or {}).get("taints") or []
-
-
-def _labels(resource: Resource) -> dict[str, str]:
-    return ((_pool_spec(resource).get("template") or {}).get("metadata") or {}).get("labels") or {}
-
-
-def is_gpu_pool(resource: Resource) -> bool:
-    requirements = _requirements(resource)
-    families = set(requirements.get("karpenter.k8s.aws/instance-family", []))
-    return (
-        "karpenter.k8s.aws/instance-gpu-name" in requirements
-        or "karpenter.k8s.aws/instance-gpu-count" in requirements
-        or bool(families & gpu_facts.NVIDIA_FAMILIES)
-        or GPU_RESOURCE in (_pool_spec(resource).get("limits") or {})
-    )
-
-
-def _workload(resource: Resource) -> str | None:
-    return _labels(resource).get(WORKLOAD_LABEL)
-
-
-def _statements(document: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for s in _listify(document.get("Statement") or []) if isinstance(s, dict)]
+def _releases(resources: Sequence[Resource]) -> dict[str, Resource]:
+    """The stack's Helm releases by chart."""
+    return {_known(r, _chart, ""): r for r in resources if r.type == HELM_RELEASE}
 
 
 # ------------------------------------------------------------------------------------------------ security rules
@@ -135,7 +127,7 @@ def _bucket_guard(
     def check(resources: Sequence[Resource]) -> Iterable[tuple[str, str]]:
         for bucket in (r for r in resources if r.type == BUCKET):
             guards = _by_dependency(resources, bucket, type_)
-            if not any(ok(g) for g in guards):
+            if not any(_known(g, ok, True) for g in guards):
                 yield bucket.urn, f"bucket {bucket.name} has no {what}"
 
     return check
@@ -144,7 +136,7 @@ def _bucket_guard(
 def _encrypted(config: Resource) -> bool:
     rules = config.props.get("rules") or []
     return any(
-        (r.get("applyServerSideEncryptionByDefault") or {}).get("sseAlgorithm") for r in rules if isinstance(r, dict)
+        (r.get("applyServerSideEncryptionByDefault") or {}).get("sseAlgorithm") for r in rules if isinstance(r, Mapping)
     )
 
 
@@ -154,18 +146,31 @@ def _blocks_public(block: Resource) -> bool:
 
 
 def _tls_only(policy: Resource) -> bool:
-    document = _doc(policy.props.get("policy"))
-    if document is None:
+    doc = document(policy.props.get("policy"))
+    if doc is None:
         return True  # not known yet in a preview
     return any(
         s.get("Effect") == "Deny"
-        and (s.get("Condition") or {}).get("Bool", {}).get("aws:SecureTransport") in ("false", False)
-        for s in _statements(document)
+        and ((s.get("Condition") or {}).get("Bool") or {}).get("aws:SecureTransport") in ("false", False)
+        for s in statements(doc)
     )
 
 
-def _launch_template_volumes(resource: Resource) -> Iterable[str]:
-    for device in resource.props.get("blockDeviceMappings") or []:
+def _node_volumes(resource: Resource) -> Iterable[str]:
+    if resource.type == NODE_GROUP:
+        if not resource.props.get("launchTemplate"):
+            yield (
+                f"node group {resource.name} has no launch template: its disks are encrypted only if the account's "
+                "EBS encryption by default is on, which the stack cannot show"
+            )
+        return
+    devices = resource.props.get("blockDeviceMappings") or []
+    if not devices:
+        # Flagged, not assumed: without mappings the root volume is made from the AMI's snapshot (unencrypted for the
+        # EKS AMIs) and is encrypted only by the account's EBS default, a setting outside the stack. An EC2NodeClass
+        # without mappings is fine: Karpenter's default root volume sets encrypted: true.
+        yield f"launch template {resource.name} sets no blockDeviceMappings, so its root volume may be unencrypted"
+    for device in devices:
         if not _truthy((device.get("ebs") or {}).get("encrypted")):
             yield f"block device {device.get('deviceName')} of {resource.name} is not encrypted"
 
@@ -187,12 +192,21 @@ def _imdsv2(resource: Resource) -> Iterable[str]:
 _REQUIRED_LOGS = {"api", "audit", "authenticator"}
 
 
+def _secrets_encrypted(cluster: Resource) -> bool:
+    if cluster.props.get("encryptionConfigKeyArn"):  # pulumi-eks: the key encrypts secrets
+        return True
+    config = cluster.props.get("encryptionConfig")
+    return (
+        isinstance(config, Mapping)
+        and "secrets" in (config.get("resources") or [])
+        and bool((config.get("provider") or {}).get("keyArn"))
+    )
+
+
 def _eks_encryption_and_logs(resource: Resource) -> Iterable[str]:
-    props = resource.props
-    encrypted = props.get("encryptionConfigKeyArn") or props.get("encryptionConfig")
-    if not encrypted:
+    if not _known(resource, _secrets_encrypted, True):  # a key ARN not known yet is a key
         yield f"cluster {resource.name} does not encrypt Kubernetes secrets with a KMS key"
-    logs = set(props.get("enabledClusterLogTypes") or [])
+    logs = set(resource.props.get("enabledClusterLogTypes") or [])
     if not _REQUIRED_LOGS <= logs:
         yield f"cluster {resource.name} does not send {sorted(_REQUIRED_LOGS - logs)} control-plane logs"
 
@@ -200,79 +214,65 @@ def _eks_encryption_and_logs(resource: Resource) -> Iterable[str]:
 def _eks_public_endpoint(resource: Resource) -> Iterable[str]:
     if "prod" not in resource.stack:
         return
-    props = resource.props
-    access = props.get("vpcConfig") or props
-    if access.get("endpointPublicAccess") is not True:
+    access = resource.props
+    if resource.type == "aws:eks/cluster:Cluster":
+        access = resource.props.get("vpcConfig") or {}
+    # AWS and pulumi-eks both default endpointPublicAccess to true: unset is public.
+    if access.get("endpointPublicAccess") in (False, "false"):
         return
-    cidrs = set(access.get("publicAccessCidrs") or ["0.0.0.0/0"])
+    cidrs = set(access.get("publicAccessCidrs") or WORLD)
     if cidrs & WORLD:
         yield f"cluster {resource.name} of stack {resource.stack} has a public endpoint open to the internet"
 
 
-def _irsa_trust(resource: Resource) -> Iterable[str]:
-    document = _doc(resource.props.get("assumeRolePolicy"))
-    if document is None:
-        return
-    for statement in _statements(document):
-        if "sts:AssumeRoleWithWebIdentity" not in _listify(statement.get("Action")):
-            continue
-        condition = statement.get("Condition") or {}
-        equals = condition.get("StringEquals") or {}
-        subjects = [v for k, v in equals.items() if k.endswith(":sub")]
-        audiences = [v for k, v in equals.items() if k.endswith(":aud")]
-        if not subjects or not audiences:
-            yield f"role {resource.name} trusts web identities without pinning both :sub and :aud (StringEquals)"
-        if any("*" in str(v) for v in subjects + audiences) or "StringLike" in condition:
-            yield f"role {resource.name} trusts web identities with a wildcard"
+VPC_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+#: Security groups with inline `ingress` rules.
+SECURITY_GROUPS = ("aws:ec2/securityGroup:SecurityGroup", "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup")
 
 
-def _iam_wildcards(resource: Resource) -> Iterable[str]:
-    document = _doc(resource.props.get("policy"))
-    if document is None:
-        return
-    for statement in _statements(document):
-        if statement.get("Effect") != "Allow":
-            continue
-        actions = [str(a) for a in _listify(statement.get("Action"))]
-        resources = [str(r) for r in _listify(statement.get("Resource"))]
-        if "*" in actions or any(a.endswith(":*") and a.split(":")[0] == "iam" for a in actions):
-            yield f"{resource.name} allows {actions} (every action)"
-        if "iam:PassRole" in actions and "*" in resources:
-            yield f"{resource.name} allows iam:PassRole on every role"
+def _ingress(resource: Resource) -> Iterable[tuple[Mapping[str, Any], list[Any]]]:
+    """Each ingress rule a resource declares, with its source CIDRs (read key by key: the rest may be unknown)."""
+    props = resource.props
+    if resource.type == VPC_INGRESS:
+        yield props, [props.get("cidrIpv4"), props.get("cidrIpv6")]
+    elif resource.type == SG_RULE:
+        if props.get("type") == "ingress":
+            yield props, [*(props.get("cidrBlocks") or []), *(props.get("ipv6CidrBlocks") or [])]
+    else:
+        for rule in props.get("ingress") or []:
+            yield rule, [*(rule.get("cidrBlocks") or []), *(rule.get("ipv6CidrBlocks") or [])]
+
+
+def _port(value: Any) -> Any:
+    """CrossGuard hands numbers over as floats (they travel in a protobuf Struct): 443.0 is port 443."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _world_ingress(resource: Resource) -> Iterable[str]:
-    rules: list[dict[str, Any]] = []
-    if resource.type == "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule":
-        rules = [dict(resource.props, cidrBlocks=[resource.props.get("cidrIpv4"), resource.props.get("cidrIpv6")])]
-    elif resource.type == "aws:ec2/securityGroupRule:SecurityGroupRule" and resource.props.get("type") == "ingress":
-        rules = [
-            dict(
-                resource.props,
-                cidrBlocks=list(resource.props.get("cidrBlocks") or [])
-                + list(resource.props.get("ipv6CidrBlocks") or []),
-            )
-        ]
-    elif resource.type == "aws:ec2/securityGroup:SecurityGroup":
-        rules = [
-            dict(r, cidrBlocks=list(r.get("cidrBlocks") or []) + list(r.get("ipv6CidrBlocks") or []))
-            for r in resource.props.get("ingress") or []
-        ]
-    for rule in rules:
-        if not set(filter(None, rule["cidrBlocks"])) & WORLD:
+    for rule, cidrs in _ingress(resource):
+        if not set(filter(None, cidrs)) & WORLD:
             continue
-        low, high = rule.get("fromPort"), rule.get("toPort")
-        if low is not None and low == high and low in LISTENER_PORTS:
-            continue
-        yield f"{resource.name} opens ports {low}-{high} to the internet"
+        protocol = str(rule.get("ipProtocol") or rule.get("protocol") or "")
+        low, high = _port(rule.get("fromPort")), _port(rule.get("toPort"))
+        if protocol in ("-1", "all"):  # AWS ignores the ports of an all-traffic rule
+            yield f"{resource.name} opens all traffic (protocol -1) to the internet"
+        elif not (low is not None and low == high and low in LISTENER_PORTS):
+            yield f"{resource.name} opens ports {low}-{high} to the internet"
+
+
+def _public_subnet(subnet: Resource) -> bool:
+    tags = subnet.props.get("tags") or {}
+    return subnet.props.get("mapPublicIpOnLaunch") is True or "kubernetes.io/role/elb" in tags
 
 
 def _fsx_private(resources: Sequence[Resource]) -> Iterable[tuple[str, str]]:
+    # Only subnets created in this stack can be judged; subnet ids of a VPC brought from elsewhere pass unverified
+    # (said in the rule's description and the README).
     for fs in (r for r in resources if r.type == "aws:fsx/lustreFileSystem:LustreFileSystem"):
         subnets = [r for r in resources if r.type == "aws:ec2/subnet:Subnet" and r.urn in fs.dependencies]
         for subnet in subnets:
-            tags = subnet.props.get("tags") or {}
-            if subnet.props.get("mapPublicIpOnLaunch") is True or "kubernetes.io/role/elb" in tags:
+            if _known(subnet, _public_subnet, False):
                 yield fs.urn, f"file system {fs.name} is placed in public subnet {subnet.name}"
 
 
@@ -288,7 +288,13 @@ def _helm_pinned(resource: Resource) -> Iterable[str]:
 _WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")
 
 
-def _images(resource: Resource) -> Iterable[str]:
+def _unpinned(image: str) -> bool:
+    """Whether an image reference falls back to `latest`: no tag (the runtime's default) or the tag latest."""
+    last = image.rsplit("/", 1)[-1]
+    return "@sha256:" not in image and (last.rpartition(":")[2] if ":" in last else "") in ("", "latest")
+
+
+def _container_images(resource: Resource) -> Iterable[str]:
     spec = resource.props.get("spec") or {}
     if resource.type.endswith(":Pod"):
         pods = [spec]
@@ -297,87 +303,97 @@ def _images(resource: Resource) -> Iterable[str]:
     else:
         pods = [(spec.get("template") or {}).get("spec") or {}]
     for pod in pods:
-        for container in list(pod.get("containers") or []) + list(pod.get("initContainers") or []):
+        for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
             image = container.get("image")
-            if not isinstance(image, str):
-                continue
-            name, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
-            if "@sha256:" not in image and tag in ("", "latest"):
+            if isinstance(image, str) and _unpinned(image):
                 yield f"container {container.get('name')} of {resource.name} uses image {image!r} without a pinned tag"
 
 
-def _default_passwords(resource: Resource) -> Iterable[str]:
-    values = resource.props.get("values") or {}
-    if resource.props.get("chart") != "kube-prometheus-stack":
+def _mappings(value: Any, path: str, unknown: UnknownErrors) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every mapping inside a value, with its path; values not known yet are skipped."""
+    if isinstance(value, Mapping):
+        yield path, value
+        keys: Iterable[Any] = list(value)
+    elif isinstance(value, Sequence) and not isinstance(value, str):
+        keys = range(len(value))
+    else:
         return
-    grafana = values.get("grafana") or {}
+    for key in keys:
+        try:
+            child = value[key]
+        except unknown:
+            continue
+        yield from _mappings(child, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]", unknown)
+
+
+def _values_image(values: Mapping[str, Any]) -> str | None:
+    """The unpinned image a mapping of Helm values sets, if any.
+
+    Charts take `repository` + `tag` (gpu-operator: `version`), optionally a `digest` / `sha`, or a whole `image`
+    reference. A repository without a tag is left alone: the chart then uses its own default, its appVersion, pinned
+    with the chart's version. A whole reference without a tag is the runtime's `latest`."""
+    if values.get("digest") or values.get("sha"):
+        return None
+    tag = values.get("tag", values.get("version"))
+    repository, image = values.get("repository"), values.get("image")
+    if isinstance(repository, str) and repository:
+        return repository if str(tag).lower() == "latest" else None
+    if isinstance(image, str) and image:
+        return image if (_unpinned(image) if tag is None else str(tag).lower() == "latest") else None
+    return None
+
+
+def _release_images(resource: Resource) -> Iterable[str]:
+    for path, values in _mappings(resource.props.get("values") or {}, "values", resource.unknown):
+        image = _known(resource, lambda _: _values_image(values), None)
+        if image is not None:
+            yield f"Helm release {resource.name} sets image {image!r} at {path} without a pinned tag"
+
+
+def _images(resource: Resource) -> Iterable[str]:
+    return _release_images(resource) if resource.type == HELM_RELEASE else _container_images(resource)
+
+
+def _grafana_password_set(release: Resource) -> bool:
+    grafana = (release.props.get("values") or {}).get("grafana") or {}
     if grafana.get("enabled") is False:
-        return
-    if grafana.get("adminPassword") in (None, "prom-operator") and not (grafana.get("admin") or {}).get(
-        "existingSecret"
-    ):
+        return True
+    password = grafana.get("adminPassword")
+    return password not in (None, "prom-operator") or bool((grafana.get("admin") or {}).get("existingSecret"))
+
+
+def _default_passwords(resource: Resource) -> Iterable[str]:
+    # A password not known yet (a RandomPassword's result) is set.
+    if _chart(resource) == "kube-prometheus-stack" and not _known(resource, _grafana_password_set, True):
         yield f"{resource.name} leaves Grafana's admin password at the chart default"
 
 
 # ------------------------------------------------------------------------------------------------------ GPU rules
 
 
-def _gpu_pool_tainted(resource: Resource) -> Iterable[str]:
-    if is_gpu_pool(resource) and not any(
-        t.get("key") == GPU_TAINT.key and t.get("effect") == GPU_TAINT.effect for t in _taints(resource)
-    ):
-        yield f"GPU NodePool {resource.name} has no {GPU_TAINT.key}:{GPU_TAINT.effect} taint"
+def _allows_spot(pool: Resource) -> bool:
+    return "spot" in capacity_types(pool)
 
 
-def _gpu_pool_capped(resource: Resource) -> Iterable[str]:
-    if is_gpu_pool(resource) and GPU_RESOURCE not in (_pool_spec(resource).get("limits") or {}):
-        yield f"GPU NodePool {resource.name} has no {GPU_RESOURCE} limit"
+def _warns_of_spot_interruption(rule: Resource) -> bool:
+    return "EC2 Spot Instance Interruption Warning" in str(rule.props.get("eventPattern"))
 
 
-def _training_pool(resource: Resource) -> Iterable[str]:
-    if _workload(resource) != "training":
-        return
-    capacity = set(_requirements(resource).get("karpenter.sh/capacity-type", ["spot", "on-demand"]))
-    if capacity != {"on-demand"}:
-        yield f"training NodePool {resource.name} allows {sorted(capacity)} capacity; use on-demand only"
-    disruption = _pool_spec(resource).get("disruption") or {}
-    if disruption.get("consolidationPolicy") != "WhenEmpty":
-        yield f"training NodePool {resource.name} may be consolidated while busy; use consolidationPolicy WhenEmpty"
-    if not disruption.get("budgets"):
-        yield f"training NodePool {resource.name} has no disruption budgets"
-
-
-def _inference_flexible(resource: Resource) -> Iterable[str]:
-    if _workload(resource) != "inference":
-        return
-    types = _requirements(resource).get("node.kubernetes.io/instance-type")
-    if types is not None and len(types) < 2:
-        yield f"inference NodePool {resource.name} allows a single instance type; spot capacity for it runs out"
-
-
-def _disruption_set(resource: Resource) -> Iterable[str]:
-    disruption = _pool_spec(resource).get("disruption") or {}
-    missing = [k for k in ("consolidationPolicy", "consolidateAfter", "budgets") if not disruption.get(k)]
-    if missing:
-        yield f"NodePool {resource.name} does not set disruption {missing}"
+def _interruption_queue_set(karpenter: Resource) -> bool:
+    return bool(((karpenter.props.get("values") or {}).get("settings") or {}).get("interruptionQueue"))
 
 
 def _spot_needs_queue(resources: Sequence[Resource]) -> Iterable[tuple[str, str]]:
-    spot_pools = [
-        r
-        for r in resources
-        if r.type == NODEPOOL and "spot" in _requirements(r).get("karpenter.sh/capacity-type", ["spot"])
-    ]
+    spot_pools = [r for r in resources if r.type == NODEPOOL and _known(r, _allows_spot, False)]
     if not spot_pools:
         return
     has_queue = any(r.type == "aws:sqs/queue:Queue" for r in resources)
     has_rule = any(
-        r.type == "aws:cloudwatch/eventRule:EventRule"
-        and "EC2 Spot Instance Interruption Warning" in str(r.props.get("eventPattern"))
+        r.type == "aws:cloudwatch/eventRule:EventRule" and _known(r, _warns_of_spot_interruption, True)
         for r in resources
     )
-    karpenter = [r for r in resources if r.type == HELM_RELEASE and r.props.get("name") == "karpenter"]
-    wired = any(((r.props.get("values") or {}).get("settings") or {}).get("interruptionQueue") for r in karpenter)
+    karpenter = _releases(resources).get("karpenter")
+    wired = karpenter is not None and _known(karpenter, _interruption_queue_set, True)
     if not (has_queue and has_rule and wired):
         for pool in spot_pools:
             yield (
@@ -386,17 +402,18 @@ def _spot_needs_queue(resources: Sequence[Resource]) -> Iterable[tuple[str, str]
             )
 
 
+def _dcgm_enabled(operator: Resource) -> bool:
+    return ((operator.props.get("values") or {}).get("dcgmExporter") or {}).get("enabled") is not False
+
+
 def _gpu_needs_operator(resources: Sequence[Resource]) -> Iterable[tuple[str, str]]:
-    gpu_pools = [r for r in resources if r.type == NODEPOOL and is_gpu_pool(r)]
+    gpu_pools = [r for r in resources if r.type == NODEPOOL and _known(r, is_gpu_pool, False)]
     if not gpu_pools:
         return
-    releases = {str(r.props.get("chart")).rsplit("/", 1)[-1]: r for r in resources if r.type == HELM_RELEASE}
+    releases = _releases(resources)
     operator = releases.get("gpu-operator")
     device_plugin = operator is not None or "nvidia-device-plugin" in releases
-    values = (operator.props.get("values") or {}) if operator else {}
-    dcgm = (
-        operator is not None and (values.get("dcgmExporter") or {}).get("enabled") is not False
-    ) or "dcgm-exporter" in releases
+    dcgm = (operator is not None and _known(operator, _dcgm_enabled, True)) or "dcgm-exporter" in releases
     for pool in gpu_pools:
         if not device_plugin:
             yield pool.urn, f"GPU NodePool {pool.name} but no GPU Operator or device plugin in the stack"
@@ -438,11 +455,11 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "volumes-encrypted",
-        "Node volumes (launch templates, EC2NodeClasses) are encrypted.",
-        "Set ebs.encrypted: true on every block device mapping.",
+        "Node volumes (launch templates, managed node groups) are encrypted.",
+        "Give node groups a launch template whose block device mappings all set ebs.encrypted: true.",
         "mandatory",
-        types=("aws:ec2/launchTemplate:LaunchTemplate",),
-        check_resource=_launch_template_volumes,
+        types=(LAUNCH_TEMPLATE, NODE_GROUP),
+        check_resource=_node_volumes,
     ),
     Rule(
         "nodeclass-volumes-encrypted",
@@ -457,15 +474,15 @@ RULES: tuple[Rule, ...] = (
         "Nodes require IMDSv2.",
         "Set metadataOptions.httpTokens: required.",
         "mandatory",
-        types=("aws:ec2/launchTemplate:LaunchTemplate", NODECLASS),
+        types=(LAUNCH_TEMPLATE, NODECLASS),
         check_resource=_imdsv2,
     ),
     Rule(
         "eks-secrets-encrypted-and-logged",
         "EKS encrypts secrets with KMS and sends api, audit and authenticator logs.",
-        "Set encryptionConfigKeyArn and enabledClusterLogTypes.",
+        "Set encryptionConfigKeyArn (or encryptionConfig with resources [secrets]) and enabledClusterLogTypes.",
         "mandatory",
-        types=("eks:index:Cluster", "aws:eks/cluster:Cluster"),
+        types=EKS_CLUSTERS,
         check_resource=_eks_encryption_and_logs,
     ),
     Rule(
@@ -473,7 +490,7 @@ RULES: tuple[Rule, ...] = (
         "Prod-like stacks expose no EKS endpoint to the whole internet.",
         "Set cluster.endpoint.public: false, or list publicCidrs.",
         "mandatory",
-        types=("eks:index:Cluster", "aws:eks/cluster:Cluster"),
+        types=EKS_CLUSTERS,
         check_resource=_eks_public_endpoint,
     ),
     Rule(
@@ -481,32 +498,29 @@ RULES: tuple[Rule, ...] = (
         "IRSA trust policies pin :sub and :aud exactly.",
         "Use StringEquals on <issuer>:sub = system:serviceaccount:<ns>:<sa> and <issuer>:aud = sts.amazonaws.com.",
         "mandatory",
-        types=("aws:iam/role:Role",),
-        check_resource=_irsa_trust,
+        types=(ROLE,),
+        check_resource=irsa_trust,
     ),
     Rule(
         "iam-no-wildcards",
-        "IAM policies grant no '*' actions and no iam:PassRole on '*'.",
-        "Name the actions and scope iam:PassRole to the roles that are passed.",
+        "IAM policies (inline ones too) grant no '*' actions, no Allow with NotAction, no iam:PassRole on '*', "
+        "and AdministratorAccess is never attached.",
+        "Name the actions, scope iam:PassRole to the roles that are passed, attach least-privilege policies.",
         "mandatory",
-        types=("aws:iam/policy:Policy", "aws:iam/rolePolicy:RolePolicy"),
-        check_resource=_iam_wildcards,
+        types=(*POLICY_TYPES, ROLE, *ATTACHMENT_TYPES),
+        check_resource=iam_wildcards,
     ),
     Rule(
         "no-world-ingress",
-        "No security group is open to the internet except load balancer listener ports (80, 443).",
+        "No security group is open to the internet except load balancer listener ports (80, 443), never all traffic.",
         "Restrict the source to a security group or a known CIDR.",
         "mandatory",
-        types=(
-            "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
-            "aws:ec2/securityGroupRule:SecurityGroupRule",
-            "aws:ec2/securityGroup:SecurityGroup",
-        ),
+        types=(VPC_INGRESS, SG_RULE, *SECURITY_GROUPS),
         check_resource=_world_ingress,
     ),
     Rule(
         "fsx-in-private-subnet",
-        "FSx file systems live in private subnets.",
+        "FSx file systems live in private subnets (only subnets created in the same stack can be checked).",
         "Place the file system in a private subnet.",
         "mandatory",
         check_stack=_fsx_private,
@@ -521,10 +535,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "no-latest-images",
-        "Container images carry a pinned tag or digest.",
+        "Container images (workloads, Helm values) carry a pinned tag or digest.",
         "Use an exact tag (or @sha256 digest), never latest.",
         "mandatory",
-        types=tuple(f"kubernetes:{g}:{k}" for g in ("apps/v1", "batch/v1", "core/v1") for k in _WORKLOADS),
+        types=(*(f"kubernetes:{g}:{k}" for g in ("apps/v1", "batch/v1", "core/v1") for k in _WORKLOADS), HELM_RELEASE),
         check_resource=_images,
     ),
     Rule(
@@ -541,7 +555,7 @@ RULES: tuple[Rule, ...] = (
         "Add taints: [{key: nvidia.com/gpu, value: 'true', effect: NoSchedule}].",
         "mandatory",
         types=(NODEPOOL,),
-        check_resource=_gpu_pool_tainted,
+        check_resource=gpu_pool_tainted,
         tags=("gpu",),
     ),
     Rule(
@@ -550,7 +564,7 @@ RULES: tuple[Rule, ...] = (
         "Add limits: {nvidia.com/gpu: <ceiling>}.",
         "mandatory",
         types=(NODEPOOL,),
-        check_resource=_gpu_pool_capped,
+        check_resource=gpu_pool_capped,
         tags=("gpu", "cost"),
     ),
     Rule(
@@ -559,7 +573,7 @@ RULES: tuple[Rule, ...] = (
         "Start from the gpu-training preset.",
         "mandatory",
         types=(NODEPOOL,),
-        check_resource=_training_pool,
+        check_resource=training_pool,
         tags=("gpu",),
     ),
     Rule(
@@ -568,7 +582,7 @@ RULES: tuple[Rule, ...] = (
         "Allow several sizes or families (instanceSizes, instanceFamilies).",
         "advisory",
         types=(NODEPOOL,),
-        check_resource=_inference_flexible,
+        check_resource=inference_flexible,
         tags=("gpu", "cost"),
     ),
     Rule(
@@ -577,7 +591,7 @@ RULES: tuple[Rule, ...] = (
         "Set spec.disruption fully.",
         "mandatory",
         types=(NODEPOOL,),
-        check_resource=_disruption_set,
+        check_resource=disruption_set,
         tags=("gpu", "cost"),
     ),
     Rule(
