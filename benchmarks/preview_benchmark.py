@@ -67,7 +67,7 @@ def main() -> int:
         target = TARGET_SECONDS.get(stack)
         verdict = "-" if target is None else ("ok" if median < target else "SLOW")
         failed |= verdict == "SLOW"
-        print(f"{stack:<8}{median:>10.2f}{best:>10.2f}{peak:>10.0f}{(target or 0):>10.1f}  {verdict}")
+        print(f"{stack:<8}{median:>10.2f}{best:>10.2f}{peak:>10.0f}{'-' if target is None else f'{target:.1f}':>10}  {verdict}")
     return 1 if failed else 0
 
 
