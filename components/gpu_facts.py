@@ -51,8 +51,9 @@ NVIDIA_GPU_NAMES: frozenset[str] = frozenset(f.gpu_name for f in ACCELERATED_FAM
 NVIDIA_FAMILIES: frozenset[str] = frozenset(f.family for f in ACCELERATED_FAMILIES.values() if f.vendor == "nvidia")
 NEURON_FAMILIES: frozenset[str] = frozenset(f.family for f in ACCELERATED_FAMILIES.values() if f.vendor == "aws")
 
-#: General-purpose instance categories Karpenter knows (karpenter.k8s.aws/instance-category) used by CPU pools.
-CPU_CATEGORIES: frozenset[str] = frozenset({"c", "m", "r", "t", "x", "z", "i", "d", "h"})
+#: Instance categories without accelerators (karpenter.k8s.aws/instance-category), used by CPU pools: compute,
+#: general purpose, memory, burstable, high memory, high frequency, storage (i, d, h, im, is), Graviton 1 (a) and HPC.
+CPU_CATEGORIES: frozenset[str] = frozenset({"c", "m", "r", "t", "x", "z", "i", "d", "h", "a", "im", "is", "hpc"})
 
 
 def families_with_gpu(gpu_name: str) -> list[str]:

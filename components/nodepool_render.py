@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from . import versions
 from .network import DISCOVERY_TAG
+from .nodepool_validation import EXCLUDE, excludes
 from .nodepools import NodeClassSpec, NodePoolSpec
 from .scheduling import Taint
 
@@ -32,7 +33,8 @@ def _requirement(key: str, operator: str, values: Sequence[str] = ()) -> dict[st
 
 
 def requirements(pool: NodePoolSpec) -> list[dict[str, Any]]:
-    """The pool's typed fields as NodePool requirements, followed by its extra requirements."""
+    """The pool's typed fields as NodePool requirements, its extra requirements, then the exclusion of accelerators
+    it is not for."""
     rendered = [
         _requirement("karpenter.sh/capacity-type", "In", pool.capacity_types),
         _requirement("kubernetes.io/arch", "In", pool.architectures),
@@ -49,6 +51,11 @@ def requirements(pool: NodePoolSpec) -> list[dict[str, Any]]:
     if pool.generation_above is not None:
         rendered.append(_requirement("karpenter.k8s.aws/instance-generation", "Gt", [str(pool.generation_above)]))
     rendered += [_requirement(r.key, r.operator, r.values) for r in pool.requirements]
+    # Keep out every accelerator the pool is not for: whatever its other requirements, a CPU pool then cannot launch
+    # a GPU instance (untainted, outside every GPU limit) for a pending pod that tolerates the GPU taint.
+    for accelerator, (key, operator) in EXCLUDE.items():
+        if pool.accelerator != accelerator and not any(excludes(accelerator, r.key, r.operator) for r in pool.requirements):
+            rendered.append(_requirement(key, operator))
     return rendered
 
 

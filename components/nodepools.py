@@ -1,4 +1,5 @@
-"""Typed Karpenter NodePool and EC2NodeClass specs, the presets users start from, and their validation.
+"""Typed Karpenter NodePool and EC2NodeClass specs and their validation (presets in `nodepool_presets`, name and
+schedule checks in `nodepool_families` and `nodepool_validation`).
 
 A pool in stack config names a preset and overrides it field by field:
 
@@ -15,16 +16,18 @@ preset can never hide a mistake (a GPU pool without its taint or GPU limit is an
 from __future__ import annotations
 
 import difflib
-import re
 from typing import Annotated, Any, Literal, Mapping
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
 
 from . import gpu_facts
+from .nodepool_families import Accelerator, accelerator_of, category_problem, family_problem, type_problem
+from .nodepool_presets import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NODE_CLASS_PRESETS, NODE_POOL_PRESETS, deep_merge
+from .nodepool_validation import cron_problem, excludes, label_problem, requirement_accelerators
 from .validation import FieldProblems
 from .validation import matches as _matches
-from .scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, WORKLOAD_LABEL
+from .scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, Taint
 
 
 def _quantity_text(value: Any) -> Any:
@@ -33,6 +36,9 @@ def _quantity_text(value: Any) -> Any:
 
 #: Go durations as Karpenter accepts them ("30s", "5m", "1h30m"), or "Never".
 Duration = Annotated[StrictStr, _matches(r"([0-9]+(s|m|h))+|Never", "a duration like '30s', '5m', '720h' or 'Never'")]
+#: terminationGracePeriod has no "Never" (NodePool CRD pattern ^([0-9]+(s|m|h))+$): it is the bound after which
+#: Karpenter drains a node whatever its pods' PodDisruptionBudgets say.
+GracePeriod = Annotated[StrictStr, _matches(r"([0-9]+(s|m|h))+", "a duration like '30s', '15m' or '2h' (there is no 'Never')")]
 BudgetDuration = Annotated[StrictStr, _matches(r"(([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?", "a duration in hours and minutes like '8h' or '1h30m'")]
 BudgetNodes = Annotated[
     StrictStr, BeforeValidator(_quantity_text), _matches(r"(100|[0-9]{1,2})%|[0-9]+", "a node count like '1' or a percentage like '10%'")
@@ -47,9 +53,9 @@ LabelKey = Annotated[
     StrictStr,
     _matches(r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", "a Kubernetes label key"),
 ]
-
-_CRON_FIELD = r"[0-9*,/\-a-zA-Z?]+"
-_CRON = re.compile(rf"@(annually|yearly|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}( {_CRON_FIELD}){{4}}")
+LabelValue = Annotated[
+    StrictStr, _matches(r"(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?", "a label value of at most 63 letters, digits, '-', '_' or '.'")
+]
 
 #: Requirement keys Karpenter (AWS) and Kubernetes understand on a NodePool.
 REQUIREMENT_KEYS = frozenset(
@@ -75,6 +81,20 @@ REQUIREMENT_KEYS = frozenset(
 )
 _VALUE_OPERATORS = {"In", "NotIn"}
 _NUMERIC_OPERATORS = {"Gt", "Lt", "Gte", "Lte"}
+
+
+def _gpu_name_problem(name: str) -> str | None:
+    known = gpu_facts.NVIDIA_GPU_NAMES
+    return None if name in known else f"unknown GPU name {name!r}; expected one of {', '.join(sorted(known))}"
+
+
+#: Requirement values checked like the typed fields they stand for (a typo there launches nothing, silently).
+_VALUE_CHECKS = {
+    "karpenter.k8s.aws/instance-family": family_problem,
+    "node.kubernetes.io/instance-type": type_problem,
+    "karpenter.k8s.aws/instance-category": category_problem,
+    "karpenter.k8s.aws/instance-gpu-name": _gpu_name_problem,
+}
 
 
 class _Spec(BaseModel):
@@ -107,6 +127,9 @@ class RequirementSpec(_Spec):
             problems.append(("values", f"operator {self.operator} takes no values"))
         if self.operator in _NUMERIC_OPERATORS and (len(self.values) != 1 or not self.values[0].isdigit()):
             problems.append(("values", f"operator {self.operator} takes exactly one whole number"))
+        check = _VALUE_CHECKS.get(self.key)
+        if check is not None and self.operator in _VALUE_OPERATORS:
+            problems += [("values", problem) for value in self.values if (problem := check(value))]
         if problems:
             raise FieldProblems(problems)
         return self
@@ -125,8 +148,8 @@ class BudgetSpec(_Spec):
         problems = []
         if (self.schedule is None) != (self.duration is None):
             problems.append(("duration" if self.duration is None else "schedule", "schedule and duration go together"))
-        if self.schedule is not None and not _CRON.fullmatch(self.schedule):
-            problems.append(("schedule", f"expected a cron schedule like '0 9 * * mon-fri' or '@daily', got {self.schedule!r}"))
+        if self.schedule is not None and (problem := cron_problem(self.schedule)):
+            problems.append(("schedule", problem))
         if problems:
             raise FieldProblems(problems)
         return self
@@ -144,14 +167,14 @@ class DisruptionSpec(_Spec):
         return self
 
 
-def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
+def _not_empty(value: tuple[str, ...]) -> tuple[str, ...]:
+    if not value:
+        raise ValueError("expected at least one value")
+    return value
+
+
+#: Not Field(min_length=1): pydantic then also reports an invalid item as "got 0 items".
+_NOT_EMPTY = AfterValidator(_not_empty)
 
 
 def _apply_preset(data: Any, presets: Mapping[str, Mapping[str, Any]]) -> Any:
@@ -160,7 +183,7 @@ def _apply_preset(data: Any, presets: Mapping[str, Mapping[str, Any]]) -> Any:
     preset = data["preset"]
     if preset not in presets:
         raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(sorted(presets))}")
-    return _deep_merge(presets[preset], data)
+    return deep_merge(presets[preset], data)
 
 
 class NodePoolSpec(_Spec):
@@ -169,8 +192,8 @@ class NodePoolSpec(_Spec):
     preset: StrictStr | None = None
     node_class: Name
     weight: StrictInt | None = Field(default=None, ge=1, le=100)
-    capacity_types: tuple[Literal["spot", "on-demand", "reserved"], ...] = Field(min_length=1)
-    architectures: tuple[Literal["amd64", "arm64"], ...] = Field(default=("amd64",), min_length=1)
+    capacity_types: Annotated[tuple[Literal["spot", "on-demand", "reserved"], ...], _NOT_EMPTY]
+    architectures: Annotated[tuple[Literal["amd64", "arm64"], ...], _NOT_EMPTY] = ("amd64",)
     instance_categories: tuple[StrictStr, ...] = ()
     generation_above: StrictInt | None = Field(default=None, ge=1)
     instance_families: tuple[StrictStr, ...] = ()
@@ -179,55 +202,68 @@ class NodePoolSpec(_Spec):
     zones: tuple[StrictStr, ...] = ()
     requirements: tuple[RequirementSpec, ...] = ()
     taints: tuple[TaintSpec, ...] = ()
-    labels: dict[LabelKey, StrictStr] = Field(default_factory=dict)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     limits: dict[StrictStr, Quantity] = Field(min_length=1)
     disruption: DisruptionSpec
     expire_after: Duration = "720h"
-    termination_grace_period: Duration | None = None
+    termination_grace_period: GracePeriod | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _preset(cls, data: Any) -> Any:
         return _apply_preset(data, NODE_POOL_PRESETS)
 
+    def accelerator_sources(self) -> list[tuple[str, Accelerator, str]]:
+        """Every field that makes this an accelerator pool: (key path, accelerator, what it says)."""
+        sources: list[tuple[str, Accelerator, str]] = []
+        if self.gpu_names:
+            sources.append(("gpuNames", "nvidia", f"gpuNames {list(self.gpu_names)}"))
+        for family in self.instance_families:
+            if kind := accelerator_of(family):
+                sources.append(("instanceFamilies", kind, f"instance family {family!r}"))
+        for resource, kind in ((GPU_RESOURCE, "nvidia"), (NEURON_RESOURCE, "neuron")):
+            if resource in self.limits:
+                sources.append((f"limits.{resource}", kind, f"the {resource} limit"))
+        for index, r in enumerate(self.requirements):
+            for kind in sorted(requirement_accelerators(r.key, r.operator, r.values)):
+                shown = f"{r.key} {r.operator}" + (f" {list(r.values)}" if r.values else "")
+                sources.append((f"requirements[{index}]", kind, f"the requirement {shown}"))
+        return sources
+
     @property
-    def accelerator(self) -> Literal["nvidia", "neuron"] | None:
-        """Which accelerator the pool launches, from its families, GPU names and limits."""
-        families = set(self.instance_families)
-        if self.gpu_names or families & gpu_facts.NVIDIA_FAMILIES or GPU_RESOURCE in self.limits:
-            return "nvidia"
-        if families & gpu_facts.NEURON_FAMILIES or NEURON_RESOURCE in self.limits:
-            return "neuron"
-        return None
+    def accelerator(self) -> Accelerator | None:
+        """Which accelerator the pool launches, from its GPU names, families, limits and requirements."""
+        kinds = {kind for _, kind, _ in self.accelerator_sources()}
+        return "nvidia" if "nvidia" in kinds else "neuron" if "neuron" in kinds else None
 
     @model_validator(mode="after")
     def _check(self) -> NodePoolSpec:
         problems: list[tuple[str, str]] = []
         problems += _unknown("instanceCategories", self.instance_categories, gpu_facts.CPU_CATEGORIES)
         problems += _unknown("gpuNames", self.gpu_names, gpu_facts.NVIDIA_GPU_NAMES)
-        families = set(self.instance_families)
-        for family in self.instance_families:
-            if not re.fullmatch(r"[a-z]+[0-9][a-z0-9-]*", family):
-                problems.append(("instanceFamilies", f"{family!r} is not an instance family like 'g5' or 'm7i'"))
+        problems += [("instanceFamilies", problem) for f in self.instance_families if (problem := family_problem(f))]
+        problems += [(f"labels.{key}", problem) for key in self.labels if (problem := label_problem(key))]
         for key in self.limits:
             if key not in {"cpu", "memory", GPU_RESOURCE, NEURON_RESOURCE}:
                 problems.append((f"limits.{key}", f"unknown resource; expected cpu, memory, {GPU_RESOURCE} or {NEURON_RESOURCE}"))
-        accelerator = self.accelerator
-        if families & gpu_facts.NVIDIA_FAMILIES and families & gpu_facts.NEURON_FAMILIES:
-            problems.append(("instanceFamilies", "mixes NVIDIA and Neuron families; use one pool for each"))
+        sources = self.accelerator_sources()
+        first = {kind: (path, what) for path, kind, what in reversed(sources)}
+        if len(first) == 2:
+            path, what = first["neuron"]
+            problems.append((path, f"mixes Neuron devices ({what}) with NVIDIA GPUs ({first['nvidia'][1]}); use one pool for each"))
         if self.gpu_names:
             unreachable = sorted(
-                f for f in families & gpu_facts.NVIDIA_FAMILIES
+                f for f in set(self.instance_families) & gpu_facts.NVIDIA_FAMILIES
                 if gpu_facts.ACCELERATED_FAMILIES[f].gpu_name not in self.gpu_names
             )
             if unreachable:
                 problems.append(("instanceFamilies", f"{unreachable} have none of the GPUs in gpuNames {list(self.gpu_names)}"))
-        if accelerator == "nvidia":
-            problems += _accelerator_problems(self, GPU_TAINT.key, GPU_RESOURCE, "GPU")
-        if accelerator == "neuron":
-            problems += _accelerator_problems(self, NEURON_TAINT.key, NEURON_RESOURCE, "Neuron")
-        if accelerator is None and any(t.key == GPU_TAINT.key for t in self.taints):
-            problems.append(("taints", f"carries the {GPU_TAINT.key} taint but launches no GPU instances"))
+        accelerator = self.accelerator
+        for kind, taint, resource, what in (("nvidia", GPU_TAINT, GPU_RESOURCE, "GPU"), ("neuron", NEURON_TAINT, NEURON_RESOURCE, "Neuron")):
+            if accelerator == kind:
+                problems += _accelerator_problems(self, kind, taint, resource, what, first[kind][1])
+            elif any(t.key == taint.key for t in self.taints):
+                problems.append(("taints", f"carries the {taint.key} taint but launches no {what} instances"))
         if problems:
             raise FieldProblems(problems)
         return self
@@ -239,16 +275,42 @@ def _unknown(key: str, values: tuple[str, ...], known: frozenset[str]) -> list[t
     ]
 
 
-def _accelerator_problems(pool: NodePoolSpec, taint_key: str, resource: str, what: str) -> list[tuple[str, str]]:
+def _taint_text(key: str, value: str, effect: str) -> str:
+    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+
+
+def _accelerator_problems(
+    pool: NodePoolSpec, kind: Accelerator, taint: Taint, resource: str, what: str, because: str
+) -> list[tuple[str, str]]:
     problems = []
-    if not any(t.key == taint_key and t.effect == "NoSchedule" for t in pool.taints):
+    wanted = _taint_text(taint.key, taint.value, taint.effect)
+    same_key = [(i, t) for i, t in enumerate(pool.taints) if t.key == taint.key]
+    if not same_key:
         problems.append(
-            ("taints", f"a {what} pool must carry the {taint_key}=true:NoSchedule taint, or ordinary pods fill it and it never scales to zero")
+            (
+                "taints",
+                f"a {what} pool must carry the {wanted} taint, or ordinary pods fill it and it never scales to zero "
+                f"(this is a {what} pool because of {because})",
+            )
         )
+    for index, t in same_key:
+        if (t.value, t.effect) != (taint.value, taint.effect):
+            problems.append(
+                (
+                    f"taints[{index}]",
+                    f"the {taint.key} taint must be exactly {wanted} (components/scheduling.py): {what} pods tolerate that "
+                    f"value and effect, and any other keeps them off the node; got {_taint_text(t.key, t.value, t.effect)}",
+                )
+            )
     if resource not in pool.limits:
-        problems.append(("limits", f"a {what} pool must set a {resource} limit: it is the ceiling on {what} spend"))
+        problems.append(
+            ("limits", f"a {what} pool must set a limit on {resource}: it is the ceiling on {what} spend (this is a {what} pool because of {because})")
+        )
     elif not pool.limits[resource].isdigit():
         problems.append((f"limits.{resource}", f"expected a whole number of devices, got {pool.limits[resource]!r}"))
+    for index, r in enumerate(pool.requirements):
+        if excludes(kind, r.key, r.operator):
+            problems.append((f"requirements[{index}]", f"excludes {what} instances, but {because} makes this a {what} pool"))
     return problems
 
 
@@ -257,9 +319,13 @@ class NodeClassSpec(_Spec):
 
     preset: StrictStr | None = None
     ami_family: Literal["al2023", "bottlerocket"] = "al2023"
-    root_volume_gib: StrictInt = Field(default=80, ge=20, le=16384)
-    root_volume_iops: StrictInt = Field(default=3000, ge=3000, le=16000)
-    root_volume_throughput_mibps: StrictInt = Field(default=125, ge=125, le=1000)
+    # gp3 limits (EBS User Guide, "General Purpose SSD volumes"; raised in September 2025 from 16 TiB, 16,000 IOPS and
+    # 1,000 MiB/s): 1 GiB-64 TiB, 3,000-80,000 IOPS, 125-2,000 MiB/s, at most 500 IOPS per GiB above the 3,000
+    # baseline and 0.25 MiB/s per provisioned IOPS. The size stops at 59000 because the EC2NodeClass schema's
+    # volumeSize pattern does; the 20 GiB floor is this platform's, not EC2's.
+    root_volume_gib: StrictInt = Field(default=80, ge=20, le=59000)
+    root_volume_iops: StrictInt = Field(default=3000, ge=3000, le=80000)
+    root_volume_throughput_mibps: StrictInt = Field(default=125, ge=125, le=2000)
     #: 1 keeps instance credentials out of pods' reach; 2 only for workloads that must read instance metadata.
     imds_hop_limit: Literal[1, 2] = 1
 
@@ -268,90 +334,29 @@ class NodeClassSpec(_Spec):
     def _preset(cls, data: Any) -> Any:
         return _apply_preset(data, NODE_CLASS_PRESETS)
 
-
-# ------------------------------------------------------------------------------------------------------ presets
-
-_TEN_PERCENT_AT_A_TIME = [{"nodes": "10%"}]
-
-#: Presets, written as a user would write them in stack config.
-_BASE_POOL_PRESETS: Mapping[str, Mapping[str, Any]] = {
-    # Everything that is not a GPU job: cheapest fitting c/m/r instance of a recent generation, either arch.
-    "cpu-general": {
-        "nodeClass": "default",
-        "capacityTypes": ["spot", "on-demand"],
-        "architectures": ["amd64", "arm64"],
-        "instanceCategories": ["c", "m", "r"],
-        "generationAbove": 5,
-        "labels": {WORKLOAD_LABEL: "general"},
-        "limits": {"cpu": "1000", "memory": "4000Gi"},
-        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "1m", "budgets": _TEN_PERCENT_AT_A_TIME},
-    },
-    # Inference on T4 / A10G / L4 class GPUs, spot or on-demand, released quickly once idle.
-    "gpu-inference": {
-        "nodeClass": "gpu",
-        "capacityTypes": ["spot", "on-demand"],
-        "gpuNames": ["t4", "a10g", "l4"],
-        "instanceSizes": ["xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge"],
-        "labels": {WORKLOAD_LABEL: "inference"},
-        "taints": [GPU_TAINT.as_dict()],
-        "limits": {GPU_RESOURCE: "16"},
-        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "5m", "budgets": [{"nodes": "20%"}]},
-    },
-    # Training on A100 / H100 class GPUs: on-demand only, never consolidated while busy, no voluntary disruption
-    # during working hours, at most one node at a time otherwise, and drift replacement only at weekends.
-    "gpu-training": {
-        "nodeClass": "gpu-training",
-        "capacityTypes": ["on-demand"],
-        "gpuNames": ["a100", "h100"],
-        "labels": {WORKLOAD_LABEL: "training"},
-        "taints": [GPU_TAINT.as_dict()],
-        "limits": {GPU_RESOURCE: "16"},
-        "expireAfter": "720h",
-        "terminationGracePeriod": "2h",
-        "disruption": {
-            "consolidationPolicy": "WhenEmpty",
-            "consolidateAfter": "30m",
-            "budgets": [
-                {"nodes": "0", "schedule": "0 8 * * mon-fri", "duration": "12h"},
-                {"nodes": "1"},
-                {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 0 * * mon-fri", "duration": "24h"},
-            ],
-        },
-    },
-    # Inferentia / Trainium, tainted and capped like the GPU pools.
-    "neuron": {
-        "nodeClass": "gpu",
-        "capacityTypes": ["on-demand"],
-        "instanceFamilies": ["inf2", "trn1"],
-        "labels": {WORKLOAD_LABEL: "inference"},
-        "taints": [NEURON_TAINT.as_dict()],
-        "limits": {NEURON_RESOURCE: "16"},
-        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m", "budgets": [{"nodes": "1"}]},
-    },
-}
+    @model_validator(mode="after")
+    def _check(self) -> NodeClassSpec:
+        # EC2 refuses these at launch (InvalidParameterCombination), which Karpenter only reports as a failed
+        # NodeClaim: every node of the class fails to start.
+        problems = []
+        gib, iops, mibps = self.root_volume_gib, self.root_volume_iops, self.root_volume_throughput_mibps
+        if iops > max(3000, 500 * gib):
+            problems.append(
+                ("rootVolumeIops", f"{iops} IOPS needs rootVolumeGib of at least {-(-iops // 500)} (gp3 allows 500 IOPS per GiB); rootVolumeGib is {gib}")
+            )
+        if mibps * 4 > iops:
+            problems.append(
+                (
+                    "rootVolumeThroughputMibps",
+                    f"{mibps} MiB/s needs rootVolumeIops of at least {mibps * 4} (gp3 allows 0.25 MiB/s per IOPS); rootVolumeIops is {iops}",
+                )
+            )
+        if problems:
+            raise FieldProblems(problems)
+        return self
 
 
-def _inference_tier(family: str, capacity: str, weight: int) -> dict[str, Any]:
-    tier = _deep_merge(_BASE_POOL_PRESETS["gpu-inference"], {"weight": weight, "capacityTypes": [capacity]})
-    tier["instanceFamilies"] = [family]
-    tier["gpuNames"] = [gpu_facts.ACCELERATED_FAMILIES[family].gpu_name]
-    return tier
-
-
-#: Spot-first inference tiers: Karpenter tries the highest weight first and falls back in order.
-NODE_POOL_PRESETS: Mapping[str, Mapping[str, Any]] = {
-    **_BASE_POOL_PRESETS,
-    "gpu-inference-a10g-spot": _inference_tier("g5", "spot", 100),
-    "gpu-inference-t4-spot": _inference_tier("g4dn", "spot", 50),
-    "gpu-inference-a10g-on-demand": _inference_tier("g5", "on-demand", 10),
-}
-
-NODE_CLASS_PRESETS: Mapping[str, Mapping[str, Any]] = {
-    "default": {"amiFamily": "al2023", "rootVolumeGib": 80},
-    # Container images with CUDA are large; the AL2023 alias picks the NVIDIA (or Neuron) variant by instance type.
-    "gpu": {"amiFamily": "al2023", "rootVolumeGib": 200, "rootVolumeIops": 6000, "rootVolumeThroughputMibps": 250},
-    "gpu-training": {"amiFamily": "al2023", "rootVolumeGib": 500, "rootVolumeIops": 10000, "rootVolumeThroughputMibps": 500},
-}
-
-DEFAULT_NODE_CLASSES = {name: {"preset": name} for name in ("default", "gpu", "gpu-training")}
-DEFAULT_NODE_POOLS = {name: {"preset": name} for name in ("cpu-general", "gpu-inference")}
+__all__ = [
+    "DEFAULT_NODE_CLASSES", "DEFAULT_NODE_POOLS", "NODE_CLASS_PRESETS", "NODE_POOL_PRESETS",
+    "BudgetSpec", "DisruptionSpec", "NodeClassSpec", "NodePoolSpec", "RequirementSpec", "TaintSpec",
+]

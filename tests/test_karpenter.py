@@ -159,6 +159,28 @@ def test_controller_runs_only_on_system_nodes_with_interruption_handling(dev):
     assert values["settings"]["clusterName"] == "eks-ml-platform-dev"
 
 
+def test_controller_talks_to_this_clusters_endpoint(dev):
+    kubeconfig = json.loads(dev.one("eks:index:Cluster").outputs["kubeconfigJson"])
+    endpoint = _controller(dev).inputs["values"]["settings"]["clusterEndpoint"]
+    assert endpoint == kubeconfig["clusters"][0]["cluster"]["server"]
+    assert endpoint.startswith("https://")
+
+
+def test_controller_survives_a_node_or_zone_loss_and_drains_one_replica_at_a_time(dev):
+    values = _controller(dev).inputs["values"]
+    # Two replicas in different zones, and a voluntary eviction (a system node drain) never takes both.
+    assert values["topologySpreadConstraints"] == [
+        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule"}
+    ]
+    assert values["podDisruptionBudget"] == {"name": "karpenter", "maxUnavailable": 1}
+
+
+def test_controller_memory_is_guaranteed_so_it_is_not_evicted_under_node_pressure(dev):
+    resources = _controller(dev).inputs["values"]["controller"]["resources"]
+    assert resources == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}
+    assert resources["requests"]["memory"] == resources["limits"]["memory"]
+
+
 def test_controller_release_waits_for_everything_it_needs_so_destroy_removes_it_first(dev):
     controller = _controller(dev)
     for needed in (
