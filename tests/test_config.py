@@ -194,6 +194,22 @@ def test_every_problem_is_reported_at_once():
             "is only used when public is true; remove it",
         ),
         (
+            {
+                "cluster": {"endpoint": {"public": False}},
+                "network": {
+                    "availabilityZones": ["us-west-2a", "us-west-2b", "us-west-2c"],
+                    "existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"]},
+                },
+            },
+            "network.existing.privateSubnetIds",
+            "lists 2 subnets for 3 availability zones; give one per AZ, in the order of availabilityZones",
+        ),
+        (
+            {"cluster": {"endpoint": {"public": False}, "logTypes": ["api", "audit", "api"]}},
+            "cluster.logTypes",
+            "lists a log type more than once",
+        ),
+        (
             {"cluster": {"endpoint": {"public": "yes"}}},
             "cluster.endpoint.public",
             "Input should be a valid boolean, got 'yes'",
@@ -380,3 +396,13 @@ def test_gpu_config_without_gpu_pools_is_refused():
     karpenter = {"nodeClasses": {"default": {"preset": "default"}}, "nodePools": {"c": {"preset": "cpu-general"}}}
     found = problems(raw(karpenter=karpenter, gpu={"timeSlicingReplicas": 2}))
     assert found["gpu"] == "is configured but no NodePool launches NVIDIA GPUs; remove it or add a GPU pool"
+
+
+def test_a_default_cluster_name_that_eks_would_refuse_asks_for_cluster_name():
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw("dev"), project="a-very-long-project-name-for-the-ml-platform", stack="dev")
+    found = {issue.path: issue.message for issue in caught.value.issues}
+    assert found["cluster.name"] == (
+        "the default name 'a-very-long-project-name-for-the-ml-platform-dev' (project-stack) is not a lowercase "
+        "DNS-style name of 2 to 40 characters; set cluster.name"
+    )
