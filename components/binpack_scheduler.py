@@ -3,8 +3,8 @@
 Only scoring changes: NodeResourcesFit scores a node higher the more of it is already requested, weighted heavily
 on `nvidia.com/gpu`, and the spreading scores are off: NodeResourcesBalancedAllocation, and the cluster-wide default
 topology spread (soft spreading of a Deployment's pods over hosts and zones), which would otherwise pull replicas
-apart. Spread constraints a pod states itself still apply. Filters stay the default ones, so what fits a node is exactly what Karpenter believes fits, and Karpenter's consolidation finds emptied GPU
-nodes to remove.
+apart. Spread constraints a pod states itself still apply. Filters stay the default ones, so what fits a node is
+exactly what Karpenter believes fits, and Karpenter's consolidation finds emptied GPU nodes to remove.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from .config_types import (
     one_of,
     prefix_between,
 )
+from .nodepool_families import family_of_type, is_graviton, type_problem
 from .nodepools import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, NodePoolSpec
 from .validation import FieldProblems, matches
 
@@ -181,18 +182,11 @@ class SystemNodeGroup(ConfigModel):
         return self
 
 
-_INSTANCE_TYPE = re.compile(r"^(?P<family>[a-z]+[0-9]+[a-z-]*)\.[0-9]*[a-z]+$")
-#: Graviton families carry a `g` right after the generation (m7g, c7gn, r8gd, t4g, im4gn); GPU families start with
-#: g (g5, g6e) and are x86.
-_ARM_FAMILY = re.compile(r"^[a-z]+[0-9]+g[a-z-]*$")
-
-
 def _x86_instance_type_problem(name: str) -> str | None:
     """Why the system node group's x86_64 AMI could not run on this instance type, if it could not."""
-    match = _INSTANCE_TYPE.match(name)
-    if match is None:
+    if type_problem(name):
         return f"expected an EC2 instance type like 'm7i.large', got {name!r}"
-    if _ARM_FAMILY.match(match["family"]):
+    if is_graviton(family_of_type(name)):
         return f"{name!r} is an Arm (Graviton) type; the system nodes run the x86_64 AL2023 AMI"
     return None
 

@@ -78,6 +78,12 @@ def family_problem(family: str) -> str | None:
     return None
 
 
+def is_graviton(family: str) -> bool:
+    """Whether a family's instances are Arm (Graviton): a `g` right after the generation (m7g, c7gn, t4g, g5g)."""
+    shape = _CPU_FAMILY.fullmatch(family)
+    return shape is not None and shape["processor"] == "g"
+
+
 def type_problem(instance_type: str) -> str | None:
     """Why `instance_type` cannot be an instance type ('g5.xlarge'), or None."""
     family, dot, size = instance_type.partition(".")

@@ -41,7 +41,6 @@ KARPENTER_METRICS = frozenset(
         "karpenter_cloudprovider_errors_total",
     }
 )
-#: Reasons Karpenter gives when it deletes a NodeClaim it could not launch or register.
 #: Reasons Karpenter (core, nodeclaim lifecycle: launch.go and liveness.go) gives karpenter_nodeclaims_disrupted_total
 #: when it deletes a NodeClaim it could not launch or whose node never registered.
 LAUNCH_FAILURE_REASONS = ("insufficient_capacity", "nodeclass_not_ready", "launch_timeout", "registration_timeout")
@@ -55,6 +54,8 @@ GPU_RESOURCE_TYPE = "nvidia.com/gpu"
 HARDWARE_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120)
 #: DCGM keeps the last XID a GPU reported (0: none); the maximum over 5 minutes catches one between scrapes.
 LAST_XID = "max by (node, gpu) (max_over_time(DCGM_FI_DEV_XID_ERRORS[5m]))"
+#: The GPUs whose last XID is a hardware one.
+HARDWARE_XID = " or ".join(f"({LAST_XID} == {code})" for code in HARDWARE_XIDS)
 
 
 def dashboard(name: str) -> dict[str, Any]:
@@ -120,7 +121,7 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
         ),
         _alert(
             "GpuHardwareXid",
-            " or ".join(f"({LAST_XID} == {code})" for code in HARDWARE_XIDS),
+            HARDWARE_XID,
             "0m",
             "critical",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} reported hardware XID {{ $value }}",
@@ -129,7 +130,7 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
         ),
         _alert(
             "GpuXidError",
-            f"{LAST_XID} > 0 unless ({' or '.join(f'({LAST_XID} == {code})' for code in HARDWARE_XIDS)})",
+            f"{LAST_XID} > 0 unless ({HARDWARE_XID})",
             "0m",
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",

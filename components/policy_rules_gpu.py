@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Iterable
 
-from . import gpu_facts
+from .nodepool_validation import requirement_accelerators
 from .scheduling import GPU_RESOURCE, GPU_TAINT, WORKLOAD_LABEL
 
 if TYPE_CHECKING:
@@ -61,29 +61,14 @@ def capacity_types(resource: Resource) -> set[str]:
     return set(_CAPACITY_TYPES) if operator == "Exists" else set(values)
 
 
-def _admits_only_gpus(operator: str, counts: list[str]) -> bool:
-    """Whether a requirement on karpenter.k8s.aws/instance-gpu-count admits GPU instances only."""
-    return operator in ("Exists", "Gt") or (operator in ("In", "Gte") and bool(counts) and "0" not in counts)
-
-
-def _admits_only_nvidia(operator: str, makers: list[str]) -> bool:
-    """Whether a requirement on karpenter.k8s.aws/instance-gpu-manufacturer admits (NVIDIA) GPU instances only."""
-    return operator == "Exists" or (operator == "In" and {m.lower() for m in makers} == {"nvidia"})
-
-
 def is_gpu_pool(resource: Resource) -> bool:
-    """Whether a pool launches NVIDIA GPU nodes, however it chooses them: GPU name, count or manufacturer, instance
-    family or type (families of the GPU facts table), category g or p, or an nvidia.com/gpu limit."""
-    requirements = _requirements(resource)
-    types = _allowed(resource, "node.kubernetes.io/instance-type") or []
-    families = {*(_allowed(resource, "karpenter.k8s.aws/instance-family") or []), *(t.split(".")[0] for t in types)}
-    return (
-        requirements.get("karpenter.k8s.aws/instance-gpu-name", _NONE)[0] in ("In", "Exists")
-        or _admits_only_gpus(*requirements.get("karpenter.k8s.aws/instance-gpu-count", _NONE))
-        or _admits_only_nvidia(*requirements.get("karpenter.k8s.aws/instance-gpu-manufacturer", _NONE))
-        or bool(families & gpu_facts.NVIDIA_FAMILIES)
-        or bool(set(_allowed(resource, "karpenter.k8s.aws/instance-category") or []) & {"g", "p"})
-        or GPU_RESOURCE in (_pool_spec(resource).get("limits") or {})
+    """Whether a pool launches NVIDIA GPU nodes, however it chooses them: an nvidia.com/gpu limit, or any requirement
+    that asks for GPU instances, read as the NodePool specs read theirs (`nodepool_validation`): GPU name, count or
+    manufacturer labels, instance families or types of the GPU facts table, GPU categories."""
+    requirements = (_template(resource).get("spec") or {}).get("requirements") or []
+    return GPU_RESOURCE in (_pool_spec(resource).get("limits") or {}) or any(
+        "nvidia" in requirement_accelerators(r.get("key"), r.get("operator") or "In", [str(v) for v in r.get("values") or []])
+        for r in requirements
     )
 
 
