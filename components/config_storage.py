@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
+from . import aws_names
 from .config_types import ConfigModel, KeyName
 from .validation import FieldProblems, matches
 
@@ -84,9 +85,30 @@ class FsxConfig(ConfigModel):
         return self
 
 
+#: A bucket is auto-named from its logical name `storage-<key>`; the key may be only as long as leaves that name
+#: (plus pulumi-aws's `-<7 hex>`) within S3's 63 characters.
+BUCKET_LOGICAL_PREFIX = "storage-"
+MAX_BUCKET_KEY = aws_names.longest_logical_name("aws:s3/bucket:Bucket") - len(BUCKET_LOGICAL_PREFIX)
+
+
 class StorageConfig(ConfigModel):
     buckets: dict[KeyName, BucketConfig] = Field(default_factory=lambda: {"datasets": BucketConfig(), "artifacts": BucketConfig()})
     fsx: FsxConfig | None = None
+
+    @model_validator(mode="after")
+    def _bucket_names_fit(self) -> StorageConfig:
+        problems = [
+            (
+                "buckets",
+                f"the key {key!r} is {len(key)} characters long; at most {MAX_BUCKET_KEY} fit in the bucket's "
+                "auto-generated name (S3 allows 63 characters)",
+            )
+            for key in sorted(self.buckets)
+            if len(key) > MAX_BUCKET_KEY
+        ]
+        if problems:
+            raise FieldProblems(problems)
+        return self
 
 
 class IngressConfig(ConfigModel):

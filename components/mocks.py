@@ -19,6 +19,8 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.output import Unknown
 from pulumi.runtime.sync_await import _sync_await
 
+from . import aws_names
+
 REDACTED = "[secret]"
 #: How a value that is only known after a real deployment is shown (as `pulumi preview` shows `output<string>`).
 UNKNOWN = "[unknown]"
@@ -45,6 +47,9 @@ class Recorded:
     deleted_with: str | None
     id: str | None = None
     outputs: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: The aliases the program gave this resource, as sent to the engine: `{"urn": ...}` or an alias spec
+    #: (`name`, `type`, `parentUrn`, `noParent`; empty fields default to the resource's own).
+    aliases: tuple[dict[str, Any], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +103,34 @@ class Inventory:
 
     def children(self, parent: Recorded) -> list[Recorded]:
         return [r for r in self.resources if r.parent == parent.urn]
+
+    def alias_urns(self, resource: Recorded) -> frozenset[str]:
+        """Every earlier URN the engine matches this resource against: its own aliases, and those it inherits from
+        its parent's (the engine's rule, as in every SDK's `inheritedChildAlias`: a child whose name starts with its
+        parent's name gets the parent's alias name in place of that prefix)."""
+        stack_prefix = resource.urn.split("::", 2)[:2]
+        own: set[str] = set()
+        for alias in resource.aliases:
+            if alias.get("urn"):
+                own.add(alias["urn"])
+                continue
+            parent = None if alias.get("noParent") else alias.get("parentUrn") or resource.parent
+            own.add(_urn(stack_prefix, parent, alias.get("type") or resource.type, alias.get("name") or resource.name))
+        if resource.parent is not None and resource.parent in self._by_urn:
+            parent = self._by_urn[resource.parent]
+            for parent_alias in self.alias_urns(parent):
+                name = resource.name
+                if name.startswith(parent.name):
+                    name = parent_alias.rsplit("::", 1)[1] + name[len(parent.name) :]
+                own.add(_urn(stack_prefix, parent_alias, resource.type, name))
+        return frozenset(own)
+
+
+def _urn(stack_prefix: list[str], parent: str | None, type_: str, name: str) -> str:
+    """A URN as the engine builds it: the parent's type chain, then this type, then the name."""
+    if parent is None:
+        return f"{stack_prefix[0]}::{stack_prefix[1]}::{type_}::{name}"
+    return f"{parent.rsplit('::', 1)[0]}${type_}::{name}"
 
 
 def _redact(value: Any, secret: bool = False) -> Any:
@@ -170,6 +203,10 @@ class PlatformMocks(pulumi_mocks.Mocks):
             return None, {}
         resource_id = _ID_PREFIXES.get(args.typ, "") + _short_hex(args.typ, args.name)
         state = {**inputs}
+        # As the provider's Check does: name what the program left unnamed, and refuse a name past the type's limit.
+        physical = aws_names.checked_name(args.typ, args.name, inputs)
+        if physical is not None:
+            state[aws_names.NAME_RULES[args.typ].property] = physical
         state.setdefault("name", inputs.get("name") or f"{args.name}-{_short_hex(args.name, length=7)}")
         state.setdefault("arn", self._arn(args.typ, state["name"], resource_id))
         extra = self._outputs(args.typ, args.name, inputs, resource_id)
@@ -208,11 +245,9 @@ class PlatformMocks(pulumi_mocks.Mocks):
             return {"keyId": resource_id, "arn": f"arn:{self.partition}:kms:{self.region}:{ACCOUNT_ID}:key/{resource_id}"}
         if type_ == "aws:ec2/launchTemplate:LaunchTemplate":
             return {"latestVersion": 1, "defaultVersion": 1}
-        if type_ == "aws:eks/nodeGroup:NodeGroup":
-            return {"nodeGroupName": inputs.get("nodeGroupName") or f"{name}-{_short_hex(name, length=7)}"}
         if type_ == "aws:s3/bucket:Bucket":
-            bucket = inputs.get("bucket") or f"{name}-{_short_hex(name, length=7)}"
-            return {"bucket": bucket, "arn": f"arn:{self.partition}:s3:::{bucket}"}
+            bucket = aws_names.checked_name(type_, name, inputs)
+            return {"arn": f"arn:{self.partition}:s3:::{bucket}"}
         if type_ == "aws:fsx/lustreFileSystem:LustreFileSystem":
             return {"dnsName": f"{resource_id}.fsx.{self.region}.amazonaws.com", "mountName": _short_hex(name, length=8)}
         if type_ == "random:index/randomPassword:RandomPassword":
@@ -229,6 +264,7 @@ class PlatformMocks(pulumi_mocks.Mocks):
         passes on, so the policies see the real cluster's settings.
         """
         cluster_name = inputs.get("name", component_name)
+        aws_names.checked_name("aws:eks/cluster:Cluster", f"{component_name}-eksCluster", {"name": cluster_name})
         public = inputs.get("endpointPublicAccess")
         vpc_config = {
             "endpointPublicAccess": public,
@@ -274,8 +310,11 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.stack_urn: str | None = None
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
-        # Like the engine: resources directly under the stack do not carry the stack's type in their URN.
-        return super().make_urn("" if parent == self.stack_urn else parent, type_, name)
+        # Like the engine: a URN carries the whole chain of its parents' types (pulumi's MockMonitor keeps only the
+        # direct parent's), and resources directly under the stack do not carry the stack's type.
+        if parent and parent != self.stack_urn:
+            type_ = f"{parent.split('::')[2]}${type_}"
+        return f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{type_}::{name}"
 
     def _with_inner_cluster(self, request, response, dependencies: tuple[str, ...]):
         """Record pulumi-eks's inner aws.eks.Cluster and hand it back as the component's `eksCluster` output.
@@ -322,6 +361,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         if request.type == "eks:index:Cluster" and isinstance(self.mocks, PlatformMocks):
             response = self._with_inner_cluster(request, response, tuple(sorted(dependencies)))
         registration = self.resources.get(response.urn)
+        aliases = tuple(_alias(alias) for alias in request.aliases) + tuple({"urn": urn} for urn in request.aliasURNs)
         self.recorded[response.urn] = Recorded(
             urn=response.urn,
             type=request.type,
@@ -334,8 +374,22 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             deleted_with=request.deletedWith or None,
             id=registration.id if registration else None,
             outputs=_unwrap_secrets(registration.state) if registration else {},
+            aliases=aliases,
         )
         return response
+
+
+def _alias(alias: Any) -> dict[str, Any]:
+    """An alias as sent to the engine (a URN, or a spec whose empty fields default to the resource's own)."""
+    if alias.WhichOneof("alias") == "urn":
+        return {"urn": alias.urn}
+    spec = alias.spec
+    return {
+        "name": spec.name,
+        "type": spec.type,
+        "parentUrn": spec.parentUrn if spec.WhichOneof("parent") == "parentUrn" else "",
+        "noParent": spec.noParent if spec.WhichOneof("parent") == "noParent" else False,
+    }
 
 
 def run(

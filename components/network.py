@@ -63,23 +63,25 @@ class Network(pulumi.ComponentResource):
 
     def _create(self, args: NetworkArgs) -> None:
         name, config = self._name, args.config
+        # Name tags say which cluster a network object belongs to in the console; logical names stay fixed.
+        label = args.cluster_name
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
             cidr_block=str(config.cidr),
             enable_dns_hostnames=True,  # EKS nodes and the private API endpoint need both
             enable_dns_support=True,
-            tags={"Name": name},
+            tags={"Name": label},
             opts=self._child(),
         )
         # The default security group of a new VPC allows all traffic between its members; nothing should use it,
         # so it is adopted and emptied.
-        aws.ec2.DefaultSecurityGroup(f"{name}-default-sg", vpc_id=vpc.id, tags={"Name": f"{name}-default"}, opts=self._child())
-        gateway = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags={"Name": name}, opts=self._child())
+        aws.ec2.DefaultSecurityGroup(f"{name}-default-sg", vpc_id=vpc.id, tags={"Name": f"{label}-default"}, opts=self._child())
+        gateway = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags={"Name": label}, opts=self._child())
         public_routes = aws.ec2.RouteTable(
             f"{name}-public",
             vpc_id=vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
-            tags={"Name": f"{name}-public"},
+            tags={"Name": f"{label}-public"},
             opts=self._child(),
         )
 
@@ -94,7 +96,7 @@ class Network(pulumi.ComponentResource):
                 cidr_block=str(pair.public),
                 availability_zone=az,
                 map_public_ip_on_launch=False,  # only NAT gateways and load balancers live here, with their own IPs
-                tags={"Name": f"{name}-public-{az}", **public_subnet_tags()},
+                tags={"Name": f"{label}-public-{az}", **public_subnet_tags()},
                 opts=self._child(),
             )
             aws.ec2.RouteTableAssociation(
@@ -105,19 +107,19 @@ class Network(pulumi.ComponentResource):
                 vpc_id=vpc.id,
                 cidr_block=str(pair.private),
                 availability_zone=az,
-                tags={"Name": f"{name}-private-{az}", **private_subnet_tags(args.cluster_name)},
+                tags={"Name": f"{label}-private-{az}", **private_subnet_tags(args.cluster_name)},
                 opts=self._child(),
             )
 
         nat_zones = config.availability_zones if config.nat_gateways is NatGateways.PER_AZ else config.availability_zones[:1]
         nat_by_zone: dict[str, aws.ec2.NatGateway] = {}
         for az in nat_zones:
-            address = aws.ec2.Eip(f"{name}-nat-{az}", domain="vpc", tags={"Name": f"{name}-nat-{az}"}, opts=self._child())
+            address = aws.ec2.Eip(f"{name}-nat-{az}", domain="vpc", tags={"Name": f"{label}-nat-{az}"}, opts=self._child())
             nat_by_zone[az] = aws.ec2.NatGateway(
                 f"{name}-nat-{az}",
                 allocation_id=address.id,
                 subnet_id=public_subnets[az].id,
-                tags={"Name": f"{name}-nat-{az}"},
+                tags={"Name": f"{label}-nat-{az}"},
                 # Without the gateway route, the NAT gateway is created but cannot reach the internet.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
             )
@@ -127,7 +129,7 @@ class Network(pulumi.ComponentResource):
                 f"{name}-private-{az}",
                 vpc_id=vpc.id,
                 routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
-                tags={"Name": f"{name}-private-{az}"},
+                tags={"Name": f"{label}-private-{az}"},
                 opts=self._child(),
             )
             aws.ec2.RouteTableAssociation(

@@ -14,7 +14,8 @@ It then runs the platform's policy rules (`components.policy_rules`, the same co
 `policies/`) over what it recorded and prints a table of violations.
 
 Exit status: 0 on success; 1 when a mandatory policy is violated (the folder is still written); 2 when the stack
-configuration is invalid (the problems go to stderr and nothing is written).
+configuration is invalid (the problems go to stderr and nothing is written); 3 when the program creates something
+the provider or AWS would refuse (a name past its type's limit), as `pulumi preview` or `pulumi up` would fail.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from . import mocks, policy_rules
+from . import aws_names, mocks, policy_rules
 from .config import ConfigError, parse_config
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
@@ -244,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except aws_names.NameTooLong as error:  # what the provider's Check (or AWS) would refuse
+        print(f"error: {error}", file=sys.stderr)
+        return 3
     write_preview(inventory, args.out)
     violations = policy_rules.evaluate(policy_resources(inventory), overrides)
     print(summary(inventory, stack=args.stack, out=args.out, seconds=time.perf_counter() - started))

@@ -50,6 +50,24 @@ class Platform:
     observability: Observability | None
 
 
+#: Logical names of the parts. Fixed on purpose: the URN already carries project and stack, and every child's name
+#: (and so every auto-generated AWS name, `<logical name>-<7 hex>`) starts with its part's name, so a name that grew
+#: with the configurable cluster name could overflow an AWS limit.
+PART_NAMES = ("network", "cluster", "karpenter", "gpu", "storage", "ingress", "observability")
+
+
+def part_options(part: str, cluster_name: str, base: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+    """Options of one part, with an alias to its name in 0.1 stacks (`<cluster>` for network and cluster,
+    `<cluster>-<part>` for the others).
+
+    Children inherit the alias (the engine swaps the parent's name at the start of each child's name), so a stack
+    deployed with 0.1 keeps every resource, and every auto-generated physical name, across the rename.
+    """
+    assert part in PART_NAMES, part
+    legacy = cluster_name if part in ("network", "cluster") else f"{cluster_name}-{part}"
+    return pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(aliases=[pulumi.Alias(name=legacy)]))
+
+
 def build_platform(config: PlatformConfig) -> Platform:
     tags = standard_tags(
         project=config.project, stack=config.stack, owner=config.owner, cost_center=config.cost_center
@@ -60,11 +78,14 @@ def build_platform(config: PlatformConfig) -> Platform:
         profile=config.profile,
         default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
     )
-    base = config.cluster_name
     opts = pulumi.ResourceOptions(providers=[provider])
-    network = Network(base, NetworkArgs(cluster_name=config.cluster_name, config=config.network), opts)
+
+    def part(name: str) -> pulumi.ResourceOptions:
+        return part_options(name, config.cluster_name, opts)
+
+    network = Network("network", NetworkArgs(cluster_name=config.cluster_name, config=config.network), part("network"))
     cluster = Cluster(
-        base,
+        "cluster",
         ClusterArgs(
             cluster_name=config.cluster_name,
             config=config.cluster,
@@ -76,22 +97,22 @@ def build_platform(config: PlatformConfig) -> Platform:
             instance_tags=tags,
             aws_profile=config.profile,
         ),
-        opts,
+        part("cluster"),
     )
     csi_drivers = ("ebs", "fsx") if config.storage.fsx is not None else ("ebs",)
     karpenter = Karpenter(
-        f"{base}-karpenter",
+        "karpenter",
         KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags, csi_drivers=csi_drivers),
-        opts,
+        part("karpenter"),
     )
     gpu = None
     if config.gpu_node_image is not None:
         gpu = GpuStack(
-            f"{base}-gpu", GpuStackArgs(cluster=cluster.handle, config=config.gpu, node_image=config.gpu_node_image), opts
+            "gpu", GpuStackArgs(cluster=cluster.handle, config=config.gpu, node_image=config.gpu_node_image), part("gpu")
         )
     fsx_zone = config.fsx_zone
     storage = Storage(
-        f"{base}-storage",
+        "storage",
         StorageArgs(
             cluster=cluster.handle,
             config=config.storage,
@@ -99,18 +120,18 @@ def build_platform(config: PlatformConfig) -> Platform:
             fsx_zone=fsx_zone,
             fsx_subnet_id=network.private_subnet_by_zone[fsx_zone] if fsx_zone else None,
         ),
-        opts,
+        part("storage"),
     )
     ingress = None
     if config.ingress.load_balancer_controller:
-        ingress = Ingress(f"{base}-ingress", IngressArgs(cluster=cluster.handle, tags=tags), opts)
+        ingress = Ingress("ingress", IngressArgs(cluster=cluster.handle, tags=tags), part("ingress"))
     observability = None
     if config.observability.enabled:
         gpu_pools = tuple(
             GpuPool(name=name, gpu_limit=limit) for name, limit in sorted(karpenter.gpu_limits.items()) if limit is not None
         )
         observability = Observability(
-            f"{base}-observability",
+            "observability",
             ObservabilityArgs(
                 cluster=cluster.handle,
                 config=config.observability,
@@ -119,7 +140,7 @@ def build_platform(config: PlatformConfig) -> Platform:
                 storage_class_name=storage.default_storage_class_name,
                 delete_volumes=config.stateful_resources is StatefulResources.DESTROY,
             ),
-            opts,
+            part("observability"),
         )
     return Platform(
         config=config,

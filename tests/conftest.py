@@ -13,6 +13,7 @@ from components.preview import read_project_name, read_stack_config, run_preview
 from components.stack import program
 
 REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data"
 PROJECT = read_project_name(REPO)
 
 

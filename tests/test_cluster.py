@@ -13,7 +13,7 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 def test_secrets_are_envelope_encrypted_with_a_rotating_key(dev):
-    key = dev.one("aws:kms/key:Key", "eks-ml-platform-dev-secrets")
+    key = dev.one("aws:kms/key:Key", "cluster-secrets")
     cluster = dev.one(CLUSTER)
     assert key.inputs["enableKeyRotation"] is True
     assert cluster.inputs["encryptionConfigKeyArn"] == key.outputs["arn"]
@@ -22,7 +22,7 @@ def test_secrets_are_envelope_encrypted_with_a_rotating_key(dev):
 
 def test_control_plane_logs_go_to_a_log_group_the_stack_owns(dev, prod):
     cluster = dev.one(CLUSTER)
-    group = dev.one("aws:cloudwatch/logGroup:LogGroup", "eks-ml-platform-dev-control-plane")
+    group = dev.one("aws:cloudwatch/logGroup:LogGroup", "cluster-control-plane")
     assert cluster.inputs["enabledClusterLogTypes"] == ["api", "audit", "authenticator"]
     assert group.inputs["name"] == "/aws/eks/eks-ml-platform-dev/cluster"
     assert group.inputs["retentionInDays"] == 90
@@ -30,7 +30,7 @@ def test_control_plane_logs_go_to_a_log_group_the_stack_owns(dev, prod):
     assert prod.one(CLUSTER).inputs["enabledClusterLogTypes"] == [
         "api", "audit", "authenticator", "controllerManager", "scheduler",
     ]
-    assert prod.one("aws:cloudwatch/logGroup:LogGroup", "eks-ml-platform-prod-control-plane").inputs["retentionInDays"] == 365
+    assert prod.one("aws:cloudwatch/logGroup:LogGroup", "cluster-control-plane").inputs["retentionInDays"] == 365
 
 
 def test_dev_endpoint_is_public_only_to_the_configured_cidrs(dev):
@@ -93,8 +93,8 @@ def test_addons_follow_the_configured_kubernetes_version():
 def test_addons_with_aws_access_use_their_irsa_roles(dev):
     addons = {a.inputs["addonName"]: a for a in dev.of_type(ADDON)}
     roles = {r.name: r for r in dev.of_type("aws:iam/role:Role")}
-    assert addons["vpc-cni"].inputs["serviceAccountRoleArn"] == roles["eks-ml-platform-dev-vpc-cni-role"].outputs["arn"]
-    assert addons["aws-ebs-csi-driver"].inputs["serviceAccountRoleArn"] == roles["eks-ml-platform-dev-ebs-csi-role"].outputs["arn"]
+    assert addons["vpc-cni"].inputs["serviceAccountRoleArn"] == roles["cluster-vpc-cni-role"].outputs["arn"]
+    assert addons["aws-ebs-csi-driver"].inputs["serviceAccountRoleArn"] == roles["cluster-ebs-csi-role"].outputs["arn"]
     assert "serviceAccountRoleArn" not in addons["coredns"].inputs
 
 
@@ -129,7 +129,7 @@ def test_nodes_join_only_after_networking_addons_and_node_policies(dev):
     assert dev.depends_on(group, addons["vpc-cni"])
     assert dev.depends_on(group, addons["kube-proxy"])
     for attachment in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
-        if attachment.name.startswith("eks-ml-platform-dev-system-node-"):
+        if attachment.name.startswith("cluster-system-node-"):
             assert dev.depends_on(group, attachment)
 
 
@@ -152,11 +152,11 @@ def test_everything_in_the_cluster_waits_for_the_cluster(dev):
 
 def test_prod_protects_stateful_resources_that_dev_destroys(dev, prod):
     for kind, suffix in (("aws:kms/key:Key", "secrets"), ("aws:cloudwatch/logGroup:LogGroup", "control-plane")):
-        assert prod.one(kind, f"eks-ml-platform-prod-{suffix}").protect is True
-        assert dev.one(kind, f"eks-ml-platform-dev-{suffix}").protect is False
-        assert dev.one(kind, f"eks-ml-platform-dev-{suffix}").retain_on_delete is False
-    assert prod.one("aws:kms/key:Key", "eks-ml-platform-prod-secrets").inputs["deletionWindowInDays"] == 30
-    assert dev.one("aws:kms/key:Key", "eks-ml-platform-dev-secrets").inputs["deletionWindowInDays"] == 7
+        assert prod.one(kind, f"cluster-{suffix}").protect is True
+        assert dev.one(kind, f"cluster-{suffix}").protect is False
+        assert dev.one(kind, f"cluster-{suffix}").retain_on_delete is False
+    assert prod.one("aws:kms/key:Key", "cluster-secrets").inputs["deletionWindowInDays"] == 30
+    assert dev.one("aws:kms/key:Key", "cluster-secrets").inputs["deletionWindowInDays"] == 7
     unprotected = {r.type for r in prod.resources if not r.protect}
     assert "aws:ec2/vpc:Vpc" in unprotected and CLUSTER in unprotected
 
@@ -164,8 +164,8 @@ def test_prod_protects_stateful_resources_that_dev_destroys(dev, prod):
 def test_retain_keeps_stateful_resources_in_aws_on_destroy():
     inventory = run_stack("dev", {"statefulResources": "retain"})
     for kind, suffix in (("aws:kms/key:Key", "secrets"), ("aws:cloudwatch/logGroup:LogGroup", "control-plane")):
-        assert inventory.one(kind, f"eks-ml-platform-dev-{suffix}").retain_on_delete is True
-        assert inventory.one(kind, f"eks-ml-platform-dev-{suffix}").protect is False
+        assert inventory.one(kind, f"cluster-{suffix}").retain_on_delete is True
+        assert inventory.one(kind, f"cluster-{suffix}").protect is False
 
 
 def test_every_aws_object_carries_the_standard_tags_through_the_provider(dev):

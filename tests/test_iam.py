@@ -47,8 +47,8 @@ def test_addon_roles_trust_exactly_the_service_accounts_the_addons_run_as(dev):
     cluster = dev.one("eks:index:Cluster")
     issuer = cluster.outputs["oidcIssuer"]
     expected = {
-        "eks-ml-platform-dev-vpc-cni-role": "system:serviceaccount:kube-system:aws-node",
-        "eks-ml-platform-dev-ebs-csi-role": "system:serviceaccount:kube-system:ebs-csi-controller-sa",
+        "cluster-vpc-cni-role": "system:serviceaccount:kube-system:aws-node",
+        "cluster-ebs-csi-role": "system:serviceaccount:kube-system:ebs-csi-controller-sa",
     }
     for role, subject in expected.items():
         (statement,) = _trust(dev, role)["Statement"]
@@ -60,7 +60,7 @@ def test_addon_roles_trust_exactly_the_service_accounts_the_addons_run_as(dev):
 
 def test_irsa_roles_wait_for_the_clusters_oidc_provider(dev):
     cluster = dev.one("eks:index:Cluster")
-    for role in ("eks-ml-platform-dev-vpc-cni-role", "eks-ml-platform-dev-ebs-csi-role"):
+    for role in ("cluster-vpc-cni-role", "cluster-ebs-csi-role"):
         assert cluster.urn in dev.one("aws:iam/role:Role", role).dependencies
 
 
@@ -71,17 +71,17 @@ def test_addon_roles_carry_only_their_aws_managed_policy(dev):
         if a.parent and "IrsaRole" in a.parent
     }
     assert attachments == {
-        "eks-ml-platform-dev-vpc-cni-aws-managed": "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-        "eks-ml-platform-dev-ebs-csi-aws-managed": "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
+        "cluster-vpc-cni-aws-managed": "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+        "cluster-ebs-csi-aws-managed": "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
     }
 
 
 def test_system_nodes_trust_only_ec2_and_do_not_carry_the_cni_policy(dev):
-    (statement,) = _trust(dev, "eks-ml-platform-dev-system-node")["Statement"]
+    (statement,) = _trust(dev, "cluster-system-node")["Statement"]
     assert statement == {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}}
     node_policies = sorted(
         a.inputs["policyArn"].rsplit("/", 1)[1]
         for a in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-        if a.name.startswith("eks-ml-platform-dev-system-node-")
+        if a.name.startswith("cluster-system-node-")
     )
     assert node_policies == ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy"]

@@ -16,7 +16,7 @@ def _controller(inventory):
 
 def test_controller_role_trusts_exactly_the_charts_service_account(dev):
     release = _controller(dev)
-    role = dev.one("aws:iam/role:Role", "eks-ml-platform-dev-ingress-controller-role")
+    role = dev.one("aws:iam/role:Role", "ingress-controller-role")
     (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
     subject = next(v for k, v in statement["Condition"]["StringEquals"].items() if k.endswith(":sub"))
     values = release.inputs["values"]
@@ -47,7 +47,7 @@ def test_controller_runs_pinned_on_system_nodes_and_goes_before_them(dev):
     assert release.inputs["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
     assert release.inputs["values"]["nodeSelector"] == {"eksml.io/node-role": "system"}
     assert dev.depends_on(release, dev.one("aws:eks/nodeGroup:NodeGroup"))
-    assert dev.depends_on(release, dev.one("aws:iam/rolePolicy:RolePolicy", "eks-ml-platform-dev-ingress-controller-controller"))
+    assert dev.depends_on(release, dev.one("aws:iam/rolePolicy:RolePolicy", "ingress-controller-controller"))
 
 
 def test_controller_can_be_left_out():

@@ -85,17 +85,17 @@ def test_controller_policy_has_no_wildcard_actions_and_unscoped_resources_only_f
 def test_interruption_rules_match_karpenters_events_literally(dev):
     rules = {r.name: json.loads(r.inputs["eventPattern"]) for r in dev.of_type("aws:cloudwatch/eventRule:EventRule")}
     assert rules == {
-        "eks-ml-platform-dev-karpenter-scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
-        "eks-ml-platform-dev-karpenter-spot-interruption": {
+        "karpenter-scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
+        "karpenter-spot-interruption": {
             "source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]
         },
-        "eks-ml-platform-dev-karpenter-rebalance": {
+        "karpenter-rebalance": {
             "source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]
         },
-        "eks-ml-platform-dev-karpenter-instance-state-change": {
+        "karpenter-instance-state-change": {
             "source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]
         },
-        "eks-ml-platform-dev-karpenter-capacity-reservation-interruption": {
+        "karpenter-capacity-reservation-interruption": {
             "source": ["aws.ec2"], "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"]
         },
     }
@@ -129,7 +129,7 @@ def test_queue_is_encrypted_short_lived_and_accepts_only_eventbridge_over_tls(de
 def test_controller_role_trusts_exactly_the_service_account_the_chart_creates(dev):
     values = _controller(dev).inputs["values"]
     namespace = _controller(dev).inputs["namespace"]
-    role = dev.one("aws:iam/role:Role", "eks-ml-platform-dev-karpenter-controller-role")
+    role = dev.one("aws:iam/role:Role", "karpenter-controller-role")
     (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
     subject = next(v for k, v in statement["Condition"]["StringEquals"].items() if k.endswith(":sub"))
     assert subject == f"system:serviceaccount:{namespace}:{values['serviceAccount']['name']}"
@@ -138,7 +138,7 @@ def test_controller_role_trusts_exactly_the_service_account_the_chart_creates(de
 
 def test_nodes_join_through_an_ec2_linux_access_entry_for_the_node_role(dev):
     entry = dev.one("aws:eks/accessEntry:AccessEntry")
-    role = dev.one("aws:iam/role:Role", "eks-ml-platform-dev-karpenter-node")
+    role = dev.one("aws:iam/role:Role", "karpenter-node")
     assert entry.inputs == {"clusterName": "eks-ml-platform-dev", "principalArn": role.outputs["arn"], "type": "EC2_LINUX"}
 
 
@@ -185,8 +185,8 @@ def test_controller_release_waits_for_everything_it_needs_so_destroy_removes_it_
     controller = _controller(dev)
     for needed in (
         _crds(dev),
-        dev.one("aws:iam/rolePolicy:RolePolicy", "eks-ml-platform-dev-karpenter-controller-controller"),
-        dev.one("aws:iam/role:Role", "eks-ml-platform-dev-karpenter-controller-role"),
+        dev.one("aws:iam/rolePolicy:RolePolicy", "karpenter-controller-controller"),
+        dev.one("aws:iam/role:Role", "karpenter-controller-role"),
         dev.one("aws:sqs/queue:Queue"),
         dev.one("aws:sqs/queuePolicy:QueuePolicy"),
         dev.one("aws:eks/accessEntry:AccessEntry"),
@@ -230,7 +230,7 @@ def test_node_classes_use_the_tagged_cluster_security_group_and_the_karpenter_no
         "key": "karpenter.sh/discovery",
         "value": "eks-ml-platform-dev",
     }
-    role = dev.one("aws:iam/role:Role", "eks-ml-platform-dev-karpenter-node")
+    role = dev.one("aws:iam/role:Role", "karpenter-node")
     for node_class in _by_name(dev, NODE_CLASS).values():
         assert dev.depends_on(node_class, tag)
         assert node_class.inputs["spec"]["role"] == role.outputs["name"]

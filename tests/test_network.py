@@ -50,7 +50,7 @@ def test_prod_has_a_nat_gateway_per_zone_each_routing_its_own_zone(prod):
     tables = {t.name.rsplit("-private-", 1)[1]: t for t in prod.of_type(ROUTE_TABLE) if "-private-" in t.name}
     assert len({t.inputs["routes"][0]["natGatewayId"] for t in tables.values()}) == 3
     for zone, table in tables.items():
-        nat = prod.one(NAT, f"eks-ml-platform-prod-nat-{zone}")
+        nat = prod.one(NAT, f"network-nat-{zone}")
         assert nat.urn in table.dependencies
 
 

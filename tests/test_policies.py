@@ -701,7 +701,7 @@ def test_crossguard_finds_no_false_violations_in_the_prod_stack(prod):
 def test_crossguard_reports_what_the_rules_find(prod):
     reported, _ = crossguard(changed(prod, of_type(NODEPOOL, "training"), lambda p: template_spec(p).update(taints=[])))
     assert [(name, message) for name, message, _ in reported] == [
-        ("gpu-nodepool-tainted", "GPU NodePool eks-ml-platform-prod-karpenter-pool-training has no nvidia.com/gpu:NoSchedule taint")
+        ("gpu-nodepool-tainted", "GPU NodePool karpenter-pool-training has no nvidia.com/gpu:NoSchedule taint")
     ]
 
 
@@ -724,7 +724,7 @@ def test_crossguard_skips_only_what_is_unknown_during_a_preview(prod):
     assert skipped == [("irsa-trust-pinned", role.urn)]
     karpenter, ingress = next(r for r in prod.of_type(RELEASE) if r.name.endswith("karpenter")), prod.of_type(INGRESS)[0]
     assert sorted(reported) == [
-        ("eks-secrets-encrypted-and-logged", "cluster eks-ml-platform-prod-eks does not send ['audit', 'authenticator'] control-plane logs", None),
+        ("eks-secrets-encrypted-and-logged", "cluster cluster-eks does not send ['audit', 'authenticator'] control-plane logs", None),
         ("no-latest-images", f"Helm release {karpenter.name} sets image 'public.ecr.aws/karpenter/controller' at values.controller.image without a pinned tag", None),
         ("no-world-ingress", f"{ingress.name} opens ports 22-22 to the internet", None),
         ("s3-bucket-encrypted", f"bucket {unencrypted.name} has no default encryption", unencrypted.urn),

@@ -51,7 +51,7 @@ def test_iam_folder_holds_every_trust_and_permission_policy_as_aws_receives_it(d
     expected = {f"{r.name}.trust.json": r.inputs["assumeRolePolicy"] for r in dev.of_type("aws:iam/role:Role")}
     for kind in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
         expected |= {f"{r.name}.json": r.inputs["policy"] for r in dev.of_type(kind)}
-    assert "eks-ml-platform-dev-karpenter-controller-controller.json" in expected
+    assert "karpenter-controller-controller.json" in expected
     assert set(written) == set(expected)
     for name, document in written.items():
         assert document == json.loads(expected[name])
@@ -62,7 +62,7 @@ def test_preview_prints_the_resource_tree_counts_and_time(capsys, tmp_path):
     assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project-dir", str(REPO)]) == 0
     printed = capsys.readouterr().out
     assert "Offline preview of stack 'dev'" in printed
-    assert "\n  eks-ml-platform-dev (eksml:cluster:Cluster)\n    eks-ml-platform-dev-control-plane" in printed
+    assert "\n  cluster (eksml:cluster:Cluster)\n    cluster-control-plane" in printed
     assert "     4  aws:eks/addon:Addon" in printed
     assert "kubeconfig: \"[secret]\"" in printed
     assert re.search(r"^Wrote .+ in \d+\.\d\d s$", printed, flags=re.M)

@@ -17,7 +17,7 @@ INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 
 
 def _parts(inventory, stack, key):
-    name = f"eks-ml-platform-{stack}-storage-{key}"
+    name = f"storage-{key}"
     return {r.type.rsplit(":", 1)[1]: r for r in inventory.resources if r.name == name and r.type.startswith("aws:s3/")}
 
 
@@ -71,7 +71,7 @@ def test_lifecycle_aborts_stale_uploads_and_expires_old_versions(dev):
 
 def test_prod_buckets_use_a_rotating_kms_key(prod):
     parts = _parts(prod, "prod", "datasets")
-    key = prod.one("aws:kms/key:Key", "eks-ml-platform-prod-storage-buckets")
+    key = prod.one("aws:kms/key:Key", "storage-buckets")
     (rule,) = parts["BucketServerSideEncryptionConfiguration"].inputs["rules"]
     assert rule["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": key.outputs["arn"]}
     assert rule["bucketKeyEnabled"] is True
@@ -129,7 +129,7 @@ def test_fsx_throughput_must_fit_the_deployment_type(fields, message):
 
 def test_file_system_lives_in_one_private_subnet_of_the_exported_zone(dev):
     fs = dev.one(FSX)
-    subnet = dev.one("aws:ec2/subnet:Subnet", "eks-ml-platform-dev-private-us-west-2a")
+    subnet = dev.one("aws:ec2/subnet:Subnet", "network-private-us-west-2a")
     assert fs.inputs["subnetIds"] == subnet.id
     assert dev.stack_outputs["fsxAvailabilityZone"] == "us-west-2a"
     assert fs.inputs["fileSystemTypeVersion"] == "2.15"
@@ -228,7 +228,7 @@ def test_storage_references_are_checked():
 
 # ------------------------------------------------------------------------------------ dynamic FSx volumes
 
-FSX_CSI_ROLE = "eks-ml-platform-prod-storage-fsx-csi-role"
+FSX_CSI_ROLE = "storage-fsx-csi-role"
 
 
 def _fsx_driver(inventory):
@@ -263,7 +263,7 @@ def test_fsx_csi_controller_may_delete_only_file_systems_it_tagged_for_this_clus
     subjects = [v for k, v in statement["Condition"]["StringEquals"].items() if k.endswith(":sub")]
     assert subjects == ["system:serviceaccount:kube-system:fsx-csi-controller-sa"]
 
-    policy = json.loads(prod.one("aws:iam/rolePolicy:RolePolicy", "eks-ml-platform-prod-storage-fsx-csi-controller").inputs["policy"])
+    policy = json.loads(prod.one("aws:iam/rolePolicy:RolePolicy", "storage-fsx-csi-controller").inputs["policy"])
     by_sid = {s["Sid"]: s for s in policy["Statement"]}
     tag = "eksml.io/fsx-csi-cluster"
     assert by_sid["CreateTaggedFileSystems"]["Condition"] == {"StringEquals": {f"aws:RequestTag/{tag}": "eks-ml-platform-prod"}}

@@ -1,0 +1,110 @@
+"""Names: fixed logical names, aliases that keep 0.1 stacks, and the provider's auto-name limits under mocks."""
+
+from __future__ import annotations
+
+import json
+import string
+
+import pulumi_aws as aws
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from components import aws_names, mocks
+from components.config import ConfigError, parse_config
+from components.config_storage import MAX_BUCKET_KEY
+
+from .conftest import DATA, PROJECT, run_stack, stack_config
+
+#: config.py: `cluster.name` is a DNS-style name of 2 to 40 characters.
+LONGEST_CLUSTER_NAME = 40
+
+
+def with_cluster_name(stack: str, name: str) -> dict:
+    cluster = json.loads(stack_config(stack)[f"{PROJECT}:cluster"])
+    return {"cluster": {**cluster, "name": name}}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_resource_of_a_0_1_stack_is_kept_by_an_alias(stack, request):
+    """Renamed parts carry aliases to their 0.1 names: `pulumi up` after the upgrade replaces nothing."""
+    inventory = request.getfixturevalue(stack)
+    known = set()
+    for resource in inventory.resources:
+        known |= {resource.urn, *inventory.alias_urns(resource)}
+    before = set((DATA / f"{stack}-urns-0.1.txt").read_text().split())
+    assert before and before <= known, sorted(before - known)[:5]
+
+
+def test_alias_expansion_follows_the_engine_rule_for_children(dev):
+    """A child named `<parent>-x` inherits `<parent alias>-x`; this is what keeps the children of a renamed part."""
+    role = dev.one("aws:iam/role:Role", "karpenter-controller-role")
+    assert (
+        "urn:pulumi:dev::eks-ml-platform::eksml:karpenter:Karpenter$eksml:iam:IrsaRole$aws:iam/role:Role::"
+        "eks-ml-platform-dev-karpenter-controller-role"
+    ) in dev.alias_urns(role)
+
+
+def test_logical_names_do_not_grow_with_the_cluster_name(dev):
+    longest = run_stack("dev", with_cluster_name("dev", "c" * LONGEST_CLUSTER_NAME))
+    assert sorted((r.type, r.name) for r in longest.resources) == sorted((r.type, r.name) for r in dev.resources)
+
+
+_DNS = string.ascii_lowercase + string.digits
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    name=st.builds(
+        lambda first, middle, last: first + middle + last,
+        st.sampled_from(string.ascii_lowercase),
+        st.text(alphabet=_DNS + "-", min_size=LONGEST_CLUSTER_NAME - 2, max_size=LONGEST_CLUSTER_NAME - 2),
+        st.sampled_from(_DNS),
+    ),
+    stack=st.sampled_from(["dev", "prod"]),
+)
+def test_the_longest_cluster_names_config_accepts_preview_under_the_providers_name_limits(name, stack):
+    overrides = with_cluster_name(stack, name)
+    parse_config(stack_config(stack, overrides), project=PROJECT, stack=stack)  # accepted by config...
+    inventory = run_stack(stack, overrides)  # ...and by every auto-name limit the mocks apply
+    assert inventory.one("aws:eks/cluster:Cluster").inputs["name"] == name
+
+
+def test_the_mocks_refuse_an_auto_name_past_the_providers_limit_as_pulumi_preview_does():
+    def program():
+        aws.cloudwatch.EventRule("x" * 57, event_pattern="{}")  # 57 + "-" + 7 hex = 65 > 64
+
+    with pytest.raises(aws_names.NameTooLong, match=r"plus 7 random chars is longer than maximum length 64"):
+        mocks.run(program, project="p", stack="s", region="us-west-2", config={})
+
+
+def test_the_mocks_refuse_a_name_the_provider_accepts_but_aws_refuses():
+    def program():
+        aws.eks.NodeGroup(
+            "n" * 56, cluster_name="c", node_role_arn="arn:aws:iam::123456789012:role/r", subnet_ids=["subnet-1"],
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=1, max_size=1, min_size=1),
+        )
+
+    with pytest.raises(aws_names.NameTooLong, match=r"AWS refuses more than 63 at create time"):
+        mocks.run(program, project="p", stack="s", region="us-west-2", config={})
+
+
+def test_an_explicit_name_is_checked_against_the_limit_too():
+    with pytest.raises(aws_names.NameTooLong, match="longer than maximum length 64"):
+        aws_names.checked_name("aws:iam/role:Role", "r", {"name": "r" * 65})
+    assert aws_names.checked_name("aws:iam/role:Role", "r", {"name": "r" * 64}) == "r" * 64
+
+
+def test_s3_auto_names_are_lowercase_and_a_prefix_leaves_room_for_its_unique_suffix():
+    assert aws_names.auto_name("aws:s3/bucket:Bucket", "Storage-Data").startswith("storage-data-")
+    with pytest.raises(aws_names.NameTooLong):
+        aws_names.checked_name("aws:s3/bucket:Bucket", "b", {"bucketPrefix": "p" * 38})  # 38 + 26 > 63
+
+
+def test_the_longest_bucket_key_fits_its_auto_name_and_one_more_character_is_a_config_error():
+    longest = "b" * MAX_BUCKET_KEY
+    inventory = run_stack("dev", {"storage": {"buckets": {longest: {}}}})
+    bucket = inventory.one("aws:s3/bucket:Bucket")
+    assert len(bucket.outputs["bucket"]) == 63
+    with pytest.raises(ConfigError, match=rf"storage.buckets: the key '{longest}b' is {MAX_BUCKET_KEY + 1} characters"):
+        parse_config(stack_config("dev", {"storage": {"buckets": {longest + "b": {}}}}), project=PROJECT, stack="dev")
