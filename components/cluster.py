@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 
 from . import versions
 from .config import ClusterConfig, StatefulResources
-from .iam import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn
+from .iam import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn, same_principal
 from .iam import node_role as node_role_with_policies
 
 #: Controllers (Karpenter, the load balancer controller, CSI controllers, ...) select the system node group by this
@@ -27,6 +27,11 @@ SYSTEM_TOLERATIONS: tuple[Mapping[str, str], ...] = (
 
 #: EKS admin access for the principals listed in config.
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+#: The cluster remembers who created it: pulumi-eks always lets EKS give the creator an admin access entry
+#: (bootstrapClusterCreatorAdminPermissions, pulumi-eks issue #2373), so a second entry for the same principal fails
+#: with ResourceInUseException. Read back on later runs, so an update by another identity (CI) still skips it.
+CREATOR_TAG = "eksml.io/created-by"
+
 
 #: Service accounts the EKS add-ons run as: the IRSA trust policies must name exactly these.
 VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
@@ -55,6 +60,9 @@ class ClusterArgs:
     #: The AWS CLI profile the kubeconfig authenticates with (so Kubernetes and Helm act as the same identity as
     #: the AWS provider); None: the ambient credentials.
     aws_profile: str | None = None
+    #: The IAM principal (user or role ARN) that created, or is about to create, the cluster: EKS gives it admin
+    #: access itself, so it gets no entry of ours. None when unknown (a cluster created before the tag existed).
+    creator_arn: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,7 +159,15 @@ class Cluster(pulumi.ComponentResource):
                 },
             )
             for key, principal in sorted(config.admin_principals.items())
+            if args.creator_arn is None or not same_principal(principal, args.creator_arn)
         }
+        skipped = sorted(set(config.admin_principals) - set(access_entries))
+        if skipped:
+            pulumi.log.info(
+                f"cluster.adminPrincipals {', '.join(skipped)}: the cluster's creator, admitted by EKS itself; "
+                "no second access entry",
+                self,
+            )
         endpoint = config.endpoint
         self.eks_cluster = eks.Cluster(
             f"{name}-eks",
@@ -167,6 +183,7 @@ class Cluster(pulumi.ComponentResource):
             enabled_cluster_log_types=[log.value for log in config.log_types],
             authentication_mode=eks.AuthenticationMode.API,
             access_entries=access_entries,
+            cluster_tags={CREATOR_TAG: args.creator_arn} if args.creator_arn else None,
             create_oidc_provider=True,
             provider_credential_opts=eks.KubeconfigOptionsArgs(profile_name=args.aws_profile) if args.aws_profile else None,
             # Nodes come from the system node group below and from Karpenter; the managed add-ons are created
@@ -287,7 +304,9 @@ class Cluster(pulumi.ComponentResource):
 
         kubernetes_provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=cluster.kubeconfig_json,
+            # pulumi-eks's kubeconfig_json carries no profile (on purpose, pulumi-eks #1082): without this, Kubernetes
+            # and Helm would act as whatever the ambient credential chain finds, not as the stack's aws:profile.
+            kubeconfig=cluster.get_kubeconfig(profile_name=args.aws_profile) if args.aws_profile else cluster.kubeconfig_json,
             # Objects whose namespace is not set go to 'default' explicitly, never to the kubeconfig's context.
             namespace="default",
             opts=child,

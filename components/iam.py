@@ -63,6 +63,20 @@ def irsa_trust_policy(
     }
 
 
+def same_principal(a: str, b: str) -> bool:
+    """Whether two IAM principal ARNs name the same user or role (paths aside: an assumed role's session context
+    gives the role's ARN with its path, config may give it without)."""
+
+    def key(arn: str) -> tuple[str, str, str, str]:
+        parts = arn.split(":", 5)
+        if len(parts) < 6:
+            return (arn, "", "", "")
+        kind, _, rest = parts[5].partition("/")
+        return (parts[1], parts[4], kind, rest.rsplit("/", 1)[-1])
+
+    return key(a) == key(b)
+
+
 def aws_managed_policy_arn(partition: pulumi.Input[str], path_and_name: str) -> pulumi.Output[str]:
     """ARN of an AWS managed policy (e.g. `AmazonEKSWorkerNodePolicy`, `service-role/...`) in the partition."""
     return pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", path_and_name)

@@ -15,11 +15,13 @@ from typing import Any, Callable, Iterable, Mapping
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
+from pulumi.runtime.proto import provider_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.output import Unknown
 from pulumi.runtime.sync_await import _sync_await
 
 from . import aws_names
+from .iam import same_principal
 
 REDACTED = "[secret]"
 #: How a value that is only known after a real deployment is shown (as `pulumi preview` shows `output<string>`).
@@ -30,6 +32,14 @@ _STACK_TYPE = "pulumi:pulumi:Stack"
 
 class UnexpectedCall(Exception):
     """The program called a data source the mocks do not answer: add it here deliberately, or don't call it."""
+
+
+class RefusedByAws(Exception):
+    """What AWS would refuse at create time although no provider checks it beforehand."""
+
+
+#: Who runs the preview unless a test says otherwise: an IAM user that appears in no stack file.
+DEFAULT_CALLER = f"arn:aws:iam::{ACCOUNT_ID}:user/preview"
 
 
 @dataclass(frozen=True)
@@ -171,6 +181,18 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _token_exec(cluster_name: str, *, profile: str | None) -> dict[str, Any]:
+    """The exec credential plugin of a pulumi-eks kubeconfig: the AWS CLI's `eks get-token`."""
+    plugin: dict[str, Any] = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": "aws",
+        "args": ["eks", "get-token", "--cluster-name", cluster_name, "--output", "json"],
+    }
+    if profile:
+        plugin["env"] = [{"name": "AWS_PROFILE", "value": profile}]
+    return plugin
+
+
 def _short_hex(*parts: str, length: int = 17) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:length]
 
@@ -193,9 +215,34 @@ _ID_PREFIXES = {
 class PlatformMocks(pulumi_mocks.Mocks):
     """Deterministic outputs for every resource, and answers for the data sources the platform calls."""
 
-    def __init__(self, region: str):
+    def __init__(
+        self,
+        region: str,
+        *,
+        caller_arn: str = DEFAULT_CALLER,
+        existing_clusters: Mapping[str, Mapping[str, str]] | None = None,
+    ):
+        """`caller_arn` is the identity running the program (an `assumed-role` ARN for a role session);
+        `existing_clusters` maps the names of EKS clusters that already exist in the account to their tags."""
         self.region = region
         self.partition = "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+        self.caller_arn = caller_arn
+        self.existing_clusters = dict(existing_clusters or {})
+        #: The kubeconfig of each pulumi-eks cluster, by logical name (its methods are answered from it).
+        self.kubeconfigs: dict[str, str] = {}
+
+    def issuer_arn(self, arn: str) -> str:
+        """As iam:GetSessionContext answers: an assumed-role session's role, any other ARN as it is."""
+        head, _, rest = arn.partition(":assumed-role/")
+        if not rest:
+            return arn
+        return f"{head.replace(':sts:', ':iam:')}:role/{rest.split('/')[0]}"
+
+    def creator_of(self, cluster_name: str) -> str | None:
+        """Who EKS admits as the creator of a cluster: whoever creates it, or the creator an existing one records."""
+        if cluster_name in self.existing_clusters:
+            return self.existing_clusters[cluster_name].get("eksml.io/created-by")
+        return self.issuer_arn(self.caller_arn)
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict]:
         inputs = dict(args.inputs)
@@ -230,10 +277,11 @@ class PlatformMocks(pulumi_mocks.Mocks):
                 "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": "Q0E="}}],
                 "contexts": [{"name": "aws", "context": {"cluster": cluster_name, "user": "aws"}}],
                 "current-context": "aws",
-                "users": [{"name": "aws", "user": {}}],
+                "users": [{"name": "aws", "user": {"exec": _token_exec(cluster_name, profile=None)}}],
             }
+            self.kubeconfigs[name] = json.dumps(kubeconfig, sort_keys=True)
             return {
-                "kubeconfigJson": json.dumps(kubeconfig, sort_keys=True),
+                "kubeconfigJson": self.kubeconfigs[name],
                 "kubeconfig": kubeconfig,
                 "oidcIssuer": issuer,
                 "oidcProviderUrl": f"https://{issuer}",
@@ -296,8 +344,22 @@ class PlatformMocks(pulumi_mocks.Mocks):
             suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
             return {"id": self.partition, "partition": self.partition, "dnsSuffix": suffix}
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
-            arn = f"arn:{self.partition}:iam::{ACCOUNT_ID}:user/preview"
-            return {"accountId": ACCOUNT_ID, "arn": arn, "id": ACCOUNT_ID, "userId": "AIDAPREVIEW"}
+            return {"accountId": ACCOUNT_ID, "arn": self.caller_arn, "id": ACCOUNT_ID, "userId": "AIDAPREVIEW"}
+        if args.token == "aws:iam/getSessionContext:getSessionContext":
+            arn = args.args["arn"]
+            issuer = self.issuer_arn(arn)
+            return {"arn": arn, "issuerArn": issuer, "issuerName": issuer.rsplit("/", 1)[-1], "id": arn}
+        if args.token == "aws:eks/getClusters:getClusters":
+            return {"names": sorted(self.existing_clusters), "id": self.region}
+        if args.token == "aws:eks/getCluster:getCluster" and args.args["name"] in self.existing_clusters:
+            return {"name": args.args["name"], "tags": dict(self.existing_clusters[args.args["name"]])}
+        if args.token == "eks:index:Cluster/getKubeconfig":
+            # As pulumi-eks's method: the cluster's kubeconfig whose token command runs under the given profile.
+            kubeconfig = json.loads(self.kubeconfigs[args.args["__self__"]])
+            kubeconfig["users"][0]["user"]["exec"] = _token_exec(
+                kubeconfig["clusters"][0]["name"], profile=args.args.get("profileName")
+            )
+            return {"result": json.dumps(kubeconfig, sort_keys=True)}
         raise UnexpectedCall(f"the mocks do not answer {args.token} (args {args.args})")
 
 
@@ -325,6 +387,13 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         name = f"{request.name}-eksCluster"
         urn = self.make_urn(response.urn, "aws:eks/cluster:Cluster", name)
         inputs = _unwrap_secrets(rpc.deserialize_properties(request.object))
+        creator = self.mocks.creator_of(inputs.get("name", request.name))
+        for key, entry in sorted((inputs.get("accessEntries") or {}).items()):
+            if creator and same_principal(entry.get("principalArn", ""), creator):
+                raise RefusedByAws(
+                    f"access entry {key!r} of {request.name}: ResourceInUseException: the cluster's creator {creator} "
+                    "already has an access entry (pulumi-eks always bootstraps the creator's admin access)"
+                )
         id_, cluster_inputs, outputs = self.mocks.eks_inner_cluster(urn=urn, component_name=request.name, inputs=inputs)
         self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, outputs)
         self.recorded[urn] = Recorded(
@@ -345,6 +414,18 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.resources[response.urn] = pulumi_mocks.MockMonitor.ResourceRegistration(response.urn, response.id, state)
         obj_proto = _sync_await(rpc.serialize_properties(state, {}))
         return type(response)(urn=response.urn, id=response.id, object=obj_proto)
+
+    def Call(self, request):  # noqa: N802 - the gRPC method name
+        """A method of a component resource (e.g. pulumi-eks's Cluster.getKubeconfig), answered by the mocks' `call`
+        with `__self__` given as the component's logical name (pulumi's MockMonitor has no Call at all)."""
+        plain = type(request.args)()
+        plain.CopyFrom(request.args)
+        # Deserialising the reference would rebuild the resource on another event loop; its URN is enough.
+        self_urn = plain.fields.pop("__self__").struct_value.fields["urn"].string_value
+        args = rpc.deserialize_properties(plain)
+        args["__self__"] = self_urn.rsplit("::", 1)[1]
+        result = self.mocks.call(pulumi_mocks.MockCallArgs(token=request.tok, args=args, provider=request.provider))
+        return provider_pb2.CallResponse(**{"return": _sync_await(rpc.serialize_properties(result, {}))})
 
     def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
         response = super().RegisterResource(request)
@@ -400,9 +481,13 @@ def run(
     region: str,
     config: Mapping[str, str],
     secret_keys: Iterable[str] = (),
+    caller_arn: str = DEFAULT_CALLER,
+    existing_clusters: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Inventory:
-    """Run `program` under the platform mocks with the given raw stack config, and return what it registered."""
-    mocks = PlatformMocks(region)
+    """Run `program` under the platform mocks with the given raw stack config, and return what it registered.
+
+    `caller_arn` and `existing_clusters` describe the account it runs against (see PlatformMocks)."""
+    mocks = PlatformMocks(region, caller_arn=caller_arn, existing_clusters=existing_clusters)
     monitor = RecordingMonitor(mocks)
     # A fresh root stack for every run, so several programs can run in one process (the tests do).
     pulumi.runtime.settings.ROOT.set(None)

@@ -15,7 +15,7 @@ It then runs the platform's policy rules (`components.policy_rules`, the same co
 
 Exit status: 0 on success; 1 when a mandatory policy is violated (the folder is still written); 2 when the stack
 configuration is invalid (the problems go to stderr and nothing is written); 3 when the program creates something
-the provider or AWS would refuse (a name past its type's limit), as `pulumi preview` or `pulumi up` would fail.
+the provider or AWS would refuse (a name past its type's limit, a second access entry for the cluster's creator), as `pulumi preview` or `pulumi up` would fail.
 """
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except aws_names.NameTooLong as error:  # what the provider's Check (or AWS) would refuse
+    except (aws_names.NameTooLong, mocks.RefusedByAws) as error:  # what the provider's Check or AWS would refuse
         print(f"error: {error}", file=sys.stderr)
         return 3
     write_preview(inventory, args.out)

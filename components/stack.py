@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from .cluster import Cluster, ClusterArgs
+from .cluster import CREATOR_TAG, Cluster, ClusterArgs
 from .config import ConfigError, PlatformConfig, StatefulResources, parse_config
 from .gpu import GpuStack, GpuStackArgs
 from .ingress import Ingress, IngressArgs
@@ -68,6 +68,16 @@ def part_options(part: str, cluster_name: str, base: pulumi.ResourceOptions) -> 
     return pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(aliases=[pulumi.Alias(name=legacy)]))
 
 
+def cluster_creator(cluster_name: str, provider: aws.Provider) -> str | None:
+    """Who created the cluster (read from its tag), or, before it exists, who is about to: the caller's user or role
+    (for an assumed role, the role itself, through its session context)."""
+    invoke = pulumi.InvokeOptions(provider=provider)
+    if cluster_name in aws.eks.get_clusters(opts=invoke).names:
+        return aws.eks.get_cluster(name=cluster_name, opts=invoke).tags.get(CREATOR_TAG)
+    caller = aws.get_caller_identity(opts=invoke).arn
+    return aws.iam.get_session_context(arn=caller, opts=invoke).issuer_arn
+
+
 def build_platform(config: PlatformConfig) -> Platform:
     tags = standard_tags(
         project=config.project, stack=config.stack, owner=config.owner, cost_center=config.cost_center
@@ -96,6 +106,7 @@ def build_platform(config: PlatformConfig) -> Platform:
             stateful_resources=config.stateful_resources,
             instance_tags=tags,
             aws_profile=config.profile,
+            creator_arn=cluster_creator(config.cluster_name, provider),
         ),
         part("cluster"),
     )

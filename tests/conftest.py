@@ -28,10 +28,13 @@ def stack_config(stack: str, overrides: Mapping[str, Any] | None = None, drop: t
     return config
 
 
-def run_stack(stack: str, overrides: Mapping[str, Any] | None = None, drop: tuple[str, ...] = ()) -> mocks.Inventory:
-    """Run the real stack program under mocks with a stack file's config, changed as given."""
+def run_stack(
+    stack: str, overrides: Mapping[str, Any] | None = None, drop: tuple[str, ...] = (), **account: Any
+) -> mocks.Inventory:
+    """Run the real stack program under mocks with a stack file's config, changed as given; `account` describes
+    the AWS account (`caller_arn`, `existing_clusters`, as `mocks.run` takes them)."""
     config = stack_config(stack, overrides, drop)
-    return mocks.run(program, project=PROJECT, stack=stack, region=config["aws:region"], config=config)
+    return mocks.run(program, project=PROJECT, stack=stack, region=config["aws:region"], config=config, **account)
 
 
 @pytest.fixture(scope="session")

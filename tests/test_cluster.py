@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from components import versions
 from tests.conftest import run_stack
 
@@ -200,3 +202,48 @@ def test_kubernetes_and_helm_authenticate_with_the_same_aws_profile_as_the_aws_p
     assert inventory.one("pulumi:providers:aws").inputs["profile"] == "ml-admin"
     assert inventory.one(CLUSTER).inputs["providerCredentialOpts"] == {"profileName": "ml-admin"}
     assert "providerCredentialOpts" not in dev.one(CLUSTER).inputs  # ambient credentials without a profile
+    # The Kubernetes provider (which Helm releases use too) runs `aws eks get-token` under the same profile.
+    user = json.loads(inventory.one("pulumi:providers:kubernetes").inputs["kubeconfig"])["users"][0]["user"]
+    assert user["exec"]["env"] == [{"name": "AWS_PROFILE", "value": "ml-admin"}]
+    ambient = json.loads(dev.one("pulumi:providers:kubernetes").inputs["kubeconfig"])["users"][0]["user"]
+    assert "env" not in ambient["exec"]
+
+
+ADMIN = "arn:aws:iam::123456789012:role/PlatformAdmin"
+CI = "arn:aws:iam::123456789012:role/ci-deployer"
+ADMINS = {"platform-admins": ADMIN, "ci": CI}
+
+
+def with_admins(stack: str = "dev") -> dict:
+    from tests.conftest import PROJECT, stack_config
+
+    cluster = json.loads(stack_config(stack)[f"{PROJECT}:cluster"])
+    return {"cluster": {**cluster, "adminPrincipals": ADMINS}}
+
+
+def test_the_creator_listed_in_admin_principals_gets_no_second_access_entry_and_is_recorded_on_the_cluster():
+    """EKS admits the creator itself; a second entry for it would fail with ResourceInUseException."""
+    inventory = run_stack("dev", with_admins(), caller_arn="arn:aws:sts::123456789012:assumed-role/PlatformAdmin/alice")
+    cluster = inventory.one(CLUSTER)
+    assert sorted(cluster.inputs["accessEntries"]) == ["ci"]
+    assert cluster.inputs["clusterTags"] == {"eksml.io/created-by": ADMIN}
+
+
+def test_a_later_update_by_another_listed_identity_keeps_its_own_entry_and_still_skips_the_creator():
+    inventory = run_stack(
+        "dev",
+        with_admins(),
+        caller_arn="arn:aws:sts::123456789012:assumed-role/ci-deployer/run-42",
+        existing_clusters={"eks-ml-platform-dev": {"eksml.io/created-by": ADMIN}},
+    )
+    cluster = inventory.one(CLUSTER)
+    assert sorted(cluster.inputs["accessEntries"]) == ["ci"]  # unchanged: nothing is deleted or added by CI's run
+    assert cluster.inputs["clusterTags"] == {"eksml.io/created-by": ADMIN}
+
+
+def test_a_second_entry_for_the_creator_fails_the_offline_preview_as_eks_would(monkeypatch):
+    from components import mocks, stack
+
+    monkeypatch.setattr(stack, "cluster_creator", lambda *_: None)  # as if the creator were not known
+    with pytest.raises(mocks.RefusedByAws, match="ResourceInUseException"):
+        run_stack("dev", with_admins(), caller_arn=ADMIN)
