@@ -87,6 +87,14 @@ class ClusterHandle:
     system_tolerations: tuple[Mapping[str, str], ...]
     #: The EBS CSI driver: what uses EBS volumes depends on it, so volumes are deleted while it still runs.
     ebs_csi_driver: aws.eks.Addon
+    #: Cluster DNS: controllers resolve AWS endpoints and Services through it.
+    coredns: aws.eks.Addon
+
+    @property
+    def system_ready(self) -> tuple[pulumi.Resource, ...]:
+        """What a controller on the system nodes needs before it can start (nodes to run on, cluster DNS), and must
+        be deleted before: depend on all of it."""
+        return (self.system_node_group, self.coredns)
 
     def irsa_role(
         self,
@@ -299,7 +307,7 @@ class Cluster(pulumi.ComponentResource):
             ),
         )
         # Deployments: their pods need a node to run on, or the add-on sits DEGRADED until it times out.
-        addon("coredns", depends_on=[self.system_node_group])
+        coredns = addon("coredns", depends_on=[self.system_node_group])
         ebs_csi_driver = addon("aws-ebs-csi-driver", role=ebs_role, depends_on=[self.system_node_group])
 
         kubernetes_provider = k8s.Provider(
@@ -328,6 +336,7 @@ class Cluster(pulumi.ComponentResource):
             system_node_labels=SYSTEM_NODE_LABELS,
             system_tolerations=SYSTEM_TOLERATIONS,
             ebs_csi_driver=ebs_csi_driver,
+            coredns=coredns,
         )
         self.register_outputs(
             {

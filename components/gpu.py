@@ -40,7 +40,7 @@ class GpuStack(pulumi.ComponentResource):
         on_system_nodes = pulumi.ResourceOptions.merge(
             k8s_opts,
             # why: the operator and the scheduler run on the system nodes; on destroy they go before those nodes.
-            pulumi.ResourceOptions(depends_on=[cluster.system_node_group]),
+            pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
         )
         mig = config.mig
         # Owned by the stack (not created by Helm), so destroy removes it; the operator's DaemonSets need host access.
@@ -68,6 +68,8 @@ class GpuStack(pulumi.ComponentResource):
                 system_node_selector=cluster.system_node_labels,
                 system_tolerations=cluster.system_tolerations,
             ),
+            # The operator's CRD upgrade hook needs it (see the chart's operator.upgradeCRD).
+            disable_openapi_validation=True,
             opts=on_system_nodes,
         )
 

@@ -64,7 +64,8 @@ def operator_values(
         }
     controllers = _placement(system_node_selector, system_tolerations)
     values: dict[str, Any] = {
-        "operator": {**controllers},
+        # The chart's pre-upgrade hook applies the CRDs of the new version (Helm itself never upgrades crds/).
+        "operator": {**controllers, "upgradeCRD": True},
         # The node image owns these layers.
         "driver": {"enabled": False},
         "toolkit": {"enabled": False},

@@ -20,8 +20,12 @@ def release(
     skip_crds: bool = False,
     create_namespace: bool = False,
     timeout_seconds: int = 600,
+    disable_openapi_validation: bool = False,
 ) -> k8s.helm.v3.Release:
-    """A Helm release of a pinned chart. The release name is `chart.name`, so in-cluster names stay stable."""
+    """A Helm release of a pinned chart. The release name is `chart.name`, so in-cluster names stay stable.
+
+    `disable_openapi_validation` is for charts whose CRD upgrade hook runs during the upgrade: their new custom
+    resources would otherwise be validated against the old CRDs."""
     oci = chart.repo.startswith("oci://")
     return k8s.helm.v3.Release(
         name,
@@ -33,6 +37,7 @@ def release(
         create_namespace=create_namespace,
         values=dict(values),
         skip_crds=skip_crds,
+        disable_openapi_validation=disable_openapi_validation,
         # Roll back a failed upgrade instead of leaving a half-applied release behind.
         atomic=True,
         cleanup_on_fail=True,

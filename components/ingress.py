@@ -44,6 +44,11 @@ def controller_values(
         "tolerations": [dict(t) for t in tolerations],
         # Load balancers are made by the controller, not Pulumi: the provider's default tags do not reach them.
         "defaultTags": dict(tags),
+        # The chart's Service mutator (failurePolicy Fail, on every Service CREATE) breaks every Service create in
+        # the cluster while no controller replica is ready: during the first install (other charts' Services) and
+        # whenever the controller is down. Off: a LoadBalancer Service picks this controller with
+        # `spec.loadBalancerClass: service.k8s.aws/nlb`.
+        "enableServiceMutatorWebhook": False,
     }
 
 
@@ -85,7 +90,7 @@ class Ingress(pulumi.ComponentResource):
                 parent=self,
                 provider=cluster.kubernetes_provider,
                 # why: it runs on the system nodes and needs its policy (no data edge); destroy removes it first.
-                depends_on=[role, cluster.system_node_group],
+                depends_on=[role, *cluster.system_ready],
             ),
         )
         self.register_outputs({})

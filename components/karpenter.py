@@ -173,7 +173,7 @@ class Karpenter(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 k8s_opts,
                 # why: the CRDs need a cluster to exist in; nothing else orders them.
-                pulumi.ResourceOptions(depends_on=[cluster.system_node_group]),
+                pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
             ),
         )
         self.controller = helm.release(
@@ -196,7 +196,7 @@ class Karpenter(pulumi.ComponentResource):
                 pulumi.ResourceOptions(
                     # why: the controller needs its CRDs, permissions (the inline policy is no data edge), nodes it
                     # may join, interruption events, and system nodes to run on; destroy removes it before all.
-                    depends_on=[crds, role, access_entry, *node_policies, policy, *targets, cluster.system_node_group],
+                    depends_on=[crds, role, access_entry, *node_policies, policy, *targets, *cluster.system_ready],
                 ),
             ),
         )

@@ -186,6 +186,15 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
         # Listing cannot be scoped; without it the EC2NodeClass finalizer never completes.
         {"Sid": "AllowUnscopedInstanceProfileListAction", "Effect": "Allow", "Action": "iam:ListInstanceProfiles", "Resource": "*"},
         {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow", "Action": "iam:GetInstanceProfile", "Resource": profiles},
+        # 1.14's ZonalShiftPolicy: read whether ARC has shifted this cluster away from a zone (used once
+        # settings.enableZonalShift is on; read-only and limited to this cluster, so granted with the rest).
+        {
+            "Sid": "AllowZonalShiftStatusReadOnly",
+            "Effect": "Allow",
+            "Action": "arc-zonal-shift:GetManagedResource",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}},
+        },
     ]
     return {"Version": IAM_VERSION, "Statement": statements}
 

@@ -29,6 +29,22 @@ def stack_values(
     """Values for kube-prometheus-stack (keys of its values.yaml at the pinned version)."""
     placement = {"nodeSelector": dict(node_selector), "tolerations": [dict(t) for t in tolerations]}
     values: dict[str, Any] = {
+        # Helm never upgrades the crds/ folder; the chart's pre-upgrade job applies the new CRDs on a version bump.
+        "crds": {
+            "upgradeJob": {
+                "enabled": True,
+                "image": {"busybox": {"tag": versions.BUSYBOX.version}},
+                **placement,
+            }
+        },
+        # EKS runs these on its own control plane and exposes no metrics for them: monitors would find no target
+        # and KubeControllerManagerDown / KubeSchedulerDown (critical) would fire forever.
+        "kubeControllerManager": {"enabled": False},
+        "kubeScheduler": {"enabled": False},
+        "kubeEtcd": {"enabled": False},
+        # The EKS kube-proxy add-on's metrics bind address is the add-on's, not ours to check or change: a monitor
+        # that cannot reach it would page with KubeProxyDown.
+        "kubeProxy": {"enabled": False},
         "prometheus": {
             "prometheusSpec": {
                 # Select monitors and rules from every namespace, whatever their labels: the GPU Operator's DCGM
@@ -133,7 +149,7 @@ class Observability(pulumi.ComponentResource):
                 in_namespace,
                 # why: Grafana reads the Secret, Prometheus' volume needs the class, all of it runs on the system
                 # nodes; destroy removes the release before each of them.
-                pulumi.ResourceOptions(depends_on=[secret, args.storage_class, cluster.system_node_group]),
+                pulumi.ResourceOptions(depends_on=[secret, args.storage_class, *cluster.system_ready]),
             ),
         )
         # why: monitors and rules are custom resources whose CRDs the release installs.

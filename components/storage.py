@@ -217,7 +217,7 @@ class Storage(pulumi.ComponentResource):
             "nodeSelector": dict(cluster.system_node_labels),
             "tolerations": [dict(t) for t in cluster.system_tolerations],
         }
-        needs = [cluster.system_node_group]
+        needs = list(cluster.system_ready)
         if config.storage_class:
             # Only dynamic provisioning needs AWS access: create file systems tagged for this cluster, delete those.
             role = cluster.irsa_role(

@@ -7,6 +7,7 @@ controller IAM policy moves in lock-step with the chart version).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Mapping
 
@@ -66,24 +67,45 @@ def eks_addon(kubernetes_version: str, addon: str) -> Pin:
         raise KeyError(f"no pinned {addon} add-on for Kubernetes {kubernetes_version}") from exc
 
 
+class CrdUpgrade(StrEnum):
+    """How a chart's CRDs follow a version bump. Helm installs a chart's `crds/` folder once and never upgrades it,
+    so every chart with CRDs needs one of the answers below."""
+
+    #: The chart ships no CRDs.
+    NONE = "none"
+    #: The CRDs are templates of the chart itself (a `*-crd` chart), so every upgrade updates them.
+    TEMPLATES = "templates"
+    #: A separate release (the `*-crd` chart) owns them; this one is installed with skip_crds.
+    OWN_RELEASE = "own-release"
+    #: The chart's own pre-upgrade hook job applies them; our values turn it on.
+    CHART_HOOK = "chart-hook"
+    #: Nothing upgrades them: apply the new CRDs by hand before `pulumi up` when a bump changes them (the README
+    #: says how, per chart).
+    MANUAL = "manual"
+
+
 @dataclass(frozen=True)
 class ChartPin:
-    """A Helm chart at an exact version, from its repository (`oci://...` registries included)."""
+    """A Helm chart at an exact version, from its repository (`oci://...` registries included), and how its CRDs
+    follow a version bump."""
 
     name: str
     version: str
     repo: str
     source: str
+    crds: CrdUpgrade = CrdUpgrade.NONE
 
 
 #: Karpenter controller and its CRDs, released together; the controller IAM policy in `karpenter_iam.py` follows
 #: this version.
 KARPENTER = ChartPin(
-    "karpenter", "1.14.1", "oci://public.ecr.aws/karpenter", "https://github.com/aws/karpenter-provider-aws/releases/tag/v1.14.1"
+    "karpenter",
+    "1.14.1",
+    "oci://public.ecr.aws/karpenter",
+    "https://github.com/aws/karpenter-provider-aws/releases/tag/v1.14.1",
+    CrdUpgrade.OWN_RELEASE,
 )
-KARPENTER_CRD = ChartPin(
-    "karpenter-crd", KARPENTER.version, KARPENTER.repo, KARPENTER.source
-)
+KARPENTER_CRD = ChartPin("karpenter-crd", KARPENTER.version, KARPENTER.repo, KARPENTER.source, CrdUpgrade.TEMPLATES)
 
 
 #: EKS-optimised AMI releases the EC2NodeClasses pin by alias (`al2023@<version>`, `bottlerocket@<version>`).
@@ -93,7 +115,11 @@ BOTTLEROCKET_AMI = Pin("bottlerocket", "v1.64.0", "https://github.com/bottlerock
 
 #: NVIDIA GPU Operator (device plugin, DCGM exporter, GFD, MIG manager; driver and toolkit come with the node image).
 GPU_OPERATOR = ChartPin(
-    "gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia", "https://github.com/NVIDIA/gpu-operator/releases/tag/v26.7.0"
+    "gpu-operator",
+    "v26.7.0",
+    "https://helm.ngc.nvidia.com/nvidia",
+    "https://github.com/NVIDIA/gpu-operator/releases/tag/v26.7.0",
+    CrdUpgrade.CHART_HOOK,  # operator.upgradeCRD
 )
 
 #: The secondary bin-packing scheduler runs the upstream kube-scheduler image of the cluster's minor version (the
@@ -119,6 +145,7 @@ LOAD_BALANCER_CONTROLLER = ChartPin(
     "3.5.0",
     "https://aws.github.io/eks-charts",
     "https://github.com/kubernetes-sigs/aws-load-balancer-controller/releases/tag/v3.5.0",
+    CrdUpgrade.MANUAL,  # TargetGroupBinding and IngressClassParams live in the chart's crds/ folder
 )
 #: Lustre version of new file systems (data repository associations need 2.12 or newer).
 FSX_LUSTRE_VERSION = "2.15"
@@ -129,4 +156,12 @@ KUBE_PROMETHEUS_STACK = ChartPin(
     "88.5.3",
     "https://prometheus-community.github.io/helm-charts",
     "https://github.com/prometheus-community/helm-charts/releases/tag/kube-prometheus-stack-88.5.3",
+    CrdUpgrade.CHART_HOOK,  # crds.upgradeJob
 )
+#: The image kube-prometheus-stack's CRD upgrade job copies its CRDs with (the chart defaults to `latest`).
+BUSYBOX = Pin("busybox", "1.37.0", "https://hub.docker.com/_/busybox (docker.io/library/busybox:1.37.0)")
+
+
+def charts() -> tuple[ChartPin, ...]:
+    """Every chart the platform installs."""
+    return tuple(value for value in globals().values() if isinstance(value, ChartPin))

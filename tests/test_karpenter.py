@@ -45,11 +45,22 @@ def test_controller_policy_grants_every_upstream_action_of_the_pinned_version():
     required = {
         line.split("\t")[0]
         for line in (REFERENCE / "controller-actions.txt").read_text().splitlines()
-        if line and not line.startswith("#") and "# optional" not in line
+        if line and not line.startswith("#")
     }
     granted = {action for action, _ in _granted(controller_policy(SCOPE))}
+    # Optional ones included: 1.14's zonal-shift read must be there before settings.enableZonalShift is turned on.
     assert required - granted == set()
     assert "iam:ListInstanceProfiles" in granted  # without it the EC2NodeClass finalizer hangs
+
+
+def test_zonal_shift_status_is_readable_for_this_cluster_only():
+    statement = next(s for s in controller_policy(SCOPE)["Statement"] if s["Sid"] == "AllowZonalShiftStatusReadOnly")
+    assert statement["Action"] == "arc-zonal-shift:GetManagedResource"
+    assert statement["Condition"] == {
+        "StringEquals": {
+            "arc-zonal-shift:ResourceIdentifier": f"arn:aws:eks:{SCOPE.region}:{SCOPE.account_id}:cluster/{SCOPE.cluster_name}"
+        }
+    }
 
 
 def test_controller_may_pass_only_the_node_role_and_only_to_ec2():
@@ -77,7 +88,9 @@ def test_controller_policy_has_no_wildcard_actions_and_unscoped_resources_only_f
     unscoped_ok = {"pricing:GetProducts", "iam:ListInstanceProfiles"}
     for action, statement in _granted(controller_policy(SCOPE)):
         assert "*" not in action
-        if statement["Resource"] == "*" and action not in unscoped_ok:
+        if statement["Resource"] == "*" and action == "arc-zonal-shift:GetManagedResource":
+            assert "arc-zonal-shift:ResourceIdentifier" in statement["Condition"]["StringEquals"]
+        elif statement["Resource"] == "*" and action not in unscoped_ok:
             assert action.startswith("ec2:Describe")
             assert statement["Condition"] == {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}
 

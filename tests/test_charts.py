@@ -1,0 +1,69 @@
+"""Every Helm release: how its CRDs follow a version bump, what it waits for, and values that would break the cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from components import versions
+from components.versions import CrdUpgrade
+
+from .conftest import REPO
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def releases(inventory) -> dict[str, object]:
+    return {r.inputs["name"]: r for r in inventory.of_type(RELEASE)}
+
+
+def test_every_chart_says_how_its_crds_follow_a_version_bump():
+    by_name = {chart.name: chart.crds for chart in versions.charts()}
+    assert by_name == {
+        "karpenter": CrdUpgrade.OWN_RELEASE,
+        "karpenter-crd": CrdUpgrade.TEMPLATES,
+        "gpu-operator": CrdUpgrade.CHART_HOOK,
+        "aws-fsx-csi-driver": CrdUpgrade.NONE,
+        "aws-load-balancer-controller": CrdUpgrade.MANUAL,
+        "kube-prometheus-stack": CrdUpgrade.CHART_HOOK,
+    }
+
+
+def test_the_readme_states_the_crd_upgrade_of_every_chart():
+    readme = (REPO / "README.md").read_text()
+    for chart in versions.charts():
+        assert f"| `{chart.name}` | {chart.crds.value} |" in readme, chart.name
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_what_each_chart_needs_for_its_crd_answer_is_set(stack, request):
+    deployed = releases(request.getfixturevalue(stack))
+    assert deployed["karpenter"].inputs["skipCrds"] is True  # the karpenter-crd release owns them
+    assert deployed["karpenter-crd"].inputs.get("skipCrds", False) is False
+    operator = deployed["gpu-operator"].inputs
+    assert operator["values"]["operator"]["upgradeCRD"] is True
+    # the hook's new custom resources would be validated against the old CRDs otherwise (chart values.yaml)
+    assert operator["disableOpenapiValidation"] is True
+    job = deployed["kube-prometheus-stack"].inputs["values"]["crds"]["upgradeJob"]
+    assert job["enabled"] is True
+    assert job["image"]["busybox"]["tag"] == versions.BUSYBOX.version  # never the chart's `latest`
+    assert job["nodeSelector"] == {"eksml.io/node-role": "system"}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_release_waits_for_cluster_dns_and_is_deleted_before_it(stack, request):
+    inventory = request.getfixturevalue(stack)
+    coredns = next(r for r in inventory.of_type("aws:eks/addon:Addon") if r.inputs["addonName"] == "coredns")
+    for release in inventory.of_type(RELEASE):
+        assert inventory.depends_on(release, coredns), release.inputs["name"]
+
+
+def test_the_load_balancer_controller_mutates_no_service_so_its_downtime_blocks_no_service_create(dev):
+    values = releases(dev)["aws-load-balancer-controller"].inputs["values"]
+    assert values["enableServiceMutatorWebhook"] is False
+
+
+def test_monitors_of_control_plane_parts_eks_does_not_expose_are_off(dev):
+    """Otherwise KubeControllerManagerDown and KubeSchedulerDown (critical) would fire forever on EKS."""
+    values = releases(dev)["kube-prometheus-stack"].inputs["values"]
+    for part in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy"):
+        assert values[part] == {"enabled": False}, part
