@@ -1,0 +1,48 @@
+"""Preflight of a stack against its AWS account: read-only checks of what `pulumi up` will need.
+
+    python -m components.preflight --stack prod [--json | --markdown]
+
+Exit status: 0 when no check failed (warnings allowed), 1 when one did, 2 when the stack config is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..config import ConfigError
+from .clients import Clients, session_for
+from .report import render_json, render_markdown, render_table
+from .results import exit_code
+from .runner import run_preflight
+from .stack_config import load_stack
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m components.preflight", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
+    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the results as JSON (for CI)")
+    output.add_argument("--markdown", action="store_true", help="print the results as a Markdown table")
+    args = parser.parse_args(argv)
+
+    try:
+        config = load_stack(args.project_dir, args.stack)
+    except (ConfigError, FileNotFoundError) as error:
+        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
+        return 2
+    results = run_preflight(config, Clients.from_session(session_for(config.profile, config.region)))
+    if args.json:
+        print(render_json(results, stack=args.stack, region=config.region))
+    elif args.markdown:
+        print(render_markdown(results))
+    else:
+        title = f"Preflight of stack '{args.stack}' (cluster {config.cluster_name}, {config.region})"
+        print(render_table(results, title=title))
+    return exit_code(results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Run every preflight check for a stack: read the account (`reads`), conclude (`checks_*`).
+
+A read the identity may not make becomes a WARN that names the call, not a crash: the other checks still run.
+Without credentials nothing else can be read, so the run stops after the identity check.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from ..config import PlatformConfig
+from . import reads
+from .checks_access import (
+    cluster_access_check,
+    cluster_name_check,
+    identity_check,
+    interruption_queue_check,
+    interruption_queue_prefix,
+    control_plane_log_group,
+    log_group_check,
+    region_check,
+)
+from .checks_account import (
+    SPOT_ROLE,
+    data_repository_check,
+    ebs_key_check,
+    elastic_ip_check,
+    existing_vpc_check,
+    fsx_storage_check,
+    nat_gateway_check,
+    spot_role_check,
+    vpc_quota_check,
+)
+from .checks_capacity import (
+    Demand,
+    as_ec2_filters,
+    describe_filters,
+    pool_demands,
+    pool_offering_check,
+    system_group_check,
+    system_group_demands,
+    vcpu_quota_check,
+    zones_check,
+)
+from .clients import Clients
+from .quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION, Quota
+from .results import CheckResult, failed, warned
+from .selection import InstanceShape, select
+
+
+def _guarded(name: str, produce: Callable[[], Iterable[CheckResult | None]]) -> list[CheckResult]:
+    try:
+        return [result for result in produce() if result is not None]
+    except ClientError as error:
+        detail = error.response.get("Error", {})
+        return [
+            warned(
+                name,
+                f"could not check: {error.operation_name} answered {detail.get('Code')}: {detail.get('Message')}",
+                f"let this identity make the read-only call {error.operation_name} (e.g. the ReadOnlyAccess policy)",
+            )
+        ]
+    except BotoCoreError as error:
+        return [warned(name, f"could not check: {error}", "check the network path to the AWS API")]
+
+
+def run_preflight(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+    try:
+        identity = reads.caller_identity(clients.sts)
+    except NoCredentialsError:
+        profile = f"profile {config.profile}" if config.profile else "the default credential chain"
+        return [failed("identity", f"no AWS credentials found ({profile})", "log in (aws sso login, or set AWS_PROFILE) and run again")]
+    except (ClientError, BotoCoreError) as error:
+        return [failed("identity", f"sts:GetCallerIdentity failed: {error}", "check the credentials and the network path to AWS")]
+
+    results = [identity_check(identity, config.region)]
+    results += _guarded("region", lambda: [region_check(config.region, reads.region_opt_in(clients.ec2, config.region))])
+    results += _guarded("cluster-access", lambda: [cluster_access_check(config, identity, _principals(config, identity, clients))])
+    results += _capacity(config, clients)
+    results += _account(config, clients)
+    results += _names(config, clients)
+    return results
+
+
+def _principals(config: PlatformConfig, identity: reads.Identity, clients: Clients) -> dict[str, bool | None]:
+    found: dict[str, bool | None] = {}
+    for key, arn in config.cluster.admin_principals.items():
+        account, partition = arn.split(":")[4], arn.split(":")[1]
+        same = account == identity.account and partition == identity.partition
+        found[key] = reads.principal_exists(clients.iam, arn) if same else None
+    return found
+
+
+def _capacity(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+    zones, group = config.network.availability_zones, config.cluster.system_node_group
+    results = _guarded("availability-zones", lambda: [zones_check(zones, reads.availability_zones(clients.ec2))])
+    catalog: dict[tuple, list[InstanceShape]] = {}
+
+    def shapes(filters: tuple) -> list[InstanceShape]:
+        if filters not in catalog:
+            catalog[filters] = reads.instance_shapes(clients.ec2, as_ec2_filters(filters))
+        return catalog[filters]
+
+    offered: dict[str, frozenset[str]] = {}
+    demands: list[Demand] = []
+
+    def system() -> list[CheckResult]:
+        offered.update(reads.offerings(clients.ec2, zones))
+        demands.extend(system_group_demands(group, shapes((("instance-type", group.instance_types),))))
+        return [system_group_check(group, zones, offered)]
+
+    results += _guarded("system-node-group", system)
+    if not offered:  # the offerings could not be read: every pool and quota check rests on them
+        return results
+    for name, pool in sorted(config.karpenter.node_pools.items()):
+
+        def pool_check(name=name, pool=pool) -> list[CheckResult]:
+            selection = select(pool)
+            pool_zones = selection.zones(zones)
+            allowed = selection.allowed(shapes(describe_filters(selection)))
+            unevaluated = sorted({u for shape in allowed for u in selection.unevaluated(shape)})
+            launchable = [s for s in allowed if set(pool_zones) & offered.get(s.instance_type, frozenset())]
+            demands.extend(pool_demands(name, pool, selection, launchable))
+            return [pool_offering_check(name, pool_zones, allowed, offered, unevaluated)]
+
+        results += _guarded(f"nodepool/{name}", pool_check)
+
+    by_quota: dict[Quota, list[Demand]] = {}
+    for demand in demands:
+        by_quota.setdefault(demand.quota, []).append(demand)
+    for quota, quota_demands in sorted(by_quota.items(), key=lambda item: item[0].code):
+        results += _guarded(
+            f"quota/{quota.code}",
+            lambda quota=quota, quota_demands=quota_demands: [
+                vcpu_quota_check(quota, reads.quota_value(clients.quotas, quota), quota_demands, config.region)
+            ],
+        )
+    return results
+
+
+def _account(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+    network, region = config.network, config.region
+    results: list[CheckResult] = []
+    if network.existing is not None:
+        existing = network.existing
+        results += _guarded(
+            "existing-vpc",
+            lambda: [
+                existing_vpc_check(
+                    existing,
+                    network.availability_zones,
+                    reads.vpc_exists(clients.ec2, existing.vpc_id),
+                    reads.subnet_zones(clients.ec2, existing.private_subnet_ids),
+                )
+            ],
+        )
+    results += _guarded(
+        "quota/vpcs",
+        lambda: [vpc_quota_check(network, reads.vpc_count(clients.ec2), reads.quota_value(clients.quotas, VPCS_PER_REGION), region)],
+    )
+    results += _guarded(
+        "quota/elastic-ips",
+        lambda: [elastic_ip_check(network, reads.elastic_ip_count(clients.ec2), reads.quota_value(clients.quotas, ELASTIC_IPS), region)],
+    )
+    results += _guarded(
+        "quota/nat-gateways",
+        lambda: [
+            nat_gateway_check(
+                network, reads.nat_gateways_by_zone(clients.ec2), reads.quota_value(clients.quotas, NAT_GATEWAYS_PER_AZ), region
+            )
+        ],
+    )
+    spot_pools = sorted(name for name, pool in config.karpenter.node_pools.items() if "spot" in select(pool).capacity_types)
+    results += _guarded(
+        "spot-service-linked-role",
+        lambda: [spot_role_check(spot_pools, reads.role_exists(clients.iam, SPOT_ROLE) if spot_pools else None)],
+    )
+    fsx = config.storage.fsx
+    if fsx is not None:
+        results += _guarded(
+            "quota/fsx-storage",
+            lambda: [
+                fsx_storage_check(
+                    config, reads.lustre_storage_by_type(clients.fsx), reads.quota_value(clients.quotas, FSX_STORAGE[fsx.deployment_type])
+                )
+            ],
+        )
+        results += _guarded("fsx-data-repository", lambda: [data_repository_check(config)])
+    results += _guarded("ebs-default-key", lambda: [ebs_key_check(reads.ebs_default_key(clients.ec2, clients.kms))])
+    return results
+
+
+def _names(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+    name = config.cluster_name
+    return [
+        *_guarded("name/cluster", lambda: [cluster_name_check(config, reads.cluster_tags(clients.eks, name))]),
+        *_guarded(
+            "name/log-group",
+            lambda: [log_group_check(config, reads.log_group_tags(clients.logs, control_plane_log_group(name)))],
+        ),
+        *_guarded(
+            "name/interruption-queue",
+            lambda: [interruption_queue_check(config, reads.queues_named(clients.sqs, interruption_queue_prefix(name)))],
+        ),
+    ]
