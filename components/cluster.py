@@ -12,7 +12,7 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from . import versions
-from .config import ClusterConfig, StatefulResources
+from .config import ClusterConfig, EndpointAccess, StatefulResources
 from .iam import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn, same_principal
 from .iam import node_role as node_role_with_policies
 
@@ -32,6 +32,9 @@ CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterA
 #: with ResourceInUseException. Read back on later runs, so an update by another identity (CI) still skips it.
 CREATOR_TAG = "eksml.io/created-by"
 
+
+#: vpc-cni add-on configuration (its schema: `aws eks describe-addon-configuration --addon-name vpc-cni`).
+VPC_CNI_CONFIGURATION: Mapping[str, str] = {"enableNetworkPolicy": "true"}
 
 #: Service accounts the EKS add-ons run as: the IRSA trust policies must name exactly these.
 VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
@@ -127,6 +130,28 @@ def _endpoint_from_kubeconfig(kubeconfig_json: str) -> str:
     return json.loads(kubeconfig_json)["clusters"][0]["cluster"]["server"]
 
 
+def _private_endpoint_ingress(
+    name: str, endpoint: EndpointAccess, cluster_security_group_id: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> None:
+    """HTTPS into the cluster security group (which fronts the private API endpoint) from each configured range and
+    security group, keyed by the range or group itself."""
+    sources: dict[str, dict[str, str]] = {
+        str(cidr).replace(".", "-").replace("/", "-"): {"cidr_ipv4": str(cidr)} for cidr in endpoint.private_cidrs
+    }
+    sources.update({group: {"referenced_security_group_id": group} for group in endpoint.private_security_groups})
+    for key, source in sorted(sources.items()):
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-api-from-{key}",
+            security_group_id=cluster_security_group_id,
+            ip_protocol="tcp",
+            from_port=443,
+            to_port=443,
+            description="Kubernetes API (private endpoint)",
+            **source,
+            opts=opts,
+        )
+
+
 class Cluster(pulumi.ComponentResource):
     """EKS with API access entries, OIDC, KMS-encrypted secrets, control-plane logs, pinned managed add-ons and a
     tainted system node group."""
@@ -189,6 +214,8 @@ class Cluster(pulumi.ComponentResource):
             kubernetes_service_ip_address_range=str(config.service_cidr),
             encryption_config_key_arn=secrets_key.arn,
             enabled_cluster_log_types=[log.value for log in config.log_types],
+            # Where the stack keeps what it stores (prod), a replacing change must not delete the cluster either.
+            deletion_protection=args.stateful_resources is StatefulResources.PROTECT,
             authentication_mode=eks.AuthenticationMode.API,
             access_entries=access_entries,
             cluster_tags={CREATOR_TAG: args.creator_arn} if args.creator_arn else None,
@@ -207,9 +234,11 @@ class Cluster(pulumi.ComponentResource):
                 parent=self,
                 # why: EKS would otherwise create the log group itself, unmanaged, and it would outlive destroy.
                 depends_on=[log_group],
+                protect=args.stateful_resources is StatefulResources.PROTECT,
             ),
         )
         cluster = self.eks_cluster
+        _private_endpoint_ingress(name, endpoint, cluster.cluster_security_group_id, child)
         # The name of the aws.eks.Cluster inside pulumi-eks's component, not of the component: what uses it then
         # depends on that resource itself, and the engine deletes node groups, add-ons and access entries before
         # the EKS cluster (a dependency on the component alone leaves them unordered against its children).
@@ -232,7 +261,11 @@ class Cluster(pulumi.ComponentResource):
         ebs_role = addon_role("ebs-csi", EBS_CSI_SERVICE_ACCOUNT, "service-role/AmazonEBSCSIDriverPolicy")
 
         def addon(
-            addon_name: str, *, role: IrsaRole | None = None, depends_on: Sequence[pulumi.Resource] = ()
+            addon_name: str,
+            *,
+            role: IrsaRole | None = None,
+            depends_on: Sequence[pulumi.Resource] = (),
+            configuration: Mapping[str, str] | None = None,
         ) -> aws.eks.Addon:
             pin = versions.eks_addon(config.kubernetes_version, addon_name)
             return aws.eks.Addon(
@@ -241,13 +274,16 @@ class Cluster(pulumi.ComponentResource):
                 addon_name=addon_name,
                 addon_version=pin.version,
                 service_account_role_arn=role.arn if role else None,
+                configuration_values=json.dumps(configuration, sort_keys=True) if configuration else None,
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="OVERWRITE",
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
             )
 
         # Daemon sets: created before any node exists, so the first nodes come up with networking.
-        vpc_cni = addon("vpc-cni", role=cni_role)
+        # The network policy agent: without it NetworkPolicies are accepted and silently not enforced. Namespaces
+        # with no policy stay open, so Prometheus keeps scraping across namespaces.
+        vpc_cni = addon("vpc-cni", role=cni_role, configuration=VPC_CNI_CONFIGURATION)
         kube_proxy = addon("kube-proxy")
 
         node_role, node_policies = node_role_with_policies(
@@ -288,6 +324,9 @@ class Cluster(pulumi.ComponentResource):
             subnet_ids=args.private_subnet_ids,
             capacity_type="ON_DEMAND",
             ami_type="AL2023_x86_64_STANDARD",
+            # Follows the control plane's version; the AMI release is pinned, so patches arrive with a pin bump.
+            version=config.kubernetes_version,
+            release_version=versions.system_node_ami(config.kubernetes_version).version,
             instance_types=list(group.instance_types),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=group.min_size, max_size=group.max_size, desired_size=group.desired_size

@@ -29,6 +29,7 @@ from .config_types import (
     IamPrincipalArn,
     KeyName,
     NatGateways,
+    SecurityGroupId,
     StatefulResources,
     SubnetId,
     VpcId,
@@ -129,6 +130,10 @@ class EndpointAccess(ConfigModel):
     public: StrictBool
     private: StrictBool = True
     public_cidrs: tuple[Cidr, ...] = ()
+    #: Who may reach the private endpoint from inside the VPC or a network joined to it (a VPN, a CI runner's
+    #: subnet, a bastion): the cluster security group admits only itself otherwise.
+    private_cidrs: tuple[Cidr, ...] = ()
+    private_security_groups: tuple[SecurityGroupId, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> EndpointAccess:
@@ -143,6 +148,12 @@ class EndpointAccess(ConfigModel):
             )
         if not self.public and self.public_cidrs:
             problems.append(("publicCidrs", "is only used when public is true; remove it"))
+        for key, values in (("privateCidrs", self.private_cidrs), ("privateSecurityGroups", self.private_security_groups)):
+            if len(set(values)) != len(values):
+                problems.append((key, "lists a value more than once"))
+        for index, cidr in enumerate(self.private_cidrs):
+            if cidr.prefixlen == 0:
+                problems.append((f"privateCidrs[{index}]", f"{cidr} admits every address; list your VPN or runner ranges"))
         for index, cidr in enumerate(self.public_cidrs):
             if cidr.prefixlen == 0:
                 problems.append(

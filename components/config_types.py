@@ -50,6 +50,9 @@ def prefix_between(low: int, high: int):
 
 
 VpcId = Annotated[StrictStr, matches(r"vpc-[0-9a-f]{8,17}", "a VPC id like 'vpc-0123456789abcdef0'")]
+SecurityGroupId = Annotated[
+    StrictStr, matches(r"sg-[0-9a-f]{8,17}", "a security group id like 'sg-0123456789abcdef0'")
+]
 SubnetId = Annotated[StrictStr, matches(r"subnet-[0-9a-f]{8,17}", "a subnet id like 'subnet-0123456789abcdef0'")]
 IamPrincipalArn = Annotated[
     StrictStr,

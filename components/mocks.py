@@ -328,6 +328,7 @@ class PlatformMocks(pulumi_mocks.Mocks):
             "enabledClusterLogTypes": inputs.get("enabledClusterLogTypes"),
             "accessConfig": {"authenticationMode": inputs.get("authenticationMode")},
             "bootstrapSelfManagedAddons": inputs.get("bootstrapSelfManagedAddons"),
+            "deletionProtection": inputs.get("deletionProtection"),
             "kubernetesNetworkConfig": {"serviceIpv4Cidr": inputs.get("kubernetesServiceIpAddressRange")},
         }
         if inputs.get("encryptionConfigKeyArn"):

@@ -26,10 +26,18 @@ def public_subnet_tags() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class NetworkArgs:
-    """`cluster_name` goes into the discovery tags; `config` says what to create or which VPC to use."""
+    """`cluster_name` goes into the discovery tags; `config` says what to create or which VPC to use; `region` names
+    the S3 gateway endpoint's service."""
 
     cluster_name: str
     config: NetworkConfig
+    region: str
+
+
+def s3_gateway_service(region: str) -> str:
+    """The S3 gateway endpoint service of a region (China's regions put `cn.` in front)."""
+    prefix = "cn.com.amazonaws" if region.startswith("cn-") else "com.amazonaws"
+    return f"{prefix}.{region}.s3"
 
 
 class Network(pulumi.ComponentResource):
@@ -123,6 +131,7 @@ class Network(pulumi.ComponentResource):
                 # Without the gateway route, the NAT gateway is created but cannot reach the internet.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
             )
+        private_route_tables: list[aws.ec2.RouteTable] = []
         for az, subnet in private_subnets.items():
             nat = nat_by_zone.get(az, nat_by_zone[nat_zones[0]])
             routes = aws.ec2.RouteTable(
@@ -135,6 +144,17 @@ class Network(pulumi.ComponentResource):
             aws.ec2.RouteTableAssociation(
                 f"{name}-private-{az}", subnet_id=subnet.id, route_table_id=routes.id, opts=self._child()
             )
+            private_route_tables.append(routes)
+        # Dataset reads and ECR image layers (stored in S3) stay off the NAT gateways and their per-GB charge.
+        aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=s3_gateway_service(args.region),
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[routes.id for routes in private_route_tables],
+            tags={"Name": f"{label}-s3"},
+            opts=self._child(),
+        )
 
         self.vpc_id = vpc.id
         self.private_subnet_by_zone = {az: subnet.id for az, subnet in private_subnets.items()}

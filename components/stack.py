@@ -93,7 +93,7 @@ def build_platform(config: PlatformConfig) -> Platform:
     def part(name: str) -> pulumi.ResourceOptions:
         return part_options(name, config.cluster_name, opts)
 
-    network = Network("network", NetworkArgs(cluster_name=config.cluster_name, config=config.network), part("network"))
+    network = Network("network", NetworkArgs(cluster_name=config.cluster_name, config=config.network, region=config.region), part("network"))
     cluster = Cluster(
         "cluster",
         ClusterArgs(

@@ -111,6 +111,19 @@ KARPENTER_CRD = ChartPin("karpenter-crd", KARPENTER.version, KARPENTER.repo, KAR
 #: EKS-optimised AMI releases the EC2NodeClasses pin by alias (`al2023@<version>`, `bottlerocket@<version>`).
 #: Pinned rather than `@latest`, which drifts every node whenever AWS publishes a new AMI.
 AL2023_AMI = Pin("al2023", "v20260801", "https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260801")
+#: The same AL2023 release for the system node group, as EKS names it (`<kubelet version>-<release date>`, the node
+#: group's release_version), per Kubernetes minor version.
+SYSTEM_NODE_AMIS: Mapping[str, Pin] = MappingProxyType(
+    {
+        minor: Pin("AL2023_x86_64_STANDARD", f"{kubelet}-{AL2023_AMI.version.removeprefix('v')}", AL2023_AMI.source)
+        for minor, kubelet in (("1.34", "1.34.6"), ("1.35", "1.35.3"))
+    }
+)
+
+
+def system_node_ami(kubernetes_version: str) -> Pin:
+    """The pinned EKS-optimised AMI release of the system node group for a Kubernetes minor version."""
+    return SYSTEM_NODE_AMIS[kubernetes_version]
 BOTTLEROCKET_AMI = Pin("bottlerocket", "v1.64.0", "https://github.com/bottlerocket-os/bottlerocket/releases/tag/v1.64.0")
 
 #: NVIDIA GPU Operator (device plugin, DCGM exporter, GFD, MIG manager; driver and toolkit come with the node image).

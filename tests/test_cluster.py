@@ -160,7 +160,56 @@ def test_prod_protects_stateful_resources_that_dev_destroys(dev, prod):
     assert prod.one("aws:kms/key:Key", "cluster-secrets").inputs["deletionWindowInDays"] == 30
     assert dev.one("aws:kms/key:Key", "cluster-secrets").inputs["deletionWindowInDays"] == 7
     unprotected = {r.type for r in prod.resources if not r.protect}
-    assert "aws:ec2/vpc:Vpc" in unprotected and CLUSTER in unprotected
+    assert "aws:ec2/vpc:Vpc" in unprotected
+
+
+def test_a_replacing_change_cannot_delete_the_prod_cluster(dev, prod):
+    """Pulumi refuses to replace a protected resource, and EKS refuses to delete a cluster with deletion protection."""
+    assert prod.one(CLUSTER).protect is True
+    assert prod.one(CLUSTER).inputs["deletionProtection"] is True
+    assert prod.one("aws:eks/cluster:Cluster").inputs["deletionProtection"] is True
+    assert dev.one(CLUSTER).protect is False
+    assert dev.one(CLUSTER).inputs["deletionProtection"] is False
+
+
+def test_the_system_node_group_follows_the_cluster_version_on_a_pinned_ami_release(dev):
+    group = dev.one(NODE_GROUP).inputs
+    assert group["version"] == "1.35"
+    assert group["releaseVersion"] == "1.35.3-20260801"
+    assert group["releaseVersion"].endswith(versions.AL2023_AMI.version.removeprefix("v"))  # one AMI release for all
+    older = run_stack("dev", {"cluster": {**_dev_cluster(), "kubernetesVersion": "1.34"}}).one(NODE_GROUP).inputs
+    assert (older["version"], older["releaseVersion"]) == ("1.34", "1.34.6-20260801")
+
+
+def _dev_cluster() -> dict:
+    from tests.conftest import PROJECT, stack_config
+
+    return json.loads(stack_config("dev")[f"{PROJECT}:cluster"])
+
+
+def test_the_private_endpoint_admits_https_only_from_the_configured_ranges_and_groups(prod):
+    assert not [r for r in prod.resources if r.name.startswith("cluster-api-from")]  # nothing configured, none open
+    endpoint = {"public": False, "privateCidrs": ["10.99.0.0/16"], "privateSecurityGroups": ["sg-0123456789abcdef0"]}
+    inventory = run_stack("prod", {"cluster": {**json.loads(_prod_cluster()), "endpoint": endpoint}})
+    rules = {r.name: r.inputs for r in inventory.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")}
+    cluster_sg = inventory.one(CLUSTER).outputs["clusterSecurityGroupId"]
+    assert rules["cluster-api-from-10-99-0-0-16"] == {
+        "securityGroupId": cluster_sg, "ipProtocol": "tcp", "fromPort": 443, "toPort": 443,
+        "cidrIpv4": "10.99.0.0/16", "description": "Kubernetes API (private endpoint)",
+    }
+    assert rules["cluster-api-from-sg-0123456789abcdef0"]["referencedSecurityGroupId"] == "sg-0123456789abcdef0"
+    assert rules["cluster-api-from-sg-0123456789abcdef0"]["fromPort"] == 443
+
+
+def _prod_cluster() -> str:
+    from tests.conftest import PROJECT, stack_config
+
+    return stack_config("prod")[f"{PROJECT}:cluster"]
+
+
+def test_network_policies_are_enforced_by_the_vpc_cni_agent(dev):
+    cni = next(r for r in dev.of_type(ADDON) if r.inputs["addonName"] == "vpc-cni")
+    assert json.loads(cni.inputs["configurationValues"]) == {"enableNetworkPolicy": "true"}
 
 
 def test_retain_keeps_stateful_resources_in_aws_on_destroy():

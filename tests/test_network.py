@@ -93,3 +93,18 @@ def test_existing_vpc_is_used_as_it_is_and_only_tagged_for_discovery():
     cluster = inventory.one("eks:index:Cluster")
     assert cluster.inputs["vpcId"] == "vpc-0123456789abcdef0"
     assert cluster.inputs["privateSubnetIds"] == ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"]
+
+
+def test_dataset_and_image_layer_reads_reach_s3_through_a_gateway_endpoint_on_every_private_route_table(prod):
+    endpoint = prod.one("aws:ec2/vpcEndpoint:VpcEndpoint", "network-s3")
+    assert endpoint.inputs["serviceName"] == "com.amazonaws.us-west-2.s3"
+    assert endpoint.inputs["vpcEndpointType"] == "Gateway"
+    private_tables = [r for r in prod.of_type("aws:ec2/routeTable:RouteTable") if "private" in r.name]
+    assert len(private_tables) == 3
+    assert sorted(endpoint.inputs["routeTableIds"]) == sorted(r.id for r in private_tables)
+
+
+def test_china_regions_name_the_s3_service_with_their_prefix():
+    from components.network import s3_gateway_service
+
+    assert s3_gateway_service("cn-north-1") == "cn.com.amazonaws.cn-north-1.s3"
