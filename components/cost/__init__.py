@@ -1,0 +1,20 @@
+"""What a stack costs, from its config: the idle baseline per month and the GPU spend ceiling of every NodePool.
+
+`python -m components.cost --stack <name>` prints the table (or `--json`); `preview_line(config)` is the one line
+the offline preview prints. Prices come from the pinned table in `prices` (its date and sources beside it).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from ..config import PlatformConfig
+from .calculator import Estimate, estimate, headline
+from .prices import PINNED, PriceTable
+
+__all__ = ["Estimate", "PINNED", "PriceTable", "estimate", "headline", "preview_line"]
+
+
+def preview_line(config: PlatformConfig, *, on: date | None = None) -> str:
+    """"about $X/month idle; up to $Y/month with every GPU pool at its limit", at the pinned prices."""
+    return headline(estimate(config, PINNED, on=on or date.today()))

@@ -1,0 +1,66 @@
+"""What a stack costs: the idle baseline and the GPU spend ceiling of every NodePool, from its config alone.
+
+    python -m components.cost --stack prod [--json | --markdown] [--live] [--on 2026-12-15]
+
+Prices come from the pinned table (`components/cost/prices.py`, no credentials needed); `--live` reads EC2 instance
+prices from the AWS Price List API and the spot price history instead, with the stack's credentials. Exit status: 0;
+1 when `--live` cannot read prices; 2 when the stack config is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..config import ConfigError
+from ..preflight.clients import PRICING_REGION, session_for
+from ..preflight.stack_config import load_stack
+from .calculator import estimate
+from .live import live_table
+from .prices import PINNED
+from .render import render_json, render_markdown, render_table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m components.cost", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
+    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
+    parser.add_argument("--live", action="store_true", help="read EC2 prices from the AWS Price List API (needs credentials)")
+    parser.add_argument(
+        "--on", type=date.fromisoformat, default=date.today(), help="date deciding standard or extended EKS support (default: today)"
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the estimate as JSON")
+    output.add_argument("--markdown", action="store_true", help="print the estimate as a Markdown table")
+    args = parser.parse_args(argv)
+
+    try:
+        config = load_stack(args.project_dir, args.stack)
+    except (ConfigError, FileNotFoundError) as error:
+        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
+        return 2
+    prices = PINNED
+    if args.live:
+        session = session_for(config.profile, config.region)
+        try:
+            prices = live_table(
+                PINNED,
+                config,
+                pricing=session.client("pricing", region_name=PRICING_REGION),
+                ec2=session.client("ec2"),
+                now=datetime.now(timezone.utc),
+            )
+        except (ClientError, BotoCoreError) as error:
+            print(f"error: could not read live prices: {error}", file=sys.stderr)
+            return 1
+    result = estimate(config, prices, on=args.on)
+    print(render_json(result) if args.json else render_markdown(result) if args.markdown else render_table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

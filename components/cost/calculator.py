@@ -1,0 +1,338 @@
+"""What a stack costs, from its config and a price table alone (pure: no AWS call, no clock).
+
+Two figures:
+
+- the **idle baseline** per month: what runs with no workload (control plane, NAT gateways, system nodes and their
+  volumes, FSx, Prometheus' volume, control-plane logs, KMS keys);
+- the **GPU spend ceiling** of each accelerator NodePool: its device limit ÷ devices per instance, × the hourly
+  price of each instance type the pool allows, × 730 h; the cheapest and the dearest way to fill the limit.
+
+A price missing from the table is reported and left out of the sums, never counted as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from typing import Mapping
+
+from ..config import ControlPlaneLog, PlatformConfig
+from ..preflight.checks_account import nat_zones
+from ..preflight.selection import InstanceShape, accelerated_shapes, device_limit, select
+from .prices import HOURS_PER_MONTH, STANDARD_SUPPORT_ENDS, PriceTable, RegionRates
+
+#: Assumed control-plane log volume per month by log type (GB ingested), low and high: an estimate for a cluster of
+#: this size, not a price. Audit logs grow with API traffic (controllers, CI, kubectl) and dominate.
+LOG_VOLUME_GB: Mapping[ControlPlaneLog, tuple[Decimal, Decimal]] = {
+    ControlPlaneLog.API: (Decimal(1), Decimal(10)),
+    ControlPlaneLog.AUDIT: (Decimal(2), Decimal(30)),
+    ControlPlaneLog.AUTHENTICATOR: (Decimal("0.5"), Decimal(5)),
+    ControlPlaneLog.CONTROLLER_MANAGER: (Decimal(1), Decimal(10)),
+    ControlPlaneLog.SCHEDULER: (Decimal("0.5"), Decimal(5)),
+}
+
+NOT_COUNTED = (
+    "NAT gateway data processing and data transfer (per GB)",
+    "S3 storage and requests",
+    "CloudWatch Logs storage",
+    "load balancers your Services and Ingresses create",
+    "CPU nodes Karpenter launches for workloads (bounded by each CPU pool's cpu limit)",
+)
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """One baseline item per month; `low`/`high` are None when a price is missing."""
+
+    item: str
+    low: Decimal | None
+    high: Decimal | None
+    basis: str
+
+
+@dataclass(frozen=True)
+class Fill:
+    """One way to fill a pool's limit: `instances` of `instance_type` at `hourly` each."""
+
+    instance_type: str
+    instances: int
+    hourly: Decimal
+
+    @property
+    def monthly(self) -> Decimal:
+        return self.instances * self.hourly * HOURS_PER_MONTH
+
+
+@dataclass(frozen=True)
+class PoolCeiling:
+    pool: str
+    resource: str
+    limit: int
+    capacity_types: tuple[str, ...]
+    cheapest: Fill | None
+    dearest: Fill | None
+    #: The same at spot prices, when the table has them and the pool allows spot.
+    spot_cheapest: Fill | None
+    spot_dearest: Fill | None
+    unpriced: tuple[str, ...]
+    #: Allowed types with more devices than the limit: Karpenter never launches them for this pool.
+    over_limit: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    stack: str
+    region: str
+    price_date: date
+    price_source: str
+    baseline: tuple[CostLine, ...]
+    pools: tuple[PoolCeiling, ...]
+    missing: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    def _sum(self, attribute: str) -> Decimal | None:
+        values = [getattr(line, attribute) for line in self.baseline if getattr(line, attribute) is not None]
+        return sum(values, Decimal(0)) if values else None
+
+    @property
+    def idle_low(self) -> Decimal | None:
+        return self._sum("low")
+
+    @property
+    def idle_high(self) -> Decimal | None:
+        return self._sum("high")
+
+    @property
+    def gpu_ceiling(self) -> Decimal:
+        return sum((p.dearest.monthly for p in self.pools if p.dearest is not None), Decimal(0))
+
+    @property
+    def ceiling(self) -> Decimal | None:
+        """Idle (high end) plus every GPU pool filled at its limit with its dearest instance type."""
+        idle = self.idle_high
+        return None if idle is None else idle + self.gpu_ceiling
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+
+def _quantity(value: Decimal) -> str:
+    text = format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _hours(rate: Decimal) -> str:
+    return f"${rate}/h × {HOURS_PER_MONTH} h"
+
+
+class _Pricer:
+    """Looks prices up and remembers what was missing."""
+
+    def __init__(self, prices: PriceTable, region: str):
+        self.prices = prices
+        self.region = region
+        self.rates: RegionRates | None = prices.rates.get(region)
+        self.missing: list[str] = []
+        self._known_region = region in prices.instances
+        if self.rates is None:
+            self.missing.append(f"region {region}: no rates in the {prices.source}")
+        if not self._known_region:
+            self.missing.append(f"region {region}: no instance prices in the {prices.source}")
+
+    def instance(self, instance_type: str) -> Decimal | None:
+        hourly = self.prices.instance_hour(self.region, instance_type)
+        if hourly is None and self._known_region:
+            self.missing.append(f"{self.region} {instance_type} on-demand")
+        return hourly
+
+    def line(self, item: str, rate: Decimal | None, quantity: Decimal, basis: str, high: Decimal | None = None) -> CostLine:
+        """`quantity` (or `quantity` to `high`) units at `rate`."""
+        if rate is None:
+            return CostLine(item, None, None, "price missing")
+        return CostLine(item, rate * quantity, rate * (quantity if high is None else high), basis)
+
+
+def _control_plane(config: PlatformConfig, pricer: _Pricer, on: date, notes: list[str]) -> CostLine:
+    version = config.cluster.kubernetes_version
+    ends = STANDARD_SUPPORT_ENDS.get(version)
+    extended = ends is not None and on > ends
+    if ends is None:
+        notes.append(f"the end of standard support of Kubernetes {version} is not pinned: priced at the standard rate")
+    rates = pricer.rates
+    rate = None if rates is None else rates.eks_extended_hour if extended else rates.eks_standard_hour
+    support = "extended support" if extended else "standard support"
+    return pricer.line(f"EKS control plane ({version}, {support})", rate, HOURS_PER_MONTH, _hours(rate) if rate else "")
+
+
+def baseline(config: PlatformConfig, pricer: _Pricer, on: date, notes: list[str]) -> list[CostLine]:
+    rates = pricer.rates
+    lines = [_control_plane(config, pricer, on, notes)]
+
+    nats = len(nat_zones(config.network))
+    if nats:
+        nat = rates.nat_gateway_hour if rates else None
+        ipv4 = rates.public_ipv4_hour if rates else None
+        lines.append(pricer.line(f"NAT gateways ({nats}, hours only)", nat, nats * HOURS_PER_MONTH, f"{nats} × {_hours(nat) if nat else ''}"))
+        lines.append(
+            pricer.line(f"public IPv4 addresses of the NAT gateways ({nats})", ipv4, nats * HOURS_PER_MONTH, f"{nats} × {_hours(ipv4) if ipv4 else ''}")
+        )
+
+    group = config.cluster.system_node_group
+    # EKS launches on-demand node groups in the order of instanceTypes (the "prioritized" allocation strategy).
+    first = group.instance_types[0]
+    hourly = pricer.instance(first)
+    lines.append(
+        pricer.line(
+            f"system node group ({group.desired_size} × {first}, on-demand)",
+            hourly,
+            group.desired_size * HOURS_PER_MONTH,
+            f"{group.desired_size} × {_hours(hourly) if hourly else first}",
+        )
+    )
+    gp3 = rates.gp3_gib_month if rates else None
+    root_gib = group.desired_size * group.disk_size_gib
+    lines.append(
+        pricer.line(
+            f"system node root volumes ({group.desired_size} × {group.disk_size_gib} GiB gp3)",
+            gp3,
+            Decimal(root_gib),
+            f"{root_gib} GiB × ${gp3}/GiB-month" if gp3 else "",
+        )
+    )
+
+    fsx = config.storage.fsx
+    if fsx is not None:
+        key = fsx.deployment_type if fsx.per_unit_storage_throughput is None else f"{fsx.deployment_type}/{fsx.per_unit_storage_throughput}"
+        rate = rates.lustre_gib_month.get(key) if rates else None
+        if rate is None and rates is not None:
+            pricer.missing.append(f"{pricer.region} FSx for Lustre {key}")
+        lines.append(
+            pricer.line(
+                f"FSx for Lustre ({key}, {fsx.storage_capacity_gib} GiB)",
+                rate,
+                Decimal(fsx.storage_capacity_gib),
+                f"{fsx.storage_capacity_gib} GiB × ${rate}/GiB-month" if rate else "",
+            )
+        )
+
+    if config.observability.enabled:
+        gib = config.observability.storage_gib
+        lines.append(pricer.line(f"Prometheus volume ({gib} GiB gp3)", gp3, Decimal(gib), f"{gib} GiB × ${gp3}/GiB-month" if gp3 else ""))
+
+    log_types = config.cluster.log_types
+    if log_types:
+        low = sum((LOG_VOLUME_GB[t][0] for t in log_types), Decimal(0))
+        high = sum((LOG_VOLUME_GB[t][1] for t in log_types), Decimal(0))
+        rate = rates.log_ingestion_gb if rates else None
+        names = ", ".join(t.value for t in log_types)
+        lines.append(
+            pricer.line(
+                f"control-plane logs ingested ({len(log_types)} log types)",
+                rate,
+                low,
+                f"{_quantity(low)}-{_quantity(high)} GB assumed ({names}) × ${rate}/GB" if rate else "",
+                high=high,
+            )
+        )
+
+    keys = 1 + (1 if any(b.encryption == "kms" for b in config.storage.buckets.values()) else 0)
+    kms = rates.kms_key_month if rates else None
+    lines.append(pricer.line(f"KMS keys ({keys}: Kubernetes secrets" + (", buckets)" if keys > 1 else ")"), kms, Decimal(keys), f"{keys} × ${kms}/month" if kms else ""))
+
+    if config.network.existing is None:
+        lines.append(CostLine("S3 gateway endpoint", Decimal(0), Decimal(0), "free"))
+    return lines
+
+
+def _fills(shapes: list[InstanceShape], limit: int, hourly: Mapping[str, Decimal]) -> tuple[Fill | None, Fill | None]:
+    fills = [
+        Fill(s.instance_type, limit // s.devices, hourly[s.instance_type])
+        for s in shapes
+        if s.instance_type in hourly
+    ]
+    if not fills:
+        return None, None
+    by_cost = sorted(fills, key=lambda f: (f.monthly, f.instance_type))
+    return by_cost[0], by_cost[-1]
+
+
+def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> list[PoolCeiling]:
+    ceilings = []
+    catalog = accelerated_shapes()
+    for name, pool in sorted(config.karpenter.node_pools.items()):
+        limit = device_limit(pool)
+        if limit is None:
+            notes.append(f"{name}: no GPU or Neuron limit (a CPU pool), so no GPU ceiling")
+            continue
+        resource, devices = limit
+        selection = select(pool)
+        allowed = selection.allowed(catalog)
+        fitting = [s for s in allowed if 0 < s.devices <= devices]
+        over = tuple(s.instance_type for s in allowed if s.devices > devices)
+        on_demand: dict[str, Decimal] = {}
+        unpriced = []
+        for shape in fitting:
+            hourly = pricer.instance(shape.instance_type)
+            if hourly is None:
+                unpriced.append(shape.instance_type)
+            else:
+                on_demand[shape.instance_type] = hourly
+        cheapest, dearest = _fills(fitting, devices, on_demand)
+        spot_cheapest = spot_dearest = None
+        if "spot" in selection.capacity_types:
+            spot = {
+                s.instance_type: price
+                for s in fitting
+                if (price := pricer.prices.spot_hour(pricer.region, s.instance_type)) is not None
+            }
+            spot_cheapest, spot_dearest = _fills(fitting, devices, spot)
+        if not fitting:
+            notes.append(f"{name}: no allowed instance type fits within its limit of {devices} {resource}")
+        ceilings.append(
+            PoolCeiling(
+                pool=name,
+                resource=resource,
+                limit=devices,
+                capacity_types=selection.capacity_types,
+                cheapest=cheapest,
+                dearest=dearest,
+                spot_cheapest=spot_cheapest,
+                spot_dearest=spot_dearest,
+                unpriced=tuple(unpriced),
+                over_limit=over,
+            )
+        )
+    return ceilings
+
+
+def estimate(config: PlatformConfig, prices: PriceTable, *, on: date) -> Estimate:
+    """The stack's idle baseline and GPU ceilings at `prices`; `on` decides standard or extended EKS support."""
+    pricer = _Pricer(prices, config.region)
+    notes: list[str] = []
+    lines = baseline(config, pricer, on, notes)
+    pools = pool_ceilings(config, pricer, notes)
+    if any("spot" in p.capacity_types for p in pools):
+        notes.append("spot pools: priced at the on-demand price, which a spot instance never bills above")
+    return Estimate(
+        stack=config.stack,
+        region=config.region,
+        price_date=prices.date,
+        price_source=prices.source,
+        baseline=tuple(lines),
+        pools=tuple(pools),
+        missing=tuple(dict.fromkeys(pricer.missing)),
+        notes=tuple(notes),
+    )
+
+
+def headline(estimate: Estimate) -> str:
+    """The one line the offline preview prints."""
+    idle, ceiling = estimate.idle_high, estimate.ceiling
+    if idle is None or ceiling is None:
+        return f"cost unknown: {estimate.missing[0]}"
+    line = f"about ${idle:,.0f}/month idle; up to ${ceiling:,.0f}/month with every GPU pool at its limit"
+    if estimate.missing:
+        line += f" ({len(estimate.missing)} price(s) missing: python -m components.cost --stack {estimate.stack})"
+    return line
