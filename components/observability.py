@@ -115,7 +115,14 @@ class Observability(pulumi.ComponentResource):
         cluster, config = args.cluster, args.config
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
         namespace = k8s_objects.create(
-            f"{name}-namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, k8s_opts
+            f"{name}-namespace",
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                # The node exporter reads the host's network, PIDs and file systems.
+                "metadata": {"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+            },
+            k8s_opts,
         )
         in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
         password = random.RandomPassword(f"{name}-grafana-admin", length=32, special=False, opts=pulumi.ResourceOptions(parent=self))

@@ -31,6 +31,7 @@ Enforcement = Literal["mandatory", "advisory", "disabled"]
 
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+NAMESPACE = "kubernetes:core/v1:Namespace"
 BUCKET = "aws:s3/bucket:Bucket"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -368,6 +369,24 @@ def _default_passwords(resource: Resource) -> Iterable[str]:
         yield f"{resource.name} leaves Grafana's admin password at the chart default"
 
 
+#: Pod Security Admission: the label that sets a namespace's enforced level, and the namespaces whose platform
+#: DaemonSets need host access (GPU Operator, node exporter) and so may run `privileged`.
+POD_SECURITY_LABEL = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
+PRIVILEGED_NAMESPACES = frozenset({"kube-system", "gpu-operator", "monitoring"})
+
+
+def _pod_security(resource: Resource) -> Iterable[str]:
+    metadata = resource.props.get("metadata") or {}
+    name = metadata.get("name", resource.name)
+    level = (metadata.get("labels") or {}).get(POD_SECURITY_LABEL)
+    if level not in POD_SECURITY_LEVELS:
+        # Without a level, a hostNetwork pod reads the node's instance credentials whatever the IMDS hop limit.
+        yield f"namespace {name} sets no {POD_SECURITY_LABEL} level ({', '.join(POD_SECURITY_LEVELS)})"
+    elif level == "privileged" and name not in PRIVILEGED_NAMESPACES:
+        yield f"namespace {name} enforces 'privileged'; only {', '.join(sorted(PRIVILEGED_NAMESPACES))} may"
+
+
 # ------------------------------------------------------------------------------------------------------ GPU rules
 
 
@@ -593,6 +612,14 @@ RULES: tuple[Rule, ...] = (
         types=(NODEPOOL,),
         check_resource=disruption_set,
         tags=("gpu", "cost"),
+    ),
+    Rule(
+        "namespaces-pod-security",
+        "Every namespace the stack creates enforces a Pod Security level; only platform namespaces are privileged.",
+        f"Label the namespace {POD_SECURITY_LABEL}: baseline (or restricted).",
+        "mandatory",
+        types=(NAMESPACE,),
+        check_resource=_pod_security,
     ),
     Rule(
         "spot-needs-interruption-queue",

@@ -14,6 +14,7 @@ from .config import BucketConfig, FsxConfig, StatefulResources, StorageConfig
 from .iam import to_json
 from .storage_render import (
     DYNAMIC_FSX_TAG,
+    bucket_key_policy,
     data_repository_policy,
     fsx_csi_controller_policy,
     fsx_storage_class,
@@ -28,6 +29,13 @@ LUSTRE_PORTS = {"lnet": (988, 988), "servers": (1018, 1023)}
 FSX_CSI_NAMESPACE = "kube-system"
 #: The controller's service account as the chart names it; its IRSA trust policy names exactly this.
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+#: Team namespaces: no host network, PID, paths or privilege (a hostNetwork pod would read the node's instance
+#: credentials whatever the IMDS hop limit); warnings for what `restricted` would refuse.
+TEAM_POD_SECURITY = {
+    "pod-security.kubernetes.io/enforce": "baseline",
+    "pod-security.kubernetes.io/warn": "restricted",
+    "pod-security.kubernetes.io/audit": "restricted",
+}
 #: Creating a file system and importing a large bucket prefix take far longer than the provider's defaults.
 FSX_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="60m")
 IMPORT_TIMEOUTS = pulumi.CustomTimeouts(create="6h", update="6h", delete="2h")
@@ -77,6 +85,7 @@ class Storage(pulumi.ComponentResource):
         self.file_system = None
         self.fsx_zone = args.fsx_zone
         self.data_repository_policy_arn = None
+        self._key_policy = self._bucket_key_policy() if self._kms_key is not None else None
         if args.config.fsx is not None:
             self._fsx(args.config.fsx, k8s_opts)
         self.register_outputs({"buckets": {k: b.bucket for k, b in self.buckets.items()}, "fsxZone": self.fsx_zone})
@@ -92,6 +101,27 @@ class Storage(pulumi.ComponentResource):
                 opts=self._stateful,
             )
         return self._kms_key
+
+    def _bucket_key_policy(self) -> aws.kms.KeyPolicy:
+        """The buckets' key policy, admitting FSx's S3 access to a KMS-encrypted data repository bucket."""
+        assert self._kms_key is not None
+        fsx = self._args.config.fsx
+        repository = fsx.data_repository if fsx is not None else None
+        fsx_buckets = []
+        if repository is not None and self._args.config.buckets[repository.bucket].encryption == "kms":
+            fsx_buckets.append(self.buckets[repository.bucket].arn)
+        cluster = self._args.cluster
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        return aws.kms.KeyPolicy(
+            f"{self._name}-buckets",
+            key_id=self._kms_key.id,
+            policy=pulumi.Output.all(cluster.partition, account_id, *fsx_buckets).apply(
+                lambda v: to_json(
+                    bucket_key_policy(partition=v[0], account_id=v[1], region=cluster.region, fsx_bucket_arns=tuple(v[2:]))
+                )
+            ),
+            opts=self._stateful,
+        )
 
     def _bucket(self, key: str, config: BucketConfig) -> aws.s3.Bucket:
         name, stateful = f"{self._name}-{key}", self._stateful
@@ -279,7 +309,7 @@ class Storage(pulumi.ComponentResource):
             )
             ns = k8s_objects.create(
                 f"{name}-ns-{namespace}",
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": TEAM_POD_SECURITY}},
                 k8s_opts,
             )
             # why: the driver mounts and unmounts the volume; on destroy the claims go while it still runs.
@@ -323,5 +353,10 @@ class Storage(pulumi.ComponentResource):
             imported_file_chunk_size=repository.imported_file_chunk_size_mib,
             s3={"auto_import_policy": {"events": events}, "auto_export_policy": {"events": events}},
             delete_data_in_filesystem=False,
-            opts=pulumi.ResourceOptions(parent=self, custom_timeouts=IMPORT_TIMEOUTS),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                custom_timeouts=IMPORT_TIMEOUTS,
+                # why: on a KMS-encrypted bucket, imports and exports fail until the key admits FSx's S3 access.
+                depends_on=[self._key_policy] if self._key_policy is not None else [],
+            ),
         )

@@ -37,6 +37,53 @@ def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
     }
 
 
+#: The service-linked roles FSx creates per file system to reach a data repository (FSx for Lustre guide, "Working
+#: with server-side encrypted Amazon S3 buckets").
+FSX_S3_ROLE_PATH = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_"
+
+
+def bucket_key_policy(
+    *, partition: str, account_id: str, region: str, fsx_bucket_arns: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The key policy of the buckets' KMS key: the account administers it through IAM (the default policy), and FSx's
+    S3 service-linked roles may use it through S3, in this account, for the data repository buckets only.
+
+    That role's name carries the file system id and it exists only once the data repository association is made,
+    and a key policy cannot name a principal that does not exist yet; so it is matched by `aws:PrincipalArn`.
+    With S3 Bucket Keys on, the encryption context is the bucket's ARN; without, the object's.
+    """
+    suffix = "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "AccountAdministersTheKeyThroughIam",
+            "Effect": "Allow",
+            "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
+            "Action": "kms:*",
+            "Resource": "*",
+        }
+    ]
+    if fsx_bucket_arns:
+        statements.append(
+            {
+                "Sid": "FsxDataRepositoryThroughS3",
+                "Effect": "Allow",
+                "Principal": {"AWS": "*"},
+                "Action": ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey", "kms:ReEncrypt*"],
+                "Resource": "*",
+                "Condition": {
+                    "ArnLike": {"aws:PrincipalArn": f"arn:{partition}:iam::{account_id}:{FSX_S3_ROLE_PATH}*"},
+                    "StringEquals": {"kms:CallerAccount": account_id, "kms:ViaService": f"s3.{region}.{suffix}"},
+                    "StringLike": {
+                        "kms:EncryptionContext:aws:s3:arn": sorted(
+                            [*fsx_bucket_arns, *(f"{arn}/*" for arn in fsx_bucket_arns)]
+                        )
+                    },
+                },
+            }
+        )
+    return {"Version": IAM_VERSION, "Statement": statements}
+
+
 def data_repository_policy(*, partition: str, bucket_arn: str, prefix: str) -> dict[str, Any]:
     """What the identity that creates a data repository association needs on the bucket prefix.
 

@@ -542,6 +542,38 @@ def test_every_rule_has_a_test_here():
     assert [r.name for r in RULES if f'"{r.name}"' not in source] == []
 
 
+# ------------------------------------------------------------------------------------------ pod security
+
+
+def namespace(name: str, labels: dict | None = None) -> Resource:
+    metadata = {"name": name, **({"labels": labels} if labels is not None else {})}
+    return res(policy_rules.NAMESPACE, name, metadata=metadata)
+
+
+@pytest.mark.parametrize(
+    ("resource", "bad"),
+    [
+        (namespace("team-a"), "sets no pod-security.kubernetes.io/enforce level"),
+        (namespace("team-a", {"pod-security.kubernetes.io/enforce": "none"}), "sets no"),
+        (namespace("team-a", {"pod-security.kubernetes.io/enforce": "privileged"}), "only gpu-operator, kube-system, monitoring may"),
+        (namespace("team-a", {"pod-security.kubernetes.io/enforce": "baseline"}), None),
+        (namespace("gpu-operator", {"pod-security.kubernetes.io/enforce": "privileged"}), None),
+    ],
+)
+def test_every_namespace_enforces_a_pod_security_level(resource, bad):
+    found = broken("namespaces-pod-security", [resource])
+    assert (found == []) if bad is None else (len(found) == 1 and bad in found[0])
+
+
+def test_team_namespaces_enforce_baseline_and_warn_of_restricted(prod):
+    team = next(r for r in prod.of_type(policy_rules.NAMESPACE) if r.inputs["metadata"]["name"] == "team-a")
+    assert team.inputs["metadata"]["labels"] == {
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted",
+    }
+
+
 # ------------------------------------------------------------------------------------- stacks and enforcement
 
 
@@ -604,6 +636,7 @@ SEEDS: dict[str, tuple[Match, Callable[[dict[str, Any]], Any] | None]] = {
     "training-pool-protected": (of_type(NODEPOOL), lambda p: p["spec"]["template"]["metadata"]["labels"].update({WORKLOAD_LABEL: "training"})),
     "inference-pool-flexible": (of_type(NODEPOOL, "inference-a10g-spot"), lambda p: template_spec(p)["requirements"].append(req("node.kubernetes.io/instance-type", "In", "g5.xlarge"))),
     "nodepool-disruption-set": (of_type(NODEPOOL), lambda p: p["spec"].pop("disruption")),
+    "namespaces-pod-security": (of_type(policy_rules.NAMESPACE), lambda p: p["metadata"].pop("labels", None)),
     "spot-needs-interruption-queue": (of_type("aws:sqs/queue:Queue"), None),
     "gpu-pools-need-operator-and-dcgm": (lambda r: r.type == RELEASE and r.inputs.get("chart") == "gpu-operator", None),
 }

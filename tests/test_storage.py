@@ -285,3 +285,29 @@ def test_without_the_dynamic_class_the_fsx_driver_gets_no_aws_access(dev):
     assert set(_classes(dev)) == {"gp3"}
     assert not [r for r in dev.of_type("aws:iam/role:Role") if "fsx-csi" in r.name]
     assert set(_fsx_driver(dev).inputs["values"]["controller"]) == {"nodeSelector", "tolerations"}
+
+
+def test_fsx_may_use_the_bucket_key_of_a_kms_encrypted_data_repository_through_s3_only(prod):
+    """Without this statement FSx's S3 service-linked role cannot read or write the encrypted prefix."""
+    key_policy = prod.one("aws:kms/keyPolicy:KeyPolicy", "storage-buckets")
+    statements = {s["Sid"]: s for s in json.loads(key_policy.inputs["policy"])["Statement"]}
+    bucket_arn = prod.one("aws:s3/bucket:Bucket", "storage-datasets").outputs["arn"]
+    assert statements["AccountAdministersTheKeyThroughIam"]["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
+    fsx = statements["FsxDataRepositoryThroughS3"]
+    assert fsx["Condition"] == {
+        "ArnLike": {
+            "aws:PrincipalArn": "arn:aws:iam::123456789012:role/aws-service-role/"
+            "s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
+        },
+        "StringEquals": {"kms:CallerAccount": "123456789012", "kms:ViaService": "s3.us-west-2.amazonaws.com"},
+        "StringLike": {"kms:EncryptionContext:aws:s3:arn": [bucket_arn, f"{bucket_arn}/*"]},
+    }
+    association = prod.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation")
+    assert key_policy.urn in association.dependencies
+    assert key_policy.protect  # shares the fate of the key it belongs to
+
+
+def test_without_a_kms_data_repository_the_bucket_key_keeps_only_the_account_statement():
+    inventory = run_stack("dev", {"storage": {"buckets": {"models": {"encryption": "kms"}}}})
+    key_policy = json.loads(inventory.one("aws:kms/keyPolicy:KeyPolicy").inputs["policy"])
+    assert [s["Sid"] for s in key_policy["Statement"]] == ["AccountAdministersTheKeyThroughIam"]
