@@ -1,0 +1,31 @@
+"""Teardown sweep: delete what the cluster's controllers created in AWS and `pulumi destroy` does not know about.
+
+Karpenter's instances, launch templates and instance profiles; the load balancer controller's load balancers, target
+groups and security groups; volumes and file systems of claims; the VPC CNI's leftover interfaces; GuardDuty's
+endpoint in the VPC. Only objects tagged for this cluster (or, for interfaces and the endpoint, in the stack's VPC)
+are touched, in dependency order, with bounded waits; the stateful policy decides about data.
+
+    report = Sweeper(boto3.Session(), SweepTarget("ml-dev", "us-west-2", "destroy", vpc_id="vpc-0abc...")).run()
+    report.raise_unless_clean()
+"""
+
+from .clients import Clients
+from .model import Failure, Found, Kept, Kind, SweepFailed, SweepPlan, SweepReport, SweepTarget, Timeouts
+from .render import plan_text, report_text
+from .sweeper import Sweeper
+
+__all__ = [
+    "Clients",
+    "Failure",
+    "Found",
+    "Kept",
+    "Kind",
+    "SweepFailed",
+    "SweepPlan",
+    "SweepReport",
+    "SweepTarget",
+    "Sweeper",
+    "Timeouts",
+    "plan_text",
+    "report_text",
+]

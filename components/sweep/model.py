@@ -1,0 +1,199 @@
+"""What the sweep works on and what it reports: frozen values, no AWS calls."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Mapping
+
+from ..config_types import StatefulResources
+
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+
+
+class Kind(StrEnum):
+    """What a found object is. The order is the order of deletion (leak-check-only kinds last)."""
+
+    INSTANCE = "instance"
+    LAUNCH_TEMPLATE = "launch-template"
+    INSTANCE_PROFILE = "instance-profile"
+    LOAD_BALANCER = "load-balancer"
+    TARGET_GROUP = "target-group"
+    VOLUME = "volume"
+    FILE_SYSTEM = "file-system"
+    VPC_ENDPOINT = "vpc-endpoint"
+    NETWORK_INTERFACE = "network-interface"
+    SECURITY_GROUP_RULE = "security-group-rule"
+    SECURITY_GROUP = "security-group"
+    SUBNET = "subnet"
+    VPC = "vpc"
+
+
+@dataclass(frozen=True)
+class Found:
+    """One AWS object. `detail` holds what deleting it needs; it is not part of its identity."""
+
+    kind: Kind
+    id: str
+    label: str = ""
+    detail: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def as_json(self) -> dict[str, str]:
+        return {"kind": self.kind.value, "id": self.id, "label": self.label}
+
+
+@dataclass(frozen=True)
+class Kept:
+    """An object of the cluster the sweep leaves in place, and why."""
+
+    found: Found
+    reason: str
+
+    def as_json(self) -> dict[str, str]:
+        return {**self.found.as_json(), "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An object (or, with id `*`, a whole kind that could not be listed) the sweep could not delete."""
+
+    found: Found
+    error: str
+
+    def as_json(self) -> dict[str, str]:
+        return {**self.found.as_json(), "error": self.error}
+
+
+@dataclass(frozen=True)
+class SweepTarget:
+    """Whose leftovers to sweep.
+
+    `vpc_id` scopes what only the VPC identifies (CNI interfaces, the GuardDuty endpoint); without it those are not
+    swept. `owns_vpc` is False for a VPC the stack did not create (network.existing): other clusters may live there,
+    so only interfaces tagged with this cluster's name are taken, and the VPC's GuardDuty endpoint is left alone.
+    `stateful_policy` is the stack's `statefulResources` (a string is accepted).
+    """
+
+    cluster_name: str
+    region: str
+    stateful_policy: StatefulResources
+    vpc_id: str | None = None
+    owns_vpc: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stateful_policy", StatefulResources(self.stateful_policy))
+        if not self.cluster_name:
+            raise ValueError("cluster_name must not be empty")
+        if not self.region:
+            raise ValueError("region must not be empty")
+        if self.vpc_id is not None and not _VPC_ID.match(self.vpc_id):
+            raise ValueError(f"vpc_id: expected a VPC id like 'vpc-0abc...', got {self.vpc_id!r}")
+
+    @property
+    def keeps_data(self) -> bool:
+        """Under protect and retain, volumes and file systems of claims (they hold data) are never deleted."""
+        return self.stateful_policy is not StatefulResources.DESTROY
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "clusterName": self.cluster_name,
+            "region": self.region,
+            "statefulResources": self.stateful_policy.value,
+            "vpcId": self.vpc_id,
+            "ownsVpc": self.owns_vpc,
+        }
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Upper bounds, in seconds, on each wait; every wait polls every `poll_interval` seconds.
+
+    Defaults follow how long AWS usually takes: instances terminate in a minute or two, a load balancer's interfaces
+    linger for minutes after it is deleted (its security groups stay `DependencyViolation` until they go), and an
+    FSx for Lustre deletion takes up to half an hour.
+    """
+
+    instances: float = 600.0
+    load_balancers: float = 300.0
+    volumes: float = 300.0
+    file_systems: float = 1800.0
+    endpoints: float = 600.0
+    #: Retrying deletes refused while something still uses the object (DependencyViolation, ResourceInUse).
+    dependencies: float = 900.0
+    poll_interval: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What `run()` would do now. Interfaces of instances still running show up only once those are terminated."""
+
+    target: SweepTarget
+    delete: tuple[Found, ...]
+    keep: tuple[Kept, ...]
+    #: Kept objects' network interfaces, which keep the subnets and the VPC from being deleted.
+    blockers: tuple[Kept, ...]
+    #: Kinds that could not be listed.
+    failed: tuple[Failure, ...]
+    advice: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target.as_json(),
+            "delete": [f.as_json() for f in self.delete],
+            "keep": [k.as_json() for k in self.keep],
+            "blockers": [k.as_json() for k in self.blockers],
+            "failed": [f.as_json() for f in self.failed],
+            "advice": list(self.advice),
+        }
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What a run did: deleted, kept (with why), blocking the VPC, and could not delete (with the error)."""
+
+    target: SweepTarget
+    deleted: tuple[Found, ...]
+    kept: tuple[Kept, ...]
+    blockers: tuple[Kept, ...]
+    failed: tuple[Failure, ...]
+    advice: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Nothing failed (kept objects are fine: the stateful policy asked for them)."""
+        return not self.failed
+
+    @property
+    def clean(self) -> bool:
+        """Nothing failed and nothing kept stands in the way of deleting the cluster's network."""
+        return self.ok and not self.blockers
+
+    def raise_unless_clean(self) -> None:
+        if not self.clean:
+            raise SweepFailed(self)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target.as_json(),
+            "deleted": [f.as_json() for f in self.deleted],
+            "kept": [k.as_json() for k in self.kept],
+            "blockers": [k.as_json() for k in self.blockers],
+            "failed": [f.as_json() for f in self.failed],
+            "advice": list(self.advice),
+        }
+
+
+class SweepFailed(RuntimeError):
+    """Raised by `SweepReport.raise_unless_clean`; the message is the report's text."""
+
+    def __init__(self, report: SweepReport):
+        from .render import report_text  # render imports this module
+
+        super().__init__(report_text(report))
+        self.report = report
