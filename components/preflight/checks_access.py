@@ -147,26 +147,36 @@ def log_group_check(config: PlatformConfig, tags: Mapping[str, str] | None) -> C
     )
 
 
-def interruption_queue_prefix(cluster_name: str) -> str:
-    """Pulumi names the Karpenter interruption queue `<logical name>-<7 hex>`; the logical name is the Karpenter
-    component's (`<cluster name>-karpenter`, components/stack.py) plus `-interruption` (components/karpenter.py)."""
-    return f"{cluster_name}-karpenter-interruption"
+def interruption_queue_prefixes(cluster_name: str) -> tuple[str, ...]:
+    """Name prefixes of the Karpenter interruption queue. Pulumi names it `<logical name>-<7 hex>`: the Karpenter
+    part's name (`karpenter`, components/stack.py) plus `-interruption` (components/karpenter.py); stacks first
+    deployed with 0.1 keep their `<cluster name>-karpenter-interruption-` queue through the part's alias."""
+    return ("karpenter-interruption-", f"{cluster_name}-karpenter-interruption-")
 
 
-def interruption_queue_check(config: PlatformConfig, queues: Mapping[str, Mapping[str, str]]) -> CheckResult:
-    """The queue is auto-named, so no name can collide; a queue with the stack's prefix that is not this stack's is
-    a leftover whose EventBridge rules may still feed it."""
-    prefix = interruption_queue_prefix(config.cluster_name)
-    ours = sorted(url for url, tags in queues.items() if _owned(tags, config))
-    leftovers = sorted(url for url, tags in queues.items() if not _owned(tags, config))
-    if not queues:
-        return passed("name/interruption-queue", f"no SQS queue named {prefix}-*")
-    names = ", ".join(f"{url.rsplit('/', 1)[-1]} ({_tag_text(queues[url])})" for url in sorted(queues))
-    if leftovers or len(ours) > 1:
-        return warned(
-            "name/interruption-queue",
-            f"queues named {prefix}-* already exist: {names}; the new queue gets its own suffix, but a leftover "
-            "(and the EventBridge rules feeding it) belongs to no stack",
-            "delete the queues (and their EventBridge rules) of the earlier stack: aws sqs delete-queue --queue-url <url>",
+def interruption_queue_check(
+    config: PlatformConfig, queues: Mapping[str, Mapping[str, str]], cluster_tags: Mapping[str, str] | None
+) -> CheckResult:
+    """The queue is auto-named, so its name cannot collide. What can be wrong is a queue of this stack (its tags)
+    while the stack's cluster does not exist: a leftover of an earlier deployment, whose EventBridge rules may still
+    feed it. Queues of other stacks share the prefix and are none of this stack's business."""
+    name = "name/interruption-queue"
+    ours = sorted(url.rsplit("/", 1)[-1] for url, tags in queues.items() if _owned(tags, config))
+    deployed = cluster_tags is not None and _owned(cluster_tags, config)
+    if not ours:
+        others = len(queues)
+        return passed(
+            name,
+            "no interruption queue tagged for this stack"
+            + (f" ({others} of other stacks share the name prefix)" if others else "")
+            + "; the new queue is auto-named karpenter-interruption-<7 hex>",
         )
-    return passed("name/interruption-queue", f"{names} is this stack's: an update")
+    if deployed and len(ours) == 1:
+        return passed(name, f"{ours[0]} is this stack's: an update")
+    why = "the stack's cluster does not exist" if not deployed else "the stack has more than one"
+    return warned(
+        name,
+        f"queues tagged project={config.project}, stack={config.stack}: {', '.join(ours)}; {why}, so they are leftovers "
+        "of an earlier deployment (with their EventBridge rules)",
+        "delete the leftover queues and the EventBridge rules that target them: aws sqs delete-queue --queue-url <url>",
+    )

@@ -204,8 +204,13 @@ def vcpu_quota_check(quota: Quota, value: float | None, demands: Sequence[Demand
     required = sum(d.smallest for d in demands if d.sole)
     high = sum(d.largest for d in demands)
     parts = "; ".join(
-        f"{d.source} {d.smallest}" + (f"-{d.largest}" if d.largest != d.smallest else "")
-        + f" ({d.smallest_by}" + (f" .. {d.largest_by}" if d.largest_by != d.smallest_by else "") + ")"
+        f"{d.source} {d.smallest} ({d.smallest_by})" if d.smallest == d.largest
+        else f"{d.source} {d.smallest}-{d.largest} ({d.smallest_by} .. {d.largest_by})"
+        for d in demands
+    )
+    parts = "; ".join(
+        (f"{d.source} {d.smallest} ({d.smallest_by})" if d.smallest == d.largest
+         else f"{d.source} {d.smallest}-{d.largest} ({d.smallest_by} .. {d.largest_by})")
         + ("" if d.sole else ", or the other capacity type")
         for d in demands
     )

@@ -17,7 +17,7 @@ from .checks_access import (
     cluster_name_check,
     identity_check,
     interruption_queue_check,
-    interruption_queue_prefix,
+    interruption_queue_prefixes,
     control_plane_log_group,
     log_group_check,
     region_check,
@@ -78,9 +78,9 @@ def run_preflight(config: PlatformConfig, clients: Clients) -> list[CheckResult]
     results = [identity_check(identity, config.region)]
     results += _guarded("region", lambda: [region_check(config.region, reads.region_opt_in(clients.ec2, config.region))])
     results += _guarded("cluster-access", lambda: [cluster_access_check(config, identity, _principals(config, identity, clients))])
-    results += _capacity(config, clients)
-    results += _account(config, clients)
-    results += _names(config, clients)
+    results += capacity_checks(config, clients)
+    results += account_checks(config, clients)
+    results += name_checks(config, clients)
     return results
 
 
@@ -93,7 +93,7 @@ def _principals(config: PlatformConfig, identity: reads.Identity, clients: Clien
     return found
 
 
-def _capacity(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+def capacity_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
     zones, group = config.network.availability_zones, config.cluster.system_node_group
     results = _guarded("availability-zones", lambda: [zones_check(zones, reads.availability_zones(clients.ec2))])
     catalog: dict[tuple, list[InstanceShape]] = {}
@@ -140,7 +140,7 @@ def _capacity(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
     return results
 
 
-def _account(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+def account_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
     network, region = config.network, config.region
     results: list[CheckResult] = []
     if network.existing is not None:
@@ -192,16 +192,23 @@ def _account(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
     return results
 
 
-def _names(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+def name_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
     name = config.cluster_name
+    found: list[dict[str, str] | None] = []
+
+    def cluster() -> list[CheckResult]:
+        found.append(reads.cluster_tags(clients.eks, name))
+        return [cluster_name_check(config, found[0])]
+
+    def queues() -> list[CheckResult]:
+        named = {url: tags for prefix in interruption_queue_prefixes(name) for url, tags in reads.queues_named(clients.sqs, prefix).items()}
+        return [interruption_queue_check(config, named, found[0] if found else None)]
+
     return [
-        *_guarded("name/cluster", lambda: [cluster_name_check(config, reads.cluster_tags(clients.eks, name))]),
+        *_guarded("name/cluster", cluster),
         *_guarded(
             "name/log-group",
             lambda: [log_group_check(config, reads.log_group_tags(clients.logs, control_plane_log_group(name)))],
         ),
-        *_guarded(
-            "name/interruption-queue",
-            lambda: [interruption_queue_check(config, reads.queues_named(clients.sqs, interruption_queue_prefix(name)))],
-        ),
+        *_guarded("name/interruption-queue", queues),
     ]

@@ -64,6 +64,7 @@ class InstanceShape:
         family = self.family
         category = category_of(family)
         generation = re.match(r"[a-z-]+?(\d+)", family)
+        has_gpu = self.gpu_name is not None
         values: dict[str, str | int | None] = {
             "kubernetes.io/arch": self.architecture,
             "node.kubernetes.io/instance-type": self.instance_type,
@@ -72,10 +73,11 @@ class InstanceShape:
             f"{_AWS}instance-category": category,
             f"{_AWS}instance-generation": generation.group(1) if generation else None,
             f"{_AWS}instance-cpu": self.vcpus,
+            # Karpenter labels every instance with one kind of GPU, fractional ones (count 0) included.
             f"{_AWS}instance-gpu-name": self.gpu_name,
-            f"{_AWS}instance-gpu-manufacturer": "nvidia" if self.gpu_count else None,
-            f"{_AWS}instance-gpu-count": self.gpu_count or None,
-            f"{_AWS}instance-gpu-memory": self.gpu_memory_mib,
+            f"{_AWS}instance-gpu-manufacturer": "nvidia" if has_gpu else None,
+            f"{_AWS}instance-gpu-count": self.gpu_count if has_gpu else None,
+            f"{_AWS}instance-gpu-memory": self.gpu_memory_mib if has_gpu else None,
             f"{_AWS}instance-accelerator-name": self.accelerator_name,
             f"{_AWS}instance-accelerator-manufacturer": "aws" if self.accelerator_count else None,
             f"{_AWS}instance-accelerator-count": self.accelerator_count or None,
@@ -87,7 +89,7 @@ class InstanceShape:
         if key == f"{_AWS}instance-cpu":
             return self.vcpus is not None
         if key == f"{_AWS}instance-gpu-memory":
-            return self.gpu_memory_mib is not None or not self.gpu_count
+            return self.gpu_memory_mib is not None or self.gpu_name is None
         return key in _SHAPE_KEYS
 
 
