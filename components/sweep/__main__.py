@@ -1,0 +1,93 @@
+"""Sweep a stack's cluster leftovers, or check that none remain.
+
+    python -m components.sweep --stack dev              # delete them (what the teardown step does)
+    python -m components.sweep --stack dev --dry-run    # list what would be deleted and kept
+    python -m components.sweep --stack dev --check      # leak check after `pulumi destroy` (CI)
+
+The stack file gives the cluster name, region, AWS profile, `statefulResources` and, with network.existing, the VPC;
+a VPC the stack created is found by its tags. Exit status: 0 done (nothing failed, nothing blocks the network; for
+--check: no leaks); 1 something could not be deleted or listed, kept file systems block the network, or (--check)
+something is left; 2 the stack's configuration is invalid or its VPC cannot be told apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from ..config import ConfigError, parse_config
+from ..preview import read_project_name, read_stack_config
+from .clients import AWS_ERRORS, Clients, describe
+from .leaks import find_leaks
+from .locate import VpcLookupError, locate_vpc, target_for
+from .render import leak_text, plan_text, report_text
+from .sweeper import Sweeper
+
+SessionFactory = Callable[..., Any]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m components.sweep", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
+    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="list what would be deleted and kept; delete nothing")
+    mode.add_argument("--check", action="store_true", help="exit 1 if anything tagged for the cluster remains")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
+    return parser
+
+
+def main(argv: list[str] | None = None, *, session_factory: SessionFactory = boto3.Session) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        project = read_project_name(args.project_dir)
+        raw, _ = read_stack_config(args.project_dir, project, args.stack)
+        config = parse_config(raw, project=project, stack=args.stack)
+    except ConfigError as error:
+        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+    session = session_factory(profile_name=config.profile, region_name=config.region)
+    clients = Clients.from_session(session, config.region)
+    try:
+        vpc = locate_vpc(clients.ec2, config)
+    except VpcLookupError as error:
+        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
+        return 2
+    except AWS_ERRORS as error:
+        print(f"error: could not look for the stack's VPC: {describe(error)}", file=sys.stderr)
+        return 1
+    target = target_for(config, vpc)
+    if not args.json:
+        print(f"VPC: {vpc.vpc_id or 'none'} ({vpc.how})", file=sys.stderr)
+
+    if args.check:
+        leaks = find_leaks(clients, target)
+        _emit(args.json, leaks.as_json(), leak_text(leaks))
+        return 0 if leaks.ok else 1
+    progress = (lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr))
+    sweeper = Sweeper(clients, target, log=progress)
+    if args.dry_run:
+        plan = sweeper.plan()
+        _emit(args.json, plan.as_json(), plan_text(plan))
+        return 1 if plan.failed else 0
+    report = sweeper.run()
+    _emit(args.json, report.as_json(), report_text(report))
+    return 0 if report.clean else 1
+
+
+def _emit(as_json: bool, document: dict[str, Any], text: str) -> None:
+    print(json.dumps(document, indent=2, sort_keys=True) if as_json else text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
