@@ -15,6 +15,7 @@ from typing import Any, Literal, Mapping
 import yaml
 
 from .scheduling import GPU_RESOURCE
+from .system_capacity import BINPACK_SCHEDULER, quantity
 
 NAMESPACE = "kube-system"
 CONFIG_KEY = "config.yaml"
@@ -99,7 +100,7 @@ def scheduler_manifests(
                 "command": ["kube-scheduler", f"--config=/etc/kubernetes/scheduler/{CONFIG_KEY}", "--v=2"],
                 "livenessProbe": {**probe, "initialDelaySeconds": 15},
                 "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}},
-                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+                "resources": {"requests": dict(quantity(BINPACK_SCHEDULER)), "limits": {"memory": "512Mi"}},
                 "securityContext": {
                     "allowPrivilegeEscalation": False,
                     "readOnlyRootFilesystem": True,

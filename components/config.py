@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, Mapping
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from . import network_plan, versions
+from . import network_plan, system_capacity, versions
 from .config_errors import ConfigError, ConfigIssue, issues_from
 from .config_gpu import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
 from .config_observability import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
@@ -290,6 +290,20 @@ class PlatformConfig(ConfigModel):
         }
 
     @property
+    def system_capacity(self) -> system_capacity.SystemCapacity:
+        """What the system node group hosts with this config, and its room."""
+        gpu = self.gpu_node_image is not None
+        group = self.cluster.system_node_group
+        return system_capacity.system_capacity(
+            instance_types=group.instance_types,
+            nodes=group.desired_size,
+            fsx=self.storage.fsx is not None,
+            gpu_operator=gpu,
+            binpack_scheduler_replicas=self.gpu.scheduler.replicas if gpu and self.gpu.scheduler.enabled else None,
+            observability=self.observability.enabled,
+        )
+
+    @property
     def cluster_name(self) -> str:
         return self.cluster.name or f"{self.project}-{self.stack}"
 
@@ -326,6 +340,8 @@ class PlatformConfig(ConfigModel):
                 if value is not None:
                     problems.append((key, "is not available on Bottlerocket, which runs its own device plugin"))
         problems.extend(self._storage_problems())
+        if (full := self.system_capacity.problem()) is not None:
+            problems.append(("cluster.systemNodeGroup", full))
         if not _CLUSTER_NAME.match(self.cluster_name):
             problems.append(
                 (

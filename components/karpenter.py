@@ -15,7 +15,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from . import helm, versions
+from . import helm, system_capacity, versions
 from .cluster import ClusterHandle
 from .config import KarpenterConfig
 from .iam import node_role, to_json
@@ -55,7 +55,7 @@ def controller_values(
             "name": SERVICE_ACCOUNT,
             "annotations": {"eks.amazonaws.com/role-arn": role_arn},
         },
-        "replicas": 2,
+        "replicas": system_capacity.KARPENTER_REPLICAS,
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
         # Only on the system node group: Karpenter never runs on capacity it manages.
         "nodeSelector": {"kubernetes.io/os": "linux", **node_selector},
@@ -67,8 +67,8 @@ def controller_values(
             # IMDS is out of reach from pods (hop limit 1), so the region is given rather than discovered.
             "env": [{"name": "AWS_REGION", "value": region}],
             "resources": {
-                "requests": {"cpu": "1", "memory": "1Gi"},
-                "limits": {"memory": "1Gi"},
+                "requests": dict(system_capacity.quantity(system_capacity.KARPENTER_CONTROLLER)),
+                "limits": {"memory": system_capacity.quantity(system_capacity.KARPENTER_CONTROLLER)["memory"]},
             },
         },
         "logLevel": config.log_level,

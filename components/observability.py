@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import pulumi
 import pulumi_random as random
 
-from . import helm, k8s_objects, versions
+from . import helm, k8s_objects, system_capacity, versions
 from .cluster import ClusterHandle
 from .config import ObservabilityConfig
 from .observability_render import DASHBOARDS, GpuPool, alert_rules, dashboard_configmap, karpenter_service_monitor
@@ -69,7 +69,7 @@ def stack_values(
                     "whenDeleted": "Delete" if delete_volumes else "Retain",
                     "whenScaled": "Retain",
                 },
-                "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+                "resources": {"requests": dict(system_capacity.quantity(system_capacity.PROMETHEUS)), "limits": {"memory": "4Gi"}},
                 **placement,
             }
         },

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from . import aws_names, mocks, policy_rules
-from .config import ConfigError, parse_config
+from .config import ConfigError, PlatformConfig, parse_config
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
 SECRET_PLACEHOLDER = "preview-secret-placeholder"
@@ -211,16 +211,29 @@ def policy_report(violations: list[policy_rules.Violation]) -> str:
     return "\n".join(lines)
 
 
+def load_stack(project_dir: Path, stack: str) -> tuple[PlatformConfig, dict[str, str], list[str]]:
+    """A stack file's parsed config, and its raw config and secret keys as Pulumi hands them to the program.
+    Raises ConfigError on bad config."""
+    project = read_project_name(project_dir)
+    config, secret_keys = read_stack_config(project_dir, project, stack)
+    return parse_config(config, project=project, stack=stack), config, secret_keys
+
+
 def run_preview(project_dir: Path, stack: str) -> mocks.Inventory:
     """Parse the stack's config, then run the real program under mocks. Raises ConfigError on bad config."""
     from .stack import program  # imported late: importing it registers nothing, but keeps --help fast
 
-    project = read_project_name(project_dir)
-    config, secret_keys = read_stack_config(project_dir, project, stack)
-    parsed = parse_config(config, project=project, stack=stack)  # fail before anything is registered
+    parsed, config, secret_keys = load_stack(project_dir, stack)  # fail before anything is registered
     return mocks.run(
-        program, project=project, stack=stack, region=parsed.region, config=config, secret_keys=secret_keys
+        program, project=parsed.project, stack=stack, region=parsed.region, config=config, secret_keys=secret_keys
     )
+
+
+def capacity_report(config: PlatformConfig) -> str:
+    """The system node group's load and room, and a warning when losing a node would leave controllers Pending."""
+    capacity = config.system_capacity
+    warning = capacity.warning()
+    return capacity.summary() + (f"\nwarning: cluster.systemNodeGroup: {warning}" if warning else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     write_preview(inventory, args.out)
     violations = policy_rules.evaluate(policy_resources(inventory), overrides)
     print(summary(inventory, stack=args.stack, out=args.out, seconds=time.perf_counter() - started))
+    print(capacity_report(load_stack(args.project_dir, args.stack)[0]))
     print(policy_report(violations))
     return 1 if any(v.enforcement == "mandatory" for v in violations) else 0
 

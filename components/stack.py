@@ -199,4 +199,6 @@ def program() -> None:
         config = load_config()
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
+    if (warning := config.system_capacity.warning()) is not None:
+        pulumi.log.warn(f"cluster.systemNodeGroup: {warning}")
     export_outputs(build_platform(config))

@@ -190,7 +190,7 @@ def test_controller_survives_a_node_or_zone_loss_and_drains_one_replica_at_a_tim
 
 def test_controller_memory_is_guaranteed_so_it_is_not_evicted_under_node_pressure(dev):
     resources = _controller(dev).inputs["values"]["controller"]["resources"]
-    assert resources == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}}
+    assert resources == {"requests": {"cpu": "1000m", "memory": "1024Mi"}, "limits": {"memory": "1024Mi"}}
     assert resources["requests"]["memory"] == resources["limits"]["memory"]
 
 

@@ -1,0 +1,66 @@
+"""The system node group hosts every controller with room to lose a node; config refuses one that cannot."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components.config import ConfigError, parse_config
+from components.preview import main
+from components.system_capacity import Requests, node_capacity
+
+from .conftest import PROJECT, REPO, stack_config
+
+
+def test_node_room_follows_the_eks_ami_reservations():
+    # m7i.large: 2 vCPU, 8 GiB, 29 pods. CPU reserved 60m + 10m; memory 255 + 11 x 29 MiB and 100 MiB eviction.
+    assert node_capacity("m7i.large") == Requests(2000 - 70, 8192 - (255 + 319) - 100)
+    # m6i.xlarge: 4 vCPU, 16 GiB, 58 pods. CPU 60 + 10 + 5 + 5.
+    assert node_capacity("m6i.xlarge") == Requests(4000 - 80, 16384 - (255 + 638) - 100)
+    # r7i.2xlarge: 8 vCPU, 64 GiB; CPU 60 + 10 + 10 + 4 x 2.5.
+    assert node_capacity("r7i.2xlarge") == Requests(8000 - 90, 65536 - (255 + 638) - 100)
+    assert node_capacity("t3.large") is None  # not in the tables: the preview says so instead of guessing
+
+
+def test_the_dev_stack_load_is_summed_from_every_controller_pinned_to_the_system_nodes():
+    config = parse_config(stack_config("dev"), project=PROJECT, stack="dev")
+    # Deployments: Karpenter 2 x 1000m, CoreDNS 2 x 100m, EBS CSI controller 2 x 60m, FSx CSI controller 2 x 40m,
+    # GPU Operator 200m, bin-packing scheduler 2 x 100m, Prometheus 500m.
+    # DaemonSets on 2 nodes: aws-node 25m, kube-proxy 100m, EBS CSI node 30m, FSx CSI node 30m.
+    cpu = 2000 + 200 + 120 + 80 + 200 + 200 + 500 + 2 * (25 + 100 + 30 + 30)
+    memory = 2048 + 140 + 480 + 272 + 100 + 256 + 2048 + 2 * (0 + 0 + 120 + 104)
+    capacity = config.system_capacity
+    assert capacity.requests == Requests(cpu, memory) == Requests(3670, 5792)
+    assert capacity.room(1) == node_capacity("m7i.xlarge")  # dev keeps room for its controllers with a node lost
+    assert capacity.problem() is None and capacity.warning() is None
+
+
+def with_group(stack: str, **group) -> dict:
+    cluster = json.loads(stack_config(stack)[f"{PROJECT}:cluster"])
+    cluster["systemNodeGroup"] = {**cluster["systemNodeGroup"], **group}
+    return {"cluster": cluster}
+
+
+def test_a_group_too_small_for_its_controllers_is_refused_before_anything_is_created():
+    overrides = with_group("dev", instanceTypes=["m7i.large"], minSize=1, desiredSize=1)
+    with pytest.raises(ConfigError, match=r"cluster.systemNodeGroup: the controllers pinned to the system nodes request "
+                       r"3.48 vCPU, 5.4 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)"):
+        parse_config(stack_config("dev", overrides), project=PROJECT, stack="dev")
+
+
+def test_the_smallest_type_the_group_may_launch_decides(tmp_path):
+    config = parse_config(
+        stack_config("dev", with_group("dev", instanceTypes=["m7i.xlarge", "m7i.large"])), project=PROJECT, stack="dev"
+    )
+    assert config.system_capacity.instance_type == "m7i.large"
+
+
+def test_the_preview_prints_the_figure_and_warns_when_a_lost_node_would_leave_controllers_pending(tmp_path, capsys):
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    stack_file = (REPO / "Pulumi.dev.yaml").read_text().replace("instanceTypes: [m7i.xlarge, m6i.xlarge]", "instanceTypes: [m7i.large]")
+    (tmp_path / "Pulumi.dev.yaml").write_text(stack_file)
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project-dir", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "system nodes: requests 3.67 vCPU, 5.7 GiB of 3.86 vCPU, 14.7 GiB allocatable on 2 x m7i.large" in printed
+    assert "warning: cluster.systemNodeGroup: with one of the 2 system nodes lost, 1.93 vCPU" in printed
