@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from moto import mock_aws
 
-from components.sweep import Kind, SweepTarget, Timeouts
-from tests.sweep_world import World, build_world, by_kind, present, rewrite
+from components.sweep import NETWORK_KINDS, Kind, Sweeper, SweepTarget, Timeouts
+from tests.sweep_world import FakeClock, World, build_world, by_kind, present, refuse, rewrite
 
 STATEFUL = (Kind.VOLUME, Kind.FILE_SYSTEM)
 
@@ -179,6 +179,48 @@ def test_without_a_vpc_only_what_tags_name_is_swept(world: World):
     assert world.names["guardduty_group"] in present(world.clients)[Kind.SECURITY_GROUP]
     assert world.names["lb_group"] not in present(world.clients)[Kind.SECURITY_GROUP]
     assert any("No VPC" in line for line in report.advice)
+
+
+def test_a_file_system_already_being_deleted_is_waited_for_not_deleted_again(world: World):
+    (dynamic,) = world.claims[Kind.FILE_SYSTEM]
+    polls = []
+
+    def deleting_until_the_second_poll(params: dict, response: dict) -> None:
+        if not params.get("FileSystemIds"):  # the listing: the CSI driver already started deleting it
+            for fs in response["FileSystems"]:
+                if fs["FileSystemId"] == dynamic:
+                    fs["Lifecycle"] = "DELETING"
+            return
+        polls.append(params["FileSystemIds"])
+        response["FileSystems"] = [{"FileSystemId": dynamic, "Lifecycle": "DELETING"}] if len(polls) < 2 else []
+
+    rewrite(world.clients.fsx, "DescribeFileSystems", deleting_until_the_second_poll)
+    deletes = refuse(world.clients.fsx, "DeleteFileSystem", "BadRequest")
+    clock = FakeClock()
+
+    report = world.sweeper(clock=clock).run()
+
+    assert deletes.calls == []
+    assert polls == [[dynamic], [dynamic]]
+    assert dynamic in by_kind(report.deleted)[Kind.FILE_SYSTEM]
+    assert clock.sleeps == [Timeouts().poll_interval]
+
+
+def test_a_network_sweep_after_the_cluster_deletes_only_what_holds_the_vpc(world: World):
+    clock = FakeClock()
+    sweeper = Sweeper(world.clients, world.target(), kinds=NETWORK_KINDS, clock=clock, sleep=clock.sleep)
+
+    report = sweeper.run()
+
+    assert {kind for kind in by_kind(report.deleted)} == {
+        Kind.VPC_ENDPOINT,
+        Kind.NETWORK_INTERFACE,
+        Kind.SECURITY_GROUP_RULE,
+        Kind.SECURITY_GROUP,
+    }
+    assert world.remaining(world.ours).keys() == world.ours.keys() - NETWORK_KINDS
+    with pytest.raises(ValueError, match="vpc"):
+        Sweeper(world.clients, world.target(), kinds={Kind.VPC})
 
 
 def test_the_target_takes_the_policy_as_a_string_and_refuses_what_is_not_a_target():

@@ -16,9 +16,11 @@ from .leaks import LeakReport, find_leaks
 from .locate import VpcLocation, VpcLookupError, locate_vpc, target_for
 from .model import Failure, Found, Kept, Kind, SweepFailed, SweepPlan, SweepReport, SweepTarget, Timeouts
 from .render import leak_text, plan_text, report_text
-from .sweeper import Sweeper
+from .sweeper import NETWORK_KINDS, STEP_KINDS, Sweeper
 
 __all__ = [
+    "NETWORK_KINDS",
+    "STEP_KINDS",
     "Clients",
     "Failure",
     "Found",

@@ -267,14 +267,16 @@ def _instance(instance: dict[str, Any]) -> Found:
 def _volume(volume: dict[str, Any]) -> Found:
     tags = sel.tag_dict(volume.get("Tags"))
     attachments = tuple(
-        (a["InstanceId"], a.get("Device", "")) for a in volume.get("Attachments", ()) if a.get("State") != "detached"
+        (a["InstanceId"], a.get("Device", ""), a.get("State", "attached"))
+        for a in volume.get("Attachments", ())
+        if a.get("State") != "detached"
     )
     parts = [f"{volume.get('Size', '?')} GiB"]
     if sel.PVC_NAME_TAG in tags:
         parts.append(f"claim {tags.get(sel.PVC_NAMESPACE_TAG, '?')}/{tags[sel.PVC_NAME_TAG]}")
     parts.append(str(volume.get("State", "")))
     if attachments:
-        parts.append(f"attached to {', '.join(instance for instance, _ in attachments)}")
+        parts.append(f"attached to {', '.join(instance for instance, _, _ in attachments)}")
     label = ", ".join(parts)
     return Found(Kind.VOLUME, volume["VolumeId"], label, {"state": volume.get("State"), "attachments": attachments})
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,25 @@ from .clients import AWS_ERRORS, Clients, describe, is_gone, is_in_use
 from .discovery import FILTER_VALUES, LIVE_INSTANCE_STATES, Finder, Selection, chunks
 from .model import Failure, Found, Kept, Kind, SweepPlan, SweepReport, SweepTarget, Timeouts
 from .outcome import STATEFUL_KINDS, advice, blockers_of, kept_for_policy
+
+#: The kinds each step of the sweep deletes, in the order the steps run (rules go in the step of their groups).
+STEP_KINDS = (
+    Kind.INSTANCE,
+    Kind.LAUNCH_TEMPLATE,
+    Kind.INSTANCE_PROFILE,
+    Kind.LOAD_BALANCER,
+    Kind.TARGET_GROUP,
+    Kind.VOLUME,
+    Kind.FILE_SYSTEM,
+    Kind.VPC_ENDPOINT,
+    Kind.NETWORK_INTERFACE,
+    Kind.SECURITY_GROUP,
+)
+#: What can still hold the VPC once the cluster and its nodes are deleted: interfaces the CNI freed as the node
+#: group went, GuardDuty's endpoint (which GuardDuty may recreate while the cluster exists), and groups that those
+#: kept in use. A second sweep of these alone belongs between the cluster and the network.
+NETWORK_KINDS = frozenset({Kind.VPC_ENDPOINT, Kind.NETWORK_INTERFACE, Kind.SECURITY_GROUP})
+
 
 @dataclass
 class _Book:
@@ -38,7 +57,8 @@ class Sweeper:
     """Finds and deletes one cluster's leftovers. Holds no state between calls: `plan()` and `run()` list afresh.
 
     `aws` is a `Clients` or a `boto3.Session` (clients are then made for the target's region). `clock` and `sleep`
-    drive every wait, so a test can run the waits on a fake clock; `log` receives one line per step.
+    drive every wait, so a test can run the waits on a fake clock; `log` receives one line per step. `kinds`
+    limits the sweep to some steps (`NETWORK_KINDS`: what only the VPC still holds once the cluster is gone).
     """
 
     def __init__(
@@ -50,9 +70,14 @@ class Sweeper:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         log: Callable[[str], None] = lambda line: None,
+        kinds: Collection[Kind] = STEP_KINDS,
     ):
+        unknown = set(kinds) - set(STEP_KINDS)
+        if unknown:
+            raise ValueError(f"kinds: the sweep has no step for {sorted(k.value for k in unknown)}")
         self._aws = aws if isinstance(aws, Clients) else Clients.from_session(aws, target.region)
         self.target = target
+        self._kinds = frozenset(kinds)
         self._find = Finder(self._aws, target)
         self._timeouts = timeouts
         self._clock = clock
@@ -93,7 +118,7 @@ class Sweeper:
         """In dependency order: nodes before what they use, load balancers before their target groups and groups,
         everything with interfaces in the VPC before the security groups those interfaces use."""
         f = self._find
-        return (
+        steps = (
             _Step(Kind.INSTANCE, f.karpenter_instances, self._terminate_instances),
             _Step(Kind.LAUNCH_TEMPLATE, f.karpenter_launch_templates, self._delete_launch_templates),
             _Step(Kind.INSTANCE_PROFILE, f.karpenter_instance_profiles, self._delete_instance_profiles),
@@ -105,6 +130,7 @@ class Sweeper:
             _Step(Kind.NETWORK_INTERFACE, f.cni_interfaces, self._delete_interfaces),
             _Step(Kind.SECURITY_GROUP, self._groups_and_rules, self._delete_groups),
         )
+        return tuple(step for step in steps if step.kind in self._kinds)
 
     def _groups_and_rules(self) -> Selection:
         groups = self._find.swept_security_groups().take
@@ -190,8 +216,9 @@ class Sweeper:
         attached = [f for f in found if f.detail.get("attachments")]
 
         def detach(volume: Found) -> None:
-            for instance, device in volume.detail["attachments"]:
-                self._aws.ec2.detach_volume(VolumeId=volume.id, InstanceId=instance, Device=device)
+            for instance, device, state in volume.detail["attachments"]:
+                if state in ("attached", "attaching"):  # one already detaching needs only the wait
+                    self._aws.ec2.detach_volume(VolumeId=volume.id, InstanceId=instance, Device=device)
 
         detached = self._attempt(attached, detach, book)
         failed_detach = {f.id for f in attached} - {f.id for f in detached}
