@@ -483,7 +483,7 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
         issues.append(ConfigIssue(path="aws:region", message="is required (e.g. 'us-west-2')"))
         region = ""  # the remaining keys are still checked
     environment = values.get("environment")
-    if environment in {e.value for e in Environment}:
+    if isinstance(environment, str) and environment in {e.value for e in Environment}:
         network = values.get("network")
         existing_vpc = isinstance(network, dict) and "existing" in network
         values = _fill_defaults(values, environment_defaults(Environment(environment), str(region), existing_vpc))

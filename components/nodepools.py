@@ -16,6 +16,7 @@ preset can never hide a mistake (a GPU pool without its taint or GPU limit is an
 from __future__ import annotations
 
 import difflib
+import reprlib
 from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StrictStr, model_validator
@@ -181,8 +182,10 @@ def _apply_preset(data: Any, presets: Mapping[str, Mapping[str, Any]]) -> Any:
     if not isinstance(data, Mapping) or "preset" not in data:
         return data
     preset = data["preset"]
-    if preset not in presets:
-        raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(sorted(presets))}")
+    if not isinstance(preset, str) or preset not in presets:
+        raise FieldProblems(
+            [("preset", f"expected one of the presets {', '.join(sorted(presets))}, got {reprlib.repr(preset)}")]
+        )
     return deep_merge(presets[preset], data)
 
 

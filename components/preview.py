@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from . import aws_names, mocks, policy_rules
-from .config import ConfigError, PlatformConfig, parse_config
+from .config import ConfigError, ConfigIssue, PlatformConfig, parse_config
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
 SECRET_PLACEHOLDER = "preview-secret-placeholder"
@@ -56,9 +56,12 @@ def read_stack_config(project_dir: Path, project: str, stack: str) -> tuple[dict
     if not path.exists():
         raise FileNotFoundError(f"no stack file {path.name} in {project_dir}")
     document = yaml.safe_load(path.read_text()) or {}
+    entries = document.get("config") if isinstance(document, Mapping) else document
+    if not isinstance(entries, Mapping | None):
+        raise ConfigError([ConfigIssue(path="config", message=f"expected a mapping of config keys in {path.name}")])
     config: dict[str, str] = {}
     secret_keys: list[str] = []
-    for key, value in (document.get("config") or {}).items():
+    for key, value in (entries or {}).items():
         full_key = key if ":" in key else f"{project}:{key}"
         if isinstance(value, Mapping) and set(value) == {"secure"}:
             config[full_key] = SECRET_PLACEHOLDER

@@ -332,7 +332,8 @@ def test_mistake_in_a_pool_is_reported_with_its_key_path_and_expectation(fields,
 
 
 def test_unknown_preset_names_the_presets():
-    assert problems(preset="large") == {P: f"unknown preset 'large'; expected one of {', '.join(sorted(NODE_POOL_PRESETS))}"}
+    expected = f"expected one of the presets {', '.join(sorted(NODE_POOL_PRESETS))}, got 'large'"
+    assert problems(preset="large") == {f"{P}.preset": expected}
 
 
 # --------------------------------------------------------------------------------------------- instance families
@@ -466,7 +467,7 @@ def test_node_class_accepts_the_largest_gp3_volume_and_the_baseline_on_a_small_o
 
 def test_node_class_rejects_unknown_presets():
     assert problems(node_classes={"c": {"preset": "huge"}}, preset="cpu-general", nodeClass="c") == {
-        "karpenter.nodeClasses.c": "unknown preset 'huge'; expected one of default, gpu, gpu-training"
+        "karpenter.nodeClasses.c.preset": "expected one of the presets default, gpu, gpu-training, got 'huge'"
     }
 
 
