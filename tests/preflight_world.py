@@ -27,10 +27,11 @@ ADMIN_ROLE = "PlatformAdmin"
 
 
 def platform_config(stack: str, overrides: Mapping[str, Any] | None = None) -> PlatformConfig:
-    """A shipped stack's typed config, with some `eks-ml-platform:` keys replaced."""
+    """A shipped stack's typed config, with some keys replaced (`eks-ml-platform:` unless the key names another
+    namespace, like `aws:region`)."""
     raw, _ = read_stack_config(REPO, PROJECT, stack)
     for key, value in (overrides or {}).items():
-        raw[f"{PROJECT}:{key}"] = value if isinstance(value, str) else json.dumps(value)
+        raw[key if ":" in key else f"{PROJECT}:{key}"] = value if isinstance(value, str) else json.dumps(value)
     return parse_config(raw, project=PROJECT, stack=stack)
 
 

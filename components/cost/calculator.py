@@ -241,7 +241,7 @@ def baseline(config: PlatformConfig, pricer: _Pricer, on: date, notes: list[str]
     kms = rates.kms_key_month if rates else None
     lines.append(pricer.line(f"KMS keys ({keys}: Kubernetes secrets" + (", buckets)" if keys > 1 else ")"), kms, Decimal(keys), f"{keys} × ${kms}/month" if kms else ""))
 
-    if config.network.existing is None:
+    if config.network.existing is None and rates is not None:  # free, so shown only where the rest is priced
         lines.append(CostLine("S3 gateway endpoint", Decimal(0), Decimal(0), "free"))
     return lines
 
