@@ -108,3 +108,26 @@ def test_the_longest_bucket_key_fits_its_auto_name_and_one_more_character_is_a_c
     assert len(bucket.outputs["bucket"]) == 63
     with pytest.raises(ConfigError, match=rf"storage.buckets: the key '{longest}b' is {MAX_BUCKET_KEY + 1} characters"):
         parse_config(stack_config("dev", {"storage": {"buckets": {longest + "b": {}}}}), project=PROJECT, stack="dev")
+
+
+def _aws_class(type_: str):
+    """The pulumi-aws resource class of a type token (`aws:ec2/vpc:Vpc` → pulumi_aws.ec2.Vpc)."""
+    import importlib
+
+    module, cls = type_.split(":")[1].split("/")[0], type_.rsplit(":", 1)[1]
+    package = importlib.import_module("pulumi_aws" if module == "index" else f"pulumi_aws.{module}")
+    return getattr(package, cls)
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_aws_type_the_program_creates_with_a_name_input_has_its_naming_rule(stack, request):
+    """pulumi-aws auto-names every `name` input (and the few named otherwise); an AWS type the program creates that
+    takes one must be in the table, or the mocks would not check its limit."""
+    import inspect
+
+    named = set()
+    for type_ in {r.type for r in request.getfixturevalue(stack).resources if r.type.startswith("aws:")}:
+        parameters = inspect.signature(_aws_class(type_)._internal_init).parameters
+        if "name" in parameters or any(p.endswith("name_prefix") or p == "bucket_prefix" for p in parameters):
+            named.add(type_)
+    assert named and named <= set(aws_names.NAME_RULES), sorted(named - set(aws_names.NAME_RULES))
