@@ -51,15 +51,23 @@ def account(region: str = REGION) -> Iterator[Clients]:
 
 
 def create_admin_role(clients: Clients) -> None:
-    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": ACCOUNT}, "Action": "sts:AssumeRole"}]}
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": ACCOUNT}, "Action": "sts:AssumeRole"}],
+    }
     clients.iam.create_role(RoleName=ADMIN_ROLE, AssumeRolePolicyDocument=json.dumps(trust))
 
 
 def create_spot_role(clients: Clients) -> None:
     # moto's create_service_linked_role names the role after the service ("AWSServiceRoleForspot"); EC2's is this.
-    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "spot.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "spot.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+    }
     clients.iam.create_role(
-        RoleName="AWSServiceRoleForEC2Spot", Path="/aws-service-role/spot.amazonaws.com/", AssumeRolePolicyDocument=json.dumps(trust)
+        RoleName="AWSServiceRoleForEC2Spot",
+        Path="/aws-service-role/spot.amazonaws.com/",
+        AssumeRolePolicyDocument=json.dumps(trust),
     )
 
 

@@ -10,7 +10,6 @@ from datetime import date, datetime, timezone
 from decimal import Decimal as D
 
 import boto3
-import pytest
 from botocore.stub import Stubber
 
 from components.cost import PINNED, estimate, preview_line
@@ -30,7 +29,8 @@ def _lines(result):
 
 def _pools(result):
     return {
-        p.pool: (p.cheapest.instance_type, p.cheapest.monthly, p.dearest.instance_type, p.dearest.monthly) for p in result.pools
+        p.pool: (p.cheapest.instance_type, p.cheapest.monthly, p.dearest.instance_type, p.dearest.monthly)
+        for p in result.pools
     }
 
 
@@ -46,7 +46,11 @@ def test_dev_costs_what_the_hand_computation_says():
     assert (config.storage.fsx.deployment_type, config.storage.fsx.storage_capacity_gib) == ("SCRATCH_2", 1200)
     assert [t.value for t in config.cluster.log_types] == ["api", "audit", "authenticator"]
     pool = config.karpenter.node_pools["gpu-inference"]
-    assert (pool.limits["nvidia.com/gpu"], pool.capacity_types, pool.gpu_names) == ("4", ("spot",), ("t4", "a10g", "l4"))
+    assert (pool.limits["nvidia.com/gpu"], pool.capacity_types, pool.gpu_names) == (
+        "4",
+        ("spot",),
+        ("t4", "a10g", "l4"),
+    )
 
     result = estimate(config, PINNED, on=ON)
 
@@ -67,15 +71,29 @@ def test_dev_costs_what_the_hand_computation_says():
 
     # 4 GPUs filled with each allowed type, $/hour: 1-GPU sizes take 4 instances, the 4-GPU 12xlarge one
     fills = {
-        "g4dn.xlarge": 4 * D("0.526"), "g4dn.2xlarge": 4 * D("0.752"), "g4dn.4xlarge": 4 * D("1.204"),
-        "g4dn.8xlarge": 4 * D("2.176"), "g4dn.12xlarge": 1 * D("3.912"),
-        "g5.xlarge": 4 * D("1.006"), "g5.2xlarge": 4 * D("1.212"), "g5.4xlarge": 4 * D("1.624"),
-        "g5.8xlarge": 4 * D("2.448"), "g5.12xlarge": 1 * D("5.672"),
-        "g6.xlarge": 4 * D("0.8048"), "g6.2xlarge": 4 * D("0.9776"), "g6.4xlarge": 4 * D("1.3232"),
-        "g6.8xlarge": 4 * D("2.0144"), "g6.12xlarge": 1 * D("4.6016"),
+        "g4dn.xlarge": 4 * D("0.526"),
+        "g4dn.2xlarge": 4 * D("0.752"),
+        "g4dn.4xlarge": 4 * D("1.204"),
+        "g4dn.8xlarge": 4 * D("2.176"),
+        "g4dn.12xlarge": 1 * D("3.912"),
+        "g5.xlarge": 4 * D("1.006"),
+        "g5.2xlarge": 4 * D("1.212"),
+        "g5.4xlarge": 4 * D("1.624"),
+        "g5.8xlarge": 4 * D("2.448"),
+        "g5.12xlarge": 1 * D("5.672"),
+        "g6.xlarge": 4 * D("0.8048"),
+        "g6.2xlarge": 4 * D("0.9776"),
+        "g6.4xlarge": 4 * D("1.3232"),
+        "g6.8xlarge": 4 * D("2.0144"),
+        "g6.12xlarge": 1 * D("4.6016"),
     }
     cheapest, dearest = min(fills, key=fills.get), max(fills, key=fills.get)
-    assert (cheapest, fills[cheapest] * 730, dearest, fills[dearest] * 730) == ("g4dn.xlarge", D("1535.92"), "g5.8xlarge", D("7148.16"))
+    assert (cheapest, fills[cheapest] * 730, dearest, fills[dearest] * 730) == (
+        "g4dn.xlarge",
+        D("1535.92"),
+        "g5.8xlarge",
+        D("7148.16"),
+    )
     assert _pools(result) == {"gpu-inference": ("g4dn.xlarge", D("1535.92"), "g5.8xlarge", D("7148.16"))}
     assert result.ceiling == idle_high + D("7148.16") == D("7755.496")
     assert result.missing == ()
@@ -87,10 +105,18 @@ def test_prod_costs_what_the_hand_computation_says():
     assert (group.instance_types[0], group.desired_size, group.disk_size_gib) == ("m7i.xlarge", 3, 50)
     assert len(nat_zones(config.network)) == 3
     fsx = config.storage.fsx
-    assert (fsx.deployment_type, fsx.per_unit_storage_throughput, fsx.storage_capacity_gib) == ("PERSISTENT_2", 250, 4800)
+    assert (fsx.deployment_type, fsx.per_unit_storage_throughput, fsx.storage_capacity_gib) == (
+        "PERSISTENT_2",
+        250,
+        4800,
+    )
     assert len(config.cluster.log_types) == 5
     assert {name: p.limits.get("nvidia.com/gpu") for name, p in config.karpenter.node_pools.items()} == {
-        "cpu-general": None, "inference-a10g-spot": "32", "inference-t4-spot": "16", "inference-a10g-on-demand": "16", "training": "32",
+        "cpu-general": None,
+        "inference-a10g-spot": "32",
+        "inference-t4-spot": "16",
+        "inference-a10g-on-demand": "16",
+        "training": "32",
     }
 
     result = estimate(config, PINNED, on=ON)
@@ -127,7 +153,10 @@ def test_prod_costs_what_the_hand_computation_says():
 
 
 def test_the_preview_line_names_idle_and_ceiling():
-    assert preview_line(platform_config("dev"), on=ON) == "about $607/month idle; up to $7,755/month with every GPU pool at its limit"
+    assert (
+        preview_line(platform_config("dev"), on=ON)
+        == "about $607/month idle; up to $7,755/month with every GPU pool at its limit"
+    )
     assert preview_line(platform_config("prod"), on=ON) == (
         "about $1,680/month idle; up to $399,968/month with every GPU pool at its limit "
         "(1 price(s) missing: python -m components.cost --stack prod)"
@@ -138,7 +167,10 @@ def test_the_preview_line_names_idle_and_ceiling():
 
 
 def _without(*instance_types):
-    prices = {region: {t: p for t, p in table.items() if t not in instance_types} for region, table in PINNED.instances.items()}
+    prices = {
+        region: {t: p for t, p in table.items() if t not in instance_types}
+        for region, table in PINNED.instances.items()
+    }
     return replace(PINNED, instances=prices)
 
 
@@ -164,24 +196,56 @@ def test_a_region_missing_from_the_table_has_no_price_at_all():
 
 
 def test_a_kubernetes_version_past_standard_support_is_billed_at_the_extended_rate():
-    config = platform_config("dev", {"cluster": {
-        "kubernetesVersion": "1.34", "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]}}})
-    assert _lines(estimate(config, PINNED, on=date(2026, 12, 2)))["EKS control plane (1.34, standard support)"] == (D("73.00"), D("73.00"))
+    config = platform_config(
+        "dev",
+        {"cluster": {"kubernetesVersion": "1.34", "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]}}},
+    )
+    assert _lines(estimate(config, PINNED, on=date(2026, 12, 2)))["EKS control plane (1.34, standard support)"] == (
+        D("73.00"),
+        D("73.00"),
+    )
     extended = _lines(estimate(config, PINNED, on=date(2026, 12, 3)))["EKS control plane (1.34, extended support)"]
     assert extended == (D("0.60") * 730, D("0.60") * 730) == (D("438.00"), D("438.00"))
 
 
 def test_types_with_more_gpus_than_the_limit_are_never_launched_so_never_priced():
-    config = platform_config("dev", {"karpenter": {"nodeClasses": {"gpu": {"preset": "gpu"}}, "nodePools": {
-        "g5": {"preset": "gpu-inference-a10g-on-demand", "instanceSizes": ["xlarge", "12xlarge", "48xlarge"], "limits": {"nvidia.com/gpu": "3"}}}}})
+    config = platform_config(
+        "dev",
+        {
+            "karpenter": {
+                "nodeClasses": {"gpu": {"preset": "gpu"}},
+                "nodePools": {
+                    "g5": {
+                        "preset": "gpu-inference-a10g-on-demand",
+                        "instanceSizes": ["xlarge", "12xlarge", "48xlarge"],
+                        "limits": {"nvidia.com/gpu": "3"},
+                    }
+                },
+            }
+        },
+    )
     (pool,) = estimate(config, PINNED, on=ON).pools
     assert pool.over_limit == ("g5.12xlarge", "g5.48xlarge")  # 4 and 8 GPUs
-    assert (pool.cheapest.instance_type, pool.dearest.instance_type, pool.dearest.instances) == ("g5.xlarge", "g5.xlarge", 3)
+    assert (pool.cheapest.instance_type, pool.dearest.instance_type, pool.dearest.instances) == (
+        "g5.xlarge",
+        "g5.xlarge",
+        3,
+    )
 
 
 def test_an_existing_vpc_brings_no_nat_gateway_and_a_cpu_pool_no_gpu_ceiling():
-    config = platform_config("dev", {"network": {"availabilityZones": ["us-west-2a", "us-west-2b"], "existing": {
-        "vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]}}})
+    config = platform_config(
+        "dev",
+        {
+            "network": {
+                "availabilityZones": ["us-west-2a", "us-west-2b"],
+                "existing": {
+                    "vpcId": "vpc-0123456789abcdef0",
+                    "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+                },
+            }
+        },
+    )
     result = estimate(config, PINNED, on=ON)
     assert not [item for item in _lines(result) if "NAT" in item or "S3 gateway" in item]
     assert "cpu-general: no GPU or Neuron limit (a CPU pool), so no GPU ceiling" in result.notes
@@ -191,7 +255,10 @@ def test_the_estimate_renders_as_a_table_markdown_and_json():
     result = estimate(platform_config("prod"), PINNED, on=ON)
     table = render_table(result)
     assert "prices from the pinned table of 2025-05-01" in table
-    assert "training: 32 GPUs, on-demand; cheapest 4 × p4d.24xlarge $95,695.99; dearest 4 × p5.48xlarge $287,094.40" in table
+    assert (
+        "training: 32 GPUs, on-demand; cheapest 4 × p4d.24xlarge $95,695.99; dearest 4 × p5.48xlarge $287,094.40"
+        in table
+    )
     assert "  - us-west-2 p5.4xlarge on-demand" in table
     assert "| **ceiling** (idle + every GPU pool at its limit) | **$399,968.00** | |" in render_markdown(result)
     document = as_json(result)
@@ -212,8 +279,14 @@ def test_the_command_line_prints_json_and_exits_2_on_an_invalid_stack(capsys, tm
 def _product(instance_type, usd, operation="RunInstances"):
     return json.dumps(
         {
-            "product": {"attributes": {"instanceType": instance_type, "regionCode": "us-west-2", "operation": operation}},
-            "terms": {"OnDemand": {"SKU.TERM": {"priceDimensions": {"SKU.TERM.DIM": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}},
+            "product": {
+                "attributes": {"instanceType": instance_type, "regionCode": "us-west-2", "operation": operation}
+            },
+            "terms": {
+                "OnDemand": {
+                    "SKU.TERM": {"priceDimensions": {"SKU.TERM.DIM": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}
+                }
+            },
         }
     )
 
@@ -226,11 +299,26 @@ def test_the_on_demand_price_is_read_from_the_run_instances_product():
 
 def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch):
     fake_credentials(monkeypatch)
-    config = platform_config("dev", {
-        "cluster": {"endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]}, "systemNodeGroup": {"instanceTypes": ["m7i.large"]}},
-        "karpenter": {"nodeClasses": {"gpu": {"preset": "gpu"}}, "nodePools": {"g5": {
-            "preset": "gpu-inference", "gpuNames": ["a10g"], "instanceSizes": ["xlarge", "2xlarge"], "limits": {"nvidia.com/gpu": "2"}}}},
-    })
+    config = platform_config(
+        "dev",
+        {
+            "cluster": {
+                "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]},
+                "systemNodeGroup": {"instanceTypes": ["m7i.large"]},
+            },
+            "karpenter": {
+                "nodeClasses": {"gpu": {"preset": "gpu"}},
+                "nodePools": {
+                    "g5": {
+                        "preset": "gpu-inference",
+                        "gpuNames": ["a10g"],
+                        "instanceSizes": ["xlarge", "2xlarge"],
+                        "limits": {"nvidia.com/gpu": "2"},
+                    }
+                },
+            },
+        },
+    )
     now = datetime(2026, 11, 1, tzinfo=timezone.utc)
     pricing = boto3.client("pricing", region_name="us-east-1")
     ec2 = boto3.client("ec2", region_name="us-west-2")
@@ -239,12 +327,32 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
             prices.add_response(
                 "get_products",
                 {"PriceList": [_product(instance_type, usd)] if usd else [], "FormatVersion": "aws_v1"},
-                {"ServiceCode": "AmazonEC2", "Filters": product_filters(instance_type, "us-west-2"), "FormatVersion": "aws_v1", "MaxResults": 10},
+                {
+                    "ServiceCode": "AmazonEC2",
+                    "Filters": product_filters(instance_type, "us-west-2"),
+                    "FormatVersion": "aws_v1",
+                    "MaxResults": 10,
+                },
             )
         history = [
-            {"InstanceType": "g5.xlarge", "AvailabilityZone": "us-west-2a", "SpotPrice": "0.40", "ProductDescription": "Linux/UNIX"},
-            {"InstanceType": "g5.xlarge", "AvailabilityZone": "us-west-2b", "SpotPrice": "0.45", "ProductDescription": "Linux/UNIX"},
-            {"InstanceType": "g5.2xlarge", "AvailabilityZone": "us-west-2a", "SpotPrice": "0.50", "ProductDescription": "Linux/UNIX"},
+            {
+                "InstanceType": "g5.xlarge",
+                "AvailabilityZone": "us-west-2a",
+                "SpotPrice": "0.40",
+                "ProductDescription": "Linux/UNIX",
+            },
+            {
+                "InstanceType": "g5.xlarge",
+                "AvailabilityZone": "us-west-2b",
+                "SpotPrice": "0.45",
+                "ProductDescription": "Linux/UNIX",
+            },
+            {
+                "InstanceType": "g5.2xlarge",
+                "AvailabilityZone": "us-west-2a",
+                "SpotPrice": "0.50",
+                "ProductDescription": "Linux/UNIX",
+            },
         ]
         spot.add_response(
             "describe_spot_price_history",
@@ -273,7 +381,14 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
 
 
 def test_live_without_credentials_exits_1(monkeypatch, tmp_path, capsys):
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+    for key in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_PROFILE",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))

@@ -12,7 +12,6 @@ from components.preflight import __main__ as cli
 from components.preflight import reads
 from components.preflight.checks_access import (
     cluster_access_check,
-    cluster_name_check,
     creator_principal,
     identity_check,
     interruption_queue_check,
@@ -58,7 +57,10 @@ def clients():
 def test_the_caller_of_the_stacks_partition_passes(clients):
     result = identity_check(reads.caller_identity(clients.sts), "us-west-2")
     assert result.status is Status.PASS
-    assert result.evidence == f"arn:aws:sts::{ACCOUNT}:user/moto (account {ACCOUNT}, partition aws); stack region us-west-2"
+    assert (
+        result.evidence
+        == f"arn:aws:sts::{ACCOUNT}:user/moto (account {ACCOUNT}, partition aws); stack region us-west-2"
+    )
 
 
 def test_credentials_of_another_partition_fail():
@@ -72,7 +74,13 @@ def test_the_root_user_warns():
 
 
 def test_without_credentials_only_the_identity_check_runs_and_fails(monkeypatch, tmp_path):
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+    for key in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
@@ -121,9 +129,15 @@ def test_an_admin_principal_that_does_not_exist_fails(clients):
 
 
 def test_an_admin_principal_of_another_account_warns():
-    config = platform_config("dev", {"cluster": {
-        "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]},
-        "adminPrincipals": {"ops": "arn:aws:iam::999999999999:role/Ops"}}})
+    config = platform_config(
+        "dev",
+        {
+            "cluster": {
+                "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]},
+                "adminPrincipals": {"ops": "arn:aws:iam::999999999999:role/Ops"},
+            }
+        },
+    )
     result = cluster_access_check(config, Identity(ACCOUNT, f"arn:aws:iam::{ACCOUNT}:user/ci"), {"ops": None})
     assert result.status is Status.WARN
 
@@ -247,14 +261,22 @@ def prod_results():
 def test_the_prod_stack_on_a_new_account_fails_on_gpu_quotas_and_the_spot_role(prod_results):
     statuses = {r.name: r.status for r in prod_results}
     assert {name for name, status in statuses.items() if status is Status.FAIL} == {
-        "quota/g-vt-spot", "quota/g-vt-on-demand", "quota/p-on-demand", "spot-service-linked-role",
+        "quota/g-vt-spot",
+        "quota/g-vt-on-demand",
+        "quota/p-on-demand",
+        "spot-service-linked-role",
     }
     assert {name for name, status in statuses.items() if status is Status.WARN} == {
-        "cluster-access", "quota/standard-on-demand", "quota/standard-spot",
+        "cluster-access",
+        "quota/standard-on-demand",
+        "quota/standard-spot",
     }
     assert [name for name in statuses if name.startswith("nodepool/")] == [
-        "nodepool/cpu-general", "nodepool/inference-a10g-on-demand", "nodepool/inference-a10g-spot",
-        "nodepool/inference-t4-spot", "nodepool/training",
+        "nodepool/cpu-general",
+        "nodepool/inference-a10g-on-demand",
+        "nodepool/inference-a10g-spot",
+        "nodepool/inference-t4-spot",
+        "nodepool/training",
     ]
     assert exit_code(prod_results) == 1
 
@@ -264,8 +286,17 @@ def test_the_prod_stack_passes_once_the_spot_role_exists_and_the_quotas_are_rais
     create_spot_role(clients)
     answer_ebs_default_key(clients.ec2, "alias/aws/ebs")
     # 6 × 4 (system) + 1000 (cpu-general); 1024 (32 × g5.8xlarge) + 512 (16 × g4dn.8xlarge); 768; 512
-    raised = {"standard-on-demand": 1024.0, "standard-spot": 1000.0, "g-vt-spot": 1536.0, "p-on-demand": 768.0, "g-vt-on-demand": 512.0}
-    answers = [(quota, raised.get(next((k for k, q in QUOTA.items() if q == quota), ""), value)) for quota, value in PROD_QUOTAS]
+    raised = {
+        "standard-on-demand": 1024.0,
+        "standard-spot": 1000.0,
+        "g-vt-spot": 1536.0,
+        "p-on-demand": 768.0,
+        "g-vt-on-demand": 512.0,
+    }
+    answers = [
+        (quota, raised.get(next((k for k, q in QUOTA.items() if q == quota), ""), value))
+        for quota, value in PROD_QUOTAS
+    ]
     stubbed, _ = with_quotas(clients, answers)
     results = run_preflight(platform_config("prod"), stubbed)
     assert {r.name for r in results if r.status is not Status.PASS} == {"cluster-access"}  # the private endpoint

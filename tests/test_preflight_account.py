@@ -44,7 +44,9 @@ def clients():
 
 def _subnet(clients, zone):
     vpc = clients.ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
-    return vpc, clients.ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.0.0/24", AvailabilityZone=zone)["Subnet"]["SubnetId"]
+    return vpc, clients.ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.0.0/24", AvailabilityZone=zone)["Subnet"][
+        "SubnetId"
+    ]
 
 
 def _quota(quota, value):
@@ -60,7 +62,9 @@ def _quota(quota, value):
 def test_a_new_vpc_within_the_quota_passes(clients):
     network = platform_config("prod").network
     # moto serves the vpc quota codes: VPCs per Region 5; the region's default VPC is in use
-    result = vpc_quota_check(network, reads.vpc_count(clients.ec2), reads.quota_value(clients.quotas, VPCS_PER_REGION), REGION)
+    result = vpc_quota_check(
+        network, reads.vpc_count(clients.ec2), reads.quota_value(clients.quotas, VPCS_PER_REGION), REGION
+    )
     assert result.status is Status.PASS
     assert result.evidence == "VPCs per Region (L-F678F1CE) = 5; in use 1; the stack adds 1 VPC"
 
@@ -69,7 +73,10 @@ def test_a_region_with_every_vpc_in_use_fails(clients):
     for index in range(4):
         clients.ec2.create_vpc(CidrBlock=f"10.{index}.0.0/16")
     result = vpc_quota_check(
-        platform_config("prod").network, reads.vpc_count(clients.ec2), reads.quota_value(clients.quotas, VPCS_PER_REGION), REGION
+        platform_config("prod").network,
+        reads.vpc_count(clients.ec2),
+        reads.quota_value(clients.quotas, VPCS_PER_REGION),
+        REGION,
     )
     assert result.status is Status.FAIL
     assert "--quota-code L-F678F1CE --desired-value 6" in result.fix
@@ -93,13 +100,17 @@ def test_prod_needs_an_elastic_ip_per_nat_gateway_and_passes_within_the_quota(cl
 def test_elastic_ips_already_allocated_can_leave_too_few_for_the_nat_gateways(clients):
     for _ in range(3):
         clients.ec2.allocate_address(Domain="vpc")
-    result = elastic_ip_check(platform_config("prod").network, reads.elastic_ip_count(clients.ec2), _quota(ELASTIC_IPS, 5), REGION)
+    result = elastic_ip_check(
+        platform_config("prod").network, reads.elastic_ip_count(clients.ec2), _quota(ELASTIC_IPS, 5), REGION
+    )
     assert result.status is Status.FAIL
     assert "in use 3; the stack adds 3" in result.evidence
 
 
 def test_an_elastic_ip_quota_that_cannot_be_read_warns(clients):
-    result = elastic_ip_check(platform_config("prod").network, reads.elastic_ip_count(clients.ec2), _quota(ELASTIC_IPS, None), REGION)
+    result = elastic_ip_check(
+        platform_config("prod").network, reads.elastic_ip_count(clients.ec2), _quota(ELASTIC_IPS, None), REGION
+    )
     assert result.status is Status.WARN
 
 
@@ -118,7 +129,9 @@ def test_dev_adds_one_nat_gateway_in_its_first_zone(clients):
 def test_a_zone_already_at_its_nat_gateway_quota_fails(clients):
     _, subnet = _subnet(clients, "us-west-2b")
     for _ in range(5):
-        clients.ec2.create_nat_gateway(SubnetId=subnet, AllocationId=clients.ec2.allocate_address(Domain="vpc")["AllocationId"])
+        clients.ec2.create_nat_gateway(
+            SubnetId=subnet, AllocationId=clients.ec2.allocate_address(Domain="vpc")["AllocationId"]
+        )
     result = nat_gateway_check(
         platform_config("prod").network,
         reads.nat_gateways_by_zone(clients.ec2),
@@ -142,11 +155,18 @@ def _existing(vpc, subnets, zones):
 
 def test_an_existing_vpc_creates_no_nat_gateway_and_its_subnets_must_follow_the_zone_order(clients):
     vpc, first = _subnet(clients, "us-west-2a")
-    second = clients.ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24", AvailabilityZone="us-west-2b")["Subnet"]["SubnetId"]
+    second = clients.ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24", AvailabilityZone="us-west-2b")["Subnet"][
+        "SubnetId"
+    ]
     network = _existing(vpc, [first, second], ["us-west-2a", "us-west-2b"])
     assert nat_gateway_check(network, {}, None, REGION).status is Status.PASS
     zones = reads.subnet_zones(clients.ec2, [first, second])
-    assert existing_vpc_check(network.existing, network.availability_zones, reads.vpc_exists(clients.ec2, vpc), zones).status is Status.PASS
+    assert (
+        existing_vpc_check(
+            network.existing, network.availability_zones, reads.vpc_exists(clients.ec2, vpc), zones
+        ).status
+        is Status.PASS
+    )
 
     swapped = _existing(vpc, [second, first], ["us-west-2a", "us-west-2b"])
     result = existing_vpc_check(swapped.existing, swapped.availability_zones, True, zones)
@@ -155,7 +175,9 @@ def test_an_existing_vpc_creates_no_nat_gateway_and_its_subnets_must_follow_the_
 
 
 def test_an_existing_vpc_that_does_not_exist_fails(clients):
-    network = _existing("vpc-0123456789abcdef0", ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"], ["us-west-2a", "us-west-2b"])
+    network = _existing(
+        "vpc-0123456789abcdef0", ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"], ["us-west-2a", "us-west-2b"]
+    )
     result = existing_vpc_check(
         network.existing,
         network.availability_zones,
@@ -177,7 +199,10 @@ def test_spot_pools_fail_without_the_spot_service_linked_role(clients):
 
 def test_spot_pools_pass_with_the_spot_service_linked_role(clients):
     create_spot_role(clients)
-    assert spot_role_check(["gpu-inference"], reads.role_exists(clients.iam, "AWSServiceRoleForEC2Spot")).status is Status.PASS
+    assert (
+        spot_role_check(["gpu-inference"], reads.role_exists(clients.iam, "AWSServiceRoleForEC2Spot")).status
+        is Status.PASS
+    )
 
 
 def test_stacks_without_spot_pools_need_no_spot_role():
@@ -199,20 +224,29 @@ def _lustre(clients, gib, deployment_type):
 def test_fsx_storage_within_the_quota_passes(clients):
     config = platform_config("dev")  # SCRATCH_2, 1200 GiB
     _lustre(clients, 2400, "PERSISTENT_2")  # counts against another quota
-    result = fsx_storage_check(config, reads.lustre_storage_by_type(clients.fsx), _quota(FSX_STORAGE["SCRATCH_2"], 2400))
+    result = fsx_storage_check(
+        config, reads.lustre_storage_by_type(clients.fsx), _quota(FSX_STORAGE["SCRATCH_2"], 2400)
+    )
     assert result.status is Status.PASS
-    assert result.evidence == "Lustre Scratch storage capacity (L-AD2FC696) = 2400; in use 0; the stack adds 1200 GiB (SCRATCH_2)"
+    assert (
+        result.evidence
+        == "Lustre Scratch storage capacity (L-AD2FC696) = 2400; in use 0; the stack adds 1200 GiB (SCRATCH_2)"
+    )
 
 
 def test_fsx_storage_the_account_already_uses_can_leave_too_little(clients):
     _lustre(clients, 2400, "SCRATCH_2")
-    result = fsx_storage_check(platform_config("dev"), reads.lustre_storage_by_type(clients.fsx), _quota(FSX_STORAGE["SCRATCH_2"], 2400))
+    result = fsx_storage_check(
+        platform_config("dev"), reads.lustre_storage_by_type(clients.fsx), _quota(FSX_STORAGE["SCRATCH_2"], 2400)
+    )
     assert result.status is Status.FAIL
     assert "--quota-code L-AD2FC696 --desired-value 3600" in result.fix
 
 
 def test_an_fsx_quota_that_cannot_be_read_warns(clients):
-    result = fsx_storage_check(platform_config("prod"), reads.lustre_storage_by_type(clients.fsx), _quota(FSX_STORAGE["PERSISTENT_2"], None))
+    result = fsx_storage_check(
+        platform_config("prod"), reads.lustre_storage_by_type(clients.fsx), _quota(FSX_STORAGE["PERSISTENT_2"], None)
+    )
     assert result.status is Status.WARN
 
 

@@ -68,7 +68,15 @@ def test_a_zone_the_region_does_not_have_fails_and_lists_the_real_ones(clients):
 
 
 def _system(clients, types, zones):
-    config = platform_config("dev", {"cluster": {"endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]}, "systemNodeGroup": {"instanceTypes": types}}})
+    config = platform_config(
+        "dev",
+        {
+            "cluster": {
+                "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]},
+                "systemNodeGroup": {"instanceTypes": types},
+            }
+        },
+    )
     return system_group_check(config.cluster.system_node_group, zones, reads.offerings(clients.ec2, zones))
 
 
@@ -133,8 +141,17 @@ def test_a_pool_offered_in_none_of_its_zones_fails(clients):
 
 
 def test_a_pool_whose_requirements_match_no_instance_type_fails(clients):
-    config = platform_config("dev", {"karpenter": {"nodeClasses": {"gpu": {"preset": "gpu"}}, "nodePools": {
-        "gpu-inference": {"preset": "gpu-inference", "gpuNames": ["a10g"], "instanceSizes": ["metal"]}}}})
+    config = platform_config(
+        "dev",
+        {
+            "karpenter": {
+                "nodeClasses": {"gpu": {"preset": "gpu"}},
+                "nodePools": {
+                    "gpu-inference": {"preset": "gpu-inference", "gpuNames": ["a10g"], "instanceSizes": ["metal"]}
+                },
+            }
+        },
+    )
     result = _pool_result(clients, config, "gpu-inference")
     assert result.status is Status.FAIL
     assert "no instance type" in result.evidence
@@ -166,7 +183,9 @@ def test_a_gpu_pool_needs_its_limit_over_gpus_per_instance_times_vcpus_for_its_s
 
 
 def test_instance_types_with_more_gpus_than_the_limit_need_nothing():
-    pool = NodePoolSpec.model_validate({"preset": "gpu-inference", "capacityTypes": ["spot"], "limits": {"nvidia.com/gpu": "4"}})
+    pool = NodePoolSpec.model_validate(
+        {"preset": "gpu-inference", "capacityTypes": ["spot"], "limits": {"nvidia.com/gpu": "4"}}
+    )
     shapes = [_shape("g5.xlarge", 4, 1), _shape("g5.48xlarge", 192, 8)]
     (demand,) = pool_demands("gpu-inference", pool, select(pool), shapes)
     assert demand.quota == G_VT.spot
@@ -176,7 +195,10 @@ def test_instance_types_with_more_gpus_than_the_limit_need_nothing():
 def test_a_pool_with_spot_and_on_demand_counts_against_both_quotas_but_can_fall_back():
     pool = NodePoolSpec.model_validate({"preset": "cpu-general", "limits": {"cpu": "64"}})  # spot and on-demand
     demands = pool_demands("cpu-general", pool, select(pool), [_shape("m7i.large", 2)])
-    assert {(d.quota, d.smallest, d.sole) for d in demands} == {(STANDARD.on_demand, 64, False), (STANDARD.spot, 64, False)}
+    assert {(d.quota, d.smallest, d.sole) for d in demands} == {
+        (STANDARD.on_demand, 64, False),
+        (STANDARD.spot, 64, False),
+    }
 
 
 def test_the_system_node_group_needs_max_size_times_vcpus_on_demand():
@@ -186,9 +208,20 @@ def test_the_system_node_group_needs_max_size_times_vcpus_on_demand():
 
 
 def test_instance_families_map_to_their_quota_class():
-    assert [vcpu_class(t).key for t in ("m7i.large", "im4gn.large", "g6e.xlarge", "gr6.4xlarge", "p5en.48xlarge", "trn1n.32xlarge", "inf2.xlarge", "x2idn.16xlarge", "hpc7g.4xlarge")] == [
-        "standard", "standard", "g-vt", "g-vt", "p", "trn", "inf", "x", "hpc"
-    ]
+    assert [
+        vcpu_class(t).key
+        for t in (
+            "m7i.large",
+            "im4gn.large",
+            "g6e.xlarge",
+            "gr6.4xlarge",
+            "p5en.48xlarge",
+            "trn1n.32xlarge",
+            "inf2.xlarge",
+            "x2idn.16xlarge",
+            "hpc7g.4xlarge",
+        )
+    ] == ["standard", "standard", "g-vt", "g-vt", "p", "trn", "inf", "x", "hpc"]
 
 
 # -------------------------------------------------------------------------------------------- vCPU quotas
@@ -208,12 +241,21 @@ def _one_gpu_pool(capacity, limit):
         {
             "cluster": {
                 "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]},
-                "systemNodeGroup": {"instanceTypes": ["m7i.large", "m6i.large"], "minSize": 2, "maxSize": 3, "desiredSize": 2},
+                "systemNodeGroup": {
+                    "instanceTypes": ["m7i.large", "m6i.large"],
+                    "minSize": 2,
+                    "maxSize": 3,
+                    "desiredSize": 2,
+                },
             },
             "karpenter": {
                 "nodeClasses": {"gpu": {"preset": "gpu"}},
                 "nodePools": {
-                    "g5": {"preset": "gpu-inference-a10g-on-demand", "capacityTypes": [capacity], "limits": {"nvidia.com/gpu": str(limit)}}
+                    "g5": {
+                        "preset": "gpu-inference-a10g-on-demand",
+                        "capacityTypes": [capacity],
+                        "limits": {"nvidia.com/gpu": str(limit)},
+                    }
                 },
             },
         },
@@ -254,8 +296,8 @@ def test_a_quota_without_applied_or_default_value_warns(clients):
 
 
 def test_the_default_value_is_read_when_no_quota_was_ever_applied():
-    from botocore.stub import Stubber
     import boto3
+    from botocore.stub import Stubber
 
     client = boto3.client("service-quotas", region_name="us-west-2")
     stubber = Stubber(client)

@@ -16,5 +16,5 @@ __all__ = ["Estimate", "PINNED", "PriceTable", "estimate", "headline", "preview_
 
 
 def preview_line(config: PlatformConfig, *, on: date | None = None) -> str:
-    """"about $X/month idle; up to $Y/month with every GPU pool at its limit", at the pinned prices."""
+    """ "about $X/month idle; up to $Y/month with every GPU pool at its limit", at the pinned prices."""
     return headline(estimate(config, PINNED, on=on or date.today()))

@@ -29,9 +29,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components.cost", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
     parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
-    parser.add_argument("--live", action="store_true", help="read EC2 prices from the AWS Price List API (needs credentials)")
     parser.add_argument(
-        "--on", type=date.fromisoformat, default=date.today(), help="date deciding standard or extended EKS support (default: today)"
+        "--live", action="store_true", help="read EC2 prices from the AWS Price List API (needs credentials)"
+    )
+    parser.add_argument(
+        "--on",
+        type=date.fromisoformat,
+        default=date.today(),
+        help="date deciding standard or extended EKS support (default: today)",
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the estimate as JSON")

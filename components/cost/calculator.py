@@ -113,17 +113,13 @@ class Estimate:
         idle = self.idle_high
         return None if idle is None else idle + self.gpu_ceiling
 
-    @property
-    def complete(self) -> bool:
-        return not self.missing
-
 
 def _quantity(value: Decimal) -> str:
     text = format(value, "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _hours(rate: Decimal) -> str:
+def _hours(rate: Decimal | None) -> str:
     return f"${rate}/h × {HOURS_PER_MONTH} h"
 
 
@@ -141,13 +137,24 @@ class _Pricer:
         if not self._known_region:
             self.missing.append(f"region {region}: no instance prices in the {prices.source}")
 
+    def rate(self, name: str) -> Decimal | None:
+        return None if self.rates is None else getattr(self.rates, name)
+
+    def lustre(self, key: str) -> Decimal | None:
+        rate = None if self.rates is None else self.rates.lustre_gib_month.get(key)
+        if rate is None and self.rates is not None:
+            self.missing.append(f"{self.region} FSx for Lustre {key}")
+        return rate
+
     def instance(self, instance_type: str) -> Decimal | None:
         hourly = self.prices.instance_hour(self.region, instance_type)
         if hourly is None and self._known_region:
             self.missing.append(f"{self.region} {instance_type} on-demand")
         return hourly
 
-    def line(self, item: str, rate: Decimal | None, quantity: Decimal, basis: str, high: Decimal | None = None) -> CostLine:
+    def line(
+        self, item: str, rate: Decimal | None, quantity: Decimal, basis: str, high: Decimal | None = None
+    ) -> CostLine:
         """`quantity` (or `quantity` to `high`) units at `rate`."""
         if rate is None:
             return CostLine(item, None, None, "price missing")
@@ -160,23 +167,22 @@ def _control_plane(config: PlatformConfig, pricer: _Pricer, on: date, notes: lis
     extended = ends is not None and on > ends
     if ends is None:
         notes.append(f"the end of standard support of Kubernetes {version} is not pinned: priced at the standard rate")
-    rates = pricer.rates
-    rate = None if rates is None else rates.eks_extended_hour if extended else rates.eks_standard_hour
+    rate = pricer.rate("eks_extended_hour" if extended else "eks_standard_hour")
     support = "extended support" if extended else "standard support"
-    return pricer.line(f"EKS control plane ({version}, {support})", rate, HOURS_PER_MONTH, _hours(rate) if rate else "")
+    return pricer.line(f"EKS control plane ({version}, {support})", rate, HOURS_PER_MONTH, _hours(rate))
 
 
 def baseline(config: PlatformConfig, pricer: _Pricer, on: date, notes: list[str]) -> list[CostLine]:
-    rates = pricer.rates
+    """What the stack costs a month with no workload. (A basis text is shown only where its rate exists.)"""
     lines = [_control_plane(config, pricer, on, notes)]
 
     nats = len(nat_zones(config.network))
     if nats:
-        nat = rates.nat_gateway_hour if rates else None
-        ipv4 = rates.public_ipv4_hour if rates else None
-        lines.append(pricer.line(f"NAT gateways ({nats}, hours only)", nat, nats * HOURS_PER_MONTH, f"{nats} × {_hours(nat) if nat else ''}"))
+        nat, ipv4 = pricer.rate("nat_gateway_hour"), pricer.rate("public_ipv4_hour")
+        hours = nats * HOURS_PER_MONTH
+        lines.append(pricer.line(f"NAT gateways ({nats}, hours only)", nat, hours, f"{nats} × {_hours(nat)}"))
         lines.append(
-            pricer.line(f"public IPv4 addresses of the NAT gateways ({nats})", ipv4, nats * HOURS_PER_MONTH, f"{nats} × {_hours(ipv4) if ipv4 else ''}")
+            pricer.line(f"public IPv4 addresses of the NAT gateways ({nats})", ipv4, hours, f"{nats} × {_hours(ipv4)}")
         )
 
     group = config.cluster.system_node_group
@@ -188,69 +194,71 @@ def baseline(config: PlatformConfig, pricer: _Pricer, on: date, notes: list[str]
             f"system node group ({group.desired_size} × {first}, on-demand)",
             hourly,
             group.desired_size * HOURS_PER_MONTH,
-            f"{group.desired_size} × {_hours(hourly) if hourly else first}",
+            f"{group.desired_size} × {_hours(hourly)}",
         )
     )
-    gp3 = rates.gp3_gib_month if rates else None
+    gp3 = pricer.rate("gp3_gib_month")
     root_gib = group.desired_size * group.disk_size_gib
     lines.append(
         pricer.line(
             f"system node root volumes ({group.desired_size} × {group.disk_size_gib} GiB gp3)",
             gp3,
             Decimal(root_gib),
-            f"{root_gib} GiB × ${gp3}/GiB-month" if gp3 else "",
+            f"{root_gib} GiB × ${gp3}/GiB-month",
         )
     )
 
     fsx = config.storage.fsx
     if fsx is not None:
-        key = fsx.deployment_type if fsx.per_unit_storage_throughput is None else f"{fsx.deployment_type}/{fsx.per_unit_storage_throughput}"
-        rate = rates.lustre_gib_month.get(key) if rates else None
-        if rate is None and rates is not None:
-            pricer.missing.append(f"{pricer.region} FSx for Lustre {key}")
+        throughput = fsx.per_unit_storage_throughput
+        key = fsx.deployment_type if throughput is None else f"{fsx.deployment_type}/{throughput}"
+        rate = pricer.lustre(key)
+        capacity = fsx.storage_capacity_gib
         lines.append(
             pricer.line(
-                f"FSx for Lustre ({key}, {fsx.storage_capacity_gib} GiB)",
+                f"FSx for Lustre ({key}, {capacity} GiB)",
                 rate,
-                Decimal(fsx.storage_capacity_gib),
-                f"{fsx.storage_capacity_gib} GiB × ${rate}/GiB-month" if rate else "",
+                Decimal(capacity),
+                f"{capacity} GiB × ${rate}/GiB-month",
             )
         )
 
     if config.observability.enabled:
         gib = config.observability.storage_gib
-        lines.append(pricer.line(f"Prometheus volume ({gib} GiB gp3)", gp3, Decimal(gib), f"{gib} GiB × ${gp3}/GiB-month" if gp3 else ""))
+        lines.append(
+            pricer.line(f"Prometheus volume ({gib} GiB gp3)", gp3, Decimal(gib), f"{gib} GiB × ${gp3}/GiB-month")
+        )
 
     log_types = config.cluster.log_types
     if log_types:
         low = sum((LOG_VOLUME_GB[t][0] for t in log_types), Decimal(0))
         high = sum((LOG_VOLUME_GB[t][1] for t in log_types), Decimal(0))
-        rate = rates.log_ingestion_gb if rates else None
+        rate = pricer.rate("log_ingestion_gb")
         names = ", ".join(t.value for t in log_types)
         lines.append(
             pricer.line(
                 f"control-plane logs ingested ({len(log_types)} log types)",
                 rate,
                 low,
-                f"{_quantity(low)}-{_quantity(high)} GB assumed ({names}) × ${rate}/GB" if rate else "",
+                f"{_quantity(low)}-{_quantity(high)} GB assumed ({names}) × ${rate}/GB",
                 high=high,
             )
         )
 
-    keys = 1 + (1 if any(b.encryption == "kms" for b in config.storage.buckets.values()) else 0)
-    kms = rates.kms_key_month if rates else None
-    lines.append(pricer.line(f"KMS keys ({keys}: Kubernetes secrets" + (", buckets)" if keys > 1 else ")"), kms, Decimal(keys), f"{keys} × ${kms}/month" if kms else ""))
+    bucket_key = any(b.encryption == "kms" for b in config.storage.buckets.values())
+    keys = 2 if bucket_key else 1
+    kms = pricer.rate("kms_key_month")
+    what = "Kubernetes secrets, buckets" if bucket_key else "Kubernetes secrets"
+    lines.append(pricer.line(f"KMS keys ({keys}: {what})", kms, Decimal(keys), f"{keys} × ${kms}/month"))
 
-    if config.network.existing is None and rates is not None:  # free, so shown only where the rest is priced
+    if config.network.existing is None and pricer.rates is not None:  # free, so shown only where the rest is priced
         lines.append(CostLine("S3 gateway endpoint", Decimal(0), Decimal(0), "free"))
     return lines
 
 
 def _fills(shapes: list[InstanceShape], limit: int, hourly: Mapping[str, Decimal]) -> tuple[Fill | None, Fill | None]:
     fills = [
-        Fill(s.instance_type, limit // s.devices, hourly[s.instance_type])
-        for s in shapes
-        if s.instance_type in hourly
+        Fill(s.instance_type, limit // s.devices, hourly[s.instance_type]) for s in shapes if s.instance_type in hourly
     ]
     if not fills:
         return None, None
@@ -290,6 +298,12 @@ def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> 
             spot_cheapest, spot_dearest = _fills(fitting, devices, spot)
         if not fitting:
             notes.append(f"{name}: no allowed instance type fits within its limit of {devices} {resource}")
+        if pool.gpu_names and not pool.instance_families:
+            families = sorted({s.family for s in allowed})
+            notes.append(
+                f"{name}: chosen by GPU name; priced over the families of the GPU facts table ({', '.join(families)}), "
+                "while EC2 may offer more with the same GPUs (the preflight lists what the region has)"
+            )
         ceilings.append(
             PoolCeiling(
                 pool=name,
@@ -313,8 +327,8 @@ def estimate(config: PlatformConfig, prices: PriceTable, *, on: date) -> Estimat
     notes: list[str] = []
     lines = baseline(config, pricer, on, notes)
     pools = pool_ceilings(config, pricer, notes)
-    if any("spot" in p.capacity_types for p in pools):
-        notes.append("spot pools: priced at the on-demand price, which a spot instance never bills above")
+    if any("spot" in p.capacity_types and p.spot_dearest is None for p in pools):
+        notes.append("spot pools: ceilings at the on-demand price, which a spot instance never bills above")
     return Estimate(
         stack=config.stack,
         region=config.region,

@@ -51,7 +51,10 @@ def read_on_demand(pricing: Any, region: str, instance_types: Sequence[str]) -> 
     prices = {}
     for instance_type in instance_types:
         answer = pricing.get_products(
-            ServiceCode="AmazonEC2", Filters=product_filters(instance_type, region), FormatVersion="aws_v1", MaxResults=10
+            ServiceCode="AmazonEC2",
+            Filters=product_filters(instance_type, region),
+            FormatVersion="aws_v1",
+            MaxResults=10,
         )
         hourly = on_demand_hourly(answer["PriceList"])
         if hourly is not None:
@@ -94,9 +97,7 @@ def priced_types(config: PlatformConfig) -> tuple[list[str], list[str]]:
     return sorted(set(every)), sorted(set(spot))
 
 
-def live_table(
-    base: PriceTable, config: PlatformConfig, *, pricing: Any, ec2: Any, now: datetime
-) -> PriceTable:
+def live_table(base: PriceTable, config: PlatformConfig, *, pricing: Any, ec2: Any, now: datetime) -> PriceTable:
     """`base` with this stack's EC2 instance prices (on-demand and spot) read now."""
     every, spot_types = priced_types(config)
     region = config.region
@@ -106,7 +107,8 @@ def live_table(
     return replace(
         base,
         date=now.date(),
-        source=f"Price List API and spot price history of {now.date().isoformat()} for EC2 instances, {base.source} for the rest",
+        source=f"Price List API and spot price history of {now.date().isoformat()} for EC2 instances, "
+        f"{base.source} for the rest",
         instances=instances,
         spot={**base.spot, region: spot},
     )

@@ -1,6 +1,6 @@
 """The pinned price table: public AWS list prices (USD, no free tier, no discounts) for the regions the stacks and
-presets use, as the pricing pages in `SOURCES` published them on `SNAPSHOT_DATE`. Everything the estimate prices comes from here
-(or, with `--live`, EC2 instance prices from the Price List API).
+presets use, as the pricing pages in `SOURCES` published them on `SNAPSHOT_DATE`. Everything the estimate prices
+comes from here (or, with `--live`, EC2 instance prices from the Price List API).
 
 A price that is not here is not guessed: the estimate reports it as missing. To add a region or an instance type,
 copy the figure from the page named in `SOURCES` and move `SNAPSHOT_DATE` only if every figure was re-read.

@@ -42,11 +42,13 @@ def render_table(estimate: Estimate) -> str:
     for line in estimate.baseline:
         lines.append(f"  {line.item:<{width}}  {_range(line.low, line.high):>22}  {line.basis}")
     lines.append(f"  {'total':<{width}}  {_range(estimate.idle_low, estimate.idle_high):>22}")
-    lines += ["", "GPU spend ceiling per NodePool, per month (the limit filled with the cheapest / dearest allowed type)"]
+    lines += [
+        "",
+        "GPU spend ceiling per NodePool, per month (the limit filled with the cheapest / dearest allowed type)",
+    ]
     for pool in estimate.pools:
-        lines.append(
-            f"  {pool.pool}: {_limit(pool)}, {_capacity(pool)}; cheapest {_fill(pool.cheapest)}; dearest {_fill(pool.dearest)}"
-        )
+        fills = f"cheapest {_fill(pool.cheapest)}; dearest {_fill(pool.dearest)}"
+        lines.append(f"  {pool.pool}: {_limit(pool)}, {_capacity(pool)}; {fills}")
         if pool.spot_dearest is not None:
             lines.append(f"    at current spot prices: {_fill(pool.spot_cheapest)} .. {_fill(pool.spot_dearest)}")
         if pool.unpriced:
@@ -66,11 +68,12 @@ def render_markdown(estimate: Estimate) -> str:
     lines += [f"| {line.item} | {_range(line.low, line.high)} | {line.basis} |" for line in estimate.baseline]
     lines.append(f"| **idle total** | **{_range(estimate.idle_low, estimate.idle_high)}** | |")
     for pool in estimate.pools:
+        low = money(pool.cheapest.monthly if pool.cheapest else None)
+        high = money(pool.dearest.monthly if pool.dearest else None)
+        unpriced = f"; not priced: {', '.join(pool.unpriced)}" if pool.unpriced else ""
         lines.append(
-            f"| GPU ceiling `{pool.pool}` ({_limit(pool)}, {_capacity(pool)}) | {money(pool.cheapest.monthly if pool.cheapest else None)}"
-            f" - {money(pool.dearest.monthly if pool.dearest else None)} | {_fill(pool.cheapest)} .. {_fill(pool.dearest)}"
-            + (f"; not priced: {', '.join(pool.unpriced)}" if pool.unpriced else "")
-            + " |"
+            f"| GPU ceiling `{pool.pool}` ({_limit(pool)}, {_capacity(pool)}) | {low} - {high} "
+            f"| {_fill(pool.cheapest)} .. {_fill(pool.dearest)}{unpriced} |"
         )
     lines.append(f"| **ceiling** (idle + every GPU pool at its limit) | **{money(estimate.ceiling)}** | |")
     return "\n".join(lines)

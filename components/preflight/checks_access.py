@@ -35,7 +35,7 @@ def identity_check(identity: Identity, region: str) -> CheckResult:
         return failed(
             "identity",
             evidence,
-            f"{region} is in partition {expected}: use credentials of an account in that partition, or another aws:region",
+            f"{region} is in partition {expected}: use credentials of an account there, or another aws:region",
         )
     if identity.arn.endswith(":root"):
         return warned(
@@ -176,7 +176,7 @@ def interruption_queue_check(
     why = "the stack's cluster does not exist" if not deployed else "the stack has more than one"
     return warned(
         name,
-        f"queues tagged project={config.project}, stack={config.stack}: {', '.join(ours)}; {why}, so they are leftovers "
-        "of an earlier deployment (with their EventBridge rules)",
-        "delete the leftover queues and the EventBridge rules that target them: aws sqs delete-queue --queue-url <url>",
+        f"queues tagged project={config.project}, stack={config.stack}: {', '.join(ours)}; {why}, so they are "
+        "leftovers of an earlier deployment (with their EventBridge rules)",
+        "delete the leftover queues and the EventBridge rules feeding them (aws sqs delete-queue --queue-url <url>)",
     )

@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..config import ExistingVpc, NatGateways, NetworkConfig, PlatformConfig
-from .quotas import ELASTIC_IPS, FSX_QUOTA_SHARERS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION, Quota, increase_command
+from .quotas import (
+    ELASTIC_IPS,
+    FSX_QUOTA_SHARERS,
+    FSX_STORAGE,
+    NAT_GATEWAYS_PER_AZ,
+    VPCS_PER_REGION,
+    Quota,
+    increase_command,
+)
 from .reads import EbsDefaultKey
 from .results import CheckResult, failed, passed, warned
 
@@ -27,7 +35,11 @@ def nat_zones(network: NetworkConfig) -> tuple[str, ...]:
 def _quota_result(
     name: str, quota: Quota, value: float | None, used: int, need: int, what: str, region: str
 ) -> CheckResult:
-    evidence = f"{quota.label} = " + ("not found" if value is None else f"{value:g}") + f"; in use {used}; the stack adds {need} {what}"
+    evidence = (
+        f"{quota.label} = "
+        + ("not found" if value is None else f"{value:g}")
+        + f"; in use {used}; the stack adds {need} {what}"
+    )
     if need == 0:
         return passed(name, evidence)
     if value is None:
@@ -43,14 +55,22 @@ def vpc_quota_check(network: NetworkConfig, used: int, value: float | None, regi
 
 
 def elastic_ip_check(network: NetworkConfig, used: int, value: float | None, region: str) -> CheckResult:
-    return _quota_result("quota/elastic-ips", ELASTIC_IPS, value, used, len(nat_zones(network)), "(one per NAT gateway)", region)
+    return _quota_result(
+        "quota/elastic-ips", ELASTIC_IPS, value, used, len(nat_zones(network)), "(one per NAT gateway)", region
+    )
 
 
-def nat_gateway_check(network: NetworkConfig, used_by_zone: Mapping[str, int], value: float | None, region: str) -> CheckResult:
+def nat_gateway_check(
+    network: NetworkConfig, used_by_zone: Mapping[str, int], value: float | None, region: str
+) -> CheckResult:
     zones = nat_zones(network)
     name, quota = "quota/nat-gateways", NAT_GATEWAYS_PER_AZ
     shown = ", ".join(f"{zone} {used_by_zone.get(zone, 0)}" for zone in zones) or "none"
-    evidence = f"{quota.label} = " + ("not found" if value is None else f"{value:g}") + f"; in use in the stack's NAT AZs: {shown}; the stack adds 1 in each of {list(zones)}"
+    evidence = (
+        f"{quota.label} = "
+        + ("not found" if value is None else f"{value:g}")
+        + f"; in use in the stack's NAT AZs: {shown}; the stack adds 1 in each of {list(zones)}"
+    )
     if not zones:
         return passed(name, f"the stack creates no NAT gateway ({'existing VPC' if network.existing else 'none'})")
     if value is None:
@@ -58,7 +78,9 @@ def nat_gateway_check(network: NetworkConfig, used_by_zone: Mapping[str, int], v
     full = [zone for zone in zones if used_by_zone.get(zone, 0) + 1 > value]
     if full:
         most = max(used_by_zone.get(zone, 0) for zone in full) + 1
-        return failed(name, evidence, f"{', '.join(full)} is full: free one, or {increase_command(quota, most, region)}")
+        return failed(
+            name, evidence, f"{', '.join(full)} is full: free one, or {increase_command(quota, most, region)}"
+        )
     return passed(name, evidence)
 
 
@@ -73,7 +95,9 @@ def existing_vpc_check(
             problems.append(f"subnet {subnet} does not exist")
         elif actual != zone:
             problems.append(f"subnet {subnet} is in {actual}, listed for {zone}")
-    evidence = f"{existing.vpc_id}; subnets " + ", ".join(f"{s} ({subnet_zones.get(s, '?')})" for s in existing.private_subnet_ids)
+    evidence = f"{existing.vpc_id}; subnets " + ", ".join(
+        f"{s} ({subnet_zones.get(s, '?')})" for s in existing.private_subnet_ids
+    )
     if problems:
         return failed(
             "existing-vpc",
@@ -101,7 +125,9 @@ def fsx_storage_check(config: PlatformConfig, used_by_type: Mapping[str, int], v
     assert fsx is not None
     quota = FSX_STORAGE[fsx.deployment_type]
     used = sum(gib for kind, gib in used_by_type.items() if kind in FSX_QUOTA_SHARERS[fsx.deployment_type])
-    return _quota_result("quota/fsx-storage", quota, value, used, fsx.storage_capacity_gib, f"GiB ({fsx.deployment_type})", config.region)
+    return _quota_result(
+        "quota/fsx-storage", quota, value, used, fsx.storage_capacity_gib, f"GiB ({fsx.deployment_type})", config.region
+    )
 
 
 def data_repository_check(config: PlatformConfig) -> CheckResult | None:
@@ -125,7 +151,11 @@ def ebs_key_check(key: EbsDefaultKey) -> CheckResult:
     if key.manager == "AWS":
         return passed(name, evidence)
     if key.manager is None:
-        return warned(name, f"{evidence}: could not be described", "make sure the key exists and that this identity may call kms:DescribeKey")
+        return warned(
+            name,
+            f"{evidence}: could not be described",
+            "make sure the key exists and that this identity may call kms:DescribeKey",
+        )
     if key.state != "Enabled":
         return failed(name, evidence, "enable the key, or reset the default: aws ec2 reset-ebs-default-kms-key-id")
     return warned(

@@ -31,7 +31,9 @@ def zones_check(stack_zones: Sequence[str], region_zones: Mapping[str, Zone]) ->
     return passed("availability-zones", evidence)
 
 
-def _per_zone(zones: Sequence[str], types: Sequence[str], offered: Mapping[str, frozenset[str]]) -> dict[str, list[str]]:
+def _per_zone(
+    zones: Sequence[str], types: Sequence[str], offered: Mapping[str, frozenset[str]]
+) -> dict[str, list[str]]:
     return {zone: [t for t in types if zone in offered.get(t, frozenset())] for zone in zones}
 
 
@@ -68,7 +70,12 @@ def describe_filters(selection: PoolSelection) -> tuple[tuple[str, tuple[str, ..
             continue
         values = tuple(requirement["values"])
         if requirement["key"] == "kubernetes.io/arch":
-            filters.append(("processor-info.supported-architecture", tuple(_ARCHITECTURES[a] for a in values if a in _ARCHITECTURES)))
+            filters.append(
+                (
+                    "processor-info.supported-architecture",
+                    tuple(_ARCHITECTURES[a] for a in values if a in _ARCHITECTURES),
+                )
+            )
         elif requirement["key"] == "karpenter.k8s.aws/instance-family":
             filters.append(("instance-type", tuple(f"{family}.*" for family in values)))
         elif requirement["key"] == "node.kubernetes.io/instance-type":
@@ -99,18 +106,24 @@ def pool_offering_check(
         evidence += f"; not evaluated here: {'; '.join(unevaluated)}"
     zones_with_any = [zone for zone, found in per_zone.items() if found]
     if not types:
-        return failed(check, "no instance type of the region matches the pool's requirements", f"widen karpenter.nodePools.{name} (families, sizes, gpuNames, requirements)")
+        return failed(
+            check,
+            "no instance type of the region matches the pool's requirements",
+            f"widen karpenter.nodePools.{name} (families, sizes, gpuNames, requirements)",
+        )
     if not zones_with_any:
         return failed(
             check,
             evidence,
-            f"none of the pool's types is offered in {', '.join(pool_zones)}: allow other families or sizes, or other zones",
+            f"none of the pool's types is offered in {', '.join(pool_zones)}: allow other families or sizes, "
+            "or other zones",
         )
     if len(zones_with_any) == 1 and len(pool_zones) > 1:
         return warned(
             check,
             evidence,
-            f"only {zones_with_any[0]} offers the pool's types: one AZ's capacity shortage stops the pool; allow more families",
+            f"only {zones_with_any[0]} offers the pool's types: one AZ's capacity shortage stops the pool; "
+            "allow more families",
         )
     if len(pool_zones) == 1:
         evidence += " (the pool is pinned to this AZ)"
@@ -149,7 +162,9 @@ def _capacity_quotas(cls: VcpuClass, capacity_types: Sequence[str]) -> list[tupl
     return [(quota, len(usable) == 1) for c in usable if (quota := cls.quota(c)) is not None]  # type: ignore[arg-type]
 
 
-def pool_demands(name: str, pool: NodePoolSpec, selection: PoolSelection, shapes: Sequence[InstanceShape]) -> list[Demand]:
+def pool_demands(
+    name: str, pool: NodePoolSpec, selection: PoolSelection, shapes: Sequence[InstanceShape]
+) -> list[Demand]:
     """vCPUs the pool needs at its limit, per quota: an accelerator pool's device limit ÷ devices per instance ×
     vCPUs per instance, for the instance type that needs the fewest and the most; a CPU pool's cpu limit.
 
@@ -188,7 +203,7 @@ def system_group_demands(group: SystemNodeGroup, shapes: Sequence[InstanceShape]
     return demands
 
 
-def _quota_name(quota: Quota) -> str:
+def quota_check_name(quota: Quota) -> str:
     for cls in VCPU_CLASSES:
         if quota == cls.on_demand:
             return f"quota/{cls.key}-on-demand"
@@ -200,22 +215,30 @@ def _quota_name(quota: Quota) -> str:
 def vcpu_quota_check(quota: Quota, value: float | None, demands: Sequence[Demand], region: str) -> CheckResult:
     """FAIL when the quota is below what the sources that cannot fall back need with their smallest instances; WARN
     when it is below what every source needs with its largest; PASS otherwise."""
-    check = _quota_name(quota)
+    check = quota_check_name(quota)
     required = sum(d.smallest for d in demands if d.sole)
     high = sum(d.largest for d in demands)
     parts = "; ".join(
-        f"{d.source} {d.smallest} ({d.smallest_by})" if d.smallest == d.largest
+        f"{d.source} {d.smallest} ({d.smallest_by})"
+        if d.smallest == d.largest
         else f"{d.source} {d.smallest}-{d.largest} ({d.smallest_by} .. {d.largest_by})"
         for d in demands
     )
     parts = "; ".join(
-        (f"{d.source} {d.smallest} ({d.smallest_by})" if d.smallest == d.largest
-         else f"{d.source} {d.smallest}-{d.largest} ({d.smallest_by} .. {d.largest_by})")
+        (
+            f"{d.source} {d.smallest} ({d.smallest_by})"
+            if d.smallest == d.largest
+            else f"{d.source} {d.smallest}-{d.largest} ({d.smallest_by} .. {d.largest_by})"
+        )
         + ("" if d.sole else ", or the other capacity type")
         for d in demands
     )
     if value is None:
-        return warned(check, f"{quota.label} not found in {region}; needed: {parts}", "check the quota in the Service Quotas console")
+        return warned(
+            check,
+            f"{quota.label} not found in {region}; needed: {parts}",
+            "check the quota in the Service Quotas console",
+        )
     evidence = f"{quota.label} = {value:g} vCPUs; needed at the limits: {parts}"
     command = increase_command(quota, high, region)
     if required:

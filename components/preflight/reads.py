@@ -101,9 +101,7 @@ def availability_zones(ec2: Any) -> dict[str, Zone]:
 def instance_shapes(ec2: Any, filters: Sequence[Mapping[str, Any]]) -> list[InstanceShape]:
     paginator = ec2.get_paginator("describe_instance_types")
     return [
-        shape_from_ec2(info)
-        for page in paginator.paginate(Filters=list(filters))
-        for info in page["InstanceTypes"]
+        shape_from_ec2(info) for page in paginator.paginate(Filters=list(filters)) for info in page["InstanceTypes"]
     ]
 
 
@@ -111,9 +109,7 @@ def offerings(ec2: Any, zones: Sequence[str]) -> dict[str, frozenset[str]]:
     """The AZs (of `zones`) each instance type is offered in."""
     found: dict[str, set[str]] = {}
     paginator = ec2.get_paginator("describe_instance_type_offerings")
-    pages = paginator.paginate(
-        LocationType="availability-zone", Filters=[{"Name": "location", "Values": list(zones)}]
-    )
+    pages = paginator.paginate(LocationType="availability-zone", Filters=[{"Name": "location", "Values": list(zones)}])
     for page in pages:
         for offering in page["InstanceTypeOfferings"]:
             found.setdefault(offering["InstanceType"], set()).add(offering["Location"])

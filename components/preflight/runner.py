@@ -15,10 +15,10 @@ from . import reads
 from .checks_access import (
     cluster_access_check,
     cluster_name_check,
+    control_plane_log_group,
     identity_check,
     interruption_queue_check,
     interruption_queue_prefixes,
-    control_plane_log_group,
     log_group_check,
     region_check,
 )
@@ -39,6 +39,7 @@ from .checks_capacity import (
     describe_filters,
     pool_demands,
     pool_offering_check,
+    quota_check_name,
     system_group_check,
     system_group_demands,
     vcpu_quota_check,
@@ -71,13 +72,29 @@ def run_preflight(config: PlatformConfig, clients: Clients) -> list[CheckResult]
         identity = reads.caller_identity(clients.sts)
     except NoCredentialsError:
         profile = f"profile {config.profile}" if config.profile else "the default credential chain"
-        return [failed("identity", f"no AWS credentials found ({profile})", "log in (aws sso login, or set AWS_PROFILE) and run again")]
+        return [
+            failed(
+                "identity",
+                f"no AWS credentials found ({profile})",
+                "log in (aws sso login, or set AWS_PROFILE) and run again",
+            )
+        ]
     except (ClientError, BotoCoreError) as error:
-        return [failed("identity", f"sts:GetCallerIdentity failed: {error}", "check the credentials and the network path to AWS")]
+        return [
+            failed(
+                "identity",
+                f"sts:GetCallerIdentity failed: {error}",
+                "check the credentials and the network path to AWS",
+            )
+        ]
 
     results = [identity_check(identity, config.region)]
-    results += _guarded("region", lambda: [region_check(config.region, reads.region_opt_in(clients.ec2, config.region))])
-    results += _guarded("cluster-access", lambda: [cluster_access_check(config, identity, _principals(config, identity, clients))])
+    results += _guarded(
+        "region", lambda: [region_check(config.region, reads.region_opt_in(clients.ec2, config.region))]
+    )
+    results += _guarded(
+        "cluster-access", lambda: [cluster_access_check(config, identity, _principals(config, identity, clients))]
+    )
     results += capacity_checks(config, clients)
     results += account_checks(config, clients)
     results += name_checks(config, clients)
@@ -105,14 +122,16 @@ def capacity_checks(config: PlatformConfig, clients: Clients) -> list[CheckResul
 
     offered: dict[str, frozenset[str]] = {}
     demands: list[Demand] = []
+    read: list[bool] = []
 
     def system() -> list[CheckResult]:
         offered.update(reads.offerings(clients.ec2, zones))
+        read.append(True)
         demands.extend(system_group_demands(group, shapes((("instance-type", group.instance_types),))))
         return [system_group_check(group, zones, offered)]
 
     results += _guarded("system-node-group", system)
-    if not offered:  # the offerings could not be read: every pool and quota check rests on them
+    if not read:  # the offerings could not be read: every pool and quota check rests on them
         return results
     for name, pool in sorted(config.karpenter.node_pools.items()):
 
@@ -132,7 +151,7 @@ def capacity_checks(config: PlatformConfig, clients: Clients) -> list[CheckResul
         by_quota.setdefault(demand.quota, []).append(demand)
     for quota, quota_demands in sorted(by_quota.items(), key=lambda item: item[0].code):
         results += _guarded(
-            f"quota/{quota.code}",
+            quota_check_name(quota),
             lambda quota=quota, quota_demands=quota_demands: [
                 vcpu_quota_check(quota, reads.quota_value(clients.quotas, quota), quota_demands, config.region)
             ],
@@ -158,21 +177,34 @@ def account_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult
         )
     results += _guarded(
         "quota/vpcs",
-        lambda: [vpc_quota_check(network, reads.vpc_count(clients.ec2), reads.quota_value(clients.quotas, VPCS_PER_REGION), region)],
+        lambda: [
+            vpc_quota_check(
+                network, reads.vpc_count(clients.ec2), reads.quota_value(clients.quotas, VPCS_PER_REGION), region
+            )
+        ],
     )
     results += _guarded(
         "quota/elastic-ips",
-        lambda: [elastic_ip_check(network, reads.elastic_ip_count(clients.ec2), reads.quota_value(clients.quotas, ELASTIC_IPS), region)],
+        lambda: [
+            elastic_ip_check(
+                network, reads.elastic_ip_count(clients.ec2), reads.quota_value(clients.quotas, ELASTIC_IPS), region
+            )
+        ],
     )
     results += _guarded(
         "quota/nat-gateways",
         lambda: [
             nat_gateway_check(
-                network, reads.nat_gateways_by_zone(clients.ec2), reads.quota_value(clients.quotas, NAT_GATEWAYS_PER_AZ), region
+                network,
+                reads.nat_gateways_by_zone(clients.ec2),
+                reads.quota_value(clients.quotas, NAT_GATEWAYS_PER_AZ),
+                region,
             )
         ],
     )
-    spot_pools = sorted(name for name, pool in config.karpenter.node_pools.items() if "spot" in select(pool).capacity_types)
+    spot_pools = sorted(
+        name for name, pool in config.karpenter.node_pools.items() if "spot" in select(pool).capacity_types
+    )
     results += _guarded(
         "spot-service-linked-role",
         lambda: [spot_role_check(spot_pools, reads.role_exists(clients.iam, SPOT_ROLE) if spot_pools else None)],
@@ -183,7 +215,9 @@ def account_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult
             "quota/fsx-storage",
             lambda: [
                 fsx_storage_check(
-                    config, reads.lustre_storage_by_type(clients.fsx), reads.quota_value(clients.quotas, FSX_STORAGE[fsx.deployment_type])
+                    config,
+                    reads.lustre_storage_by_type(clients.fsx),
+                    reads.quota_value(clients.quotas, FSX_STORAGE[fsx.deployment_type]),
                 )
             ],
         )
@@ -201,7 +235,11 @@ def name_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
         return [cluster_name_check(config, found[0])]
 
     def queues() -> list[CheckResult]:
-        named = {url: tags for prefix in interruption_queue_prefixes(name) for url, tags in reads.queues_named(clients.sqs, prefix).items()}
+        named = {
+            url: tags
+            for prefix in interruption_queue_prefixes(name)
+            for url, tags in reads.queues_named(clients.sqs, prefix).items()
+        }
         return [interruption_queue_check(config, named, found[0] if found else None)]
 
     return [

@@ -100,9 +100,18 @@ _SHAPE_KEYS = frozenset(
         *(
             f"{_AWS}{name}"
             for name in (
-                "instance-family", "instance-size", "instance-category", "instance-generation", "instance-cpu",
-                "instance-gpu-name", "instance-gpu-manufacturer", "instance-gpu-count", "instance-gpu-memory",
-                "instance-accelerator-name", "instance-accelerator-manufacturer", "instance-accelerator-count",
+                "instance-family",
+                "instance-size",
+                "instance-category",
+                "instance-generation",
+                "instance-cpu",
+                "instance-gpu-name",
+                "instance-gpu-manufacturer",
+                "instance-gpu-count",
+                "instance-gpu-memory",
+                "instance-accelerator-name",
+                "instance-accelerator-manufacturer",
+                "instance-accelerator-count",
             )
         ),
     }
@@ -221,7 +230,8 @@ class PoolSelection:
 def select(pool: NodePoolSpec) -> PoolSelection:
     requirements = tuple(rendered_requirements(pool))
     capacity = tuple(
-        c for c in ("on-demand", "spot", "reserved")
+        c
+        for c in ("on-demand", "spot", "reserved")
         if all(_holds(r["operator"], c, r.get("values", ())) for r in requirements if r["key"] == CAPACITY_KEY)
     )
     return PoolSelection(requirements=requirements, capacity_types=capacity)
