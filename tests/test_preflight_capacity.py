@@ -22,7 +22,7 @@ from components.preflight.checks_capacity import (
 from components.preflight.quotas import VCPU_CLASSES, vcpu_class
 from components.preflight.results import Status
 from components.preflight.runner import capacity_checks
-from components.preflight.selection import InstanceShape, select
+from components.preflight.selection import InstanceShape, accelerated_shapes, select
 from tests.preflight_world import account, fake_credentials, platform_config, with_quotas
 
 STANDARD, G_VT, P = (next(c for c in VCPU_CLASSES if c.key == key) for key in ("standard", "g-vt", "p"))
@@ -313,3 +313,33 @@ def test_quota_checks_are_pure_over_the_demands():
     demands = pool_demands("inference-a10g-spot", pool, select(pool), [_shape("g5.xlarge", 4, 1)])
     assert vcpu_quota_check(G_VT.spot, 127, demands, "us-west-2").status is Status.FAIL  # 32 × 4 = 128
     assert vcpu_quota_check(G_VT.spot, 128, demands, "us-west-2").status is Status.PASS
+
+
+# --------------------------------------------------------------------------------------------- selection
+
+
+def _inference(requirements):
+    return NodePoolSpec.model_validate({"preset": "gpu-inference-a10g-spot", "requirements": requirements})
+
+
+def test_a_raw_requirement_narrows_what_the_pool_allows():
+    pool = _inference([{"key": "node.kubernetes.io/instance-type", "operator": "NotIn", "values": ["g5.8xlarge"]}])
+    allowed = [s.instance_type for s in select(pool).allowed(accelerated_shapes())]
+    assert allowed == ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.12xlarge"]
+
+
+def test_a_requirement_on_a_label_the_catalog_lacks_is_reported_not_dropped():
+    pool = _inference([{"key": "karpenter.k8s.aws/instance-memory", "operator": "Gt", "values": ["65536"]}])
+    selection = select(pool)
+    allowed = selection.allowed(accelerated_shapes())
+    assert len(allowed) == 5  # kept: the memory of an instance is not known here
+    assert selection.unevaluated(allowed[0]) == ["karpenter.k8s.aws/instance-memory Gt ['65536']"]
+    result = pool_offering_check("a10g", ["us-west-2a"], allowed, {"g5.xlarge": frozenset({"us-west-2a"})}, ["x"])
+    assert result.evidence.endswith("not evaluated here: x (the pool is pinned to this AZ)")
+
+
+def test_cpu_pools_exclude_gpu_and_neuron_instances_as_their_rendered_requirements_do():
+    pool = NodePoolSpec.model_validate({"preset": "cpu-general", "instanceCategories": [], "generationAbove": None})
+    assert select(pool).allowed(accelerated_shapes()) == []
+    fractional = InstanceShape("g6f.xlarge", "amd64", vcpus=4, gpu_name="l4", gpu_count=0)
+    assert select(pool).allowed([fractional, _shape("m7i.large", 2)]) == [_shape("m7i.large", 2)]

@@ -53,12 +53,6 @@ class InstanceShape:
         """GPUs or Neuron devices per instance (what an nvidia.com/gpu or aws.amazon.com/neuron limit counts)."""
         return self.gpu_count or self.accelerator_count
 
-    @property
-    def resource(self) -> str | None:
-        if self.gpu_count:
-            return GPU_RESOURCE
-        return NEURON_RESOURCE if self.accelerator_count else None
-
     def label(self, key: str) -> str | None:
         """The value of a well-known label on nodes of this type, None where the label does not exist."""
         family = self.family
