@@ -231,9 +231,9 @@ def test_a_read_the_identity_may_not_make_warns_and_names_the_call(clients):
 PROD_QUOTAS = [
     (QUOTA["standard-on-demand"], 64.0),
     (QUOTA["standard-spot"], 64.0),
+    (QUOTA["g-vt-on-demand"], 0.0),
     (QUOTA["g-vt-spot"], 0.0),
     (QUOTA["p-on-demand"], 0.0),
-    (QUOTA["g-vt-on-demand"], 0.0),
     (VPCS_PER_REGION, 5.0),
     (ELASTIC_IPS, 5.0),
     (NAT_GATEWAYS_PER_AZ, 5.0),

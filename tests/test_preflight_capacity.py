@@ -54,7 +54,7 @@ def _pool_result(clients, config, name):
 def test_stack_zones_that_exist_pass_with_their_zone_ids(clients):
     result = zones_check(["us-west-2a", "us-west-2b"], reads.availability_zones(clients.ec2))
     assert result.status is Status.PASS
-    assert "us-west-2a (usw2-az2)" in result.evidence
+    assert result.evidence == "stack AZs: us-west-2a (usw2-az2, available), us-west-2b (usw2-az1, available)"
 
 
 def test_a_zone_the_region_does_not_have_fails_and_lists_the_real_ones(clients):

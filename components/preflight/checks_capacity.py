@@ -19,8 +19,10 @@ _ARCHITECTURES = {"amd64": "x86_64", "arm64": "arm64"}
 def zones_check(stack_zones: Sequence[str], region_zones: Mapping[str, Zone]) -> CheckResult:
     missing = [z for z in stack_zones if z not in region_zones]
     unavailable = [z for z in stack_zones if z in region_zones and region_zones[z].state != "available"]
-    shown = ", ".join(f"{z} ({region_zones[z].zone_id})" for z in stack_zones if z in region_zones)
-    evidence = f"stack AZs {list(stack_zones)}; found: {shown or 'none'}"
+    found = ", ".join(
+        f"{z} ({region_zones[z].zone_id}, {region_zones[z].state})" for z in stack_zones if z in region_zones
+    )
+    evidence = f"stack AZs: {found or 'none of them exists'}"
     if missing or unavailable:
         problems = [f"{z} does not exist" for z in missing] + [f"{z} is {region_zones[z].state}" for z in unavailable]
         return failed(
@@ -201,6 +203,12 @@ def system_group_demands(group: SystemNodeGroup, shapes: Sequence[InstanceShape]
         low, high = min(fills), max(fills)
         demands.append(Demand("system node group", cls.on_demand, low[0], high[0], low[1], high[1], sole=True))
     return demands
+
+
+def quota_order(quota: Quota) -> int:
+    """Quotas in the order of `VCPU_CLASSES`, on-demand before spot."""
+    ordered = [q for cls in VCPU_CLASSES for q in (cls.on_demand, cls.spot)]
+    return ordered.index(quota) if quota in ordered else len(ordered)
 
 
 def quota_check_name(quota: Quota) -> str:

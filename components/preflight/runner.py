@@ -40,6 +40,7 @@ from .checks_capacity import (
     pool_demands,
     pool_offering_check,
     quota_check_name,
+    quota_order,
     system_group_check,
     system_group_demands,
     vcpu_quota_check,
@@ -149,7 +150,7 @@ def capacity_checks(config: PlatformConfig, clients: Clients) -> list[CheckResul
     by_quota: dict[Quota, list[Demand]] = {}
     for demand in demands:
         by_quota.setdefault(demand.quota, []).append(demand)
-    for quota, quota_demands in sorted(by_quota.items(), key=lambda item: item[0].code):
+    for quota, quota_demands in sorted(by_quota.items(), key=lambda item: quota_order(item[0])):
         results += _guarded(
             quota_check_name(quota),
             lambda quota=quota, quota_demands=quota_demands: [
