@@ -330,3 +330,18 @@ def test_the_command_line_exits_2_on_an_invalid_stack(tmp_path, capsys):
     assert cli.main(["--stack", "broken", "--project-dir", str(tmp_path)]) == 2
     assert "  - environment: is required" in capsys.readouterr().err
     assert cli.main(["--stack", "missing", "--project-dir", str(tmp_path)]) == 2
+
+
+def test_a_profile_this_machine_does_not_have_fails_the_identity_check(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    (tmp_path / "Pulumi.yaml").write_text("name: eks-ml-platform\n")
+    stack = (
+        (REPO / "Pulumi.dev.yaml")
+        .read_text()
+        .replace("  aws:region: us-west-2\n", "  aws:region: us-west-2\n  aws:profile: nowhere\n")
+    )
+    (tmp_path / "Pulumi.dev.yaml").write_text(stack)
+    assert cli.main(["--stack", "dev", "--project-dir", str(tmp_path), "--json"]) == 1
+    (check,) = json.loads(capsys.readouterr().out)["checks"]
+    assert (check["name"], check["status"]) == ("identity", "FAIL")
+    assert "nowhere" in check["evidence"]

@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     prices = PINNED
     if args.live:
-        session = session_for(config.profile, config.region)
         try:
+            session = session_for(config.profile, config.region)
             prices = live_table(
                 PINNED,
                 config,

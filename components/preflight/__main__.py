@@ -11,10 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from botocore.exceptions import BotoCoreError
+
 from ..config import ConfigError
 from .clients import Clients, session_for
 from .report import render_json, render_markdown, render_table
-from .results import exit_code
+from .results import exit_code, failed
 from .runner import run_preflight
 from .stack_config import load_stack
 
@@ -33,7 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, FileNotFoundError) as error:
         print(f"Stack '{args.stack}': {error}", file=sys.stderr)
         return 2
-    results = run_preflight(config, Clients.from_session(session_for(config.profile, config.region)))
+    try:
+        clients = Clients.from_session(session_for(config.profile, config.region))
+    except BotoCoreError as error:  # e.g. aws:profile names a profile this machine does not have
+        results = [
+            failed("identity", f"no AWS session: {error}", "set aws:profile to a configured profile, or remove it")
+        ]
+    else:
+        results = run_preflight(config, clients)
     if args.json:
         print(render_json(results, stack=args.stack, region=config.region))
     elif args.markdown:
