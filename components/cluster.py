@@ -13,6 +13,9 @@ import pulumi_kubernetes as k8s
 
 from . import versions
 from .config import ClusterConfig, EndpointAccess, StatefulResources
+from .sweep.model import Kind
+from .sweep.resource import Sweep, SweepArgs
+from .sweep.sweeper import NETWORK_KINDS, STEP_KINDS
 from .iam import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn, same_principal
 from .iam import node_role as node_role_with_policies
 
@@ -32,6 +35,10 @@ CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterA
 #: with ResourceInUseException. Read back on later runs, so an update by another identity (CI) still skips it.
 CREATOR_TAG = "eksml.io/created-by"
 
+
+#: The teardown sweep between the in-cluster layer and the cluster: everything but file systems, which Storage sweeps
+#: before their security group goes.
+IN_CLUSTER_SWEEP = frozenset(STEP_KINDS) - {Kind.FILE_SYSTEM}
 
 #: vpc-cni add-on configuration (its schema: `aws eks describe-addon-configuration --addon-name vpc-cni`).
 VPC_CNI_CONFIGURATION: Mapping[str, str] = {"enableNetworkPolicy": "true"}
@@ -63,6 +70,11 @@ class ClusterArgs:
     #: The AWS CLI profile the kubeconfig authenticates with (so Kubernetes and Helm act as the same identity as
     #: the AWS provider); None: the ambient credentials.
     aws_profile: str | None = None
+    #: False for a VPC brought with network.existing (the teardown sweep then touches only what names this cluster).
+    owns_vpc: bool = True
+    #: What the cluster and its nodes need from the network first (NAT routes, the network sweep), so that on
+    #: destroy they are deleted before it.
+    network_ready: Sequence[pulumi.Resource] = ()
     #: The IAM principal (user or role ARN) that created, or is about to create, the cluster: EKS gives it admin
     #: access itself, so it gets no entry of ours. None when unknown (a cluster created before the tag existed).
     creator_arn: str | None = None
@@ -92,6 +104,8 @@ class ClusterHandle:
     ebs_csi_driver: aws.eks.Addon
     #: Cluster DNS: controllers resolve AWS endpoints and Services through it.
     coredns: aws.eks.Addon
+    #: The AWS CLI profile the stack acts as (None: ambient credentials), for what calls AWS itself.
+    aws_profile: str | None = None
 
     @property
     def system_ready(self) -> tuple[pulumi.Resource, ...]:
@@ -202,6 +216,25 @@ class Cluster(pulumi.ComponentResource):
                 self,
             )
         endpoint = config.endpoint
+
+        def sweep(key: str, kinds: frozenset[Kind], cluster_name: pulumi.Input[str], after: list[pulumi.Resource]) -> Sweep:
+            return Sweep(
+                f"{name}-{key}",
+                SweepArgs(
+                    cluster_name=cluster_name,
+                    region=args.region,
+                    stateful_resources=args.stateful_resources,
+                    vpc_id=args.vpc_id,
+                    owns_vpc=args.owns_vpc,
+                    profile=args.aws_profile,
+                    kinds=kinds,
+                ),
+                pulumi.ResourceOptions(parent=self, depends_on=after),
+            )
+
+        # Deleted after the cluster and its nodes, before the network: what only the VPC still holds then (interfaces
+        # the CNI freed as the nodes went, GuardDuty's endpoint).
+        network_sweep = sweep("network-sweep", NETWORK_KINDS, args.cluster_name, list(args.network_ready))
         self.eks_cluster = eks.Cluster(
             f"{name}-eks",
             name=args.cluster_name,
@@ -233,7 +266,7 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 # why: EKS would otherwise create the log group itself, unmanaged, and it would outlive destroy.
-                depends_on=[log_group],
+                depends_on=[log_group, network_sweep],
                 protect=args.stateful_resources is StatefulResources.PROTECT,
             ),
         )
@@ -342,13 +375,21 @@ class Cluster(pulumi.ComponentResource):
                 parent=self,
                 # why: nodes join only with networking in place and the node policies attached; on destroy the
                 # group goes before them.
-                depends_on=[vpc_cni, kube_proxy, *node_policies],
+                depends_on=[vpc_cni, kube_proxy, *node_policies, *args.network_ready, network_sweep],
             ),
         )
         # Deployments: their pods need a node to run on, or the add-on sits DEGRADED until it times out.
         coredns = addon("coredns", depends_on=[self.system_node_group])
         ebs_csi_driver = addon("aws-ebs-csi-driver", role=ebs_role, depends_on=[self.system_node_group])
 
+        # Deleted once everything in the cluster is (all of it uses the provider below, which depends on it), and
+        # before the nodes, add-ons and cluster it names: what the controllers made in AWS and did not clean up.
+        self.sweep = sweep(
+            "sweep",
+            IN_CLUSTER_SWEEP,
+            cluster_name,
+            [self.system_node_group, vpc_cni, kube_proxy, coredns, ebs_csi_driver],
+        )
         kubernetes_provider = k8s.Provider(
             f"{name}-k8s",
             # pulumi-eks's kubeconfig_json carries no profile (on purpose, pulumi-eks #1082): without this, Kubernetes
@@ -356,7 +397,8 @@ class Cluster(pulumi.ComponentResource):
             kubeconfig=cluster.get_kubeconfig(profile_name=args.aws_profile) if args.aws_profile else cluster.kubeconfig_json,
             # Objects whose namespace is not set go to 'default' explicitly, never to the kubeconfig's context.
             namespace="default",
-            opts=child,
+            # why: on destroy, every object in the cluster goes before the sweep (and so before what it names).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.sweep]),
         )
         self.handle = ClusterHandle(
             name=cluster_name,
@@ -376,6 +418,7 @@ class Cluster(pulumi.ComponentResource):
             system_tolerations=SYSTEM_TOLERATIONS,
             ebs_csi_driver=ebs_csi_driver,
             coredns=coredns,
+            aws_profile=args.aws_profile,
         )
         self.register_outputs(
             {

@@ -24,6 +24,8 @@ class GpuStackArgs:
     cluster: ClusterHandle
     config: GpuConfig
     node_image: NodeImage
+    #: Controllers that delete the AWS side of namespaced objects; the namespace is deleted while they run.
+    cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
 
 class GpuStack(pulumi.ComponentResource):
@@ -51,7 +53,11 @@ class GpuStack(pulumi.ComponentResource):
                 "kind": "Namespace",
                 "metadata": {"name": OPERATOR_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
             },
-            k8s_opts,
+            pulumi.ResourceOptions.merge(
+                k8s_opts,
+                # why: the operator's pods go with the namespace while the drivers and controllers still run.
+                pulumi.ResourceOptions(depends_on=[cluster.ebs_csi_driver, *args.cleanup_controllers]),
+            ),
         )
         self.operator = helm.release(
             f"{name}-operator",

@@ -49,6 +49,9 @@ class Network(pulumi.ComponentResource):
     availability_zones: tuple[str, ...]
     #: The private subnet of each AZ (for things that live in one AZ, like FSx for Lustre).
     private_subnet_by_zone: dict[str, pulumi.Output[str]]
+    #: What gives the private subnets their way out (NAT gateways, private routes): nodes and controllers depend on
+    #: it, so they join the cluster with egress and are deleted before it goes. Empty for an existing VPC.
+    egress: tuple[pulumi.Resource, ...]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:network:Network", name, None, opts)
@@ -132,6 +135,7 @@ class Network(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
             )
         private_route_tables: list[aws.ec2.RouteTable] = []
+        egress: list[pulumi.Resource] = list(nat_by_zone.values())
         for az, subnet in private_subnets.items():
             nat = nat_by_zone.get(az, nat_by_zone[nat_zones[0]])
             routes = aws.ec2.RouteTable(
@@ -141,10 +145,11 @@ class Network(pulumi.ComponentResource):
                 tags={"Name": f"{label}-private-{az}"},
                 opts=self._child(),
             )
-            aws.ec2.RouteTableAssociation(
+            association = aws.ec2.RouteTableAssociation(
                 f"{name}-private-{az}", subnet_id=subnet.id, route_table_id=routes.id, opts=self._child()
             )
             private_route_tables.append(routes)
+            egress.append(association)
         # Dataset reads and ECR image layers (stored in S3) stay off the NAT gateways and their per-GB charge.
         aws.ec2.VpcEndpoint(
             f"{name}-s3",
@@ -157,6 +162,7 @@ class Network(pulumi.ComponentResource):
         )
 
         self.vpc_id = vpc.id
+        self.egress = tuple(egress)
         self.private_subnet_by_zone = {az: subnet.id for az, subnet in private_subnets.items()}
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets.values()])
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets.values()])
@@ -175,6 +181,7 @@ class Network(pulumi.ComponentResource):
                 opts=self._child(),
             )
         self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
+        self.egress = ()
         self.private_subnet_by_zone = {
             az: pulumi.Output.from_input(subnet_id)
             for az, subnet_id in zip(args.config.availability_zones, existing.private_subnet_ids)

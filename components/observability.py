@@ -103,6 +103,8 @@ class ObservabilityArgs:
     storage_class_name: str
     delete_volumes: bool
     karpenter_namespace: str = "kube-system"
+    #: Controllers that delete the AWS side of namespaced objects; the namespace is deleted while they run.
+    cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
 
 class Observability(pulumi.ComponentResource):
@@ -122,7 +124,11 @@ class Observability(pulumi.ComponentResource):
                 # The node exporter reads the host's network, PIDs and file systems.
                 "metadata": {"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
             },
-            k8s_opts,
+            pulumi.ResourceOptions.merge(
+                k8s_opts,
+                # why: Prometheus' claim and whatever else lives here go while the drivers and controllers run.
+                pulumi.ResourceOptions(depends_on=[cluster.ebs_csi_driver, *args.cleanup_controllers]),
+            ),
         )
         in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
         password = random.RandomPassword(f"{name}-grafana-admin", length=32, special=False, opts=pulumi.ResourceOptions(parent=self))

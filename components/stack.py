@@ -107,6 +107,8 @@ def build_platform(config: PlatformConfig) -> Platform:
             instance_tags=tags,
             aws_profile=config.profile,
             creator_arn=cluster_creator(config.cluster_name, provider),
+            owns_vpc=config.network.existing is None,
+            network_ready=network.egress,
         ),
         part("cluster"),
     )
@@ -116,10 +118,23 @@ def build_platform(config: PlatformConfig) -> Platform:
         KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags, csi_drivers=csi_drivers),
         part("karpenter"),
     )
+    ingress = None
+    if config.ingress.load_balancer_controller:
+        ingress = Ingress("ingress", IngressArgs(cluster=cluster.handle, tags=tags), part("ingress"))
+    # Namespaces the stack creates are deleted while these still run, so what teams put in them (load balancers)
+    # is cleaned up in AWS.
+    cleanup_controllers = (ingress.controller,) if ingress is not None else ()
     gpu = None
     if config.gpu_node_image is not None:
         gpu = GpuStack(
-            "gpu", GpuStackArgs(cluster=cluster.handle, config=config.gpu, node_image=config.gpu_node_image), part("gpu")
+            "gpu",
+            GpuStackArgs(
+                cluster=cluster.handle,
+                config=config.gpu,
+                node_image=config.gpu_node_image,
+                cleanup_controllers=cleanup_controllers,
+            ),
+            part("gpu"),
         )
     fsx_zone = config.fsx_zone
     storage = Storage(
@@ -130,12 +145,10 @@ def build_platform(config: PlatformConfig) -> Platform:
             stateful_resources=config.stateful_resources,
             fsx_zone=fsx_zone,
             fsx_subnet_id=network.private_subnet_by_zone[fsx_zone] if fsx_zone else None,
+            cleanup_controllers=cleanup_controllers,
         ),
         part("storage"),
     )
-    ingress = None
-    if config.ingress.load_balancer_controller:
-        ingress = Ingress("ingress", IngressArgs(cluster=cluster.handle, tags=tags), part("ingress"))
     observability = None
     if config.observability.enabled:
         gpu_pools = tuple(
@@ -147,9 +160,10 @@ def build_platform(config: PlatformConfig) -> Platform:
                 cluster=cluster.handle,
                 config=config.observability,
                 gpu_pools=gpu_pools,
-                storage_class=storage.default_storage_class,
-                storage_class_name=storage.default_storage_class_name,
+                storage_class=storage.kept_volume_class,
+                storage_class_name=storage.kept_volume_class_name,
                 delete_volumes=config.stateful_resources is StatefulResources.DESTROY,
+                cleanup_controllers=cleanup_controllers,
             ),
             part("observability"),
         )

@@ -12,6 +12,8 @@ from . import helm, k8s_objects, versions
 from .cluster import ClusterHandle, stateful_options
 from .config import BucketConfig, FsxConfig, StatefulResources, StorageConfig
 from .iam import to_json
+from .sweep.model import Kind
+from .sweep.resource import Sweep, SweepArgs
 from .storage_render import (
     DYNAMIC_FSX_TAG,
     bucket_key_policy,
@@ -49,6 +51,9 @@ class StorageArgs:
     #: The AZ and private subnet FSx lives in (None without FSx).
     fsx_zone: str | None = None
     fsx_subnet_id: pulumi.Input[str] | None = None
+    #: Controllers that delete the AWS side of what teams put in namespaces (the load balancer controller): the
+    #: namespaces this component creates depend on them, so they are deleted while those still run.
+    cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
 
 class Storage(pulumi.ComponentResource):
@@ -60,6 +65,10 @@ class Storage(pulumi.ComponentResource):
     #: The default (gp3) StorageClass, for components whose volumes use it.
     default_storage_class: pulumi.Resource
     default_storage_class_name: str
+    #: The class for volumes the stack keeps through `pulumi destroy` (Prometheus'): gp3 with reclaimPolicy Retain
+    #: under `protect` and `retain`, the default class under `destroy`.
+    kept_volume_class: pulumi.Resource
+    kept_volume_class_name: str
     #: Attach to the identity that runs `pulumi up` before the data repository association is created.
     data_repository_policy_arn: pulumi.Output[str] | None
 
@@ -81,6 +90,16 @@ class Storage(pulumi.ComponentResource):
             # why: volumes of this class are created and deleted by the EBS CSI driver; it must outlive them.
             pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[args.cluster.ebs_csi_driver])),
         )
+        self.kept_volume_class, self.kept_volume_class_name = self.default_storage_class, self.default_storage_class_name
+        if args.stateful_resources is not StatefulResources.DESTROY:
+            kept_class = gp3_storage_class("gp3-retain", retain=True)
+            self.kept_volume_class_name = kept_class["metadata"]["name"]
+            self.kept_volume_class = k8s_objects.create(
+                f"{name}-gp3-retain",
+                kept_class,
+                # why: as the default class; its volumes stay in AWS when their claims go.
+                pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[args.cluster.ebs_csi_driver])),
+            )
 
         self.file_system = None
         self.fsx_zone = args.fsx_zone
@@ -190,16 +209,17 @@ class Storage(pulumi.ComponentResource):
             f"{name}-fsx",
             vpc_id=cluster.vpc_id,
             description="FSx for Lustre: Lustre traffic from the cluster's nodes and between file servers",
-            tags={"Name": f"{name}-fsx"},
+            tags={"Name": cluster.name.apply(lambda cluster_name: f"{cluster_name}-fsx")},
             opts=child,
         )
+        rules: list[pulumi.Resource] = []
         nodes = cluster.cluster_security_group_id
         # Into the file servers from the nodes and from each other; into the nodes (Lustre clients accept
         # connections back from the servers on the same ports) from the file servers.
         paths = (("fsx", group.id, "nodes", nodes), ("fsx", group.id, "self", group.id), ("nodes", nodes, "fsx", group.id))
         for port_key, (low, high) in LUSTRE_PORTS.items():
             for target_key, target, source_key, source in paths:
-                aws.vpc.SecurityGroupIngressRule(
+                rule = aws.vpc.SecurityGroupIngressRule(
                     f"{name}-{target_key}-{port_key}-from-{source_key}",
                     security_group_id=target,
                     referenced_security_group_id=source,
@@ -209,8 +229,9 @@ class Storage(pulumi.ComponentResource):
                     description=f"Lustre {low}-{high} from {source_key}",
                     opts=child,
                 )
+                rules.append(rule)
         for peer_key, peer in (("nodes", cluster.cluster_security_group_id), ("self", group.id)):
-            aws.vpc.SecurityGroupEgressRule(
+            egress = aws.vpc.SecurityGroupEgressRule(
                 f"{name}-fsx-to-{peer_key}",
                 security_group_id=group.id,
                 referenced_security_group_id=peer,
@@ -218,6 +239,7 @@ class Storage(pulumi.ComponentResource):
                 description=f"replies to {peer_key}",
                 opts=child,
             )
+            rules.append(egress)
 
         log_configuration = {"level": "DISABLED"}
         if config.log_level != "DISABLED":
@@ -237,8 +259,13 @@ class Storage(pulumi.ComponentResource):
             security_group_ids=[group.id],
             log_configuration=log_configuration,
             skip_final_backup=destroy if config.deployment_type == "PERSISTENT_2" else None,
-            tags={"Name": f"{name}-fsx"},
-            opts=pulumi.ResourceOptions.merge(self._stateful, pulumi.ResourceOptions(custom_timeouts=FSX_TIMEOUTS)),
+            tags={"Name": cluster.name.apply(lambda cluster_name: f"{cluster_name}-fsx")},
+            opts=pulumi.ResourceOptions.merge(
+                self._stateful,
+                # why: the servers talk Lustre to each other while the file system is created (an FSx create fails
+                # if the group's rules are still being added); on destroy the rules outlive it.
+                pulumi.ResourceOptions(custom_timeouts=FSX_TIMEOUTS, depends_on=rules),
+            ),
         )
         if config.data_repository is not None:
             self._data_repository(config)
@@ -269,6 +296,22 @@ class Storage(pulumi.ComponentResource):
             }
             controller["extraTags"] = {DYNAMIC_FSX_TAG: cluster.name}
             controller["region"] = cluster.region
+            # Deleted after the driver (which depends on it) and before the security group the claims' file systems
+            # use: whatever file system the driver had not deleted yet goes here, or stays under protect/retain.
+            needs.append(
+                Sweep(
+                    f"{name}-fsx-sweep",
+                    SweepArgs(
+                        cluster_name=cluster.name,
+                        region=cluster.region,
+                        stateful_resources=args.stateful_resources,
+                        vpc_id=cluster.vpc_id,
+                        profile=cluster.aws_profile,
+                        kinds=frozenset({Kind.FILE_SYSTEM}),
+                    ),
+                    pulumi.ResourceOptions(parent=self, depends_on=[group, *rules]),
+                )
+            )
         driver = helm.release(
             f"{name}-fsx-csi",
             versions.FSX_CSI_DRIVER,
@@ -310,7 +353,12 @@ class Storage(pulumi.ComponentResource):
             ns = k8s_objects.create(
                 f"{name}-ns-{namespace}",
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": TEAM_POD_SECURITY}},
-                k8s_opts,
+                # why: whatever teams put here (claims, load balancers) is deleted with the namespace, while the
+                # drivers and controllers that delete its AWS side still run.
+                pulumi.ResourceOptions.merge(
+                    k8s_opts,
+                    pulumi.ResourceOptions(depends_on=[driver, cluster.ebs_csi_driver, *args.cleanup_controllers]),
+                ),
             )
             # why: the driver mounts and unmounts the volume; on destroy the claims go while it still runs.
             after_driver = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver, ns]))

@@ -165,16 +165,20 @@ def fsx_volume(
     return volume, claim_manifest
 
 
-def gp3_storage_class(name: str = "gp3") -> dict[str, Any]:
-    """The default StorageClass: encrypted gp3, created where the pod lands (so it is in the pod's AZ)."""
+def gp3_storage_class(name: str = "gp3", *, retain: bool = False) -> dict[str, Any]:
+    """Encrypted gp3, created where the pod lands (so it is in the pod's AZ): the default class, or with `retain` a
+    class whose volumes outlive their claims (for what the stack keeps through `pulumi destroy`)."""
+    metadata: dict[str, Any] = {"name": name}
+    if not retain:
+        metadata["annotations"] = {DEFAULT_CLASS_ANNOTATION: "true"}
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
-        "metadata": {"name": name, "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
+        "metadata": metadata,
         "provisioner": EBS_CSI_DRIVER,
         "volumeBindingMode": "WaitForFirstConsumer",
         "allowVolumeExpansion": True,
-        "reclaimPolicy": "Delete",
+        "reclaimPolicy": "Retain" if retain else "Delete",
         "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
     }
 
