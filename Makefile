@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: preview test benchmark clean
+.PHONY: preview test benchmark preflight cost leak-check clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,18 @@ preview: $(VENV)/.installed
 ## The test suite.
 test: $(VENV)/.installed
 	$(PY) -m pytest
+
+## Read-only checks of the AWS account a stack deploys to (needs its credentials); exit 1 on any FAIL.
+preflight: $(VENV)/.installed
+	$(PY) -m components.preflight --stack $(STACK)
+
+## What a stack costs idle and with every GPU pool at its limit, at the pinned prices (no credentials).
+cost: $(VENV)/.installed
+	$(PY) -m components.cost --stack $(STACK)
+
+## After `pulumi destroy`: exit 1 if anything tagged for the stack's cluster is left in AWS (needs credentials).
+leak-check: $(VENV)/.installed
+	$(PY) -m components.sweep --stack $(STACK) --check
 
 ## Wall time and peak memory of the offline preview of dev and prod.
 benchmark: $(VENV)/.installed

@@ -32,6 +32,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from . import aws_names, mocks, policy_rules
+from .cost import preview_line
 from .config import ConfigError, ConfigIssue, PlatformConfig, parse_config
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
@@ -267,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     write_preview(inventory, args.out)
     violations = policy_rules.evaluate(policy_resources(inventory), overrides)
     print(summary(inventory, stack=args.stack, out=args.out, seconds=time.perf_counter() - started))
-    print(capacity_report(load_stack(args.project_dir, args.stack)[0]))
+    config = load_stack(args.project_dir, args.stack)[0]
+    print(capacity_report(config))
+    print(f"Cost: {preview_line(config)}")
     print(policy_report(violations))
     return 1 if any(v.enforcement == "mandatory" for v in violations) else 0
 

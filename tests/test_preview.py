@@ -65,6 +65,7 @@ def test_preview_prints_the_resource_tree_counts_and_time(capsys, tmp_path):
     assert "\n  cluster (eksml:cluster:Cluster)\n    cluster-control-plane" in printed
     assert "     4  aws:eks/addon:Addon" in printed
     assert "kubeconfig: \"[secret]\"" in printed
+    assert "\nCost: about $607/month idle; up to $7,755/month with every GPU pool at its limit\n" in printed
     assert re.search(r"^Wrote .+ in \d+\.\d\d s$", printed, flags=re.M)
     assert printed.rstrip().endswith("no violations")
 

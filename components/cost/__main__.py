@@ -18,7 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ..config import ConfigError
 from ..preflight.clients import PRICING_REGION, session_for
-from ..preflight.stack_config import load_stack
+from ..preview import load_stack
 from .calculator import estimate
 from .live import live_table
 from .prices import PINNED
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        config = load_stack(args.project_dir, args.stack)
+        config = load_stack(args.project_dir, args.stack)[0]
     except (ConfigError, FileNotFoundError) as error:
         print(f"Stack '{args.stack}': {error}", file=sys.stderr)
         return 2

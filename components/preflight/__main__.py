@@ -18,7 +18,7 @@ from .clients import Clients, session_for
 from .report import render_json, render_markdown, render_table
 from .results import exit_code, failed
 from .runner import run_preflight
-from .stack_config import load_stack
+from ..preview import load_stack
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        config = load_stack(args.project_dir, args.stack)
+        config = load_stack(args.project_dir, args.stack)[0]
     except (ConfigError, FileNotFoundError) as error:
         print(f"Stack '{args.stack}': {error}", file=sys.stderr)
         return 2
