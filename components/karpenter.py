@@ -22,6 +22,7 @@ from .iam import node_role, to_json
 from .karpenter_iam import INTERRUPTION_EVENTS, ControllerScope, controller_policy, event_pattern, queue_policy
 from .network import DISCOVERY_TAG
 from .nodepool_render import NodeClassContext, render_nodeclass, render_nodepool
+from .nodepool_validation import delete_timeout
 from .scheduling import CSI_STARTUP_TAINTS, GPU_RESOURCE
 
 #: Where the chart runs the controller, and the service account it creates: the IRSA trust policy names exactly this.
@@ -238,7 +239,17 @@ class Karpenter(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(
                     after_controller,
                     # why: without the tagged security group Karpenter finds none and launches nothing.
-                    pulumi.ResourceOptions(depends_on=[sg_tag]),
+                    pulumi.ResourceOptions(
+                        depends_on=[sg_tag],
+                        # Its finalizer waits for every node of its pools to drain and terminate.
+                        custom_timeouts=pulumi.CustomTimeouts(
+                            delete=delete_timeout(
+                                pool.termination_grace_period
+                                for pool in config.node_pools.values()
+                                if pool.node_class == class_name
+                            )
+                        ),
+                    ),
                 ),
             )
         startup_taints = [CSI_STARTUP_TAINTS[driver] for driver in args.csi_drivers]
@@ -255,7 +266,11 @@ class Karpenter(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(
                     after_controller,
                     # why: the pool names its class only by string; it must go first on destroy.
-                    pulumi.ResourceOptions(depends_on=[self.node_classes[pool.node_class]]),
+                    pulumi.ResourceOptions(
+                        depends_on=[self.node_classes[pool.node_class]],
+                        # Deleting the pool drains and terminates its nodes, each bounded by the grace period.
+                        custom_timeouts=pulumi.CustomTimeouts(delete=delete_timeout([pool.termination_grace_period])),
+                    ),
                 ),
             )
             limit = pool.limits.get(GPU_RESOURCE)

@@ -60,6 +60,8 @@ class Recorded:
     #: The aliases the program gave this resource, as sent to the engine: `{"urn": ...}` or an alias spec
     #: (`name`, `type`, `parentUrn`, `noParent`; empty fields default to the resource's own).
     aliases: tuple[dict[str, Any], ...] = ()
+    #: How long the engine waits for a delete (Pulumi's default when None).
+    delete_timeout: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -457,6 +459,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             id=registration.id if registration else None,
             outputs=_unwrap_secrets(registration.state) if registration else {},
             aliases=aliases,
+            delete_timeout=request.customTimeouts.delete or None,
         )
         return response
 

@@ -69,8 +69,7 @@ def render_nodepool(name: str, pool: NodePoolSpec, *, startup_taints: Sequence[T
         template_spec["taints"] = [Taint(t.key, t.value, t.effect).as_dict() for t in pool.taints]
     if startup_taints:
         template_spec["startupTaints"] = [t.as_dict() for t in startup_taints]
-    if pool.termination_grace_period is not None:
-        template_spec["terminationGracePeriod"] = pool.termination_grace_period
+    template_spec["terminationGracePeriod"] = pool.termination_grace_period
     spec: dict[str, Any] = {
         "template": {"metadata": {"labels": {POOL_LABEL: name, **pool.labels}}, "spec": template_spec},
         "limits": dict(pool.limits),

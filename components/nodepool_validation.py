@@ -3,7 +3,8 @@ accelerator a raw requirement asks for (pure; the spec models in `nodepools` cal
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import re
+from typing import Iterable, Mapping, Sequence
 
 from .nodepool_families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of, family_of_type
 
@@ -153,3 +154,23 @@ def _field_problem(text: str, name: str, low: int, high: int, names: Mapping[str
         if len(bounds) == 2 and bounds[0] > bounds[1]:
             return f"{where}: the range {span!r} ends before it starts"
     return None
+
+
+_DURATION_PART = re.compile(r"([0-9]+)(h|m|s)")
+_SECONDS = {"h": 3600, "m": 60, "s": 1}
+
+
+def duration_seconds(text: str) -> int:
+    """A Go duration as Karpenter writes them ("90s", "15m", "1h30m") in seconds."""
+    return sum(int(number) * _SECONDS[unit] for number, unit in _DURATION_PART.findall(text))
+
+
+#: Beyond a pool's grace period, what terminating its last instances and removing the finalizer takes.
+DELETE_MARGIN_SECONDS = 15 * 60
+
+
+def delete_timeout(grace_periods: Iterable[str]) -> str:
+    """How long Pulumi waits for a NodePool or EC2NodeClass delete: the longest drain it may wait for, plus the
+    termination margin. (Pulumi's default of 10 minutes gave up on drains Karpenter was still bound to finish.)"""
+    seconds = max((duration_seconds(period) for period in grace_periods), default=0) + DELETE_MARGIN_SECONDS
+    return f"{-(-seconds // 60)}m"

@@ -209,7 +209,10 @@ class NodePoolSpec(_Spec):
     limits: dict[StrictStr, Quantity] = Field(min_length=1)
     disruption: DisruptionSpec
     expire_after: Duration = "720h"
-    termination_grace_period: GracePeriod | None = None
+    #: How long Karpenter waits for a node's pods (and their PodDisruptionBudgets) before it terminates the node
+    #: anyway. Karpenter has no default: without one, a pod whose budget never allows eviction keeps a node, and a
+    #: NodePool being deleted, forever.
+    termination_grace_period: GracePeriod = "15m"
 
     @model_validator(mode="before")
     @classmethod

@@ -273,3 +273,23 @@ def test_without_fsx_pools_wait_only_for_the_ebs_csi_agent():
         assert node_pool.inputs["spec"]["template"]["spec"]["startupTaints"] == [
             {"key": "ebs.csi.aws.com/agent-not-ready", "effect": "NoExecute"}
         ]
+
+
+def test_every_pool_bounds_its_drains_and_pulumi_waits_as_long_as_they_may_take(prod):
+    pools = {r.inputs["metadata"]["name"]: r for r in prod.of_type("kubernetes:karpenter.sh/v1:NodePool")}
+    for name, pool in pools.items():
+        grace = pool.inputs["spec"]["template"]["spec"]["terminationGracePeriod"]
+        assert grace, name  # Karpenter has no default: a pod whose budget never allows eviction would keep the node
+    # 15 minutes of grace (the default) plus 15 of termination; the training preset's 2 hours plus 15.
+    assert pools["cpu-general"].delete_timeout == "30m"
+    assert pools["training"].delete_timeout == "135m"
+    classes = {r.inputs["metadata"]["name"]: r for r in prod.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")}
+    assert classes["gpu-training"].delete_timeout == "135m"  # the longest drain among the pools that use it
+    assert classes["default"].delete_timeout == "30m"
+
+
+def test_go_durations_are_read_as_karpenter_writes_them():
+    from components.nodepool_validation import delete_timeout, duration_seconds
+
+    assert [duration_seconds(d) for d in ("90s", "15m", "1h30m", "2h")] == [90, 900, 5400, 7200]
+    assert delete_timeout(["90s"]) == "17m"  # rounded up to whole minutes
