@@ -62,6 +62,8 @@ class Recorded:
     aliases: tuple[dict[str, Any], ...] = ()
     #: How long the engine waits for a delete (Pulumi's default when None).
     delete_timeout: str | None = None
+    #: The URN of the explicit provider the resource uses; the engine deletes a resource before its provider.
+    provider: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -100,9 +102,10 @@ class Inventory:
         return self._by_urn[urn]
 
     def depends_on(self, resource: Recorded, other: Recorded) -> bool:
-        """Whether `resource` waits for `other`, directly or through the resources it depends on."""
+        """Whether `resource` waits for `other` (and so is deleted before it), directly or through what it depends
+        on, its provider included: the engine deletes a resource before its provider."""
         seen: set[str] = set()
-        todo = list(resource.dependencies)
+        todo = [*resource.dependencies, *([resource.provider] if resource.provider else [])]
         while todo:
             urn = todo.pop()
             if urn == other.urn:
@@ -110,7 +113,10 @@ class Inventory:
             if urn in seen or urn not in self._by_urn:
                 continue
             seen.add(urn)
-            todo.extend(self._by_urn[urn].dependencies)
+            found = self._by_urn[urn]
+            todo.extend(found.dependencies)
+            if found.provider:
+                todo.append(found.provider)
         return False
 
     def children(self, parent: Recorded) -> list[Recorded]:
@@ -460,6 +466,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             outputs=_unwrap_secrets(registration.state) if registration else {},
             aliases=aliases,
             delete_timeout=request.customTimeouts.delete or None,
+            # A provider reference is `<urn>::<id>`.
+            provider=request.provider.rsplit("::", 1)[0] if request.provider else None,
         )
         return response
 

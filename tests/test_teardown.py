@@ -1,0 +1,150 @@
+"""`pulumi destroy` order, by construction: every ordering that matters is an edge of the recorded graph.
+
+The engine deletes a resource before what it depends on (its provider included), so "A is deleted before B" is
+"A depends on B". Each test names the ordering and why it matters.
+"""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from components.sweep.resource import _SweepProvider, run_sweep
+
+SWEEP = "pulumi-python:dynamic:Resource"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+STACKS = ["dev", "prod"]
+
+
+def one(inventory, type_, name):
+    return inventory.one(type_, name)
+
+
+def release(inventory, chart):
+    return next(r for r in inventory.of_type(RELEASE) if r.inputs["name"] == chart)
+
+
+def addon(inventory, name):
+    return next(r for r in inventory.of_type("aws:eks/addon:Addon") if r.inputs["addonName"] == name)
+
+
+@pytest.fixture(params=STACKS)
+def stack(request):
+    return request.getfixturevalue(request.param)
+
+
+def test_everything_in_the_cluster_is_deleted_before_the_sweep_runs(stack):
+    sweep = one(stack, SWEEP, "cluster-sweep")
+    in_cluster = [r for r in stack.resources if r.type.startswith("kubernetes:") and not r.type.startswith("pulumi:")]
+    assert in_cluster
+    assert [r.name for r in in_cluster if not stack.depends_on(r, sweep)] == []
+
+
+def test_the_sweep_runs_before_the_nodes_add_ons_cluster_and_network_it_cleans_up_for(stack):
+    sweep = one(stack, SWEEP, "cluster-sweep")
+    for kept in (
+        stack.one("aws:eks/nodeGroup:NodeGroup"),
+        addon(stack, "coredns"),
+        addon(stack, "aws-ebs-csi-driver"),
+        addon(stack, "vpc-cni"),
+        stack.one("aws:eks/cluster:Cluster"),
+        stack.one("aws:ec2/vpc:Vpc"),
+    ):
+        assert stack.depends_on(sweep, kept), kept.name
+    assert one(stack, SWEEP, "cluster-sweep").inputs["kinds"] == sorted(
+        ["instance", "launch-template", "instance-profile", "load-balancer", "target-group", "volume",
+         "vpc-endpoint", "network-interface", "security-group"]
+    )
+
+
+def test_the_network_sweep_runs_after_the_cluster_and_before_the_vpc(stack):
+    network_sweep = one(stack, SWEEP, "cluster-network-sweep")
+    assert stack.depends_on(stack.one("aws:eks/cluster:Cluster"), network_sweep)
+    assert stack.depends_on(stack.one("aws:eks/nodeGroup:NodeGroup"), network_sweep)
+    assert stack.depends_on(network_sweep, stack.one("aws:ec2/vpc:Vpc"))
+    assert network_sweep.inputs["kinds"] == ["network-interface", "security-group", "vpc-endpoint"]
+
+
+def test_namespaces_go_while_the_controllers_and_drivers_that_clean_up_after_their_contents_still_run(stack):
+    lb_controller = release(stack, "aws-load-balancer-controller")
+    ebs = addon(stack, "aws-ebs-csi-driver")
+    namespaces = stack.of_type(NAMESPACE)
+    assert {n.inputs["metadata"]["name"] for n in namespaces} >= {"gpu-operator", "monitoring", "team-a"}
+    for namespace in namespaces:
+        assert stack.depends_on(namespace, lb_controller), namespace.name
+        assert stack.depends_on(namespace, ebs), namespace.name
+    fsx_driver = release(stack, "aws-fsx-csi-driver")
+    for team in (n for n in namespaces if n.inputs["metadata"]["name"].startswith("team-")):
+        assert stack.depends_on(team, fsx_driver)
+
+
+def test_the_nodes_join_with_egress_and_are_deleted_before_the_nat_routes(stack):
+    group = stack.one("aws:eks/nodeGroup:NodeGroup")
+    for route in (r for r in stack.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation") if "private" in r.name):
+        assert stack.depends_on(group, route), route.name
+    for nat in stack.of_type("aws:ec2/natGateway:NatGateway"):
+        assert stack.depends_on(group, nat)
+
+
+def test_the_file_system_waits_for_its_lustre_rules(stack):
+    file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
+    rules = [r for r in stack.resources if r.type.startswith("aws:vpc/securityGroup") and r.name.startswith("storage-")]
+    assert len(rules) == 8
+    assert [r.name for r in rules if not stack.depends_on(file_system, r)] == []
+
+
+def test_claims_file_systems_are_swept_after_the_fsx_driver_and_before_their_security_group(prod, dev):
+    fsx_sweep = one(prod, SWEEP, "storage-fsx-sweep")
+    assert fsx_sweep.inputs["kinds"] == ["file-system"]
+    assert prod.depends_on(release(prod, "aws-fsx-csi-driver"), fsx_sweep)
+    assert prod.depends_on(fsx_sweep, prod.one("aws:ec2/securityGroup:SecurityGroup", "storage-fsx"))
+    assert not [r for r in dev.of_type(SWEEP) if r.name == "storage-fsx-sweep"]  # dev has no dynamic file systems
+
+
+def test_prometheus_keeps_its_volume_where_the_stack_keeps_data_and_deletes_it_where_it_does_not(dev, prod):
+    for inventory, class_name, reclaim, when_deleted in ((prod, "gp3-retain", "Retain", "Retain"), (dev, "gp3", "Delete", "Delete")):
+        values = release(inventory, "kube-prometheus-stack").inputs["values"]["prometheus"]["prometheusSpec"]
+        assert values["storageSpec"]["volumeClaimTemplate"]["spec"]["storageClassName"] == class_name
+        assert values["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == when_deleted
+        storage_class = next(
+            r for r in inventory.of_type("kubernetes:storage.k8s.io/v1:StorageClass") if r.inputs["metadata"]["name"] == class_name
+        )
+        assert storage_class.inputs["reclaimPolicy"] == reclaim
+        # the claim goes while the EBS CSI driver runs (it deletes or releases the volume)
+        assert inventory.depends_on(release(inventory, "kube-prometheus-stack"), storage_class)
+        assert inventory.depends_on(storage_class, addon(inventory, "aws-ebs-csi-driver"))
+
+
+def test_the_sweep_resource_never_asks_to_be_replaced_and_touches_nothing_until_deleted():
+    provider = _SweepProvider()
+    olds = {"clusterName": "c", "region": "us-west-2", "statefulResources": "destroy", "kinds": ["instance"]}
+    created = provider.create(olds)
+    assert created.id == "sweep-c"
+    diff = provider.diff(created.id, olds, {**olds, "statefulResources": "protect"})
+    assert diff.changes and not diff.replaces  # a replacement would sweep a live cluster
+    assert provider.update(created.id, olds, {**olds, "region": "eu-west-1"}).outs["region"] == "eu-west-1"
+
+
+@mock_aws
+def test_the_sweep_resource_deletes_this_clusters_leftovers_when_destroyed():
+    ec2 = boto3.client("ec2", region_name="us-west-2")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.1.0/24")["Subnet"]["SubnetId"]
+    image = ec2.describe_images()["Images"][0]["ImageId"]
+
+    def launch(cluster):
+        tags = [{"Key": "karpenter.sh/nodepool", "Value": "gpu"}, {"Key": "eks:eks-cluster-name", "Value": cluster},
+                {"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"}]
+        return ec2.run_instances(
+            ImageId=image, MinCount=1, MaxCount=1, SubnetId=subnet,
+            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+        )["Instances"][0]["InstanceId"]
+
+    ours, theirs = launch("ml-dev"), launch("other")
+    props = {"clusterName": "ml-dev", "region": "us-west-2", "statefulResources": "destroy", "vpcId": vpc,
+             "ownsVpc": True, "profile": None, "kinds": ["instance"]}
+    run_sweep(props, aws=boto3.Session(region_name="us-west-2"))
+    states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]}
+    assert states[ours] == "terminated" and states[theirs] == "running"
