@@ -104,6 +104,8 @@ class ClusterHandle:
     ebs_csi_driver: aws.eks.Addon
     #: Cluster DNS: controllers resolve AWS endpoints and Services through it.
     coredns: aws.eks.Addon
+    #: The EKS cluster itself: what EKS deletes with it names it as `deleted_with`.
+    eks_cluster: pulumi.Resource | None = None
     #: The AWS CLI profile the stack acts as (None: ambient credentials), for what calls AWS itself.
     aws_profile: str | None = None
 
@@ -234,7 +236,8 @@ class Cluster(pulumi.ComponentResource):
 
         # Deleted after the cluster and its nodes, before the network: what only the VPC still holds then (interfaces
         # the CNI freed as the nodes went, GuardDuty's endpoint).
-        network_sweep = sweep("network-sweep", NETWORK_KINDS, args.cluster_name, list(args.network_ready))
+        # Its vpc_id is its edge to the network; NAT and routes may go while the cluster is being deleted.
+        network_sweep = sweep("network-sweep", NETWORK_KINDS, args.cluster_name, [])
         self.eks_cluster = eks.Cluster(
             f"{name}-eks",
             name=args.cluster_name,
@@ -310,7 +313,12 @@ class Cluster(pulumi.ComponentResource):
                 configuration_values=json.dumps(configuration, sort_keys=True) if configuration else None,
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="OVERWRITE",
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=[*depends_on, *([role] if role else [])],  # why: the role's policies, no data edge
+                    # EKS removes add-ons with the cluster; deleting each first only adds a batch to destroy.
+                    deleted_with=self.eks_cluster,
+                ),
             )
 
         # Daemon sets: created before any node exists, so the first nodes come up with networking.
@@ -418,6 +426,7 @@ class Cluster(pulumi.ComponentResource):
             system_tolerations=SYSTEM_TOLERATIONS,
             ebs_csi_driver=ebs_csi_driver,
             coredns=coredns,
+            eks_cluster=cluster,
             aws_profile=args.aws_profile,
         )
         self.register_outputs(

@@ -115,7 +115,8 @@ class Karpenter(pulumi.ComponentResource):
             cluster_name=cluster.name,
             principal_arn=self.node_role.arn,
             type="EC2_LINUX",
-            opts=child,
+            # EKS removes access entries with the cluster.
+            opts=pulumi.ResourceOptions(parent=self, deleted_with=cluster.eks_cluster),
         )
 
         # --- interruption handling: EventBridge → SQS → controller

@@ -350,22 +350,24 @@ class Storage(pulumi.ComponentResource):
                     capacity_gib=config.storage_capacity_gib,
                 )
             )
+            # Order, for destroy: the namespace goes first (its pods stop, and its claim goes with it: deleting the
+            # claim first would wait on its pvc-protection finalizer for pods that only the namespace removes), then
+            # the volume (no longer bound), then the file system nobody mounts any more.
+            volume = k8s_objects.create(
+                f"{name}-pv-{namespace}",
+                {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name}, "spec": rendered[0]["spec"]},
+                # why: the driver mounts and unmounts the volume.
+                pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver])),
+            )
             ns = k8s_objects.create(
                 f"{name}-ns-{namespace}",
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": TEAM_POD_SECURITY}},
                 # why: whatever teams put here (claims, load balancers) is deleted with the namespace, while the
-                # drivers and controllers that delete its AWS side still run.
+                # drivers and controllers that delete its AWS side still run, and before the volume it mounts.
                 pulumi.ResourceOptions.merge(
                     k8s_opts,
-                    pulumi.ResourceOptions(depends_on=[driver, cluster.ebs_csi_driver, *args.cleanup_controllers]),
+                    pulumi.ResourceOptions(depends_on=[driver, volume, cluster.ebs_csi_driver, *args.cleanup_controllers]),
                 ),
-            )
-            # why: the driver mounts and unmounts the volume; on destroy the claims go while it still runs.
-            after_driver = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver, ns]))
-            volume = k8s_objects.create(
-                f"{name}-pv-{namespace}",
-                {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name}, "spec": rendered[0]["spec"]},
-                after_driver,
             )
             k8s_objects.create(
                 f"{name}-pvc-{namespace}",
@@ -375,7 +377,9 @@ class Storage(pulumi.ComponentResource):
                     "metadata": {"name": config.claim_name, "namespace": namespace},
                     "spec": rendered[1]["spec"],
                 },
-                pulumi.ResourceOptions.merge(after_driver, pulumi.ResourceOptions(depends_on=[volume])),
+                pulumi.ResourceOptions.merge(
+                    k8s_opts, pulumi.ResourceOptions(depends_on=[ns, volume], deleted_with=ns)
+                ),
             )
 
     def _data_repository(self, config: FsxConfig) -> None:
@@ -403,6 +407,9 @@ class Storage(pulumi.ComponentResource):
             delete_data_in_filesystem=False,
             opts=pulumi.ResourceOptions(
                 parent=self,
+                # FSx removes the association with its file system (the bucket's data stays): detaching it first
+                # would add minutes to destroy for nothing. A retained file system keeps it.
+                deleted_with=self.file_system,
                 custom_timeouts=IMPORT_TIMEOUTS,
                 # why: on a KMS-encrypted bucket, imports and exports fail until the key admits FSx's S3 access.
                 depends_on=[self._key_policy] if self._key_policy is not None else [],

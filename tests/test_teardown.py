@@ -148,3 +148,53 @@ def test_the_sweep_resource_deletes_this_clusters_leftovers_when_destroyed():
     run_sweep(props, aws=boto3.Session(region_name="us-west-2"))
     states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]}
     assert states[ours] == "terminated" and states[theirs] == "running"
+
+
+def test_a_teams_namespace_goes_with_its_claim_before_the_volume_and_the_file_system_it_mounts(stack):
+    """Deleting the claim first would wait on its pvc-protection finalizer for pods only the namespace removes."""
+    team = next(r for r in stack.of_type(NAMESPACE) if r.inputs["metadata"]["name"] == "team-a")
+    claim = next(r for r in stack.of_type("kubernetes:core/v1:PersistentVolumeClaim") if r.inputs["metadata"]["namespace"] == "team-a")
+    volume = one(stack, "kubernetes:core/v1:PersistentVolume", "storage-pv-team-a")
+    assert claim.deleted_with == team.urn
+    assert stack.depends_on(team, volume)
+    assert stack.depends_on(volume, stack.one("aws:fsx/lustreFileSystem:LustreFileSystem"))
+
+
+def test_what_aws_deletes_with_its_parent_is_not_deleted_one_by_one(stack):
+    file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
+    assert stack.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation").deleted_with == file_system.urn
+    eks = stack.one("eks:index:Cluster")
+    assert {a.inputs["addonName"]: a.deleted_with for a in stack.of_type("aws:eks/addon:Addon")} == {
+        name: eks.urn for name in ("vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver")
+    }
+    assert stack.one("aws:eks/accessEntry:AccessEntry").deleted_with == eks.urn
+
+
+def test_destroy_batches_follow_the_engine_and_skip_what_goes_with_its_target():
+    from components.destroy_estimate import estimate
+    from components.mocks import Inventory, Recorded
+
+    def res(name, type_, deps=(), deleted_with=None):
+        return Recorded(urn=name, type=type_, name=name, parent=None, inputs={}, dependencies=tuple(deps),
+                        protect=False, retain_on_delete=False, deleted_with=deleted_with)
+
+    vpc = res("vpc", "aws:ec2/vpc:Vpc")
+    cluster = res("cluster", "aws:eks/cluster:Cluster", ["vpc"])
+    nodes = res("nodes", "aws:eks/nodeGroup:NodeGroup", ["cluster"])
+    addon = res("addon", "aws:eks/addon:Addon", ["nodes"], deleted_with="cluster")
+    fs = res("fs", "aws:fsx/lustreFileSystem:LustreFileSystem", ["vpc"])
+    result = estimate(Inventory([vpc, cluster, nodes, addon, fs], {}))
+    assert [sorted(r.name for r in b.resources) for b in result.batches] == [["fs", "nodes"], ["cluster"], ["vpc"]]
+    # each batch takes as long as its slowest delete: the file system (420 s) hides the node group (300 s)
+    assert result.seconds == 420 + 540 + 10
+    assert [r.name for r in result.skipped] == ["addon"]
+
+
+def test_the_published_destroy_estimate_is_what_the_graph_gives(dev):
+    """The README's figure; a change to the graph that moves it must update the README."""
+    from components.destroy_estimate import estimate
+
+    from .conftest import REPO
+
+    minutes = round(estimate(dev).seconds / 60)
+    assert f"about {minutes} minutes" in (REPO / "README.md").read_text()
