@@ -3,14 +3,14 @@
 Import what you need into your own Pulumi program; nothing is created at import time.
 """
 
-from .cluster import Cluster, ClusterArgs, ClusterHandle
-from .gpu import GpuStack, GpuStackArgs
-from .iam import IrsaRole, IrsaRoleArgs
-from .ingress import Ingress, IngressArgs
-from .karpenter import Karpenter, KarpenterArgs
-from .network import Network, NetworkArgs
-from .observability import Observability, ObservabilityArgs
-from .storage import Storage, StorageArgs
+from components.cluster.component import Cluster, ClusterArgs, ClusterHandle
+from components.gpu.component import GpuStack, GpuStackArgs
+from components.identity.irsa import IrsaRole, IrsaRoleArgs
+from components.ingress.component import Ingress, IngressArgs
+from components.karpenter.component import Karpenter, KarpenterArgs
+from components.network.component import Network, NetworkArgs
+from components.observability.component import Observability, ObservabilityArgs
+from components.storage.component import Storage, StorageArgs
 
 __all__ = [
     "Cluster",

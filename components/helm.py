@@ -7,7 +7,7 @@ from typing import Any, Mapping
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .versions import ChartPin
+from components.versions import ChartPin
 
 
 def release(

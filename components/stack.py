@@ -12,16 +12,18 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from .cluster import CREATOR_TAG, Cluster, ClusterArgs
-from .config import ConfigError, PlatformConfig, StatefulResources, parse_config
-from .gpu import GpuStack, GpuStackArgs
-from .ingress import Ingress, IngressArgs
-from .karpenter import Karpenter, KarpenterArgs
-from .network import Network, NetworkArgs
-from .observability import Observability, ObservabilityArgs
-from .observability_render import GpuPool
-from .storage import Storage, StorageArgs
-from .tags import standard_tags
+from components.cluster.component import CREATOR_TAG, Cluster, ClusterArgs
+from components.config.errors import ConfigError
+from components.config.platform import PlatformConfig, parse_config
+from components.config.types import StatefulResources
+from components.gpu.component import GpuStack, GpuStackArgs
+from components.ingress.component import Ingress, IngressArgs
+from components.karpenter.component import Karpenter, KarpenterArgs
+from components.network.component import Network, NetworkArgs
+from components.observability.component import Observability, ObservabilityArgs
+from components.observability.render import GpuPool
+from components.storage.component import Storage, StorageArgs
+from components.tags import standard_tags
 
 
 def raw_config() -> dict[str, Any]:

@@ -1,8 +1,8 @@
-"""The CrossGuard policy pack: `pulumi preview --policy-pack policies`. The rules live in components/policy_rules.py,
+"""The CrossGuard policy pack: `pulumi preview --policy-pack policies`. The rules live in components/policy/,
 where the offline preview runs them too."""
 
 from pulumi_policy import PolicyPack
 
-from components.policy_pack import PACK_NAME, policies
+from pack import PACK_NAME, policies  # policies/pack.py: the pack runs with this folder on its path
 
 PolicyPack(name=PACK_NAME, policies=policies())

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from components import mocks
+from components.preview import mocks
 from components.preview import read_project_name, read_stack_config, run_preview
 from components.stack import program
 

@@ -13,7 +13,7 @@ import boto3
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from components.config import PlatformConfig, parse_config
+from components.config.platform import PlatformConfig, parse_config
 from components.preflight.clients import Clients
 from components.preflight.quotas import Quota
 from components.preview import read_project_name, read_stack_config

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from components.storage_render import DYNAMIC_FSX_TAG
+from components.storage.render import DYNAMIC_FSX_TAG
 from components.sweep import Clients, Found, Kind, Sweeper, SweepTarget, Timeouts
 
 REGION = "us-west-2"

@@ -7,13 +7,11 @@ from ipaddress import IPv4Network
 
 import pytest
 
-from components.config import (
-    ConfigError,
-    Environment,
-    NatGateways,
-    StatefulResources,
-    parse_config,
-)
+from components.config.errors import ConfigError
+
+from components.config.platform import parse_config
+
+from components.config.types import Environment, NatGateways, StatefulResources
 from components import versions
 
 NS = "eks-ml-platform"
@@ -332,7 +330,7 @@ def test_every_supported_kubernetes_version_has_all_addons_pinned():
 def test_pulumi_up_stops_with_the_problems_and_no_traceback_before_creating_anything():
     import pulumi
 
-    from components import mocks
+    from components.preview import mocks
     from components.stack import program
 
     config = raw(network={"cidr": "10.0.0.0/8"})

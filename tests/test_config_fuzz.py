@@ -7,7 +7,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from components.config import ConfigError, parse_config
+from components.config.errors import ConfigError
+
+from components.config.platform import parse_config
 
 from .conftest import PROJECT, stack_config
 

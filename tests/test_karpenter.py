@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from components import versions
-from components.karpenter_iam import INTERRUPTION_EVENTS, ControllerScope, controller_policy
+from components.karpenter.iam import INTERRUPTION_EVENTS, ControllerScope, controller_policy
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "karpenter"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -289,7 +289,7 @@ def test_every_pool_bounds_its_drains_and_pulumi_waits_as_long_as_they_may_take(
 
 
 def test_go_durations_are_read_as_karpenter_writes_them():
-    from components.nodepool_validation import delete_timeout, duration_seconds
+    from components.karpenter.validation import delete_timeout, duration_seconds
 
     assert [duration_seconds(d) for d in ("90s", "15m", "1h30m", "2h")] == [90, 900, 5400, 7200]
     assert delete_timeout(["90s"]) == "17m"  # rounded up to whole minutes

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from components.iam import IAM_VERSION
-from components.lb_controller_iam import CLUSTER_TAG, controller_policy
+from components.identity.irsa import IAM_VERSION
+from components.ingress.iam import CLUSTER_TAG, controller_policy
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "aws-load-balancer-controller"
 needs_reference = pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is not beside the repository")

@@ -10,9 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components import aws_names, mocks
-from components.config import ConfigError, parse_config
-from components.config_storage import MAX_BUCKET_KEY
+from components import aws_names
+
+from components.preview import mocks
+from components.config.errors import ConfigError
+from components.config.platform import parse_config
+from components.storage.config import MAX_BUCKET_KEY
 
 from .conftest import DATA, PROJECT, run_stack, stack_config
 

@@ -105,6 +105,6 @@ def test_dataset_and_image_layer_reads_reach_s3_through_a_gateway_endpoint_on_ev
 
 
 def test_china_regions_name_the_s3_service_with_their_prefix():
-    from components.network import s3_gateway_service
+    from components.network.component import s3_gateway_service
 
     assert s3_gateway_service("cn-north-1") == "cn.com.amazonaws.cn-north-1.s3"

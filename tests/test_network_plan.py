@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.network_plan import MAX_AZS, MAX_VPC_PREFIX, MIN_VPC_PREFIX, plan_subnets
+from components.network.plan import MAX_AZS, MAX_VPC_PREFIX, MIN_VPC_PREFIX, plan_subnets
 
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 

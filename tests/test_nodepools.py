@@ -15,10 +15,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from components import gpu_facts, versions
-from components.config import ConfigError, parse_config
-from components.nodepool_render import NodeClassContext, render_nodeclass, render_nodepool, requirements
-from components.nodepools import NODE_CLASS_PRESETS, NODE_POOL_PRESETS, NodeClassSpec, NodePoolSpec
+from components import versions
+
+from components.karpenter import accelerators as gpu_facts
+from components.config.errors import ConfigError
+from components.config.platform import parse_config
+from components.karpenter.render import NodeClassContext, render_nodeclass, render_nodepool, requirements
+from components.karpenter.specs import NODE_CLASS_PRESETS, NODE_POOL_PRESETS, NodeClassSpec, NodePoolSpec
 from components.scheduling import CSI_STARTUP_TAINTS, GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT
 from tests.conftest import REPO
 
@@ -345,12 +348,12 @@ def test_unknown_preset_names_the_presets():
         (
             "g99",
             "'g99' is an accelerated family missing from the GPU facts table; known: g4dn, g5, g6, g6e, inf2, p4d, "
-            "p4de, p5, p5e, p5en, trn1, trn1n, trn2 (add new ones to components/gpu_facts.py)",
+            "p4de, p5, p5e, p5en, trn1, trn1n, trn2 (add new ones to components/karpenter/accelerators.py)",
         ),
         (
             "g6ee",
             "'g6ee' is an accelerated family missing from the GPU facts table; did you mean 'g6e'? known: g4dn, g5, "
-            "g6, g6e, inf2, p4d, p4de, p5, p5e, p5en, trn1, trn1n, trn2 (add new ones to components/gpu_facts.py)",
+            "g6, g6e, inf2, p4d, p4de, p5, p5e, p5en, trn1, trn1n, trn2 (add new ones to components/karpenter/accelerators.py)",
         ),
         ("zz9", f"'zz9' has the unknown instance category 'zz'; expected one of {_CATEGORIES}"),
         *(

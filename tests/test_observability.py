@@ -11,8 +11,8 @@ import promql_parser
 import pytest
 
 from components import versions
-from components.config_observability import AlertThresholds
-from components.observability_render import (
+from components.observability.config import AlertThresholds
+from components.observability.render import (
     DASHBOARDS,
     DCGM_METRICS,
     KARPENTER_METRICS,
@@ -214,8 +214,8 @@ def test_alertmanager_webhook_is_a_secret_receiver():
     assert default_receiver["webhook_configs"][0]["url"] == "[secret]"
     assert "hooks.example.com" not in json.dumps([r.inputs for r in inventory.resources])
 
-    from components.observability import stack_values
-    from components.config_observability import ObservabilityConfig
+    from components.observability.component import stack_values
+    from components.observability.config import ObservabilityConfig
 
     plain = stack_values(
         ObservabilityConfig(), storage_class="gp3", delete_volumes=True, node_selector={}, tolerations=(), webhook_url="https://x"

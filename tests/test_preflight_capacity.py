@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.config import SystemNodeGroup
-from components.nodepools import NodePoolSpec
+from components.cluster.config import SystemNodeGroup
+from components.karpenter.specs import NodePoolSpec
 from components.preflight import reads
 from components.preflight.checks_capacity import (
     as_ec2_filters,

@@ -15,7 +15,7 @@ import pulumi_aws as aws
 import pytest
 import yaml
 
-from components import mocks
+from components.preview import mocks
 from components.preview import SECRET_PLACEHOLDER, main
 from tests.conftest import REPO
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from components import mocks
+from components.preview import mocks
 from tests.conftest import REPO
 
 
@@ -30,7 +30,7 @@ def test_readme_example_builds_a_network_and_cluster():
 
 
 def test_readme_lists_every_policy_rule_with_its_level():
-    from components.policy_rules import RULES
+    from components.policy.rules import RULES
 
     text = (REPO / "README.md").read_text()
     for rule in RULES:
@@ -60,7 +60,7 @@ def _models_in(annotation: Any) -> list[tuple[type[BaseModel], str]]:
 
 
 def test_the_config_reference_names_every_key_a_stack_file_can_set():
-    from components.config import PlatformConfig
+    from components.config.platform import PlatformConfig
 
     prose = re.sub(r"```.*?```", "", (REPO / "README.md").read_text(), flags=re.S)
     spans = re.findall(r"`([^`\n]+)`", prose)

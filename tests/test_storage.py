@@ -8,7 +8,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from components.config_storage import FsxConfig, fsx_capacity_problem
+from components.storage.config import FsxConfig, fsx_capacity_problem
 from tests.conftest import run_stack
 
 BUCKET = "aws:s3/bucket:Bucket"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from components.storage_render import DYNAMIC_FSX_TAG
+from components.storage.render import DYNAMIC_FSX_TAG
 from components.sweep import selectors as sel
 from components.sweep.selectors import ProfileMatch
 

@@ -6,9 +6,11 @@ import json
 
 import pytest
 
-from components.config import ConfigError, parse_config
+from components.config.errors import ConfigError
+
+from components.config.platform import parse_config
 from components.preview import main
-from components.system_capacity import Requests, node_capacity
+from components.cluster.capacity import Requests, node_capacity
 
 from .conftest import PROJECT, REPO, stack_config
 

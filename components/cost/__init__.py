@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from ..config import PlatformConfig
+from components.config.platform import PlatformConfig
 from .calculator import Estimate, estimate, headline
 from .prices import PINNED, PriceTable
 

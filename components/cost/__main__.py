@@ -16,9 +16,9 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..config import ConfigError
-from ..preflight.clients import PRICING_REGION, session_for
-from ..preview import load_stack
+from components.config.errors import ConfigError
+from components.preflight.clients import PRICING_REGION, session_for
+from components.preview import load_stack
 from .calculator import estimate
 from .live import live_table
 from .prices import PINNED

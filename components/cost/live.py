@@ -13,8 +13,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..config import PlatformConfig
-from ..preflight.selection import accelerated_shapes, device_limit, select
+from components.config.platform import PlatformConfig
+from components.preflight.selection import accelerated_shapes, device_limit, select
 from .prices import PriceTable
 
 #: The one product per instance type and region that the on-demand Linux price belongs to.

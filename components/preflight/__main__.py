@@ -13,12 +13,12 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError
 
-from ..config import ConfigError
+from components.config.errors import ConfigError
 from .clients import Clients, session_for
 from .report import render_json, render_markdown, render_table
 from .results import exit_code, failed
 from .runner import run_preflight
-from ..preview import load_stack
+from components.preview import load_stack
 
 
 def main(argv: list[str] | None = None) -> int:

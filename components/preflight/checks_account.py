@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..config import ExistingVpc, NatGateways, NetworkConfig, PlatformConfig
+from components.config.platform import PlatformConfig
+
+from components.config.types import NatGateways
+
+from components.network.config import ExistingVpc, NetworkConfig
 from .quotas import (
     ELASTIC_IPS,
     FSX_QUOTA_SHARERS,
@@ -24,7 +28,7 @@ SPOT_ROLE = "AWSServiceRoleForEC2Spot"
 
 
 def nat_zones(network: NetworkConfig) -> tuple[str, ...]:
-    """The AZs the network creates a NAT gateway (and its Elastic IP) in (components/network.py)."""
+    """The AZs the network creates a NAT gateway (and its Elastic IP) in (components/network/component.py)."""
     if network.existing is not None:
         return ()
     if network.nat_gateways is NatGateways.PER_AZ:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..config import SystemNodeGroup
-from ..nodepools import NodePoolSpec
+from components.cluster.config import SystemNodeGroup
+from components.karpenter.specs import NodePoolSpec
 from .quotas import VCPU_CLASSES, Quota, VcpuClass, increase_command, vcpu_class
 from .reads import Zone
 from .results import CheckResult, failed, passed, warned

@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .. import gpu_facts
-from ..nodepool_families import category_of, family_of_type
-from ..nodepool_render import requirements as rendered_requirements
-from ..nodepools import NodePoolSpec
-from ..scheduling import GPU_RESOURCE, NEURON_RESOURCE
+from components.karpenter import accelerators as gpu_facts
+from components.karpenter.families import category_of, family_of_type
+from components.karpenter.render import requirements as rendered_requirements
+from components.karpenter.specs import NodePoolSpec
+from components.scheduling import GPU_RESOURCE, NEURON_RESOURCE
 
 CAPACITY_KEY = "karpenter.sh/capacity-type"
 ZONE_KEY = "topology.kubernetes.io/zone"

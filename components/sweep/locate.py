@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import PlatformConfig
-from ..tags import standard_tags
+from components.config.platform import PlatformConfig
+from components.tags import standard_tags
 from .selectors import DISCOVERY_TAG
 from .model import SweepTarget
 

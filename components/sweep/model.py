@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Mapping
 
-from ..config_types import StatefulResources
+from components.config.types import StatefulResources
 
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 

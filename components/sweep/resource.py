@@ -14,7 +14,7 @@ from typing import Any, Collection
 import pulumi
 import pulumi.dynamic as dynamic
 
-from ..config_types import StatefulResources
+from components.config.types import StatefulResources
 from .model import Kind, SweepTarget
 from .sweeper import STEP_KINDS
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from enum import Enum
 
-from ..network import DISCOVERY_TAG
-from ..storage_render import DYNAMIC_FSX_TAG
+from components.network.component import DISCOVERY_TAG
+from components.storage.render import DYNAMIC_FSX_TAG
 
 #: Karpenter (aws/karpenter-provider-aws v1): instances carry the NodePool, node classes and profiles the cluster.
 NODEPOOL_TAG = "karpenter.sh/nodepool"

@@ -1,0 +1,201 @@
+"""What the system node group hosts, and whether it fits (pure: config in, figures out).
+
+Nothing grows the system node group (Karpenter never runs on capacity it manages), so a controller that does not fit
+stays Pending for good. The requests of everything pinned to the system nodes are summed here, from the values this
+package sets (defined here once and read by the components) and from the pinned charts' and add-ons' defaults, and
+compared with what the nodes can allocate, with every node up and with one lost.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class Requests:
+    """CPU in millicores and memory in MiB, as a pod's containers request them together."""
+
+    cpu_m: int
+    memory_mi: int
+
+    def __add__(self, other: Requests) -> Requests:
+        return Requests(self.cpu_m + other.cpu_m, self.memory_mi + other.memory_mi)
+
+    def __mul__(self, count: int) -> Requests:
+        return Requests(self.cpu_m * count, self.memory_mi * count)
+
+    def fits_in(self, other: Requests) -> bool:
+        return self.cpu_m <= other.cpu_m and self.memory_mi <= other.memory_mi
+
+    def __str__(self) -> str:
+        return f"{self.cpu_m / 1000:.2f} vCPU, {self.memory_mi / 1024:.1f} GiB"
+
+
+# Requests this package sets in its own values (the components read them from here).
+KARPENTER_CONTROLLER = Requests(1000, 1024)
+KARPENTER_REPLICAS = 2
+PROMETHEUS = Requests(500, 2048)
+BINPACK_SCHEDULER = Requests(100, 128)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Pods pinned to the system nodes: `replicas` of a Deployment, or one per node for a DaemonSet (replicas 0)."""
+
+    name: str
+    requests: Requests
+    replicas: int
+    source: str
+
+    @property
+    def daemon_set(self) -> bool:
+        return self.replicas == 0
+
+
+def _chart(name: str) -> str:
+    return f"{name} chart values.yaml at the version pinned in versions.py"
+
+
+_ADDONS = "EKS managed add-on defaults (kubectl -n kube-system get deploy,ds -o yaml on a new cluster)"
+
+#: Always there: EKS add-ons and what runs on every node.
+BASE_WORKLOADS: tuple[Workload, ...] = (
+    Workload("karpenter", KARPENTER_CONTROLLER, KARPENTER_REPLICAS, "components/karpenter/component.py values"),
+    Workload("coredns", Requests(100, 70), 2, _ADDONS),
+    # ebs-plugin and its five sidecars, 10m / 40Mi each.
+    Workload("ebs-csi-controller", Requests(60, 240), 2, _ADDONS),
+    Workload("aws-node", Requests(25, 0), 0, _ADDONS),
+    Workload("kube-proxy", Requests(100, 0), 0, _ADDONS),
+    Workload("ebs-csi-node", Requests(30, 120), 0, _ADDONS),
+)
+FSX_WORKLOADS: tuple[Workload, ...] = (
+    # driver, provisioner, resizer, liveness probe
+    Workload("fsx-csi-controller", Requests(40, 136), 2, _chart("aws-fsx-csi-driver")),
+    # driver, node-driver-registrar, liveness probe
+    Workload("fsx-csi-node", Requests(30, 104), 0, _chart("aws-fsx-csi-driver")),
+)
+GPU_OPERATOR = Workload("gpu-operator", Requests(200, 100), 1, _chart("gpu-operator"))
+#: kube-prometheus-stack sets no requests but Prometheus'; the load balancer controller sets none.
+OBSERVABILITY = Workload("prometheus", PROMETHEUS, 1, "components/observability/component.py values")
+
+
+def binpack_scheduler(replicas: int) -> Workload:
+    return Workload("binpack-scheduler", BINPACK_SCHEDULER, replicas, "components/gpu/scheduler.py")
+
+
+# ------------------------------------------------------------------------------------------- node allocatable
+
+#: vCPUs by instance size, and GiB of memory per vCPU by family letter, for the general-purpose, compute and memory
+#: families the system node group runs on (EC2 instance types pages: m = 4 GiB, c = 2 GiB, r = 8 GiB per vCPU).
+_VCPUS = MappingProxyType({"large": 2, "xlarge": 4, "2xlarge": 8, "4xlarge": 16, "8xlarge": 32, "12xlarge": 48, "16xlarge": 64})
+_GIB_PER_VCPU = MappingProxyType({"m": 4, "c": 2, "r": 8})
+#: Pods per node under the VPC CNI without prefix delegation (ENIs × (IPs per ENI − 1) + 2), by size, for the
+#: 5th-generation-and-later m, c and r families (amazon-eks-ami eni-max-pods.txt).
+_MAX_PODS = MappingProxyType({"large": 29, "xlarge": 58, "2xlarge": 58, "4xlarge": 234, "8xlarge": 234, "12xlarge": 234, "16xlarge": 737})
+_FAMILY = re.compile(r"^(?P<letter>[mcr])(?P<generation>[5-8])[a-z]*$")
+
+
+def node_capacity(instance_type: str) -> Requests | None:
+    """What a node of `instance_type` offers pods: its capacity less kube-reserved and the eviction threshold, as
+    the EKS AL2023 AMI computes them (CPU: 6% of the first core, 1% of the second, 0.5% of the next two, 0.25% of
+    the rest; memory: 255 MiB + 11 MiB per pod, and 100 MiB hard eviction). None for a type not in the tables."""
+    family, _, size = instance_type.partition(".")
+    match = _FAMILY.match(family)
+    if match is None or size not in _VCPUS:
+        return None
+    vcpus = _VCPUS[size]
+    reserved_cpu = 60 + (10 if vcpus >= 2 else 0) + 5 * min(max(vcpus - 2, 0), 2) + 2.5 * max(vcpus - 4, 0)
+    memory = vcpus * _GIB_PER_VCPU[match["letter"]] * 1024
+    reserved_memory = 255 + 11 * _MAX_PODS[size] + 100
+    return Requests(int(vcpus * 1000 - reserved_cpu), memory - reserved_memory)
+
+
+@dataclass(frozen=True)
+class SystemCapacity:
+    """The system node group's load and room."""
+
+    workloads: tuple[Workload, ...]
+    nodes: int
+    #: Per node, for the smallest instance type the group may launch (None: a type the tables do not know).
+    per_node: Requests | None
+    instance_type: str
+
+    @property
+    def requests(self) -> Requests:
+        """Everything pinned to the system nodes, DaemonSets counted once per node."""
+        total = Requests(0, 0)
+        for workload in self.workloads:
+            total = total + workload.requests * (self.nodes if workload.daemon_set else workload.replicas)
+        return total
+
+    def room(self, nodes: int) -> Requests | None:
+        return None if self.per_node is None else self.per_node * nodes
+
+    def summary(self) -> str:
+        if self.per_node is None:
+            return f"system nodes: requests {self.requests}; {self.instance_type} is not in the sizing tables"
+        return (
+            f"system nodes: requests {self.requests} of {self.room(self.nodes)} allocatable on {self.nodes} x "
+            f"{self.instance_type} ({self.room(self.nodes - 1)} with one node lost)"
+        )
+
+    def problem(self) -> str | None:
+        """Why the controllers cannot all run even with every node up."""
+        room = self.room(self.nodes)
+        if room is not None and not self.requests.fits_in(room):
+            return (
+                f"the controllers pinned to the system nodes request {self.requests}, more than {self.nodes} x "
+                f"{self.instance_type} allocate ({room}); nothing grows this group, so pods would stay Pending: "
+                "raise desiredSize or choose larger instanceTypes"
+            )
+        return None
+
+    def warning(self) -> str | None:
+        """Why losing one node would leave controllers Pending."""
+        room = self.room(self.nodes - 1)
+        if room is not None and self.problem() is None and not self.requests.fits_in(room):
+            return (
+                f"with one of the {self.nodes} system nodes lost, {room} remain for {self.requests} of requests: "
+                "some controllers would stay Pending until it is replaced"
+            )
+        return None
+
+
+def smallest(instance_types: tuple[str, ...]) -> str:
+    """The instance type with the least room (the group may launch any of them)."""
+
+    def size(name: str) -> tuple[int, int]:
+        room = node_capacity(name)
+        return (0, 0) if room is None else (room.cpu_m, room.memory_mi)
+
+    return min(instance_types, key=size)
+
+
+def system_capacity(
+    *,
+    instance_types: tuple[str, ...],
+    nodes: int,
+    fsx: bool,
+    gpu_operator: bool,
+    binpack_scheduler_replicas: int | None,
+    observability: bool,
+) -> SystemCapacity:
+    workloads = list(BASE_WORKLOADS)
+    if fsx:
+        workloads += FSX_WORKLOADS
+    if gpu_operator:
+        workloads.append(GPU_OPERATOR)
+    if binpack_scheduler_replicas:
+        workloads.append(binpack_scheduler(binpack_scheduler_replicas))
+    if observability:
+        workloads.append(OBSERVABILITY)
+    instance_type = smallest(instance_types)
+    return SystemCapacity(tuple(workloads), nodes, node_capacity(instance_type), instance_type)
+
+
+def quantity(requests: Requests) -> Mapping[str, str]:
+    """Requests as a Kubernetes resource list."""
+    return {"cpu": f"{requests.cpu_m}m", "memory": f"{requests.memory_mi}Mi"}

@@ -1,0 +1,439 @@
+"""The EKS cluster (on pulumi-eks), its managed add-ons and the system node group that hosts the controllers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from components import versions
+from components.cluster.config import ClusterConfig, EndpointAccess
+from components.config.types import StatefulResources
+from components.sweep.model import Kind
+from components.sweep.resource import Sweep, SweepArgs
+from components.sweep.sweeper import NETWORK_KINDS, STEP_KINDS
+from components.identity.irsa import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn, same_principal
+from components.identity.irsa import node_role as node_role_with_policies
+
+#: Controllers (Karpenter, the load balancer controller, CSI controllers, ...) select the system node group by this
+#: label and tolerate its taint; nothing else lands there.
+SYSTEM_NODE_LABELS: Mapping[str, str] = {"eksml.io/node-role": "system"}
+SYSTEM_TAINT_KEY = "CriticalAddonsOnly"
+SYSTEM_TAINT_VALUE = "true"
+SYSTEM_TOLERATIONS: tuple[Mapping[str, str], ...] = (
+    {"key": SYSTEM_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
+)
+
+#: EKS admin access for the principals listed in config.
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+#: The cluster remembers who created it: pulumi-eks always lets EKS give the creator an admin access entry
+#: (bootstrapClusterCreatorAdminPermissions, pulumi-eks issue #2373), so a second entry for the same principal fails
+#: with ResourceInUseException. Read back on later runs, so an update by another identity (CI) still skips it.
+CREATOR_TAG = "eksml.io/created-by"
+
+
+#: The teardown sweep between the in-cluster layer and the cluster: everything but file systems, which Storage sweeps
+#: before their security group goes.
+IN_CLUSTER_SWEEP = frozenset(STEP_KINDS) - {Kind.FILE_SYSTEM}
+
+#: vpc-cni add-on configuration (its schema: `aws eks describe-addon-configuration --addon-name vpc-cni`).
+VPC_CNI_CONFIGURATION: Mapping[str, str] = {"enableNetworkPolicy": "true"}
+
+#: Service accounts the EKS add-ons run as: the IRSA trust policies must name exactly these.
+VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
+EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
+
+
+def stateful_options(policy: StatefulResources) -> pulumi.ResourceOptions:
+    """What `pulumi destroy` may do to a stateful resource, as resource options."""
+    return pulumi.ResourceOptions(
+        protect=policy is StatefulResources.PROTECT, retain_on_delete=policy is StatefulResources.RETAIN
+    )
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    cluster_name: str
+    config: ClusterConfig
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[Sequence[str]]
+    availability_zones: tuple[str, ...]
+    region: str
+    stateful_resources: StatefulResources
+    #: Tags for what EC2 launches on our behalf (instances and volumes of the system node group): the provider's
+    #: default tags do not reach those.
+    instance_tags: Mapping[str, str]
+    #: The AWS CLI profile the kubeconfig authenticates with (so Kubernetes and Helm act as the same identity as
+    #: the AWS provider); None: the ambient credentials.
+    aws_profile: str | None = None
+    #: False for a VPC brought with network.existing (the teardown sweep then touches only what names this cluster).
+    owns_vpc: bool = True
+    #: What the cluster and its nodes need from the network first (NAT routes, the network sweep), so that on
+    #: destroy they are deleted before it.
+    network_ready: Sequence[pulumi.Resource] = ()
+    #: The IAM principal (user or role ARN) that created, or is about to create, the cluster: EKS gives it admin
+    #: access itself, so it gets no entry of ours. None when unknown (a cluster created before the tag existed).
+    creator_arn: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterHandle:
+    """What other components need from the cluster: pass this, not strings."""
+
+    name: pulumi.Output[str]
+    kubernetes_version: str
+    region: str
+    partition: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    oidc_provider_arn: pulumi.Output[str]
+    oidc_issuer: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[Sequence[str]]
+    availability_zones: tuple[str, ...]
+    kubernetes_provider: k8s.Provider
+    #: Controllers that must run on the system nodes depend on this, so they are deleted before it.
+    system_node_group: aws.eks.NodeGroup
+    system_node_labels: Mapping[str, str]
+    system_tolerations: tuple[Mapping[str, str], ...]
+    #: The EBS CSI driver: what uses EBS volumes depends on it, so volumes are deleted while it still runs.
+    ebs_csi_driver: aws.eks.Addon
+    #: Cluster DNS: controllers resolve AWS endpoints and Services through it.
+    coredns: aws.eks.Addon
+    #: The EKS cluster itself: what EKS deletes with it names it as `deleted_with`.
+    eks_cluster: pulumi.Resource | None = None
+    #: The AWS CLI profile the stack acts as (None: ambient credentials), for what calls AWS itself.
+    aws_profile: str | None = None
+
+    @property
+    def system_ready(self) -> tuple[pulumi.Resource, ...]:
+        """What a controller on the system nodes needs before it can start (nodes to run on, cluster DNS), and must
+        be deleted before: depend on all of it."""
+        return (self.system_node_group, self.coredns)
+
+    def irsa_role(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        service_account: str,
+        managed_policy_arns: Mapping[str, pulumi.Input[str]] | None = None,
+        inline_policies: Mapping[str, pulumi.Input[str]] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> IrsaRole:
+        """An IRSA role for one service account of this cluster."""
+        return IrsaRole(
+            name,
+            IrsaRoleArgs(
+                oidc_provider_arn=self.oidc_provider_arn,
+                oidc_issuer=self.oidc_issuer,
+                namespace=namespace,
+                service_account=service_account,
+                managed_policy_arns=managed_policy_arns or {},
+                inline_policies=inline_policies or {},
+            ),
+            opts,
+        )
+
+
+def _endpoint_from_kubeconfig(kubeconfig_json: str) -> str:
+    # pulumi-eks exposes the endpoint only inside the kubeconfig and the nested eksCluster resource; the kubeconfig
+    # is a plain output, so it is read from there.
+    return json.loads(kubeconfig_json)["clusters"][0]["cluster"]["server"]
+
+
+def _private_endpoint_ingress(
+    name: str, endpoint: EndpointAccess, cluster_security_group_id: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> None:
+    """HTTPS into the cluster security group (which fronts the private API endpoint) from each configured range and
+    security group, keyed by the range or group itself."""
+    sources: dict[str, dict[str, str]] = {
+        str(cidr).replace(".", "-").replace("/", "-"): {"cidr_ipv4": str(cidr)} for cidr in endpoint.private_cidrs
+    }
+    sources.update({group: {"referenced_security_group_id": group} for group in endpoint.private_security_groups})
+    for key, source in sorted(sources.items()):
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-api-from-{key}",
+            security_group_id=cluster_security_group_id,
+            ip_protocol="tcp",
+            from_port=443,
+            to_port=443,
+            description="Kubernetes API (private endpoint)",
+            **source,
+            opts=opts,
+        )
+
+
+class Cluster(pulumi.ComponentResource):
+    """EKS with API access entries, OIDC, KMS-encrypted secrets, control-plane logs, pinned managed add-ons and a
+    tainted system node group."""
+
+    handle: ClusterHandle
+    eks_cluster: eks.Cluster
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:cluster:Cluster", name, None, opts)
+        config = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+
+        secrets_key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.cluster_name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30 if args.stateful_resources is not StatefulResources.DESTROY else 7,
+            opts=pulumi.ResourceOptions.merge(child, stateful_options(args.stateful_resources)),
+        )
+        # EKS writes control-plane logs to this exact group and creates it (without expiry, outside the stack) if it
+        # does not exist; owning it gives it a retention and makes destroy remove it.
+        log_group = aws.cloudwatch.LogGroup(
+            f"{name}-control-plane",
+            name=f"/aws/eks/{args.cluster_name}/cluster",
+            retention_in_days=config.log_retention_days,
+            opts=pulumi.ResourceOptions.merge(child, stateful_options(args.stateful_resources)),
+        )
+
+        access_entries = {
+            key: eks.AccessEntryArgs(
+                principal_arn=principal,
+                access_policies={
+                    "cluster-admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=CLUSTER_ADMIN_POLICY,
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
+            )
+            for key, principal in sorted(config.admin_principals.items())
+            if args.creator_arn is None or not same_principal(principal, args.creator_arn)
+        }
+        skipped = sorted(set(config.admin_principals) - set(access_entries))
+        if skipped:
+            pulumi.log.info(
+                f"cluster.adminPrincipals {', '.join(skipped)}: the cluster's creator, admitted by EKS itself; "
+                "no second access entry",
+                self,
+            )
+        endpoint = config.endpoint
+
+        def sweep(key: str, kinds: frozenset[Kind], cluster_name: pulumi.Input[str], after: list[pulumi.Resource]) -> Sweep:
+            return Sweep(
+                f"{name}-{key}",
+                SweepArgs(
+                    cluster_name=cluster_name,
+                    region=args.region,
+                    stateful_resources=args.stateful_resources,
+                    vpc_id=args.vpc_id,
+                    owns_vpc=args.owns_vpc,
+                    profile=args.aws_profile,
+                    kinds=kinds,
+                ),
+                pulumi.ResourceOptions(parent=self, depends_on=after),
+            )
+
+        # Deleted after the cluster and its nodes, before the network: what only the VPC still holds then (interfaces
+        # the CNI freed as the nodes went, GuardDuty's endpoint).
+        # Its vpc_id is its edge to the network; NAT and routes may go while the cluster is being deleted.
+        network_sweep = sweep("network-sweep", NETWORK_KINDS, args.cluster_name, [])
+        self.eks_cluster = eks.Cluster(
+            f"{name}-eks",
+            name=args.cluster_name,
+            version=config.kubernetes_version,
+            vpc_id=args.vpc_id,
+            private_subnet_ids=args.private_subnet_ids,
+            endpoint_private_access=endpoint.private,
+            endpoint_public_access=endpoint.public,
+            public_access_cidrs=[str(cidr) for cidr in endpoint.public_cidrs] if endpoint.public else None,
+            kubernetes_service_ip_address_range=str(config.service_cidr),
+            encryption_config_key_arn=secrets_key.arn,
+            enabled_cluster_log_types=[log.value for log in config.log_types],
+            # Where the stack keeps what it stores (prod), a replacing change must not delete the cluster either.
+            deletion_protection=args.stateful_resources is StatefulResources.PROTECT,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries,
+            cluster_tags={CREATOR_TAG: args.creator_arn} if args.creator_arn else None,
+            create_oidc_provider=True,
+            provider_credential_opts=eks.KubeconfigOptionsArgs(profile_name=args.aws_profile) if args.aws_profile else None,
+            # Nodes come from the system node group below and from Karpenter; the managed add-ons are created
+            # below, pinned, so EKS must not bootstrap its own unmanaged copies and pulumi-eks must not add its own.
+            skip_default_node_group=True,
+            skip_default_security_groups=True,
+            create_instance_role=False,
+            bootstrap_self_managed_addons=False,
+            use_default_vpc_cni=True,
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=False),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # why: EKS would otherwise create the log group itself, unmanaged, and it would outlive destroy.
+                depends_on=[log_group, network_sweep],
+                protect=args.stateful_resources is StatefulResources.PROTECT,
+            ),
+        )
+        cluster = self.eks_cluster
+        _private_endpoint_ingress(name, endpoint, cluster.cluster_security_group_id, child)
+        # The name of the aws.eks.Cluster inside pulumi-eks's component, not of the component: what uses it then
+        # depends on that resource itself, and the engine deletes node groups, add-ons and access entries before
+        # the EKS cluster (a dependency on the component alone leaves them unordered against its children).
+        cluster_name = cluster.eks_cluster.name
+
+        def addon_role(key: str, service_account: tuple[str, str], policy: str) -> IrsaRole:
+            return IrsaRole(
+                f"{name}-{key}",
+                IrsaRoleArgs(
+                    oidc_provider_arn=cluster.oidc_provider_arn,
+                    oidc_issuer=cluster.oidc_issuer,
+                    namespace=service_account[0],
+                    service_account=service_account[1],
+                    managed_policy_arns={"aws-managed": aws_managed_policy_arn(partition, policy)},
+                ),
+                child,
+            )
+
+        cni_role = addon_role("vpc-cni", VPC_CNI_SERVICE_ACCOUNT, "AmazonEKS_CNI_Policy")
+        ebs_role = addon_role("ebs-csi", EBS_CSI_SERVICE_ACCOUNT, "service-role/AmazonEBSCSIDriverPolicy")
+
+        def addon(
+            addon_name: str,
+            *,
+            role: IrsaRole | None = None,
+            depends_on: Sequence[pulumi.Resource] = (),
+            configuration: Mapping[str, str] | None = None,
+        ) -> aws.eks.Addon:
+            pin = versions.eks_addon(config.kubernetes_version, addon_name)
+            return aws.eks.Addon(
+                f"{name}-{addon_name}",
+                cluster_name=cluster_name,
+                addon_name=addon_name,
+                addon_version=pin.version,
+                service_account_role_arn=role.arn if role else None,
+                configuration_values=json.dumps(configuration, sort_keys=True) if configuration else None,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=[*depends_on, *([role] if role else [])],  # why: the role's policies, no data edge
+                    # EKS removes add-ons with the cluster; deleting each first only adds a batch to destroy.
+                    deleted_with=self.eks_cluster,
+                ),
+            )
+
+        # Daemon sets: created before any node exists, so the first nodes come up with networking.
+        # The network policy agent: without it NetworkPolicies are accepted and silently not enforced. Namespaces
+        # with no policy stay open, so Prometheus keeps scraping across namespaces.
+        vpc_cni = addon("vpc-cni", role=cni_role, configuration=VPC_CNI_CONFIGURATION)
+        kube_proxy = addon("kube-proxy")
+
+        node_role, node_policies = node_role_with_policies(
+            f"{name}-system-node",
+            partition=partition,
+            description=f"System node group of EKS cluster {args.cluster_name}",
+            opts=child,
+        )
+        group = config.system_node_group
+        launch_template = aws.ec2.LaunchTemplate(
+            f"{name}-system",
+            description=f"System node group of EKS cluster {args.cluster_name}",
+            update_default_version=True,
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                http_tokens="required",
+                # 1: pods outside the host network cannot reach instance credentials; controllers use IRSA.
+                http_put_response_hop_limit=1,
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=group.disk_size_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
+                    ),
+                )
+            ],
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=dict(args.instance_tags))
+                for kind in ("instance", "volume")
+            ],
+            opts=child,
+        )
+        self.system_node_group = aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=cluster_name,
+            node_role_arn=node_role.arn,
+            subnet_ids=args.private_subnet_ids,
+            capacity_type="ON_DEMAND",
+            ami_type="AL2023_x86_64_STANDARD",
+            # Follows the control plane's version; the AMI release is pinned, so patches arrive with a pin bump.
+            version=config.kubernetes_version,
+            release_version=versions.system_node_ami(config.kubernetes_version).version,
+            instance_types=list(group.instance_types),
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=group.min_size, max_size=group.max_size, desired_size=group.desired_size
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
+            labels=dict(SYSTEM_NODE_LABELS),
+            taints=[aws.eks.NodeGroupTaintArgs(key=SYSTEM_TAINT_KEY, value=SYSTEM_TAINT_VALUE, effect="NO_SCHEDULE")],
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=launch_template.id, version=launch_template.latest_version.apply(str)
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # why: nodes join only with networking in place and the node policies attached; on destroy the
+                # group goes before them.
+                depends_on=[vpc_cni, kube_proxy, *node_policies, *args.network_ready, network_sweep],
+            ),
+        )
+        # Deployments: their pods need a node to run on, or the add-on sits DEGRADED until it times out.
+        coredns = addon("coredns", depends_on=[self.system_node_group])
+        ebs_csi_driver = addon("aws-ebs-csi-driver", role=ebs_role, depends_on=[self.system_node_group])
+
+        # Deleted once everything in the cluster is (all of it uses the provider below, which depends on it), and
+        # before the nodes, add-ons and cluster it names: what the controllers made in AWS and did not clean up.
+        self.sweep = sweep(
+            "sweep",
+            IN_CLUSTER_SWEEP,
+            cluster_name,
+            [self.system_node_group, vpc_cni, kube_proxy, coredns, ebs_csi_driver],
+        )
+        kubernetes_provider = k8s.Provider(
+            f"{name}-k8s",
+            # pulumi-eks's kubeconfig_json carries no profile (on purpose, pulumi-eks #1082): without this, Kubernetes
+            # and Helm would act as whatever the ambient credential chain finds, not as the stack's aws:profile.
+            kubeconfig=cluster.get_kubeconfig(profile_name=args.aws_profile) if args.aws_profile else cluster.kubeconfig_json,
+            # Objects whose namespace is not set go to 'default' explicitly, never to the kubeconfig's context.
+            namespace="default",
+            # why: on destroy, every object in the cluster goes before the sweep (and so before what it names).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.sweep]),
+        )
+        self.handle = ClusterHandle(
+            name=cluster_name,
+            kubernetes_version=config.kubernetes_version,
+            region=args.region,
+            partition=partition,
+            endpoint=cluster.kubeconfig_json.apply(_endpoint_from_kubeconfig),
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            cluster_security_group_id=cluster.cluster_security_group_id,
+            vpc_id=pulumi.Output.from_input(args.vpc_id),
+            private_subnet_ids=pulumi.Output.from_input(args.private_subnet_ids),
+            availability_zones=args.availability_zones,
+            kubernetes_provider=kubernetes_provider,
+            system_node_group=self.system_node_group,
+            system_node_labels=SYSTEM_NODE_LABELS,
+            system_tolerations=SYSTEM_TOLERATIONS,
+            ebs_csi_driver=ebs_csi_driver,
+            coredns=coredns,
+            eks_cluster=cluster,
+            aws_profile=args.aws_profile,
+        )
+        self.register_outputs(
+            {
+                "name": cluster_name,
+                "oidcProviderArn": cluster.oidc_provider_arn,
+                "systemNodeGroup": self.system_node_group.node_group_name,
+            }
+        )

@@ -1,0 +1,133 @@
+"""Stack configuration of the EKS cluster: version, API endpoint access, logs, admins, the system node group."""
+
+from __future__ import annotations
+
+import re
+from ipaddress import IPv4Network
+from typing import Annotated
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
+
+from components import versions
+from components.config.types import (
+    Cidr,
+    ConfigModel,
+    ControlPlaneLog,
+    IamPrincipalArn,
+    KeyName,
+    SecurityGroupId,
+    one_of,
+    prefix_between,
+)
+from components.config.validation import FieldProblems, matches
+from components.karpenter.families import family_of_type, is_graviton, type_problem
+
+#: A lowercase DNS-style name of 2 to 40 characters (EKS allows 100; the tags and names derived from it stay short).
+CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
+
+
+class EndpointAccess(ConfigModel):
+    """Who can reach the Kubernetes API server."""
+
+    public: StrictBool
+    private: StrictBool = True
+    public_cidrs: tuple[Cidr, ...] = ()
+    #: Who may reach the private endpoint from inside the VPC or a network joined to it (a VPN, a CI runner's
+    #: subnet, a bastion): the cluster security group admits only itself otherwise.
+    private_cidrs: tuple[Cidr, ...] = ()
+    private_security_groups: tuple[SecurityGroupId, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> EndpointAccess:
+        problems: list[tuple[str, str]] = []
+        if not self.private:
+            # The public endpoint admits only publicCidrs, never the NAT gateways' addresses; with public off
+            # nothing at all could reach the API server.
+            problems.append(("private", "must be true: nodes in private subnets reach the API server through it"))
+        if self.public and not self.public_cidrs:
+            problems.append(
+                ("publicCidrs", "must list the CIDRs allowed to reach the public endpoint (it is never opened to all)")
+            )
+        if not self.public and self.public_cidrs:
+            problems.append(("publicCidrs", "is only used when public is true; remove it"))
+        for key, values in (("privateCidrs", self.private_cidrs), ("privateSecurityGroups", self.private_security_groups)):
+            if len(set(values)) != len(values):
+                problems.append((key, "lists a value more than once"))
+        for index, cidr in enumerate(self.private_cidrs):
+            if cidr.prefixlen == 0:
+                problems.append((f"privateCidrs[{index}]", f"{cidr} admits every address; list your VPN or runner ranges"))
+        for index, cidr in enumerate(self.public_cidrs):
+            if cidr.prefixlen == 0:
+                problems.append(
+                    (f"publicCidrs[{index}]", f"{cidr} opens the API server to the whole internet; list your egress ranges")
+                )
+        if problems:
+            raise FieldProblems(problems)
+        return self
+
+
+class SystemNodeGroup(ConfigModel):
+    """The small on-demand managed node group that hosts controllers (Karpenter never runs on what it manages)."""
+
+    instance_types: tuple[StrictStr, ...] = Field(default=("m7i.large", "m6i.large"), min_length=1)
+    min_size: StrictInt = Field(default=2, ge=1, le=10)
+    max_size: StrictInt = Field(default=3, ge=1, le=10)
+    desired_size: StrictInt = Field(default=2, ge=1, le=10)
+    disk_size_gib: StrictInt = Field(default=50, ge=20, le=1000)
+
+    @model_validator(mode="after")
+    def _check(self) -> SystemNodeGroup:
+        problems = [
+            (f"instanceTypes[{index}]", problem)
+            for index, name in enumerate(self.instance_types)
+            if (problem := _x86_instance_type_problem(name))
+        ]
+        if not self.min_size <= self.desired_size <= self.max_size:
+            problems.append(
+                (
+                    "desiredSize",
+                    f"expected minSize <= desiredSize <= maxSize, got {self.min_size} <= "
+                    f"{self.desired_size} <= {self.max_size}",
+                )
+            )
+        if problems:
+            raise FieldProblems(problems)
+        return self
+
+
+def _x86_instance_type_problem(name: str) -> str | None:
+    """Why the system node group's x86_64 AMI could not run on this instance type, if it could not."""
+    if type_problem(name):
+        return f"expected an EC2 instance type like 'm7i.large', got {name!r}"
+    if is_graviton(family_of_type(name)):
+        return f"{name!r} is an Arm (Graviton) type; the system nodes run the x86_64 AL2023 AMI"
+    return None
+
+
+#: The values CloudWatch Logs accepts for a log group's retention.
+_LOG_RETENTION_DAYS = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+)
+
+
+class ClusterConfig(ConfigModel):
+    """The EKS control plane and its system node group."""
+
+    name: Annotated[StrictStr, matches(CLUSTER_NAME.pattern, "a lowercase DNS-style name of 2 to 40 characters")] | None = None
+    kubernetes_version: Annotated[
+        StrictStr, one_of(versions.KUBERNETES_VERSIONS, "the supported versions")
+    ] = versions.DEFAULT_KUBERNETES_VERSION
+    endpoint: EndpointAccess
+    service_cidr: Annotated[Cidr, prefix_between(16, 24)] = IPv4Network("172.20.0.0/16")
+    log_types: tuple[ControlPlaneLog, ...] = (ControlPlaneLog.API, ControlPlaneLog.AUDIT, ControlPlaneLog.AUTHENTICATOR)
+    log_retention_days: Annotated[
+        StrictInt, one_of(_LOG_RETENTION_DAYS, "the CloudWatch retention periods")
+    ] = 90
+    admin_principals: dict[KeyName, IamPrincipalArn] = Field(default_factory=dict)
+    system_node_group: SystemNodeGroup = SystemNodeGroup()
+
+    @model_validator(mode="after")
+    def _check(self) -> ClusterConfig:
+        if len(set(self.log_types)) != len(self.log_types):
+            raise FieldProblems([("logTypes", "lists a log type more than once")])
+        return self

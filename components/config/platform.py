@@ -1,0 +1,334 @@
+"""Stack configuration: parsed once, at the edge, into frozen typed models.
+
+`parse_config` takes the raw Pulumi config of a stack (every `namespace:key` with its string value, as Pulumi hands
+it to the program) and returns a `PlatformConfig` or raises `ConfigError` listing every problem at once, each naming
+its full key path and what was expected. Components never read config themselves; they take these models (or
+plainer values) as arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from ipaddress import IPv4Network
+from typing import Annotated, Any, Literal, Mapping
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from components import versions
+
+from components.network import plan as network_plan
+
+from components.cluster import capacity as system_capacity
+from components.config.errors import ConfigError, ConfigIssue, issues_from
+from components.gpu.config import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
+from components.observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
+from components.storage.config import BucketConfig, DataRepository, FsxConfig, StorageConfig
+from components.config.types import (
+    Cidr,
+    ConfigModel,
+    ControlPlaneLog,
+    Environment,
+    IamPrincipalArn,
+    KeyName,
+    NatGateways,
+    SecurityGroupId,
+    StatefulResources,
+    SubnetId,
+    VpcId,
+    one_of,
+    prefix_between,
+)
+from components.cluster.config import CLUSTER_NAME, ClusterConfig, EndpointAccess, SystemNodeGroup
+from components.ingress.config import IngressConfig
+from components.karpenter.config import KarpenterConfig
+from components.network.config import ExistingVpc, NetworkConfig
+from components.config.validation import FieldProblems, matches
+
+__all__ = [
+    "AlertmanagerConfig",
+    "AlertThresholds",
+    "ObservabilityConfig",
+    "BinPackingScheduler",
+    "BucketConfig",
+    "DataRepository",
+    "FsxConfig",
+    "IngressConfig",
+    "StorageConfig",
+    "ClusterConfig",
+    "ConfigError",
+    "ConfigIssue",
+    "ControlPlaneLog",
+    "EndpointAccess",
+    "Environment",
+    "ExistingVpc",
+    "GpuAdmission",
+    "GpuConfig",
+    "KarpenterConfig",
+    "MigOptions",
+    "NatGateways",
+    "NetworkConfig",
+    "PlatformConfig",
+    "StatefulResources",
+    "SystemNodeGroup",
+    "parse_config",
+]
+
+PROJECT_NAMESPACE = "eks-ml-platform"
+#: Keys of the `aws:` namespace the program reads; the AWS provider is explicit, so any other `aws:` key would
+#: be silently ignored by it and is rejected instead.
+AWS_KEYS = ("region", "profile")
+
+_REGION = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx|cn|us-gov)-[a-z]+-\d$")
+
+
+class PlatformConfig(ConfigModel):
+    """Everything a stack of the platform is configured with."""
+
+    project: StrictStr
+    stack: StrictStr
+    region: StrictStr
+    profile: StrictStr | None = None
+    environment: Environment
+    owner: StrictStr = Field(min_length=1)
+    cost_center: StrictStr | None = None
+    stateful_resources: StatefulResources
+    network: NetworkConfig
+    cluster: ClusterConfig
+    karpenter: KarpenterConfig = KarpenterConfig()
+    gpu: GpuConfig = GpuConfig()
+    storage: StorageConfig = StorageConfig()
+    ingress: IngressConfig = IngressConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
+
+    @property
+    def gpu_node_image(self) -> Literal["al2023", "bottlerocket"] | None:
+        """The AMI family of the nodes NVIDIA pools launch (one family: the GPU Operator runs one configuration)."""
+        families = self._gpu_node_images()
+        return next(iter(families)) if len(families) == 1 else None
+
+    def _gpu_node_images(self) -> set[str]:
+        classes = self.karpenter.node_classes
+        return {
+            classes[pool.node_class].ami_family
+            for pool in self.karpenter.node_pools.values()
+            if pool.accelerator == "nvidia" and pool.node_class in classes
+        }
+
+    @property
+    def system_capacity(self) -> system_capacity.SystemCapacity:
+        """What the system node group hosts with this config, and its room."""
+        gpu = self.gpu_node_image is not None
+        group = self.cluster.system_node_group
+        return system_capacity.system_capacity(
+            instance_types=group.instance_types,
+            nodes=group.desired_size,
+            fsx=self.storage.fsx is not None,
+            gpu_operator=gpu,
+            binpack_scheduler_replicas=self.gpu.scheduler.replicas if gpu and self.gpu.scheduler.enabled else None,
+            observability=self.observability.enabled,
+        )
+
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster.name or f"{self.project}-{self.stack}"
+
+    @model_validator(mode="after")
+    def _check(self) -> PlatformConfig:
+        problems: list[tuple[str, str]] = []
+        problems.extend(_region_problems(self.region, self.network.availability_zones))
+        for name, pool in self.karpenter.node_pools.items():
+            for index, zone in enumerate(pool.zones):
+                if zone not in self.network.availability_zones:
+                    problems.append(
+                        (
+                            f"karpenter.nodePools.{name}.zones[{index}]",
+                            f"{zone!r} is not one of the stack's availability zones {list(self.network.availability_zones)}",
+                        )
+                    )
+        if self.network.existing is None and self.network.cidr.overlaps(self.cluster.service_cidr):
+            problems.append(
+                (
+                    "cluster.serviceCidr",
+                    f"{self.cluster.service_cidr} overlaps the VPC CIDR {self.network.cidr}; "
+                    "Kubernetes service addresses must not collide with pod and node addresses",
+                )
+            )
+        images = self._gpu_node_images()
+        if len(images) > 1:
+            problems.append(
+                ("karpenter.nodeClasses", f"NVIDIA pools use node classes of several AMI families {sorted(images)}; use one")
+            )
+        if not images and "gpu" in self.model_fields_set:
+            problems.append(("gpu", "is configured but no NodePool launches NVIDIA GPUs; remove it or add a GPU pool"))
+        if images == {"bottlerocket"}:
+            for key, value in (("gpu.mig", self.gpu.mig), ("gpu.timeSlicingReplicas", self.gpu.time_slicing_replicas)):
+                if value is not None:
+                    problems.append((key, "is not available on Bottlerocket, which runs its own device plugin"))
+        problems.extend(self._storage_problems())
+        if (full := self.system_capacity.problem()) is not None:
+            problems.append(("cluster.systemNodeGroup", full))
+        if not CLUSTER_NAME.match(self.cluster_name):
+            problems.append(
+                (
+                    "cluster.name",
+                    f"the default name {self.cluster_name!r} (project-stack) is not a lowercase DNS-style name of "
+                    "2 to 40 characters; set cluster.name",
+                )
+            )
+        if problems:
+            raise FieldProblems(problems)
+        return self
+
+
+    def _storage_problems(self) -> list[tuple[str, str]]:
+        fsx = self.storage.fsx
+        if fsx is None:
+            return []
+        problems = []
+        if fsx.availability_zone is not None and fsx.availability_zone not in self.network.availability_zones:
+            problems.append(
+                (
+                    "storage.fsx.availabilityZone",
+                    f"{fsx.availability_zone!r} is not one of the stack's availability zones {list(self.network.availability_zones)}",
+                )
+            )
+        repository = fsx.data_repository
+        if repository is not None and repository.bucket not in self.storage.buckets:
+            problems.append(
+                (
+                    "storage.fsx.dataRepository.bucket",
+                    f"names no bucket in storage.buckets ({', '.join(sorted(self.storage.buckets))})",
+                )
+            )
+        return problems
+
+    @property
+    def fsx_zone(self) -> str | None:
+        """The AZ FSx lives in (training pools that read from it belong there too)."""
+        fsx = self.storage.fsx
+        return None if fsx is None else fsx.availability_zone or self.network.availability_zones[0]
+
+
+def _region_problems(region: Any, zones: Any) -> list[tuple[str, str]]:
+    if not region:  # missing: reported once, as required
+        return []
+    if not isinstance(region, str) or not _REGION.match(region):
+        return [("aws:region", f"expected an AWS region like 'us-west-2', got {region!r}")]
+    problems = []
+    for index, zone in enumerate(zones if isinstance(zones, (list, tuple)) else ()):
+        if isinstance(zone, str) and not re.fullmatch(re.escape(region) + r"[a-z]", zone):
+            problems.append(
+                (
+                    f"network.availabilityZones[{index}]",
+                    f"expected an availability zone of {region} like '{region}a', got {zone!r}",
+                )
+            )
+    return problems
+
+
+# ------------------------------------------------------------------------------------------- environment defaults
+
+
+def environment_defaults(environment: Environment, region: str, existing_vpc: bool = False) -> dict[str, Any]:
+    """What an environment implies for every key the user leaves out (keys as they are written in stack config).
+
+    An existing VPC brings its own NAT and AZs, so neither is implied for it.
+    """
+    if environment is Environment.DEV:
+        defaults: dict[str, Any] = {
+            "statefulResources": StatefulResources.DESTROY.value,
+            "network": {"availabilityZones": [f"{region}a", f"{region}b"], "natGateways": NatGateways.SINGLE.value},
+            "cluster": {"endpoint": {"public": True, "private": True}},
+        }
+    else:
+        defaults = {
+            "statefulResources": StatefulResources.PROTECT.value,
+            "network": {
+                "availabilityZones": [f"{region}a", f"{region}b", f"{region}c"],
+                "natGateways": NatGateways.PER_AZ.value,
+            },
+            "cluster": {"endpoint": {"public": False, "private": True}},
+        }
+    if existing_vpc:  # its NAT and its AZs are whatever the existing subnets have: never guessed
+        del defaults["network"]["natGateways"]
+        del defaults["network"]["availabilityZones"]
+    return defaults
+
+
+def _fill_defaults(values: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    filled = dict(values)
+    for key, default in defaults.items():
+        if key not in filled:
+            filled[key] = default
+        elif isinstance(default, Mapping) and isinstance(filled[key], dict):
+            filled[key] = _fill_defaults(filled[key], default)
+    return filled
+
+
+# ------------------------------------------------------------------------------------------------------- parsing
+
+
+def _decode(value: Any) -> Any:
+    """Pulumi hands structured config to the program as JSON text; scalars stay strings."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> PlatformConfig:
+    """Turn a stack's raw config (`namespace:key` -> value) into a `PlatformConfig`, or raise `ConfigError`."""
+    issues: list[ConfigIssue] = []
+    values: dict[str, Any] = {}
+    aws: dict[str, Any] = {}
+    for full_key in sorted(raw):
+        namespace, _, key = full_key.partition(":")
+        value = _decode(raw[full_key])
+        if namespace == PROJECT_NAMESPACE:
+            values[key] = value
+        elif namespace == "aws" and key in AWS_KEYS:
+            aws[key] = value
+        elif namespace == "aws":
+            issues.append(
+                ConfigIssue(
+                    path=full_key,
+                    message=f"is not read: the program's AWS provider takes only {', '.join('aws:' + k for k in AWS_KEYS)}; "
+                    "set other provider options through AWS_* environment variables",
+                )
+            )
+        elif namespace != "pulumi":
+            issues.append(
+                ConfigIssue(path=full_key, message=f"is not read by this program (its keys are {PROJECT_NAMESPACE}:*)")
+            )
+
+    region = aws.get("region")
+    if region is None:
+        issues.append(ConfigIssue(path="aws:region", message="is required (e.g. 'us-west-2')"))
+        region = ""  # the remaining keys are still checked
+    environment = values.get("environment")
+    if isinstance(environment, str) and environment in {e.value for e in Environment}:
+        network = values.get("network")
+        existing_vpc = isinstance(network, dict) and "existing" in network
+        values = _fill_defaults(values, environment_defaults(Environment(environment), str(region), existing_vpc))
+
+    document = {**values, "project": project, "stack": stack, "region": region}
+    if "profile" in aws:
+        document["profile"] = aws["profile"]
+    # Checked here as well as on the model, so a wrong AZ is reported even when other keys fail to validate.
+    network = values.get("network")
+    zones = network.get("availabilityZones") if isinstance(network, dict) else None
+    issues.extend(ConfigIssue(path=path, message=message) for path, message in _region_problems(region, zones))
+    try:
+        config = PlatformConfig.model_validate(document)
+    except ValidationError as exc:
+        issues.extend(issues_from(exc, PlatformConfig))
+        raise ConfigError(issues) from None
+    if issues:
+        raise ConfigError(issues)
+    return config
+
+

@@ -1,0 +1,116 @@
+"""The GPU stack: NVIDIA GPU Operator, the bin-packing scheduler and the GPU admission policies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components import helm, k8s_objects, versions
+from components.gpu.scheduler import SchedulerOptions, scheduler_manifests
+from components.cluster.component import ClusterHandle
+from components.gpu.config import GpuConfig
+from components.gpu.admission import AdmissionOptions, admission_manifests
+from components.gpu.operator import GpuOperatorOptions, NodeImage, operator_values
+from components.scheduling import GPU_TAINT
+
+OPERATOR_NAMESPACE = "gpu-operator"
+
+
+@dataclass(frozen=True)
+class GpuStackArgs:
+    """`node_image` is the AMI family of the GPU nodes; it decides which layers the operator leaves alone."""
+
+    cluster: ClusterHandle
+    config: GpuConfig
+    node_image: NodeImage
+    #: Controllers that delete the AWS side of namespaced objects; the namespace is deleted while they run.
+    cleanup_controllers: tuple[pulumi.Resource, ...] = ()
+
+
+class GpuStack(pulumi.ComponentResource):
+    """Everything a GPU node needs beyond its image, and the rules that keep GPU pods packed and placed."""
+
+    operator: pulumi.Resource
+    scheduler_name: str | None
+    gpu_taint: str
+
+    def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:gpu:GpuStack", name, None, opts)
+        cluster, config = args.cluster, args.config
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
+        on_system_nodes = pulumi.ResourceOptions.merge(
+            k8s_opts,
+            # why: the operator and the scheduler run on the system nodes; on destroy they go before those nodes.
+            pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
+        )
+        mig = config.mig
+        # Owned by the stack (not created by Helm), so destroy removes it; the operator's DaemonSets need host access.
+        namespace = k8s_objects.create(
+            f"{name}-namespace",
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": OPERATOR_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+            },
+            pulumi.ResourceOptions.merge(
+                k8s_opts,
+                # why: the operator's pods go with the namespace while the drivers and controllers still run.
+                pulumi.ResourceOptions(depends_on=[cluster.ebs_csi_driver, *args.cleanup_controllers]),
+            ),
+        )
+        self.operator = helm.release(
+            f"{name}-operator",
+            versions.GPU_OPERATOR,
+            namespace=namespace.metadata["name"],
+            values=operator_values(
+                GpuOperatorOptions(
+                    node_image=args.node_image,
+                    node_feature_discovery=config.node_feature_discovery,
+                    mig_strategy=mig.strategy if mig else None,
+                    mig_default_profile=mig.default_profile if mig else "all-disabled",
+                    time_slicing_replicas=config.time_slicing_replicas,
+                ),
+                system_node_selector=cluster.system_node_labels,
+                system_tolerations=cluster.system_tolerations,
+            ),
+            # The operator's CRD upgrade hook needs it (see the chart's operator.upgradeCRD).
+            disable_openapi_validation=True,
+            opts=on_system_nodes,
+        )
+
+        self.scheduler_name = config.scheduler.name if config.scheduler.enabled else None
+        if config.scheduler.enabled:
+            image = versions.KUBE_SCHEDULER[cluster.kubernetes_version]
+            manifests = scheduler_manifests(
+                SchedulerOptions(
+                    name=config.scheduler.name,
+                    image=f"{versions.KUBE_SCHEDULER_IMAGE}:{image.version}",
+                    strategy=config.scheduler.strategy,
+                    gpu_weight=config.scheduler.gpu_weight,
+                    replicas=config.scheduler.replicas,
+                ),
+                node_selector=cluster.system_node_labels,
+                tolerations=cluster.system_tolerations,
+            )
+            for key, manifest in manifests.items():
+                k8s_objects.create(f"{name}-scheduler-{key}", manifest, on_system_nodes)
+
+        if config.admission.enabled:
+            policies = admission_manifests(
+                AdmissionOptions(
+                    action=config.admission.action,
+                    scheduler_name=self.scheduler_name,
+                    exempt_namespaces=config.admission.exempt_namespaces,
+                )
+            )
+            policy = k8s_objects.create(f"{name}-admission-policy", policies["policy"], k8s_opts)
+            k8s_objects.create(
+                f"{name}-admission-binding",
+                policies["binding"],
+                # why: a binding whose policy does not exist yet is rejected by nothing but enforces nothing either.
+                pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[policy])),
+            )
+
+        self.gpu_taint = f"{GPU_TAINT.key}={GPU_TAINT.value}:{GPU_TAINT.effect}"
+        self.register_outputs({"schedulerName": self.scheduler_name, "gpuTaint": self.gpu_taint})

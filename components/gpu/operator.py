@@ -1,0 +1,97 @@
+"""Values for the NVIDIA GPU Operator chart, per node image family (pure).
+
+One owner per layer: the EKS AL2023 NVIDIA AMI and Bottlerocket's NVIDIA variants ship the driver and the container
+toolkit, so the operator must not install them again; Bottlerocket also runs its own device plugin, so the
+operator's stays off there. DCGM exporter metrics keep the `pod` and `namespace` of the workload (honorLabels), not
+the exporter's own, which Prometheus would otherwise rename to `exported_pod` / `exported_namespace`. The exporter
+labels only GPUs that a pod holds; the scrape target's own `pod` / `namespace` / `container` are dropped so a free
+GPU's series carries no pod at all instead of the exporter's (which `honorLabels` would fill in).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
+
+import yaml
+
+from components.scheduling import GPU_RESOURCE, GPU_TAINT
+
+NodeImage = Literal["al2023", "bottlerocket"]
+TIME_SLICING_CONFIG = "time-slicing"
+
+
+@dataclass(frozen=True)
+class GpuOperatorOptions:
+    node_image: NodeImage
+    node_feature_discovery: bool = True
+    mig_strategy: Literal["single", "mixed"] | None = None
+    mig_default_profile: str = "all-disabled"
+    time_slicing_replicas: int | None = None
+
+
+def _placement(node_selector: Mapping[str, str], tolerations: tuple[Mapping[str, str], ...]) -> dict[str, Any]:
+    return {"nodeSelector": {"kubernetes.io/os": "linux", **node_selector}, "tolerations": [dict(t) for t in tolerations]}
+
+
+def time_slicing_config(replicas: int) -> str:
+    """The device plugin's sharing config: each GPU is advertised `replicas` times."""
+    return yaml.safe_dump(
+        {
+            "version": "v1",
+            "flags": {"migStrategy": "none"},
+            "sharing": {"timeSlicing": {"resources": [{"name": GPU_RESOURCE, "replicas": replicas}]}},
+        },
+        sort_keys=True,
+    )
+
+
+def operator_values(
+    options: GpuOperatorOptions,
+    *,
+    system_node_selector: Mapping[str, str],
+    system_tolerations: tuple[Mapping[str, str], ...],
+) -> dict[str, Any]:
+    gpu_toleration = {"key": GPU_TAINT.key, "operator": "Exists", "effect": GPU_TAINT.effect}
+    bottlerocket = options.node_image == "bottlerocket"
+    device_plugin: dict[str, Any] = {"enabled": not bottlerocket}
+    if options.time_slicing_replicas is not None:
+        device_plugin["config"] = {
+            "create": True,
+            "name": TIME_SLICING_CONFIG,
+            "default": "any",
+            "data": {"any": time_slicing_config(options.time_slicing_replicas)},
+        }
+    controllers = _placement(system_node_selector, system_tolerations)
+    values: dict[str, Any] = {
+        # The chart's pre-upgrade hook applies the CRDs of the new version (Helm itself never upgrades crds/).
+        "operator": {**controllers, "upgradeCRD": True},
+        # The node image owns these layers.
+        "driver": {"enabled": False},
+        "toolkit": {"enabled": False},
+        "devicePlugin": device_plugin,
+        "daemonsets": {"tolerations": [gpu_toleration]},
+        "nfd": {"enabled": options.node_feature_discovery},
+        "dcgmExporter": {
+            "enabled": True,
+            "serviceMonitor": {
+                "enabled": True,
+                "honorLabels": True,
+                "relabelings": [
+                    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"},
+                    {"regex": "pod|namespace|container", "action": "labeldrop"},
+                ],
+            },
+        },
+        "migManager": {"enabled": options.mig_strategy is not None and not bottlerocket},
+    }
+    if options.mig_strategy is not None:
+        values["mig"] = {"strategy": options.mig_strategy}
+        values["migManager"]["config"] = {"default": options.mig_default_profile}
+    if options.node_feature_discovery:
+        values["node-feature-discovery"] = {
+            "master": {**controllers},
+            "gc": {**controllers},
+            "worker": {"tolerations": [gpu_toleration]},
+        }
+    return values

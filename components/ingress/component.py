@@ -1,0 +1,96 @@
+"""The AWS Load Balancer Controller: it turns Services of type LoadBalancer and Ingresses into NLBs and ALBs.
+
+Anything this package creates that makes a load balancer depends on `controller`, so `pulumi destroy` deletes the
+Service or Ingress (and the controller deletes its load balancer) while the controller still runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import pulumi
+
+from components import helm, versions
+from components.cluster.component import ClusterHandle
+from components.identity.irsa import to_json
+from components.ingress.iam import controller_policy
+
+NAMESPACE = "kube-system"
+#: The service account the chart creates; the IRSA trust policy names exactly this.
+SERVICE_ACCOUNT = "aws-load-balancer-controller"
+
+
+def controller_values(
+    *,
+    cluster_name: pulumi.Input[str],
+    region: str,
+    vpc_id: pulumi.Input[str],
+    role_arn: pulumi.Input[str],
+    node_selector: Mapping[str, str],
+    tolerations: tuple[Mapping[str, str], ...],
+    tags: Mapping[str, str],
+) -> dict[str, Any]:
+    """Values for the aws-load-balancer-controller chart of the pinned version."""
+    return {
+        "clusterName": cluster_name,
+        # Given rather than read from instance metadata, which pods cannot reach (hop limit 1).
+        "region": region,
+        "vpcId": vpc_id,
+        "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT, "annotations": {"eks.amazonaws.com/role-arn": role_arn}},
+        "replicaCount": 2,
+        "podDisruptionBudget": {"maxUnavailable": 1},
+        "nodeSelector": dict(node_selector),
+        "tolerations": [dict(t) for t in tolerations],
+        # Load balancers are made by the controller, not Pulumi: the provider's default tags do not reach them.
+        "defaultTags": dict(tags),
+        # The chart's Service mutator (failurePolicy Fail, on every Service CREATE) breaks every Service create in
+        # the cluster while no controller replica is ready: during the first install (other charts' Services) and
+        # whenever the controller is down. Off: a LoadBalancer Service picks this controller with
+        # `spec.loadBalancerClass: service.k8s.aws/nlb`.
+        "enableServiceMutatorWebhook": False,
+    }
+
+
+@dataclass(frozen=True)
+class IngressArgs:
+    cluster: ClusterHandle
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+class Ingress(pulumi.ComponentResource):
+    """The load balancer controller on the system nodes, with an IRSA role carrying its upstream policy."""
+
+    controller: pulumi.Resource
+
+    def __init__(self, name: str, args: IngressArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:ingress:Ingress", name, None, opts)
+        cluster = args.cluster
+        role = cluster.irsa_role(
+            f"{name}-controller",
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
+            inline_policies={"controller": cluster.partition.apply(lambda p: to_json(controller_policy(p)))},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.controller = helm.release(
+            name,
+            versions.LOAD_BALANCER_CONTROLLER,
+            namespace=NAMESPACE,
+            values=controller_values(
+                cluster_name=cluster.name,
+                region=cluster.region,
+                vpc_id=cluster.vpc_id,
+                role_arn=role.arn,
+                node_selector=cluster.system_node_labels,
+                tolerations=cluster.system_tolerations,
+                tags=args.tags,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=cluster.kubernetes_provider,
+                # why: it runs on the system nodes and needs its policy (no data edge); destroy removes it first.
+                depends_on=[role, *cluster.system_ready],
+            ),
+        )
+        self.register_outputs({})

@@ -1,0 +1,225 @@
+"""Pure renderer for the IAM permission policy of the AWS Load Balancer Controller: the document the controller's
+IRSA role carries so it can manage ALBs, NLBs, their target groups, listeners and the security groups in front of
+them. It moves in lock-step with the chart pinned as `LOAD_BALANCER_CONTROLLER` in `components/versions.py` (chart
+aws-load-balancer-controller 3.5.0): the granted actions and their scoping follow that release's published policy
+(`../shared/reference/aws-load-balancer-controller/`), and the tests compare the two action sets exactly, so bumping
+the chart without revisiting this file fails loudly instead of surfacing later as an AccessDenied in the controller.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from typing import Any
+
+from components.identity.irsa import IAM_VERSION
+
+#: The tag the controller stamps on everything it creates; ownership checks in this policy key off its presence.
+CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+
+_RESOURCE_TAG = f"aws:ResourceTag/{CLUSTER_TAG}"
+_REQUEST_TAG = f"aws:RequestTag/{CLUSTER_TAG}"
+
+#: The resource already carries the ownership tag, i.e. the controller created it.
+_OWNED: dict[str, Any] = {"Null": {_RESOURCE_TAG: "false"}}
+#: The request sets the ownership tag, so whatever is created is marked as the controller's from the start.
+_CREATED_OWNED: dict[str, Any] = {"Null": {_REQUEST_TAG: "false"}}
+#: Tags of an owned resource may change, as long as the request does not touch the ownership tag itself.
+_RETAG_OWNED: dict[str, Any] = {"Null": {_REQUEST_TAG: "true", _RESOURCE_TAG: "false"}}
+
+
+def _allow(sid: str, actions: list[str], resource: str | list[str] = "*", **condition: Any) -> dict[str, Any]:
+    statement: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resource}
+    if condition:
+        statement["Condition"] = deepcopy(condition)  # the shared condition blocks above must stay untouched
+    return statement
+
+
+def _elb(partition: str, path: str) -> str:
+    return f"arn:{partition}:elasticloadbalancing:*:*:{path}"
+
+
+def controller_policy(partition: str) -> dict[str, Any]:
+    """The AWS Load Balancer Controller permissions, with upstream's ownership scoping, for the given ARN partition."""
+    security_groups = f"arn:{partition}:ec2:*:*:security-group/*"
+    target_groups = _elb(partition, "targetgroup/*/*")
+    balancers_and_groups = [
+        _elb(partition, "loadbalancer/app/*/*"),
+        _elb(partition, "loadbalancer/net/*/*"),
+        target_groups,
+    ]
+    listeners_and_rules = [
+        _elb(partition, f"{kind}/{lb_type}/*/*/*")
+        for kind in ("listener", "listener-rule")
+        for lb_type in ("app", "net")
+    ]
+
+    statements: list[dict[str, Any]] = [
+        # why: the first load balancer in an account needs ELB's service-linked role; nothing else may be created.
+        _allow(
+            "CreateElbServiceLinkedRoleOnly",
+            ["iam:CreateServiceLinkedRole"],
+            StringEquals={"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"},
+        ),
+        # why: reconciliation starts from the current state of the VPC and of the load balancers; reads are unscoped.
+        _allow(
+            "DiscoverNetworkTopology",
+            [
+                "ec2:DescribeAccountAttributes",
+                "ec2:DescribeAddresses",
+                "ec2:DescribeAvailabilityZones",
+                "ec2:DescribeCoipPools",
+                "ec2:DescribeInstances",
+                "ec2:DescribeInternetGateways",
+                "ec2:DescribeIpamPools",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeRouteTables",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSubnets",
+                "ec2:DescribeTags",
+                "ec2:DescribeVpcPeeringConnections",
+                "ec2:DescribeVpcs",
+                "ec2:GetCoipPoolUsage",
+                "ec2:GetSecurityGroupsForVpc",
+            ],
+        ),
+        _allow(
+            "DiscoverLoadBalancingState",
+            [
+                "elasticloadbalancing:DescribeCapacityReservation",
+                "elasticloadbalancing:DescribeListenerAttributes",
+                "elasticloadbalancing:DescribeListenerCertificates",
+                "elasticloadbalancing:DescribeListeners",
+                "elasticloadbalancing:DescribeLoadBalancerAttributes",
+                "elasticloadbalancing:DescribeLoadBalancers",
+                "elasticloadbalancing:DescribeRules",
+                "elasticloadbalancing:DescribeSSLPolicies",
+                "elasticloadbalancing:DescribeTags",
+                "elasticloadbalancing:DescribeTargetGroupAttributes",
+                "elasticloadbalancing:DescribeTargetGroups",
+                "elasticloadbalancing:DescribeTargetHealth",
+                "elasticloadbalancing:DescribeTrustStores",
+            ],
+        ),
+        # why: Ingress annotations point at certificates, Cognito clients, WAF ACLs and Shield; those resources are
+        # chosen by users, not owned by the controller, so they cannot be narrowed by tag.
+        _allow(
+            "ResolveCertificatesAndAuthentication",
+            [
+                "acm:DescribeCertificate",
+                "acm:ListCertificates",
+                "cognito-idp:DescribeUserPoolClient",
+                "iam:GetServerCertificate",
+                "iam:ListServerCertificates",
+            ],
+        ),
+        _allow(
+            "AttachWebAcls",
+            [
+                "waf-regional:AssociateWebACL",
+                "waf-regional:DisassociateWebACL",
+                "waf-regional:GetWebACL",
+                "waf-regional:GetWebACLForResource",
+                "wafv2:AssociateWebACL",
+                "wafv2:DisassociateWebACL",
+                "wafv2:GetWebACL",
+                "wafv2:GetWebACLForResource",
+            ],
+        ),
+        _allow(
+            "ManageShieldProtection",
+            [
+                "shield:CreateProtection",
+                "shield:DeleteProtection",
+                "shield:DescribeProtection",
+                "shield:GetSubscriptionState",
+            ],
+        ),
+        # why: the controller opens node and pod security groups it does not own to traffic from its load balancers,
+        # and creates the frontend groups it does own; ownership is proven by the tag set in the same call.
+        _allow(
+            "EditIngressRulesOfAnySecurityGroup",
+            ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
+        ),
+        _allow("CreateSecurityGroups", ["ec2:CreateSecurityGroup"]),
+        _allow(
+            "TagSecurityGroupsOnCreation",
+            ["ec2:CreateTags"],
+            security_groups,
+            StringEquals={"ec2:CreateAction": "CreateSecurityGroup"},
+            **_CREATED_OWNED,
+        ),
+        # why: once created, only the controller's own security groups may be retagged or deleted.
+        _allow("RetagOwnedSecurityGroups", ["ec2:CreateTags", "ec2:DeleteTags"], security_groups, **_RETAG_OWNED),
+        _allow(
+            "ManageOwnedSecurityGroups",
+            ["ec2:AuthorizeSecurityGroupIngress", "ec2:DeleteSecurityGroup", "ec2:RevokeSecurityGroupIngress"],
+            **_OWNED,
+        ),
+        # why: load balancers and target groups can only be created already carrying the ownership tag ...
+        _allow(
+            "CreateOwnedLoadBalancersAndTargetGroups",
+            ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
+            **_CREATED_OWNED,
+        ),
+        _allow(
+            "TagLoadBalancersAndTargetGroupsOnCreation",
+            ["elasticloadbalancing:AddTags"],
+            balancers_and_groups,
+            StringEquals={"elasticloadbalancing:CreateAction": ["CreateLoadBalancer", "CreateTargetGroup"]},
+            **_CREATED_OWNED,
+        ),
+        # why: ... and afterwards only owned ones may be retagged, reconfigured or deleted.
+        _allow(
+            "RetagOwnedLoadBalancersAndTargetGroups",
+            ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            balancers_and_groups,
+            **_RETAG_OWNED,
+        ),
+        _allow(
+            "ManageOwnedLoadBalancersAndTargetGroups",
+            [
+                "elasticloadbalancing:DeleteLoadBalancer",
+                "elasticloadbalancing:DeleteTargetGroup",
+                "elasticloadbalancing:ModifyCapacityReservation",
+                "elasticloadbalancing:ModifyIpPools",
+                "elasticloadbalancing:ModifyListenerAttributes",
+                "elasticloadbalancing:ModifyLoadBalancerAttributes",
+                "elasticloadbalancing:ModifyTargetGroup",
+                "elasticloadbalancing:ModifyTargetGroupAttributes",
+                "elasticloadbalancing:SetIpAddressType",
+                "elasticloadbalancing:SetSecurityGroups",
+                "elasticloadbalancing:SetSubnets",
+            ],
+            **_OWNED,
+        ),
+        # why: TargetGroupBindings may name target groups created outside the controller, so targets are
+        # (de)registered in any target group, but nothing beyond target groups.
+        _allow(
+            "RegisterTargets",
+            ["elasticloadbalancing:DeregisterTargets", "elasticloadbalancing:RegisterTargets"],
+            target_groups,
+        ),
+        # why: upstream does not scope listener and rule changes by ownership (they hang off a load balancer the
+        # controller reconciles); their tags may change, but only on listener and rule ARNs.
+        _allow(
+            "ManageListenersAndRules",
+            [
+                "elasticloadbalancing:AddListenerCertificates",
+                "elasticloadbalancing:CreateListener",
+                "elasticloadbalancing:CreateRule",
+                "elasticloadbalancing:DeleteListener",
+                "elasticloadbalancing:DeleteRule",
+                "elasticloadbalancing:ModifyListener",
+                "elasticloadbalancing:ModifyRule",
+                "elasticloadbalancing:RemoveListenerCertificates",
+                "elasticloadbalancing:SetRulePriorities",
+                "elasticloadbalancing:SetWebAcl",
+            ],
+        ),
+        _allow(
+            "TagListenersAndRules",
+            ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            listeners_and_rules,
+        ),
+    ]
+    return {"Version": IAM_VERSION, "Statement": statements}

@@ -1,0 +1,280 @@
+"""Karpenter: controller IAM, node role, interruption handling and the two pinned Helm releases.
+
+Order, and so teardown: the controller release waits for its IAM role and policy, the queue, the node role's access
+entry, the CRD release and the system node group that hosts it. NodePools and EC2NodeClasses (built on this
+component) depend on the controller release, so `pulumi destroy` deletes them while the controller still runs and
+can terminate the instances it launched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import helm, versions
+
+from components.cluster import capacity as system_capacity
+from components.cluster.component import ClusterHandle
+from components.karpenter.config import KarpenterConfig
+from components.identity.irsa import node_role, to_json
+from components.karpenter.iam import INTERRUPTION_EVENTS, ControllerScope, controller_policy, event_pattern, queue_policy
+from components.network.component import DISCOVERY_TAG
+from components.karpenter.render import NodeClassContext, render_nodeclass, render_nodepool
+from components.karpenter.validation import delete_timeout
+from components.scheduling import CSI_STARTUP_TAINTS, GPU_RESOURCE
+
+#: Where the chart runs the controller, and the service account it creates: the IRSA trust policy names exactly this.
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "karpenter"
+
+
+def controller_values(
+    *,
+    cluster_name: pulumi.Input[str],
+    cluster_endpoint: pulumi.Input[str],
+    queue_name: pulumi.Input[str],
+    role_arn: pulumi.Input[str],
+    region: str,
+    config: KarpenterConfig,
+    node_selector: Mapping[str, str],
+    tolerations: tuple[Mapping[str, str], ...],
+) -> dict[str, Any]:
+    """Values for the `karpenter` chart (keys as in its values.yaml of the pinned version).
+
+    There is no webhook to turn off: Karpenter v1 charts dropped the conversion webhook (and its `webhook.*` keys).
+    """
+    return {
+        "settings": {
+            "clusterName": cluster_name,
+            "clusterEndpoint": cluster_endpoint,
+            "interruptionQueue": queue_name,  # the queue's name, not its ARN or URL
+        },
+        "serviceAccount": {
+            "create": True,
+            "name": SERVICE_ACCOUNT,
+            "annotations": {"eks.amazonaws.com/role-arn": role_arn},
+        },
+        "replicas": system_capacity.KARPENTER_REPLICAS,
+        "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
+        # Only on the system node group: Karpenter never runs on capacity it manages.
+        "nodeSelector": {"kubernetes.io/os": "linux", **node_selector},
+        "tolerations": [dict(t) for t in tolerations],
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+        "controller": {
+            # IMDS is out of reach from pods (hop limit 1), so the region is given rather than discovered.
+            "env": [{"name": "AWS_REGION", "value": region}],
+            "resources": {
+                "requests": dict(system_capacity.quantity(system_capacity.KARPENTER_CONTROLLER)),
+                "limits": {"memory": system_capacity.quantity(system_capacity.KARPENTER_CONTROLLER)["memory"]},
+            },
+        },
+        "logLevel": config.log_level,
+    }
+
+
+@dataclass(frozen=True)
+class KarpenterArgs:
+    """`tags` go on every instance Karpenter launches; `csi_drivers` (keys of `scheduling.CSI_STARTUP_TAINTS`) are
+    the storage drivers whose node agents must be ready before pods with volumes land on a node."""
+
+    cluster: ClusterHandle
+    config: KarpenterConfig
+    tags: Mapping[str, str] = field(default_factory=dict)
+    csi_drivers: tuple[str, ...] = ("ebs",)
+
+
+class Karpenter(pulumi.ComponentResource):
+    """Karpenter v1 on the cluster's system nodes, with interruption handling."""
+
+    node_role: aws.iam.Role
+    queue: aws.sqs.Queue
+    controller: pulumi.Resource
+    node_role_arn: pulumi.Output[str]
+    queue_name: pulumi.Output[str]
+    node_classes: dict[str, k8s.apiextensions.CustomResource]
+    node_pools: dict[str, k8s.apiextensions.CustomResource]
+    #: GPU ceiling per NodePool (None for pools without GPUs): the most GPUs the pool will ever run at once.
+    gpu_limits: dict[str, int | None]
+
+    def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:karpenter:Karpenter", name, None, opts)
+        cluster = args.cluster
+        child = pulumi.ResourceOptions(parent=self)
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+
+        # --- nodes: the role the instances Karpenter launches run as, admitted to the cluster as EC2 Linux nodes
+        self.node_role, node_policies = node_role(
+            f"{name}-node", partition=cluster.partition, description="Nodes launched by Karpenter", opts=child
+        )
+        access_entry = aws.eks.AccessEntry(
+            f"{name}-node",
+            cluster_name=cluster.name,
+            principal_arn=self.node_role.arn,
+            type="EC2_LINUX",
+            # EKS removes access entries with the cluster.
+            opts=pulumi.ResourceOptions(parent=self, deleted_with=cluster.eks_cluster),
+        )
+
+        # --- interruption handling: EventBridge → SQS → controller
+        self.queue = aws.sqs.Queue(
+            f"{name}-interruption",
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+            opts=child,
+        )
+        policy = aws.sqs.QueuePolicy(
+            f"{name}-interruption",
+            queue_url=self.queue.url,
+            policy=self.queue.arn.apply(lambda arn: to_json(queue_policy(arn))),
+            opts=child,
+        )
+        targets = []
+        for key, (source, detail_type) in INTERRUPTION_EVENTS.items():
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{key}",
+                description=f"{detail_type} events for Karpenter",
+                event_pattern=to_json(event_pattern(source, detail_type)),
+                opts=child,
+            )
+            targets.append(
+                aws.cloudwatch.EventTarget(f"{name}-{key}", rule=rule.name, arn=self.queue.arn, opts=child)
+            )
+
+        # --- controller identity
+        scope = pulumi.Output.all(
+            cluster.partition, cluster.name, account_id, self.node_role.arn, self.queue.arn
+        ).apply(
+            lambda v: to_json(
+                controller_policy(
+                    ControllerScope(
+                        partition=v[0], region=cluster.region, cluster_name=v[1], account_id=v[2],
+                        node_role_arn=v[3], queue_arn=v[4],
+                    )
+                )
+            )
+        )
+        role = cluster.irsa_role(
+            f"{name}-controller",
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
+            inline_policies={"controller": scope},
+            opts=child,
+        )
+
+        # --- the two releases
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
+        crds = helm.release(
+            f"{name}-crd",
+            versions.KARPENTER_CRD,
+            namespace=NAMESPACE,
+            values={},
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts,
+                # why: the CRDs need a cluster to exist in; nothing else orders them.
+                pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
+            ),
+        )
+        self.controller = helm.release(
+            name,
+            versions.KARPENTER,
+            namespace=NAMESPACE,
+            values=controller_values(
+                cluster_name=cluster.name,
+                cluster_endpoint=cluster.endpoint,
+                queue_name=self.queue.name,
+                role_arn=role.arn,
+                region=cluster.region,
+                config=args.config,
+                node_selector=cluster.system_node_labels,
+                tolerations=cluster.system_tolerations,
+            ),
+            skip_crds=True,  # owned by the karpenter-crd release, so an upgrade updates them
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts,
+                pulumi.ResourceOptions(
+                    # why: the controller needs its CRDs, permissions (the inline policy is no data edge), nodes it
+                    # may join, interruption events, and system nodes to run on; destroy removes it before all.
+                    depends_on=[crds, role, access_entry, *node_policies, policy, *targets, *cluster.system_ready],
+                ),
+            ),
+        )
+        self._node_classes_and_pools(name, args, k8s_opts)
+        self.node_role_arn = self.node_role.arn
+        self.queue_name = self.queue.name
+        self.register_outputs(
+            {"nodeRoleArn": self.node_role_arn, "queueName": self.queue_name, "gpuLimits": self.gpu_limits}
+        )
+
+    def _node_classes_and_pools(self, name: str, args: KarpenterArgs, k8s_opts: pulumi.ResourceOptions) -> None:
+        cluster, config = args.cluster, args.config
+        # Karpenter nodes join the EKS cluster security group (found by the discovery tag), so they and the system
+        # nodes reach each other and the control plane.
+        sg_tag = aws.ec2.Tag(
+            f"{name}-cluster-sg-discovery",
+            resource_id=cluster.cluster_security_group_id,
+            key=DISCOVERY_TAG,
+            value=cluster.name,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # why: EC2NodeClasses and NodePools need the controller (and its CRDs) to exist, and must be deleted while
+        # it still runs, so it can drain and terminate the instances it launched.
+        after_controller = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.controller]))
+        context = pulumi.Output.all(cluster.name, self.node_role.name)
+        self.node_classes = {}
+        for class_name, spec in sorted(config.node_classes.items()):
+            rendered = context.apply(
+                lambda v, class_name=class_name, spec=spec: render_nodeclass(
+                    class_name, spec, NodeClassContext(cluster_name=v[0], node_role_name=v[1], tags=args.tags)
+                )["spec"]
+            )
+            self.node_classes[class_name] = k8s.apiextensions.CustomResource(
+                f"{name}-class-{class_name}",
+                api_version="karpenter.k8s.aws/v1",
+                kind="EC2NodeClass",
+                metadata={"name": class_name},
+                spec=rendered,
+                opts=pulumi.ResourceOptions.merge(
+                    after_controller,
+                    # why: without the tagged security group Karpenter finds none and launches nothing.
+                    pulumi.ResourceOptions(
+                        depends_on=[sg_tag],
+                        # Its finalizer waits for every node of its pools to drain and terminate.
+                        custom_timeouts=pulumi.CustomTimeouts(
+                            delete=delete_timeout(
+                                pool.termination_grace_period
+                                for pool in config.node_pools.values()
+                                if pool.node_class == class_name
+                            )
+                        ),
+                    ),
+                ),
+            )
+        startup_taints = [CSI_STARTUP_TAINTS[driver] for driver in args.csi_drivers]
+        self.node_pools = {}
+        self.gpu_limits = {}
+        for pool_name, pool in sorted(config.node_pools.items()):
+            rendered = render_nodepool(pool_name, pool, startup_taints=startup_taints)
+            self.node_pools[pool_name] = k8s.apiextensions.CustomResource(
+                f"{name}-pool-{pool_name}",
+                api_version=rendered["apiVersion"],
+                kind=rendered["kind"],
+                metadata=rendered["metadata"],
+                spec=rendered["spec"],
+                opts=pulumi.ResourceOptions.merge(
+                    after_controller,
+                    # why: the pool names its class only by string; it must go first on destroy.
+                    pulumi.ResourceOptions(
+                        depends_on=[self.node_classes[pool.node_class]],
+                        # Deleting the pool drains and terminates its nodes, each bounded by the grace period.
+                        custom_timeouts=pulumi.CustomTimeouts(delete=delete_timeout([pool.termination_grace_period])),
+                    ),
+                ),
+            )
+            limit = pool.limits.get(GPU_RESOURCE)
+            self.gpu_limits[pool_name] = int(limit) if limit is not None else None

@@ -1,0 +1,192 @@
+"""The platform VPC: public and private subnets per AZ, NAT, and the tags Karpenter and load balancers look for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.config.types import NatGateways
+
+from components.network.config import NetworkConfig
+from components.network.plan import plan_subnets
+
+#: Subnet tags read by Karpenter (EC2NodeClass subnet selector) and the AWS Load Balancer Controller.
+DISCOVERY_TAG = "karpenter.sh/discovery"
+INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
+EXTERNAL_ELB_TAG = "kubernetes.io/role/elb"
+
+
+def private_subnet_tags(cluster_name: str) -> dict[str, str]:
+    return {DISCOVERY_TAG: cluster_name, INTERNAL_ELB_TAG: "1"}
+
+
+def public_subnet_tags() -> dict[str, str]:
+    return {EXTERNAL_ELB_TAG: "1"}
+
+
+@dataclass(frozen=True)
+class NetworkArgs:
+    """`cluster_name` goes into the discovery tags; `config` says what to create or which VPC to use; `region` names
+    the S3 gateway endpoint's service."""
+
+    cluster_name: str
+    config: NetworkConfig
+    region: str
+
+
+def s3_gateway_service(region: str) -> str:
+    """The S3 gateway endpoint service of a region (China's regions put `cn.` in front)."""
+    prefix = "cn.com.amazonaws" if region.startswith("cn-") else "com.amazonaws"
+    return f"{prefix}.{region}.s3"
+
+
+class Network(pulumi.ComponentResource):
+    """A multi-AZ VPC for the cluster, or an existing one tagged for discovery."""
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[list[str]]
+    public_subnet_ids: pulumi.Output[list[str]]
+    availability_zones: tuple[str, ...]
+    #: The private subnet of each AZ (for things that live in one AZ, like FSx for Lustre).
+    private_subnet_by_zone: dict[str, pulumi.Output[str]]
+    #: What gives the private subnets their way out (NAT gateways, private routes): nodes and controllers depend on
+    #: it, so they join the cluster with egress and are deleted before it goes. Empty for an existing VPC.
+    egress: tuple[pulumi.Resource, ...]
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:network:Network", name, None, opts)
+        self._name = name
+        self.availability_zones = args.config.availability_zones
+        if args.config.existing is None:
+            self._create(args)
+        else:
+            self._adopt(args)
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "publicSubnetIds": self.public_subnet_ids,
+            }
+        )
+
+    def _child(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self)
+
+    def _create(self, args: NetworkArgs) -> None:
+        name, config = self._name, args.config
+        # Name tags say which cluster a network object belongs to in the console; logical names stay fixed.
+        label = args.cluster_name
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=str(config.cidr),
+            enable_dns_hostnames=True,  # EKS nodes and the private API endpoint need both
+            enable_dns_support=True,
+            tags={"Name": label},
+            opts=self._child(),
+        )
+        # The default security group of a new VPC allows all traffic between its members; nothing should use it,
+        # so it is adopted and emptied.
+        aws.ec2.DefaultSecurityGroup(f"{name}-default-sg", vpc_id=vpc.id, tags={"Name": f"{label}-default"}, opts=self._child())
+        gateway = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags={"Name": label}, opts=self._child())
+        public_routes = aws.ec2.RouteTable(
+            f"{name}-public",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
+            tags={"Name": f"{label}-public"},
+            opts=self._child(),
+        )
+
+        plan = plan_subnets(config.cidr, config.availability_zones)
+        public_subnets: dict[str, aws.ec2.Subnet] = {}
+        private_subnets: dict[str, aws.ec2.Subnet] = {}
+        for pair in plan:
+            az = pair.availability_zone
+            public_subnets[az] = aws.ec2.Subnet(
+                f"{name}-public-{az}",
+                vpc_id=vpc.id,
+                cidr_block=str(pair.public),
+                availability_zone=az,
+                map_public_ip_on_launch=False,  # only NAT gateways and load balancers live here, with their own IPs
+                tags={"Name": f"{label}-public-{az}", **public_subnet_tags()},
+                opts=self._child(),
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{az}", subnet_id=public_subnets[az].id, route_table_id=public_routes.id, opts=self._child()
+            )
+            private_subnets[az] = aws.ec2.Subnet(
+                f"{name}-private-{az}",
+                vpc_id=vpc.id,
+                cidr_block=str(pair.private),
+                availability_zone=az,
+                tags={"Name": f"{label}-private-{az}", **private_subnet_tags(args.cluster_name)},
+                opts=self._child(),
+            )
+
+        nat_zones = config.availability_zones if config.nat_gateways is NatGateways.PER_AZ else config.availability_zones[:1]
+        nat_by_zone: dict[str, aws.ec2.NatGateway] = {}
+        for az in nat_zones:
+            address = aws.ec2.Eip(f"{name}-nat-{az}", domain="vpc", tags={"Name": f"{label}-nat-{az}"}, opts=self._child())
+            nat_by_zone[az] = aws.ec2.NatGateway(
+                f"{name}-nat-{az}",
+                allocation_id=address.id,
+                subnet_id=public_subnets[az].id,
+                tags={"Name": f"{label}-nat-{az}"},
+                # Without the gateway route, the NAT gateway is created but cannot reach the internet.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
+            )
+        private_route_tables: list[aws.ec2.RouteTable] = []
+        egress: list[pulumi.Resource] = list(nat_by_zone.values())
+        for az, subnet in private_subnets.items():
+            nat = nat_by_zone.get(az, nat_by_zone[nat_zones[0]])
+            routes = aws.ec2.RouteTable(
+                f"{name}-private-{az}",
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+                tags={"Name": f"{label}-private-{az}"},
+                opts=self._child(),
+            )
+            association = aws.ec2.RouteTableAssociation(
+                f"{name}-private-{az}", subnet_id=subnet.id, route_table_id=routes.id, opts=self._child()
+            )
+            private_route_tables.append(routes)
+            egress.append(association)
+        # Dataset reads and ECR image layers (stored in S3) stay off the NAT gateways and their per-GB charge.
+        aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=s3_gateway_service(args.region),
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[routes.id for routes in private_route_tables],
+            tags={"Name": f"{label}-s3"},
+            opts=self._child(),
+        )
+
+        self.vpc_id = vpc.id
+        self.egress = tuple(egress)
+        self.private_subnet_by_zone = {az: subnet.id for az, subnet in private_subnets.items()}
+        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets.values()])
+        self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets.values()])
+
+    def _adopt(self, args: NetworkArgs) -> None:
+        existing = args.config.existing
+        assert existing is not None
+        # Karpenter finds node subnets by this tag. The tag is added (and removed on destroy) without taking over
+        # the subnets themselves. Load balancer role tags stay the VPC owner's business.
+        for subnet_id in existing.private_subnet_ids:
+            aws.ec2.Tag(
+                f"{self._name}-discovery-{subnet_id}",
+                resource_id=subnet_id,
+                key=DISCOVERY_TAG,
+                value=args.cluster_name,
+                opts=self._child(),
+            )
+        self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
+        self.egress = ()
+        self.private_subnet_by_zone = {
+            az: pulumi.Output.from_input(subnet_id)
+            for az, subnet_id in zip(args.config.availability_zones, existing.private_subnet_ids)
+        }
+        self.private_subnet_ids = pulumi.Output.from_input(list(existing.private_subnet_ids))
+        self.public_subnet_ids = pulumi.Output.from_input([])  # an existing VPC's public subnets stay its owner's

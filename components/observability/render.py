@@ -1,0 +1,187 @@
+"""Pure renderers for observability: the PrometheusRules generated from the stack's NodePools, the ServiceMonitor
+for Karpenter, and dashboard ConfigMaps."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from components.observability.config import AlertThresholds
+
+MONITORING_API = "monitoring.coreos.com/v1"
+DASHBOARD_LABEL = "grafana_dashboard"
+#: Dashboards shipped with the package (components/dashboards/*.json), by file stem.
+DASHBOARDS = ("gpu-overview", "gpu-workloads", "karpenter")
+
+#: Metric names the alerts and dashboards use, by source. DCGM fields must be collected by the exporter as the GPU
+#: Operator configures it (its default counters); Karpenter's and kube-state-metrics' are their documented names.
+DCGM_METRICS = frozenset(
+    {
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    }
+)
+KARPENTER_METRICS = frozenset(
+    {
+        "karpenter_nodepools_usage",  # {nodepool, resource_type}; GPUs are resource_type="nvidia.com/gpu"
+        "karpenter_nodepools_limit",
+        "karpenter_nodes_allocatable",  # {node_name, nodepool, capacity_type, instance_type, zone, resource_type}
+        "karpenter_nodeclaims_created_total",
+        "karpenter_nodeclaims_terminated_total",
+        "karpenter_nodeclaims_disrupted_total",  # {reason, nodepool}; failed launches: insufficient_capacity, ...
+        "karpenter_scheduler_scheduling_duration_seconds_bucket",
+        "karpenter_pods_startup_duration_seconds",
+        "karpenter_cloudprovider_errors_total",
+    }
+)
+#: Reasons Karpenter (core, nodeclaim lifecycle: launch.go and liveness.go) gives karpenter_nodeclaims_disrupted_total
+#: when it deletes a NodeClaim it could not launch or whose node never registered.
+LAUNCH_FAILURE_REASONS = ("insufficient_capacity", "nodeclass_not_ready", "launch_timeout", "registration_timeout")
+KUBE_STATE_METRICS = frozenset({"kube_pod_status_phase", "kube_pod_container_resource_requests"})
+#: kube-state-metrics turns resource names into label-safe values.
+KSM_GPU_RESOURCE = "nvidia_com_gpu"
+GPU_RESOURCE_TYPE = "nvidia.com/gpu"
+
+
+#: XIDs that mean failing hardware rather than a faulty application (NVIDIA's XID catalogue, "XID errors").
+HARDWARE_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120)
+#: DCGM keeps the last XID a GPU reported (0: none); the maximum over 5 minutes catches one between scrapes.
+LAST_XID = "max by (node, gpu) (max_over_time(DCGM_FI_DEV_XID_ERRORS[5m]))"
+#: The GPUs whose last XID is a hardware one.
+HARDWARE_XID = " or ".join(f"({LAST_XID} == {code})" for code in HARDWARE_XIDS)
+
+
+def dashboard(name: str) -> dict[str, Any]:
+    """A dashboard shipped with the package, parsed."""
+    return json.loads(resources.files("components.observability.dashboards").joinpath(f"{name}.json").read_text())
+
+
+def dashboard_configmap(name: str, namespace: str) -> dict[str, Any]:
+    """The ConfigMap Grafana's sidecar loads a dashboard from (it watches every namespace for the label)."""
+    text = resources.files("components.observability.dashboards").joinpath(f"{name}.json").read_text()
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"dashboard-{name}", "namespace": namespace, "labels": {DASHBOARD_LABEL: "1"}},
+        "data": {f"{name}.json": text},
+    }
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    """A NodePool with a GPU ceiling, for the per-pool alert."""
+
+    name: str
+    gpu_limit: int
+
+
+def _alert(name: str, expr: str, for_: str, severity: str, summary: str, action: str) -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": for_,
+        "labels": {"severity": severity},
+        "annotations": {"summary": summary, "description": action},
+    }
+
+
+def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: AlertThresholds) -> dict[str, Any]:
+    """PrometheusRule with the GPU and Karpenter alerts; one near-limit alert per GPU NodePool of the stack."""
+    ratio = thresholds.gpu_limit_ratio
+    pool_rules = [
+        _alert(
+            f"NodePoolGpuNearLimit_{pool.name.replace('-', '_')}",
+            f'karpenter_nodepools_usage{{nodepool="{pool.name}", resource_type="{GPU_RESOURCE_TYPE}"}} '
+            f'/ karpenter_nodepools_limit{{nodepool="{pool.name}", resource_type="{GPU_RESOURCE_TYPE}"}} > {ratio}',
+            "10m",
+            "warning",
+            f"NodePool {pool.name} uses over {ratio:.0%} of its {pool.gpu_limit} GPU limit",
+            "New GPU pods will stay pending once the limit is reached. Raise limits.nvidia.com/gpu of the pool in "
+            "stack config if the spend is intended, or find idle GPUs on the GPU by namespace and pod dashboard.",
+        )
+        for pool in sorted(pools, key=lambda p: p.name)
+    ]
+    idle = thresholds.gpu_idle_percent
+    gpu_rules = [
+        _alert(
+            "GpuIdle",
+            f'avg by (namespace, pod, node, gpu) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{{pod!=""}}[{thresholds.gpu_idle_for}])) < {idle}',
+            "5m",
+            "info",
+            f"{{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} holds a GPU under {idle}% busy for {thresholds.gpu_idle_for}",
+            "The GPU is paid for but idle. Ask the owner to stop the pod or move it to a smaller GPU; notebooks left "
+            "running are the usual cause.",
+        ),
+        _alert(
+            "GpuHardwareXid",
+            HARDWARE_XID,
+            "0m",
+            "critical",
+            "GPU {{ $labels.gpu }} on {{ $labels.node }} reported hardware XID {{ $value }}",
+            "The GPU itself is failing (48/63/64/92/94/95: memory ECC, 74: NVLink, 79: fell off the bus, 119/120: GSP). "
+            "Cordon the node (kubectl cordon) so Karpenter replaces it; its workloads must restart elsewhere.",
+        ),
+        _alert(
+            "GpuXidError",
+            f"{LAST_XID} > 0 unless ({HARDWARE_XID})",
+            "0m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",
+            "Usually the application (13: illegal memory access, 31: MMU fault, 43: stopped channel, 45: preempted). "
+            "Check the pod's logs; look the code up in NVIDIA's XID table if it repeats on the same GPU.",
+        ),
+        _alert(
+            "GpuPodsPending",
+            f'(sum by (namespace, pod) (kube_pod_status_phase{{phase="Pending"}}) > 0) and on (namespace, pod) '
+            f'(sum by (namespace, pod) (kube_pod_container_resource_requests{{resource="{KSM_GPU_RESOURCE}"}}) > 0)',
+            thresholds.pending_gpu_pods_for,
+            "warning",
+            f"GPU pod {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} pending for over {thresholds.pending_gpu_pods_for}",
+            "Check `kubectl describe pod` events: a NodePool at its GPU limit, no capacity for the instance types "
+            "(spot or on-demand quotas), or a pod that no pool's requirements fit.",
+        ),
+    ]
+    karpenter_rules = [
+        _alert(
+            "KarpenterLaunchFailures",
+            f'sum by (nodepool, reason) (increase(karpenter_nodeclaims_disrupted_total{{reason=~"{"|".join(LAUNCH_FAILURE_REASONS)}"}}[15m])) > 0',
+            "15m",
+            "warning",
+            "Karpenter fails to launch nodes for NodePool {{ $labels.nodepool }} ({{ $labels.reason }})",
+            "Usually insufficient capacity or a vCPU quota (VcpuLimitExceeded) for the instance types the pools "
+            "allow. Widen the pools' instance families or request a quota increase.",
+        )
+    ]
+    return {
+        "apiVersion": MONITORING_API,
+        "kind": "PrometheusRule",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "groups": [
+                {"name": group, "rules": rules}
+                for group, rules in (("gpu", gpu_rules), ("karpenter", karpenter_rules), ("nodepool-gpu-limits", pool_rules))
+                if rules
+            ]
+        },
+    }
+
+
+def karpenter_service_monitor(namespace: str, monitoring_namespace: str) -> dict[str, Any]:
+    """Scrape the Karpenter controller's metrics (the chart's Service, port `http-metrics`)."""
+    return {
+        "apiVersion": MONITORING_API,
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "karpenter", "namespace": monitoring_namespace},
+        "spec": {
+            "namespaceSelector": {"matchNames": [namespace]},
+            "selector": {"matchLabels": {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}},
+            "endpoints": [{"port": "http-metrics", "path": "/metrics", "interval": "30s"}],
+        },
+    }

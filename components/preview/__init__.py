@@ -1,0 +1,280 @@
+"""Offline preview: run the real stack program under mocks and write down everything it would create.
+
+    python -m components.preview --stack dev --out build/preview/dev
+
+The output folder is a contract other tools read (see README, "Offline preview"):
+
+- `resources.json`: `{"resources": [...]}` with urn, type, name, parent, inputs (secrets redacted), dependencies,
+  protect, retain_on_delete, deleted_with;
+- `manifests/<component>.yaml`: every Kubernetes object the program creates itself;
+- `helm/<release>.yaml`: name, namespace, repo, chart, version, values of every Helm release;
+- `iam/<name>.json`: every IAM trust and permission policy document.
+
+It then runs the platform's policy rules (`components.policy.rules`, the same code as the CrossGuard pack in
+`policies/`) over what it recorded and prints a table of violations.
+
+Exit status: 0 on success; 1 when a mandatory policy is violated (the folder is still written); 2 when the stack
+configuration is invalid (the problems go to stderr and nothing is written); 3 when the program creates something
+the provider or AWS would refuse (a name past its type's limit, a second access entry for the cluster's creator), as `pulumi preview` or `pulumi up` would fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from components import aws_names
+
+from components.preview import mocks
+
+from components.policy import rules as policy_rules
+from components.cost import preview_line
+from components.config.errors import ConfigError, ConfigIssue
+from components.config.platform import PlatformConfig, parse_config
+
+#: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
+SECRET_PLACEHOLDER = "preview-secret-placeholder"
+HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+PACKAGE_PREFIX = "eksml:"
+
+
+# ------------------------------------------------------------------------------------------------ stack files
+
+
+def read_project_name(project_dir: Path) -> str:
+    return str(yaml.safe_load((project_dir / "Pulumi.yaml").read_text())["name"])
+
+
+def read_stack_config(project_dir: Path, project: str, stack: str) -> tuple[dict[str, str], list[str]]:
+    """The stack file's config as Pulumi hands it to the program: `namespace:key` -> string (JSON for objects).
+
+    Keys without a namespace belong to the project; `secure:` values become a placeholder and are marked secret.
+    """
+    path = project_dir / f"Pulumi.{stack}.yaml"
+    if not path.exists():
+        raise FileNotFoundError(f"no stack file {path.name} in {project_dir}")
+    document = yaml.safe_load(path.read_text()) or {}
+    entries = document.get("config") if isinstance(document, Mapping) else document
+    if not isinstance(entries, Mapping | None):
+        raise ConfigError([ConfigIssue(path="config", message=f"expected a mapping of config keys in {path.name}")])
+    config: dict[str, str] = {}
+    secret_keys: list[str] = []
+    for key, value in (entries or {}).items():
+        full_key = key if ":" in key else f"{project}:{key}"
+        if isinstance(value, Mapping) and set(value) == {"secure"}:
+            config[full_key] = SECRET_PLACEHOLDER
+            secret_keys.append(full_key)
+        elif isinstance(value, str):
+            config[full_key] = value
+        else:
+            config[full_key] = json.dumps(_placeholders(value), sort_keys=True)
+    return config, secret_keys
+
+
+def _placeholders(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if set(value) == {"secure"}:
+            return SECRET_PLACEHOLDER
+        return {k: _placeholders(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_placeholders(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------------------------------- writing
+
+
+def _dump_yaml(documents: Iterable[Any]) -> str:
+    return yaml.safe_dump_all(list(documents), sort_keys=True, default_flow_style=False, width=120)
+
+
+def _owning_component(inventory: mocks.Inventory, resource: mocks.Recorded) -> str:
+    """The name of the nearest package component above a resource (the file its manifest goes to)."""
+    parent = resource.parent
+    while parent is not None:
+        owner = inventory.by_urn(parent)
+        if owner.type.startswith(PACKAGE_PREFIX):
+            return owner.name
+        parent = owner.parent
+    return "stack"
+
+
+def _is_manifest(resource: mocks.Recorded) -> bool:
+    return (
+        resource.type.startswith("kubernetes:")
+        and resource.type != HELM_RELEASE_TYPE
+        and "apiVersion" in resource.inputs
+        and "kind" in resource.inputs
+    )
+
+
+def _manifest(resource: mocks.Recorded) -> dict[str, Any]:
+    return {key: value for key, value in resource.inputs.items() if not key.startswith("__")}
+
+
+def _helm_release(resource: mocks.Recorded) -> dict[str, Any]:
+    inputs = resource.inputs
+    repo = (inputs.get("repositoryOpts") or {}).get("repo")
+    chart = str(inputs.get("chart"))
+    if chart.startswith("oci://"):  # an OCI chart names its registry inside the chart reference
+        repo, chart = chart.rsplit("/", 1)
+    return {
+        "name": inputs.get("name", resource.name),
+        "namespace": inputs.get("namespace"),
+        "repo": repo,
+        "chart": chart,
+        "version": inputs.get("version"),
+        "values": inputs.get("values") or {},
+    }
+
+
+def _iam_documents(resource: mocks.Recorded) -> dict[str, Any]:
+    """IAM policy documents a resource carries, keyed by the file name they are written to."""
+    documents: dict[str, Any] = {}
+    if resource.type == "aws:iam/role:Role" and "assumeRolePolicy" in resource.inputs:
+        documents[f"{resource.name}.trust"] = resource.inputs["assumeRolePolicy"]
+    if resource.type in {"aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"} and "policy" in resource.inputs:
+        documents[resource.name] = resource.inputs["policy"]
+    return {name: json.loads(text) if isinstance(text, str) else text for name, text in documents.items()}
+
+
+def write_preview(inventory: mocks.Inventory, out: Path) -> None:
+    """Write the preview folder. Only the entries the preview owns are replaced, so `--out .` is harmless."""
+    out.mkdir(parents=True, exist_ok=True)
+    for entry in ("manifests", "helm", "iam"):
+        shutil.rmtree(out / entry, ignore_errors=True)
+        (out / entry).mkdir()
+    resources = [resource.as_json() for resource in inventory.resources]
+    (out / "resources.json").write_text(json.dumps({"resources": resources}, indent=2, sort_keys=True) + "\n")
+
+    manifests: dict[str, list[dict[str, Any]]] = {}
+    for resource in inventory.resources:
+        if _is_manifest(resource):
+            manifests.setdefault(_owning_component(inventory, resource), []).append(_manifest(resource))
+        if resource.type == HELM_RELEASE_TYPE:
+            release = _helm_release(resource)
+            (out / "helm" / f"{release['name']}.yaml").write_text(_dump_yaml([release]))
+        for name, document in _iam_documents(resource).items():
+            (out / "iam" / f"{name}.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    for component, documents in sorted(manifests.items()):
+        ordered = sorted(documents, key=lambda d: (d["kind"], d.get("metadata", {}).get("namespace") or "", d["metadata"]["name"]))
+        (out / "manifests" / f"{component}.yaml").write_text(_dump_yaml(ordered))
+
+
+# --------------------------------------------------------------------------------------------------- summary
+
+
+def summary(inventory: mocks.Inventory, *, stack: str, out: Path, seconds: float) -> str:
+    lines = [f"Offline preview of stack '{stack}': {len(inventory.resources)} resources", ""]
+    children: dict[str | None, list[mocks.Recorded]] = {}
+    for resource in inventory.resources:
+        children.setdefault(resource.parent, []).append(resource)
+
+    def walk(parent: str | None, depth: int) -> None:
+        for resource in sorted(children.get(parent, []), key=lambda r: (r.type, r.name)):
+            flags = "".join(
+                f" [{flag}]"
+                for flag, on in (("protect", resource.protect), ("retain", resource.retain_on_delete))
+                if on
+            )
+            lines.append(f"{'  ' * depth}{resource.name} ({resource.type}){flags}")
+            walk(resource.urn, depth + 1)
+
+    walk(None, 1)
+    lines += ["", "Resources by type:"]
+    for type_, count in sorted(Counter(r.type for r in inventory.resources).items()):
+        lines.append(f"  {count:4d}  {type_}")
+    if inventory.stack_outputs:
+        lines += ["", "Outputs:"]
+        for key, value in sorted(inventory.stack_outputs.items()):
+            lines.append(f"  {key}: {json.dumps(value, sort_keys=True)}")
+    lines += ["", f"Wrote {out} in {seconds:.2f} s"]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------------- main
+
+
+def policy_resources(inventory: mocks.Inventory) -> list[policy_rules.Resource]:
+    """The recorded resources as the policy rules see them (the engine gives policies the same properties)."""
+    return [
+        policy_rules.Resource(urn=r.urn, type=r.type, name=r.name, props=r.inputs, dependencies=frozenset(r.dependencies))
+        for r in inventory.resources
+    ]
+
+
+def policy_report(violations: list[policy_rules.Violation]) -> str:
+    if not violations:
+        return f"Policies: {len(policy_rules.RULES)} rules, no violations"
+    lines = [f"Policies: {len(violations)} violation(s)", f"  {'level':<10} {'rule':<34} message"]
+    for v in violations:
+        lines.append(f"  {v.enforcement:<10} {v.rule:<34} {v.message}")
+    return "\n".join(lines)
+
+
+def load_stack(project_dir: Path, stack: str) -> tuple[PlatformConfig, dict[str, str], list[str]]:
+    """A stack file's parsed config, and its raw config and secret keys as Pulumi hands them to the program.
+    Raises ConfigError on bad config."""
+    project = read_project_name(project_dir)
+    config, secret_keys = read_stack_config(project_dir, project, stack)
+    return parse_config(config, project=project, stack=stack), config, secret_keys
+
+
+def run_preview(project_dir: Path, stack: str) -> mocks.Inventory:
+    """Parse the stack's config, then run the real program under mocks. Raises ConfigError on bad config."""
+    from components.stack import program  # imported late: importing it registers nothing, but keeps --help fast
+
+    parsed, config, secret_keys = load_stack(project_dir, stack)  # fail before anything is registered
+    return mocks.run(
+        program, project=parsed.project, stack=stack, region=parsed.region, config=config, secret_keys=secret_keys
+    )
+
+
+def capacity_report(config: PlatformConfig) -> str:
+    """The system node group's load and room, and a warning when losing a node would leave controllers Pending."""
+    capacity = config.system_capacity
+    warning = capacity.warning()
+    return capacity.summary() + (f"\nwarning: cluster.systemNodeGroup: {warning}" if warning else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m components.preview", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
+    parser.add_argument("--out", required=True, type=Path, help="folder to write the preview to")
+    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
+    parser.add_argument(
+        "--policy-config",
+        type=Path,
+        help="JSON policy pack config, as for `pulumi preview --policy-pack-config` (e.g. {\"no-latest-images\": \"advisory\"})",
+    )
+    args = parser.parse_args(argv)
+    overrides = json.loads(args.policy_config.read_text()) if args.policy_config else {}
+
+    started = time.perf_counter()
+    try:
+        inventory = run_preview(args.project_dir, args.stack)
+    except ConfigError as error:
+        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except (aws_names.NameTooLong, mocks.RefusedByAws) as error:  # what the provider's Check or AWS would refuse
+        print(f"error: {error}", file=sys.stderr)
+        return 3
+    write_preview(inventory, args.out)
+    violations = policy_rules.evaluate(policy_resources(inventory), overrides)
+    print(summary(inventory, stack=args.stack, out=args.out, seconds=time.perf_counter() - started))
+    config = load_stack(args.project_dir, args.stack)[0]
+    print(capacity_report(config))
+    print(f"Cost: {preview_line(config)}")
+    print(policy_report(violations))
+    return 1 if any(v.enforcement == "mandatory" for v in violations) else 0
