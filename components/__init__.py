@@ -1,33 +1,29 @@
 """EKS ML platform components: typed Pulumi ComponentResources for an ML platform on AWS EKS.
 
-Import what you need into your own Pulumi program; nothing is created at import time.
+Import what you need into your own Pulumi program; nothing is created at import time, and a part's module is loaded
+only when one of its names is first used (so config models and renderers load no resource code).
 """
 
-from components.cluster.component import Cluster, ClusterArgs, ClusterHandle
-from components.gpu.component import GpuStack, GpuStackArgs
-from components.identity.irsa import IrsaRole, IrsaRoleArgs
-from components.ingress.component import Ingress, IngressArgs
-from components.karpenter.component import Karpenter, KarpenterArgs
-from components.network.component import Network, NetworkArgs
-from components.observability.component import Observability, ObservabilityArgs
-from components.storage.component import Storage, StorageArgs
+from components._lazy import lazy_exports
 
-__all__ = [
-    "Cluster",
-    "ClusterArgs",
-    "ClusterHandle",
-    "GpuStack",
-    "GpuStackArgs",
-    "Ingress",
-    "IngressArgs",
-    "IrsaRole",
-    "IrsaRoleArgs",
-    "Karpenter",
-    "KarpenterArgs",
-    "Network",
-    "NetworkArgs",
-    "Observability",
-    "ObservabilityArgs",
-    "Storage",
-    "StorageArgs",
-]
+_EXPORTS = {
+    "Cluster": "cluster.component",
+    "ClusterArgs": "cluster.component",
+    "ClusterHandle": "cluster.component",
+    "GpuStack": "gpu.component",
+    "GpuStackArgs": "gpu.component",
+    "Ingress": "ingress.component",
+    "IngressArgs": "ingress.component",
+    "IrsaRole": "identity.irsa",
+    "IrsaRoleArgs": "identity.irsa",
+    "Karpenter": "karpenter.component",
+    "KarpenterArgs": "karpenter.component",
+    "Network": "network.component",
+    "NetworkArgs": "network.component",
+    "Observability": "observability.component",
+    "ObservabilityArgs": "observability.component",
+    "Storage": "storage.component",
+    "StorageArgs": "storage.component",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -8,8 +8,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from components.preview import mocks
-from components.preview import read_project_name, read_stack_config, run_preview
+from components.preview import mocks, read_project_name, read_stack_config, run_preview
 from components.stack import program
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,12 +7,10 @@ from ipaddress import IPv4Network
 
 import pytest
 
-from components.config.errors import ConfigError
-
-from components.config.platform import parse_config
-
-from components.config.types import Environment, NatGateways, StatefulResources
 from components import versions
+from components.config.errors import ConfigError
+from components.config.platform import parse_config
+from components.config.types import Environment, NatGateways, StatefulResources
 
 NS = "eks-ml-platform"
 

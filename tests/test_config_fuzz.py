@@ -8,7 +8,6 @@ from typing import Any, Iterator
 import pytest
 
 from components.config.errors import ConfigError
-
 from components.config.platform import parse_config
 
 from .conftest import PROJECT, stack_config

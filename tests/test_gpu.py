@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from components import versions
-from components.gpu.scheduler import SchedulerOptions, scheduler_configuration, scheduler_manifests
 from components.gpu.admission import EXEMPT_LABEL, AdmissionOptions, admission_manifests
 from components.gpu.operator import GpuOperatorOptions, operator_values
+from components.gpu.scheduler import SchedulerOptions, scheduler_configuration, scheduler_manifests
 from tests.conftest import run_stack
 
 SYSTEM = {"eksml.io/node-role": "system"}

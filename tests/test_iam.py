@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from components.identity.irsa import irsa_trust_policy
+from components.identity.documents import irsa_trust_policy
 
 ISSUER = "oidc.eks.us-west-2.amazonaws.com/id/ABC123"
 PROVIDER = f"arn:aws:iam::123456789012:oidc-provider/{ISSUER}"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.identity.irsa import IAM_VERSION
+from components.identity.documents import IAM_VERSION
 from components.ingress.iam import CLUSTER_TAG, controller_policy
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "aws-load-balancer-controller"

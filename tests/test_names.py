@@ -11,10 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components import aws_names
-
-from components.preview import mocks
 from components.config.errors import ConfigError
 from components.config.platform import parse_config
+from components.preview import mocks
 from components.storage.config import MAX_BUCKET_KEY
 
 from .conftest import DATA, PROJECT, run_stack, stack_config

@@ -16,10 +16,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from components import versions
-
-from components.karpenter import accelerators as gpu_facts
 from components.config.errors import ConfigError
 from components.config.platform import parse_config
+from components.karpenter import accelerators as gpu_facts
 from components.karpenter.render import NodeClassContext, render_nodeclass, render_nodepool, requirements
 from components.karpenter.specs import NODE_CLASS_PRESETS, NODE_POOL_PRESETS, NodeClassSpec, NodePoolSpec
 from components.scheduling import CSI_STARTUP_TAINTS, GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT

@@ -15,14 +15,11 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
 from components import preview
-
-from components.preview import mocks
-
 from components.policy import rules as policy_rules
-from policies.pack import policies
 from components.policy.rules import RULES, Resource, evaluate, resolve_enforcement
-from components.preview import main, policy_resources
+from components.preview import main, mocks, policy_resources
 from components.scheduling import WORKLOAD_LABEL
+from policies.pack import policies
 from tests.conftest import REPO
 
 URN = "urn:pulumi:{stack}::eks-ml-platform::{type}::{name}"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,8 +15,7 @@ import pulumi_aws as aws
 import pytest
 import yaml
 
-from components.preview import mocks
-from components.preview import SECRET_PLACEHOLDER, main
+from components.preview import SECRET_PLACEHOLDER, main, mocks
 from tests.conftest import REPO
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -6,11 +6,10 @@ import json
 
 import pytest
 
+from components.cluster.capacity import Requests, node_capacity
 from components.config.errors import ConfigError
-
 from components.config.platform import parse_config
 from components.preview import main
-from components.cluster.capacity import Requests, node_capacity
 
 from .conftest import PROJECT, REPO, stack_config
 

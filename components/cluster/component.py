@@ -14,11 +14,12 @@ import pulumi_kubernetes as k8s
 from components import versions
 from components.cluster.config import ClusterConfig, EndpointAccess
 from components.config.types import StatefulResources
+from components.identity.documents import same_principal
+from components.identity.irsa import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn
+from components.identity.irsa import node_role as node_role_with_policies
 from components.sweep.model import Kind
 from components.sweep.resource import Sweep, SweepArgs
 from components.sweep.sweeper import NETWORK_KINDS, STEP_KINDS
-from components.identity.irsa import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn, same_principal
-from components.identity.irsa import node_role as node_role_with_policies
 
 #: Controllers (Karpenter, the load balancer controller, CSI controllers, ...) select the system node group by this
 #: label and tolerate its taint; nothing else lands there.

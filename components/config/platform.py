@@ -10,41 +10,27 @@ from __future__ import annotations
 
 import json
 import re
-from ipaddress import IPv4Network
-from typing import Annotated, Any, Literal, Mapping
+from typing import Any, Literal, Mapping
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
-from pydantic.alias_generators import to_camel
-
-from components import versions
-
-from components.network import plan as network_plan
+from pydantic import Field, StrictStr, ValidationError, model_validator
 
 from components.cluster import capacity as system_capacity
+from components.cluster.config import CLUSTER_NAME, ClusterConfig, EndpointAccess, SystemNodeGroup
 from components.config.errors import ConfigError, ConfigIssue, issues_from
-from components.gpu.config import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
-from components.observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
-from components.storage.config import BucketConfig, DataRepository, FsxConfig, StorageConfig
 from components.config.types import (
-    Cidr,
     ConfigModel,
     ControlPlaneLog,
     Environment,
-    IamPrincipalArn,
-    KeyName,
     NatGateways,
-    SecurityGroupId,
     StatefulResources,
-    SubnetId,
-    VpcId,
-    one_of,
-    prefix_between,
 )
-from components.cluster.config import CLUSTER_NAME, ClusterConfig, EndpointAccess, SystemNodeGroup
+from components.config.validation import FieldProblems
+from components.gpu.config import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
 from components.ingress.config import IngressConfig
 from components.karpenter.config import KarpenterConfig
 from components.network.config import ExistingVpc, NetworkConfig
-from components.config.validation import FieldProblems, matches
+from components.observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
+from components.storage.config import BucketConfig, DataRepository, FsxConfig, StorageConfig
 
 __all__ = [
     "AlertmanagerConfig",

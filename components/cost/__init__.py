@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import date
 
 from components.config.platform import PlatformConfig
+
 from .calculator import Estimate, estimate, headline
 from .prices import PINNED, PriceTable
 

@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from components.config.errors import ConfigError
 from components.preflight.clients import PRICING_REGION, session_for
 from components.preview import load_stack
+
 from .calculator import estimate
 from .live import live_table
 from .prices import PINNED

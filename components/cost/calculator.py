@@ -18,10 +18,10 @@ from decimal import Decimal
 from typing import Mapping
 
 from components.config.platform import PlatformConfig
-
 from components.config.types import ControlPlaneLog
 from components.preflight.checks_account import nat_zones
 from components.preflight.selection import InstanceShape, accelerated_shapes, device_limit, select
+
 from .prices import HOURS_PER_MONTH, STANDARD_SUPPORT_ENDS, PriceTable, RegionRates
 
 #: Assumed control-plane log volume per month by log type (GB ingested), low and high: an estimate for a cluster of

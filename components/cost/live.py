@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from components.config.platform import PlatformConfig
 from components.preflight.selection import accelerated_shapes, device_limit, select
+
 from .prices import PriceTable
 
 #: The one product per instance type and region that the on-demand Linux price belongs to.

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import pulumi
 
 from components import helm, k8s_objects, versions
-from components.gpu.scheduler import SchedulerOptions, scheduler_manifests
 from components.cluster.component import ClusterHandle
-from components.gpu.config import GpuConfig
 from components.gpu.admission import AdmissionOptions, admission_manifests
+from components.gpu.config import GpuConfig
 from components.gpu.operator import GpuOperatorOptions, NodeImage, operator_values
+from components.gpu.scheduler import SchedulerOptions, scheduler_manifests
 from components.scheduling import GPU_TAINT
 
 OPERATOR_NAMESPACE = "gpu-operator"

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from components.config.types import ConfigModel, KeyName, Switchable
-from components.scheduling import DEFAULT_GPU_SCHEDULER
 from components.config.validation import FieldProblems, matches
+from components.scheduling import DEFAULT_GPU_SCHEDULER
 
 
 class MigOptions(ConfigModel):

@@ -14,8 +14,8 @@ from typing import Any, Literal, Mapping
 
 import yaml
 
-from components.scheduling import GPU_RESOURCE
 from components.cluster.capacity import BINPACK_SCHEDULER, quantity
+from components.scheduling import GPU_RESOURCE
 
 NAMESPACE = "kube-system"
 CONFIG_KEY = "config.yaml"

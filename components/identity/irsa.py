@@ -1,80 +1,14 @@
-"""IAM documents and the IRSA role helper every controller uses.
-
-Documents are plain dicts built by pure functions and serialised with sorted keys, so diffs stay quiet and the
-offline preview can show them exactly as AWS receives them.
-"""
+"""The IRSA role every controller uses, and the node role of EKS nodes (IAM documents in `documents`)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
 import pulumi
 import pulumi_aws as aws
 
-IAM_VERSION = "2012-10-17"
-STS_AUDIENCE = "sts.amazonaws.com"
-
-
-def to_json(document: Mapping[str, Any]) -> str:
-    """An IAM document as AWS receives it, with sorted keys."""
-    return json.dumps(document, sort_keys=True, indent=2)
-
-
-def service_trust_policy(service: str) -> dict[str, Any]:
-    """Trust policy letting an AWS service (e.g. `ec2.amazonaws.com`) assume a role."""
-    return {
-        "Version": IAM_VERSION,
-        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
-    }
-
-
-def issuer_host_path(issuer: str) -> str:
-    """The OIDC issuer as IAM condition keys spell it: without the `https://` scheme."""
-    return issuer.removeprefix("https://")
-
-
-def irsa_trust_policy(
-    *, oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str
-) -> dict[str, Any]:
-    """Trust policy admitting exactly one Kubernetes service account through the cluster's OIDC provider.
-
-    Both `sub` and `aud` are pinned with StringEquals: without `aud`, any token the issuer signs for another audience
-    would be accepted; without `sub` (or with StringLike and a wildcard), every service account in the cluster could
-    assume the role.
-    """
-    issuer = issuer_host_path(oidc_issuer)
-    return {
-        "Version": IAM_VERSION,
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Federated": oidc_provider_arn},
-                "Action": "sts:AssumeRoleWithWebIdentity",
-                "Condition": {
-                    "StringEquals": {
-                        f"{issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
-                        f"{issuer}:aud": STS_AUDIENCE,
-                    }
-                },
-            }
-        ],
-    }
-
-
-def same_principal(a: str, b: str) -> bool:
-    """Whether two IAM principal ARNs name the same user or role (paths aside: an assumed role's session context
-    gives the role's ARN with its path, config may give it without)."""
-
-    def key(arn: str) -> tuple[str, str, str, str]:
-        parts = arn.split(":", 5)
-        if len(parts) < 6:
-            return (arn, "", "", "")
-        kind, _, rest = parts[5].partition("/")
-        return (parts[1], parts[4], kind, rest.rsplit("/", 1)[-1])
-
-    return key(a) == key(b)
+from components.identity.documents import irsa_trust_policy, service_trust_policy, to_json
 
 
 def aws_managed_policy_arn(partition: pulumi.Input[str], path_and_name: str) -> pulumi.Output[str]:

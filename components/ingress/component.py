@@ -13,7 +13,7 @@ import pulumi
 
 from components import helm, versions
 from components.cluster.component import ClusterHandle
-from components.identity.irsa import to_json
+from components.identity.documents import to_json
 from components.ingress.iam import controller_policy
 
 NAMESPACE = "kube-system"

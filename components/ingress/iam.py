@@ -11,7 +11,7 @@ from __future__ import annotations
 from copy import deepcopy
 from typing import Any
 
-from components.identity.irsa import IAM_VERSION
+from components.identity.documents import IAM_VERSION
 
 #: The tag the controller stamps on everything it creates; ownership checks in this policy key off its presence.
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"

@@ -16,15 +16,21 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import helm, versions
-
 from components.cluster import capacity as system_capacity
 from components.cluster.component import ClusterHandle
+from components.identity.documents import to_json
+from components.identity.irsa import node_role
 from components.karpenter.config import KarpenterConfig
-from components.identity.irsa import node_role, to_json
-from components.karpenter.iam import INTERRUPTION_EVENTS, ControllerScope, controller_policy, event_pattern, queue_policy
-from components.network.component import DISCOVERY_TAG
+from components.karpenter.iam import (
+    INTERRUPTION_EVENTS,
+    ControllerScope,
+    controller_policy,
+    event_pattern,
+    queue_policy,
+)
 from components.karpenter.render import NodeClassContext, render_nodeclass, render_nodepool
 from components.karpenter.validation import delete_timeout
+from components.network.tags import DISCOVERY_TAG
 from components.scheduling import CSI_STARTUP_TAINTS, GPU_RESOURCE
 
 #: Where the chart runs the controller, and the service account it creates: the IRSA trust policy names exactly this.

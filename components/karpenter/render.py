@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from components import versions
-from components.network.component import DISCOVERY_TAG
-from components.karpenter.validation import EXCLUDE, excludes
 from components.karpenter.specs import NodeClassSpec, NodePoolSpec
+from components.karpenter.validation import EXCLUDE, excludes
+from components.network.tags import DISCOVERY_TAG
 from components.scheduling import Taint
 
 NODEPOOL_API = "karpenter.sh/v1"

@@ -19,15 +19,30 @@ import difflib
 import reprlib
 from typing import Annotated, Any, Literal, Mapping
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
-from components.karpenter import accelerators as gpu_facts
-from components.karpenter.families import Accelerator, accelerator_of, category_problem, family_problem, type_problem
-from components.karpenter.presets import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NODE_CLASS_PRESETS, NODE_POOL_PRESETS, deep_merge
-from components.karpenter.validation import cron_problem, excludes, label_problem, requirement_accelerators
 from components.config.validation import FieldProblems
 from components.config.validation import matches as _matches
+from components.karpenter import accelerators as gpu_facts
+from components.karpenter.families import Accelerator, accelerator_of, category_problem, family_problem, type_problem
+from components.karpenter.presets import (
+    DEFAULT_NODE_CLASSES,
+    DEFAULT_NODE_POOLS,
+    NODE_CLASS_PRESETS,
+    NODE_POOL_PRESETS,
+    deep_merge,
+)
+from components.karpenter.validation import cron_problem, excludes, label_problem, requirement_accelerators
 from components.scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, Taint
 
 

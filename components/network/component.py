@@ -8,22 +8,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config.types import NatGateways
-
 from components.network.config import NetworkConfig
 from components.network.plan import plan_subnets
-
-#: Subnet tags read by Karpenter (EC2NodeClass subnet selector) and the AWS Load Balancer Controller.
-DISCOVERY_TAG = "karpenter.sh/discovery"
-INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
-EXTERNAL_ELB_TAG = "kubernetes.io/role/elb"
-
-
-def private_subnet_tags(cluster_name: str) -> dict[str, str]:
-    return {DISCOVERY_TAG: cluster_name, INTERNAL_ELB_TAG: "1"}
-
-
-def public_subnet_tags() -> dict[str, str]:
-    return {EXTERNAL_ELB_TAG: "1"}
+from components.network.tags import DISCOVERY_TAG, private_subnet_tags, public_subnet_tags
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,16 @@ import pulumi
 import pulumi_random as random
 
 from components import helm, k8s_objects, versions
-
 from components.cluster import capacity as system_capacity
 from components.cluster.component import ClusterHandle
 from components.observability.config import ObservabilityConfig
-from components.observability.render import DASHBOARDS, GpuPool, alert_rules, dashboard_configmap, karpenter_service_monitor
+from components.observability.render import (
+    DASHBOARDS,
+    GpuPool,
+    alert_rules,
+    dashboard_configmap,
+    karpenter_service_monitor,
+)
 
 NAMESPACE = "monitoring"
 GRAFANA_SECRET = "grafana-admin"

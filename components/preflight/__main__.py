@@ -14,11 +14,12 @@ from pathlib import Path
 from botocore.exceptions import BotoCoreError
 
 from components.config.errors import ConfigError
+from components.preview import load_stack
+
 from .clients import Clients, session_for
 from .report import render_json, render_markdown, render_table
 from .results import exit_code, failed
 from .runner import run_preflight
-from components.preview import load_stack
 
 
 def main(argv: list[str] | None = None) -> int:

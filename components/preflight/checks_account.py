@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from components.config.platform import PlatformConfig
-
 from components.config.types import NatGateways
-
 from components.network.config import ExistingVpc, NetworkConfig
+
 from .quotas import (
     ELASTIC_IPS,
     FSX_QUOTA_SHARERS,

@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from components.cluster.config import SystemNodeGroup
 from components.karpenter.specs import NodePoolSpec
+
 from .quotas import VCPU_CLASSES, Quota, VcpuClass, increase_command, vcpu_class
 from .reads import Zone
 from .results import CheckResult, failed, passed, warned

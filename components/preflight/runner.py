@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from components.config.platform import PlatformConfig
+
 from . import reads
 from .checks_access import (
     cluster_access_check,

@@ -32,13 +32,11 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from components import aws_names
-
-from components.preview import mocks
-
-from components.policy import rules as policy_rules
-from components.cost import preview_line
 from components.config.errors import ConfigError, ConfigIssue
 from components.config.platform import PlatformConfig, parse_config
+from components.cost import preview_line
+from components.policy import rules as policy_rules
+from components.preview import mocks
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
 SECRET_PLACEHOLDER = "preview-secret-placeholder"

@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 import pulumi
+from pulumi.output import Unknown
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
 from pulumi.runtime.proto import provider_pb2
 from pulumi.runtime.stack import run_pulumi_func
-from pulumi.output import Unknown
 from pulumi.runtime.sync_await import _sync_await
 
 from components import aws_names
-from components.identity.irsa import same_principal
+from components.identity.documents import same_principal
 
 REDACTED = "[secret]"
 #: How a value that is only known after a real deployment is shown (as `pulumi preview` shows `output<string>`).

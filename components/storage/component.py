@@ -11,10 +11,8 @@ import pulumi_aws as aws
 from components import helm, k8s_objects, versions
 from components.cluster.component import ClusterHandle, stateful_options
 from components.config.types import StatefulResources
+from components.identity.documents import to_json
 from components.storage.config import BucketConfig, FsxConfig, StorageConfig
-from components.identity.irsa import to_json
-from components.sweep.model import Kind
-from components.sweep.resource import Sweep, SweepArgs
 from components.storage.render import (
     DYNAMIC_FSX_TAG,
     bucket_key_policy,
@@ -25,6 +23,8 @@ from components.storage.render import (
     gp3_storage_class,
     tls_only_bucket_policy,
 )
+from components.sweep.model import Kind
+from components.sweep.resource import Sweep, SweepArgs
 
 #: Lustre network ports: 988 for the file system, 1018-1023 for the servers' replies (FSx for Lustre docs,
 #: "File system access control with Amazon VPC").

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.identity.irsa import IAM_VERSION
+from components.identity.documents import IAM_VERSION
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 EBS_CSI_DRIVER = "ebs.csi.aws.com"

@@ -22,9 +22,9 @@ from typing import Any
 import boto3
 
 from components.config.errors import ConfigError
-
 from components.config.platform import parse_config
 from components.preview import read_project_name, read_stack_config
+
 from .clients import AWS_ERRORS, Clients, describe
 from .leaks import find_leaks
 from .locate import VpcLookupError, locate_vpc, target_for

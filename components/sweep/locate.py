@@ -7,8 +7,9 @@ from typing import Any
 
 from components.config.platform import PlatformConfig
 from components.tags import standard_tags
-from .selectors import DISCOVERY_TAG
+
 from .model import SweepTarget
+from .selectors import DISCOVERY_TAG
 
 #: The provider's default tags that say which stack created an object (`owner` and `cost-center` may change).
 STACK_TAG_KEYS = ("project", "stack", "managed-by")

@@ -15,6 +15,7 @@ import pulumi
 import pulumi.dynamic as dynamic
 
 from components.config.types import StatefulResources
+
 from .model import Kind, SweepTarget
 from .sweeper import STEP_KINDS
 

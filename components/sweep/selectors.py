@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from enum import Enum
 
-from components.network.component import DISCOVERY_TAG
+from components.network.tags import DISCOVERY_TAG
 from components.storage.render import DYNAMIC_FSX_TAG
 
 #: Karpenter (aws/karpenter-provider-aws v1): instances carry the NodePool, node classes and profiles the cluster.
