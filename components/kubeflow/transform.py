@@ -1,0 +1,313 @@
+"""Plain-dict changes that make rendered upstream objects fit to be owned by Pulumi on this platform.
+
+Every function takes a list of objects and returns a new list; objects it changes are copied first, so the
+render's output is never altered in place.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from typing import Any, Callable, Iterable, Mapping
+
+from .objects import Manifest, Scopes, containers, group_of, is_crd, is_webhook_configuration, key, pod_template
+
+#: The only objects whose whole content a controller writes: webhook serving certificates the JobSet, Trainer and
+#: LWS cert rotators and Knative's webhooks create and rotate themselves. Pulumi owns the empty Secret, never its
+#: data (owning it would undo every rotation).
+CONTROLLER_FILLED_SECRETS = frozenset(
+    {
+        ("kubeflow-system", "jobset-webhook-server-cert"),
+        ("kubeflow-system", "kubeflow-trainer-webhook-cert"),
+        ("kubeflow-system", "lws-webhook-server-cert"),
+        ("knative-serving", "webhook-certs"),
+        ("knative-serving", "net-istio-webhook-certs"),
+    }
+)
+
+#: kustomize's generator suffix: 10 characters of its hash alphabet (hex with 0, 1, 3, a and e swapped out).
+_HASH_SUFFIX = re.compile(r"^(?P<base>.+)-[245-9bcdfghkmt]{10}$")
+_INJECT_CA = "cert-manager.io/inject-ca-from"
+
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+#: A digest of the ConfigMaps and Secrets a pod template reads, so a change to them rolls the workload (what
+#: kustomize's name suffixes did, which stable names give up).
+CONFIG_DIGEST = "eksml.io/config-digest"
+
+
+def _edit(objects: Iterable[Manifest], change: Callable[[Manifest], Manifest | None]) -> list[Manifest]:
+    """Apply `change` to a copy of each object; it returns the changed copy, or None to keep the original."""
+    result = []
+    for obj in objects:
+        changed = change(copy.deepcopy(obj))
+        result.append(obj if changed is None else changed)
+    return result
+
+
+def strip_ca_bundles(objects: Iterable[Manifest]) -> list[Manifest]:
+    """Drop caBundle from webhook configurations and CRD conversion webhooks: cert-manager's CA injector or the
+    controller itself fills it in, and a value Pulumi owned would be written back on every update."""
+
+    def change(obj: Manifest) -> Manifest | None:
+        configs = []
+        if is_webhook_configuration(obj):
+            configs = [webhook.get("clientConfig", {}) for webhook in obj.get("webhooks") or ()]
+        elif is_crd(obj):
+            configs = [obj["spec"].get("conversion", {}).get("webhook", {}).get("clientConfig", {})]
+        found = [config for config in configs if "caBundle" in config]
+        for config in found:
+            del config["caBundle"]
+        return obj if found else None
+
+    return _edit(objects, change)
+
+
+def drop_unresolved_ca_injection(objects: Iterable[Manifest]) -> list[Manifest]:
+    """Remove a CA-injection annotation kustomize left unresolved (JobSet's CRD carries the literal
+    `$(CERTIFICATE_NAMESPACE)/$(CERTIFICATE_NAME)`, a var only JobSet's own build defines); cert-manager would
+    look for a Certificate of that name forever. JobSet's cert rotator injects the CRD's CA itself."""
+
+    def change(obj: Manifest) -> Manifest | None:
+        annotations = obj["metadata"].get("annotations") or {}
+        if "$(" not in annotations.get(_INJECT_CA, ""):
+            return None
+        del annotations[_INJECT_CA]
+        return obj
+
+    return _edit(objects, change)
+
+
+def drop_cluster_scoped_namespaces(objects: list[Manifest]) -> list[Manifest]:
+    """Remove metadata.namespace from cluster-scoped objects (some upstream bases set a namespace on every object,
+    ClusterRoles included); the provider would otherwise see a different identity than the API server reports."""
+    scopes = Scopes(objects)
+
+    def change(obj: Manifest) -> Manifest | None:
+        if "namespace" not in obj["metadata"]:
+            return None
+        group = group_of(obj["apiVersion"])
+        if not scopes.known(group, obj["kind"]) or scopes.namespaced(group, obj["kind"]):
+            return None
+        del obj["metadata"]["namespace"]
+        return obj
+
+    return _edit(objects, change)
+
+
+def clear_controller_filled_secrets(objects: Iterable[Manifest]) -> list[Manifest]:
+    def change(obj: Manifest) -> Manifest | None:
+        if obj["kind"] != "Secret" or (obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) not in CONTROLLER_FILLED_SECRETS:
+            return None
+        for field in ("data", "stringData"):
+            obj.pop(field, None)
+        return obj
+
+    return _edit(objects, change)
+
+
+def cleanup(objects: list[Manifest]) -> list[Manifest]:
+    """Every change each upstream object needs before Pulumi may own it."""
+    objects = strip_ca_bundles(objects)
+    objects = drop_unresolved_ca_injection(objects)
+    objects = drop_cluster_scoped_namespaces(objects)
+    return clear_controller_filled_secrets(objects)
+
+
+# ------------------------------------------------------------------------------------------------ references
+
+
+def _config_refs(pod_spec: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any], str]]:
+    """Every place a pod spec names a ConfigMap or Secret: (kind, the dict holding the name, its field)."""
+    for volume in pod_spec.get("volumes") or ():
+        if "configMap" in volume:
+            yield "ConfigMap", volume["configMap"], "name"
+        if "secret" in volume:
+            yield "Secret", volume["secret"], "secretName"
+        for source in (volume.get("projected") or {}).get("sources") or ():
+            if "configMap" in source:
+                yield "ConfigMap", source["configMap"], "name"
+            if "secret" in source:
+                yield "Secret", source["secret"], "name"
+    for container in containers(pod_spec):
+        for env in container.get("env") or ():
+            value_from = env.get("valueFrom") or {}
+            if "configMapKeyRef" in value_from:
+                yield "ConfigMap", value_from["configMapKeyRef"], "name"
+            if "secretKeyRef" in value_from:
+                yield "Secret", value_from["secretKeyRef"], "name"
+        for source in container.get("envFrom") or ():
+            if "configMapRef" in source:
+                yield "ConfigMap", source["configMapRef"], "name"
+            if "secretRef" in source:
+                yield "Secret", source["secretRef"], "name"
+    for pull in pod_spec.get("imagePullSecrets") or ():
+        yield "Secret", pull, "name"
+
+
+def config_references(obj: Manifest) -> set[tuple[str, str]]:
+    """(kind, name) of every ConfigMap and Secret a workload's pods read, in the workload's namespace."""
+    template = pod_template(obj)
+    if template is None:
+        return set()
+    return {(kind, holder[field]) for kind, holder, field in _config_refs(template.get("spec", {})) if field in holder}
+
+
+def stable_names(objects: list[Manifest]) -> list[Manifest]:
+    """Drop kustomize's hash suffix from generated ConfigMaps and Secrets and rename every pod-spec reference.
+
+    A suffix changes whenever the data does, so Pulumi would replace the object (and every workload naming it)
+    on each credential or config change. Raises ValueError if an old name is still mentioned anywhere else."""
+    renames: dict[tuple[str, str, str], str] = {}
+    taken = {(key(o).namespace, o["kind"], o["metadata"]["name"]) for o in objects}
+    for obj in objects:
+        if obj["kind"] not in {"ConfigMap", "Secret"} or obj["apiVersion"] != "v1":
+            continue
+        match = _HASH_SUFFIX.match(obj["metadata"]["name"])
+        if match is None:
+            continue
+        namespace = obj["metadata"].get("namespace", "")
+        new = match.group("base")
+        if (namespace, obj["kind"], new) in taken:
+            raise ValueError(f"{key(obj)}: its stable name {new!r} is taken by another {obj['kind']}")
+        renames[(namespace, obj["kind"], obj["metadata"]["name"])] = new
+    if not renames:
+        return list(objects)
+
+    def change(obj: Manifest) -> Manifest | None:
+        namespace = obj["metadata"].get("namespace", "")
+        changed = False
+        if (namespace, obj["kind"], obj["metadata"]["name"]) in renames and obj["apiVersion"] == "v1":
+            obj["metadata"]["name"] = renames[(namespace, obj["kind"], obj["metadata"]["name"])]
+            changed = True
+        template = pod_template(obj)
+        if template is not None:
+            for kind, holder, field in _config_refs(template.get("spec", {})):
+                new = renames.get((namespace, kind, holder.get(field, "")))
+                if new is not None:
+                    holder[field] = new
+                    changed = True
+        return obj if changed else None
+
+    result = _edit(objects, change)
+    text = json.dumps(result)
+    left = sorted(old for (_, _, old) in renames if f'"{old}"' in text)
+    if left:
+        raise ValueError(f"hash-suffixed names still referenced outside pod specs: {', '.join(left)}")
+    return result
+
+
+def config_digests(objects: list[Manifest]) -> list[Manifest]:
+    """Annotate each workload's pod template with a digest of the ConfigMaps and Secrets it reads (see
+    CONFIG_DIGEST). Computed over the objects as given: secret values given as placeholders digest as the
+    placeholder, so rotating a generated secret needs a rollout restart."""
+    content = {
+        (key(o).namespace, o["kind"], o["metadata"]["name"]): {f: o[f] for f in ("data", "stringData", "binaryData") if f in o}
+        for o in objects
+        if o["kind"] in {"ConfigMap", "Secret"} and o["apiVersion"] == "v1"
+    }
+
+    def change(obj: Manifest) -> Manifest | None:
+        namespace = obj["metadata"].get("namespace", "")
+        read = sorted((kind, name) for kind, name in config_references(obj) if (namespace, kind, name) in content)
+        if not read:
+            return None
+        digest = hashlib.sha256(
+            json.dumps([[kind, name, content[(namespace, kind, name)]] for kind, name in read], sort_keys=True).encode()
+        ).hexdigest()
+        metadata = pod_template(obj).setdefault("metadata", {})  # type: ignore[union-attr]
+        metadata.setdefault("annotations", {})[CONFIG_DIGEST] = digest
+        return obj
+
+    return _edit(objects, change)
+
+
+# ------------------------------------------------------------------------------------------------ storage
+
+
+def storage_class(objects: Iterable[Manifest], name: str) -> list[Manifest]:
+    """Every PersistentVolumeClaim (and StatefulSet claim template) on the given StorageClass."""
+
+    def change(obj: Manifest) -> Manifest | None:
+        if obj["kind"] == "PersistentVolumeClaim" and obj["apiVersion"] == "v1":
+            obj["spec"]["storageClassName"] = name
+            return obj
+        if obj["kind"] == "StatefulSet" and obj["spec"].get("volumeClaimTemplates"):
+            for claim in obj["spec"]["volumeClaimTemplates"]:
+                claim.setdefault("spec", {})["storageClassName"] = name
+            return obj
+        return None
+
+    return _edit(objects, change)
+
+
+def keeps_state(obj: Manifest) -> bool:
+    """A workload whose pods mount a PersistentVolumeClaim (a database, an object store)."""
+    template = pod_template(obj)
+    if template is None:
+        return False
+    if obj["kind"] == "StatefulSet" and obj["spec"].get("volumeClaimTemplates"):
+        return True
+    return any("persistentVolumeClaim" in v for v in template.get("spec", {}).get("volumes") or ())
+
+
+def stateful_placement(objects: Iterable[Manifest]) -> list[Manifest]:
+    """Databases and object stores on on-demand capacity, and never voluntarily disrupted by Karpenter
+    (consolidation or drift would restart them mid-write; a spot reclaim would take them down on two minutes'
+    notice)."""
+
+    def change(obj: Manifest) -> Manifest | None:
+        if not keeps_state(obj):
+            return None
+        template = pod_template(obj)
+        assert template is not None
+        template.setdefault("spec", {}).setdefault("nodeSelector", {})[CAPACITY_TYPE] = "on-demand"
+        template.setdefault("metadata", {}).setdefault("annotations", {})[DO_NOT_DISRUPT] = "true"
+        return obj
+
+    return _edit(objects, change)
+
+
+def retarget_namespace(objects: Iterable[Manifest], old: str, new: str) -> list[Manifest]:
+    """Move objects rendered for one namespace to another: every string equal to `old` and every in-cluster host
+    name under it (`<svc>.<old>.svc...`). Used for the Hub's per-team model registry, rendered for upstream's
+    example user namespace."""
+    host = re.compile(rf"(?<=\.){re.escape(old)}(?=\.svc\b)")
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, str):
+            return new if value == old else host.sub(new, value)
+        return value
+
+    result = [walk(obj) for obj in objects]
+    left = [str(key(o)) for o in result if old in json.dumps(o)]
+    if left:
+        raise ValueError(f"{old!r} still appears in: {', '.join(left)}")
+    return result
+
+
+def find(objects: Iterable[Manifest], kind: str, namespace: str, name: str) -> Manifest:
+    """The one object of this kind, namespace and name."""
+    found = [o for o in objects if o["kind"] == kind and o["metadata"].get("namespace", "") == namespace and o["metadata"]["name"] == name]
+    if len(found) != 1:
+        raise KeyError(f"expected one {kind} {namespace}/{name}, found {len(found)}")
+    return found[0]
+
+
+def replace(objects: Iterable[Manifest], replacements: Mapping[tuple[str, str, str], Callable[[Manifest], Manifest]]) -> list[Manifest]:
+    """Apply a change to named objects ((kind, namespace, name) -> function of a copy); each must exist once."""
+    pending = dict(replacements)
+    result = []
+    for obj in objects:
+        ident = (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        change = pending.pop(ident, None)
+        result.append(obj if change is None else change(copy.deepcopy(obj)))
+    if pending:
+        raise KeyError(f"objects to change not found: {sorted(pending)}")
+    return result
