@@ -1,0 +1,78 @@
+"""How people reach the Kubeflow dashboard: `kubectl port-forward` to the Istio ingress gateway (the default;
+nothing is exposed), or an AWS Application Load Balancer terminating TLS with an ACM certificate (opt-in)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal, Mapping
+
+from .objects import Manifest
+from .transform import replace
+
+GATEWAY_NAMESPACE = "istio-system"
+GATEWAY_SERVICE = "istio-ingressgateway"
+#: Istio's gateway reports readiness on this port and path (its pods' own readiness probe).
+GATEWAY_HEALTH = ("15021", "/healthz/ready")
+PORT_FORWARD_COMMAND = f"kubectl port-forward -n {GATEWAY_NAMESPACE} svc/{GATEWAY_SERVICE} 8080:80"
+OAUTH2_PROXY_PARAMETERS = ("ConfigMap", "oauth2-proxy", "oauth2-proxy-parameters")
+#: TLS 1.2 and 1.3 only.
+SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+
+
+@dataclass(frozen=True)
+class Alb:
+    """Expose the gateway through an ALB: HTTPS only, with the given ACM certificate."""
+
+    certificate_arn: str
+    scheme: Literal["internal", "internet-facing"] = "internal"
+    host: str | None = None  # answer only this host name (None: any)
+    allowed_cidrs: tuple[str, ...] = ()  # who may connect (empty: the load balancer controller's default)
+
+
+def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
+    """The Ingress the AWS Load Balancer Controller turns into an ALB in front of the Istio gateway. `tags` are the
+    platform's standard tags: the controller creates the ALB, so the provider's default tags never reach it."""
+    annotations = {
+        "alb.ingress.kubernetes.io/scheme": alb.scheme,
+        "alb.ingress.kubernetes.io/target-type": "ip",
+        "alb.ingress.kubernetes.io/listen-ports": json.dumps([{"HTTPS": 443}]),
+        "alb.ingress.kubernetes.io/certificate-arn": alb.certificate_arn,
+        "alb.ingress.kubernetes.io/ssl-policy": SSL_POLICY,
+        "alb.ingress.kubernetes.io/healthcheck-port": GATEWAY_HEALTH[0],
+        "alb.ingress.kubernetes.io/healthcheck-path": GATEWAY_HEALTH[1],
+    }
+    if tags:
+        annotations["alb.ingress.kubernetes.io/tags"] = ",".join(f"{k}={v}" for k, v in sorted(tags.items()))
+    if alb.allowed_cidrs:
+        annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = ",".join(alb.allowed_cidrs)
+    rule: dict = {
+        "http": {
+            "paths": [
+                {
+                    "path": "/",
+                    "pathType": "Prefix",
+                    "backend": {"service": {"name": GATEWAY_SERVICE, "port": {"number": 80}}},
+                }
+            ]
+        }
+    }
+    if alb.host is not None:
+        rule = {"host": alb.host, **rule}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": "kubeflow", "namespace": GATEWAY_NAMESPACE, "annotations": annotations},
+        "spec": {"ingressClassName": "alb", "rules": [rule]},
+    }
+
+
+def secure_cookies(objects: list[Manifest]) -> list[Manifest]:
+    """Behind HTTPS, oauth2-proxy marks its session cookie Secure (upstream leaves it off for plain-HTTP
+    port-forwards)."""
+
+    def change(obj: Manifest) -> Manifest:
+        obj["data"]["FORCE_HTTPS"] = "true"
+        return obj
+
+    return replace(objects, {OAUTH2_PROXY_PARAMETERS: change})

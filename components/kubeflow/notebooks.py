@@ -1,0 +1,115 @@
+"""Kubeflow Notebooks (JWA) on this platform: the spawner form written by us, and idle notebooks culled.
+
+The form offers the GPU NodePools and nothing GPU-related is preselected: a notebook gets a GPU only when its
+author picks the NVIDIA vendor, the GPU toleration group and (optionally) a pool. New workspaces use the platform's
+StorageClass, and the access-ml-pipeline PodDefault (present in every team namespace) is selected by default.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import yaml
+
+from components.scheduling import GPU_RESOURCE, GPU_TAINT
+
+from .objects import Manifest
+from .transform import replace
+
+JWA_CONFIG = ("ConfigMap", "kubeflow", "jupyter-web-app-config")
+NOTEBOOK_CONTROLLER_CONFIG = ("ConfigMap", "kubeflow", "notebook-controller-config")
+SPAWNER_KEY = "spawner_ui_config.yaml"
+ACCESS_ML_PIPELINE = "access-ml-pipeline"
+GPU_TOLERATION_GROUP = "nvidia-gpu"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+#: Upstream's container image choices (image, imageGroupOne, imageGroupTwo) are kept as released.
+_IMAGE_KEYS = ("image", "imageGroupOne", "imageGroupTwo")
+
+
+def gpu_toleration() -> dict[str, str]:
+    """Exactly the taint every GPU node carries."""
+    return {"key": GPU_TAINT.key, "operator": "Equal", "value": GPU_TAINT.value, "effect": GPU_TAINT.effect}
+
+
+def pool_affinity(pool: str) -> dict[str, Any]:
+    return {
+        "configKey": f"nodepool-{pool}",
+        "displayName": f"NodePool {pool}",
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": NODEPOOL_LABEL, "operator": "In", "values": [pool]}]}]
+                }
+            }
+        },
+    }
+
+
+def spawner_config(upstream: str, *, gpu_pools: Sequence[str], storage_class: str) -> dict[str, Any]:
+    """The spawner form (`spawner_ui_config.yaml`) as a dict; `upstream` is the released file, read only for its
+    image choices."""
+    released = (yaml.safe_load(upstream) or {}).get("spawnerFormDefaults", {})
+    missing = [k for k in _IMAGE_KEYS if k not in released]
+    if missing:
+        raise ValueError(f"the released spawner form has no {', '.join(missing)}")
+    editable = {"readOnly": False}
+    return {
+        "spawnerFormDefaults": {
+            "allowCustomImage": True,
+            "hideRegistry": True,
+            "hideTag": False,
+            "imagePullPolicy": {**editable, "value": "IfNotPresent"},
+            **{k: released[k] for k in _IMAGE_KEYS},
+            "cpu": {**editable, "value": "0.5", "limitFactor": "1.2"},
+            "memory": {**editable, "value": "1.0Gi", "limitFactor": "1.2"},
+            "gpus": {
+                **editable,
+                "value": {"vendor": "", "vendors": [{"limitsKey": GPU_RESOURCE, "uiName": "NVIDIA"}], "num": "none"},
+            },
+            "workspaceVolume": {
+                **editable,
+                "value": {
+                    "mount": "/home/jovyan",
+                    "newPvc": {
+                        "metadata": {"name": "{notebook-name}-workspace"},
+                        "spec": {
+                            "storageClassName": storage_class,
+                            "resources": {"requests": {"storage": "5Gi"}},
+                            "accessModes": ["ReadWriteOnce"],
+                        },
+                    },
+                },
+            },
+            "dataVolumes": {**editable, "value": []},
+            "affinityConfig": {**editable, "value": "", "options": [pool_affinity(p) for p in gpu_pools]},
+            "tolerationGroup": {
+                **editable,
+                "value": "",
+                "options": [
+                    {"groupKey": GPU_TOLERATION_GROUP, "displayName": "NVIDIA GPU nodes", "tolerations": [gpu_toleration()]}
+                ],
+            },
+            "shm": {**editable, "value": True},
+            "configurations": {**editable, "value": [ACCESS_ML_PIPELINE]},
+            "environment": {**editable, "value": {}},
+        }
+    }
+
+
+def apply(objects: list[Manifest], *, gpu_pools: Sequence[str], storage_class: str, idle_minutes: int) -> list[Manifest]:
+    """Our spawner form in JWA's ConfigMap, and culling of notebooks idle for `idle_minutes` (upstream ships it
+    off, so a forgotten GPU notebook holds its GPU, and its node, forever)."""
+    if idle_minutes < 1:
+        raise ValueError("idle_minutes must be at least 1")
+
+    def form(obj: Manifest) -> Manifest:
+        config = spawner_config(obj["data"][SPAWNER_KEY], gpu_pools=gpu_pools, storage_class=storage_class)
+        obj["data"][SPAWNER_KEY] = yaml.safe_dump(config, sort_keys=False)
+        return obj
+
+    def culling(obj: Manifest) -> Manifest:
+        obj["data"]["ENABLE_CULLING"] = "true"
+        obj["data"]["CULL_IDLE_TIME"] = str(idle_minutes)
+        return obj
+
+    return replace(objects, {JWA_CONFIG: form, NOTEBOOK_CONTROLLER_CONFIG: culling})
