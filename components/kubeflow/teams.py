@@ -1,0 +1,199 @@
+"""A Kubeflow team: its namespace, Profile (GPU quota, IRSA for its pipelines and notebooks), PodDefaults, and the
+IAM documents of its role.
+
+Everything here is a plain dict. The role ARN, OIDC provider ARN and issuer are strings: real values in tests,
+resolved values (inside an `apply`) or placeholders in a program.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from components.scheduling import GPU_RESOURCE
+
+from .notebooks import ACCESS_ML_PIPELINE
+from .objects import Manifest
+
+#: Pipelines and notebooks of a team run as this ServiceAccount (the profile controller creates it and, with the
+#: AwsIamForServiceAccount plugin, annotates it with the team's role).
+TEAM_SERVICE_ACCOUNT = "default-editor"
+STS_AUDIENCE = "sts.amazonaws.com"
+GPU_QUOTA_KEY = f"requests.{GPU_RESOURCE}"
+#: The namespace annotation the profile controller compares with the Profile's owner before adopting a namespace
+#: that already exists.
+OWNER_ANNOTATION = "owner"
+KFP_TOKEN_AUDIENCE = "pipelines.kubeflow.org"
+#: The labels the profile controller gives a team namespace (the dashboard's namespace-labels.yaml, plus Istio
+#: sidecar injection). Set from the start, so pods created before the controller reconciles the Profile get
+#: their sidecar and the webhooks that select on them; the controller never overwrites a label already set.
+PROFILE_NAMESPACE_LABELS = {
+    "app.kubernetes.io/part-of": "kubeflow-profile",
+    "istio-injection": "enabled",
+    "katib.kubeflow.org/metrics-collector-injection": "enabled",
+    "pipelines.kubeflow.org/enabled": "true",
+    "pod-security.kubernetes.io/enforce": "baseline",
+    "serving.kubeflow.org/inferenceservice": "enabled",
+}
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_ROLE_PLACEHOLDER = "<<kubeflow-input:role-arn:{}>>"
+
+
+def role_arn_placeholder(team: str) -> str:
+    """The stand-in for a team's role ARN (created next to the cluster) until registration."""
+    return _ROLE_PLACEHOLDER.format(team)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Team:
+    """One team: a namespace and Profile of the same name."""
+
+    name: str
+    owner: str  # the owner's email, as Dex reports it
+    gpu_quota: int  # GPUs the namespace may request at once
+    s3_prefix: str  # the team's prefix in the platform bucket, without slashes at either end
+    fsx_claim: str | None = None  # a PersistentVolumeClaim of the team's FSx share, in its namespace
+    role_arn: str | None = None  # the IAM role default-editor assumes; None: a placeholder the registration resolves
+
+    def __post_init__(self) -> None:
+        if not _DNS_LABEL.match(self.name):
+            raise ValueError(f"team name {self.name!r} must be a DNS label (lowercase letters, digits, '-')")
+        if self.gpu_quota < 0:
+            raise ValueError(f"team {self.name}: gpu_quota must not be negative")
+        if not self.s3_prefix or self.s3_prefix.startswith("/") or self.s3_prefix.endswith("/") or "*" in self.s3_prefix:
+            raise ValueError(f"team {self.name}: s3_prefix must be a non-empty path without leading or trailing '/' or '*'")
+
+
+def namespace(team: Team) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": team.name,
+            "labels": dict(PROFILE_NAMESPACE_LABELS),
+            "annotations": {OWNER_ANNOTATION: team.owner},
+        },
+    }
+
+
+def profile(team: Team) -> Manifest:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "Profile",
+        "metadata": {"name": team.name},
+        "spec": {
+            "owner": {"kind": "User", "name": team.owner},
+            "resourceQuotaSpec": {"hard": {GPU_QUOTA_KEY: str(team.gpu_quota)}},
+            "plugins": [
+                {
+                    "kind": "AwsIamForServiceAccount",
+                    # annotateOnly: the controller only annotates default-editor; it never edits the role's trust
+                    # policy (Pulumi owns it, and the controller has no IAM permissions).
+                    "spec": {"awsIamRole": team.role_arn or role_arn_placeholder(team.name), "annotateOnly": True},
+                }
+            ],
+        },
+    }
+
+
+def access_ml_pipeline(team: Team) -> Manifest:
+    """The PodDefault JWA preselects: a projected token notebooks use to call the Pipelines API as the team."""
+    volume = "volume-kf-pipeline-token"
+    mount = "/var/run/secrets/kubeflow/pipelines"
+    return {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "PodDefault",
+        "metadata": {"name": ACCESS_ML_PIPELINE, "namespace": team.name},
+        "spec": {
+            "desc": "Allow access to Kubeflow Pipelines",
+            "selector": {"matchLabels": {ACCESS_ML_PIPELINE: "true"}},
+            "volumes": [
+                {
+                    "name": volume,
+                    "projected": {
+                        "sources": [
+                            {"serviceAccountToken": {"path": "token", "expirationSeconds": 7200, "audience": KFP_TOKEN_AUDIENCE}}
+                        ]
+                    },
+                }
+            ],
+            "volumeMounts": [{"mountPath": mount, "name": volume, "readOnly": True}],
+            "env": [{"name": "KF_PIPELINES_SA_TOKEN_PATH", "value": f"{mount}/token"}],
+        },
+    }
+
+
+def fsx_pod_default(team: Team) -> Manifest | None:
+    """A PodDefault mounting the team's FSx claim at /fsx, offered in the spawner's configurations."""
+    if team.fsx_claim is None:
+        return None
+    return {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "PodDefault",
+        "metadata": {"name": "mount-fsx", "namespace": team.name},
+        "spec": {
+            "desc": f"Mount the team's FSx share ({team.fsx_claim}) at /fsx",
+            "selector": {"matchLabels": {"mount-fsx": "true"}},
+            "volumes": [{"name": "fsx", "persistentVolumeClaim": {"claimName": team.fsx_claim}}],
+            "volumeMounts": [{"mountPath": "/fsx", "name": "fsx"}],
+        },
+    }
+
+
+def manifests(team: Team) -> list[Manifest]:
+    """The team's objects: Namespace (with the owner annotation), Profile, PodDefaults."""
+    objects = [namespace(team), profile(team), access_ml_pipeline(team)]
+    fsx = fsx_pod_default(team)
+    if fsx is not None:
+        objects.append(fsx)
+    return objects
+
+
+def _issuer_host_path(issuer: str) -> str:
+    # IAM condition keys name the issuer without its scheme.
+    return issuer.removeprefix("https://")
+
+
+def trust_policy(team: Team, *, oidc_provider_arn: str, oidc_issuer: str) -> dict[str, Any]:
+    """Only the team's default-editor ServiceAccount, with a token for STS, may assume the team's role."""
+    issuer = _issuer_host_path(oidc_issuer)
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Federated": oidc_provider_arn},
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": {
+                    "StringEquals": {
+                        f"{issuer}:sub": f"system:serviceaccount:{team.name}:{TEAM_SERVICE_ACCOUNT}",
+                        f"{issuer}:aud": STS_AUDIENCE,
+                    }
+                },
+            }
+        ],
+    }
+
+
+def permission_policy(team: Team, *, bucket: str, partition: str = "aws") -> dict[str, Any]:
+    """Read, write and delete objects under the team's prefix of the bucket, and list only that prefix."""
+    bucket_arn = f"arn:{partition}:s3:::{bucket}"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "ListTeamPrefix",
+                "Effect": "Allow",
+                "Action": "s3:ListBucket",
+                "Resource": bucket_arn,
+                "Condition": {"StringLike": {"s3:prefix": [team.s3_prefix, f"{team.s3_prefix}/*"]}},
+            },
+            {
+                "Sid": "TeamObjects",
+                "Effect": "Allow",
+                "Action": ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
+                "Resource": f"{bucket_arn}/{team.s3_prefix}/*",
+            },
+        ],
+    }

@@ -1,0 +1,121 @@
+"""A Kubeflow team: namespace, Profile and PodDefaults valid against the pinned CRDs, and an IAM role only the
+team's pipelines and notebooks can assume, for the team's prefix only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from components.kubeflow import entries, render, teams
+from components.kubeflow.teams import Team
+
+REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
+pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
+
+VISION = Team(name="vision", owner="lead@example.org", gpu_quota=8, s3_prefix="teams/vision",
+              role_arn="arn:aws:iam::123456789012:role/vision", fsx_claim="fsx-lustre")
+ISSUER = "https://oidc.eks.us-west-2.amazonaws.com/id/ABC"
+PROVIDER = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABC"
+
+
+@pytest.fixture(scope="module")
+def schemas(tmp_path_factory) -> dict[tuple[str, str], dict]:
+    """The openAPIV3Schema of each served CRD version of the dashboard entry (Profile, PodDefault)."""
+    rendered = render.render(REFERENCE, [entries.DASHBOARD], cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+    found = {}
+    for crd in rendered[entries.DASHBOARD.path]:
+        if crd["kind"] != "CustomResourceDefinition":
+            continue
+        for version in crd["spec"]["versions"]:
+            found[(f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])] = version["schema"]["openAPIV3Schema"]
+    return found
+
+
+def by_kind(objects, kind):
+    return [o for o in objects if o["kind"] == kind]
+
+
+def test_the_namespace_names_its_owner_and_carries_the_profile_labels_from_the_start():
+    (namespace,) = by_kind(teams.manifests(VISION), "Namespace")
+    assert namespace["metadata"]["annotations"] == {"owner": "lead@example.org"}
+    assert namespace["metadata"]["labels"]["app.kubernetes.io/part-of"] == "kubeflow-profile"
+    assert namespace["metadata"]["labels"]["istio-injection"] == "enabled"
+
+
+def test_the_profile_caps_gpus_and_annotates_the_service_account_only(schemas):
+    (profile,) = by_kind(teams.manifests(VISION), "Profile")
+    jsonschema.validate(profile, schemas[("kubeflow.org/v1", "Profile")])
+    assert profile["apiVersion"] == "kubeflow.org/v1"
+    assert profile["spec"]["owner"] == {"kind": "User", "name": "lead@example.org"}
+    assert profile["spec"]["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "8"}}
+    assert profile["spec"]["plugins"] == [
+        {"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": VISION.role_arn, "annotateOnly": True}}
+    ]
+
+
+def test_without_a_role_arn_the_profile_carries_the_placeholder_the_registration_resolves():
+    team = Team(name="nlp", owner="nlp@example.org", gpu_quota=0, s3_prefix="teams/nlp")
+    (profile,) = by_kind(teams.manifests(team), "Profile")
+    assert profile["spec"]["plugins"][0]["spec"]["awsIamRole"] == teams.role_arn_placeholder("nlp")
+    assert by_kind(teams.manifests(team), "PodDefault")[0]["metadata"]["name"] == "access-ml-pipeline"
+    assert len(by_kind(teams.manifests(team), "PodDefault")) == 1  # no FSx claim, no FSx PodDefault
+
+
+def test_the_pod_defaults_are_valid_and_give_pipelines_access_and_the_fsx_share(schemas):
+    defaults = {p["metadata"]["name"]: p for p in by_kind(teams.manifests(VISION), "PodDefault")}
+    for pod_default in defaults.values():
+        jsonschema.validate(pod_default, schemas[("kubeflow.org/v1alpha1", "PodDefault")])
+        assert pod_default["metadata"]["namespace"] == "vision"
+    pipelines = defaults["access-ml-pipeline"]["spec"]
+    assert pipelines["selector"] == {"matchLabels": {"access-ml-pipeline": "true"}}
+    token = pipelines["volumes"][0]["projected"]["sources"][0]["serviceAccountToken"]
+    assert token["audience"] == "pipelines.kubeflow.org"
+    assert pipelines["env"] == [{"name": "KF_PIPELINES_SA_TOKEN_PATH", "value": "/var/run/secrets/kubeflow/pipelines/token"}]
+    assert defaults["mount-fsx"]["spec"]["volumes"] == [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-lustre"}}]
+
+
+def test_only_the_teams_default_editor_with_an_sts_token_may_assume_its_role():
+    assert teams.trust_policy(VISION, oidc_provider_arn=PROVIDER, oidc_issuer=ISSUER) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Federated": PROVIDER},
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": {
+                    "StringEquals": {
+                        "oidc.eks.us-west-2.amazonaws.com/id/ABC:sub": "system:serviceaccount:vision:default-editor",
+                        "oidc.eks.us-west-2.amazonaws.com/id/ABC:aud": "sts.amazonaws.com",
+                    }
+                },
+            }
+        ],
+    }
+
+
+def test_the_role_reaches_only_the_teams_prefix():
+    policy = teams.permission_policy(VISION, bucket="ml-data", partition="aws")
+    listing, objects = policy["Statement"]
+    assert listing["Action"] == "s3:ListBucket" and listing["Resource"] == "arn:aws:s3:::ml-data"
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["teams/vision", "teams/vision/*"]}}
+    assert objects["Resource"] == "arn:aws:s3:::ml-data/teams/vision/*"
+    assert sorted(objects["Action"]) == ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    assert all(s["Effect"] == "Allow" and "*" not in s["Resource"].split(":::")[1].split("/")[0] for s in policy["Statement"])
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"name": "Vision"}, "DNS label"),
+        ({"gpu_quota": -1}, "negative"),
+        ({"s3_prefix": "/teams/vision"}, "s3_prefix"),
+        ({"s3_prefix": "teams/*"}, "s3_prefix"),
+        ({"s3_prefix": ""}, "s3_prefix"),
+    ],
+)
+def test_a_team_that_cannot_be_isolated_is_refused(changes, message):
+    fields = {"name": "vision", "owner": "lead@example.org", "gpu_quota": 1, "s3_prefix": "teams/vision", **changes}
+    with pytest.raises(ValueError, match=message):
+        Team(**fields)
