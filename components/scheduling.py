@@ -6,6 +6,8 @@ Karpenter's NodePools, the GPU admission policies and the docs all read these, s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -40,3 +42,24 @@ DEFAULT_GPU_SCHEDULER = "gpu-binpack"
 
 #: What a NodePool's nodes are for (general, inference, training): policies and dashboards read it.
 WORKLOAD_LABEL = "eksml.io/workload"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a controller's pods run: the nodes they select and the taints they tolerate."""
+
+    node_selector: Mapping[str, str]
+    tolerations: tuple[Mapping[str, str], ...]
+
+    def values(self) -> dict[str, Any]:
+        """As Helm charts and pod specs spell it."""
+        return {"nodeSelector": dict(self.node_selector), "tolerations": [dict(t) for t in self.tolerations]}
+
+
+#: The system node group: labelled for controllers and tainted so nothing else lands there (Karpenter never runs on
+#: capacity it manages).
+SYSTEM_TAINT = Taint("CriticalAddonsOnly", "true", "NoSchedule")
+SYSTEM_PLACEMENT = Placement(
+    node_selector=MappingProxyType({"eksml.io/node-role": "system"}),
+    tolerations=({"key": SYSTEM_TAINT.key, "operator": "Exists", "effect": SYSTEM_TAINT.effect},),
+)

@@ -154,7 +154,9 @@ def build_platform(config: PlatformConfig) -> Platform:
     observability = None
     if config.observability.enabled:
         gpu_pools = tuple(
-            GpuPool(name=name, gpu_limit=limit) for name, limit in sorted(karpenter.gpu_limits.items()) if limit is not None
+            GpuPool(name=name, gpu_limit=pool.gpu_limit)
+            for name, pool in sorted(config.karpenter.node_pools.items())
+            if pool.gpu_limit is not None
         )
         observability = Observability(
             "observability",

@@ -12,6 +12,7 @@ from components import versions
 from components.gpu.admission import EXEMPT_LABEL, AdmissionOptions, admission_manifests
 from components.gpu.operator import GpuOperatorOptions, operator_values
 from components.gpu.scheduler import SchedulerOptions, scheduler_configuration, scheduler_manifests
+from components.scheduling import Placement
 from tests.conftest import run_stack
 
 SYSTEM = {"eksml.io/node-role": "system"}
@@ -20,7 +21,7 @@ GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSc
 
 
 def values(**options):
-    return operator_values(GpuOperatorOptions(**options), system_node_selector=SYSTEM, system_tolerations=SYSTEM_TOLERATIONS)
+    return operator_values(GpuOperatorOptions(**options), system_placement=Placement(SYSTEM, SYSTEM_TOLERATIONS))
 
 
 # ------------------------------------------------------------------------------------------------- operator
@@ -139,7 +140,7 @@ def test_requested_to_capacity_ratio_scores_fuller_nodes_higher():
 
 
 def test_scheduler_runs_two_leader_elected_replicas_on_system_nodes_with_probes():
-    manifests = scheduler_manifests(OPTIONS, node_selector=SYSTEM, tolerations=SYSTEM_TOLERATIONS)
+    manifests = scheduler_manifests(OPTIONS, placement=Placement(SYSTEM, SYSTEM_TOLERATIONS))
     deployment = manifests["deployment"]["spec"]
     assert deployment["replicas"] == 2
     pod = deployment["template"]["spec"]

@@ -21,6 +21,7 @@ from components.observability.render import (
     alert_rules,
     dashboard,
 )
+from components.scheduling import Placement
 from tests.conftest import run_stack
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "dcgm-exporter"
@@ -218,7 +219,7 @@ def test_alertmanager_webhook_is_a_secret_receiver():
     from components.observability.config import ObservabilityConfig
 
     plain = stack_values(
-        ObservabilityConfig(), storage_class="gp3", delete_volumes=True, node_selector={}, tolerations=(), webhook_url="https://x"
+        ObservabilityConfig(), storage_class="gp3", delete_volumes=True, placement=Placement({}, ()), webhook_url="https://x"
     )["alertmanager"]["config"]
     assert plain["route"] == {"receiver": "default"}
     assert [r["name"] for r in plain["receivers"]] == ["null", "default"]  # the chart's routes still find "null"

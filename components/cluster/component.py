@@ -17,18 +17,10 @@ from components.config.types import StatefulResources
 from components.identity.documents import same_principal
 from components.identity.irsa import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn
 from components.identity.irsa import node_role as node_role_with_policies
+from components.scheduling import SYSTEM_PLACEMENT, SYSTEM_TAINT, Placement
 from components.sweep.model import Kind
 from components.sweep.resource import Sweep, SweepArgs
 from components.sweep.sweeper import NETWORK_KINDS, STEP_KINDS
-
-#: Controllers (Karpenter, the load balancer controller, CSI controllers, ...) select the system node group by this
-#: label and tolerate its taint; nothing else lands there.
-SYSTEM_NODE_LABELS: Mapping[str, str] = {"eksml.io/node-role": "system"}
-SYSTEM_TAINT_KEY = "CriticalAddonsOnly"
-SYSTEM_TAINT_VALUE = "true"
-SYSTEM_TOLERATIONS: tuple[Mapping[str, str], ...] = (
-    {"key": SYSTEM_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
-)
 
 #: EKS admin access for the principals listed in config.
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -90,6 +82,8 @@ class ClusterHandle:
     kubernetes_version: str
     region: str
     partition: pulumi.Output[str]
+    #: The account the stack deploys to (the AWS provider's credentials).
+    account_id: pulumi.Output[str]
     endpoint: pulumi.Output[str]
     oidc_provider_arn: pulumi.Output[str]
     oidc_issuer: pulumi.Output[str]
@@ -100,8 +94,8 @@ class ClusterHandle:
     kubernetes_provider: k8s.Provider
     #: Controllers that must run on the system nodes depend on this, so they are deleted before it.
     system_node_group: aws.eks.NodeGroup
-    system_node_labels: Mapping[str, str]
-    system_tolerations: tuple[Mapping[str, str], ...]
+    #: Where controllers run: the system node group's label and the toleration of its taint.
+    system_placement: Placement
     #: The EBS CSI driver: what uses EBS volumes depends on it, so volumes are deleted while it still runs.
     ebs_csi_driver: aws.eks.Addon
     #: Cluster DNS: controllers resolve AWS endpoints and Services through it.
@@ -376,8 +370,8 @@ class Cluster(pulumi.ComponentResource):
             ),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
-            labels=dict(SYSTEM_NODE_LABELS),
-            taints=[aws.eks.NodeGroupTaintArgs(key=SYSTEM_TAINT_KEY, value=SYSTEM_TAINT_VALUE, effect="NO_SCHEDULE")],
+            labels=dict(SYSTEM_PLACEMENT.node_selector),
+            taints=[aws.eks.NodeGroupTaintArgs(key=SYSTEM_TAINT.key, value=SYSTEM_TAINT.value, effect="NO_SCHEDULE")],
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=launch_template.id, version=launch_template.latest_version.apply(str)
             ),
@@ -415,6 +409,7 @@ class Cluster(pulumi.ComponentResource):
             kubernetes_version=config.kubernetes_version,
             region=args.region,
             partition=partition,
+            account_id=aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id,
             endpoint=cluster.kubeconfig_json.apply(_endpoint_from_kubeconfig),
             oidc_provider_arn=cluster.oidc_provider_arn,
             oidc_issuer=cluster.oidc_issuer,
@@ -424,8 +419,7 @@ class Cluster(pulumi.ComponentResource):
             availability_zones=args.availability_zones,
             kubernetes_provider=kubernetes_provider,
             system_node_group=self.system_node_group,
-            system_node_labels=SYSTEM_NODE_LABELS,
-            system_tolerations=SYSTEM_TOLERATIONS,
+            system_placement=SYSTEM_PLACEMENT,
             ebs_csi_driver=ebs_csi_driver,
             coredns=coredns,
             eks_cluster=cluster,

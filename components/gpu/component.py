@@ -71,8 +71,7 @@ class GpuStack(pulumi.ComponentResource):
                     mig_default_profile=mig.default_profile if mig else "all-disabled",
                     time_slicing_replicas=config.time_slicing_replicas,
                 ),
-                system_node_selector=cluster.system_node_labels,
-                system_tolerations=cluster.system_tolerations,
+                system_placement=cluster.system_placement,
             ),
             # The operator's CRD upgrade hook needs it (see the chart's operator.upgradeCRD).
             disable_openapi_validation=True,
@@ -90,8 +89,7 @@ class GpuStack(pulumi.ComponentResource):
                     gpu_weight=config.scheduler.gpu_weight,
                     replicas=config.scheduler.replicas,
                 ),
-                node_selector=cluster.system_node_labels,
-                tolerations=cluster.system_tolerations,
+                placement=cluster.system_placement,
             )
             for key, manifest in manifests.items():
                 k8s_objects.create(f"{name}-scheduler-{key}", manifest, on_system_nodes)

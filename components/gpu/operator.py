@@ -11,11 +11,11 @@ GPU's series carries no pod at all instead of the exporter's (which `honorLabels
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import yaml
 
-from components.scheduling import GPU_RESOURCE, GPU_TAINT
+from components.scheduling import GPU_RESOURCE, GPU_TAINT, Placement
 
 NodeImage = Literal["al2023", "bottlerocket"]
 TIME_SLICING_CONFIG = "time-slicing"
@@ -30,8 +30,9 @@ class GpuOperatorOptions:
     time_slicing_replicas: int | None = None
 
 
-def _placement(node_selector: Mapping[str, str], tolerations: tuple[Mapping[str, str], ...]) -> dict[str, Any]:
-    return {"nodeSelector": {"kubernetes.io/os": "linux", **node_selector}, "tolerations": [dict(t) for t in tolerations]}
+def _linux(placement: Placement) -> dict[str, Any]:
+    values = placement.values()
+    return {**values, "nodeSelector": {"kubernetes.io/os": "linux", **values["nodeSelector"]}}
 
 
 def time_slicing_config(replicas: int) -> str:
@@ -49,8 +50,7 @@ def time_slicing_config(replicas: int) -> str:
 def operator_values(
     options: GpuOperatorOptions,
     *,
-    system_node_selector: Mapping[str, str],
-    system_tolerations: tuple[Mapping[str, str], ...],
+    system_placement: Placement,
 ) -> dict[str, Any]:
     gpu_toleration = {"key": GPU_TAINT.key, "operator": "Exists", "effect": GPU_TAINT.effect}
     bottlerocket = options.node_image == "bottlerocket"
@@ -62,7 +62,7 @@ def operator_values(
             "default": "any",
             "data": {"any": time_slicing_config(options.time_slicing_replicas)},
         }
-    controllers = _placement(system_node_selector, system_tolerations)
+    controllers = _linux(system_placement)
     values: dict[str, Any] = {
         # The chart's pre-upgrade hook applies the CRDs of the new version (Helm itself never upgrades crds/).
         "operator": {**controllers, "upgradeCRD": True},

@@ -10,12 +10,12 @@ exactly what Karpenter believes fits, and Karpenter's consolidation finds emptie
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import yaml
 
 from components.cluster.capacity import BINPACK_SCHEDULER, quantity
-from components.scheduling import GPU_RESOURCE
+from components.scheduling import GPU_RESOURCE, Placement
 
 NAMESPACE = "kube-system"
 CONFIG_KEY = "config.yaml"
@@ -78,7 +78,7 @@ def _binding(kind: str, name: str, role_kind: str, role: str, service_account: s
 
 
 def scheduler_manifests(
-    options: SchedulerOptions, *, node_selector: Mapping[str, str], tolerations: tuple[Mapping[str, str], ...]
+    options: SchedulerOptions, *, placement: Placement
 ) -> dict[str, dict[str, Any]]:
     """Every object of the scheduler, keyed by a stable short name."""
     name = options.name
@@ -87,8 +87,8 @@ def scheduler_manifests(
     pod_spec: dict[str, Any] = {
         "serviceAccountName": name,
         "priorityClassName": name,
-        "nodeSelector": {"kubernetes.io/os": "linux", **node_selector},
-        "tolerations": [dict(t) for t in tolerations],
+        "nodeSelector": {"kubernetes.io/os": "linux", **placement.node_selector},
+        "tolerations": placement.values()["tolerations"],
         "topologySpreadConstraints": [
             {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": labels}}
         ],

@@ -15,6 +15,7 @@ from components import helm, versions
 from components.cluster.component import ClusterHandle
 from components.identity.documents import to_json
 from components.ingress.iam import controller_policy
+from components.scheduling import Placement
 
 NAMESPACE = "kube-system"
 #: The service account the chart creates; the IRSA trust policy names exactly this.
@@ -27,8 +28,7 @@ def controller_values(
     region: str,
     vpc_id: pulumi.Input[str],
     role_arn: pulumi.Input[str],
-    node_selector: Mapping[str, str],
-    tolerations: tuple[Mapping[str, str], ...],
+    placement: Placement,
     tags: Mapping[str, str],
 ) -> dict[str, Any]:
     """Values for the aws-load-balancer-controller chart of the pinned version."""
@@ -40,8 +40,7 @@ def controller_values(
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT, "annotations": {"eks.amazonaws.com/role-arn": role_arn}},
         "replicaCount": 2,
         "podDisruptionBudget": {"maxUnavailable": 1},
-        "nodeSelector": dict(node_selector),
-        "tolerations": [dict(t) for t in tolerations],
+        **placement.values(),
         # Load balancers are made by the controller, not Pulumi: the provider's default tags do not reach them.
         "defaultTags": dict(tags),
         # The chart's Service mutator (failurePolicy Fail, on every Service CREATE) breaks every Service create in
@@ -82,8 +81,7 @@ class Ingress(pulumi.ComponentResource):
                 region=cluster.region,
                 vpc_id=cluster.vpc_id,
                 role_arn=role.arn,
-                node_selector=cluster.system_node_labels,
-                tolerations=cluster.system_tolerations,
+                placement=cluster.system_placement,
                 tags=args.tags,
             ),
             opts=pulumi.ResourceOptions(

@@ -31,7 +31,7 @@ from components.karpenter.iam import (
 from components.karpenter.render import NodeClassContext, render_nodeclass, render_nodepool
 from components.karpenter.validation import delete_timeout
 from components.network.tags import DISCOVERY_TAG
-from components.scheduling import CSI_STARTUP_TAINTS, GPU_RESOURCE
+from components.scheduling import CSI_STARTUP_TAINTS, Placement
 
 #: Where the chart runs the controller, and the service account it creates: the IRSA trust policy names exactly this.
 NAMESPACE = "kube-system"
@@ -46,8 +46,7 @@ def controller_values(
     role_arn: pulumi.Input[str],
     region: str,
     config: KarpenterConfig,
-    node_selector: Mapping[str, str],
-    tolerations: tuple[Mapping[str, str], ...],
+    placement: Placement,
 ) -> dict[str, Any]:
     """Values for the `karpenter` chart (keys as in its values.yaml of the pinned version).
 
@@ -67,8 +66,8 @@ def controller_values(
         "replicas": system_capacity.KARPENTER_REPLICAS,
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
         # Only on the system node group: Karpenter never runs on capacity it manages.
-        "nodeSelector": {"kubernetes.io/os": "linux", **node_selector},
-        "tolerations": [dict(t) for t in tolerations],
+        "nodeSelector": {"kubernetes.io/os": "linux", **placement.node_selector},
+        "tolerations": placement.values()["tolerations"],
         "topologySpreadConstraints": [
             {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule"}
         ],
@@ -112,7 +111,6 @@ class Karpenter(pulumi.ComponentResource):
         super().__init__("eksml:karpenter:Karpenter", name, None, opts)
         cluster = args.cluster
         child = pulumi.ResourceOptions(parent=self)
-        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
 
         # --- nodes: the role the instances Karpenter launches run as, admitted to the cluster as EC2 Linux nodes
         self.node_role, node_policies = node_role(
@@ -154,7 +152,7 @@ class Karpenter(pulumi.ComponentResource):
 
         # --- controller identity
         scope = pulumi.Output.all(
-            cluster.partition, cluster.name, account_id, self.node_role.arn, self.queue.arn
+            cluster.partition, cluster.name, cluster.account_id, self.node_role.arn, self.queue.arn
         ).apply(
             lambda v: to_json(
                 controller_policy(
@@ -197,8 +195,7 @@ class Karpenter(pulumi.ComponentResource):
                 role_arn=role.arn,
                 region=cluster.region,
                 config=args.config,
-                node_selector=cluster.system_node_labels,
-                tolerations=cluster.system_tolerations,
+                placement=cluster.system_placement,
             ),
             skip_crds=True,  # owned by the karpenter-crd release, so an upgrade updates them
             opts=pulumi.ResourceOptions.merge(
@@ -282,5 +279,4 @@ class Karpenter(pulumi.ComponentResource):
                     ),
                 ),
             )
-            limit = pool.limits.get(GPU_RESOURCE)
-            self.gpu_limits[pool_name] = int(limit) if limit is not None else None
+            self.gpu_limits[pool_name] = pool.gpu_limit

@@ -252,6 +252,12 @@ class NodePoolSpec(_Spec):
         return sources
 
     @property
+    def gpu_limit(self) -> int | None:
+        """The most NVIDIA GPUs the pool runs at once (its GPU spend ceiling); None for a pool without that limit."""
+        limit = self.limits.get(GPU_RESOURCE)
+        return int(limit) if limit is not None else None
+
+    @property
     def accelerator(self) -> Accelerator | None:
         """Which accelerator the pool launches, from its GPU names, families, limits and requirements."""
         kinds = {kind for _, kind, _ in self.accelerator_sources()}

@@ -131,11 +131,10 @@ class Storage(pulumi.ComponentResource):
         if repository is not None and self._args.config.buckets[repository.bucket].encryption == "kms":
             fsx_buckets.append(self.buckets[repository.bucket].arn)
         cluster = self._args.cluster
-        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         return aws.kms.KeyPolicy(
             f"{self._name}-buckets",
             key_id=self._kms_key.id,
-            policy=pulumi.Output.all(cluster.partition, account_id, *fsx_buckets).apply(
+            policy=pulumi.Output.all(cluster.partition, cluster.account_id, *fsx_buckets).apply(
                 lambda v: to_json(
                     bucket_key_policy(partition=v[0], account_id=v[1], region=cluster.region, fsx_bucket_arns=tuple(v[2:]))
                 )
@@ -271,10 +270,7 @@ class Storage(pulumi.ComponentResource):
         if config.data_repository is not None:
             self._data_repository(config)
 
-        controller: dict = {
-            "nodeSelector": dict(cluster.system_node_labels),
-            "tolerations": [dict(t) for t in cluster.system_tolerations],
-        }
+        controller: dict = cluster.system_placement.values()
         needs = list(cluster.system_ready)
         if config.storage_class:
             # Only dynamic provisioning needs AWS access: create file systems tagged for this cluster, delete those.
