@@ -17,13 +17,12 @@ scheduler. Kubeflow creates GPU pods three ways, and each gets the scheduler whe
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Iterable
 
 import yaml
 
 from .objects import Manifest
-from .transform import replace
+from .transform import clone, replace
 
 RUNTIME_KINDS = frozenset({"ClusterTrainingRuntime", "TrainingRuntime"})
 ARGO_CONFIG = ("ConfigMap", "kubeflow", "workflow-controller-configmap")
@@ -45,7 +44,7 @@ def trainer_runtimes(objects: Iterable[Manifest], scheduler: str) -> list[Manife
     result = []
     for obj in objects:
         if obj["kind"] in RUNTIME_KINDS and obj["apiVersion"].startswith("trainer.kubeflow.org/"):
-            obj = copy.deepcopy(obj)
+            obj = clone(obj)
             for spec in _runtime_pod_specs(obj):
                 spec["schedulerName"] = scheduler
         result.append(obj)
@@ -92,7 +91,7 @@ def notebook_exemption(policy: Manifest, scheduler: str) -> Manifest:
 
     The rule is found by its expression (`spec.schedulerName == '<scheduler>'`); a policy without it is an error,
     since then there is nothing to exempt from and the caller's wiring is wrong."""
-    policy = copy.deepcopy(policy)
+    policy = clone(policy)
     rule = f"has(object.spec.schedulerName) && object.spec.schedulerName == '{scheduler}'"
     found = [v for v in policy["spec"].get("validations") or () if v.get("expression") == rule]
     if len(found) != 1:

@@ -6,7 +6,6 @@ render's output is never altered in place.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import re
@@ -38,11 +37,19 @@ CAPACITY_TYPE = "karpenter.sh/capacity-type"
 CONFIG_DIGEST = "eksml.io/config-digest"
 
 
-def _edit(objects: Iterable[Manifest], change: Callable[[Manifest], Manifest | None]) -> list[Manifest]:
-    """Apply `change` to a copy of each object; it returns the changed copy, or None to keep the original."""
+def clone(obj: Manifest) -> Manifest:
+    """A deep copy of a manifest (JSON data only: a JSON round trip is several times faster than deepcopy)."""
+    return json.loads(json.dumps(obj))
+
+
+def _edit(
+    objects: Iterable[Manifest], change: Callable[[Manifest], Manifest | None], when: Callable[[Manifest], bool]
+) -> list[Manifest]:
+    """Apply `change` to a copy of each object `when` selects; it returns the changed copy, or None to keep the
+    original."""
     result = []
     for obj in objects:
-        changed = change(copy.deepcopy(obj))
+        changed = change(clone(obj)) if when(obj) else None
         result.append(obj if changed is None else changed)
     return result
 
@@ -62,7 +69,7 @@ def strip_ca_bundles(objects: Iterable[Manifest]) -> list[Manifest]:
             del config["caBundle"]
         return obj if found else None
 
-    return _edit(objects, change)
+    return _edit(objects, change, lambda obj: is_webhook_configuration(obj) or is_crd(obj))
 
 
 def drop_unresolved_ca_injection(objects: Iterable[Manifest]) -> list[Manifest]:
@@ -77,7 +84,7 @@ def drop_unresolved_ca_injection(objects: Iterable[Manifest]) -> list[Manifest]:
         del annotations[_INJECT_CA]
         return obj
 
-    return _edit(objects, change)
+    return _edit(objects, change, lambda obj: "$(" in (obj["metadata"].get("annotations") or {}).get(_INJECT_CA, ""))
 
 
 def drop_cluster_scoped_namespaces(objects: list[Manifest]) -> list[Manifest]:
@@ -94,7 +101,7 @@ def drop_cluster_scoped_namespaces(objects: list[Manifest]) -> list[Manifest]:
         del obj["metadata"]["namespace"]
         return obj
 
-    return _edit(objects, change)
+    return _edit(objects, change, lambda obj: "namespace" in obj["metadata"])
 
 
 def clear_controller_filled_secrets(objects: Iterable[Manifest]) -> list[Manifest]:
@@ -105,7 +112,7 @@ def clear_controller_filled_secrets(objects: Iterable[Manifest]) -> list[Manifes
             obj.pop(field, None)
         return obj
 
-    return _edit(objects, change)
+    return _edit(objects, change, lambda obj: obj["kind"] == "Secret")
 
 
 def cleanup(objects: list[Manifest]) -> list[Manifest]:
@@ -191,7 +198,7 @@ def stable_names(objects: list[Manifest]) -> list[Manifest]:
                     changed = True
         return obj if changed else None
 
-    result = _edit(objects, change)
+    result = _edit(objects, change, lambda obj: obj["kind"] in {"ConfigMap", "Secret"} or pod_template(obj) is not None)
     text = json.dumps(result)
     left = sorted(old for (_, _, old) in renames if f'"{old}"' in text)
     if left:
@@ -221,7 +228,7 @@ def config_digests(objects: list[Manifest]) -> list[Manifest]:
         metadata.setdefault("annotations", {})[CONFIG_DIGEST] = digest
         return obj
 
-    return _edit(objects, change)
+    return _edit(objects, change, lambda obj: pod_template(obj) is not None)
 
 
 # ------------------------------------------------------------------------------------------------ storage
@@ -240,7 +247,7 @@ def storage_class(objects: Iterable[Manifest], name: str) -> list[Manifest]:
             return obj
         return None
 
-    return _edit(objects, change)
+    return _edit(objects, change, lambda obj: obj["kind"] in {"PersistentVolumeClaim", "StatefulSet"})
 
 
 def keeps_state(obj: Manifest) -> bool:
@@ -267,7 +274,7 @@ def stateful_placement(objects: Iterable[Manifest]) -> list[Manifest]:
         template.setdefault("metadata", {}).setdefault("annotations", {})[DO_NOT_DISRUPT] = "true"
         return obj
 
-    return _edit(objects, change)
+    return _edit(objects, change, keeps_state)
 
 
 def retarget_namespace(objects: Iterable[Manifest], old: str, new: str) -> list[Manifest]:
@@ -307,7 +314,7 @@ def replace(objects: Iterable[Manifest], replacements: Mapping[tuple[str, str, s
     for obj in objects:
         ident = (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
         change = pending.pop(ident, None)
-        result.append(obj if change is None else change(copy.deepcopy(obj)))
+        result.append(obj if change is None else change(clone(obj)))
     if pending:
         raise KeyError(f"objects to change not found: {sorted(pending)}")
     return result

@@ -1,0 +1,106 @@
+"""From rendered upstream entries to the staged objects the registration creates: every change this platform makes
+to Kubeflow, in one pure function."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from components.scheduling import DEFAULT_GPU_SCHEDULER
+
+from . import access as access_
+from . import credentials as credentials_
+from . import gpu_scheduling, notebooks, staging, teams as teams_, transform
+from .access import Alb
+from .credentials import Admin, Credentials
+from .entries import BY_PATH, HUB_REGISTRY, Part
+from .objects import Manifest
+from .staging import Item, Staged
+from .teams import Team
+
+#: The namespace upstream renders the Hub's per-tenant model registry into (its example user's).
+HUB_REGISTRY_NAMESPACE = "kubeflow-user-example-com"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the platform decides about its Kubeflow; every field but the admin and the storage class has a default."""
+
+    admin: Admin
+    storage_class: str  # every claim Kubeflow makes (databases, SeaweedFS, notebook workspaces)
+    gpu_node_pools: tuple[str, ...] = ()  # NodePools offered to notebooks, by name
+    gpu_scheduler: str | None = DEFAULT_GPU_SCHEDULER  # None: the bin-packing scheduler is off
+    notebook_idle_minutes: int = 60
+    teams: tuple[Team, ...] = ()
+    hub_registry_team: str | None = None  # the team the Hub's model registry serves (only with the Hub rendered)
+    credentials: Credentials = field(default_factory=Credentials)
+    access: Alb | None = None  # None: reached by port-forward only
+    tags: Mapping[str, str] = field(default_factory=dict)  # the platform's standard tags, for the ALB
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.teams]
+        if len(set(names)) != len(names):
+            raise ValueError("team names must be unique")
+        if self.hub_registry_team is not None and self.hub_registry_team not in names:
+            raise ValueError(f"hub_registry_team {self.hub_registry_team!r} is not a team")
+
+
+def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> list[Item]:
+    """The rendered objects changed for this platform, each with its entry's part (teams not included)."""
+    items: list[Item] = []
+    for path, objects in rendered.items():
+        entry = BY_PATH[path]
+        objects = list(objects)
+        if entry == HUB_REGISTRY:
+            if settings.hub_registry_team is None:
+                raise ValueError("the Hub's model registry is rendered but no team is named for it")
+            objects = transform.retarget_namespace(objects, HUB_REGISTRY_NAMESPACE, settings.hub_registry_team)
+        items.extend(Item(obj, entry.part) for obj in objects)
+    parts = [item.part for item in items]
+    objects = [item.manifest for item in items]
+    objects = transform.cleanup(objects)
+    objects = transform.stable_names(objects)
+    objects = credentials_.apply(objects, settings.credentials, settings.admin)
+    objects = notebooks.apply(
+        objects,
+        gpu_pools=settings.gpu_node_pools,
+        storage_class=settings.storage_class,
+        idle_minutes=settings.notebook_idle_minutes,
+    )
+    objects = gpu_scheduling.apply(objects, settings.gpu_scheduler)
+    objects = transform.storage_class(objects, settings.storage_class)
+    objects = transform.stateful_placement(objects)
+    if settings.access is not None:
+        objects = access_.secure_cookies(objects)
+    objects = transform.config_digests(objects)
+    left = credentials_.defaults_left(objects)
+    if left:
+        raise ValueError("upstream default credentials left:\n" + "\n".join(f"  - {line}" for line in left))
+    return [Item(obj, part) for obj, part in zip(objects, parts)]
+
+
+def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> list[Staged]:
+    """Every object to register, staged and connected; raises ValueError if the order check finds a problem."""
+    items = platform_objects(rendered, settings)
+    for team in settings.teams:
+        items.extend(Item(obj, None) for obj in teams_.manifests(team))
+    if settings.access is not None:
+        # Exposed last, once everything behind the gateway serves.
+        items.append(Item(access_.ingress(settings.access, settings.tags), None))
+    team_names = [t.name for t in settings.teams]
+    staged = staging.stage(items, team_names)
+    problems = staging.check(staged)
+    if problems:
+        raise ValueError("the install order is wrong:\n" + "\n".join(f"  - {p}" for p in problems))
+    return staged
+
+
+def objects_by_stage(staged: Sequence[Staged]) -> dict[int, int]:
+    """How many objects each stage holds (for summaries)."""
+    counts: dict[int, int] = {}
+    for item in staged:
+        counts[int(item.stage)] = counts.get(int(item.stage), 0) + 1
+    return counts
+
+
+__all__ = ["Admin", "Alb", "Credentials", "HUB_REGISTRY_NAMESPACE", "Part", "Settings", "Team", "build", "platform_objects"]

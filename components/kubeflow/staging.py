@@ -1,0 +1,411 @@
+"""Install order as data: every object's stage, the objects it waits for, the await annotations Pulumi reads, and a
+checker for all of it.
+
+A single apply of Kubeflow fails on webhook readiness: a fail-closed webhook rejects every create it intercepts
+until its pods serve. So objects go in stages, and each object depends on the *gate objects* of the stage before
+(never on a stage component, whose readiness Pulumi cannot see):
+
+  0 CRDs and the platform's namespaces      5 the apps (workloads, their Certificates and Issuers)
+  1 cert-manager                            6 the apps' webhook configurations
+  2 cert-manager's webhooks, the issuer     7 the apps' custom resources
+  3 Istio                                   8 teams (namespace, Profile, PodDefaults, per-team apps)
+  4 auth (oauth2-proxy, Dex)
+
+Gates are objects whose readiness Pulumi awaits: CRDs (`condition=Established`), workloads (the provider's own
+rollout await), webhook configurations (until their caBundle is injected) and cert-manager Certificates and
+Issuers (`condition=Ready`). On top of the stage gates, each object depends on: its namespace; a custom resource on
+its CRD and on every fail-closed webhook configuration intercepting its creation; a webhook configuration on its
+Service and the workloads behind it; a workload on the Certificates whose Secrets it mounts; a Certificate on its
+Issuer. Deletion runs the same graph backwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, Iterable, Mapping, Sequence
+
+from .entries import Part
+from .objects import (
+    Manifest,
+    ObjectKey,
+    Scopes,
+    group_of,
+    is_builtin,
+    is_crd,
+    is_webhook_configuration,
+    is_workload,
+    key,
+    matches,
+    pod_template,
+)
+
+
+class Stage(IntEnum):
+    CRDS = 0
+    CERT_MANAGER = 1
+    CERT_MANAGER_WEBHOOKS = 2
+    ISTIO = 3
+    AUTH = 4
+    APPS = 5
+    APP_WEBHOOKS = 6
+    APP_RESOURCES = 7
+    TEAMS = 8
+
+
+WAIT_FOR = "pulumi.com/waitFor"
+ESTABLISHED = "condition=Established"
+READY = "condition=Ready"
+CA_INJECTED = "jsonpath={.webhooks[*].clientConfig.caBundle}"
+CERT_MANAGER_GROUP = "cert-manager.io"
+_CERT_MANAGER_READY_KINDS = frozenset({"Certificate", "Issuer", "ClusterIssuer"})
+MAX_NAME = 80
+
+
+@dataclass(frozen=True)
+class Staged:
+    """One object ready to register: its stage, logical name, manifest (annotated) and dependencies."""
+
+    key: ObjectKey
+    stage: Stage
+    name: str
+    manifest: Manifest
+    depends_on: tuple[ObjectKey, ...]
+
+
+@dataclass(frozen=True)
+class Item:
+    """An object to stage, with the family its entry belongs to (None: a team's own object)."""
+
+    manifest: Manifest
+    part: Part | None
+
+
+def is_custom(obj: Mapping[str, Any]) -> bool:
+    return not is_builtin(obj)
+
+
+def wait_for(obj: Mapping[str, Any]) -> str | None:
+    """The `pulumi.com/waitFor` value of a gate object Pulumi would not otherwise await (None: none needed)."""
+    if is_crd(obj):
+        return ESTABLISHED
+    if is_webhook_configuration(obj):
+        return CA_INJECTED
+    if group_of(obj["apiVersion"]) == CERT_MANAGER_GROUP and obj["kind"] in _CERT_MANAGER_READY_KINDS:
+        return READY
+    return None
+
+
+def is_gate(obj: Mapping[str, Any]) -> bool:
+    return wait_for(obj) is not None or is_workload(obj)
+
+
+def stage_of(item: Item, team_namespaces: frozenset[str]) -> Stage:
+    obj = item.manifest
+    namespace = obj["metadata"].get("namespace", "")
+    if item.part is None or namespace in team_namespaces:
+        return Stage.TEAMS
+    if is_crd(obj) or (obj["kind"] == "Namespace" and obj["apiVersion"] == "v1"):
+        return Stage.CRDS
+    if item.part is Part.CERT_MANAGER:
+        return Stage.CERT_MANAGER_WEBHOOKS if is_webhook_configuration(obj) or is_custom(obj) else Stage.CERT_MANAGER
+    if item.part is Part.ISTIO:
+        return Stage.ISTIO
+    if item.part is Part.AUTH:
+        return Stage.AUTH
+    if is_webhook_configuration(obj):
+        return Stage.APP_WEBHOOKS
+    if is_custom(obj) and not (group_of(obj["apiVersion"]) == CERT_MANAGER_GROUP):
+        return Stage.APP_RESOURCES
+    return Stage.APPS
+
+
+def logical_name(stage: Stage, object_key: ObjectKey) -> str:
+    """`kubeflow-<stage>-<kind>-<namespace>-<name>` (no namespace part when cluster-scoped), lowercase and
+    DNS-safe; past MAX_NAME characters it is cut and ends in a hash of the whole key, so it stays unique."""
+    parts = ["kubeflow", str(int(stage)), object_key.kind, object_key.namespace, object_key.name]
+    name = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9-]", "-", "-".join(p for p in parts if p).lower())).strip("-")
+    if len(name) > MAX_NAME:
+        digest = hashlib.sha256(str(object_key).encode()).hexdigest()[:8]
+        name = f"{name[: MAX_NAME - 9].rstrip('-')}-{digest}"
+    return name
+
+
+def annotate(obj: Manifest) -> Manifest:
+    value = wait_for(obj)
+    if value is None:
+        return obj
+    # Only metadata is new: the rest is shared with the input, which is never changed.
+    annotations = {**(obj["metadata"].get("annotations") or {}), WAIT_FOR: value}
+    return {**obj, "metadata": {**obj["metadata"], "annotations": annotations}}
+
+
+# ------------------------------------------------------------------------------------------------ relations
+
+
+class Relations:
+    """The object-to-object requirements of a set of objects (what `edges` adds and `check` verifies)."""
+
+    def __init__(self, objects: Sequence[Manifest]):
+        self.objects = {key(o): o for o in objects}
+        self.scopes = Scopes(list(objects))
+        self.crds = {
+            (o["spec"]["group"], o["spec"]["names"]["kind"]): key(o) for o in objects if is_crd(o)
+        }
+        self.namespaces = {o["metadata"]["name"]: key(o) for o in objects if o["kind"] == "Namespace" and o["apiVersion"] == "v1"}
+        self.namespace_labels: dict[str, dict[str, str]] = {}
+        for name, namespace_key in self.namespaces.items():
+            labels = dict(self.objects[namespace_key]["metadata"].get("labels") or {})
+            self.namespace_labels[name] = {**labels, "kubernetes.io/metadata.name": name}
+        self.webhooks = [o for o in objects if is_webhook_configuration(o)]
+        self.workloads = [o for o in objects if is_workload(o)]
+        self.certificates = {
+            (o["metadata"]["namespace"], o["spec"]["secretName"]): key(o)
+            for o in objects
+            if group_of(o["apiVersion"]) == CERT_MANAGER_GROUP and o["kind"] == "Certificate"
+        }
+
+    def crd_of(self, obj: Manifest) -> ObjectKey | None:
+        return self.crds.get((group_of(obj["apiVersion"]), obj["kind"]))
+
+    def namespace_of(self, obj: Manifest) -> ObjectKey | None:
+        return self.namespaces.get(obj["metadata"].get("namespace", ""))
+
+    def _labels_of_namespace(self, name: str) -> dict[str, str]:
+        return self.namespace_labels.get(name, {"kubernetes.io/metadata.name": name})
+
+    def intercepts(self, webhook_configuration: Manifest, obj: Manifest) -> bool:
+        """Whether a fail-closed webhook of this configuration sees the creation of `obj`."""
+        group, kind = group_of(obj["apiVersion"]), obj["kind"]
+        if not self.scopes.known(group, kind):
+            return False
+        resource = self.scopes.resource(group, kind)
+        version = obj["apiVersion"].split("/")[-1]
+        namespaced = self.scopes.namespaced(group, kind)
+        labels = obj["metadata"].get("labels") or {}
+        for webhook in webhook_configuration.get("webhooks") or ():
+            if webhook.get("failurePolicy", "Fail") != "Fail":
+                continue
+            if not matches(webhook.get("objectSelector"), labels):
+                continue
+            if namespaced and not matches(webhook.get("namespaceSelector"), self._labels_of_namespace(obj["metadata"].get("namespace", ""))):
+                continue
+            if kind == "Namespace" and not matches(webhook.get("namespaceSelector"), {**labels, "kubernetes.io/metadata.name": obj["metadata"]["name"]}):
+                continue
+            for rule in webhook.get("rules") or ():
+                if _rule_matches(rule, group, version, resource, namespaced):
+                    return True
+        return False
+
+    def webhook_backends(self, webhook_configuration: Manifest) -> set[ObjectKey]:
+        """The Services a webhook configuration calls, and the workloads behind them."""
+        found: set[ObjectKey] = set()
+        for webhook in webhook_configuration.get("webhooks") or ():
+            service = webhook.get("clientConfig", {}).get("service")
+            if not service:
+                continue
+            service_key = ObjectKey("", "Service", service["namespace"], service["name"])
+            if service_key not in self.objects:
+                continue
+            found.add(service_key)
+            selector = self.objects[service_key].get("spec", {}).get("selector") or {}
+            for workload in self.workloads:
+                if workload["metadata"]["namespace"] != service["namespace"] or not selector:
+                    continue
+                template_labels = (pod_template(workload) or {}).get("metadata", {}).get("labels") or {}
+                if all(template_labels.get(k) == v for k, v in selector.items()):
+                    found.add(key(workload))
+        return found
+
+    def mounted_certificates(self, obj: Manifest) -> set[ObjectKey]:
+        template = pod_template(obj)
+        if template is None:
+            return set()
+        namespace = obj["metadata"].get("namespace", "")
+        names = {v["secret"]["secretName"] for v in template.get("spec", {}).get("volumes") or () if "secret" in v}
+        return {self.certificates[(namespace, n)] for n in names if (namespace, n) in self.certificates}
+
+    def issuer_of(self, obj: Manifest) -> ObjectKey | None:
+        if group_of(obj["apiVersion"]) != CERT_MANAGER_GROUP or obj["kind"] != "Certificate":
+            return None
+        ref = obj["spec"].get("issuerRef") or {}
+        if ref.get("kind", "Issuer") == "ClusterIssuer":
+            candidate = ObjectKey(CERT_MANAGER_GROUP, "ClusterIssuer", "", ref["name"])
+        else:
+            candidate = ObjectKey(CERT_MANAGER_GROUP, "Issuer", obj["metadata"]["namespace"], ref["name"])
+        return candidate if candidate in self.objects else None
+
+    def required(self, obj: Manifest, stages: Mapping[ObjectKey, Stage]) -> dict[ObjectKey, str]:
+        """What `obj` must depend on (directly or through others), each with the reason."""
+        own = key(obj)
+        needs: dict[ObjectKey, str] = {}
+        namespace = self.namespace_of(obj)
+        if namespace is not None and namespace != own:
+            needs[namespace] = "its namespace"
+        if is_custom(obj):
+            crd = self.crd_of(obj)
+            if crd is None:
+                raise ValueError(f"{own}: no CustomResourceDefinition for {obj['kind']}.{group_of(obj['apiVersion'])} among the objects")
+            needs[crd] = "its CRD"
+        for webhook in self.webhooks:
+            # Only a webhook that exists when the object is created can reject it.
+            if key(webhook) != own and stages[key(webhook)] <= stages[own] and self.intercepts(webhook, obj):
+                needs[key(webhook)] = "a fail-closed webhook intercepting its creation"
+        if is_webhook_configuration(obj):
+            for backend in self.webhook_backends(obj):
+                needs[backend] = "the service behind its webhooks"
+        for certificate in self.mounted_certificates(obj):
+            needs[certificate] = "the Certificate whose Secret it mounts"
+        issuer = self.issuer_of(obj)
+        if issuer is not None:
+            needs[issuer] = "its Issuer"
+        if obj["kind"] == "Profile" and group_of(obj["apiVersion"]) == "kubeflow.org":
+            team_namespace = self.namespaces.get(obj["metadata"]["name"])
+            if team_namespace is not None:
+                needs[team_namespace] = "the team namespace it adopts"
+        return needs
+
+
+def _rule_matches(rule: Mapping[str, Any], group: str, version: str, resource: str, namespaced: bool) -> bool:
+    def listed(values: Iterable[str], value: str) -> bool:
+        values = list(values or ())
+        return "*" in values or value in values
+
+    operations = rule.get("operations") or ()
+    if not ("*" in operations or "CREATE" in operations):
+        return False
+    if not listed(rule.get("apiGroups"), group) or not listed(rule.get("apiVersions"), version):
+        return False
+    resources = rule.get("resources") or ()
+    if not ("*" in resources or "*/*" in resources or resource in resources):
+        return False
+    scope = rule.get("scope", "*")
+    return scope == "*" or scope == ("Namespaced" if namespaced else "Cluster")
+
+
+# ------------------------------------------------------------------------------------------------ staging
+
+
+def gate_stages(stages: Mapping[ObjectKey, Stage], gates: set[ObjectKey]) -> dict[Stage, list[ObjectKey]]:
+    by_stage: dict[Stage, list[ObjectKey]] = defaultdict(list)
+    for object_key in sorted(gates):
+        by_stage[stages[object_key]].append(object_key)
+    return by_stage
+
+
+def previous_gates(stage: Stage, by_stage: Mapping[Stage, list[ObjectKey]]) -> list[ObjectKey]:
+    """The gates of the nearest earlier stage that has any."""
+    for earlier in range(int(stage) - 1, -1, -1):
+        if by_stage.get(Stage(earlier)):
+            return by_stage[Stage(earlier)]
+    return []
+
+
+def stage(items: Sequence[Item], team_namespaces: Iterable[str] = ()) -> list[Staged]:
+    """Stage, annotate, name and connect every object. Raises ValueError if two objects share an identity or a
+    logical name, or if a custom resource has no CRD among the objects."""
+    teams = frozenset(team_namespaces)
+    manifests = [annotate(item.manifest) for item in items]
+    keys = [key(m) for m in manifests]
+    duplicates = sorted({str(k) for k in keys if keys.count(k) > 1})
+    if duplicates:
+        raise ValueError(f"objects rendered twice: {', '.join(duplicates)}")
+    stages = {key(m): stage_of(Item(m, item.part), teams) for m, item in zip(manifests, items)}
+    relations = Relations(manifests)
+    by_stage = gate_stages(stages, {key(m) for m in manifests if is_gate(m)})
+    names: dict[str, ObjectKey] = {}
+    staged = []
+    for manifest in manifests:
+        own = key(manifest)
+        depends = dict.fromkeys(previous_gates(stages[own], by_stage))
+        depends.update(dict.fromkeys(sorted(relations.required(manifest, stages))))
+        depends.pop(own, None)
+        name = logical_name(stages[own], own)
+        if name in names:
+            raise ValueError(f"{own} and {names[name]} share the logical name {name}")
+        names[name] = own
+        staged.append(Staged(own, stages[own], name, manifest, tuple(depends)))
+    return sorted(staged, key=lambda s: (s.stage, s.key))
+
+
+# ------------------------------------------------------------------------------------------------ checking
+
+
+def check(staged: Sequence[Staged]) -> list[str]:
+    """Every way the staged objects could be applied in a wrong order (empty: none).
+
+    Checks, independently of how the edges were made: dependencies exist and point to the same or an earlier
+    stage; there is no cycle; each object depends directly on the previous stage's gates; every requirement of
+    `Relations` is met through some path; every gate carries its await annotation."""
+    by_key = {s.key: s for s in staged}
+    stages = {s.key: s.stage for s in staged}
+    problems: list[str] = []
+    for item in staged:
+        for dependency in item.depends_on:
+            if dependency not in by_key:
+                problems.append(f"{item.key}: depends on {dependency}, which is not staged")
+            elif by_key[dependency].stage > item.stage:
+                problems.append(f"{item.key} (stage {int(item.stage)}) depends on {dependency} of the later stage {int(by_key[dependency].stage)}")
+    if problems:
+        return problems
+    order = _topological(staged)
+    if order is None:
+        return ["the dependencies have a cycle"]
+    reachable = _closures(staged, order)
+    gates = {s.key for s in staged if is_gate(s.manifest)}
+    by_stage = gate_stages(stages, gates)
+    relations = Relations([s.manifest for s in staged])
+    for item in staged:
+        direct = set(item.depends_on)
+        for gate in previous_gates(item.stage, by_stage):
+            if gate not in direct:
+                problems.append(f"{item.key}: does not wait for {gate}, a gate of the stage before")
+        for needed, why in relations.required(item.manifest, stages).items():
+            if needed not in reachable[item.key]:
+                problems.append(f"{item.key}: does not wait for {needed} ({why})")
+        expected = wait_for(item.manifest)
+        if expected is not None and (item.manifest["metadata"].get("annotations") or {}).get(WAIT_FOR) != expected:
+            problems.append(f"{item.key}: a gate without {WAIT_FOR}: {expected}")
+    return problems
+
+
+def _topological(staged: Sequence[Staged]) -> list[ObjectKey] | None:
+    pending = {s.key: set(s.depends_on) for s in staged}
+    dependents: dict[ObjectKey, list[ObjectKey]] = defaultdict(list)
+    for s in staged:
+        for dependency in s.depends_on:
+            dependents[dependency].append(s.key)
+    ready = sorted(k for k, deps in pending.items() if not deps)
+    order = []
+    while ready:
+        current = ready.pop()
+        order.append(current)
+        for dependent in dependents[current]:
+            pending[dependent].discard(current)
+            if not pending[dependent]:
+                ready.append(dependent)
+    return order if len(order) == len(staged) else None
+
+
+def topological(staged: Sequence[Staged]) -> list[Staged]:
+    """The staged objects with every dependency before its dependents. Raises ValueError on a cycle."""
+    order = _topological(staged)
+    if order is None:
+        raise ValueError("the dependencies have a cycle")
+    by_key = {s.key: s for s in staged}
+    return [by_key[k] for k in order]
+
+
+def _closures(staged: Sequence[Staged], order: list[ObjectKey]) -> dict[ObjectKey, set[ObjectKey]]:
+    by_key = {s.key: s for s in staged}
+    closure: dict[ObjectKey, set[ObjectKey]] = {}
+    for object_key in order:
+        reach: set[ObjectKey] = set()
+        for dependency in by_key[object_key].depends_on:
+            reach.add(dependency)
+            reach |= closure[dependency]
+        closure[object_key] = reach
+    return closure

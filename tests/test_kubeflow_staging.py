@@ -1,0 +1,258 @@
+"""The install order as data: stages, gate edges, object-to-object edges, await annotations, and a checker that
+catches an order that would fail (seeded violations)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from components.kubeflow import entries, plan, render, staging
+from components.kubeflow.credentials import Admin
+from components.kubeflow.objects import ObjectKey
+from components.kubeflow.staging import Stage
+from components.kubeflow.teams import Team
+
+REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
+pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
+EVERYTHING = entries.selected(katib=True, spark=True, hub=True, knative=True, hub_registry=True)
+TEAMS = (
+    Team(name="vision", owner="lead@example.org", gpu_quota=8, s3_prefix="teams/vision", fsx_claim="fsx-lustre"),
+    Team(name="nlp", owner="nlp@example.org", gpu_quota=2, s3_prefix="teams/nlp"),
+)
+SETTINGS = plan.Settings(
+    admin=Admin("platform@example.org"), storage_class="gp3", gpu_node_pools=("gpu-inference",), teams=TEAMS,
+    hub_registry_team="vision",
+)
+
+
+@pytest.fixture(scope="session")
+def staged(tmp_path_factory) -> list[staging.Staged]:
+    rendered = render.render(REFERENCE, EVERYTHING, cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+    return plan.build(rendered, SETTINGS)
+
+
+@pytest.fixture(scope="session")
+def default_set(tmp_path_factory) -> list[staging.Staged]:
+    rendered = render.render(REFERENCE, entries.DEFAULT, cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+    return plan.build(rendered, dataclasses.replace(SETTINGS, hub_registry_team=None))
+
+
+def one(staged, kind, namespace, name) -> staging.Staged:
+    (found,) = [s for s in staged if (s.key.kind, s.key.namespace, s.key.name) == (kind, namespace, name)]
+    return found
+
+
+def reaches(staged, item, target: ObjectKey) -> bool:
+    by_key = {s.key: s for s in staged}
+    todo, seen = list(item.depends_on), set()
+    while todo:
+        current = todo.pop()
+        if current == target:
+            return True
+        if current not in seen:
+            seen.add(current)
+            todo.extend(by_key[current].depends_on)
+    return False
+
+
+def test_the_default_set_and_everything_stage_without_a_problem(staged, default_set):
+    assert staging.check(staged) == []
+    assert staging.check(default_set) == []
+    assert len(default_set) == 471 + 3 * 2 + 1  # upstream's objects, two teams' namespace, Profile, PodDefault, one FSx PodDefault
+
+
+@pytest.mark.parametrize(
+    "kind, namespace, name, stage",
+    [
+        ("CustomResourceDefinition", "", "certificates.cert-manager.io", Stage.CRDS),
+        ("CustomResourceDefinition", "", "profiles.kubeflow.org", Stage.CRDS),
+        ("Namespace", "", "kubeflow", Stage.CRDS),
+        ("Deployment", "cert-manager", "cert-manager-webhook", Stage.CERT_MANAGER),
+        ("ValidatingWebhookConfiguration", "", "cert-manager-webhook", Stage.CERT_MANAGER_WEBHOOKS),
+        ("ClusterIssuer", "", "kubeflow-self-signing-issuer", Stage.CERT_MANAGER_WEBHOOKS),
+        ("Deployment", "istio-system", "istiod", Stage.ISTIO),
+        ("MutatingWebhookConfiguration", "", "istio-sidecar-injector", Stage.ISTIO),
+        ("Deployment", "auth", "dex", Stage.AUTH),
+        ("Deployment", "oauth2-proxy", "oauth2-proxy", Stage.AUTH),
+        ("Deployment", "kubeflow", "ml-pipeline", Stage.APPS),
+        ("Certificate", "kubeflow", "poddefaults-webhook-cert", Stage.APPS),
+        ("MutatingWebhookConfiguration", "", "poddefaults-webhook-mutating-webhook-configuration", Stage.APP_WEBHOOKS),
+        ("ValidatingWebhookConfiguration", "", "validator.trainer.kubeflow.org", Stage.APP_WEBHOOKS),
+        ("ClusterTrainingRuntime", "", "torch-distributed", Stage.APP_RESOURCES),
+        ("Gateway", "kubeflow", "kubeflow-gateway", Stage.APP_RESOURCES),
+        ("Namespace", "", "vision", Stage.TEAMS),
+        ("Profile", "", "vision", Stage.TEAMS),
+        ("PodDefault", "nlp", "access-ml-pipeline", Stage.TEAMS),
+        ("Deployment", "vision", "model-registry-deployment", Stage.TEAMS),
+    ],
+)
+def test_each_object_is_in_its_stage(staged, kind, namespace, name, stage):
+    assert one(staged, kind, namespace, name).stage == stage
+
+
+def test_every_object_waits_for_the_gates_of_the_stage_before_and_never_for_a_later_stage(staged):
+    stages = {s.key: s.stage for s in staged}
+    gates = {stage: [s.key for s in staged if s.stage == stage and staging.is_gate(s.manifest)] for stage in Stage}
+    for item in staged:
+        assert all(stages[d] <= item.stage for d in item.depends_on), item.key
+        earlier = [s for s in Stage if s < item.stage and gates[s]]
+        if earlier:
+            assert set(gates[earlier[-1]]) <= set(item.depends_on), item.key
+
+
+def test_gates_are_crds_workloads_webhook_configurations_certificates_and_issuers(staged):
+    kinds = {s.key.kind for s in staged if staging.is_gate(s.manifest)}
+    assert kinds == {"CustomResourceDefinition", "Deployment", "StatefulSet", "DaemonSet", "MutatingWebhookConfiguration",
+                     "ValidatingWebhookConfiguration", "Certificate", "Issuer", "ClusterIssuer"}
+
+
+def test_gates_carry_the_await_annotations_pulumi_kubernetes_reads(staged):
+    def wait_for(kind, namespace, name):
+        return one(staged, kind, namespace, name).manifest["metadata"]["annotations"].get("pulumi.com/waitFor")
+
+    assert wait_for("CustomResourceDefinition", "", "profiles.kubeflow.org") == "condition=Established"
+    assert wait_for("MutatingWebhookConfiguration", "", "poddefaults-webhook-mutating-webhook-configuration") == (
+        "jsonpath={.webhooks[*].clientConfig.caBundle}"
+    )
+    assert wait_for("Certificate", "kubeflow", "kfp-cache-cert") == "condition=Ready"
+    assert wait_for("ClusterIssuer", "", "kubeflow-self-signing-issuer") == "condition=Ready"
+    deployment = one(staged, "Deployment", "kubeflow", "ml-pipeline").manifest["metadata"]
+    assert "pulumi.com/waitFor" not in (deployment.get("annotations") or {})  # the provider awaits rollouts itself
+    assert not any("pulumi.com/skipAwait" in str(s.manifest["metadata"].get("annotations")) for s in staged)
+
+
+def test_custom_resources_wait_for_their_crd_and_the_fail_closed_webhooks_that_check_them(staged):
+    runtime = one(staged, "ClusterTrainingRuntime", "", "torch-distributed")
+    assert ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", "", "clustertrainingruntimes.trainer.kubeflow.org") in runtime.depends_on
+    assert ObjectKey("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "", "validator.trainer.kubeflow.org") in runtime.depends_on
+    issuer = one(staged, "ClusterIssuer", "", "kubeflow-self-signing-issuer")
+    assert ObjectKey("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "", "cert-manager-webhook") in issuer.depends_on
+    certificate = one(staged, "Certificate", "kubeflow", "kfp-cache-cert")
+    assert reaches(staged, certificate, ObjectKey("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "", "cert-manager-webhook"))
+
+
+def test_a_webhook_configuration_waits_for_its_service_and_the_workload_behind_it(staged):
+    webhook = one(staged, "MutatingWebhookConfiguration", "", "poddefaults-webhook-mutating-webhook-configuration")
+    assert ObjectKey("", "Service", "kubeflow", "poddefaults-webhook-service") in webhook.depends_on
+    assert ObjectKey("apps", "Deployment", "kubeflow", "poddefaults-webhook-deployment") in webhook.depends_on
+    jobset = one(staged, "ValidatingWebhookConfiguration", "", "jobset-validating-webhook-configuration")
+    assert ObjectKey("apps", "Deployment", "kubeflow-system", "jobset-controller-manager") in jobset.depends_on
+
+
+def test_a_workload_waits_for_the_certificates_it_mounts_and_a_certificate_for_its_issuer(staged):
+    deployment = one(staged, "Deployment", "kubeflow", "poddefaults-webhook-deployment")
+    assert ObjectKey("cert-manager.io", "Certificate", "kubeflow", "poddefaults-webhook-cert") in deployment.depends_on
+    certificate = one(staged, "Certificate", "kubeflow", "poddefaults-webhook-cert")
+    assert ObjectKey("cert-manager.io", "Issuer", "kubeflow", "poddefaults-webhook-selfsigned-issuer") in certificate.depends_on
+
+
+def test_a_team_profile_waits_for_its_namespace_and_team_objects_for_the_apps(staged):
+    profile = one(staged, "Profile", "", "vision")
+    assert ObjectKey("", "Namespace", "", "vision") in profile.depends_on
+    assert reaches(staged, profile, ObjectKey("apps", "Deployment", "kubeflow", "profiles-deployment"))
+    pod_default = one(staged, "PodDefault", "vision", "access-ml-pipeline")
+    assert ObjectKey("", "Namespace", "", "vision") in pod_default.depends_on
+    assert reaches(staged, pod_default, ObjectKey("admissionregistration.k8s.io", "MutatingWebhookConfiguration", "",
+                                                  "poddefaults-webhook-mutating-webhook-configuration"))
+
+
+def test_logical_names_are_short_dns_safe_unique_and_follow_the_pattern(staged):
+    names = [s.name for s in staged]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", n) and len(n) <= staging.MAX_NAME for n in names)
+    assert one(staged, "Deployment", "kubeflow", "ml-pipeline").name == "kubeflow-5-deployment-kubeflow-ml-pipeline"
+    assert one(staged, "ClusterTrainingRuntime", "", "torch-distributed").name == "kubeflow-7-clustertrainingruntime-torch-distributed"
+
+
+def test_a_long_name_is_cut_with_a_hash_of_the_whole_identity():
+    first = ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", "", "x" * 70 + ".example.com")
+    second = ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", "", "x" * 70 + ".example.org")
+    a, b = staging.logical_name(Stage.CRDS, first), staging.logical_name(Stage.CRDS, second)
+    assert len(a) == len(b) == staging.MAX_NAME and a != b
+    assert staging.logical_name(Stage.CRDS, first) == a  # stable
+
+
+# ------------------------------------------------------------------------------------------------ seeded violations
+
+
+def replaced(staged, item, **changes):
+    return [dataclasses.replace(s, **changes) if s.key == item.key else s for s in staged]
+
+
+def test_the_checker_catches_a_custom_resource_moved_before_its_webhook(staged):
+    runtime = one(staged, "ClusterTrainingRuntime", "", "torch-distributed")
+    problems = staging.check(replaced(staged, runtime, stage=Stage.APPS))
+    assert any("of the later stage 6" in p and "validator.trainer.kubeflow.org" in p for p in problems)
+
+
+def test_the_checker_catches_a_custom_resource_that_waits_for_nothing(staged):
+    runtime = one(staged, "ClusterTrainingRuntime", "", "torch-distributed")
+    problems = "\n".join(staging.check(replaced(staged, runtime, depends_on=())))
+    assert "(its CRD)" in problems
+    assert "(a fail-closed webhook intercepting its creation)" in problems
+    assert "a gate of the stage before" in problems
+
+
+def test_the_checker_catches_a_workload_that_does_not_wait_for_its_certificate(staged):
+    deployment = one(staged, "Deployment", "kubeflow", "poddefaults-webhook-deployment")
+    kept = tuple(d for d in deployment.depends_on if d.kind != "Certificate")
+    problems = staging.check(replaced(staged, deployment, depends_on=kept))
+    assert problems == [
+        "Deployment.apps kubeflow/poddefaults-webhook-deployment: does not wait for "
+        "Certificate.cert-manager.io kubeflow/poddefaults-webhook-cert (the Certificate whose Secret it mounts)"
+    ]
+
+
+def test_the_checker_catches_a_webhook_configuration_that_does_not_wait_for_its_service(staged):
+    webhook = one(staged, "MutatingWebhookConfiguration", "", "poddefaults-webhook-mutating-webhook-configuration")
+    kept = tuple(d for d in webhook.depends_on if d.kind != "Service")
+    problems = staging.check(replaced(staged, webhook, depends_on=kept))
+    assert len(problems) == 1 and "the service behind its webhooks" in problems[0]
+
+
+def test_the_checker_catches_a_profile_created_before_its_namespace(staged):
+    profile = one(staged, "Profile", "", "vision")
+    kept = tuple(d for d in profile.depends_on if d.kind != "Namespace")
+    assert staging.check(replaced(staged, profile, depends_on=kept)) == [
+        "Profile.kubeflow.org vision: does not wait for Namespace vision (the team namespace it adopts)"
+    ]
+
+
+def test_the_checker_catches_a_gate_without_its_await_annotation(staged):
+    crd = one(staged, "CustomResourceDefinition", "", "profiles.kubeflow.org")
+    manifest = {**crd.manifest, "metadata": {**crd.manifest["metadata"], "annotations": {}}}
+    problems = staging.check(replaced(staged, crd, manifest=manifest))
+    assert problems == [f"{crd.key}: a gate without pulumi.com/waitFor: condition=Established"]
+
+
+def test_the_checker_catches_a_cycle(staged):
+    namespace = one(staged, "Namespace", "", "kubeflow")
+    deployment = one(staged, "Deployment", "kubeflow", "ml-pipeline")
+    problems = staging.check(replaced(staged, namespace, depends_on=(deployment.key,)))
+    assert any("later stage" in p for p in problems)  # a cycle across stages is first an order error
+    same_stage = one(staged, "Service", "kubeflow", "ml-pipeline")
+    cyclic = replaced(replaced(staged, deployment, depends_on=(*deployment.depends_on, same_stage.key)), same_stage,
+                      depends_on=(*same_stage.depends_on, deployment.key))
+    assert staging.check(cyclic) == ["the dependencies have a cycle"]
+
+
+def test_the_checker_catches_a_dependency_that_is_not_staged(staged):
+    deployment = one(staged, "Deployment", "kubeflow", "ml-pipeline")
+    ghost = ObjectKey("", "ConfigMap", "kubeflow", "ghost")
+    problems = staging.check(replaced(staged, deployment, depends_on=(*deployment.depends_on, ghost)))
+    assert problems == [f"{deployment.key}: depends on {ghost}, which is not staged"]
+
+
+def test_an_object_rendered_twice_is_refused():
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "kubeflow"}}
+    with pytest.raises(ValueError, match="rendered twice"):
+        staging.stage([staging.Item(obj, entries.Part.APPS), staging.Item(obj, entries.Part.APPS)])
+
+
+def test_a_custom_resource_without_its_crd_is_refused():
+    obj = {"apiVersion": "example.org/v1", "kind": "Widget", "metadata": {"name": "a"}, "spec": {}}
+    with pytest.raises(ValueError, match="no CustomResourceDefinition for Widget"):
+        staging.stage([staging.Item(obj, entries.Part.APPS)])
