@@ -125,7 +125,7 @@ def extract(archive: Path, source: SourcePin, into: Path, files: Mapping[str, st
 def fetch(
     cache: Path | None = None,
     *,
-    download: Download = download_https,
+    download: Download | None = None,
     sources: Iterable[SourcePin] = SOURCES,
     files: Mapping[str, str] = FILES,
     log: Callable[[str], None] = lambda line: None,
@@ -144,7 +144,10 @@ def fetch(
         log(f"{source.repository}@{source.ref}: downloading {source.archive_url}")
         with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as work:
             archive = Path(work) / "archive.tar.gz"
-            download(source.archive_url, archive)
+            try:
+                (download or download_https)(source.archive_url, archive)
+            except OSError as error:  # urllib's URLError and HTTPError are OSErrors
+                raise TreeError(f"could not download {source.archive_url}: {error}") from None
             staging = Path(work) / "tree"
             extract(archive, source, staging, files)
             target = root / source.folder

@@ -1,0 +1,157 @@
+"""The `kubeflow:` section of the stack configuration, parsed at the edge into frozen models, and what it becomes:
+the entries to render and the settings of `plan.build`.
+
+    eks-ml-platform:kubeflow:
+      enabled: true
+      adminEmail: platform-team@example.org
+      components: {katib: false, spark: false, knative: false, hub: false}
+      teams:
+        vision: {owner: lead@example.org, gpuQuota: 8, s3Prefix: teams/vision, fsxClaim: fsx-lustre}
+      access: {mode: port-forward}          # or: {mode: alb, certificateArn: arn:..., scheme: internal}
+      notebooks: {idleMinutes: 60}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic.alias_generators import to_camel
+
+from . import entries
+from .access import Alb
+from .credentials import Admin
+from .plan import Settings
+from .teams import Team
+
+
+def _pattern(regex: str, what: str):
+    compiled = re.compile(regex)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"expected {what}, got {value!r}")
+        return value
+
+    return AfterValidator(check)
+
+
+Email = Annotated[StrictStr, _pattern(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address like 'lead@example.org'")]
+TeamName = Annotated[StrictStr, _pattern(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")]
+S3Prefix = Annotated[StrictStr, _pattern(r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no leading or trailing '/')")]
+CertificateArn = Annotated[
+    StrictStr, _pattern(r"arn:aws(-cn|-us-gov)?:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+", "an ACM certificate ARN")
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class Components(_Model):
+    """Optional Kubeflow components beyond the default set (Pipelines, Notebooks, Trainer, dashboard, auth)."""
+
+    katib: StrictBool = False
+    spark: StrictBool = False
+    knative: StrictBool = False
+    hub: StrictBool = False
+
+
+class TeamConfig(_Model):
+    owner: Email
+    gpu_quota: StrictInt = Field(default=0, ge=0)
+    s3_prefix: S3Prefix
+    fsx_claim: TeamName | None = None
+
+
+class Access(_Model):
+    """`port-forward` exposes nothing; `alb` puts an HTTPS Application Load Balancer in front of the gateway."""
+
+    mode: Literal["port-forward", "alb"] = "port-forward"
+    certificate_arn: CertificateArn | None = None
+    scheme: Literal["internal", "internet-facing"] = "internal"
+    host: StrictStr | None = None
+    allowed_cidrs: tuple[StrictStr, ...] = ()
+
+    @model_validator(mode="after")
+    def _alb_keys(self) -> Access:
+        if self.mode == "alb" and self.certificate_arn is None:
+            raise ValueError("certificateArn is required with mode alb (the ALB serves HTTPS only)")
+        if self.mode == "port-forward":
+            unused = sorted(to_camel(f) for f in self.model_fields_set - {"mode"})
+            if unused:
+                raise ValueError(f"{', '.join(unused)} only apply to mode alb; remove them")
+        return self
+
+
+class Notebooks(_Model):
+    idle_minutes: StrictInt = Field(default=60, ge=10, le=7 * 24 * 60)
+
+
+class KubeflowConfig(_Model):
+    enabled: StrictBool = False
+    admin_email: Email | None = None
+    components: Components = Components()
+    #: The team whose namespace gets the Hub's model registry (needs components.hub).
+    hub_registry_team: TeamName | None = None
+    teams: dict[TeamName, TeamConfig] = {}
+    access: Access = Access()
+    notebooks: Notebooks = Notebooks()
+    #: A verified Kubeflow tree to read instead of the fetched one (tests name the reference copy).
+    tree: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KubeflowConfig:
+        if not self.enabled:
+            unused = sorted(to_camel(f) for f in self.model_fields_set - {"enabled"})
+            if unused:
+                raise ValueError(f"{', '.join(unused)} do nothing while enabled is false; remove them")
+            return self
+        if self.admin_email is None:
+            raise ValueError("adminEmail is required: it is the one Dex user, who signs in first and adds teams")
+        if self.hub_registry_team is not None:
+            if not self.components.hub:
+                raise ValueError("hubRegistryTeam needs components.hub: true")
+            if self.hub_registry_team not in self.teams:
+                raise ValueError(f"hubRegistryTeam {self.hub_registry_team!r} is not one of the teams")
+        return self
+
+
+def selected_entries(config: KubeflowConfig) -> tuple[entries.Entry, ...]:
+    c = config.components
+    return entries.selected(
+        katib=c.katib, spark=c.spark, hub=c.hub, knative=c.knative, hub_registry=config.hub_registry_team is not None
+    )
+
+
+def settings(
+    config: KubeflowConfig,
+    *,
+    storage_class: str,
+    gpu_node_pools: tuple[str, ...],
+    gpu_scheduler: str | None,
+    tags: dict[str, str] | None = None,
+) -> Settings:
+    """The settings of `plan.build` from the config and the platform's facts (its default StorageClass, the GPU
+    NodePool names, the bin-packing scheduler's name or None). Credentials and role ARNs stay placeholders."""
+    if not config.enabled or config.admin_email is None:
+        raise ValueError("Kubeflow is not enabled")
+    alb = None
+    if config.access.mode == "alb":
+        assert config.access.certificate_arn is not None
+        alb = Alb(config.access.certificate_arn, config.access.scheme, config.access.host, config.access.allowed_cidrs)
+    return Settings(
+        admin=Admin(config.admin_email),
+        storage_class=storage_class,
+        gpu_node_pools=gpu_node_pools,
+        gpu_scheduler=gpu_scheduler,
+        notebook_idle_minutes=config.notebooks.idle_minutes,
+        teams=tuple(
+            Team(name=name, owner=t.owner, gpu_quota=t.gpu_quota, s3_prefix=t.s3_prefix, fsx_claim=t.fsx_claim)
+            for name, t in sorted(config.teams.items())
+        ),
+        hub_registry_team=config.hub_registry_team,
+        access=alb,
+        tags=dict(tags or {}),
+    )
