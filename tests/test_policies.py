@@ -15,7 +15,8 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
 from components import preview
-from components.policy import rules as policy_rules
+from components.policy import gpu as policy_gpu
+from components.policy import model as policy_model
 from components.policy.rules import RULES, Resource, evaluate, resolve_enforcement
 from components.preview import main, mocks, policy_resources
 from components.scheduling import WORKLOAD_LABEL
@@ -104,16 +105,16 @@ def test_launch_template_without_block_device_mappings_is_flagged():
 
 def test_node_class_volumes_encrypted():
     spec = {"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": False}}]}
-    assert broken("nodeclass-volumes-encrypted", [res(policy_rules.NODECLASS, spec=spec)]) != []
+    assert broken("nodeclass-volumes-encrypted", [res(policy_model.NODECLASS, spec=spec)]) != []
     spec["blockDeviceMappings"][0]["ebs"]["encrypted"] = True
-    assert broken("nodeclass-volumes-encrypted", [res(policy_rules.NODECLASS, spec=spec)]) == []
+    assert broken("nodeclass-volumes-encrypted", [res(policy_model.NODECLASS, spec=spec)]) == []
 
 
 def test_imdsv2_required_on_templates_and_node_classes():
     assert broken("imdsv2-required", [res(LT, metadataOptions={"httpTokens": "optional"})]) != []
-    assert broken("imdsv2-required", [res(policy_rules.NODECLASS, spec={})]) != []
+    assert broken("imdsv2-required", [res(policy_model.NODECLASS, spec={})]) != []
     assert broken("imdsv2-required", [res(LT, metadataOptions={"httpTokens": "required"})]) == []
-    assert broken("imdsv2-required", [res(policy_rules.NODECLASS, spec={"metadataOptions": {"httpTokens": "required"}})]) == []
+    assert broken("imdsv2-required", [res(policy_model.NODECLASS, spec={"metadataOptions": {"httpTokens": "required"}})]) == []
 
 
 # ------------------------------------------------------------------------------------------------------ EKS
@@ -340,7 +341,7 @@ def test_fsx_in_a_vpc_brought_from_elsewhere_cannot_be_checked_and_the_rule_says
 
 # -------------------------------------------------------------------------------------- Helm, images, passwords
 
-RELEASE = policy_rules.HELM_RELEASE
+RELEASE = policy_model.HELM_RELEASE
 
 
 @pytest.mark.parametrize(("version", "bad"), [(None, True), ("", True), ("^1.14", True), ("1.x", True), ("1.14.1", False), ("v26.7.0", False)])
@@ -403,7 +404,7 @@ def test_grafana_admin_password_is_never_the_chart_default():
 
 # ----------------------------------------------------------------------------------------------------- GPU
 
-NODEPOOL = policy_rules.NODEPOOL
+NODEPOOL = policy_gpu.NODEPOOL
 
 
 def pool(name="p", *, capacity=("spot", "on-demand"), gpu=True, taint=True, limit=True, workload=None, disruption=None, types=None):
@@ -452,7 +453,7 @@ def req(key: str, operator: str = "In", *values: str) -> dict[str, Any]:
 )
 def test_gpu_pools_are_recognised_however_they_choose_gpus(requirement, gpu):
     chosen = pool_choosing(requirement)
-    assert policy_rules.is_gpu_pool(chosen) is gpu
+    assert policy_gpu.is_gpu_pool(chosen) is gpu
     assert broken("gpu-nodepool-tainted", [chosen]) == (["GPU NodePool p has no nvidia.com/gpu:NoSchedule taint"] if gpu else [])
 
 
@@ -548,7 +549,7 @@ def test_every_rule_has_a_test_here():
 
 def namespace(name: str, labels: dict | None = None) -> Resource:
     metadata = {"name": name, **({"labels": labels} if labels is not None else {})}
-    return res(policy_rules.NAMESPACE, name, metadata=metadata)
+    return res(policy_model.NAMESPACE, name, metadata=metadata)
 
 
 @pytest.mark.parametrize(
@@ -567,7 +568,7 @@ def test_every_namespace_enforces_a_pod_security_level(resource, bad):
 
 
 def test_team_namespaces_enforce_baseline_and_warn_of_restricted(prod):
-    team = next(r for r in prod.of_type(policy_rules.NAMESPACE) if r.inputs["metadata"]["name"] == "team-a")
+    team = next(r for r in prod.of_type(policy_model.NAMESPACE) if r.inputs["metadata"]["name"] == "team-a")
     assert team.inputs["metadata"]["labels"] == {
         "pod-security.kubernetes.io/enforce": "baseline",
         "pod-security.kubernetes.io/warn": "restricted",
@@ -621,7 +622,7 @@ SEEDS: dict[str, tuple[Match, Callable[[dict[str, Any]], Any] | None]] = {
     "s3-public-access-blocked": (of_type(PAB), lambda p: p.update(blockPublicPolicy=False)),
     "s3-tls-only": (of_type(POLICY), lambda p: p.update(policy=json.dumps({"Statement": []}))),
     "volumes-encrypted": (of_type(LT), lambda p: p["blockDeviceMappings"][0]["ebs"].update(encrypted="false")),
-    "nodeclass-volumes-encrypted": (of_type(policy_rules.NODECLASS), lambda p: p["spec"]["blockDeviceMappings"][0]["ebs"].update(encrypted=False)),
+    "nodeclass-volumes-encrypted": (of_type(policy_model.NODECLASS), lambda p: p["spec"]["blockDeviceMappings"][0]["ebs"].update(encrypted=False)),
     "imdsv2-required": (of_type(LT), lambda p: p["metadataOptions"].update(httpTokens="optional")),
     "eks-secrets-encrypted-and-logged": (of_type(CLUSTER), lambda p: p.pop("encryptionConfigKeyArn")),
     "eks-endpoint-not-public-in-prod": (of_type(CLUSTER), lambda p: p.update(PUBLIC_ENDPOINT)),
@@ -637,7 +638,7 @@ SEEDS: dict[str, tuple[Match, Callable[[dict[str, Any]], Any] | None]] = {
     "training-pool-protected": (of_type(NODEPOOL), lambda p: p["spec"]["template"]["metadata"]["labels"].update({WORKLOAD_LABEL: "training"})),
     "inference-pool-flexible": (of_type(NODEPOOL, "inference-a10g-spot"), lambda p: template_spec(p)["requirements"].append(req("node.kubernetes.io/instance-type", "In", "g5.xlarge"))),
     "nodepool-disruption-set": (of_type(NODEPOOL), lambda p: p["spec"].pop("disruption")),
-    "namespaces-pod-security": (of_type(policy_rules.NAMESPACE), lambda p: p["metadata"].pop("labels", None)),
+    "namespaces-pod-security": (of_type(policy_model.NAMESPACE), lambda p: p["metadata"].pop("labels", None)),
     "spot-needs-interruption-queue": (of_type("aws:sqs/queue:Queue"), None),
     "gpu-pools-need-operator-and-dcgm": (lambda r: r.type == RELEASE and r.inputs.get("chart") == "gpu-operator", None),
 }

@@ -8,13 +8,11 @@ Properties may be pulumi-policy's read-only proxies under CrossGuard: structure 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 from components.karpenter.validation import requirement_accelerators
+from components.policy.model import Resource, known, releases
 from components.scheduling import GPU_RESOURCE, GPU_TAINT, WORKLOAD_LABEL
-
-if TYPE_CHECKING:
-    from components.policy.rules import Resource
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 #: (operator, values) of a requirement a pool does not have.
@@ -117,3 +115,56 @@ def disruption_set(resource: Resource) -> Iterable[str]:
     missing = [k for k in ("consolidationPolicy", "consolidateAfter", "budgets") if not disruption.get(k)]
     if missing:
         yield f"NodePool {resource.name} does not set disruption {missing}"
+
+
+# ------------------------------------------------------------------------------------------------ stack checks
+
+
+def _allows_spot(pool: Resource) -> bool:
+    return "spot" in capacity_types(pool)
+
+
+def _warns_of_spot_interruption(rule: Resource) -> bool:
+    return "EC2 Spot Instance Interruption Warning" in str(rule.props.get("eventPattern"))
+
+
+def _interruption_queue_set(karpenter: Resource) -> bool:
+    return bool(((karpenter.props.get("values") or {}).get("settings") or {}).get("interruptionQueue"))
+
+
+def spot_needs_queue(resources: Sequence[Resource]) -> Iterable[tuple[str, str]]:
+    spot_pools = [r for r in resources if r.type == NODEPOOL and known(r, _allows_spot, False)]
+    if not spot_pools:
+        return
+    has_queue = any(r.type == "aws:sqs/queue:Queue" for r in resources)
+    has_rule = any(
+        r.type == "aws:cloudwatch/eventRule:EventRule" and known(r, _warns_of_spot_interruption, True)
+        for r in resources
+    )
+    karpenter = releases(resources).get("karpenter")
+    wired = karpenter is not None and known(karpenter, _interruption_queue_set, True)
+    if not (has_queue and has_rule and wired):
+        for pool in spot_pools:
+            yield (
+                pool.urn,
+                f"NodePool {pool.name} allows spot but the stack has no interruption queue wired to Karpenter",
+            )
+
+
+def _dcgm_enabled(operator: Resource) -> bool:
+    return ((operator.props.get("values") or {}).get("dcgmExporter") or {}).get("enabled") is not False
+
+
+def gpu_needs_operator(resources: Sequence[Resource]) -> Iterable[tuple[str, str]]:
+    gpu_pools = [r for r in resources if r.type == NODEPOOL and known(r, is_gpu_pool, False)]
+    if not gpu_pools:
+        return
+    by_chart = releases(resources)
+    operator = by_chart.get("gpu-operator")
+    device_plugin = operator is not None or "nvidia-device-plugin" in by_chart
+    dcgm = (operator is not None and known(operator, _dcgm_enabled, True)) or "dcgm-exporter" in by_chart
+    for pool in gpu_pools:
+        if not device_plugin:
+            yield pool.urn, f"GPU NodePool {pool.name} but no GPU Operator or device plugin in the stack"
+        if not dcgm:
+            yield pool.urn, f"GPU NodePool {pool.name} but no DCGM exporter: GPU use would be invisible"

@@ -11,10 +11,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
-if TYPE_CHECKING:
-    from components.policy.rules import Resource
+from components.policy.model import Resource
 
 ROLE = "aws:iam/role:Role"
 #: Resources whose `policy` is a permission document.
