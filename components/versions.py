@@ -31,18 +31,14 @@ _EKS_ADDON_DOCS = "https://docs.aws.amazon.com/eks/latest/userguide/managing-{pa
 _EBS_CSI_SOURCE = "aws eks describe-addon-versions --addon-name aws-ebs-csi-driver --kubernetes-version {k8s}"
 
 
-def _addon(addon: str, version: str, source: str) -> Pin:
-    return Pin(addon, version, source)
-
-
 def _addons(k8s: str, *, kube_proxy: str, coredns: str) -> Mapping[str, Pin]:
     return MappingProxyType(
         {
             # One build covers Kubernetes 1.29 to 1.35.
-            "vpc-cni": _addon("vpc-cni", "v1.21.1-eksbuild.7", _EKS_ADDON_DOCS.format(page="vpc-cni")),
-            "kube-proxy": _addon("kube-proxy", kube_proxy, _EKS_ADDON_DOCS.format(page="kube-proxy")),
-            "coredns": _addon("coredns", coredns, _EKS_ADDON_DOCS.format(page="coredns")),
-            "aws-ebs-csi-driver": _addon(
+            "vpc-cni": Pin("vpc-cni", "v1.21.1-eksbuild.7", _EKS_ADDON_DOCS.format(page="vpc-cni")),
+            "kube-proxy": Pin("kube-proxy", kube_proxy, _EKS_ADDON_DOCS.format(page="kube-proxy")),
+            "coredns": Pin("coredns", coredns, _EKS_ADDON_DOCS.format(page="coredns")),
+            "aws-ebs-csi-driver": Pin(
                 "aws-ebs-csi-driver", "v1.62.0-eksbuild.1", _EBS_CSI_SOURCE.format(k8s=k8s)
             ),
         }
