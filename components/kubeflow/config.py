@@ -39,7 +39,10 @@ def _pattern(regex: str, what: str):
 
 Email = Annotated[StrictStr, _pattern(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address like 'lead@example.org'")]
 TeamName = Annotated[StrictStr, _pattern(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")]
-S3Prefix = Annotated[StrictStr, _pattern(r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no leading or trailing '/')")]
+S3Prefix = Annotated[
+    StrictStr,
+    _pattern(r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no leading or trailing '/')"),
+]
 CertificateArn = Annotated[
     StrictStr, _pattern(r"arn:aws(-cn|-us-gov)?:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+", "an ACM certificate ARN")
 ]

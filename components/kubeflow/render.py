@@ -49,7 +49,9 @@ def kubectl_binary() -> Path:
     try:
         dist = importlib.metadata.distribution(KUBECTL.name)
     except importlib.metadata.PackageNotFoundError:
-        raise RenderError(f"{KUBECTL.name}=={KUBECTL.version} is not installed (it provides kustomize {KUSTOMIZE_VERSION})") from None
+        raise RenderError(
+            f"{KUBECTL.name}=={KUBECTL.version} is not installed (it provides kustomize {KUSTOMIZE_VERSION})"
+        ) from None
     if dist.version != KUBECTL.version:
         raise RenderError(f"{KUBECTL.name} {dist.version} is installed; the renders need {KUBECTL.version}")
     names = {"kubectl", "kubectl.exe"}

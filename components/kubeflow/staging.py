@@ -186,14 +186,17 @@ class Relations:
         version = obj["apiVersion"].split("/")[-1]
         namespaced = self.scopes.namespaced(group, kind)
         labels = obj["metadata"].get("labels") or {}
+        if kind == "Namespace":  # a Namespace is matched by its own labels
+            namespace_labels = {**labels, "kubernetes.io/metadata.name": obj["metadata"]["name"]}
+        else:
+            namespace_labels = self._labels_of_namespace(obj["metadata"].get("namespace", ""))
         for webhook in webhook_configuration.get("webhooks") or ():
             if webhook.get("failurePolicy", "Fail") != "Fail":
                 continue
             if not matches(webhook.get("objectSelector"), labels):
                 continue
-            if namespaced and not matches(webhook.get("namespaceSelector"), self._labels_of_namespace(obj["metadata"].get("namespace", ""))):
-                continue
-            if kind == "Namespace" and not matches(webhook.get("namespaceSelector"), {**labels, "kubernetes.io/metadata.name": obj["metadata"]["name"]}):
+            # Other cluster-scoped objects are never skipped by a namespaceSelector.
+            if (namespaced or kind == "Namespace") and not matches(webhook.get("namespaceSelector"), namespace_labels):
                 continue
             for rule in webhook.get("rules") or ():
                 if _rule_matches(rule, group, version, resource, namespaced):
@@ -248,7 +251,8 @@ class Relations:
         if is_custom(obj):
             crd = self.crd_of(obj)
             if crd is None:
-                raise ValueError(f"{own}: no CustomResourceDefinition for {obj['kind']}.{group_of(obj['apiVersion'])} among the objects")
+                kind = f"{obj['kind']}.{group_of(obj['apiVersion'])}"
+                raise ValueError(f"{own}: no CustomResourceDefinition for {kind} among the objects")
             needs[crd] = "its CRD"
         for webhook in self.webhooks:
             # Only a webhook that exists when the object is created can reject it.
@@ -348,7 +352,8 @@ def check(staged: Sequence[Staged]) -> list[str]:
             if dependency not in by_key:
                 problems.append(f"{item.key}: depends on {dependency}, which is not staged")
             elif by_key[dependency].stage > item.stage:
-                problems.append(f"{item.key} (stage {int(item.stage)}) depends on {dependency} of the later stage {int(by_key[dependency].stage)}")
+                later = int(by_key[dependency].stage)
+                problems.append(f"{item.key} (stage {int(item.stage)}) depends on {dependency} of the later stage {later}")
     if problems:
         return problems
     order = _topological(staged)

@@ -106,7 +106,7 @@ def drop_cluster_scoped_namespaces(objects: list[Manifest]) -> list[Manifest]:
 
 def clear_controller_filled_secrets(objects: Iterable[Manifest]) -> list[Manifest]:
     def change(obj: Manifest) -> Manifest | None:
-        if obj["kind"] != "Secret" or (obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) not in CONTROLLER_FILLED_SECRETS:
+        if (obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) not in CONTROLLER_FILLED_SECRETS:
             return None
         for field in ("data", "stringData"):
             obj.pop(field, None)
@@ -301,13 +301,15 @@ def retarget_namespace(objects: Iterable[Manifest], old: str, new: str) -> list[
 
 def find(objects: Iterable[Manifest], kind: str, namespace: str, name: str) -> Manifest:
     """The one object of this kind, namespace and name."""
-    found = [o for o in objects if o["kind"] == kind and o["metadata"].get("namespace", "") == namespace and o["metadata"]["name"] == name]
+    found = [o for o in objects if (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) == (kind, namespace, name)]
     if len(found) != 1:
         raise KeyError(f"expected one {kind} {namespace}/{name}, found {len(found)}")
     return found[0]
 
 
-def replace(objects: Iterable[Manifest], replacements: Mapping[tuple[str, str, str], Callable[[Manifest], Manifest]]) -> list[Manifest]:
+def replace(
+    objects: Iterable[Manifest], replacements: Mapping[tuple[str, str, str], Callable[[Manifest], Manifest]]
+) -> list[Manifest]:
     """Apply a change to named objects ((kind, namespace, name) -> function of a copy); each must exist once."""
     pending = dict(replacements)
     result = []
