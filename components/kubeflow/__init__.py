@@ -5,8 +5,8 @@ registered object by object in ordered stages.
 The modules are pure (plain dicts in and out) except `register`, which creates Pulumi resources and is imported
 on its own. The order a program uses them in:
 
-    root = fetch.tree(config.tree)                                  # verified tree (fetch it first)
-    rendered = render.render(root, config_.selected_entries(cfg), cache_dir=render.default_render_cache())
-    staged = plan.build(rendered, config_.settings(cfg, storage_class=..., gpu_node_pools=..., gpu_scheduler=...))
+    root = fetch.tree(cfg.tree)                                     # verified tree (fetch it first)
+    rendered = render.render(root, config.selected_entries(cfg), cache_dir=render.default_render_cache())
+    staged = plan.build(rendered, config.settings(cfg, storage_class=..., gpu_node_pools=..., gpu_scheduler=...))
     register.register(staged, provider=k8s_provider, parent=stage_components, secrets=..., role_arns=...)
 """

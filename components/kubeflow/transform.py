@@ -75,7 +75,8 @@ def strip_ca_bundles(objects: Iterable[Manifest]) -> list[Manifest]:
 def drop_unresolved_ca_injection(objects: Iterable[Manifest]) -> list[Manifest]:
     """Remove a CA-injection annotation kustomize left unresolved (JobSet's CRD carries the literal
     `$(CERTIFICATE_NAMESPACE)/$(CERTIFICATE_NAME)`, a var only JobSet's own build defines); cert-manager would
-    look for a Certificate of that name forever. JobSet's cert rotator injects the CRD's CA itself."""
+    look for a Certificate of that name forever. The CRD serves a single version, so the API server never calls
+    its conversion webhook and nothing needs that CA."""
 
     def change(obj: Manifest) -> Manifest | None:
         annotations = obj["metadata"].get("annotations") or {}
