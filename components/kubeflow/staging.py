@@ -29,19 +29,8 @@ from enum import IntEnum
 from typing import Any, Iterable, Mapping, Sequence
 
 from .entries import Part
-from .objects import (
-    Manifest,
-    ObjectKey,
-    Scopes,
-    group_of,
-    is_builtin,
-    is_crd,
-    is_webhook_configuration,
-    is_workload,
-    key,
-    matches,
-    pod_template,
-)
+from .objects import Manifest, ObjectKey, group_of, is_crd, is_webhook_configuration, is_workload, key
+from .relations import CERT_MANAGER_GROUP, Relations, is_custom
 
 
 class Stage(IntEnum):
@@ -60,7 +49,6 @@ WAIT_FOR = "pulumi.com/waitFor"
 ESTABLISHED = "condition=Established"
 READY = "condition=Ready"
 CA_INJECTED = "jsonpath={.webhooks[*].clientConfig.caBundle}"
-CERT_MANAGER_GROUP = "cert-manager.io"
 _CERT_MANAGER_READY_KINDS = frozenset({"Certificate", "Issuer", "ClusterIssuer"})
 MAX_NAME = 80
 
@@ -82,10 +70,6 @@ class Item:
 
     manifest: Manifest
     part: Part | None
-
-
-def is_custom(obj: Mapping[str, Any]) -> bool:
-    return not is_builtin(obj)
 
 
 def wait_for(obj: Mapping[str, Any]) -> str | None:
@@ -141,153 +125,6 @@ def annotate(obj: Manifest) -> Manifest:
     # Only metadata is new: the rest is shared with the input, which is never changed.
     annotations = {**(obj["metadata"].get("annotations") or {}), WAIT_FOR: value}
     return {**obj, "metadata": {**obj["metadata"], "annotations": annotations}}
-
-
-# ------------------------------------------------------------------------------------------------ relations
-
-
-class Relations:
-    """The object-to-object requirements of a set of objects (what `edges` adds and `check` verifies)."""
-
-    def __init__(self, objects: Sequence[Manifest]):
-        self.objects = {key(o): o for o in objects}
-        self.scopes = Scopes(list(objects))
-        self.crds = {
-            (o["spec"]["group"], o["spec"]["names"]["kind"]): key(o) for o in objects if is_crd(o)
-        }
-        self.namespaces = {o["metadata"]["name"]: key(o) for o in objects if o["kind"] == "Namespace" and o["apiVersion"] == "v1"}
-        self.namespace_labels: dict[str, dict[str, str]] = {}
-        for name, namespace_key in self.namespaces.items():
-            labels = dict(self.objects[namespace_key]["metadata"].get("labels") or {})
-            self.namespace_labels[name] = {**labels, "kubernetes.io/metadata.name": name}
-        self.webhooks = [o for o in objects if is_webhook_configuration(o)]
-        self.workloads = [o for o in objects if is_workload(o)]
-        self.certificates = {
-            (o["metadata"]["namespace"], o["spec"]["secretName"]): key(o)
-            for o in objects
-            if group_of(o["apiVersion"]) == CERT_MANAGER_GROUP and o["kind"] == "Certificate"
-        }
-
-    def crd_of(self, obj: Manifest) -> ObjectKey | None:
-        return self.crds.get((group_of(obj["apiVersion"]), obj["kind"]))
-
-    def namespace_of(self, obj: Manifest) -> ObjectKey | None:
-        return self.namespaces.get(obj["metadata"].get("namespace", ""))
-
-    def _labels_of_namespace(self, name: str) -> dict[str, str]:
-        return self.namespace_labels.get(name, {"kubernetes.io/metadata.name": name})
-
-    def intercepts(self, webhook_configuration: Manifest, obj: Manifest) -> bool:
-        """Whether a fail-closed webhook of this configuration sees the creation of `obj`."""
-        group, kind = group_of(obj["apiVersion"]), obj["kind"]
-        if not self.scopes.known(group, kind):
-            return False
-        resource = self.scopes.resource(group, kind)
-        version = obj["apiVersion"].split("/")[-1]
-        namespaced = self.scopes.namespaced(group, kind)
-        labels = obj["metadata"].get("labels") or {}
-        if kind == "Namespace":  # a Namespace is matched by its own labels
-            namespace_labels = {**labels, "kubernetes.io/metadata.name": obj["metadata"]["name"]}
-        else:
-            namespace_labels = self._labels_of_namespace(obj["metadata"].get("namespace", ""))
-        for webhook in webhook_configuration.get("webhooks") or ():
-            if webhook.get("failurePolicy", "Fail") != "Fail":
-                continue
-            if not matches(webhook.get("objectSelector"), labels):
-                continue
-            # Other cluster-scoped objects are never skipped by a namespaceSelector.
-            if (namespaced or kind == "Namespace") and not matches(webhook.get("namespaceSelector"), namespace_labels):
-                continue
-            for rule in webhook.get("rules") or ():
-                if _rule_matches(rule, group, version, resource, namespaced):
-                    return True
-        return False
-
-    def webhook_backends(self, webhook_configuration: Manifest) -> set[ObjectKey]:
-        """The Services a webhook configuration calls, and the workloads behind them."""
-        found: set[ObjectKey] = set()
-        for webhook in webhook_configuration.get("webhooks") or ():
-            service = webhook.get("clientConfig", {}).get("service")
-            if not service:
-                continue
-            service_key = ObjectKey("", "Service", service["namespace"], service["name"])
-            if service_key not in self.objects:
-                continue
-            found.add(service_key)
-            selector = self.objects[service_key].get("spec", {}).get("selector") or {}
-            for workload in self.workloads:
-                if workload["metadata"]["namespace"] != service["namespace"] or not selector:
-                    continue
-                template_labels = (pod_template(workload) or {}).get("metadata", {}).get("labels") or {}
-                if all(template_labels.get(k) == v for k, v in selector.items()):
-                    found.add(key(workload))
-        return found
-
-    def mounted_certificates(self, obj: Manifest) -> set[ObjectKey]:
-        template = pod_template(obj)
-        if template is None:
-            return set()
-        namespace = obj["metadata"].get("namespace", "")
-        names = {v["secret"]["secretName"] for v in template.get("spec", {}).get("volumes") or () if "secret" in v}
-        return {self.certificates[(namespace, n)] for n in names if (namespace, n) in self.certificates}
-
-    def issuer_of(self, obj: Manifest) -> ObjectKey | None:
-        if group_of(obj["apiVersion"]) != CERT_MANAGER_GROUP or obj["kind"] != "Certificate":
-            return None
-        ref = obj["spec"].get("issuerRef") or {}
-        if ref.get("kind", "Issuer") == "ClusterIssuer":
-            candidate = ObjectKey(CERT_MANAGER_GROUP, "ClusterIssuer", "", ref["name"])
-        else:
-            candidate = ObjectKey(CERT_MANAGER_GROUP, "Issuer", obj["metadata"]["namespace"], ref["name"])
-        return candidate if candidate in self.objects else None
-
-    def required(self, obj: Manifest, stages: Mapping[ObjectKey, Stage]) -> dict[ObjectKey, str]:
-        """What `obj` must depend on (directly or through others), each with the reason."""
-        own = key(obj)
-        needs: dict[ObjectKey, str] = {}
-        namespace = self.namespace_of(obj)
-        if namespace is not None and namespace != own:
-            needs[namespace] = "its namespace"
-        if is_custom(obj):
-            crd = self.crd_of(obj)
-            if crd is None:
-                kind = f"{obj['kind']}.{group_of(obj['apiVersion'])}"
-                raise ValueError(f"{own}: no CustomResourceDefinition for {kind} among the objects")
-            needs[crd] = "its CRD"
-        for webhook in self.webhooks:
-            # Only a webhook that exists when the object is created can reject it.
-            if key(webhook) != own and stages[key(webhook)] <= stages[own] and self.intercepts(webhook, obj):
-                needs[key(webhook)] = "a fail-closed webhook intercepting its creation"
-        if is_webhook_configuration(obj):
-            for backend in self.webhook_backends(obj):
-                needs[backend] = "the service behind its webhooks"
-        for certificate in self.mounted_certificates(obj):
-            needs[certificate] = "the Certificate whose Secret it mounts"
-        issuer = self.issuer_of(obj)
-        if issuer is not None:
-            needs[issuer] = "its Issuer"
-        if obj["kind"] == "Profile" and group_of(obj["apiVersion"]) == "kubeflow.org":
-            team_namespace = self.namespaces.get(obj["metadata"]["name"])
-            if team_namespace is not None:
-                needs[team_namespace] = "the team namespace it adopts"
-        return needs
-
-
-def _rule_matches(rule: Mapping[str, Any], group: str, version: str, resource: str, namespaced: bool) -> bool:
-    def listed(values: Iterable[str], value: str) -> bool:
-        values = list(values or ())
-        return "*" in values or value in values
-
-    operations = rule.get("operations") or ()
-    if not ("*" in operations or "CREATE" in operations):
-        return False
-    if not listed(rule.get("apiGroups"), group) or not listed(rule.get("apiVersions"), version):
-        return False
-    resources = rule.get("resources") or ()
-    if not ("*" in resources or "*/*" in resources or resource in resources):
-        return False
-    scope = rule.get("scope", "*")
-    return scope == "*" or scope == ("Namespaced" if namespaced else "Cluster")
 
 
 # ------------------------------------------------------------------------------------------------ staging
