@@ -85,3 +85,29 @@ def test_system_nodes_trust_only_ec2_and_do_not_carry_the_cni_policy(dev):
         if a.name.startswith("cluster-system-node-")
     )
     assert node_policies == ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy"]
+
+
+
+def test_whatever_is_given_an_irsa_roles_arn_waits_for_its_policies_with_no_depends_on():
+    """The ARN resolves only once the policies are attached, so a chart given it never starts a pod whose first AWS
+    call is denied."""
+    import pulumi_aws as aws
+
+    from components.identity.irsa import IrsaRole, IrsaRoleArgs
+    from components.preview import mocks
+
+    def program():
+        role = IrsaRole(
+            "r",
+            IrsaRoleArgs(
+                oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/x", oidc_issuer="https://x",
+                namespace="ns", service_account="sa", inline_policies={"p": "{}"},
+                managed_policy_arns={"m": "arn:aws:iam::aws:policy/ReadOnlyAccess"},
+            ),
+        )
+        aws.ssm.Parameter("consumer", type="String", value=role.arn)
+
+    inventory = mocks.run(program, project="p", stack="s", region="us-west-2", config={})
+    consumer = inventory.one("aws:ssm/parameter:Parameter")
+    assert inventory.one("aws:iam/rolePolicy:RolePolicy").urn in consumer.dependencies
+    assert inventory.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment").urn in consumer.dependencies

@@ -311,7 +311,7 @@ class Cluster(pulumi.ComponentResource):
                 resolve_conflicts_on_update="OVERWRITE",
                 opts=pulumi.ResourceOptions(
                     parent=self,
-                    depends_on=[*depends_on, *([role] if role else [])],  # why: the role's policies, no data edge
+                    depends_on=list(depends_on),
                     # EKS removes add-ons with the cluster; deleting each first only adds a batch to destroy.
                     deleted_with=self.eks_cluster,
                 ),

@@ -36,6 +36,7 @@ class IrsaRole(pulumi.ComponentResource):
     """An IAM role assumable only by one service account of one cluster (IAM Roles for Service Accounts)."""
 
     role: aws.iam.Role
+    #: The role's ARN, resolved once its policies are attached.
     arn: pulumi.Output[str]
 
     def __init__(self, name: str, args: IrsaRoleArgs, opts: pulumi.ResourceOptions | None = None):
@@ -56,21 +57,21 @@ class IrsaRole(pulumi.ComponentResource):
             description=f"IRSA role for {args.namespace}/{args.service_account}",
             opts=pulumi.ResourceOptions(parent=self),
         )
-        for policy_name, policy_arn in sorted(args.managed_policy_arns.items()):
+        grants: list[pulumi.CustomResource] = [
             aws.iam.RolePolicyAttachment(
-                f"{name}-{policy_name}",
-                role=self.role.name,
-                policy_arn=policy_arn,
-                opts=pulumi.ResourceOptions(parent=self),
+                f"{name}-{policy_name}", role=self.role.name, policy_arn=policy_arn, opts=pulumi.ResourceOptions(parent=self)
             )
-        for policy_name, document in sorted(args.inline_policies.items()):
+            for policy_name, policy_arn in sorted(args.managed_policy_arns.items())
+        ]
+        grants += [
             aws.iam.RolePolicy(
-                f"{name}-{policy_name}",
-                role=self.role.name,
-                policy=document,
-                opts=pulumi.ResourceOptions(parent=self),
+                f"{name}-{policy_name}", role=self.role.name, policy=document, opts=pulumi.ResourceOptions(parent=self)
             )
-        self.arn = self.role.arn
+            for policy_name, document in sorted(args.inline_policies.items())
+        ]
+        # Known only once the policies are attached: a chart or add-on given this ARN waits for them through it,
+        # with no depends_on to remember (a pod that assumes the role earlier is denied and may not retry).
+        self.arn = pulumi.Output.all(self.role.arn, *(grant.id for grant in grants)).apply(lambda values: values[0])
         self.register_outputs({"arn": self.arn})
 
 

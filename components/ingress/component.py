@@ -87,8 +87,8 @@ class Ingress(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=cluster.kubernetes_provider,
-                # why: it runs on the system nodes and needs its policy (no data edge); destroy removes it first.
-                depends_on=[role, *cluster.system_ready],
+                # why: it runs on the system nodes; destroy removes it first. (Its role ARN waits for the policy.)
+                depends_on=list(cluster.system_ready),
             ),
         )
         self.register_outputs({})

@@ -201,7 +201,7 @@ class Karpenter(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 k8s_opts,
                 pulumi.ResourceOptions(
-                    # why: the controller needs its CRDs, permissions (the inline policy is no data edge), nodes it
+                    # why: the controller needs its CRDs, nodes it
                     # may join, interruption events, and system nodes to run on; destroy removes it before all.
                     depends_on=[crds, role, access_entry, *node_policies, policy, *targets, *cluster.system_ready],
                 ),

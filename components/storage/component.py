@@ -285,7 +285,6 @@ class Storage(pulumi.ComponentResource):
                 },
                 opts=child,
             )
-            needs.append(role)
             controller["serviceAccount"] = {
                 # The chart creates it (its default); the name is spelled out because the trust policy names it.
                 "name": FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
@@ -315,7 +314,7 @@ class Storage(pulumi.ComponentResource):
             namespace=FSX_CSI_NAMESPACE,
             # The node plugin must run on every node that may mount Lustre, GPU nodes included.
             values={"controller": controller, "node": {"tolerateAllTaints": True}},
-            # why: the controller runs on the system nodes (and needs its policy, which is no data edge).
+            # why: the controller runs on the system nodes. (Its role ARN waits for the policy.)
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=needs)),
         )
         if config.storage_class:
