@@ -24,6 +24,11 @@ _EXPORTS = {
     "ObservabilityArgs": "observability.component",
     "Storage": "storage.component",
     "StorageArgs": "storage.component",
+    "TeamArgs": "team.component",
+    "TeamIdentity": "team.component",
+    "TeamIdentityArgs": "team.component",
+    "TeamNamespace": "team.component",
+    "TeamNodePool": "team.component",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from components.cluster.attach import certificate_authority_of
 from components.cluster.component import CREATOR_TAG, Cluster, ClusterArgs
 from components.config.errors import ConfigError
 from components.config.platform import PlatformConfig, parse_config
@@ -20,10 +21,13 @@ from components.gpu.component import GpuStack, GpuStackArgs
 from components.ingress.component import Ingress, IngressArgs
 from components.karpenter.component import Karpenter, KarpenterArgs
 from components.network.component import Network, NetworkArgs
+from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
 from components.observability.render import GpuPool
+from components.scheduling import CSI_STARTUP_TAINTS
 from components.storage.component import Storage, StorageArgs
 from components.tags import standard_tags
+from components.team.offer import offered_pool
 
 
 def raw_config() -> dict[str, Any]:
@@ -80,6 +84,11 @@ def cluster_creator(cluster_name: str, provider: aws.Provider) -> str | None:
     return aws.iam.get_session_context(arn=caller, opts=invoke).issuer_arn
 
 
+def csi_drivers(config: PlatformConfig) -> tuple[str, ...]:
+    """The CSI drivers every Karpenter node starts with (their startup taints go on every NodePool)."""
+    return ("ebs", "fsx") if config.storage.fsx is not None else ("ebs",)
+
+
 def build_platform(config: PlatformConfig) -> Platform:
     tags = standard_tags(
         project=config.project, stack=config.stack, owner=config.owner, cost_center=config.cost_center
@@ -114,10 +123,9 @@ def build_platform(config: PlatformConfig) -> Platform:
         ),
         part("cluster"),
     )
-    csi_drivers = ("ebs", "fsx") if config.storage.fsx is not None else ("ebs",)
     karpenter = Karpenter(
         "karpenter",
-        KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags, csi_drivers=csi_drivers),
+        KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags, csi_drivers=csi_drivers(config)),
         part("karpenter"),
     )
     ingress = None
@@ -209,6 +217,39 @@ def export_outputs(platform: Platform) -> None:
     if platform.observability is not None:
         pulumi.export("grafanaAdminPassword", platform.observability.grafana_admin_password)
     pulumi.export("kubeconfig", pulumi.Output.secret(platform.cluster.eks_cluster.kubeconfig_json))
+    export_team_contract(platform)
+
+
+def export_team_contract(platform: Platform) -> None:
+    """What team stacks read to attach to this platform (README, "Using the components in another stack"): names
+    are a contract, changed only with the components that read them (components/cluster/attach.py,
+    components/team/offer.py)."""
+    config, handle = platform.config, platform.cluster.handle
+    kubeconfig = platform.cluster.eks_cluster.kubeconfig_json
+    pulumi.export("clusterEndpoint", handle.endpoint)
+    pulumi.export("clusterCertificateAuthority", kubeconfig.apply(certificate_authority_of))
+    pulumi.export("clusterSecurityGroupId", handle.cluster_security_group_id)
+    pulumi.export("oidcIssuer", handle.oidc_issuer)
+    if config.network.existing is None:
+        pulumi.export("vpcCidr", str(config.network.cidr))
+    pulumi.export("nodePools", {name: offered_pool(pool) for name, pool in sorted(config.karpenter.node_pools.items())})
+    pulumi.export("nodePoolStartupTaints", [CSI_STARTUP_TAINTS[driver].as_dict() for driver in csi_drivers(config)])
+    storage = platform.storage
+    if storage.bucket_key is not None:
+        pulumi.export(
+            "bucketKmsKeyArns",
+            {key: storage.bucket_key.arn for key, bucket in sorted(config.storage.buckets.items()) if bucket.encryption == "kms"},
+        )
+    if storage.file_system is not None and config.storage.fsx is not None:
+        pulumi.export("fsxDnsName", storage.file_system.dns_name)
+        pulumi.export("fsxMountName", storage.file_system.mount_name)
+        pulumi.export("fsxStorageCapacityGib", config.storage.fsx.storage_capacity_gib)
+        pulumi.export("fsxNamespaces", list(config.storage.fsx.namespaces))
+        if storage.fsx_storage_class_name is not None:
+            pulumi.export("fsxStorageClass", storage.fsx_storage_class_name)
+    if platform.observability is not None:
+        pulumi.export("monitoringNamespace", MONITORING_NAMESPACE)
+
 
 
 def program() -> None:

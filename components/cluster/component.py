@@ -105,6 +105,20 @@ class ClusterHandle:
     #: The AWS CLI profile the stack acts as (None: ambient credentials), for what calls AWS itself.
     aws_profile: str | None = None
 
+    @classmethod
+    def from_stack_reference(cls, stack: str | pulumi.StackReference, **kwargs) -> ClusterHandle:
+        """The handle of the cluster a platform stack created, from its outputs (see `attach.from_stack_reference`)."""
+        from components.cluster.attach import from_stack_reference  # attach builds on this module
+
+        return from_stack_reference(stack, **kwargs)
+
+    @classmethod
+    def from_existing(cls, *, cluster_name: str, region: str, **kwargs) -> ClusterHandle:
+        """The handle of an existing cluster, read from AWS (see `attach.from_existing`)."""
+        from components.cluster.attach import from_existing
+
+        return from_existing(cluster_name=cluster_name, region=region, **kwargs)
+
     @property
     def system_ready(self) -> tuple[pulumi.Resource, ...]:
         """What a controller on the system nodes needs before it can start (nodes to run on, cluster DNS), and must

@@ -29,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import pulumi
 import yaml
 
 from components import aws_names
@@ -253,17 +254,36 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="JSON policy pack config, as for `pulumi preview --policy-pack-config` (e.g. {\"no-latest-images\": \"advisory\"})",
     )
+    parser.add_argument(
+        "--stack-reference",
+        action="append",
+        default=[],
+        metavar="ORG/PROJECT/STACK=FILE",
+        help="recorded outputs (JSON) of a stack the program references, e.g. a team stack's platform; repeatable",
+    )
     args = parser.parse_args(argv)
     overrides = json.loads(args.policy_config.read_text()) if args.policy_config else {}
+    from components.preview import program as other_program  # imported late: it builds on this module
 
     started = time.perf_counter()
+    platform = True
     try:
-        inventory = run_preview(args.project_dir, args.stack)
+        project = read_project_name(args.project_dir)
+        platform = other_program.is_platform(project)
+        if platform:
+            inventory = run_preview(args.project_dir, args.stack)
+        else:  # another program using the package (a team stack): its own __main__.py
+            config, secret_keys = read_stack_config(args.project_dir, project, args.stack)
+            references = other_program.read_stack_references(args.stack_reference)
+            inventory = other_program.run_program(args.project_dir, project, args.stack, config, secret_keys, references)
     except ConfigError as error:
         print(f"Stack '{args.stack}': {error}", file=sys.stderr)
         return 2
-    except FileNotFoundError as error:
+    except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except pulumi.RunError as error:  # the program refused to run (its own config errors)
+        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
         return 2
     except (aws_names.NameTooLong, mocks.RefusedByAws) as error:  # what the provider's Check or AWS would refuse
         print(f"error: {error}", file=sys.stderr)
@@ -271,8 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     write_preview(inventory, args.out)
     violations = policy_rules.evaluate(policy_resources(inventory), overrides)
     print(summary(inventory, stack=args.stack, out=args.out, seconds=time.perf_counter() - started))
-    config = load_stack(args.project_dir, args.stack)[0]
-    print(capacity_report(config))
-    print(f"Cost: {preview_line(config)}")
+    if platform:
+        parsed = load_stack(args.project_dir, args.stack)[0]
+        print(capacity_report(parsed))
+        print(f"Cost: {preview_line(parsed)}")
     print(policy_report(violations))
     return 1 if any(v.enforcement == "mandatory" for v in violations) else 0

@@ -22,6 +22,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from components import aws_names
 from components.identity.documents import same_principal
+from components.preview.account import ExistingAccount, UnknownToAccount
 
 REDACTED = "[secret]"
 #: How a value that is only known after a real deployment is shown (as `pulumi preview` shows `output<string>`).
@@ -229,13 +230,17 @@ class PlatformMocks(pulumi_mocks.Mocks):
         *,
         caller_arn: str = DEFAULT_CALLER,
         existing_clusters: Mapping[str, Mapping[str, str]] | None = None,
+        stack_references: Mapping[str, Mapping[str, Any]] | None = None,
     ):
         """`caller_arn` is the identity running the program (an `assumed-role` ARN for a role session);
-        `existing_clusters` maps the names of EKS clusters that already exist in the account to their tags."""
+        `existing_clusters` maps the names of EKS clusters that already exist in the account to their tags;
+        `stack_references` maps the stacks the program may reference (`org/project/stack`) to their recorded
+        outputs (secret values as REDACTED)."""
         self.region = region
         self.partition = "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
         self.caller_arn = caller_arn
         self.existing_clusters = dict(existing_clusters or {})
+        self.account = ExistingAccount(region, self.partition, self.existing_clusters, stack_references or {})
         #: The kubeconfig of each pulumi-eks cluster, by logical name (its methods are answered from it).
         self.kubeconfigs: dict[str, str] = {}
 
@@ -253,6 +258,13 @@ class PlatformMocks(pulumi_mocks.Mocks):
         return self.issuer_arn(self.caller_arn)
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict]:
+        try:
+            if args.typ == "pulumi:pulumi:StackReference":
+                return self.account.stack_reference(args.inputs["name"])
+            if args.resource_id:  # a read (`Resource.get`) of what exists outside the program
+                return args.resource_id, self.account.read(args.typ, args.resource_id)
+        except UnknownToAccount as error:
+            raise UnexpectedCall(str(error)) from None
         inputs = dict(args.inputs)
         if not args.custom and args.typ != "eks:index:Cluster":
             return None, {}
@@ -360,8 +372,11 @@ class PlatformMocks(pulumi_mocks.Mocks):
             return {"arn": arn, "issuerArn": issuer, "issuerName": issuer.rsplit("/", 1)[-1], "id": arn}
         if args.token == "aws:eks/getClusters:getClusters":
             return {"names": sorted(self.existing_clusters), "id": self.region}
-        if args.token == "aws:eks/getCluster:getCluster" and args.args["name"] in self.existing_clusters:
-            return {"name": args.args["name"], "tags": dict(self.existing_clusters[args.args["name"]])}
+        try:
+            if (existing := self.account.call(args.token, args.args)) is not None:
+                return existing
+        except UnknownToAccount as error:
+            raise UnexpectedCall(str(error)) from None
         if args.token == "eks:index:Cluster/getKubeconfig":
             # As pulumi-eks's method: the cluster's kubeconfig whose token command runs under the given profile.
             kubeconfig = json.loads(self.kubeconfigs[args.args["__self__"]])
@@ -495,11 +510,15 @@ def run(
     secret_keys: Iterable[str] = (),
     caller_arn: str = DEFAULT_CALLER,
     existing_clusters: Mapping[str, Mapping[str, str]] | None = None,
+    stack_references: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Inventory:
     """Run `program` under the platform mocks with the given raw stack config, and return what it registered.
 
-    `caller_arn` and `existing_clusters` describe the account it runs against (see PlatformMocks)."""
-    mocks = PlatformMocks(region, caller_arn=caller_arn, existing_clusters=existing_clusters)
+    `caller_arn`, `existing_clusters` and `stack_references` describe the account and the stacks it runs against
+    (see PlatformMocks)."""
+    mocks = PlatformMocks(
+        region, caller_arn=caller_arn, existing_clusters=existing_clusters, stack_references=stack_references
+    )
     monitor = RecordingMonitor(mocks)
     # A fresh root stack for every run, so several programs can run in one process (the tests do).
     pulumi.runtime.settings.ROOT.set(None)

@@ -25,6 +25,7 @@ from components.storage.render import (
 )
 from components.sweep.model import Kind
 from components.sweep.resource import Sweep, SweepArgs
+from components.team.namespace import TEAM_POD_SECURITY
 
 #: Lustre network ports: 988 for the file system, 1018-1023 for the servers' replies (FSx for Lustre docs,
 #: "File system access control with Amazon VPC").
@@ -32,13 +33,7 @@ LUSTRE_PORTS = {"lnet": (988, 988), "servers": (1018, 1023)}
 FSX_CSI_NAMESPACE = "kube-system"
 #: The controller's service account as the chart names it; its IRSA trust policy names exactly this.
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
-#: Team namespaces: no host network, PID, paths or privilege (a hostNetwork pod would read the node's instance
-#: credentials whatever the IMDS hop limit); warnings for what `restricted` would refuse.
-TEAM_POD_SECURITY = {
-    "pod-security.kubernetes.io/enforce": "baseline",
-    "pod-security.kubernetes.io/warn": "restricted",
-    "pod-security.kubernetes.io/audit": "restricted",
-}
+FSX_STORAGE_CLASS = "fsx-lustre"
 #: Creating a file system and importing a large bucket prefix take far longer than the provider's defaults.
 FSX_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="60m")
 IMPORT_TIMEOUTS = pulumi.CustomTimeouts(create="6h", update="6h", delete="2h")
@@ -72,6 +67,11 @@ class Storage(pulumi.ComponentResource):
     kept_volume_class_name: str
     #: Attach to the identity that runs `pulumi up` before the data repository association is created.
     data_repository_policy_arn: pulumi.Output[str] | None
+    #: The KMS key of the buckets with `encryption: kms` (None when no bucket uses one): whoever reads or writes
+    #: their objects needs to use it.
+    bucket_key: aws.kms.Key | None
+    #: The StorageClass that makes a file system per claim (`storage.fsx.storageClass`), None without it.
+    fsx_storage_class_name: str | None
 
     def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:storage:Storage", name, None, opts)
@@ -106,6 +106,8 @@ class Storage(pulumi.ComponentResource):
         self.fsx_zone = args.fsx_zone
         self.data_repository_policy_arn = None
         self._key_policy = self._bucket_key_policy() if self._kms_key is not None else None
+        self.bucket_key = self._kms_key
+        self.fsx_storage_class_name = None
         if args.config.fsx is not None:
             self._fsx(args.config.fsx, k8s_opts)
         self.register_outputs({"buckets": {k: b.bucket for k, b in self.buckets.items()}, "fsxZone": self.fsx_zone})
@@ -318,10 +320,11 @@ class Storage(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=needs)),
         )
         if config.storage_class:
+            self.fsx_storage_class_name = FSX_STORAGE_CLASS
             k8s_objects.create(
                 f"{name}-fsx-class",
                 fsx_storage_class(
-                    name="fsx-lustre",
+                    name=FSX_STORAGE_CLASS,
                     subnet_id=args.fsx_subnet_id,
                     security_group_id=group.id,
                     deployment_type=config.deployment_type,
@@ -357,7 +360,7 @@ class Storage(pulumi.ComponentResource):
             )
             ns = k8s_objects.create(
                 f"{name}-ns-{namespace}",
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": TEAM_POD_SECURITY}},
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": dict(TEAM_POD_SECURITY)}},
                 # why: whatever teams put here (claims, load balancers) is deleted with the namespace, while the
                 # drivers and controllers that delete its AWS side still run, and before the volume it mounts.
                 pulumi.ResourceOptions.merge(

@@ -1,0 +1,213 @@
+"""A ClusterHandle for a cluster this program did not create: from the platform stack's outputs, or read from AWS.
+
+    handle = ClusterHandle.from_stack_reference("acme/eks-ml-platform/prod")
+    handle = ClusterHandle.from_existing(cluster_name="ml-prod", region="us-west-2")
+
+The handle is the same typed object the platform's own parts take. Its resources of the other stack (the system node
+group, the coredns and EBS CSI add-ons) are read, not managed: this program never changes or deletes them. Its
+Kubernetes provider authenticates with `aws eks get-token` as whoever runs this program (`aws_profile`), not as the
+platform's deployer: that identity needs an access entry of its own on the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+from pulumi.runtime.sync_await import _sync_await
+
+from components.cluster.component import ClusterHandle
+from components.scheduling import SYSTEM_PLACEMENT
+
+#: The platform stack's outputs a handle is made of (README, "Using the components in another stack").
+HANDLE_OUTPUTS = (
+    "availabilityZones",
+    "clusterCertificateAuthority",
+    "clusterEndpoint",
+    "clusterName",
+    "clusterSecurityGroupId",
+    "kubernetesVersion",
+    "oidcIssuer",
+    "oidcProviderArn",
+    "privateSubnetIds",
+    "region",
+    "systemNodeGroup",
+    "vpcId",
+)
+
+
+class AttachError(Exception):
+    """The platform to attach to is not there, or not what this package expects."""
+
+
+def certificate_authority_of(kubeconfig_json: str) -> str:
+    """The cluster's CA bundle (base64) in a pulumi-eks kubeconfig."""
+    return json.loads(kubeconfig_json)["clusters"][0]["cluster"]["certificate-authority-data"]
+
+
+def kubeconfig(*, cluster_name: str, endpoint: str, certificate_authority: str, region: str, profile: str | None) -> str:
+    """A kubeconfig whose token comes from `aws eks get-token` (as the given AWS CLI profile, else the ambient
+    credentials): it carries no credentials itself."""
+    exec_: dict[str, Any] = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": "aws",
+        "args": ["eks", "get-token", "--cluster-name", cluster_name, "--region", region, "--output", "json"],
+    }
+    if profile:
+        exec_["env"] = [{"name": "AWS_PROFILE", "value": profile}]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": certificate_authority}}],
+        "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+        "current-context": cluster_name,
+        "users": [{"name": cluster_name, "user": {"exec": exec_}}],
+    }
+    return json.dumps(config, sort_keys=True)
+
+
+def arn_account_and_partition(arn: str) -> tuple[str, str]:
+    """(account, partition) of an ARN; the OIDC provider's are the cluster's, where IRSA roles must live."""
+    parts = arn.split(":")
+    if len(parts) < 6 or parts[0] != "arn" or not parts[4].isdigit():
+        raise AttachError(f"{arn!r} is not an IAM ARN with an account")
+    return parts[4], parts[1]
+
+
+def read_outputs(ref: pulumi.StackReference, names: Iterable[str], *, stack: str, required: Iterable[str] = ()) -> dict[str, Any]:
+    """The named outputs of a referenced stack as plain values (absent ones left out); AttachError naming every
+    required one that is missing.
+
+    Read plainly, on purpose: the handle's region, version and zones are plain fields, and a team's pool is checked
+    against the platform's before anything is registered. Pulumi reads a StackReference during preview too, so the
+    values are known in both. (`get_output_details` is the SDK's way to read one output's value; it is a coroutine,
+    awaited here as the SDK awaits its own synchronous invokes.)"""
+    values: dict[str, Any] = {}
+    for name in sorted(set(names)):
+        details = _sync_await(ref.get_output_details(name))
+        value = details.value if details.value is not None else details.secret_value
+        if value is not None:
+            values[name] = value
+    missing = sorted(set(required) - set(values))
+    if missing:
+        raise AttachError(
+            f"the platform stack {stack} has no output {', '.join(missing)}: is it deployed, and on a version that "
+            "exports them?"
+        )
+    return values
+
+
+def _handle(
+    name: str,
+    *,
+    values: dict[str, Any],
+    aws_profile: str | None,
+    provider: aws.Provider | None,
+    opts: pulumi.ResourceOptions | None,
+) -> ClusterHandle:
+    cluster_name = values["clusterName"]
+    account_id, partition = arn_account_and_partition(values["oidcProviderArn"])
+    read = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=provider))
+
+    def addon(key: str, addon_name: str) -> aws.eks.Addon:
+        return aws.eks.Addon.get(f"{name}-{key}", id=f"{cluster_name}:{addon_name}", opts=read)
+
+    kubernetes_provider = k8s.Provider(
+        f"{name}-k8s",
+        kubeconfig=kubeconfig(
+            cluster_name=cluster_name,
+            endpoint=values["clusterEndpoint"],
+            certificate_authority=values["clusterCertificateAuthority"],
+            region=values["region"],
+            profile=aws_profile,
+        ),
+        # Objects whose namespace is not set go to 'default' explicitly, never to a kubeconfig context.
+        namespace="default",
+        opts=opts,
+    )
+    return ClusterHandle(
+        name=pulumi.Output.from_input(cluster_name),
+        kubernetes_version=str(values["kubernetesVersion"]),
+        region=str(values["region"]),
+        partition=pulumi.Output.from_input(partition),
+        account_id=pulumi.Output.from_input(account_id),
+        endpoint=pulumi.Output.from_input(values["clusterEndpoint"]),
+        oidc_provider_arn=pulumi.Output.from_input(values["oidcProviderArn"]),
+        oidc_issuer=pulumi.Output.from_input(str(values["oidcIssuer"]).removeprefix("https://")),
+        cluster_security_group_id=pulumi.Output.from_input(values["clusterSecurityGroupId"]),
+        vpc_id=pulumi.Output.from_input(values["vpcId"]),
+        private_subnet_ids=pulumi.Output.from_input(list(values["privateSubnetIds"])),
+        availability_zones=tuple(values["availabilityZones"]),
+        kubernetes_provider=kubernetes_provider,
+        system_node_group=aws.eks.NodeGroup.get(f"{name}-system", id=f"{cluster_name}:{values['systemNodeGroup']}", opts=read),
+        system_placement=SYSTEM_PLACEMENT,
+        ebs_csi_driver=addon("ebs-csi", "aws-ebs-csi-driver"),
+        coredns=addon("coredns", "coredns"),
+        eks_cluster=None,
+        aws_profile=aws_profile,
+    )
+
+
+def from_stack_reference(
+    stack: str | pulumi.StackReference,
+    *,
+    aws_profile: str | None = None,
+    provider: aws.Provider | None = None,
+    opts: pulumi.ResourceOptions | None = None,
+) -> ClusterHandle:
+    """The handle of the cluster a platform stack (`org/project/stack`, or a StackReference to it) created."""
+    ref = stack if isinstance(stack, pulumi.StackReference) else pulumi.StackReference("platform", stack_name=stack, opts=opts)
+    stack_name = _sync_await(ref.name.future()) if isinstance(stack, pulumi.StackReference) else stack
+    values = read_outputs(ref, HANDLE_OUTPUTS, stack=str(stack_name), required=HANDLE_OUTPUTS)
+    return _handle("platform", values=values, aws_profile=aws_profile, provider=provider, opts=opts)
+
+
+def _system_node_group(cluster_name: str, invoke: pulumi.InvokeOptions) -> str:
+    """The node group labelled as the platform labels its system nodes."""
+    names = aws.eks.get_node_groups(cluster_name=cluster_name, opts=invoke).names
+    for group in sorted(names):
+        labels = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=group, opts=invoke).labels or {}
+        if all(labels.get(k) == v for k, v in SYSTEM_PLACEMENT.node_selector.items()):
+            return group
+    wanted = ", ".join(f"{k}={v}" for k, v in SYSTEM_PLACEMENT.node_selector.items())
+    raise AttachError(
+        f"no node group of {cluster_name} is labelled {wanted} (found {sorted(names)}): pass system_node_group="
+    )
+
+
+def from_existing(
+    *,
+    cluster_name: str,
+    region: str,
+    aws_profile: str | None = None,
+    system_node_group: str | None = None,
+    provider: aws.Provider | None = None,
+    opts: pulumi.ResourceOptions | None = None,
+) -> ClusterHandle:
+    """The handle of an existing cluster, read from AWS: the cluster, its IAM OIDC provider (which must exist: IRSA
+    needs it), its private subnets' zones and its system node group (labelled as the platform labels it, unless
+    named)."""
+    invoke = pulumi.InvokeOptions(provider=provider)
+    cluster = aws.eks.get_cluster(name=cluster_name, opts=invoke)
+    issuer = cluster.identities[0].oidcs[0].issuer
+    oidc = aws.iam.get_open_id_connect_provider(url=issuer, opts=invoke)
+    subnets = [aws.ec2.get_subnet(id=subnet, opts=invoke) for subnet in sorted(cluster.vpc_config.subnet_ids)]
+    private = [subnet for subnet in subnets if not subnet.map_public_ip_on_launch]
+    values = {
+        "clusterName": cluster_name,
+        "region": region,
+        "kubernetesVersion": cluster.version,
+        "clusterEndpoint": cluster.endpoint,
+        "clusterCertificateAuthority": cluster.certificate_authorities[0].data,
+        "oidcIssuer": issuer,
+        "oidcProviderArn": oidc.arn,
+        "clusterSecurityGroupId": cluster.vpc_config.cluster_security_group_id,
+        "vpcId": cluster.vpc_config.vpc_id,
+        "privateSubnetIds": [subnet.id for subnet in private],
+        "availabilityZones": sorted({subnet.availability_zone for subnet in private}),
+        "systemNodeGroup": system_node_group or _system_node_group(cluster_name, invoke),
+    }
+    return _handle("cluster", values=values, aws_profile=aws_profile, provider=provider, opts=opts)

@@ -1,0 +1,136 @@
+"""A team on a platform another stack runs: its namespace (with its FSx claims), its IRSA identity and its NodePool.
+
+A team project composes them from a plan (`components.team.plan.plan_team`), which checked the team against what
+the platform offers. Each takes the platform's ClusterHandle (`ClusterHandle.from_stack_reference`).
+
+Extension point, Kubeflow: a team's Kubeflow Profile adopts the team's namespace and annotates the service account
+its pods run as with the team's role. It plugs in here, not by editing these: plan the namespace with the labels
+and `owner` annotation the profile controller expects (`plan_team(..., labels=..., annotations=...)`), give the team
+the service account the Profile uses (`serviceAccount: default-editor`), then create the Profile (GPU quota, the
+`TeamIdentity.role_arn`) with `depends_on=[TeamNamespace.namespace]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components import k8s_objects
+from components.cluster.component import ClusterHandle
+from components.identity.documents import to_json
+from components.identity.irsa import IrsaRole
+from components.karpenter.validation import delete_timeout
+from components.team.iam import team_s3_policy
+from components.team.namespace import service_account
+from components.team.plan import TeamPlan
+
+
+@dataclass(frozen=True)
+class TeamArgs:
+    cluster: ClusterHandle
+    plan: TeamPlan
+
+
+class TeamNamespace(pulumi.ComponentResource):
+    """The team's namespace: Pod Security level, quota, default requests, default-deny network policies with the
+    platform's allowances, and its FSx claims."""
+
+    namespace: pulumi.Resource
+    name: str
+
+    def __init__(self, name: str, args: TeamArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:team:TeamNamespace", name, None, opts)
+        plan = args.plan
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.cluster.kubernetes_provider)
+        volumes = {key: k8s_objects.create(f"{name}-pv-{key}", volume, k8s_opts) for key, volume in sorted(plan.volumes.items())}
+        self.name = plan.team.name
+        self.namespace = k8s_objects.create(
+            f"{name}-namespace",
+            plan.namespace["namespace"],
+            # why: on destroy the namespace (and the claims in it) goes before the volumes its claims bind; deleting
+            # a claim on its own would wait on pvc-protection for pods only the namespace's deletion removes.
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=list(volumes.values()))),
+        )
+        # In the namespace and owning nothing outside the cluster: they go with it.
+        in_namespace = pulumi.ResourceOptions.merge(
+            k8s_opts, pulumi.ResourceOptions(depends_on=[self.namespace], deleted_with=self.namespace)
+        )
+        for key, manifest in sorted(plan.namespace.items()):
+            if key != "namespace":
+                k8s_objects.create(f"{name}-{key}", manifest, in_namespace)
+        # A claim of the platform's FSx class is a file system of its own: the platform's CSI driver deletes it with
+        # the claim, so team stacks are destroyed before the platform.
+        for key, claim in sorted(plan.claims.items()):
+            bound = [volumes[key]] if key in volumes else []
+            k8s_objects.create(
+                f"{name}-claim-{key}", claim, pulumi.ResourceOptions.merge(in_namespace, pulumi.ResourceOptions(depends_on=bound))
+            )
+        self.register_outputs({"namespace": self.name})
+
+
+@dataclass(frozen=True)
+class TeamIdentityArgs:
+    cluster: ClusterHandle
+    plan: TeamPlan
+    namespace: TeamNamespace
+
+
+class TeamIdentity(pulumi.ComponentResource):
+    """The team's service account and the IRSA role only it may assume, allowed the team's bucket prefix."""
+
+    role: IrsaRole
+    role_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: TeamIdentityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:team:TeamIdentity", name, None, opts)
+        cluster, plan, team = args.cluster, args.plan, args.plan.team
+        policies = {}
+        if plan.bucket is not None and team.s3_prefix is not None:
+            bucket, prefix, key = plan.bucket, team.s3_prefix, plan.bucket_kms_key_arn
+            policies["s3"] = cluster.partition.apply(
+                lambda partition: to_json(
+                    team_s3_policy(partition=partition, region=cluster.region, bucket=bucket, prefix=prefix, kms_key_arn=key)
+                )
+            )
+        self.role = cluster.irsa_role(
+            name,
+            namespace=team.name,
+            service_account=team.service_account_name,
+            inline_policies=policies,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.role_arn = self.role.arn
+        namespace = args.namespace.namespace
+        k8s_objects.create(
+            f"{name}-service-account",
+            service_account(team, self.role_arn),
+            pulumi.ResourceOptions(
+                parent=self, provider=cluster.kubernetes_provider, depends_on=[namespace], deleted_with=namespace
+            ),
+        )
+        self.register_outputs({"roleArn": self.role_arn})
+
+
+class TeamNodePool(pulumi.ComponentResource):
+    """The team's NodePool: one of the platform's kinds, capped no higher than the platform's, tainted and labelled
+    for the team."""
+
+    node_pool: pulumi.Resource
+
+    def __init__(self, name: str, args: TeamArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:team:TeamNodePool", name, None, opts)
+        plan = args.plan
+        assert plan.node_pool is not None and plan.node_pool_manifest is not None, "the team has no nodePool"
+        self.node_pool = k8s_objects.create(
+            f"{name}-nodepool",
+            plan.node_pool_manifest,
+            pulumi.ResourceOptions(
+                parent=self,
+                provider=args.cluster.kubernetes_provider,
+                # Deleting the pool drains and terminates its nodes, each bounded by the grace period; Karpenter (the
+                # platform's) must still run: team stacks are destroyed before the platform.
+                custom_timeouts=pulumi.CustomTimeouts(delete=delete_timeout([plan.node_pool.termination_grace_period])),
+            ),
+        )
+        self.register_outputs({"nodePool": plan.node_pool_manifest["metadata"]["name"]})

@@ -1,0 +1,193 @@
+"""A team checked against what its platform offers, and rendered (pure): the namespace's objects, its FSx volumes
+and claims, its NodePool. Every problem is reported at once, under the team's config key path.
+
+A team pool is one of the kinds of capacity the platform runs (a preset of one of its pools, on that pool's node
+class) and no larger than the platform's own pool of that kind: the platform team decides what exists and what it
+may cost, a team decides how much of it is reserved for itself. The pool is tainted and labelled for the team, so
+only pods that ask for it land there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from pydantic import ValidationError
+
+from components.config.errors import ConfigError, ConfigIssue, issues_from
+from components.gpu.admission import SYSTEM_NAMESPACES
+from components.karpenter.presets import NODE_POOL_PRESETS
+from components.karpenter.render import render_nodepool
+from components.karpenter.specs import NodePoolSpec
+from components.scheduling import Taint
+from components.storage.render import fsx_volume
+from components.team.config import TeamConfig
+from components.team.namespace import TEAM_LABEL, Manifest, namespace_manifests
+from components.team.offer import PlatformOffer
+from components.team.quantity import parse_quantity
+
+#: Namespaces no team may take: Kubernetes' own and the platform's (exempt from its GPU admission policy).
+RESERVED_NAMESPACES = frozenset({"default", *SYSTEM_NAMESPACES})
+
+
+def team_taint(team: str) -> Taint:
+    return Taint(TEAM_LABEL, team, "NoSchedule")
+
+
+def pool_name(team: str) -> str:
+    return f"team-{team}"
+
+
+@dataclass(frozen=True)
+class TeamPlan:
+    team: TeamConfig
+    #: Namespace, quota, limits and network policies, keyed by short name.
+    namespace: dict[str, Manifest]
+    #: Static PersistentVolumes of the shared file system, and every claim, keyed by claim name.
+    volumes: dict[str, Manifest]
+    claims: dict[str, Manifest]
+    node_pool: NodePoolSpec | None
+    node_pool_manifest: Manifest | None
+    bucket: str | None
+    bucket_kms_key_arn: str | None
+
+
+def _issues(problems: list[tuple[str, str]]) -> list[ConfigIssue]:
+    return [ConfigIssue(path=f"team.{path}" if path else "team", message=message) for path, message in problems]
+
+
+def _namespace_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str, str]]:
+    taken = {*RESERVED_NAMESPACES, *([offer.monitoring_namespace] if offer.monitoring_namespace else [])}
+    if team.name in taken:
+        return [("name", f"{team.name!r} is a namespace of Kubernetes or of the platform")]
+    if team.name in offer.fsx_namespaces:
+        return [("name", f"the platform already creates the namespace {team.name!r} (its storage.fsx.namespaces); "
+                         "remove it there, or choose another name")]
+    return []
+
+
+def _storage_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str, str]]:
+    problems = []
+    if team.storage is not None and team.storage.bucket not in offer.buckets:
+        problems.append(("storage.bucket", f"the platform has no bucket {team.storage.bucket!r}; it has {sorted(offer.buckets)}"))
+    for key, claim in sorted(team.fsx_claims.items()):
+        if not claim.storage_class and not offer.has_shared_file_system:
+            problems.append((f"fsxClaims.{key}", "the platform runs no shared FSx file system (its storage.fsx)"))
+        if claim.storage_class and offer.fsx_storage_class is None:
+            problems.append((f"fsxClaims.{key}.storageClass", "the platform offers no FSx StorageClass (its storage.fsx.storageClass)"))
+    return problems
+
+
+def _pool(team: TeamConfig, offer: PlatformOffer) -> tuple[NodePoolSpec | None, list[tuple[str, str]]]:
+    config = team.node_pool
+    assert config is not None
+    offered = offer.pools_of(config.preset)
+    if not offered or config.preset not in NODE_POOL_PRESETS:
+        kinds = sorted({p.preset for p in offer.node_pools.values() if p.preset in NODE_POOL_PRESETS})
+        return None, [("nodePool.preset", f"the platform runs no pool of preset {config.preset!r}; it runs {kinds}")]
+    problems: list[tuple[str, str]] = []
+    if pool_name(team.name) in offer.node_pools:
+        problems.append(("name", f"the platform has a NodePool named {pool_name(team.name)!r} already"))
+    preset = NODE_POOL_PRESETS[config.preset]
+    # The ceiling of each resource: the largest the platform allows a pool of this kind.
+    ceiling: dict[str, tuple[str, str]] = {}
+    for name, pool in offered.items():
+        for resource, value in pool.limits.items():
+            if resource not in ceiling or parse_quantity(value) > parse_quantity(ceiling[resource][1]):
+                ceiling[resource] = (name, value)
+    # What the team does not set: the preset's limit, no higher than the ceiling, and never uncapped where the
+    # platform's pool is capped. What it sets: refused above the ceiling.
+    limits = dict(preset["limits"])
+    for resource, (_, value) in ceiling.items():
+        if resource not in limits or parse_quantity(limits[resource]) > parse_quantity(value):
+            limits[resource] = value
+    for resource, value in sorted(config.limits.items()):
+        if resource in ceiling and parse_quantity(value) > parse_quantity(ceiling[resource][1]):
+            name, allowed = ceiling[resource]
+            problems.append(
+                (f"nodePool.limits.{resource}", f"{value} is more than the platform allows a {config.preset} pool ({allowed}, its pool {name!r})")
+            )
+        limits[resource] = value
+    for index, zone in enumerate(config.zones):
+        if zone not in offer.availability_zones:
+            problems.append((f"nodePool.zones[{index}]", f"{zone!r} is not one of the platform's zones {list(offer.availability_zones)}"))
+    node_class = offered[sorted(offered)[0]].node_class
+    document: dict[str, Any] = {
+        "preset": config.preset,
+        "nodeClass": node_class,
+        "limits": limits,
+        "taints": [*preset.get("taints", []), team_taint(team.name).as_dict()],
+        "labels": {**preset.get("labels", {}), TEAM_LABEL: team.name},
+    }
+    if config.zones:
+        document["zones"] = list(config.zones)
+    try:
+        spec = NodePoolSpec.model_validate(document)
+    except ValidationError as error:
+        return None, problems + [(f"nodePool.{issue.path}", issue.message) for issue in issues_from(error, NodePoolSpec)]
+    if "spot" in spec.capacity_types and offer.karpenter_interruption_queue is None:
+        problems.append(("nodePool.preset", f"{config.preset} allows spot, but the platform handles no spot interruptions (no interruption queue)"))
+    if spec.accelerator == "nvidia" and offer.gpu_taint is None:
+        problems.append(("nodePool.preset", f"{config.preset} launches GPUs, but the platform runs no GPU stack (device plugin, admission)"))
+    return spec, problems
+
+
+def _volumes(team: TeamConfig, offer: PlatformOffer) -> tuple[dict[str, Manifest], dict[str, Manifest]]:
+    volumes, claims = {}, {}
+    for key, claim in sorted(team.fsx_claims.items()):
+        if claim.storage_class:
+            claims[key] = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": key, "namespace": team.name},
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": offer.fsx_storage_class,
+                    "resources": {"requests": {"storage": f"{claim.size_gib}Gi"}},
+                },
+            }
+            continue
+        assert offer.fsx_file_system_id and offer.fsx_dns_name and offer.fsx_mount_name and offer.fsx_storage_capacity_gib
+        volumes[key], claims[key] = fsx_volume(
+            name=f"{team.name}-{key}",
+            namespace=team.name,
+            claim=key,
+            file_system_id=offer.fsx_file_system_id,
+            dns_name=offer.fsx_dns_name,
+            mount_name=offer.fsx_mount_name,
+            # A static Lustre volume is not sized by its claim; this states the file system's size.
+            capacity_gib=offer.fsx_storage_capacity_gib,
+        )
+    return volumes, claims
+
+
+def plan_team(
+    team: TeamConfig,
+    offer: PlatformOffer,
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> TeamPlan:
+    """The team's objects on this platform, or ConfigError listing every way the team does not fit it."""
+    problems = _namespace_problems(team, offer) + _storage_problems(team, offer)
+    spec = None
+    if team.node_pool is not None:
+        spec, pool_problems = _pool(team, offer)
+        problems += pool_problems
+    if problems:
+        raise ConfigError(_issues(problems))
+    volumes, claims = _volumes(team, offer)
+    startup_taints = [taint.taint() for taint in offer.node_pool_startup_taints]
+    bucket = offer.buckets[team.storage.bucket] if team.storage is not None else None
+    return TeamPlan(
+        team=team,
+        namespace=namespace_manifests(
+            team, monitoring_namespace=offer.monitoring_namespace, vpc_cidr=offer.vpc_cidr, labels=labels, annotations=annotations
+        ),
+        volumes=volumes,
+        claims=claims,
+        node_pool=spec,
+        node_pool_manifest=render_nodepool(pool_name(team.name), spec, startup_taints=startup_taints) if spec else None,
+        bucket=bucket,
+        bucket_kms_key_arn=offer.bucket_kms_key_arns.get(team.storage.bucket) if team.storage is not None else None,
+    )

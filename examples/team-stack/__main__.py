@@ -1,0 +1,50 @@
+"""Team vision's stack: attach to the platform stack through its outputs, then create the team's namespace (quota,
+network policies, FSx claims), its IRSA identity and its NodePool.
+
+`pulumi up` here runs after the platform's; offline: `python -m components.preview --project-dir examples/team-stack
+--stack prod --out build/preview/team-prod --stack-reference acme/eks-ml-platform/prod=examples/team-stack/platform-outputs.prod.json`.
+"""
+
+import pulumi
+import pulumi_aws as aws
+
+from components import ClusterHandle, TeamArgs, TeamIdentity, TeamIdentityArgs, TeamNamespace, TeamNodePool
+from components.cluster.attach import read_outputs
+from components.config.errors import ConfigError, ConfigIssue
+from components.tags import standard_tags
+from components.team.config import parse_team_config
+from components.team.offer import OFFER_OUTPUTS, parse_offer
+from components.team.plan import plan_team
+
+
+def main() -> None:
+    raw = {**pulumi.runtime.get_config_env(), **pulumi.runtime.config.CONFIG.get()}
+    try:
+        config = parse_team_config(raw, project=pulumi.get_project(), stack=pulumi.get_stack())
+        platform = pulumi.StackReference("platform", stack_name=config.platform_stack)
+        offer = parse_offer(read_outputs(platform, OFFER_OUTPUTS, stack=config.platform_stack), stack=config.platform_stack)
+        if offer.region != config.region:
+            raise ConfigError([ConfigIssue(path="aws:region", message=f"the platform runs in {offer.region}; a team stack deploys there too")])
+        plan = plan_team(config.team, offer)
+    except ConfigError as error:
+        raise pulumi.RunError(str(error)) from None
+
+    tags = standard_tags(project=config.project, stack=config.stack, owner=config.owner, cost_center=config.cost_center)
+    provider = aws.Provider("aws", region=config.region, profile=config.profile, default_tags=aws.ProviderDefaultTagsArgs(tags=tags))
+    cluster = ClusterHandle.from_stack_reference(platform, aws_profile=config.profile, provider=provider)
+    opts = pulumi.ResourceOptions(providers=[provider])
+
+    namespace = TeamNamespace("namespace", TeamArgs(cluster=cluster, plan=plan), opts)
+    identity = TeamIdentity("identity", TeamIdentityArgs(cluster=cluster, plan=plan, namespace=namespace), opts)
+    if plan.node_pool_manifest is not None:
+        TeamNodePool("pool", TeamArgs(cluster=cluster, plan=plan), opts)
+
+    pulumi.export("namespace", namespace.name)
+    pulumi.export("serviceAccount", config.team.service_account_name)
+    pulumi.export("roleArn", identity.role_arn)
+    pulumi.export("nodePool", plan.node_pool_manifest["metadata"]["name"] if plan.node_pool_manifest else None)
+    pulumi.export("gpuSchedulerName", offer.gpu_scheduler_name)
+    pulumi.export("claims", sorted(plan.claims))
+
+
+main()

@@ -1,0 +1,150 @@
+"""Attaching to a platform another stack created: a ClusterHandle from the platform stack's outputs, or read from AWS,
+and the outputs contract those readers rely on."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pytest
+
+from components.cluster.attach import HANDLE_OUTPUTS, AttachError, kubeconfig
+from components.cluster.component import ClusterHandle
+from components.preview import mocks
+from components.team.offer import OFFER_OUTPUTS, PlatformOffer
+
+from .conftest import REPO
+
+TEAM_STACK = REPO / "examples" / "team-stack"
+PLATFORM_STACK = "acme/eks-ml-platform/prod"
+
+
+def recorded(stack: str = "prod") -> dict:
+    return json.loads((TEAM_STACK / f"platform-outputs.{stack}.json").read_text())
+
+
+def attach(program_handle, **account) -> mocks.Inventory:
+    """Run a program that makes a handle and exports what it holds, plus an IRSA role made from it."""
+
+    def program() -> None:
+        handle = program_handle()
+        pulumi.export("name", handle.name)
+        pulumi.export("region", handle.region)
+        pulumi.export("version", handle.kubernetes_version)
+        pulumi.export("zones", list(handle.availability_zones))
+        pulumi.export("partition", handle.partition)
+        pulumi.export("account", handle.account_id)
+        pulumi.export("issuer", handle.oidc_issuer)
+        pulumi.export("securityGroup", handle.cluster_security_group_id)
+        pulumi.export("systemNodeGroup", handle.system_node_group.node_group_name)
+        pulumi.export("coredns", handle.coredns.addon_name)
+        handle.irsa_role("reader", namespace="vision", service_account="vision-jobs")
+
+    return mocks.run(program, project="team", stack="prod", region="us-west-2", config={}, **account)
+
+
+def trust(inventory: mocks.Inventory) -> dict:
+    return json.loads(inventory.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
+
+
+def test_a_handle_from_the_platform_stack_names_the_platforms_cluster_oidc_and_system_nodes():
+    outputs = recorded()
+    inventory = attach(
+        lambda: ClusterHandle.from_stack_reference(PLATFORM_STACK), stack_references={PLATFORM_STACK: outputs}
+    )
+    held = inventory.stack_outputs
+    assert held["name"] == outputs["clusterName"] and held["region"] == outputs["region"]
+    assert held["version"] == outputs["kubernetesVersion"] and held["zones"] == outputs["availabilityZones"]
+    assert (held["partition"], held["account"]) == ("aws", "123456789012")  # the OIDC provider's, where IRSA roles live
+    assert held["issuer"] == outputs["oidcIssuer"] and held["securityGroup"] == outputs["clusterSecurityGroupId"]
+    assert held["systemNodeGroup"] == outputs["systemNodeGroup"] and held["coredns"] == "coredns"
+    statement = trust(inventory)["Statement"][0]
+    assert statement["Principal"] == {"Federated": outputs["oidcProviderArn"]}
+    assert statement["Condition"]["StringEquals"] == {
+        f"{outputs['oidcIssuer']}:sub": "system:serviceaccount:vision:vision-jobs",
+        f"{outputs['oidcIssuer']}:aud": "sts.amazonaws.com",
+    }
+
+
+def test_the_platforms_resources_are_read_never_managed_by_the_attaching_stack():
+    inventory = attach(lambda: ClusterHandle.from_stack_reference(PLATFORM_STACK), stack_references={PLATFORM_STACK: recorded()})
+    created = {r.type for r in inventory.resources}
+    assert not created & {"aws:eks/nodeGroup:NodeGroup", "aws:eks/addon:Addon", "aws:eks/cluster:Cluster", "eks:index:Cluster"}
+
+
+def test_a_platform_without_an_output_the_handle_needs_is_named():
+    outputs = {k: v for k, v in recorded().items() if k not in ("oidcIssuer", "clusterEndpoint")}
+    with pytest.raises(AttachError, match="has no output clusterEndpoint, oidcIssuer"):
+        attach(lambda: ClusterHandle.from_stack_reference(PLATFORM_STACK), stack_references={PLATFORM_STACK: outputs})
+
+
+def test_a_stack_reference_the_mocks_have_no_outputs_for_fails_loudly():
+    with pytest.raises(mocks.UnexpectedCall, match="no recorded outputs for the stack reference 'acme/other/prod'"):
+        attach(lambda: ClusterHandle.from_stack_reference("acme/other/prod"), stack_references={PLATFORM_STACK: recorded()})
+
+
+def test_a_handle_read_from_an_existing_cluster_matches_what_the_platform_stack_exports_for_it():
+    """Both ways of attaching see the same cluster: the mocks describe an existing cluster with the stand-ins a
+    created one of that name gets."""
+    outputs = recorded()
+    inventory = attach(
+        lambda: ClusterHandle.from_existing(cluster_name=outputs["clusterName"], region="us-west-2"),
+        existing_clusters={outputs["clusterName"]: {}},
+    )
+    held = inventory.stack_outputs
+    assert held["issuer"] == outputs["oidcIssuer"] and held["securityGroup"] == outputs["clusterSecurityGroupId"]
+    assert held["zones"] == ["us-west-2a", "us-west-2b", "us-west-2c"] and held["systemNodeGroup"] == "system"
+    assert trust(inventory)["Statement"][0]["Principal"] == {"Federated": outputs["oidcProviderArn"]}
+
+
+def test_reading_a_cluster_that_does_not_exist_fails_loudly():
+    with pytest.raises(mocks.UnexpectedCall, match="aws:eks/getCluster:getCluster"):
+        attach(lambda: ClusterHandle.from_existing(cluster_name="nope", region="us-west-2"))
+
+
+def test_the_attaching_kubeconfig_carries_no_credentials_and_acts_as_the_given_profile():
+    config = json.loads(
+        kubeconfig(cluster_name="ml", endpoint="https://x", certificate_authority="Q0E=", region="eu-west-1", profile="team")
+    )
+    (user,) = config["users"]
+    assert user["user"]["exec"]["args"] == ["eks", "get-token", "--cluster-name", "ml", "--region", "eu-west-1", "--output", "json"]
+    assert user["user"]["exec"]["env"] == [{"name": "AWS_PROFILE", "value": "team"}]
+    assert set(user["user"]) == {"exec"}  # no token, no key: the exec plugin asks AWS each time
+
+
+# ------------------------------------------------------------------------------------------- the contract
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_platform_exports_every_output_a_handle_is_made_of(stack, request):
+    outputs = request.getfixturevalue(stack).stack_outputs
+    assert set(HANDLE_OUTPUTS) <= set(outputs)
+
+
+def test_the_platform_exports_every_output_a_team_stack_reads(prod):
+    """Every field of the offer is exported by prod (which runs every part), and a required one by every stack."""
+    assert set(OFFER_OUTPUTS) <= set(prod.stack_outputs)
+    required = {f.alias for f in PlatformOffer.model_fields.values() if f.is_required()}
+    assert required and required <= set(prod.stack_outputs)
+
+
+def test_the_recorded_platform_outputs_are_what_the_prod_preview_exports_now(prod):
+    """The team stack's offline preview runs against this file: it must not drift from the platform. Regenerate with
+    `python examples/team-stack/record_platform_outputs.py --stack prod > examples/team-stack/platform-outputs.prod.json`."""
+    contract = {*HANDLE_OUTPUTS, *OFFER_OUTPUTS}
+    exported = json.loads(json.dumps(prod.stack_outputs))
+    assert recorded() == {name: value for name, value in exported.items() if name in contract}
+
+
+def test_the_readme_lists_every_output_of_the_contract():
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Using the components in another stack", 1)[1].split("\n## ", 1)[0]
+    missing = sorted(name for name in {*HANDLE_OUTPUTS, *OFFER_OUTPUTS} if f"`{name}`" not in section)
+    assert missing == []
+
+
+def test_the_record_script_writes_the_file_the_team_stack_previews_against(prod):
+    import runpy
+
+    namespace = runpy.run_path(str(TEAM_STACK / "record_platform_outputs.py"), run_name="record")
+    assert namespace["recorded_outputs"]("prod") == (TEAM_STACK / "platform-outputs.prod.json").read_text()

@@ -1,0 +1,213 @@
+"""Team components (pure): a team checked against what its platform offers, its namespace's bounds and network
+allowances, its S3 permissions, its NodePool capped by the platform's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components.config.errors import ConfigError
+from components.team.config import TeamConfig, parse_team_config
+from components.team.iam import team_s3_policy
+from components.team.offer import PlatformContractError, parse_offer
+from components.team.plan import plan_team
+
+from .conftest import REPO
+
+PLATFORM = json.loads((REPO / "examples" / "team-stack" / "platform-outputs.prod.json").read_text())
+
+
+def offer(**changes):
+    outputs = {**PLATFORM, **changes}
+    return parse_offer({k: v for k, v in outputs.items() if v is not None}, stack="acme/eks-ml-platform/prod")
+
+
+def team(**changes) -> TeamConfig:
+    document = {"name": "vision", "quota": {"gpus": 8}, **changes}
+    return TeamConfig.model_validate(document)
+
+
+def problems(team_config: TeamConfig, platform=None) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        plan_team(team_config, platform or offer())
+    return [str(issue) for issue in caught.value.issues]
+
+
+# ----------------------------------------------------------------------------------------------- namespace
+
+
+def test_the_namespace_enforces_baseline_pod_security_and_is_labelled_for_the_team():
+    labels = plan_team(team(), offer()).namespace["namespace"]["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert labels["pod-security.kubernetes.io/warn"] == "restricted" and labels["eksml.io/team"] == "vision"
+
+
+def test_extra_labels_never_weaken_pod_security():
+    plan = plan_team(team(), offer(), labels={"pod-security.kubernetes.io/enforce": "privileged", "owner-ui": "x"}, annotations={"owner": "a@b"})
+    metadata = plan.namespace["namespace"]["metadata"]
+    assert metadata["labels"]["pod-security.kubernetes.io/enforce"] == "baseline" and metadata["labels"]["owner-ui"] == "x"
+    assert metadata["annotations"] == {"owner": "a@b"}
+
+
+def test_the_quota_caps_gpu_requests_and_the_limit_range_only_defaults_requests():
+    namespace = plan_team(team(quota={"gpus": 4, "cpu": "32"}), offer()).namespace
+    hard = namespace["quota"]["spec"]["hard"]
+    assert hard["requests.nvidia.com/gpu"] == "4" and hard["requests.cpu"] == "32"
+    assert hard["services.loadbalancers"] == "2"
+    (limits,) = namespace["limits"]["spec"]["limits"]
+    assert set(limits) == {"type", "defaultRequest"}  # a default limit below a request would refuse the pod
+
+
+def test_network_policies_deny_by_default_and_allow_only_the_platforms_needs():
+    namespace = plan_team(team(), offer()).namespace
+    policies = {key: m["spec"] for key, m in namespace.items() if m["kind"] == "NetworkPolicy"}
+    assert policies["deny-all"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    (dns,) = policies["allow-dns"]["egress"]
+    assert dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
+    assert {(p["protocol"], p["port"]) for p in dns["ports"]} == {("UDP", 53), ("TCP", 53)}
+    (scrape,) = policies["allow-prometheus"]["ingress"]
+    assert scrape["from"][0]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
+    (webhooks,) = policies["allow-webhooks"]["ingress"]
+    assert webhooks == {"ports": [{"protocol": "TCP", "port": 9443}], "from": [{"ipBlock": {"cidr": PLATFORM["vpcCidr"]}}]}
+    (https,) = policies["allow-https-egress"]["egress"]
+    assert https["ports"] == [{"protocol": "TCP", "port": 443}]  # STS for IRSA, S3, the Kubernetes API
+    assert set(policies) == {"deny-all", "allow-same-namespace", "allow-dns", "allow-prometheus", "allow-webhooks", "allow-https-egress"}
+
+
+def test_allowances_follow_the_platform_and_the_team():
+    plain = plan_team(team(network={"httpsEgress": False, "webhookPorts": []}), offer(monitoringNamespace=None)).namespace
+    assert {k for k, m in plain.items() if m["kind"] == "NetworkPolicy"} == {"deny-all", "allow-same-namespace", "allow-dns"}
+
+
+@pytest.mark.parametrize("name", ["kube-system", "gpu-operator", "default", "monitoring"])
+def test_a_team_cannot_take_a_namespace_of_kubernetes_or_the_platform(name):
+    assert problems(team(name=name)) == [f"team.name: {name!r} is a namespace of Kubernetes or of the platform"]
+
+
+def test_a_team_cannot_take_a_namespace_the_platform_already_creates():
+    (problem,) = problems(team(name="team-a"))
+    assert problem.startswith("team.name: the platform already creates the namespace 'team-a' (its storage.fsx.namespaces)")
+
+
+# --------------------------------------------------------------------------------------------------- storage
+
+
+def test_the_team_role_may_use_its_prefix_only_and_the_bucket_key_only_through_s3():
+    policy = team_s3_policy(partition="aws", region="us-west-2", bucket="b", prefix="teams/vision", kms_key_arn="arn:aws:kms:us-west-2:1:key/k")
+    listing, objects, key = policy["Statement"]
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["teams/vision", "teams/vision/*"]}}
+    assert objects["Resource"] == "arn:aws:s3:::b/teams/vision/*" and "s3:*" not in objects["Action"]
+    assert key["Resource"] == "arn:aws:kms:us-west-2:1:key/k"
+    assert key["Condition"]["StringEquals"] == {"kms:ViaService": "s3.us-west-2.amazonaws.com"}
+    no_key = team_s3_policy(partition="aws-cn", region="cn-north-1", bucket="b", prefix="p")
+    assert len(no_key["Statement"]) == 2 and no_key["Statement"][0]["Resource"] == "arn:aws-cn:s3:::b"
+
+
+def test_the_plan_uses_the_platforms_bucket_and_its_key():
+    plan = plan_team(team(storage={"bucket": "datasets"}), offer())
+    assert plan.bucket == PLATFORM["buckets"]["datasets"] and plan.bucket_kms_key_arn == PLATFORM["bucketKmsKeyArns"]["datasets"]
+    assert team(storage={"bucket": "datasets"}).s3_prefix == "teams/vision"
+    assert problems(team(storage={"bucket": "models"})) == ["team.storage.bucket: the platform has no bucket 'models'; it has ['artifacts', 'datasets']"]
+
+
+def test_a_shared_claim_is_a_static_volume_of_the_platforms_file_system_bound_to_it_alone():
+    plan = plan_team(team(fsxClaims={"datasets": {}}), offer())
+    volume, claim = plan.volumes["datasets"], plan.claims["datasets"]
+    assert volume["spec"]["csi"]["volumeHandle"] == PLATFORM["fsxFileSystemId"]
+    assert volume["spec"]["claimRef"] == {"namespace": "vision", "name": "datasets"}
+    assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert claim["spec"]["volumeName"] == volume["metadata"]["name"] == "vision-datasets"
+    assert volume["spec"]["capacity"] == {"storage": f"{PLATFORM['fsxStorageCapacityGib']}Gi"}
+
+
+def test_a_claim_of_its_own_uses_the_platforms_class():
+    claim = plan_team(team(fsxClaims={"scratch": {"storageClass": True, "sizeGib": 2400}}), offer()).claims["scratch"]
+    assert claim["spec"]["storageClassName"] == "fsx-lustre" and claim["spec"]["resources"]["requests"]["storage"] == "2400Gi"
+
+
+def test_claims_the_platform_cannot_serve_are_refused():
+    platform = offer(fsxFileSystemId=None, fsxStorageClass=None)
+    assert problems(team(fsxClaims={"datasets": {}, "own": {"storageClass": True, "sizeGib": 1200}}), platform) == [
+        "team.fsxClaims.datasets: the platform runs no shared FSx file system (its storage.fsx)",
+        "team.fsxClaims.own.storageClass: the platform offers no FSx StorageClass (its storage.fsx.storageClass)",
+    ]
+
+
+# ------------------------------------------------------------------------------------------------ node pool
+
+POOL = {"preset": "gpu-inference-a10g-spot", "limits": {"nvidia.com/gpu": "8"}}
+
+
+def test_a_team_pool_is_the_platforms_kind_on_its_node_class_tainted_and_labelled_for_the_team():
+    plan = plan_team(team(nodePool=POOL), offer())
+    spec = plan.node_pool_manifest["spec"]
+    assert plan.node_pool_manifest["metadata"]["name"] == "team-vision"
+    assert spec["template"]["spec"]["nodeClassRef"]["name"] == PLATFORM["nodePools"]["inference-a10g-spot"]["nodeClass"]
+    taints = spec["template"]["spec"]["taints"]
+    assert {"key": "eksml.io/team", "value": "vision", "effect": "NoSchedule"} in taints
+    assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"} in taints  # still a GPU pool
+    assert spec["template"]["metadata"]["labels"]["eksml.io/team"] == "vision"
+    assert spec["limits"] == {"nvidia.com/gpu": "8"}
+    assert spec["template"]["spec"]["startupTaints"] == PLATFORM["nodePoolStartupTaints"]
+
+
+def test_a_team_pool_may_not_be_larger_than_the_platforms_pool_of_its_kind():
+    assert problems(team(nodePool={**POOL, "limits": {"nvidia.com/gpu": "64"}})) == [
+        "team.nodePool.limits.nvidia.com/gpu: 64 is more than the platform allows a gpu-inference-a10g-spot pool (32, its pool 'inference-a10g-spot')"
+    ]
+
+
+def test_limits_a_team_does_not_set_are_the_presets_capped_by_the_platforms():
+    platform = json.loads(json.dumps(PLATFORM))
+    platform["nodePools"]["cpu-general"]["limits"] = {"cpu": "100", "memory": "400Gi"}
+    plan = plan_team(team(nodePool={"preset": "cpu-general", "limits": {"cpu": "50"}}), offer(nodePools=platform["nodePools"]))
+    # cpu as set; memory the preset's 4000Gi brought down to the platform's ceiling, not above it
+    assert plan.node_pool_manifest["spec"]["limits"] == {"cpu": "50", "memory": "400Gi"}
+
+
+def test_a_team_pool_of_a_kind_the_platform_does_not_run_is_refused():
+    (problem,) = problems(team(nodePool={"preset": "neuron", "limits": {}}))
+    assert problem.startswith("team.nodePool.preset: the platform runs no pool of preset 'neuron'; it runs ['cpu-general',")
+
+
+def test_spot_and_gpu_team_pools_need_the_platforms_interruption_handling_and_gpu_stack():
+    platform = offer(karpenterInterruptionQueue=None, gpuTaint=None)
+    assert problems(team(nodePool=POOL), platform) == [
+        "team.nodePool.preset: gpu-inference-a10g-spot allows spot, but the platform handles no spot interruptions (no interruption queue)",
+        "team.nodePool.preset: gpu-inference-a10g-spot launches GPUs, but the platform runs no GPU stack (device plugin, admission)",
+    ]
+
+
+def test_team_pool_zones_are_the_platforms():
+    assert problems(team(nodePool={**POOL, "zones": ["us-east-1a"]})) == [
+        "team.nodePool.zones[0]: 'us-east-1a' is not one of the platform's zones ['us-west-2a', 'us-west-2b', 'us-west-2c']"
+    ]
+
+
+# --------------------------------------------------------------------------------------------------- config
+
+
+def test_team_stack_config_errors_name_their_key_paths_all_at_once():
+    raw = {
+        "aws:region": "us-west-2",
+        "aws:accessKey": "x",
+        "tv:platformStack": "prod",
+        "tv:team": json.dumps({"name": "Vision", "quota": {"gpus": -1}, "fsxClaims": {"own": {"storageClass": True, "sizeGib": 1000}}}),
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_team_config(raw, project="tv", stack="prod")
+    paths = [issue.path for issue in caught.value.issues]
+    assert paths == ["aws:accessKey", "owner", "platformStack", "team.fsxClaims.own.sizeGib", "team.name", "team.quota.gpus"]
+
+
+def test_one_claim_mounts_the_whole_shared_file_system():
+    with pytest.raises(ValueError, match="all claim the shared file system"):
+        team(fsxClaims={"a": {}, "b": {}})
+
+
+def test_a_platform_output_of_the_wrong_shape_is_named():
+    with pytest.raises(PlatformContractError, match="output nodePools.training.nodeClass: is required"):
+        outputs = json.loads(json.dumps(PLATFORM))
+        del outputs["nodePools"]["training"]["nodeClass"]
+        parse_offer(outputs, stack="acme/eks-ml-platform/prod")

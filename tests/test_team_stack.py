@@ -1,0 +1,133 @@
+"""The example team stack (examples/team-stack), previewed offline against the recorded platform outputs like the
+platform's own stack: what it creates, its identity's exact trust, destroy order, config errors, policies."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+
+from components.preview import main, read_project_name, read_stack_config
+from components.preview.program import run_program
+
+from .conftest import REPO
+from .test_preview import SNAPSHOTS
+
+TEAM_STACK = REPO / "examples" / "team-stack"
+PLATFORM_STACK = "acme/eks-ml-platform/prod"
+OUTPUTS = TEAM_STACK / "platform-outputs.prod.json"
+REFERENCE = ["--stack-reference", f"{PLATFORM_STACK}={OUTPUTS}"]
+
+
+def preview_args(out, *extra: str) -> list[str]:
+    return ["--project-dir", str(TEAM_STACK), "--stack", "prod", "--out", str(out), *REFERENCE, *extra]
+
+
+@pytest.fixture(scope="module")
+def team():
+    project = read_project_name(TEAM_STACK)
+    config, secret_keys = read_stack_config(TEAM_STACK, project, "prod")
+    return run_program(TEAM_STACK, project, "prod", config, secret_keys, {PLATFORM_STACK: json.loads(OUTPUTS.read_text())})
+
+
+def test_the_team_stack_previews_offline_with_no_policy_violations(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(preview_args(out, "--policy-config", str(TEAM_STACK / "policy-config.json"))) == 0
+    printed = capsys.readouterr().out
+    assert "no violations" in printed and "Cost:" not in printed  # the platform's cost is not the team's
+    assert {p.name for p in (out / "manifests").iterdir()} == {"namespace.yaml", "identity.yaml", "pool.yaml"}
+    assert {p.name for p in (out / "iam").iterdir()} == {"identity-role.trust.json", "identity-s3.json"}
+
+
+def test_only_the_stack_wide_rules_the_platform_satisfies_need_the_team_policy_config(tmp_path, capsys):
+    """The queue and the GPU operator are the platform's: the plan checks them in its outputs instead."""
+    assert main(preview_args(tmp_path / "out")) == 1
+    printed = capsys.readouterr().out
+    rules = {line.split()[1] for line in printed.splitlines() if line.startswith("  mandatory ")}
+    assert rules == {"spot-needs-interruption-queue", "gpu-pools-need-operator-and-dcgm"}
+    assert json.loads((TEAM_STACK / "policy-config.json").read_text()) == {rule: "disabled" for rule in rules}
+
+
+def test_the_team_role_trusts_exactly_its_service_account_of_the_platforms_cluster(team):
+    trust = json.loads(team.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
+    platform = json.loads(OUTPUTS.read_text())
+    (statement,) = trust["Statement"]
+    assert statement["Principal"] == {"Federated": platform["oidcProviderArn"]}
+    assert statement["Condition"] == {
+        "StringEquals": {
+            f"{platform['oidcIssuer']}:sub": "system:serviceaccount:vision:vision-jobs",
+            f"{platform['oidcIssuer']}:aud": "sts.amazonaws.com",
+        }
+    }
+    account = team.one("kubernetes:core/v1:ServiceAccount")
+    assert account.inputs["metadata"]["namespace"] == "vision" and account.inputs["metadata"]["name"] == "vision-jobs"
+    assert account.inputs["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == team.stack_outputs["roleArn"]
+
+
+def test_the_team_reaches_its_prefix_of_the_platforms_bucket_with_its_key(team):
+    policy = json.loads(team.one("aws:iam/rolePolicy:RolePolicy").inputs["policy"])
+    platform = json.loads(OUTPUTS.read_text())
+    bucket = platform["buckets"]["datasets"]
+    assert policy["Statement"][1]["Resource"] == f"arn:aws:s3:::{bucket}/teams/vision/*"
+    assert policy["Statement"][2]["Resource"] == platform["bucketKmsKeyArns"]["datasets"]
+
+
+def test_destroy_removes_the_namespace_with_its_claims_before_the_volume_they_bind(team):
+    namespace = team.one("kubernetes:core/v1:Namespace")
+    volume = team.one("kubernetes:core/v1:PersistentVolume")
+    assert team.depends_on(namespace, volume)
+    for claim in team.of_type("kubernetes:core/v1:PersistentVolumeClaim"):
+        assert claim.deleted_with == namespace.urn and team.depends_on(claim, namespace)
+    for kind in ("ResourceQuota", "LimitRange", "ServiceAccount"):
+        assert team.one(f"kubernetes:core/v1:{kind}").deleted_with == namespace.urn
+
+
+def test_everything_in_the_cluster_goes_through_the_platforms_kubernetes_provider(team):
+    provider = team.one("pulumi:providers:kubernetes")
+    in_cluster = [r for r in team.resources if r.type.startswith("kubernetes:") and not r.type.startswith("pulumi:")]
+    assert in_cluster and all(r.provider == provider.urn for r in in_cluster)
+
+
+def test_the_team_pool_waits_for_its_drain_on_delete(team):
+    pool = team.one("kubernetes:karpenter.sh/v1:NodePool")
+    assert pool.inputs["metadata"]["name"] == "team-vision" and pool.delete_timeout is not None
+
+
+def test_a_bad_team_config_exits_2_naming_each_key_and_creates_nothing(tmp_path, capsys):
+    project = tmp_path / "team"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        (project / name).write_text((TEAM_STACK / name).read_text())
+    stack_file = yaml.safe_load((TEAM_STACK / "Pulumi.prod.yaml").read_text())
+    stack_file["config"]["team-vision:team"]["nodePool"]["limits"] = {"nvidia.com/gpu": "64"}
+    stack_file["config"]["team-vision:team"]["name"] = "team-a"
+    (project / "Pulumi.prod.yaml").write_text(yaml.safe_dump(stack_file))
+    out = tmp_path / "out"
+    assert main(["--project-dir", str(project), "--stack", "prod", "--out", str(out), *REFERENCE]) == 2
+    error = capsys.readouterr().err
+    assert "team.name: the platform already creates the namespace 'team-a'" in error
+    assert "team.nodePool.limits.nvidia.com/gpu: 64 is more than the platform allows" in error
+    assert "Traceback" not in error and not out.exists()
+
+
+def test_a_team_stack_in_another_region_than_its_platform_is_refused(tmp_path, capsys):
+    project = tmp_path / "team"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        (project / name).write_text((TEAM_STACK / name).read_text())
+    stack_file = yaml.safe_load((TEAM_STACK / "Pulumi.prod.yaml").read_text())
+    stack_file["config"]["aws:region"] = "eu-west-1"
+    (project / "Pulumi.prod.yaml").write_text(yaml.safe_dump(stack_file))
+    assert main(["--project-dir", str(project), "--stack", "prod", "--out", str(tmp_path / "o"), *REFERENCE]) == 2
+    assert "aws:region: the platform runs in us-west-2" in capsys.readouterr().err
+
+
+def test_team_resource_names_match_the_snapshot(team):
+    """As the platform's: a rename replaces the resource; it must be deliberate."""
+    actual = "".join(f"{r.type} {r.name}\n" for r in sorted(team.resources, key=lambda r: (r.type, r.name)))
+    snapshot = SNAPSHOTS / "team-prod-resources.txt"
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        snapshot.write_text(actual)
+    assert actual == snapshot.read_text(), "resource names changed; rerun with UPDATE_SNAPSHOTS=1 if intended"
