@@ -107,10 +107,14 @@ def node_capacity(instance_type: str) -> Requests | None:
     if match is None or size not in _VCPUS:
         return None
     vcpus = _VCPUS[size]
+    return allocatable(vcpus=vcpus, memory_mi=vcpus * _GIB_PER_VCPU[match["letter"]] * 1024, max_pods=_MAX_PODS[size])
+
+
+def allocatable(*, vcpus: int, memory_mi: int, max_pods: int) -> Requests:
+    """What a node with this capacity offers pods, as the EKS AL2023 AMI reserves (see `node_capacity`)."""
     reserved_cpu = 60 + (10 if vcpus >= 2 else 0) + 5 * min(max(vcpus - 2, 0), 2) + 2.5 * max(vcpus - 4, 0)
-    memory = vcpus * _GIB_PER_VCPU[match["letter"]] * 1024
-    reserved_memory = 255 + 11 * _MAX_PODS[size] + 100
-    return Requests(int(vcpus * 1000 - reserved_cpu), memory - reserved_memory)
+    reserved_memory = 255 + 11 * max_pods + 100
+    return Requests(int(vcpus * 1000 - reserved_cpu), memory_mi - reserved_memory)
 
 
 @dataclass(frozen=True)
