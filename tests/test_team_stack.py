@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -14,6 +16,7 @@ from components.preview.program import run_program
 
 from .conftest import REPO
 from .test_preview import SNAPSHOTS
+from .test_refcheck import REFCHECK
 
 TEAM_STACK = REPO / "examples" / "team-stack"
 PLATFORM_STACK = "acme/eks-ml-platform/prod"
@@ -131,3 +134,19 @@ def test_team_resource_names_match_the_snapshot(team):
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         snapshot.write_text(actual)
     assert actual == snapshot.read_text(), "resource names changed; rerun with UPDATE_SNAPSHOTS=1 if intended"
+
+
+@pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
+def test_the_team_preview_passes_refcheck(tmp_path, capsys, prod):
+    """Every object against the upstream schemas and CEL rules; the pool's node class is the platform's, not here."""
+    out = tmp_path / "out"
+    main(preview_args(out, "--policy-config", str(TEAM_STACK / "policy-config.json")))
+    result = subprocess.run(
+        [sys.executable, str(REFCHECK), str(out / "manifests"), "--k8s-version", "1.34,1.35", "-v"],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0 and result.stdout.strip().endswith(" 0 errors")
+    (warning,) = [line for line in result.stdout.splitlines() if line.startswith(("ERROR", "WARN"))]
+    assert warning.endswith("nodeClassRef EC2NodeClass/gpu is not among the checked objects")
+    platform_classes = {r.inputs["metadata"]["name"] for r in prod.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")}
+    assert "gpu" in platform_classes

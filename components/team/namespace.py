@@ -141,8 +141,9 @@ def namespace_manifests(
     return manifests
 
 
-def service_account(team: TeamConfig, role_arn: str) -> Manifest:
-    """The team's service account, annotated with its IRSA role."""
+def service_account(team: TeamConfig, role_arn: Any) -> Manifest:
+    """The team's service account, annotated with its IRSA role (`role_arn` may be a Pulumi output: it is only
+    placed, never read)."""
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
