@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import moto
 
@@ -66,7 +67,9 @@ class Instance:
 def catalogue() -> tuple[Instance, ...]:
     path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
     instances = []
-    for info in json.loads(gzip.open(path).read()).values():
+    with gzip.open(path) as catalogue_file:
+        described = json.loads(catalogue_file.read())
+    for info in described.values():
         network = info["NetworkInfo"]
         instances.append(
             Instance(

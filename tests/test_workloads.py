@@ -159,19 +159,23 @@ def test_every_workload_passes_the_team_namespaces_baseline_pod_security(key):
         assert ":" in container["image"] and not container["image"].endswith(":latest")  # pinned
 
 
+def most_pods(kind: str, name: str) -> int:
+    """How many pods of a workload run at once at most: an HPA's maximum, a Job's parallelism, else its replicas."""
+    objects = {(d["kind"], d["metadata"]["name"]): d for _, d in documents()}
+    scalers = [d for (k, _), d in objects.items() if k == "HorizontalPodAutoscaler" and d["spec"]["scaleTargetRef"]["name"] == name]
+    if scalers:
+        return scalers[0]["spec"]["maxReplicas"]
+    spec = objects[(kind, name)]["spec"]
+    return spec.get("parallelism", 1) if kind == "Job" else spec.get("replicas", 1)
+
+
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_every_workload_fits_the_team_quota_at_its_largest(key, platform):
-    spec, kind = templates()[key]["spec"], key.split("/")[1]
-    copies = 1
-    for _, document in documents():
-        if document["kind"] == "HorizontalPodAutoscaler" and document["spec"]["scaleTargetRef"]["name"] == key.split("/")[2]:
-            copies = document["spec"]["maxReplicas"]
-        if kind == "Job" and document["kind"] == "Job" and document["metadata"]["name"] == key.split("/")[2]:
-            copies = document["spec"].get("parallelism", 1)
-    requests = pod_requests(spec, platform["defaults"])
-    quota = platform["quota"]
+    _, kind, name = key.split("/")
+    requests = pod_requests(templates()[key]["spec"], platform["defaults"])
     for resource in ("nvidia.com/gpu", "cpu", "memory"):
-        assert requests.get(resource, 0) * copies <= parse_quantity(quota[f"requests.{resource}"]), resource
+        allowed = parse_quantity(platform["quota"][f"requests.{resource}"])
+        assert requests.get(resource, 0) * most_pods(kind, name) <= allowed, resource
 
 
 def test_workloads_use_the_team_stacks_claims_and_service_account(platform):

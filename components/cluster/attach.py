@@ -12,7 +12,8 @@ platform's deployer: that identity needs an access entry of its own on the clust
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws

@@ -5,7 +5,8 @@ and fail loudly on anything else."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from components import versions
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import runpy
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from components.config.errors import ConfigError, ConfigIssue
 from components.config.platform import PROJECT_NAMESPACE

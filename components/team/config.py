@@ -18,15 +18,16 @@ preset offered, does the bucket exist) is checked against its outputs in `compon
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Mapping
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 
 from components.config.errors import ConfigError, ConfigIssue, issues_from
 from components.config.types import ConfigModel, KeyName
 from components.config.validation import FieldProblems, matches
-from components.team.quantity import QUANTITY_PATTERN
 from components.storage.config import fsx_capacity_problem
+from components.team.quantity import QUANTITY_PATTERN
 
 #: `organization/project/stack`, as `pulumi stack ls --all` names a stack of the Pulumi Cloud backend.
 StackName = Annotated[

@@ -9,7 +9,8 @@ calling the team's webhooks. Anything else a workload needs (a load balancer's t
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from components.scheduling import GPU_RESOURCE
 from components.team.config import TeamConfig

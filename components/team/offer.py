@@ -7,7 +7,8 @@ parses them here. A missing or malformed output is reported by its name, never g
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
 from pydantic.alias_generators import to_camel

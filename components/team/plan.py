@@ -9,8 +9,9 @@ only pods that ask for it land there.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -61,8 +62,8 @@ def _namespace_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[st
     if team.name in taken:
         return [("name", f"{team.name!r} is a namespace of Kubernetes or of the platform")]
     if team.name in offer.fsx_namespaces:
-        return [("name", f"the platform already creates the namespace {team.name!r} (its storage.fsx.namespaces); "
-                         "remove it there, or choose another name")]
+        already = f"the platform already creates the namespace {team.name!r} (its storage.fsx.namespaces)"
+        return [("name", f"{already}; remove it there, or choose another name")]
     return []
 
 
@@ -111,7 +112,7 @@ def _pool(team: TeamConfig, offer: PlatformOffer) -> tuple[NodePoolSpec | None, 
     for index, zone in enumerate(config.zones):
         if zone not in offer.availability_zones:
             problems.append((f"nodePool.zones[{index}]", f"{zone!r} is not one of the platform's zones {list(offer.availability_zones)}"))
-    node_class = offered[sorted(offered)[0]].node_class
+    node_class = offered[min(offered)].node_class  # several pools of the kind: the first by name
     document: dict[str, Any] = {
         "preset": config.preset,
         "nodeClass": node_class,
