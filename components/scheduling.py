@@ -23,7 +23,15 @@ class Taint:
 
 
 GPU_RESOURCE = "nvidia.com/gpu"
+#: Neuron devices, and their cores: the Neuron device plugin advertises both, and Karpenter counts both on an
+#: instance type (so a NodePool may be capped on either).
 NEURON_RESOURCE = "aws.amazon.com/neuron"
+NEURON_CORE_RESOURCE = "aws.amazon.com/neuroncore"
+ACCELERATOR_RESOURCES = (GPU_RESOURCE, NEURON_RESOURCE, NEURON_CORE_RESOURCE)
+#: EFA interfaces, as the EFA device plugin advertises them.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+#: Set on the nodes of NodePools whose node class attaches EFA interfaces: the EFA device plugin runs exactly there.
+EFA_LABEL = "eksml.io/efa"
 
 #: Every GPU node carries this taint, so only pods that ask for a GPU (and tolerate it) land there. Without it a GPU
 #: pool fills with ordinary pods and never scales to zero.

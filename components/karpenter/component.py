@@ -8,8 +8,9 @@ can terminate the instances it launched.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -106,6 +107,9 @@ class Karpenter(pulumi.ComponentResource):
     node_pools: dict[str, k8s.apiextensions.CustomResource]
     #: GPU ceiling per NodePool (None for pools without GPUs): the most GPUs the pool will ever run at once.
     gpu_limits: dict[str, int | None]
+    #: Accelerator ceilings per NodePool, by resource (nvidia.com/gpu, aws.amazon.com/neuron or neuroncore); {} for
+    #: pools without accelerators.
+    accelerator_limits: dict[str, dict[str, int]]
 
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:karpenter:Karpenter", name, None, opts)
@@ -210,8 +214,15 @@ class Karpenter(pulumi.ComponentResource):
         self._node_classes_and_pools(name, args, k8s_opts)
         self.node_role_arn = self.node_role.arn
         self.queue_name = self.queue.name
+        for path, message in args.config.warnings():
+            pulumi.log.warn(f"{path}: {message}", resource=self)
         self.register_outputs(
-            {"nodeRoleArn": self.node_role_arn, "queueName": self.queue_name, "gpuLimits": self.gpu_limits}
+            {
+                "nodeRoleArn": self.node_role_arn,
+                "queueName": self.queue_name,
+                "gpuLimits": self.gpu_limits,
+                "acceleratorLimits": self.accelerator_limits,
+            }
         )
 
     def _node_classes_and_pools(self, name: str, args: KarpenterArgs, k8s_opts: pulumi.ResourceOptions) -> None:
@@ -261,8 +272,10 @@ class Karpenter(pulumi.ComponentResource):
         startup_taints = [CSI_STARTUP_TAINTS[driver] for driver in args.csi_drivers]
         self.node_pools = {}
         self.gpu_limits = {}
+        self.accelerator_limits = {}
+        efa_pools = config.efa_pools()
         for pool_name, pool in sorted(config.node_pools.items()):
-            rendered = render_nodepool(pool_name, pool, startup_taints=startup_taints)
+            rendered = render_nodepool(pool_name, pool, startup_taints=startup_taints, efa=pool_name in efa_pools)
             self.node_pools[pool_name] = k8s.apiextensions.CustomResource(
                 f"{name}-pool-{pool_name}",
                 api_version=rendered["apiVersion"],
@@ -280,3 +293,4 @@ class Karpenter(pulumi.ComponentResource):
                 ),
             )
             self.gpu_limits[pool_name] = pool.gpu_limit
+            self.accelerator_limits[pool_name] = pool.accelerator_limits

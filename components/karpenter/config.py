@@ -1,20 +1,42 @@
-"""Stack configuration of Karpenter: its log level, node classes and node pools (mappings keyed by name)."""
+"""Stack configuration of Karpenter: its log level, facts for accelerated families the pinned table lacks, node
+classes and node pools (mappings keyed by name), and what a pool and its class must agree on."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validator
 
 from components.config.types import ConfigModel, KeyName
 from components.config.validation import FieldProblems
+from components.config.validation import matches as _matches
+from components.karpenter import accelerators, efa
+from components.karpenter.families import accelerator_of, family_problem
+from components.karpenter.pool_checks import idle_budget_message, instance_types
 from components.karpenter.specs import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, NodePoolSpec
+from components.scheduling import Taint
+
+Size = Annotated[StrictStr, _matches(r"[a-z0-9-]+", "an instance size like '48xlarge' or 'metal'")]
+
+
+class AcceleratedFamilySpec(ConfigModel):
+    """Facts about an accelerated family the pinned table does not know (keys are the family, e.g. `g7e`)."""
+
+    #: karpenter.k8s.aws/instance-gpu-name of its GPUs (NVIDIA families only).
+    gpu_name: Annotated[StrictStr, _matches(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", "a GPU name as Karpenter labels it, like 'l40s'")] | None = None
+    #: Memory per GPU or Neuron device.
+    memory_gib: StrictInt = Field(ge=1)
+    #: Devices per instance size.
+    devices: dict[Size, Annotated[StrictInt, Field(ge=1)]] = Field(min_length=1)
+    architecture: Literal["amd64", "arm64"] = "amd64"
 
 
 class KarpenterConfig(ConfigModel):
     """The Karpenter controller, its node classes and node pools (mappings keyed by name)."""
 
     log_level: Literal["debug", "info", "error"] = "info"
+    accelerator_families: dict[StrictStr, AcceleratedFamilySpec] = Field(default_factory=dict)
     node_classes: dict[KeyName, NodeClassSpec] = Field(
         default_factory=lambda: {k: NodeClassSpec.model_validate(v) for k, v in DEFAULT_NODE_CLASSES.items()}
     )
@@ -22,13 +44,126 @@ class KarpenterConfig(ConfigModel):
         default_factory=lambda: {k: NodePoolSpec.model_validate(v) for k, v in DEFAULT_NODE_POOLS.items()}
     )
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _with_added_facts(cls, data: Any, handler: Any) -> KarpenterConfig:
+        """Pools are validated knowing the families this config adds (their GPU names, sizes)."""
+        with accelerators.added_families(_added_families(data)):
+            return handler(data)
+
+    @property
+    def added_families(self) -> dict[str, accelerators.AcceleratedFamily]:
+        return {name: _facts(name, spec) for name, spec in self.accelerator_families.items()}
+
     @model_validator(mode="after")
     def _check(self) -> KarpenterConfig:
-        problems = [
-            (f"nodePools.{name}.nodeClass", f"names no node class in karpenter.nodeClasses ({', '.join(sorted(self.node_classes))})")
-            for name, pool in self.node_pools.items()
-            if pool.node_class not in self.node_classes
-        ]
+        problems = []
+        for name, spec in self.accelerator_families.items():
+            problems += [(f"acceleratorFamilies.{name}", p) for p in _family_problems(name, spec)]
+        for name, pool in self.node_pools.items():
+            node_class = self.node_classes.get(pool.node_class)
+            if node_class is None:
+                problems.append((f"nodePools.{name}.nodeClass", f"names no node class in karpenter.nodeClasses ({', '.join(sorted(self.node_classes))})"))
+                continue
+            problems += [(f"nodePools.{name}.{key}", message) for key, message in pool_class_problems(pool, pool.node_class, node_class)]
         if problems:
             raise FieldProblems(problems)
         return self
+
+    def warnings(self) -> list[tuple[str, str]]:
+        """What is allowed but probably unintended, as (key path, message)."""
+        found = []
+        for name, pool in sorted(self.node_pools.items()):
+            if pool.accelerator is None:
+                for index, budget in enumerate(pool.disruption.budgets):
+                    if budget.blocks_empty_removal:
+                        found.append((f"karpenter.nodePools.{name}.disruption.budgets[{index}]", idle_budget_message("CPU")))
+        return found
+
+    def efa_pools(self) -> dict[str, NodePoolSpec]:
+        """Pools whose node class attaches EFA interfaces."""
+        return {n: p for n, p in self.node_pools.items() if p.node_class in self.node_classes and self.node_classes[p.node_class].efa_interfaces}
+
+    def neuron_taints(self) -> tuple[Taint, ...] | None:
+        """Every taint of the pools that launch Neuron instances (what their device plugin must tolerate); None when
+        no pool does."""
+        return _taints([p for p in self.node_pools.values() if p.accelerator == "neuron"])
+
+    def efa_taints(self) -> tuple[Taint, ...] | None:
+        """Every taint of the pools whose node class attaches EFA interfaces; None when there are none."""
+        return _taints(list(self.efa_pools().values()))
+
+
+def _taints(pools: list[NodePoolSpec]) -> tuple[Taint, ...] | None:
+    if not pools:
+        return None
+    return tuple(sorted({Taint(t.key, t.value, t.effect) for p in pools for t in p.taints}, key=lambda t: (t.key, t.value, t.effect)))
+
+
+def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeClassSpec) -> list[tuple[str, str]]:
+    """What a pool asks of its node class that the class cannot give."""
+    problems = []
+    if "reserved" in pool.capacity_types and not node_class.capacity_reservation_selector_terms:
+        problems.append(
+            (
+                "capacityTypes",
+                f"reserved capacity launches only into a capacity reservation the node class selects, and node class "
+                f"{class_name!r} has no capacityReservationSelectorTerms (add them there, or leave out reserved)",
+            )
+        )
+    cards = efa.cards_needed(node_class.interfaces)
+    if cards > 0:
+        types = instance_types(pool)
+        if types is None:
+            problems.append(
+                (
+                    "requirements",
+                    f"node class {class_name!r} gives every instance {cards} network card(s) of EFA interfaces, so the pool "
+                    "must name the instance types that have them (a node.kubernetes.io/instance-type In requirement, or "
+                    "instanceFamilies with instanceSizes)",
+                )
+            )
+        else:
+            for instance_type in types:
+                known = efa.NETWORK_CARDS.get(instance_type)
+                if known is None:
+                    problems.append(("requirements", f"{instance_type!r} is not in the EFA table (components/karpenter/efa.py); node class {class_name!r} needs {cards} EFA network cards"))
+                elif known < cards:
+                    problems.append(("requirements", f"{instance_type!r} has {known} network cards; node class {class_name!r} needs {cards}"))
+    return problems
+
+
+def _facts(name: str, spec: AcceleratedFamilySpec) -> accelerators.AcceleratedFamily:
+    vendor = "nvidia" if accelerator_of(name) == "nvidia" else "aws"
+    return accelerators.AcceleratedFamily(
+        name, vendor, name, spec.gpu_name, spec.memory_gib, dict(spec.devices), spec.architecture
+    )
+
+
+def _family_problems(name: str, spec: AcceleratedFamilySpec) -> list[str]:
+    if name in accelerators.ACCELERATED_FAMILIES:
+        return [f"{name!r} is in the pinned table (components/karpenter/accelerators.py); remove it here"]
+    kind = accelerator_of(name)
+    if kind is None or family_problem(name) is not None:
+        return [f"{name!r} is not an accelerated family name (category g, gr, p, inf or trn, like 'g7e')"]
+    if kind == "nvidia" and spec.gpu_name is None:
+        return ["an NVIDIA family needs gpuName: the value of karpenter.k8s.aws/instance-gpu-name on its instances"]
+    if kind == "neuron" and spec.gpu_name is not None:
+        return ["a Neuron family has no GPU name; leave out gpuName"]
+    return []
+
+
+def _added_families(data: Any) -> Mapping[str, accelerators.AcceleratedFamily]:
+    """The families raw config adds, as far as they validate (their own errors are reported by the config)."""
+    raw = data.get("acceleratorFamilies", data.get("accelerator_families")) if isinstance(data, Mapping) else None
+    if not isinstance(raw, Mapping):
+        return {}
+    added = {}
+    for name, value in raw.items():
+        try:
+            spec = AcceleratedFamilySpec.model_validate(value)
+        except ValidationError:
+            continue
+        if isinstance(name, str) and not _family_problems(name, spec):
+            added[name] = _facts(name, spec)
+    return added

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from components import versions
 from components.karpenter.specs import NodeClassSpec, NodePoolSpec
+from components.karpenter.userdata import (
+    FAST_IMAGE_PULL_GATE,
+    al2023_user_data,
+    bottlerocket_user_data,
+    containerd_config,
+)
 from components.karpenter.validation import EXCLUDE, excludes
 from components.network.tags import DISCOVERY_TAG
-from components.scheduling import Taint
+from components.scheduling import EFA_LABEL, Taint
 
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
@@ -25,10 +32,12 @@ class NodeClassContext:
     tags: Mapping[str, str]
 
 
-def _requirement(key: str, operator: str, values: Sequence[str] = ()) -> dict[str, Any]:
+def _requirement(key: str, operator: str, values: Sequence[str] = (), min_values: int | None = None) -> dict[str, Any]:
     requirement: dict[str, Any] = {"key": key, "operator": operator}
     if values:
         requirement["values"] = list(values)
+    if min_values is not None:
+        requirement["minValues"] = min_values
     return requirement
 
 
@@ -50,7 +59,7 @@ def requirements(pool: NodePoolSpec) -> list[dict[str, Any]]:
     rendered += [_requirement(key, "In", values) for key, values in typed if values]
     if pool.generation_above is not None:
         rendered.append(_requirement("karpenter.k8s.aws/instance-generation", "Gt", [str(pool.generation_above)]))
-    rendered += [_requirement(r.key, r.operator, r.values) for r in pool.requirements]
+    rendered += [_requirement(r.key, r.operator, r.values, r.min_values) for r in pool.requirements]
     # Keep out every accelerator the pool is not for: whatever its other requirements, a CPU pool then cannot launch
     # a GPU instance (untainted, outside every GPU limit) for a pending pod that tolerates the GPU taint.
     for accelerator, (key, operator) in EXCLUDE.items():
@@ -59,7 +68,8 @@ def requirements(pool: NodePoolSpec) -> list[dict[str, Any]]:
     return rendered
 
 
-def render_nodepool(name: str, pool: NodePoolSpec, *, startup_taints: Sequence[Taint] = ()) -> dict[str, Any]:
+def render_nodepool(name: str, pool: NodePoolSpec, *, startup_taints: Sequence[Taint] = (), efa: bool = False) -> dict[str, Any]:
+    """`efa`: the pool's node class attaches EFA interfaces (its nodes are labelled for the EFA device plugin)."""
     template_spec: dict[str, Any] = {
         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.node_class},
         "requirements": requirements(pool),
@@ -71,9 +81,10 @@ def render_nodepool(name: str, pool: NodePoolSpec, *, startup_taints: Sequence[T
         template_spec["startupTaints"] = [t.as_dict() for t in startup_taints]
     template_spec["terminationGracePeriod"] = pool.termination_grace_period
     spec: dict[str, Any] = {
-        "template": {"metadata": {"labels": {POOL_LABEL: name, **pool.labels}}, "spec": template_spec},
+        "template": {"metadata": {"labels": {POOL_LABEL: name, **({EFA_LABEL: "true"} if efa else {}), **pool.labels}}, "spec": template_spec},
         "limits": dict(pool.limits),
-        "disruption": pool.disruption.model_dump(by_alias=True, exclude_none=True),
+        # In full, Karpenter's defaults included, so what a pool does is read here rather than in Karpenter's docs.
+        "disruption": pool.disruption.model_dump(mode="json", by_alias=True, exclude_none=True),
     }
     if pool.weight is not None:
         spec["weight"] = pool.weight
@@ -91,8 +102,30 @@ def _ebs(size_gib: int, iops: int, throughput: int) -> dict[str, Any]:
     }
 
 
+def user_data(node_class: NodeClassSpec) -> str | None:
+    spec = node_class.user_data
+    if spec is None:
+        return None
+    if node_class.ami_family == "bottlerocket":
+        settings = dict(spec.settings or {})
+        if spec.max_concurrent_downloads is not None:
+            runtime = dict(settings.get("container-runtime") or {})
+            settings["container-runtime"] = {**runtime, "max-concurrent-downloads": spec.max_concurrent_downloads}
+        return bottlerocket_user_data(settings) if settings else None
+    node_config = dict(spec.node_config or {})
+    if spec.parallel_image_pull:
+        node_config["featureGates"] = {**(node_config.get("featureGates") or {}), FAST_IMAGE_PULL_GATE: True}
+    if spec.max_concurrent_downloads is not None:
+        node_config["containerd"] = {**(node_config.get("containerd") or {}), "config": containerd_config(spec.max_concurrent_downloads)}
+    return al2023_user_data(node_config) if node_config else None
+
+
+def _terms(terms: Sequence[Any]) -> list[dict[str, Any]]:
+    return [term.model_dump(mode="json", by_alias=True, exclude_none=True) for term in terms]
+
+
 def render_nodeclass(name: str, node_class: NodeClassSpec, context: NodeClassContext) -> dict[str, Any]:
-    discovery = [{"tags": {DISCOVERY_TAG: context.cluster_name}}]
+    discovery = {"tags": {DISCOVERY_TAG: context.cluster_name}}
     volume = _ebs(node_class.root_volume_gib, node_class.root_volume_iops, node_class.root_volume_throughput_mibps)
     if node_class.ami_family == "bottlerocket":
         # Bottlerocket keeps its OS on a small volume and images, logs and pod data on the second one.
@@ -100,26 +133,40 @@ def render_nodeclass(name: str, node_class: NodeClassSpec, context: NodeClassCon
             {"deviceName": "/dev/xvda", "ebs": _ebs(4, 3000, 125)},
             {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": volume},
         ]
-        alias = f"bottlerocket@{versions.BOTTLEROCKET_AMI.version}"
+        pin = versions.BOTTLEROCKET_AMI
     else:
         devices = [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": volume}]
-        alias = f"al2023@{versions.AL2023_AMI.version}"
-    return {
-        "apiVersion": NODECLASS_API,
-        "kind": "EC2NodeClass",
-        "metadata": {"name": name},
-        "spec": {
-            "amiSelectorTerms": [{"alias": alias}],
-            "role": context.node_role_name,
-            "subnetSelectorTerms": discovery,
-            "securityGroupSelectorTerms": discovery,
-            "blockDeviceMappings": devices,
-            "metadataOptions": {
-                "httpEndpoint": "enabled",
-                "httpProtocolIPv6": "disabled",
-                "httpTokens": "required",
-                "httpPutResponseHopLimit": node_class.imds_hop_limit,
-            },
-            "tags": dict(context.tags),
+        pin = versions.AL2023_AMI
+    release = pin.version if node_class.ami_release == "pinned" else "latest"
+    spec: dict[str, Any] = {
+        "amiSelectorTerms": [{"alias": f"{pin.name}@{release}"}],
+        "role": context.node_role_name,
+        "subnetSelectorTerms": _terms(node_class.subnet_selector_terms) or [discovery],
+        # Nodes always join the cluster security group: without it they reach neither the control plane nor the
+        # system nodes. Other groups (a dedicated EFA group, say) come in addition.
+        "securityGroupSelectorTerms": [discovery, *_terms(node_class.security_group_selector_terms)],
+        "blockDeviceMappings": devices,
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpProtocolIPv6": "disabled",
+            "httpTokens": "required",
+            "httpPutResponseHopLimit": node_class.imds_hop_limit,
         },
+        "associatePublicIPAddress": False,
+        "detailedMonitoring": node_class.detailed_monitoring,
+        # The stack's standard tags win: cost allocation and the teardown sweep read them.
+        "tags": {**node_class.tags, **context.tags},
     }
+    if node_class.capacity_reservation_selector_terms:
+        spec["capacityReservationSelectorTerms"] = _terms(node_class.capacity_reservation_selector_terms)
+    if node_class.instance_store_policy is not None:
+        spec["instanceStorePolicy"] = node_class.instance_store_policy
+    if node_class.kubelet is not None and (kubelet := node_class.kubelet.model_dump(mode="json", by_alias=True, exclude_none=True)):
+        spec["kubelet"] = kubelet
+    if (text := user_data(node_class)) is not None:
+        spec["userData"] = text
+    if interfaces := node_class.interfaces:
+        spec["networkInterfaces"] = interfaces
+    if node_class.placement_group_selector is not None:
+        spec["placementGroupSelector"] = node_class.placement_group_selector.model_dump(mode="json", exclude_none=True)
+    return {"apiVersion": NODECLASS_API, "kind": "EC2NodeClass", "metadata": {"name": name}, "spec": spec}

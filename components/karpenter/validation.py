@@ -1,10 +1,11 @@
-"""Checks on NodePool specs that need more than a pattern: cron schedules, reserved label domains, and which
-accelerator a raw requirement asks for (pure; the spec models in `nodepools` call them)."""
+"""Checks on NodePool specs that need more than a pattern: cron schedules, reserved label domains, requirement keys,
+and which accelerator a raw requirement asks for (pure; the spec models call them)."""
 
 from __future__ import annotations
 
+import difflib
 import re
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from components.karpenter.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of, family_of_type
 
@@ -62,6 +63,7 @@ _WELL_KNOWN_LABELS = frozenset(
     {
         "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "node.kubernetes.io/instance-type",
         "kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/windows-build", "karpenter.sh/capacity-type",
+        "topology.k8s.aws/zone-id",
         *(
             f"karpenter.k8s.aws/{name}"
             for name in (
@@ -101,6 +103,22 @@ def label_problem(key: str) -> str | None:
         f"{key!r} is in the reserved domain {reserved}; use a domain of your own (e.g. 'eksml.io/...') or "
         f"node.kubernetes.io"
     )
+
+
+def requirement_key_problem(key: str) -> str | None:
+    """Why a NodePool requirement may not use `key`, or None. Every key the NodePool CRD admits is allowed: the
+    well-known labels, and labels of your own domain (Karpenter then sets them on the nodes it launches). A key that
+    is not well-known but nearly is ('node.kubernetes.io/instance-typ') is a typo that would launch nothing, so it is
+    refused with the key it resembles."""
+    if key in _WELL_KNOWN_LABELS:
+        return None
+    hint = difflib.get_close_matches(key, sorted(_WELL_KNOWN_LABELS), n=1, cutoff=0.85)
+    if hint and key not in _SET_BY_KARPENTER:
+        return f"unknown requirement key {key!r}; did you mean {hint[0]!r}?"
+    problem = label_problem(key)
+    if problem is None or key in _SET_BY_KARPENTER:
+        return problem
+    return f"{problem} (the keys Karpenter knows there are listed in the README)"
 
 
 # ------------------------------------------------------------------------------------------------------ cron

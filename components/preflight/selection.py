@@ -137,7 +137,7 @@ def shape_from_ec2(info: Mapping[str, Any]) -> InstanceShape:
 
 
 def accelerated_shapes() -> list[InstanceShape]:
-    """Every accelerated instance type of the `gpu_facts` table (all x86_64), without vCPUs."""
+    """Every accelerated instance type of the pinned facts table, without vCPUs."""
     shapes = []
     for family in gpu_facts.ACCELERATED_FAMILIES.values():
         for size, devices in family.devices.items():
@@ -145,7 +145,7 @@ def accelerated_shapes() -> list[InstanceShape]:
             shapes.append(
                 InstanceShape(
                     instance_type=f"{family.family}.{size}",
-                    architecture="amd64",
+                    architecture=family.architecture,
                     gpu_name=family.gpu_name if nvidia else None,
                     gpu_count=devices if nvidia else 0,
                     gpu_memory_mib=family.memory_gib * 1024 if nvidia else None,

@@ -1,0 +1,297 @@
+"""The typed EC2NodeClass spec: the v1 surface of the pinned Karpenter CRD (`../shared/reference/karpenter/crds`),
+with what this platform fixes (IMDSv2, encrypted volumes, no public addresses) and the checks EC2, the CRD's CEL
+rules or the node's own bootstrap would otherwise fail at launch, where Karpenter reports them only as NodeClaims
+that never become nodes."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
+
+from components.config.validation import FieldProblems
+from components.config.validation import matches as _matches
+from components.karpenter import efa
+from components.karpenter.presets import NODE_CLASS_PRESETS
+from components.karpenter.spec_types import DURATION, QUANTITY, Quantity, Spec, apply_preset
+from components.tags import standard_tags
+
+SubnetId = Annotated[StrictStr, _matches(r"subnet-[0-9a-z]+", "a subnet id like 'subnet-0123456789abcdef0'")]
+SecurityGroupId = Annotated[StrictStr, _matches(r"sg-[0-9a-z]+", "a security group id like 'sg-0123456789abcdef0'")]
+ReservationId = Annotated[StrictStr, _matches(r"cr-[0-9a-z]+", "a capacity reservation id like 'cr-0123456789abcdef0'")]
+AccountId = Annotated[StrictStr, _matches(r"[0-9]{12}", "a 12-digit AWS account id")]
+SelectorTags = Annotated[dict[StrictStr, StrictStr], Field(min_length=1, max_length=20)]
+
+
+def _tag_problems(tags: dict[str, str] | None) -> list[tuple[str, str]]:
+    return [(f"tags.{k}", "empty tag keys and values select nothing (use '*' for any value)") for k, v in (tags or {}).items() if not k or not v]
+
+
+class SubnetTermSpec(Spec):
+    """Subnets by id, or by tags (all must match; '*' matches any value)."""
+
+    id: SubnetId | None = None
+    tags: SelectorTags | None = None
+
+    def problems(self) -> list[tuple[str, str]]:
+        if (self.id is None) == (self.tags is None):
+            return [("", "set exactly one of id or tags")]
+        return _tag_problems(self.tags)
+
+
+class SecurityGroupTermSpec(Spec):
+    id: SecurityGroupId | None = None
+    name: StrictStr | None = Field(default=None, min_length=1)
+    tags: SelectorTags | None = None
+
+    def problems(self) -> list[tuple[str, str]]:
+        if sum(x is not None for x in (self.id, self.name, self.tags)) != 1:
+            return [("", "set exactly one of id, name or tags")]
+        return _tag_problems(self.tags)
+
+
+class CapacityReservationTermSpec(Spec):
+    """On-Demand Capacity Reservations and Capacity Blocks for ML, by id, or by tags / owner / match criteria."""
+
+    id: ReservationId | None = None
+    tags: SelectorTags | None = None
+    owner_id: AccountId | None = Field(default=None, alias="ownerID")
+    instance_match_criteria: Literal["open", "targeted"] | None = None
+
+    def problems(self) -> list[tuple[str, str]]:
+        if self.id is not None and (self.tags or self.owner_id or self.instance_match_criteria):
+            return [("id", "selects one reservation by itself; leave out tags, ownerID and instanceMatchCriteria")]
+        if self.id is None and self.tags is None and self.instance_match_criteria is None:
+            return [("", "set id, tags or instanceMatchCriteria")]
+        return _tag_problems(self.tags)
+
+
+class PlacementGroupSpec(Spec):
+    """A placement group made outside the stack (a cluster group puts EFA nodes close together), by name or id."""
+
+    name: StrictStr | None = Field(default=None, min_length=1)
+    id: Annotated[StrictStr, _matches(r"pg-[0-9a-z]+", "a placement group id like 'pg-0123456789abcdef0'")] | None = None
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [] if (self.name is None) != (self.id is None) else [("", "set exactly one of name or id")]
+
+
+class NetworkInterfaceSpec(Spec):
+    network_card_index: StrictInt = Field(ge=0)
+    device_index: StrictInt = Field(ge=0)
+    interface_type: Literal["interface", "efa-only"]
+
+
+_SIGNALS = Literal["memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"]
+_RESERVED = Literal["cpu", "memory", "ephemeral-storage", "pid"]
+
+
+class KubeletSpec(Spec):
+    """Kubelet settings Karpenter passes to the node and uses for its own capacity maths (keys as in the CRD)."""
+
+    max_pods: StrictInt | None = Field(default=None, ge=1)
+    pods_per_core: StrictInt | None = Field(default=None, ge=1)
+    system_reserved: dict[_RESERVED, Quantity] | None = None
+    kube_reserved: dict[_RESERVED, Quantity] | None = None
+    eviction_hard: dict[_SIGNALS, StrictStr] | None = None
+    eviction_soft: dict[_SIGNALS, StrictStr] | None = None
+    eviction_soft_grace_period: dict[_SIGNALS, StrictStr] | None = None
+    eviction_max_pod_grace_period: StrictInt | None = Field(default=None, ge=0)
+    image_gc_high_threshold_percent: StrictInt | None = Field(default=None, ge=0, le=100, alias="imageGCHighThresholdPercent")
+    image_gc_low_threshold_percent: StrictInt | None = Field(default=None, ge=0, le=100, alias="imageGCLowThresholdPercent")
+    cluster_dns: tuple[StrictStr, ...] | None = Field(default=None, alias="clusterDNS")
+    cpu_cfs_quota: StrictBool | None = Field(default=None, alias="cpuCFSQuota")
+
+    def problems(self) -> list[tuple[str, str]]:
+        problems = []
+        high, low = self.image_gc_high_threshold_percent, self.image_gc_low_threshold_percent
+        if high is not None and low is not None and high <= low:
+            problems.append(("imageGCHighThresholdPercent", f"must be above imageGCLowThresholdPercent ({low}); got {high}"))
+        soft, grace = set(self.eviction_soft or {}), set(self.eviction_soft_grace_period or {})
+        problems += [("evictionSoftGracePeriod", f"needs a grace period for the soft threshold {s}") for s in sorted(soft - grace)]
+        problems += [("evictionSoft", f"has no threshold for the grace period of {s}") for s in sorted(grace - soft)]
+        for field, values in (("evictionHard", self.eviction_hard), ("evictionSoft", self.eviction_soft)):
+            for signal, value in (values or {}).items():
+                percent = value.endswith("%") and value[:-1].replace(".", "", 1).isdigit() and float(value[:-1]) <= 100
+                if not percent and not QUANTITY.fullmatch(value):
+                    problems.append((f"{field}.{signal}", f"expected a percentage like '10%' or a quantity like '500Mi', got {value!r}"))
+        for signal, value in (self.eviction_soft_grace_period or {}).items():
+            if value == "Never" or not DURATION.fullmatch(value):
+                problems.append((f"evictionSoftGracePeriod.{signal}", f"expected a duration like '1m30s', got {value!r}"))
+        for index, address in enumerate(self.cluster_dns or ()):
+            try:
+                ipaddress.ip_address(address)
+            except ValueError:
+                problems.append((f"clusterDNS[{index}]", f"expected an IP address, got {address!r}"))
+        return problems
+
+
+#: Bottlerocket settings Karpenter writes itself (cluster identity, labels, taints) or derives from `kubelet`, which
+#: must be set there so Karpenter's capacity maths agree with the node.
+_BOTTLEROCKET_OWNED = {
+    **{f"kubernetes.{k}": "Karpenter sets it from the cluster and the NodePool" for k in ("cluster-name", "api-server", "cluster-certificate", "cluster-dns-ip", "node-labels", "node-taints")},
+    **{f"kubernetes.{k}": "set it in the class's kubelet, which Karpenter also counts with" for k in ("max-pods", "kube-reserved", "system-reserved", "eviction-hard", "eviction-soft", "eviction-soft-grace-period", "image-gc-high-threshold-percent", "image-gc-low-threshold-percent", "cpu-cfs-quota-enforced")},
+}
+#: NodeConfig spec keys the user data may set: containerd, instance options and nodeadm feature gates. `cluster` is
+#: Karpenter's, `kubelet` goes through the class's kubelet, and local storage through instanceStorePolicy.
+_NODECONFIG_KEYS = {"containerd", "featureGates", "instance"}
+
+
+class UserDataSpec(Spec):
+    """What nodes run at boot, beyond what Karpenter configures. `maxConcurrentDownloads` works on both AMI
+    families; `parallelImagePull` and `nodeConfig` are AL2023's (nodeadm), `settings` Bottlerocket's."""
+
+    max_concurrent_downloads: StrictInt | None = Field(default=None, ge=1, le=64)
+    parallel_image_pull: StrictBool = False
+    node_config: dict[StrictStr, Any] | None = None
+    settings: dict[StrictStr, Any] | None = None
+
+
+class NodeClassSpec(Spec):
+    """One EC2NodeClass: the AMI, volumes, kubelet, network placement and tags of the nodes that use it."""
+
+    preset: StrictStr | None = None
+    ami_family: Literal["al2023", "bottlerocket"] = "al2023"
+    #: `pinned` uses the release in versions.py; `latest` follows AWS's newest AMI (every release drifts all nodes).
+    ami_release: Literal["pinned", "latest"] = "pinned"
+    # gp3 limits (EBS User Guide, "General Purpose SSD volumes"; raised in September 2025 from 16 TiB, 16,000 IOPS and
+    # 1,000 MiB/s): 1 GiB-64 TiB, 3,000-80,000 IOPS, 125-2,000 MiB/s, at most 500 IOPS per GiB above the 3,000
+    # baseline and 0.25 MiB/s per provisioned IOPS. The size stops at 59000 because the EC2NodeClass schema's
+    # volumeSize pattern does; the 20 GiB floor is this platform's, not EC2's.
+    root_volume_gib: StrictInt = Field(default=80, ge=20, le=59000)
+    root_volume_iops: StrictInt = Field(default=3000, ge=3000, le=80000)
+    root_volume_throughput_mibps: StrictInt = Field(default=125, ge=125, le=2000)
+    #: 1 keeps instance credentials out of pods' reach; 2 only for workloads that must read instance metadata.
+    imds_hop_limit: Literal[1, 2] = 1
+    #: RAID0 of the instance's local NVMe disks holds images, logs and pod ephemeral storage (Karpenter counts its
+    #: size as the node's ephemeral-storage); the root volume then only holds the OS.
+    instance_store_policy: Literal["RAID0"] | None = None
+    kubelet: KubeletSpec | None = None
+    user_data: UserDataSpec | None = None
+    #: Replaces the default (subnets tagged karpenter.sh/discovery=<cluster>).
+    subnet_selector_terms: tuple[SubnetTermSpec, ...] = Field(default=(), max_length=30)
+    #: Added to the cluster security group (found by the discovery tag), which nodes always need.
+    security_group_selector_terms: tuple[SecurityGroupTermSpec, ...] = Field(default=(), max_length=29)
+    capacity_reservation_selector_terms: tuple[CapacityReservationTermSpec, ...] = Field(default=(), max_length=30)
+    tags: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    detailed_monitoring: StrictBool = False
+    associate_public_ip_address: StrictBool = Field(default=False, alias="associatePublicIPAddress")
+    network_interfaces: tuple[NetworkInterfaceSpec, ...] = Field(default=(), max_length=150)
+    #: An instance type of `efa.NETWORK_CARDS`: its recommended EFA interface layout (instead of networkInterfaces).
+    efa_layout: StrictStr | None = None
+    placement_group_selector: PlacementGroupSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        return apply_preset(data, NODE_CLASS_PRESETS)
+
+    @property
+    def interfaces(self) -> list[dict[str, Any]]:
+        """The rendered networkInterfaces ([] when the class leaves them to Karpenter)."""
+        if self.efa_layout is not None:
+            return efa.layout(efa.NETWORK_CARDS[self.efa_layout])
+        return [i.model_dump(mode="json", by_alias=True) for i in self.network_interfaces]
+
+    @property
+    def efa_interfaces(self) -> int:
+        return sum(1 for i in self.interfaces if i["interfaceType"] == "efa-only")
+
+    @model_validator(mode="after")
+    def _check(self) -> NodeClassSpec:
+        problems = self._volume_problems()
+        for field, terms in (("subnetSelectorTerms", self.subnet_selector_terms), ("securityGroupSelectorTerms", self.security_group_selector_terms), ("capacityReservationSelectorTerms", self.capacity_reservation_selector_terms)):
+            for index, term in enumerate(terms):
+                problems += [(f"{field}[{index}]" + (f".{key}" if key else ""), message) for key, message in term.problems()]
+        if self.kubelet is not None:
+            problems += [(f"kubelet.{key}", message) for key, message in self.kubelet.problems()]
+        if self.placement_group_selector is not None:
+            problems += [("placementGroupSelector", message) for _, message in self.placement_group_selector.problems()]
+        if self.user_data is not None:
+            problems += self._user_data_problems(self.user_data)
+        problems += self._tag_problems()
+        if self.associate_public_ip_address:
+            problems.append(("associatePublicIPAddress", "nodes get no public addresses: they run in private subnets and reach out through NAT"))
+        if self.efa_layout is not None and self.network_interfaces:
+            problems.append(("efaLayout", "set efaLayout or networkInterfaces, not both"))
+        if self.efa_layout is not None and self.efa_layout not in efa.NETWORK_CARDS:
+            problems.append(("efaLayout", f"no known EFA layout for {self.efa_layout!r}; expected one of {', '.join(efa.NETWORK_CARDS)} (or list networkInterfaces)"))
+        problems += [("networkInterfaces", p) for p in efa.layout_problems(self.interfaces if self.efa_layout is None else [])]
+        if problems:
+            raise FieldProblems(problems)
+        return self
+
+    def _volume_problems(self) -> list[tuple[str, str]]:
+        # EC2 refuses these at launch (InvalidParameterCombination), which Karpenter only reports as a failed
+        # NodeClaim: every node of the class fails to start.
+        problems = []
+        gib, iops, mibps = self.root_volume_gib, self.root_volume_iops, self.root_volume_throughput_mibps
+        if iops > max(3000, 500 * gib):
+            problems.append(("rootVolumeIops", f"{iops} IOPS needs rootVolumeGib of at least {-(-iops // 500)} (gp3 allows 500 IOPS per GiB); rootVolumeGib is {gib}"))
+        if mibps * 4 > iops:
+            problems.append(("rootVolumeThroughputMibps", f"{mibps} MiB/s needs rootVolumeIops of at least {mibps * 4} (gp3 allows 0.25 MiB/s per IOPS); rootVolumeIops is {iops}"))
+        return problems
+
+    def _user_data_problems(self, user_data: UserDataSpec) -> list[tuple[str, str]]:
+        problems = []
+        if self.ami_family == "bottlerocket":
+            if user_data.parallel_image_pull:
+                problems.append(("userData.parallelImagePull", "is nodeadm's (AL2023); on Bottlerocket set the SOCI snapshotter under userData.settings"))
+            if user_data.node_config is not None:
+                problems.append(("userData.nodeConfig", "is a NodeConfig for AL2023's nodeadm; Bottlerocket takes userData.settings"))
+            for path, value in _leaves(user_data.settings or {}):
+                if path in _BOTTLEROCKET_OWNED:
+                    problems.append((f"userData.settings.{path}", _BOTTLEROCKET_OWNED[path]))
+                elif not _toml_value(value):
+                    problems.append((f"userData.settings.{path}", f"expected a string, number, boolean or a list of them, got {value!r}"))
+            return problems
+        if user_data.settings is not None:
+            problems.append(("userData.settings", "are Bottlerocket's TOML settings; AL2023 takes userData.nodeConfig"))
+        for key in user_data.node_config or {}:
+            if key not in _NODECONFIG_KEYS:
+                why = {
+                    "cluster": "Karpenter sets it from the cluster",
+                    "kubelet": "set the class's kubelet instead: Karpenter merges it into the NodeConfig and counts with it",
+                }.get(key, f"expected {', '.join(sorted(_NODECONFIG_KEYS))}")
+                problems.append((f"userData.nodeConfig.{key}", why))
+        local_storage = ((user_data.node_config or {}).get("instance") or {})
+        if isinstance(local_storage, dict) and "localStorage" in local_storage:
+            problems.append(("userData.nodeConfig.instance.localStorage", "set instanceStorePolicy: RAID0 instead, which Karpenter also counts as the node's ephemeral storage"))
+        containerd = (user_data.node_config or {}).get("containerd") or {}
+        if user_data.max_concurrent_downloads is not None and isinstance(containerd, dict) and "config" in containerd:
+            problems.append(("userData.maxConcurrentDownloads", "set max_concurrent_downloads in your own nodeConfig.containerd.config instead"))
+        return problems
+
+    def _tag_problems(self) -> list[tuple[str, str]]:
+        standard = set(standard_tags(project="p", stack="s", owner="o", cost_center="c"))
+        restricted = ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim", "karpenter.k8s.aws/ec2nodeclass")
+        problems = []
+        for key, value in self.tags.items():
+            if key in standard:
+                problems.append((f"tags.{key}", "is one of the stack's standard tags, which every instance carries already (set owner or costCenter)"))
+            elif key in restricted or key.startswith(("kubernetes.io/cluster", "aws:")):
+                problems.append((f"tags.{key}", "is reserved for EKS, Karpenter or AWS"))
+            elif not 1 <= len(key) <= 128 or len(value) > 256:
+                problems.append((f"tags.{key}", "tag keys take 1 to 128 characters and values at most 256"))
+        return problems
+
+
+def _leaves(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted path, value) of every setting that is not a table, and of every table Karpenter owns."""
+    found = []
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value and path not in _BOTTLEROCKET_OWNED:
+            found += _leaves(value, path + ".")
+        else:
+            found.append((path, value))
+    return found
+
+
+def _toml_value(value: Any) -> bool:
+    scalar = (str, int, float, bool)
+    return isinstance(value, scalar) or (isinstance(value, list) and all(isinstance(v, scalar) for v in value))
+
+
+__all__ = ["CapacityReservationTermSpec", "KubeletSpec", "NetworkInterfaceSpec", "NodeClassSpec", "PlacementGroupSpec", "SecurityGroupTermSpec", "SubnetTermSpec", "UserDataSpec"]

@@ -1,0 +1,256 @@
+"""Everything a NodePool spec is checked for beyond the shape of its fields (pure): values and keys, accelerator
+guarantees (taint, ceiling, no mixing), requirements that contradict each other, and budgets that keep idle
+accelerators running. Each problem is (key path within the pool, message)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from components.karpenter import accelerators
+from components.karpenter.families import (
+    ACCELERATED_CATEGORIES,
+    Accelerator,
+    architecture_of,
+    category_of,
+    category_problem,
+    family_of_type,
+    family_problem,
+    generation_of,
+    type_problem,
+)
+from components.karpenter.spec_types import LABEL_VALUE, LABEL_VALUE_HINT, QUANTITY, QUANTITY_HINT
+from components.karpenter.validation import excludes, label_problem, requirement_key_problem
+from components.scheduling import (
+    ACCELERATOR_RESOURCES,
+    GPU_RESOURCE,
+    GPU_TAINT,
+    NEURON_CORE_RESOURCE,
+    NEURON_RESOURCE,
+    NEURON_TAINT,
+    Taint,
+)
+
+if TYPE_CHECKING:
+    from components.karpenter.pool_spec import NodePoolSpec, RequirementSpec
+
+Problems = list[tuple[str, str]]
+
+LIMIT_RESOURCES = ("cpu", "memory", *ACCELERATOR_RESOURCES)
+#: Why a limit on Neuron devices by their other name is refused: Karpenter never counts it, so it caps nothing.
+NEURONDEVICE_REASON = (
+    "Karpenter does not count aws.amazon.com/neurondevice (an instance type offers aws.amazon.com/neuron devices and "
+    "aws.amazon.com/neuroncore cores, and the current Neuron device plugin advertises only those), so a limit on it "
+    "never stops a launch; limit aws.amazon.com/neuron or aws.amazon.com/neuroncore instead"
+)
+
+
+def _gpu_name_problem(name: str) -> str | None:
+    known = accelerators.nvidia_gpu_names()
+    if name in known:
+        return None
+    return (
+        f"unknown GPU name {name!r}; expected one of {', '.join(sorted(known))} "
+        "(add the facts of a newer family under karpenter.acceleratorFamilies)"
+    )
+
+
+#: Requirement values checked like the typed fields they stand for (a typo there launches nothing, silently).
+_VALUE_CHECKS: dict[str, Callable[[str], str | None]] = {
+    "karpenter.k8s.aws/instance-family": family_problem,
+    "node.kubernetes.io/instance-type": type_problem,
+    "karpenter.k8s.aws/instance-category": category_problem,
+    "karpenter.k8s.aws/instance-gpu-name": _gpu_name_problem,
+}
+
+
+def requirement_problems(r: RequirementSpec) -> Problems:
+    problems = []
+    if problem := requirement_key_problem(r.key):
+        problems.append(("key", problem))
+    if r.operator in ("In", "NotIn") and not r.values:
+        problems.append(("values", f"operator {r.operator} needs at least one value"))
+    if r.operator in ("Exists", "DoesNotExist") and r.values:
+        problems.append(("values", f"operator {r.operator} takes no values"))
+    if r.operator in ("Gt", "Lt", "Gte", "Lte") and (len(r.values) != 1 or not r.values[0].isdigit()):
+        problems.append(("values", f"operator {r.operator} takes exactly one whole number"))
+    for value in r.values:
+        if not LABEL_VALUE.fullmatch(value):
+            problems.append(("values", f"expected {LABEL_VALUE_HINT}, got {value!r}"))
+    check = _VALUE_CHECKS.get(r.key)
+    if check is not None and r.operator in ("In", "NotIn"):
+        problems += [("values", problem) for value in r.values if (problem := check(value))]
+    if r.min_values is not None:
+        if r.operator != "In":
+            problems.append(("minValues", f"applies to operator In only, not {r.operator}"))
+        elif len(r.values) < r.min_values:
+            problems.append(("minValues", f"asks for {r.min_values} distinct values but the requirement lists {len(r.values)}"))
+    return problems
+
+
+def limit_problems(pool: NodePoolSpec) -> Problems:
+    problems = []
+    for key, value in pool.limits.items():
+        if key == "aws.amazon.com/neurondevice":
+            problems.append((f"limits.{key}", NEURONDEVICE_REASON))
+        elif key not in LIMIT_RESOURCES:
+            problems.append((f"limits.{key}", f"unknown resource; expected {', '.join(LIMIT_RESOURCES[:-1])} or {LIMIT_RESOURCES[-1]}"))
+        elif not QUANTITY.fullmatch(value):
+            problems.append((f"limits.{key}", f"expected {QUANTITY_HINT}, got {value!r}"))
+        elif key in ACCELERATOR_RESOURCES and not value.isdigit():
+            problems.append((f"limits.{key}", f"expected a whole number of devices, got {value!r}"))
+    return problems
+
+
+def _unknown(key: str, values: Iterable[str], known: Iterable[str]) -> Problems:
+    allowed = frozenset(known)
+    return [(key, f"unknown value {value!r}; expected one of {', '.join(sorted(allowed))}") for value in values if value not in allowed]
+
+
+def _taint_text(taint: Taint) -> str:
+    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+
+
+_KINDS: dict[Accelerator, tuple[Taint, tuple[str, ...], str]] = {
+    "nvidia": (GPU_TAINT, (GPU_RESOURCE,), "GPU"),
+    "neuron": (NEURON_TAINT, (NEURON_RESOURCE, NEURON_CORE_RESOURCE), "Neuron"),
+}
+
+
+def accelerator_problems(pool: NodePoolSpec, kind: Accelerator, because: str, skip: frozenset[str]) -> Problems:
+    taint, resources, what = _KINDS[kind]
+    wanted = _taint_text(taint)
+    problems = []
+    same_key = [(i, t) for i, t in enumerate(pool.taints) if t.key == taint.key]
+    if "taints" not in skip and not same_key:
+        problems.append(
+            ("taints", f"a {what} pool must carry the {wanted} taint, or ordinary pods fill it and it never scales to zero (this is a {what} pool because of {because})")
+        )
+    for index, t in same_key:
+        got = Taint(t.key, t.value, t.effect)
+        if got != taint:
+            problems.append(
+                (
+                    f"taints[{index}]",
+                    f"the {taint.key} taint must be exactly {wanted} (components/scheduling.py): {what} pods tolerate that "
+                    f"value and effect, and any other keeps them off the node; got {_taint_text(got)}",
+                )
+            )
+    if "limits" not in skip and not any(r in pool.limits for r in resources):
+        named = " or ".join(resources)
+        problems.append(("limits", f"a {what} pool must set a limit on {named}: it is the ceiling on {what} spend (this is a {what} pool because of {because})"))
+    for index, r in enumerate(pool.requirements):
+        if excludes(kind, r.key, r.operator):
+            problems.append((f"requirements[{index}]", f"excludes {what} instances, but {because} makes this a {what} pool"))
+    if "disruption" not in skip:
+        for index, budget in enumerate(pool.disruption.budgets):
+            if budget.blocks_empty_removal:
+                problems.append((f"disruption.budgets[{index}]", idle_budget_message(what)))
+    return problems
+
+
+def idle_budget_message(what: str) -> str:
+    return (
+        f'nodes "0" without a schedule blocks every voluntary disruption, even removing empty nodes, so idle {what} '
+        "nodes keep running (and billing) until expireAfter; give it a schedule and duration (e.g. "
+        "{nodes: '0', schedule: '0 8 * * mon-fri', duration: '10h'}), or reasons without Empty"
+    )
+
+
+def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
+    """Instance families the pool's own other fields or requirements keep out: it could never launch them."""
+    problems = []
+    if "instanceFamilies" in skip:
+        return problems
+    generation_bounds = [] if "generationAbove" in skip or pool.generation_above is None else [("Gt", pool.generation_above, f"generationAbove {pool.generation_above}")]
+    arch_sets = [] if "architectures" in skip else [(set(pool.architectures), f"architectures {list(pool.architectures)}")]
+    excluded: list[tuple[str, str]] = []
+    for r in () if "requirements" in skip else pool.requirements:
+        if r.key == "karpenter.k8s.aws/instance-generation" and r.operator in ("Gt", "Gte", "Lt", "Lte") and r.values and r.values[0].isdigit():
+            generation_bounds.append((r.operator, int(r.values[0]), f"the requirement {r.shown()}"))
+        elif r.key == "kubernetes.io/arch" and r.operator == "In":
+            arch_sets.append((set(r.values), f"the requirement {r.shown()}"))
+        elif r.key == "karpenter.k8s.aws/instance-family" and r.operator == "NotIn":
+            excluded += [(value, f"the requirement {r.shown()}") for value in r.values]
+    tests = {"Gt": lambda g, n: g > n, "Gte": lambda g, n: g >= n, "Lt": lambda g, n: g < n, "Lte": lambda g, n: g <= n}
+    for family in pool.instance_families:
+        out = []
+        category = category_of(family)
+        if "instanceCategories" not in skip and pool.instance_categories and category not in pool.instance_categories:
+            out.append(f"is in category {category!r}, which instanceCategories {list(pool.instance_categories)} leaves out")
+        generation = generation_of(family)
+        for operator, bound, source in generation_bounds:
+            if generation is not None and not tests[operator](generation, bound):
+                out.append(f"is generation {generation}, which {source} excludes")
+        arch = architecture_of(family)
+        for allowed, source in arch_sets:
+            if arch is not None and arch not in allowed:
+                out.append(f"runs on {arch}, which {source} excludes")
+        out += [f"is excluded by {source}" for value, source in excluded if value == family]
+        problems += [("instanceFamilies", f"{family!r} {reason}: the pool can never launch it") for reason in out]
+    if pool.gpu_names and not {"gpuNames", "requirements"} & skip:
+        for index, r in enumerate(pool.requirements):
+            if r.operator != "In" or r.key not in ("node.kubernetes.io/instance-type", "karpenter.k8s.aws/instance-family"):
+                continue
+            for value in r.values:
+                known = accelerators.facts(family_of_type(value))
+                if known is not None and known.gpu_name is not None and known.gpu_name not in pool.gpu_names:
+                    problems.append(
+                        (f"requirements[{index}]", f"{value!r} has {known.gpu_name} GPUs, which gpuNames {list(pool.gpu_names)} leaves out: the pool can never launch it")
+                    )
+    return problems
+
+
+def _unreachable_families(pool: NodePoolSpec) -> list[str]:
+    """Families in the pool whose GPUs are none of its gpuNames (facts known only)."""
+    unreachable = []
+    for family in pool.instance_families:
+        known = accelerators.facts(family)
+        if known is not None and known.gpu_name is not None and known.gpu_name not in pool.gpu_names:
+            unreachable.append(family)
+    return sorted(unreachable)
+
+
+def pool_problems(pool: NodePoolSpec, skip: frozenset[str] = frozenset()) -> Problems:
+    """Every problem of a pool whose fields have their shapes; checks that read a field in `skip` (one that failed
+    to validate) are left out."""
+    problems: Problems = []
+    problems += _unknown("instanceCategories", pool.instance_categories, accelerators.CPU_CATEGORIES | ACCELERATED_CATEGORIES.keys())
+    problems += _unknown("gpuNames", pool.gpu_names, accelerators.nvidia_gpu_names())
+    problems += [("instanceFamilies", problem) for f in pool.instance_families if (problem := family_problem(f))]
+    problems += [(f"labels.{key}", problem) for key in pool.labels if (problem := label_problem(key))]
+    problems += limit_problems(pool)
+    for index, r in enumerate(pool.requirements):
+        problems += [(f"requirements[{index}].{key}", message) for key, message in requirement_problems(r)]
+    problems += [(f"disruption.{key}", message) for key, message in pool.disruption.problems()]
+    sources = pool.accelerator_sources()
+    first = {kind: (path, what) for path, kind, what in reversed(sources)}
+    if len(first) == 2:
+        path, what = first["neuron"]
+        problems.append((path, f"mixes Neuron devices ({what}) with NVIDIA GPUs ({first['nvidia'][1]}); use one pool for each"))
+    if pool.gpu_names and (unreachable := _unreachable_families(pool)):
+        problems.append(("instanceFamilies", f"{unreachable} have none of the GPUs in gpuNames {list(pool.gpu_names)}"))
+    accelerator = pool.accelerator
+    for kind, (taint, _, what) in _KINDS.items():
+        if accelerator == kind:
+            problems += accelerator_problems(pool, kind, first[kind][1], skip)
+        elif any(t.key == taint.key for t in pool.taints):
+            problems.append(("taints", f"carries the {taint.key} taint but launches no {what} instances"))
+    if accelerator is None and "limits" not in skip and not pool.limits:
+        problems.append(("limits", "set at least one limit (cpu, memory): without one Karpenter launches whatever pending pods ask for"))
+    problems += contradictions(pool, skip)
+    return list(dict.fromkeys(problems))
+
+
+def instance_types(pool: NodePoolSpec) -> tuple[str, ...] | None:
+    """The instance types a pool names (a requirement on node.kubernetes.io/instance-type In, or families times
+    sizes), or None when it leaves them open."""
+    for r in pool.requirements:
+        if r.key == "node.kubernetes.io/instance-type" and r.operator == "In":
+            return tuple(r.values)
+    if pool.instance_families and pool.instance_sizes:
+        return tuple(f"{family}.{size}" for family in pool.instance_families for size in pool.instance_sizes)
+    return None
+
+
+__all__ = ["contradictions", "instance_types", "limit_problems", "pool_problems", "requirement_problems"]

@@ -1,0 +1,220 @@
+"""The typed NodePool spec: what instances a pool may launch, how they are tainted, capped and disrupted.
+
+Shapes (types, enums, ranges) are checked field by field; everything else (values, keys, and what fields say about
+each other) by the pool as a whole (`pool_checks.py`), and every problem is reported at once: a mistyped field does
+not hide a missing GPU limit or a wrong taint (`NodePoolSpec._every_problem`). Defaults are Karpenter's own where a
+pool leaves a field out (`capacityTypes` on-demand, `architectures` amd64, `disruption` as below, `expireAfter`
+720h), except `terminationGracePeriod`, which Karpenter leaves unset and this platform bounds (15m).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from components.config.errors import issues_from
+from components.config.validation import FieldProblems
+from components.karpenter.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of
+from components.karpenter.pool_checks import pool_problems
+from components.karpenter.presets import NODE_POOL_PRESETS
+from components.karpenter.spec_types import (
+    BUDGET_DURATION,
+    BUDGET_NODES,
+    DURATION,
+    DURATION_HINT,
+    NOT_EMPTY,
+    Duration,
+    GracePeriod,
+    LabelKey,
+    LabelValue,
+    LooseQuantity,
+    Name,
+    Spec,
+    apply_preset,
+)
+from components.karpenter.validation import cron_problem, requirement_accelerators
+from components.scheduling import ACCELERATOR_RESOURCES, GPU_RESOURCE, NEURON_CORE_RESOURCE, NEURON_RESOURCE
+
+
+class TaintSpec(Spec):
+    key: LabelKey
+    value: StrictStr = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
+
+
+class RequirementSpec(Spec):
+    """An extra scheduling requirement, beyond the typed fields of a pool. `minValues` asks Karpenter to keep at least
+    that many distinct values of the key among the instance types it may choose from (spot flexibility)."""
+
+    key: StrictStr
+    operator: Operator
+    values: tuple[StrictStr, ...] = ()
+    min_values: StrictInt | None = Field(default=None, ge=1, le=50)
+
+    def shown(self) -> str:
+        return f"{self.key} {self.operator}" + (f" {list(self.values)}" if self.values else "")
+
+
+class BudgetSpec(Spec):
+    """At most `nodes` of the pool may be disrupted at once (while `schedule` + `duration` is active, if given)."""
+
+    #: Checked by the budget itself; a count written as a number becomes the string Karpenter expects.
+    nodes: LooseQuantity = "10%"
+    schedule: StrictStr | None = None
+    duration: StrictStr | None = None
+    reasons: tuple[Literal["Underutilized", "Empty", "Drifted"], ...] | None = None
+
+    @property
+    def blocks_empty_removal(self) -> bool:
+        """Always active, zero nodes, and for every reason including Empty: not even an idle node is ever removed."""
+        zero = self.nodes in ("0", "0%")
+        return zero and self.schedule is None and (self.reasons is None or "Empty" in self.reasons)
+
+    def problems(self) -> list[tuple[str, str]]:
+        problems = []
+        if not BUDGET_NODES.fullmatch(self.nodes):
+            problems.append(("nodes", f"expected a node count like '1' or a percentage like '10%', got {self.nodes!r}"))
+        if (self.schedule is None) != (self.duration is None):
+            problems.append(("duration" if self.duration is None else "schedule", "schedule and duration go together"))
+        if self.schedule is not None and (problem := cron_problem(self.schedule)):
+            problems.append(("schedule", problem))
+        if self.duration is not None and not BUDGET_DURATION.fullmatch(self.duration):
+            problems.append(("duration", f"expected a duration in hours and minutes like '8h' or '1h30m', got {self.duration!r}"))
+        return problems
+
+
+class DisruptionSpec(Spec):
+    """Karpenter's defaults where a pool leaves a field out: consolidate empty or underused nodes at once (`0s`),
+    at most 10% of the pool at a time."""
+
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = "WhenEmptyOrUnderutilized"
+    consolidate_after: StrictStr = "0s"
+    budgets: tuple[BudgetSpec, ...] = (BudgetSpec(),)
+
+    def problems(self) -> list[tuple[str, str]]:
+        problems = []
+        if not DURATION.fullmatch(self.consolidate_after):
+            problems.append(("consolidateAfter", f"expected {DURATION_HINT}, got {self.consolidate_after!r}"))
+        if not self.budgets:
+            problems.append(("budgets", "needs at least one budget; an empty list leaves the pool without any (leave the key out for Karpenter's 10%)"))
+        for index, budget in enumerate(self.budgets):
+            problems += [(f"budgets[{index}].{key}", message) for key, message in budget.problems()]
+        return problems
+
+
+#: Field aliases whose values did not validate while a pool's problems are collected: checks that read them are
+#: skipped rather than run on stand-ins (see `NodePoolSpec._every_problem`).
+_FAILED: ContextVar[frozenset[str]] = ContextVar("failed_pool_fields", default=frozenset())
+#: Stand-ins for required fields that did not validate, so the rest of the pool can still be checked.
+_STAND_INS = {"nodeClass": "unset"}
+
+
+class NodePoolSpec(Spec):
+    """One Karpenter NodePool: what instances it may launch, how they are tainted, capped and disrupted."""
+
+    preset: StrictStr | None = None
+    node_class: Name
+    weight: StrictInt | None = Field(default=None, ge=1, le=100)
+    capacity_types: Annotated[tuple[Literal["spot", "on-demand", "reserved"], ...], NOT_EMPTY] = ("on-demand",)
+    architectures: Annotated[tuple[Literal["amd64", "arm64"], ...], NOT_EMPTY] = ("amd64",)
+    instance_categories: tuple[StrictStr, ...] = ()
+    generation_above: StrictInt | None = Field(default=None, ge=1)
+    instance_families: tuple[StrictStr, ...] = ()
+    instance_sizes: tuple[StrictStr, ...] = ()
+    gpu_names: tuple[StrictStr, ...] = ()
+    zones: tuple[StrictStr, ...] = ()
+    requirements: tuple[RequirementSpec, ...] = ()
+    taints: tuple[TaintSpec, ...] = ()
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    #: The ceiling: Karpenter launches nothing beyond it. Checked by the pool (`pool_checks.limit_problems`).
+    limits: dict[StrictStr, LooseQuantity] = Field(default_factory=dict)
+    disruption: DisruptionSpec = DisruptionSpec()
+    expire_after: Duration = "720h"
+    #: How long Karpenter waits for a node's pods (and their PodDisruptionBudgets) before it terminates the node
+    #: anyway. Karpenter has no default: without one, a pod whose budget never allows eviction keeps a node, and a
+    #: NodePool being deleted, forever.
+    termination_grace_period: GracePeriod = "15m"
+
+    @model_validator(mode="after")
+    def _check(self) -> NodePoolSpec:
+        # Defined before _every_problem, so that validator wraps this one.
+        if problems := pool_problems(self, skip=_FAILED.get()):
+            raise FieldProblems(problems)
+        return self
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _every_problem(cls, data: Any, handler: Any) -> NodePoolSpec:
+        """Validate the pool merged into its preset; when fields fail to validate, check the rest of the pool too and
+        report every problem at once."""
+        data = apply_preset(data, NODE_POOL_PRESETS)
+        try:
+            return handler(data)
+        except ValidationError as error:
+            failed = frozenset(to_camel(str(e["loc"][0])) for e in error.errors() if e["loc"])
+            if not failed or not isinstance(data, Mapping) or _FAILED.get():
+                raise
+            found = [(issue.path, issue.message) for issue in issues_from(error, cls)]
+            rest = {k: v for k, v in data.items() if k != "preset" and to_camel(k) not in failed}
+            rest.update({k: v for k, v in _STAND_INS.items() if k in failed})
+            token = _FAILED.set(failed)
+            try:
+                handler(rest)
+            except ValidationError as second:
+                for detail in second.errors():
+                    cause = (detail.get("ctx") or {}).get("error")
+                    if isinstance(cause, FieldProblems):
+                        found += [p for p in cause.problems if p not in found]
+            finally:
+                _FAILED.reset(token)
+            raise FieldProblems(found) from None
+
+    def accelerator_sources(self) -> list[tuple[str, Accelerator, str]]:
+        """Every field that makes this an accelerator pool: (key path, accelerator, what it says)."""
+        sources: list[tuple[str, Accelerator, str]] = []
+        if self.gpu_names:
+            sources.append(("gpuNames", "nvidia", f"gpuNames {list(self.gpu_names)}"))
+        for category in self.instance_categories:
+            if kind := ACCELERATED_CATEGORIES.get(category):
+                sources.append(("instanceCategories", kind, f"instance category {category!r}"))
+        for family in self.instance_families:
+            if kind := accelerator_of(family):
+                sources.append(("instanceFamilies", kind, f"instance family {family!r}"))
+        for resource in ACCELERATOR_RESOURCES:
+            if resource in self.limits:
+                sources.append((f"limits.{resource}", "nvidia" if resource == GPU_RESOURCE else "neuron", f"the {resource} limit"))
+        for index, r in enumerate(self.requirements):
+            for kind in sorted(requirement_accelerators(r.key, r.operator, r.values)):
+                sources.append((f"requirements[{index}]", kind, f"the requirement {r.shown()}"))
+        return sources
+
+    @property
+    def accelerator(self) -> Accelerator | None:
+        """Which accelerator the pool launches, from its GPU names, categories, families, limits and requirements."""
+        kinds = {kind for _, kind, _ in self.accelerator_sources()}
+        return "nvidia" if "nvidia" in kinds else "neuron" if "neuron" in kinds else None
+
+    @property
+    def accelerator_limits(self) -> dict[str, int]:
+        """The pool's ceilings on accelerators ({} for a pool without any): the most it runs at once."""
+        return {r: int(self.limits[r]) for r in ACCELERATOR_RESOURCES if r in self.limits and self.limits[r].isdigit()}
+
+    @property
+    def gpu_limit(self) -> int | None:
+        """The most NVIDIA GPUs the pool runs at once (its GPU spend ceiling); None for a pool without that limit."""
+        return self.accelerator_limits.get(GPU_RESOURCE)
+
+    @property
+    def neuron_limits(self) -> dict[str, int]:
+        return {r: n for r, n in self.accelerator_limits.items() if r in (NEURON_RESOURCE, NEURON_CORE_RESOURCE)}
+
+
+
+__all__ = ["BudgetSpec", "DisruptionSpec", "NodePoolSpec", "RequirementSpec", "TaintSpec"]
