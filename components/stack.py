@@ -17,7 +17,9 @@ from components.cluster.component import CREATOR_TAG, Cluster, ClusterArgs
 from components.config.errors import ConfigError
 from components.config.platform import PlatformConfig, parse_config
 from components.config.types import StatefulResources
+from components.gpu.admission import AdmissionOptions
 from components.gpu.component import GpuStack, GpuStackArgs
+from components.gpu.devices import NodeDevices, NodeDevicesArgs
 from components.ingress.component import Ingress, IngressArgs
 from components.karpenter.component import Karpenter, KarpenterArgs
 from components.network.component import Network, NetworkArgs
@@ -54,12 +56,14 @@ class Platform:
     ingress: Ingress | None
     #: Present unless observability.enabled is false.
     observability: Observability | None
+    #: Present when a NodePool launches Neuron instances or uses a node class with EFA interfaces.
+    devices: NodeDevices | None = None
 
 
 #: Logical names of the parts. Fixed on purpose: the URN already carries project and stack, and every child's name
 #: (and so every auto-generated AWS name, `<logical name>-<7 hex>`) starts with its part's name, so a name that grew
 #: with the configurable cluster name could overflow an AWS limit.
-PART_NAMES = ("network", "cluster", "karpenter", "gpu", "storage", "ingress", "observability")
+PART_NAMES = ("network", "cluster", "karpenter", "gpu", "devices", "storage", "ingress", "observability")
 
 
 def part_options(part: str, cluster_name: str, base: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
@@ -146,6 +150,22 @@ def build_platform(config: PlatformConfig) -> Platform:
             ),
             part("gpu"),
         )
+    devices = None
+    neuron_taints, efa_taints = config.karpenter.neuron_taints(), config.karpenter.efa_taints()
+    if neuron_taints is not None or efa_taints is not None:
+        admission = config.gpu.admission
+        devices = NodeDevices(
+            "devices",
+            NodeDevicesArgs(
+                cluster=cluster.handle,
+                neuron_taints=neuron_taints,
+                efa_taints=efa_taints,
+                admission=AdmissionOptions(action=admission.action, exempt_namespaces=admission.exempt_namespaces)
+                if admission.enabled
+                else None,
+            ),
+            part("devices"),
+        )
     fsx_zone = config.fsx_zone
     storage = Storage(
         "storage",
@@ -162,9 +182,9 @@ def build_platform(config: PlatformConfig) -> Platform:
     observability = None
     if config.observability.enabled:
         gpu_pools = tuple(
-            GpuPool(name=name, gpu_limit=pool.gpu_limit)
+            GpuPool(name=name, gpu_limit=limit, resource=resource)
             for name, pool in sorted(config.karpenter.node_pools.items())
-            if pool.gpu_limit is not None
+            for resource, limit in pool.accelerator_limits.items()
         )
         observability = Observability(
             "observability",
@@ -188,6 +208,7 @@ def build_platform(config: PlatformConfig) -> Platform:
         storage=storage,
         ingress=ingress,
         observability=observability,
+        devices=devices,
     )
 
 
@@ -203,7 +224,9 @@ def export_outputs(platform: Platform) -> None:
     pulumi.export("systemNodeGroup", handle.system_node_group.node_group_name)
     pulumi.export("karpenterNodeRoleArn", platform.karpenter.node_role_arn)
     pulumi.export("karpenterInterruptionQueue", platform.karpenter.queue_name)
+    # Kept under its first name for stacks that read it; nodePoolAcceleratorLimits covers Neuron pools too.
     pulumi.export("nodePoolGpuLimits", platform.karpenter.gpu_limits)
+    pulumi.export("nodePoolAcceleratorLimits", platform.karpenter.accelerator_limits)
     if platform.gpu is not None:
         pulumi.export("gpuSchedulerName", platform.gpu.scheduler_name)
         pulumi.export("gpuTaint", platform.gpu.gpu_taint)

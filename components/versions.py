@@ -131,6 +131,25 @@ GPU_OPERATOR = ChartPin(
     CrdUpgrade.CHART_HOOK,  # operator.upgradeCRD
 )
 
+#: AWS Neuron device plugin for inf2 / trn1 / trn2 nodes (its scheduler extension, node problem detector and DRA
+#: driver stay off). Chart 1.10.0 (device plugin image 2.32.0.0) as `helm show values` prints it from
+#: public.ecr.aws/neuron/neuron-helm-chart; the chart's source is aws-neuron/neuron-helm-charts, and the EKS user guide
+#: ("Manage Neuron devices on Amazon EKS") installs it the same way.
+NEURON_HELM_CHART = ChartPin(
+    "neuron-helm-chart",
+    "1.10.0",
+    "oci://public.ecr.aws/neuron",
+    "https://github.com/aws-neuron/neuron-helm-charts (oci://public.ecr.aws/neuron/neuron-helm-chart:1.10.0)",
+)
+#: EFA device plugin (image v0.5.20): aws/eks-charts stable/aws-efa-k8s-device-plugin, Chart.yaml version v0.5.29
+#: (aws/eks-charts pull request 1338). The leading `v` is part of this chart's version.
+EFA_DEVICE_PLUGIN = ChartPin(
+    "aws-efa-k8s-device-plugin",
+    "v0.5.29",
+    "https://aws.github.io/eks-charts",
+    "https://github.com/aws/eks-charts/tree/master/stable/aws-efa-k8s-device-plugin (pull request 1338)",
+)
+
 #: The secondary bin-packing scheduler runs the upstream kube-scheduler image of the cluster's minor version (the
 #: patch releases EKS ships its kube-proxy builds from).
 KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler"

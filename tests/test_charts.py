@@ -25,6 +25,8 @@ def test_every_chart_says_how_its_crds_follow_a_version_bump():
         "aws-fsx-csi-driver": CrdUpgrade.NONE,
         "aws-load-balancer-controller": CrdUpgrade.MANUAL,
         "kube-prometheus-stack": CrdUpgrade.CHART_HOOK,
+        "neuron-helm-chart": CrdUpgrade.NONE,  # its DRA and UltraServer CRDs are templates, off here
+        "aws-efa-k8s-device-plugin": CrdUpgrade.NONE,
     }
 
 

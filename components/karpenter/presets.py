@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from components.karpenter import accelerators as gpu_facts
 from components.scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, WORKLOAD_LABEL

@@ -76,10 +76,45 @@ def dashboard_configmap(name: str, namespace: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class GpuPool:
-    """A NodePool with a GPU ceiling, for the per-pool alert."""
+    """A NodePool with an accelerator ceiling, for the per-pool alert: `resource` is what it caps (Karpenter's
+    `resource_type` label: nvidia.com/gpu, aws.amazon.com/neuron or aws.amazon.com/neuroncore)."""
 
     name: str
     gpu_limit: int
+    resource: str = GPU_RESOURCE_TYPE
+
+
+#: Alert name and what the devices are called, by capped resource.
+_NEAR_LIMIT = {
+    GPU_RESOURCE_TYPE: ("NodePoolGpuNearLimit", "GPU"),
+    "aws.amazon.com/neuron": ("NodePoolNeuronNearLimit", "Neuron"),
+    "aws.amazon.com/neuroncore": ("NodePoolNeuronCoreNearLimit", "Neuron"),
+}
+
+
+def _near_limit(pool: GpuPool, ratio: float) -> dict[str, Any]:
+    alert, what = _NEAR_LIMIT[pool.resource]
+    selector = f'nodepool="{pool.name}", resource_type="{pool.resource}"'
+    summary = (
+        f"NodePool {pool.name} uses over {ratio:.0%} of its {pool.gpu_limit} GPU limit"
+        if pool.resource == GPU_RESOURCE_TYPE
+        else f"NodePool {pool.name} uses over {ratio:.0%} of its {pool.gpu_limit} {pool.resource} limit"
+    )
+    action = (
+        "New GPU pods will stay pending once the limit is reached. Raise limits.nvidia.com/gpu of the pool in "
+        "stack config if the spend is intended, or find idle GPUs on the GPU by namespace and pod dashboard."
+        if pool.resource == GPU_RESOURCE_TYPE
+        else f"New {what} pods will stay pending once the limit is reached. Raise limits.{pool.resource} of the pool "
+        "in stack config if the spend is intended."
+    )
+    return _alert(
+        f"{alert}_{pool.name.replace('-', '_')}",
+        f"karpenter_nodepools_usage{{{selector}}} / karpenter_nodepools_limit{{{selector}}} > {ratio}",
+        "10m",
+        "warning",
+        summary,
+        action,
+    )
 
 
 def _alert(name: str, expr: str, for_: str, severity: str, summary: str, action: str) -> dict[str, Any]:
@@ -93,21 +128,10 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str, action:
 
 
 def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: AlertThresholds) -> dict[str, Any]:
-    """PrometheusRule with the GPU and Karpenter alerts; one near-limit alert per GPU NodePool of the stack."""
+    """PrometheusRule with the GPU and Karpenter alerts; one near-limit alert per accelerator ceiling of each
+    NodePool of the stack (GPU, Neuron devices, Neuron cores)."""
     ratio = thresholds.gpu_limit_ratio
-    pool_rules = [
-        _alert(
-            f"NodePoolGpuNearLimit_{pool.name.replace('-', '_')}",
-            f'karpenter_nodepools_usage{{nodepool="{pool.name}", resource_type="{GPU_RESOURCE_TYPE}"}} '
-            f'/ karpenter_nodepools_limit{{nodepool="{pool.name}", resource_type="{GPU_RESOURCE_TYPE}"}} > {ratio}',
-            "10m",
-            "warning",
-            f"NodePool {pool.name} uses over {ratio:.0%} of its {pool.gpu_limit} GPU limit",
-            "New GPU pods will stay pending once the limit is reached. Raise limits.nvidia.com/gpu of the pool in "
-            "stack config if the spend is intended, or find idle GPUs on the GPU by namespace and pod dashboard.",
-        )
-        for pool in sorted(pools, key=lambda p: p.name)
-    ]
+    pool_rules = [_near_limit(pool, ratio) for pool in sorted(pools, key=lambda p: (p.name, p.resource))]
     idle = thresholds.gpu_idle_percent
     gpu_rules = [
         _alert(
