@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: preview test benchmark preflight cost leak-check clean
+.PHONY: preview test benchmark preflight cost leak-check kubeflow-fetch clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 ## Offline preview of a stack (default dev): prints the resource tree, writes build/preview/<stack>.
-preview: $(VENV)/.installed
+preview: $(VENV)/.installed kubeflow-fetch
 	$(PY) -m components.preview --stack $(STACK) --out build/preview/$(STACK)
 
 ## The test suite.
@@ -32,8 +32,14 @@ cost: $(VENV)/.installed
 leak-check: $(VENV)/.installed
 	$(PY) -m components.sweep --stack $(STACK) --check
 
+## The pinned Kubeflow tree, digest-checked, into the per-user cache: from ../shared when it is beside the
+## repository (this workplace's test data), else downloaded from GitHub.
+kubeflow-fetch: $(VENV)/.installed
+	@if [ -d ../shared/reference/kubeflow/26.03.1 ]; then $(PY) -m components.kubeflow fetch --from ../shared/reference/kubeflow/26.03.1; \
+	else $(PY) -m components.kubeflow fetch; fi
+
 ## Wall time and peak memory of the offline preview of dev and prod.
-benchmark: $(VENV)/.installed
+benchmark: $(VENV)/.installed kubeflow-fetch
 	$(PY) benchmarks/preview_benchmark.py
 
 clean:

@@ -22,6 +22,7 @@ from components.gpu.component import GpuStack, GpuStackArgs
 from components.gpu.devices import NodeDevices, NodeDevicesArgs
 from components.ingress.component import Ingress, IngressArgs
 from components.karpenter.component import Karpenter, KarpenterArgs
+from components.kubeflow.component import Kubeflow, KubeflowArgs
 from components.network.component import Network, NetworkArgs
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
@@ -56,6 +57,8 @@ class Platform:
     ingress: Ingress | None
     #: Present unless observability.enabled is false.
     observability: Observability | None
+    #: Present when kubeflow.enabled is true.
+    kubeflow: Kubeflow | None = None
     #: Present when a NodePool launches Neuron instances or uses a node class with EFA interfaces.
     devices: NodeDevices | None = None
 
@@ -63,7 +66,7 @@ class Platform:
 #: Logical names of the parts. Fixed on purpose: the URN already carries project and stack, and every child's name
 #: (and so every auto-generated AWS name, `<logical name>-<7 hex>`) starts with its part's name, so a name that grew
 #: with the configurable cluster name could overflow an AWS limit.
-PART_NAMES = ("network", "cluster", "karpenter", "gpu", "devices", "storage", "ingress", "observability")
+PART_NAMES = ("network", "cluster", "karpenter", "gpu", "devices", "storage", "ingress", "observability", "kubeflow")
 
 
 def part_options(part: str, cluster_name: str, base: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
@@ -144,6 +147,7 @@ def build_platform(config: PlatformConfig) -> Platform:
             "gpu",
             GpuStackArgs(
                 cluster=cluster.handle,
+                kubeflow_notebooks=config.kubeflow.enabled,
                 config=config.gpu,
                 node_image=config.gpu_node_image,
                 cleanup_controllers=cleanup_controllers,
@@ -199,7 +203,29 @@ def build_platform(config: PlatformConfig) -> Platform:
             ),
             part("observability"),
         )
+    kubeflow = None
+    if config.kubeflow.enabled:
+        # Teams get prefixes of this bucket (config refuses teams without it), and may use its key through S3.
+        team_bucket = config.kubeflow.bucket
+        encrypted = team_bucket in config.storage.buckets and config.storage.buckets[team_bucket].encryption == "kms"
+        kubeflow = Kubeflow(
+            "kubeflow",
+            KubeflowArgs(
+                cluster=cluster.handle,
+                config=config.kubeflow,
+                storage_class=storage.default_storage_class,
+                storage_class_name=storage.default_storage_class_name,
+                gpu_node_pools=tuple(name for name, pool in sorted(config.karpenter.node_pools.items()) if pool.gpu_limit),
+                gpu_scheduler=gpu.scheduler_name if gpu is not None else None,
+                bucket_name=storage.buckets[team_bucket].bucket if team_bucket in storage.buckets else None,
+                bucket_kms_key_arn=storage.bucket_key.arn if encrypted and storage.bucket_key is not None else None,
+                tags=tags,
+                cleanup_controllers=cleanup_controllers,
+            ),
+            part("kubeflow"),
+        )
     return Platform(
+        kubeflow=kubeflow,
         config=config,
         network=network,
         cluster=cluster,
@@ -239,6 +265,9 @@ def export_outputs(platform: Platform) -> None:
         pulumi.export("fsxDataRepositoryPolicyArn", storage.data_repository_policy_arn)
     if platform.observability is not None:
         pulumi.export("grafanaAdminPassword", platform.observability.grafana_admin_password)
+    if platform.kubeflow is not None:
+        pulumi.export("kubeflowAdminPassword", platform.kubeflow.admin_password)
+        pulumi.export("kubeflowTeamRoles", platform.kubeflow.team_roles)
     pulumi.export("kubeconfig", pulumi.Output.secret(platform.cluster.eks_cluster.kubeconfig_json))
     export_team_contract(platform)
 
@@ -272,7 +301,6 @@ def export_team_contract(platform: Platform) -> None:
             pulumi.export("fsxStorageClass", storage.fsx_storage_class_name)
     if platform.observability is not None:
         pulumi.export("monitoringNamespace", MONITORING_NAMESPACE)
-
 
 
 def program() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -14,6 +15,24 @@ from components.stack import program
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 PROJECT = read_project_name(REPO)
+#: The pinned Kubeflow tree, as shared test data beside the repository (real runs fetch it into the user's cache).
+KUBEFLOW_TREE = REPO.parent / "shared" / "reference" / "kubeflow" / "26.03.1"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kubeflow_tree_in_a_fresh_cache(tmp_path_factory):
+    """The reference tree installed (digest-checked) into a cache of this session's own, found as a real run finds
+    the fetched tree; renders are cached there too, so the session renders each entry once."""
+    from components.kubeflow.fetch import install_from
+
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    install_from(KUBEFLOW_TREE)
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
 
 
 def stack_config(stack: str, overrides: Mapping[str, Any] | None = None, drop: tuple[str, ...] = ()) -> dict[str, str]:

@@ -86,7 +86,8 @@ def test_managed_addons_are_pinned_from_the_versions_module(dev):
 
 
 def test_addons_follow_the_configured_kubernetes_version():
-    inventory = run_stack("dev", {"cluster": {"kubernetesVersion": "1.34", "endpoint": {"public": False}}})
+    # Kubeflow needs 1.35 (config refuses it on 1.34)
+    inventory = run_stack("dev", {"cluster": {"kubernetesVersion": "1.34", "endpoint": {"public": False}}, "kubeflow": {"enabled": False}})
     kube_proxy = next(a for a in inventory.of_type(ADDON) if a.inputs["addonName"] == "kube-proxy")
     assert kube_proxy.inputs["addonVersion"] == versions.eks_addon("1.34", "kube-proxy").version
     assert inventory.one(CLUSTER).inputs["version"] == "1.34"
@@ -177,7 +178,9 @@ def test_the_system_node_group_follows_the_cluster_version_on_a_pinned_ami_relea
     assert group["version"] == "1.35"
     assert group["releaseVersion"] == "1.35.3-20260801"
     assert group["releaseVersion"].endswith(versions.AL2023_AMI.version.removeprefix("v"))  # one AMI release for all
-    older = run_stack("dev", {"cluster": {**_dev_cluster(), "kubernetesVersion": "1.34"}}).one(NODE_GROUP).inputs
+    older = run_stack(
+        "dev", {"cluster": {**_dev_cluster(), "kubernetesVersion": "1.34"}, "kubeflow": {"enabled": False}}
+    ).one(NODE_GROUP).inputs
     assert (older["version"], older["releaseVersion"]) == ("1.34", "1.34.6-20260801")
 
 

@@ -198,7 +198,10 @@ def test_a_region_missing_from_the_table_has_no_price_at_all():
 def test_a_kubernetes_version_past_standard_support_is_billed_at_the_extended_rate():
     config = platform_config(
         "dev",
-        {"cluster": {"kubernetesVersion": "1.34", "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]}}},
+        {
+            "cluster": {"kubernetesVersion": "1.34", "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]}},
+            "kubeflow": {"enabled": False},  # it needs 1.35
+        },
     )
     assert _lines(estimate(config, PINNED, on=date(2026, 12, 2)))["EKS control plane (1.34, standard support)"] == (
         D("73.00"),
@@ -212,6 +215,7 @@ def test_types_with_more_gpus_than_the_limit_are_never_launched_so_never_priced(
     config = platform_config(
         "dev",
         {
+            "kubeflow": {"enabled": False},  # its team's GPU quota needs the stack's GPU pools
             "karpenter": {
                 "nodeClasses": {"gpu": {"preset": "gpu"}},
                 "nodePools": {
@@ -302,6 +306,7 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
     config = platform_config(
         "dev",
         {
+            "kubeflow": {"enabled": False},  # its team's GPU quota needs the stack's GPU pools
             "cluster": {
                 "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]},
                 "systemNodeGroup": {"instanceTypes": ["m7i.large"]},

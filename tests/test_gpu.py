@@ -342,7 +342,13 @@ def test_gpu_stack_is_installed_when_a_pool_launches_gpus_and_not_otherwise(dev)
     operator = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "gpu-operator")
     assert operator.inputs["version"] == versions.GPU_OPERATOR.version
     assert operator.inputs["repositoryOpts"] == {"repo": versions.GPU_OPERATOR.repo}
-    cpu_only = run_stack("dev", {"karpenter": {"nodeClasses": {"default": {"preset": "default"}}, "nodePools": {"cpu": {"preset": "cpu-general"}}}})
+    cpu_only = run_stack(
+        "dev",
+        {
+            "karpenter": {"nodeClasses": {"default": {"preset": "default"}}, "nodePools": {"cpu": {"preset": "cpu-general"}}},
+            "kubeflow": {"enabled": False},  # its team's GPU quota needs a GPU pool
+        },
+    )
     assert not cpu_only.of_type("eksml:gpu:GpuStack")
 
 
@@ -357,6 +363,6 @@ def test_bottlerocket_gpu_nodes_turn_the_operators_device_plugin_off():
 
 def test_the_scheduler_and_operator_are_removed_before_the_system_nodes(dev):
     group = dev.one("aws:eks/nodeGroup:NodeGroup")
-    deployment = dev.one("kubernetes:apps/v1:Deployment")
+    deployment = dev.one("kubernetes:apps/v1:Deployment", "gpu-scheduler-deployment")
     operator = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "gpu-operator")
     assert dev.depends_on(deployment, group) and dev.depends_on(operator, group)

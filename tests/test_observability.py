@@ -155,9 +155,9 @@ def test_grafana_password_is_generated_secret_and_never_the_chart_default(dev):
     grafana = release.inputs["values"]["grafana"]
     assert grafana["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"}
     assert "adminPassword" not in grafana
-    password = dev.one("random:index/randomPassword:RandomPassword")
+    password = dev.one("random:index/randomPassword:RandomPassword", "observability-grafana-admin")
     assert password.inputs["length"] >= 32
-    secret = dev.one("kubernetes:core/v1:Secret")
+    secret = dev.one("kubernetes:core/v1:Secret", "observability-grafana-admin")
     assert secret.inputs["metadata"] == {"name": "grafana-admin", "namespace": "monitoring"}
     assert secret.inputs["stringData"]["admin-password"] == "[secret]"
     assert password.urn in secret.dependencies
@@ -189,7 +189,7 @@ def test_monitors_rules_and_dashboards_wait_for_the_release_that_installs_their_
     for kind in ("monitoring.coreos.com/v1:ServiceMonitor", "monitoring.coreos.com/v1:PrometheusRule"):
         for resource in dev.of_type(f"kubernetes:{kind}"):
             assert release.urn in resource.dependencies
-    dashboards = [c for c in dev.of_type("kubernetes:core/v1:ConfigMap") if c.inputs["metadata"]["name"].startswith("dashboard-")]
+    dashboards = [c for c in dev.of_type("kubernetes:core/v1:ConfigMap") if c.name.startswith("observability-dashboard-")]
     assert len(dashboards) == len(DASHBOARDS)
     for configmap in dashboards:
         assert configmap.inputs["metadata"]["labels"] == {"grafana_dashboard": "1"}

@@ -646,7 +646,7 @@ SEEDS: dict[str, tuple[Match, Callable[[dict[str, Any]], Any] | None]] = {
 
 def offline_run(inventory: mocks.Inventory, out, monkeypatch, capsys, *options: str) -> tuple[int, str]:
     """The offline preview's own main (its violations table and exit status) over a recorded stack."""
-    monkeypatch.setattr(preview, "run_preview", lambda project_dir, stack: inventory)
+    monkeypatch.setattr(preview, "run_preview", lambda project_dir, stack, **_: inventory)
     status = main(["--stack", "prod", "--out", str(out), "--project-dir", str(REPO), *options])
     return status, capsys.readouterr().out
 

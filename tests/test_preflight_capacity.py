@@ -123,6 +123,7 @@ def _neuron(zones, families=("trn1",)):
                 "nodePools": {"neuron": {"preset": "neuron", "instanceFamilies": list(families)}},
             },
             "storage": {"buckets": {"datasets": {}}},
+            "kubeflow": {"enabled": False},  # its team's GPU quota needs a GPU pool
         },
     )
 

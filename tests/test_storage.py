@@ -176,8 +176,9 @@ def test_data_repository_permissions_cover_exactly_the_prefix(dev):
 
 def test_each_namespace_gets_a_claim_bound_to_its_own_volume_of_the_file_system(prod):
     fs = prod.one(FSX)
-    claims = {r.inputs["metadata"]["namespace"]: r for r in prod.of_type("kubernetes:core/v1:PersistentVolumeClaim")}
-    volumes = {r.inputs["metadata"]["name"]: r for r in prod.of_type("kubernetes:core/v1:PersistentVolume")}
+    # the storage part's own (Kubeflow's claims are its part's)
+    claims = {r.inputs["metadata"]["namespace"]: r for r in prod.of_type("kubernetes:core/v1:PersistentVolumeClaim") if r.name.startswith("storage-")}
+    volumes = {r.inputs["metadata"]["name"]: r for r in prod.of_type("kubernetes:core/v1:PersistentVolume") if r.name.startswith("storage-")}
     assert set(claims) == {"team-a", "team-b"}
     for namespace, claim in claims.items():
         volume = volumes[claim.inputs["spec"]["volumeName"]]
@@ -190,7 +191,7 @@ def test_each_namespace_gets_a_claim_bound_to_its_own_volume_of_the_file_system(
 def test_volumes_are_removed_while_the_csi_driver_still_runs(prod):
     driver = next(r for r in prod.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-fsx-csi-driver")
     for kind in ("PersistentVolume", "PersistentVolumeClaim"):
-        for resource in prod.of_type(f"kubernetes:core/v1:{kind}"):
+        for resource in (r for r in prod.of_type(f"kubernetes:core/v1:{kind}") if r.name.startswith("storage-")):
             assert prod.depends_on(resource, driver)
 
 
@@ -308,6 +309,6 @@ def test_fsx_may_use_the_bucket_key_of_a_kms_encrypted_data_repository_through_s
 
 
 def test_without_a_kms_data_repository_the_bucket_key_keeps_only_the_account_statement():
-    inventory = run_stack("dev", {"storage": {"buckets": {"models": {"encryption": "kms"}}}})
+    inventory = run_stack("dev", {"storage": {"buckets": {"models": {"encryption": "kms"}}}, "kubeflow": {"enabled": False}})
     key_policy = json.loads(inventory.one("aws:kms/keyPolicy:KeyPolicy").inputs["policy"])
     assert [s["Sid"] for s in key_policy["Statement"]] == ["AccountAdministersTheKeyThroughIam"]

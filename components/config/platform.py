@@ -15,6 +15,7 @@ from typing import Any, Literal, Mapping
 from pydantic import Field, StrictStr, ValidationError, model_validator
 
 from components.cluster import capacity as system_capacity
+from components import versions
 from components.cluster.config import CLUSTER_NAME, ClusterConfig, EndpointAccess, SystemNodeGroup
 from components.config.errors import ConfigError, ConfigIssue, issues_from
 from components.config.types import (
@@ -28,6 +29,7 @@ from components.config.validation import FieldProblems
 from components.gpu.config import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
 from components.ingress.config import IngressConfig
 from components.karpenter.config import KarpenterConfig
+from components.kubeflow.config import KubeflowConfig
 from components.network.config import ExistingVpc, NetworkConfig
 from components.observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
 from components.storage.config import BucketConfig, DataRepository, FsxConfig, StorageConfig
@@ -62,6 +64,8 @@ __all__ = [
 ]
 
 PROJECT_NAMESPACE = "eks-ml-platform"
+#: Kubeflow 26.03 states Kubernetes 1.35 or newer.
+KUBEFLOW_KUBERNETES_VERSIONS = ("1.35",)
 #: Keys of the `aws:` namespace the program reads; the AWS provider is explicit, so any other `aws:` key would
 #: be silently ignored by it and is rejected instead.
 AWS_KEYS = ("region", "profile")
@@ -87,6 +91,7 @@ class PlatformConfig(ConfigModel):
     storage: StorageConfig = StorageConfig()
     ingress: IngressConfig = IngressConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
+    kubeflow: KubeflowConfig = KubeflowConfig()
 
     @property
     def gpu_node_image(self) -> Literal["al2023", "bottlerocket"] | None:
@@ -153,6 +158,7 @@ class PlatformConfig(ConfigModel):
                 if value is not None:
                     problems.append((key, "is not available on Bottlerocket, which runs its own device plugin"))
         problems.extend(self._storage_problems())
+        problems.extend(self._kubeflow_problems())
         if (full := self.system_capacity.problem()) is not None:
             problems.append(("cluster.systemNodeGroup", full))
         if not CLUSTER_NAME.match(self.cluster_name):
@@ -188,6 +194,52 @@ class PlatformConfig(ConfigModel):
                     f"names no bucket in storage.buckets ({', '.join(sorted(self.storage.buckets))})",
                 )
             )
+        return problems
+
+    def _kubeflow_problems(self) -> list[tuple[str, str]]:
+        kubeflow = self.kubeflow
+        if not kubeflow.enabled:
+            return []
+        problems = []
+        if self.cluster.kubernetes_version not in KUBEFLOW_KUBERNETES_VERSIONS:
+            problems.append(
+                (
+                    "kubeflow.enabled",
+                    f"Kubeflow {versions.KUBEFLOW.version} needs Kubernetes "
+                    f"{' or '.join(KUBEFLOW_KUBERNETES_VERSIONS)}; cluster.kubernetesVersion is "
+                    f"{self.cluster.kubernetes_version}",
+                )
+            )
+        if kubeflow.teams and kubeflow.bucket not in self.storage.buckets:
+            problems.append(
+                ("kubeflow.bucket", f"names no bucket in storage.buckets ({', '.join(sorted(self.storage.buckets))})")
+            )
+        ceiling = sum(pool.gpu_limit or 0 for pool in self.karpenter.node_pools.values())
+        fsx_namespaces = set(self.storage.fsx.namespaces) if self.storage.fsx else set()
+        for team, spec in sorted(kubeflow.teams.items()):
+            if spec.gpu_quota > ceiling:
+                problems.append(
+                    (
+                        f"kubeflow.teams.{team}.gpuQuota",
+                        f"{spec.gpu_quota} GPUs is more than every GPU NodePool together may run ({ceiling})",
+                    )
+                )
+            if team in fsx_namespaces:
+                problems.append(
+                    (
+                        f"kubeflow.teams.{team}",
+                        "is also in storage.fsx.namespaces: both would create the namespace; Kubeflow creates its "
+                        "teams' namespaces itself, so name the team differently",
+                    )
+                )
+            if spec.fsx_claim is not None:
+                problems.append(
+                    (
+                        f"kubeflow.teams.{team}.fsxClaim",
+                        "is not supported yet: nothing creates an FSx claim in a Kubeflow team's namespace, so the "
+                        "notebooks that mount it would stay Pending; remove it",
+                    )
+                )
         return problems
 
     @property

@@ -10,6 +10,7 @@ from components import helm, k8s_objects, versions
 from components.cluster.component import ClusterHandle
 from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.gpu.config import GpuConfig
+from components.kubeflow.gpu_scheduling import notebook_exemption
 from components.gpu.operator import GpuOperatorOptions, NodeImage, operator_values
 from components.gpu.scheduler import SchedulerOptions, scheduler_manifests
 from components.scheduling import GPU_TAINT
@@ -26,6 +27,8 @@ class GpuStackArgs:
     node_image: NodeImage
     #: Controllers that delete the AWS side of namespaced objects; the namespace is deleted while they run.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
+    #: Kubeflow runs notebooks here (their pods are exempt from the scheduler rule only).
+    kubeflow_notebooks: bool = False
 
 
 class GpuStack(pulumi.ComponentResource):
@@ -102,6 +105,9 @@ class GpuStack(pulumi.ComponentResource):
                     exempt_namespaces=config.admission.exempt_namespaces,
                 )
             )
+            if args.kubeflow_notebooks and self.scheduler_name is not None:
+                # Notebook pods cannot name the scheduler (PodDefaults do not set it): exempt them from that rule only.
+                policies["policy"] = notebook_exemption(policies["policy"], self.scheduler_name)
             policy = k8s_objects.create(f"{name}-admission-policy", policies["policy"], k8s_opts)
             k8s_objects.create(
                 f"{name}-admission-binding",

@@ -207,7 +207,7 @@ class Karpenter(pulumi.ComponentResource):
                 pulumi.ResourceOptions(
                     # why: the controller needs its CRDs, nodes it
                     # may join, interruption events, and system nodes to run on; destroy removes it before all.
-                    depends_on=[crds, role, access_entry, *node_policies, policy, *targets, *cluster.system_ready],
+                    depends_on=[crds, access_entry, *node_policies, policy, *targets, *cluster.system_ready],
                 ),
             ),
         )

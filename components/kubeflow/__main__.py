@@ -18,6 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     fetch_cmd = commands.add_parser("fetch", help="download and verify the pinned Kubeflow tree")
     fetch_cmd.add_argument("--cache", type=Path, help="cache root (default: the per-user cache)")
     fetch_cmd.add_argument("--no-render", action="store_true", help="do not fill the render cache")
+    fetch_cmd.add_argument(
+        "--from", dest="source", type=Path, help="install a local copy of the pinned tree (verified) instead of downloading"
+    )
     bench_cmd = commands.add_parser("bench", help="time rendering the default set cold and warm")
     bench_cmd.add_argument("--tree", type=Path, help="a verified tree (default: the fetched one)")
     digests_cmd = commands.add_parser("digests", help="print tree_digests.py from a sha256sum listing")
@@ -25,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "fetch":
-            root = fetch.fetch(args.cache, log=print)
+            root = fetch.install_from(args.source, args.cache) if args.source else fetch.fetch(args.cache, log=print)
             print(f"Kubeflow tree verified at {root}")
             if not args.no_render:
                 stats = render.RenderStats()

@@ -101,6 +101,8 @@ class KubeflowConfig(_Model):
     teams: dict[TeamName, TeamConfig] = {}
     access: Access = Access()
     notebooks: Notebooks = Notebooks()
+    #: The storage.buckets key teams get their s3Prefix in (each team's role may use only its prefix).
+    bucket: TeamName = "datasets"
     #: A verified Kubeflow tree to read instead of the fetched one (tests name the reference copy).
     tree: StrictStr | None = None
 

@@ -159,6 +159,21 @@ def fetch(
     return tree(root, files=files)
 
 
+def install_from(directory: Path, cache: Path | None = None, files: Mapping[str, str] = FILES) -> Path:
+    """Install a local copy of the pinned tree (a mirror on a machine without GitHub) into the cache, once every
+    file checks out against the pins; returns the tree root."""
+    bad = problems(directory, files)
+    if bad:
+        shown = "\n".join(f"  - {line}" for line in sorted(bad)[:20])
+        raise TreeError(f"{directory} is not the pinned Kubeflow tree:\n{shown}")
+    root = cached_tree_path(cache)
+    for relative in files:
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(directory / relative, target)
+    return tree(root, files=files)
+
+
 def digests_module(files_sha256: str) -> str:
     """The source of `tree_digests.py` from a sha256sum listing of the reference tree (its own metadata files and
     anything outside the pinned sources' folders are left out)."""

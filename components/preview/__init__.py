@@ -33,6 +33,7 @@ import pulumi
 import yaml
 
 from components import aws_names
+from components.kubeflow.fetch import TreeError
 from components.config.errors import ConfigError, ConfigIssue
 from components.config.platform import PlatformConfig, parse_config
 from components.cost import preview_line
@@ -219,19 +220,36 @@ def policy_report(violations: list[policy_rules.Violation]) -> str:
     return "\n".join(lines)
 
 
-def load_stack(project_dir: Path, stack: str) -> tuple[PlatformConfig, dict[str, str], list[str]]:
-    """A stack file's parsed config, and its raw config and secret keys as Pulumi hands them to the program.
-    Raises ConfigError on bad config."""
+def with_kubeflow_tree(config: dict[str, str], project: str, tree: Path | None) -> dict[str, str]:
+    """The raw config with `kubeflow.tree` set to a verified local tree (when Kubeflow is on and a tree is given),
+    as a stack file would set it."""
+    key = f"{project}:kubeflow"
+    if tree is None or key not in config or config[key][:1] != "{":
+        return config
+    section = json.loads(config[key])
+    if not section.get("enabled"):
+        return config
+    return {**config, key: json.dumps({**section, "tree": str(tree)}, sort_keys=True)}
+
+
+def load_stack(
+    project_dir: Path, stack: str, *, kubeflow_tree: Path | None = None
+) -> tuple[PlatformConfig, dict[str, str], list[str]]:
+    """A stack file's parsed config, and its raw config and secret keys as Pulumi hands them to the program
+    (`kubeflow_tree`: read Kubeflow from that verified tree, not the fetched one). Raises ConfigError on bad config."""
     project = read_project_name(project_dir)
     config, secret_keys = read_stack_config(project_dir, project, stack)
+    config = with_kubeflow_tree(config, project, kubeflow_tree)
     return parse_config(config, project=project, stack=stack), config, secret_keys
 
 
-def run_preview(project_dir: Path, stack: str) -> mocks.Inventory:
-    """Parse the stack's config, then run the real program under mocks. Raises ConfigError on bad config."""
+def run_preview(project_dir: Path, stack: str, *, kubeflow_tree: Path | None = None) -> mocks.Inventory:
+    """Parse the stack's config, then run the real program under mocks. Raises ConfigError on bad config, and
+    TreeError when Kubeflow is on and its pinned tree is missing or altered."""
     from components.stack import program  # imported late: importing it registers nothing, but keeps --help fast
 
-    parsed, config, secret_keys = load_stack(project_dir, stack)  # fail before anything is registered
+    # fail before anything is registered
+    parsed, config, secret_keys = load_stack(project_dir, stack, kubeflow_tree=kubeflow_tree)
     return mocks.run(
         program, project=parsed.project, stack=stack, region=parsed.region, config=config, secret_keys=secret_keys
     )
@@ -261,6 +279,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ORG/PROJECT/STACK=FILE",
         help="recorded outputs (JSON) of a stack the program references, e.g. a team stack's platform; repeatable",
     )
+    parser.add_argument(
+        "--kubeflow-tree",
+        type=Path,
+        help="read Kubeflow from this verified copy of the pinned tree instead of the fetched one "
+        "(`python -m components.kubeflow fetch` fills the cache)",
+    )
     args = parser.parse_args(argv)
     overrides = json.loads(args.policy_config.read_text()) if args.policy_config else {}
     from components.preview import program as other_program  # imported late: it builds on this module
@@ -271,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         project = read_project_name(args.project_dir)
         platform = other_program.is_platform(project)
         if platform:
-            inventory = run_preview(args.project_dir, args.stack)
+            inventory = run_preview(args.project_dir, args.stack, kubeflow_tree=args.kubeflow_tree)
         else:  # another program using the package (a team stack): its own __main__.py
             config, secret_keys = read_stack_config(args.project_dir, project, args.stack)
             references = other_program.read_stack_references(args.stack_reference)
@@ -279,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"Stack '{args.stack}': {error}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, ValueError, TreeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except pulumi.RunError as error:  # the program refused to run (its own config errors)

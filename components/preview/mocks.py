@@ -319,7 +319,8 @@ class PlatformMocks(pulumi_mocks.Mocks):
         if type_ == "aws:fsx/lustreFileSystem:LustreFileSystem":
             return {"dnsName": f"{resource_id}.fsx.{self.region}.amazonaws.com", "mountName": _short_hex(name, length=8)}
         if type_ == "random:index/randomPassword:RandomPassword":
-            return {"result": "preview-" + _short_hex(name, length=24)}
+            # bcrypt's shape ($2a$, cost, 53 characters of salt and hash), as pulumi-random's bcryptHash output
+            return {"result": "preview-" + _short_hex(name, length=24), "bcryptHash": "$2a$10$" + _short_hex(name, "bcrypt", length=53)}
         if type_ == "aws:ec2/vpc:Vpc":
             return {"defaultSecurityGroupId": "sg-" + _short_hex(name, "default")}
         return {}

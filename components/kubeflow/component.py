@@ -1,0 +1,146 @@
+"""Kubeflow on the platform: the pinned manifests, rendered and changed by the pure modules of this part, registered
+object by object under one stage component per stage, with generated credentials and an IRSA role per team."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import pulumi
+import pulumi_random as random
+
+from components.cluster.component import ClusterHandle
+from components.identity.documents import to_json
+from components.kubeflow import fetch, plan, render
+from components.kubeflow.config import KubeflowConfig, selected_entries, settings
+from components.kubeflow.credentials import NAMES
+from components.kubeflow.register import register
+from components.kubeflow.staging import Stage
+from components.kubeflow.teams import TEAM_SERVICE_ACCOUNT, Team, permission_policy
+
+#: Credentials with a shape of their own (everything else: 32 letters and digits, safe in connection strings).
+_ADMIN = "admin_password_bcrypt"
+_COOKIE = "oauth2_proxy_cookie_secret"  # oauth2-proxy takes 16, 24 or 32 byte keys
+
+
+@dataclass(frozen=True)
+class KubeflowArgs:
+    cluster: ClusterHandle
+    config: KubeflowConfig
+    #: The class every Kubeflow claim gets (the platform's gp3 default); claims wait for it and its driver.
+    storage_class: pulumi.Resource
+    storage_class_name: str
+    #: The NodePools notebooks may pick in the spawner form, and the bin-packing scheduler (None: not running).
+    gpu_node_pools: tuple[str, ...]
+    gpu_scheduler: str | None
+    #: The bucket teams get a prefix of (None: the stack has no such bucket, and then no teams), and its KMS key
+    #: when it has one (teams then may use it through S3).
+    bucket_name: pulumi.Input[str] | None = None
+    bucket_kms_key_arn: pulumi.Input[str] | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    #: Controllers that delete what Kubeflow's objects make in AWS (the load balancer controller, for the ALB).
+    cleanup_controllers: tuple[pulumi.Resource, ...] = ()
+
+
+class Kubeflow(pulumi.ComponentResource):
+    """Kubeflow 26.03.1: every object its own resource, ordered object to object across nine stages."""
+
+    admin_password: pulumi.Output[str]
+    team_roles: dict[str, pulumi.Output[str]]
+
+    def __init__(self, name: str, args: KubeflowArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:kubeflow:Kubeflow", name, None, opts)
+        config, cluster = args.config, args.cluster
+        tree = fetch.tree(config.tree)  # a missing or tampered tree stops here, before anything is registered
+        rendered = render.render(tree, selected_entries(config), cache_dir=render.default_render_cache())
+        staged = plan.build(
+            rendered,
+            settings(
+                config,
+                storage_class=args.storage_class_name,
+                gpu_node_pools=args.gpu_node_pools,
+                gpu_scheduler=args.gpu_scheduler,
+                tags=dict(args.tags),
+            ),
+        )
+        secrets, admin = self._credentials(name)
+        self.admin_password = pulumi.Output.secret(admin.result)
+        self.team_roles = {team: self._team_role(name, team, args).arn for team in sorted(config.teams)}
+        stages = {
+            stage: pulumi.ComponentResource(
+                "eksml:kubeflow:Stage", f"{name}-{stage.name.lower().replace('_', '-')}", None, pulumi.ResourceOptions(parent=self)
+            )
+            for stage in Stage
+        }
+        register(
+            staged,
+            provider=cluster.kubernetes_provider,
+            parent=stages,
+            secrets=secrets,
+            role_arns=self.team_roles,
+            # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them.
+            depends_on=list(cluster.system_ready),
+            depends_on_by_kind={
+                # why: claims are provisioned and deleted by the EBS CSI driver through this class.
+                "PersistentVolumeClaim": [cluster.ebs_csi_driver, args.storage_class],
+                # why: what teams put in a namespace (claims, load balancers) goes with it while those still run.
+                "Namespace": [cluster.ebs_csi_driver, *args.cleanup_controllers],
+                # why: the load balancer controller makes and deletes the ALB of the Ingress.
+                "Ingress": list(args.cleanup_controllers),
+            },
+        )
+        self.register_outputs({"adminPassword": self.admin_password, "teamRoles": self.team_roles})
+
+    def _credentials(self, name: str) -> tuple[dict[str, pulumi.Output[str]], random.RandomPassword]:
+        """Every credential upstream ships a default for, generated; the admin's as a bcrypt hash for Dex."""
+        child = pulumi.ResourceOptions(parent=self)
+        secrets: dict[str, pulumi.Output[str]] = {}
+        admin = random.RandomPassword(f"{name}-admin-password", length=24, special=False, opts=child)
+        for credential in NAMES:
+            if credential == _ADMIN:
+                secrets[credential] = admin.bcrypt_hash
+                continue
+            password = random.RandomPassword(
+                f"{name}-{credential.replace('_', '-')}", length=32, special=False, opts=child
+            )
+            secrets[credential] = password.result
+        assert _COOKIE in secrets  # 32 characters: one of the lengths oauth2-proxy accepts
+        return secrets, admin
+
+    def _team_role(self, name: str, team: str, args: KubeflowArgs):
+        """The team's IRSA role: assumable only by its namespace's default-editor account, limited to its prefix."""
+        cluster, config = args.cluster, args.config.teams[team]
+        assert args.bucket_name is not None, "config refuses teams without kubeflow.bucket"
+        spec = Team(name=team, owner=config.owner, gpu_quota=config.gpu_quota, s3_prefix=config.s3_prefix)
+        policies: dict[str, pulumi.Input[str]] = {
+            "s3": pulumi.Output.all(cluster.partition, args.bucket_name).apply(
+                lambda v: to_json(permission_policy(spec, bucket=v[1], partition=v[0]))
+            )
+        }
+        if args.bucket_kms_key_arn is not None:
+            policies["kms"] = pulumi.Output.all(args.bucket_kms_key_arn, cluster.region).apply(
+                lambda v: to_json(_bucket_key_use(v[0], v[1]))
+            )
+        return cluster.irsa_role(
+            f"{name}-team-{team}",
+            namespace=team,
+            service_account=TEAM_SERVICE_ACCOUNT,
+            inline_policies=policies,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+
+def _bucket_key_use(key_arn: str, region: str) -> dict:
+    """Encrypting and decrypting the team's objects with the bucket's KMS key, through S3 only."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "BucketKeyThroughS3",
+                "Effect": "Allow",
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+                "Resource": key_arn,
+                "Condition": {"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}},
+            }
+        ],
+    }

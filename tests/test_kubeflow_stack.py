@@ -1,0 +1,141 @@
+"""Kubeflow in the shipped stacks: every object a resource under the part, no upstream default credential, the
+notebook form and team roles built from the stack's own facts, and bad input refused before anything is created."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from components.config import ConfigError
+from components.config.platform import parse_config
+from components.kubeflow.fetch import TreeError
+
+from .conftest import PROJECT, run_stack, stack_config
+
+#: Upstream's default credentials (Dex's static password `12341234` and its bcrypt hash, SeaweedFS's keys, the
+#: example user): none may reach the cluster.
+DEFAULTS = ("12341234", "minio123", "$2y$12$4K/VkmDd1q1Orb3xAt82zu8gk7Ad6ReFR4LCP9UeYE90NLiN9Df72", "user@example.com")
+
+
+def texts(value):
+    if isinstance(value, str):
+        yield value
+        try:
+            yield base64.b64decode(value, validate=True).decode()
+        except Exception:
+            pass
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from texts(item)
+
+
+@pytest.fixture(params=["dev", "prod"])
+def stack(request):
+    return request.getfixturevalue(request.param)
+
+
+def kubeflow_objects(inventory):
+    kubeflow = inventory.one("eksml:kubeflow:Kubeflow")
+    stages = {r.urn for r in inventory.children(kubeflow) if r.type == "eksml:kubeflow:Stage"}
+    return [r for r in inventory.resources if r.parent in stages]
+
+
+def test_every_kubeflow_object_is_its_own_resource_under_a_stage_of_the_part(stack):
+    objects = kubeflow_objects(stack)
+    assert len(objects) > 450  # the default set and one team
+    assert len(stack.children(stack.one("eksml:kubeflow:Kubeflow"))) >= 9  # the nine stages, then roles and secrets
+    kinds = {o.inputs.get("kind") for o in objects}
+    assert {"CustomResourceDefinition", "Deployment", "Profile", "ValidatingWebhookConfiguration"} <= kinds
+
+
+def test_no_upstream_default_credential_appears_in_any_resource_input(stack):
+    leaked = [
+        (r.name, default) for r in stack.resources for text in texts(r.inputs) for default in DEFAULTS if default in text
+    ]
+    assert leaked == []
+
+
+def test_the_notebook_form_offers_only_the_stacks_gpu_pools_and_its_gpu_taint(prod):
+    config_map = next(
+        o for o in kubeflow_objects(prod)
+        if o.inputs.get("kind") == "ConfigMap" and "spawner_ui_config.yaml" in (o.inputs.get("data") or {})
+    )
+    text = config_map.inputs["data"]["spawner_ui_config.yaml"]
+    gpu_pools = ("inference-a10g-spot", "inference-t4-spot", "inference-a10g-on-demand", "training")
+    for pool in gpu_pools:
+        assert pool in text
+    assert "cpu-general" not in text
+    assert "nvidia.com/gpu" in text
+
+
+def test_a_team_gets_a_profile_with_its_gpu_quota_and_a_role_only_its_editor_account_may_assume(dev):
+    objects = kubeflow_objects(dev)
+    profile = next(o for o in objects if o.inputs.get("kind") == "Profile")
+    assert profile.inputs["metadata"]["name"] == "ml-research"
+    assert profile.inputs["spec"]["resourceQuotaSpec"]["hard"]["requests.nvidia.com/gpu"] == "4"
+    namespace = next(o for o in objects if o.inputs.get("kind") == "Namespace" and o.inputs["metadata"]["name"] == "ml-research")
+    assert dev.depends_on(profile, namespace)
+    trust = json.loads(dev.one("aws:iam/role:Role", "kubeflow-team-ml-research-role").inputs["assumeRolePolicy"])
+    condition = trust["Statement"][0]["Condition"]["StringEquals"]
+    assert sorted(condition.values()) == ["sts.amazonaws.com", "system:serviceaccount:ml-research:default-editor"]
+    s3 = json.loads(dev.one("aws:iam/rolePolicy:RolePolicy", "kubeflow-team-ml-research-s3").inputs["policy"])
+    assert all("teams/ml-research" in json.dumps(s) for s in s3["Statement"])
+
+
+def test_notebook_pods_are_exempt_only_from_the_scheduler_rule_of_the_gpu_admission_policy(dev):
+    policy = next(r for r in dev.of_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"))
+    expressions = [v["expression"] for v in policy.inputs["spec"]["validations"]]
+    scheduler_rules = [e for e in expressions if "schedulerName" in e]
+    assert len(scheduler_rules) == 1 and "notebook-name" in scheduler_rules[0]
+    assert any("tolerations" in e and "notebook-name" not in e for e in expressions)
+
+
+def kubeflow_section(stack: str = "dev") -> dict:
+    return json.loads(stack_config(stack)[f"{PROJECT}:kubeflow"])
+
+
+def refused(overrides: dict, stack: str = "dev") -> list[str]:
+    with pytest.raises(ConfigError) as error:
+        parse_config(stack_config(stack, overrides), project=PROJECT, stack=stack)
+    return [str(issue) for issue in error.value.issues]
+
+
+def test_kubeflow_on_kubernetes_1_34_is_refused_with_the_reason():
+    cluster = json.loads(stack_config("dev")[f"{PROJECT}:cluster"])
+    assert refused({"cluster": {**cluster, "kubernetesVersion": "1.34"}}) == [
+        "kubeflow.enabled: Kubeflow 26.03.1 needs Kubernetes 1.35; cluster.kubernetesVersion is 1.34"
+    ]
+
+
+def test_a_team_quota_above_every_gpu_pools_limit_together_is_refused():
+    section = kubeflow_section()
+    section["teams"]["ml-research"]["gpuQuota"] = 5
+    assert refused({"kubeflow": section}) == [
+        "kubeflow.teams.ml-research.gpuQuota: 5 GPUs is more than every GPU NodePool together may run (4)"
+    ]
+
+
+def test_an_unknown_component_name_is_refused_by_its_key():
+    section = kubeflow_section()
+    section["components"] = {"kserve": True}
+    (problem,) = refused({"kubeflow": section})
+    assert problem.startswith("kubeflow.components.kserve: unknown key")
+
+
+def test_a_team_that_is_also_an_fsx_namespace_or_asks_for_an_fsx_claim_is_refused():
+    section = kubeflow_section("prod")
+    section["teams"]["team-a"] = {"owner": "a@example.org", "gpuQuota": 1, "s3Prefix": "teams/a", "fsxClaim": "fsx"}
+    problems = refused({"kubeflow": section}, "prod")
+    assert any(p.startswith("kubeflow.teams.team-a: is also in storage.fsx.namespaces") for p in problems)
+    assert any(p.startswith("kubeflow.teams.team-a.fsxClaim: is not supported yet") for p in problems)
+
+
+def test_a_missing_tree_stops_the_program_before_anything_is_created(tmp_path):
+    section = {**kubeflow_section(), "tree": str(tmp_path / "nowhere")}
+    with pytest.raises(TreeError, match="python -m components.kubeflow fetch"):
+        run_stack("dev", {"kubeflow": section})
