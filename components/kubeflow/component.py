@@ -112,35 +112,13 @@ class Kubeflow(pulumi.ComponentResource):
         cluster, config = args.cluster, args.config.teams[team]
         assert args.bucket_name is not None, "config refuses teams without kubeflow.bucket"
         spec = Team(name=team, owner=config.owner, gpu_quota=config.gpu_quota, s3_prefix=config.s3_prefix)
-        policies: dict[str, pulumi.Input[str]] = {
-            "s3": pulumi.Output.all(cluster.partition, args.bucket_name).apply(
-                lambda v: to_json(permission_policy(spec, bucket=v[1], partition=v[0]))
-            )
-        }
-        if args.bucket_kms_key_arn is not None:
-            policies["kms"] = pulumi.Output.all(args.bucket_kms_key_arn, cluster.region).apply(
-                lambda v: to_json(_bucket_key_use(v[0], v[1]))
-            )
+        policy = pulumi.Output.all(cluster.partition, args.bucket_name, args.bucket_kms_key_arn).apply(
+            lambda v: to_json(permission_policy(spec, bucket=v[1], partition=v[0], region=cluster.region, kms_key_arn=v[2]))
+        )
         return cluster.irsa_role(
             f"{name}-team-{team}",
             namespace=team,
             service_account=TEAM_SERVICE_ACCOUNT,
-            inline_policies=policies,
+            inline_policies={"s3": policy},
             opts=pulumi.ResourceOptions(parent=self),
         )
-
-
-def _bucket_key_use(key_arn: str, region: str) -> dict:
-    """Encrypting and decrypting the team's objects with the bucket's KMS key, through S3 only."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "BucketKeyThroughS3",
-                "Effect": "Allow",
-                "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
-                "Resource": key_arn,
-                "Condition": {"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}},
-            }
-        ],
-    }

@@ -18,6 +18,7 @@ from components.versions import (  # noqa: F401 - the part reads its pins from h
     SourcePin,
 )
 
+
 @dataclass(frozen=True)
 class Remote:
     """A remote base named in an upstream kustomization, and the tree folder that replaces it.

@@ -10,7 +10,8 @@ from components.scheduling import DEFAULT_GPU_SCHEDULER
 
 from . import access as access_
 from . import credentials as credentials_
-from . import gpu_scheduling, notebooks, staging, teams as teams_, transform
+from . import gpu_scheduling, notebooks, staging, transform
+from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
 from .entries import BY_PATH, HUB_REGISTRY, Part

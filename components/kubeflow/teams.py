@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.scheduling import GPU_RESOURCE
+from components.team.iam import team_s3_policy
 
 from .notebooks import ACCESS_ML_PIPELINE
 from .objects import Manifest
@@ -176,24 +177,9 @@ def trust_policy(team: Team, *, oidc_provider_arn: str, oidc_issuer: str) -> dic
     }
 
 
-def permission_policy(team: Team, *, bucket: str, partition: str = "aws") -> dict[str, Any]:
-    """Read, write and delete objects under the team's prefix of the bucket, and list only that prefix."""
-    bucket_arn = f"arn:{partition}:s3:::{bucket}"
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "ListTeamPrefix",
-                "Effect": "Allow",
-                "Action": "s3:ListBucket",
-                "Resource": bucket_arn,
-                "Condition": {"StringLike": {"s3:prefix": [team.s3_prefix, f"{team.s3_prefix}/*"]}},
-            },
-            {
-                "Sid": "TeamObjects",
-                "Effect": "Allow",
-                "Action": ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
-                "Resource": f"{bucket_arn}/{team.s3_prefix}/*",
-            },
-        ],
-    }
+def permission_policy(
+    team: Team, *, bucket: str, partition: str = "aws", region: str = "", kms_key_arn: str | None = None
+) -> dict[str, Any]:
+    """Read, write and delete objects under the team's prefix of the bucket, and list only that prefix (with the
+    bucket's KMS key through S3 when it has one): the same policy as a team stack's (`components.team.iam`)."""
+    return team_s3_policy(partition=partition, region=region, bucket=bucket, prefix=team.s3_prefix, kms_key_arn=kms_key_arn)
