@@ -175,6 +175,17 @@ LOAD_BALANCER_CONTROLLER = ChartPin(
     "https://github.com/kubernetes-sigs/aws-load-balancer-controller/releases/tag/v3.5.0",
     CrdUpgrade.MANUAL,  # TargetGroupBinding and IngressClassParams live in the chart's crds/ folder
 )
+#: cert-manager, owned by the platform (Kubeflow's webhooks and Certificates use it; it never installs its own). The
+#: version Kubeflow 26.03.1 validates with (its common/cert-manager/base renders v1.20.2); CRDs are templates of the
+#: chart (`crds.enabled`), so an upgrade updates them, and `crds.keep` leaves them if the release is ever removed
+#: by hand.
+CERT_MANAGER = ChartPin(
+    "cert-manager",
+    "v1.20.2",
+    "https://charts.jetstack.io",
+    "https://github.com/cert-manager/cert-manager/releases/tag/v1.20.2",
+    CrdUpgrade.TEMPLATES,
+)
 #: Lustre version of new file systems (data repository associations need 2.12 or newer).
 FSX_LUSTRE_VERSION = "2.15"
 
