@@ -29,13 +29,23 @@ CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")
 class EndpointAccess(ConfigModel):
     """Who can reach the Kubernetes API server."""
 
-    public: StrictBool
-    private: StrictBool = True
-    public_cidrs: tuple[Cidr, ...] = ()
-    #: Who may reach the private endpoint from inside the VPC or a network joined to it (a VPN, a CI runner's
-    #: subnet, a bastion): the cluster security group admits only itself otherwise.
-    private_cidrs: tuple[Cidr, ...] = ()
-    private_security_groups: tuple[SecurityGroupId, ...] = ()
+    public: StrictBool = Field(description="public API endpoint")
+    private: StrictBool = Field(
+        default=True, description="private API endpoint; must be true: nodes in private subnets reach the API through it"
+    )
+    public_cidrs: tuple[Cidr, ...] = Field(
+        default=(),
+        description="who may reach the public endpoint; required when `public` is true, refused otherwise; "
+        "`0.0.0.0/0` is refused",
+    )
+    private_cidrs: tuple[Cidr, ...] = Field(
+        default=(),
+        description="ranges (a VPN, a CI runner's subnet, a peered network) whose HTTPS the cluster security group "
+        "admits, so they reach the private endpoint (it admits only itself otherwise); `0.0.0.0/0` is refused",
+    )
+    private_security_groups: tuple[SecurityGroupId, ...] = Field(
+        default=(), description="security groups (a bastion's, a runner's) admitted the same way"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> EndpointAccess:
@@ -69,11 +79,17 @@ class EndpointAccess(ConfigModel):
 class SystemNodeGroup(ConfigModel):
     """The small on-demand managed node group that hosts controllers (Karpenter never runs on what it manages)."""
 
-    instance_types: tuple[StrictStr, ...] = Field(default=("m7i.large", "m6i.large"), min_length=1)
-    min_size: StrictInt = Field(default=2, ge=1, le=10)
-    max_size: StrictInt = Field(default=3, ge=1, le=10)
-    desired_size: StrictInt = Field(default=2, ge=1, le=10)
-    disk_size_gib: StrictInt = Field(default=50, ge=20, le=1000)
+    instance_types: tuple[StrictStr, ...] = Field(
+        default=("m7i.large", "m6i.large"),
+        min_length=1,
+        description="on-demand instance types for the controllers; x86_64 only (the nodes run the x86_64 AL2023 AMI)",
+    )
+    min_size: StrictInt = Field(default=2, ge=1, le=10, description="fewest nodes")
+    max_size: StrictInt = Field(default=3, ge=1, le=10, description="most nodes")
+    desired_size: StrictInt = Field(
+        default=2, ge=1, le=10, description="nodes at creation; `minSize <= desiredSize <= maxSize`"
+    )
+    disk_size_gib: StrictInt = Field(default=50, ge=20, le=1000, description="size of each node's encrypted gp3 root volume")
 
     @model_validator(mode="after")
     def _check(self) -> SystemNodeGroup:
@@ -113,18 +129,35 @@ _LOG_RETENTION_DAYS = (
 class ClusterConfig(ConfigModel):
     """The EKS control plane and its system node group."""
 
-    name: Annotated[StrictStr, matches(CLUSTER_NAME.pattern, "a lowercase DNS-style name of 2 to 40 characters")] | None = None
-    kubernetes_version: Annotated[
-        StrictStr, one_of(versions.KUBERNETES_VERSIONS, "the supported versions")
-    ] = versions.DEFAULT_KUBERNETES_VERSION
-    endpoint: EndpointAccess
-    service_cidr: Annotated[Cidr, prefix_between(16, 24)] = IPv4Network("172.20.0.0/16")
-    log_types: tuple[ControlPlaneLog, ...] = (ControlPlaneLog.API, ControlPlaneLog.AUDIT, ControlPlaneLog.AUTHENTICATOR)
-    log_retention_days: Annotated[
-        StrictInt, one_of(_LOG_RETENTION_DAYS, "the CloudWatch retention periods")
-    ] = 90
-    admin_principals: dict[KeyName, IamPrincipalArn] = Field(default_factory=dict)
-    system_node_group: SystemNodeGroup = SystemNodeGroup()
+    name: Annotated[StrictStr, matches(CLUSTER_NAME.pattern, "a lowercase DNS-style name of 2 to 40 characters")] | None = Field(
+        default=None,
+        description="EKS cluster name, also in the discovery tags and the log group's name; none: `<project>-<stack>`",
+    )
+    kubernetes_version: Annotated[StrictStr, one_of(versions.KUBERNETES_VERSIONS, "the supported versions")] = Field(
+        default=versions.DEFAULT_KUBERNETES_VERSION,
+        description="control-plane version; the EKS add-on builds follow it (see `components/versions.py`)",
+    )
+    endpoint: EndpointAccess = Field(description="who can reach the Kubernetes API server")
+    service_cidr: Annotated[Cidr, prefix_between(16, 24)] = Field(
+        default=IPv4Network("172.20.0.0/16"), description="Kubernetes service addresses; must not overlap the VPC"
+    )
+    log_types: tuple[ControlPlaneLog, ...] = Field(
+        default=(ControlPlaneLog.API, ControlPlaneLog.AUDIT, ControlPlaneLog.AUTHENTICATOR),
+        description="control-plane logs sent to CloudWatch",
+    )
+    log_retention_days: Annotated[StrictInt, one_of(_LOG_RETENTION_DAYS, "the CloudWatch retention periods")] = Field(
+        default=90, description="days the control-plane log group keeps its logs"
+    )
+    admin_principals: dict[KeyName, IamPrincipalArn] = Field(
+        default_factory=dict,
+        description="IAM roles and users given EKS access entries with `AmazonEKSClusterAdminPolicy` at cluster "
+        "scope, each under a name of your choice",
+    )
+    system_node_group: SystemNodeGroup = Field(
+        default=SystemNodeGroup(),
+        description="the small on-demand managed node group that hosts the controllers (Karpenter never runs on what "
+        "it manages); tainted `CriticalAddonsOnly`",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ClusterConfig:

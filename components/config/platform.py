@@ -69,6 +69,8 @@ KUBEFLOW_KUBERNETES_VERSIONS = ("1.35",)
 #: Keys of the `aws:` namespace the program reads; the AWS provider is explicit, so any other `aws:` key would
 #: be silently ignored by it and is rejected instead.
 AWS_KEYS = ("region", "profile")
+#: Fields filled in from the Pulumi context (the project and stack being run), never from stack config.
+CONTEXT_KEYS = ("project", "stack")
 
 _REGION = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx|cn|us-gov)-[a-z]+-\d$")
 
@@ -76,22 +78,45 @@ _REGION = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx|cn|us-gov)-[a-z]+-\d$")
 class PlatformConfig(ConfigModel):
     """Everything a stack of the platform is configured with."""
 
-    project: StrictStr
-    stack: StrictStr
-    region: StrictStr
-    profile: StrictStr | None = None
-    environment: Environment
-    owner: StrictStr = Field(min_length=1)
-    cost_center: StrictStr | None = None
-    stateful_resources: StatefulResources
-    network: NetworkConfig
-    cluster: ClusterConfig
-    karpenter: KarpenterConfig = KarpenterConfig()
-    gpu: GpuConfig = GpuConfig()
-    storage: StorageConfig = StorageConfig()
-    ingress: IngressConfig = IngressConfig()
-    observability: ObservabilityConfig = ObservabilityConfig()
-    kubeflow: KubeflowConfig = KubeflowConfig()
+    project: StrictStr = Field(description="the Pulumi project (from the Pulumi context, not stack config)")
+    stack: StrictStr = Field(description="the Pulumi stack (from the Pulumi context, not stack config)")
+    region: StrictStr = Field(description="the region everything is created in")
+    profile: StrictStr | None = Field(
+        default=None,
+        description="AWS CLI profile for the program's AWS provider and for the kubeconfig that Kubernetes and Helm "
+        "use (one identity for both); none: the default credential chain. Other `aws:*` keys are refused: the "
+        "provider is explicit and would ignore them; use `AWS_*` environment variables",
+    )
+    environment: Environment = Field(
+        description="which defaults apply to the keys marked *env*: `dev` is cheap, `prod` is safe"
+    )
+    owner: StrictStr = Field(min_length=1, description="`owner` tag on every AWS object")
+    cost_center: StrictStr | None = Field(default=None, description="`cost-center` tag on every AWS object; none: no such tag")
+    stateful_resources: StatefulResources = Field(
+        description="what `pulumi destroy` does with stateful resources (KMS keys, log groups, buckets, file "
+        "systems, volumes): `protect` refuses until they are unprotected, `retain` leaves them in AWS and forgets "
+        "them, `destroy` deletes them, emptying buckets first (see [Teardown](#teardown))"
+    )
+    network: NetworkConfig = Field(description="the VPC: created from `cidr`, or an existing one")
+    cluster: ClusterConfig = Field(description="the EKS control plane, its API endpoint, logs, admins and system node group")
+    karpenter: KarpenterConfig = Field(
+        default=KarpenterConfig(),
+        description="the Karpenter controller, its node classes and node pools (see [Karpenter NodePools](#karpenter-nodepools))",
+    )
+    gpu: GpuConfig = Field(
+        default=GpuConfig(),
+        description="the GPU stack, installed when a NodePool launches NVIDIA GPUs (setting it with no NVIDIA pool is "
+        "an error; see [GPUs](#gpus-operator-bin-packing-and-admission))",
+    )
+    storage: StorageConfig = Field(
+        default=StorageConfig(), description="S3 buckets and FSx for Lustre (see [Storage and ingress](#storage-and-ingress))"
+    )
+    ingress: IngressConfig = Field(default=IngressConfig(), description="what routes traffic into the cluster")
+    observability: ObservabilityConfig = Field(
+        default=ObservabilityConfig(),
+        description="kube-prometheus-stack with the GPU and Karpenter dashboards and alerts (see [Observability](#observability))",
+    )
+    kubeflow: KubeflowConfig = Field(default=KubeflowConfig(), description="Kubeflow on the platform (see [Kubeflow](#kubeflow))")
 
     @property
     def gpu_node_image(self) -> Literal["al2023", "bottlerocket"] | None:

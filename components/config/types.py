@@ -6,7 +6,16 @@ from enum import StrEnum
 from ipaddress import IPv4Network, ip_network
 from typing import Annotated, Any, Iterable
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, StrictBool, StrictStr, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from components.config.validation import FieldProblems, matches
@@ -37,6 +46,7 @@ def one_of(allowed: Iterable[Any], what: str):
             raise ValueError(f"expected one of {what} {', '.join(repr(c) for c in choices)}, got {value!r}")
         return value
 
+    check.choices = choices  # type: ignore[attr-defined]  # listed by the configuration reference
     return AfterValidator(check)
 
 
@@ -46,6 +56,7 @@ def prefix_between(low: int, high: int):
             raise ValueError(f"expected a prefix length between /{low} and /{high}, got /{value.prefixlen}")
         return value
 
+    check.constraint = f"/{low} to /{high}"  # type: ignore[attr-defined]  # shown by the configuration reference
     return AfterValidator(check)
 
 
@@ -112,7 +123,7 @@ class Switchable(ConfigModel):
     """A section with an `enabled` switch. While it is off its other keys would do nothing, so setting them is an
     error rather than something silently ignored."""
 
-    enabled: StrictBool = True
+    enabled: StrictBool = Field(default=True, description="turns the section on; while it is false its other keys are refused")
 
     @model_validator(mode="after")
     def _unused_while_disabled(self) -> Switchable:

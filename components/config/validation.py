@@ -27,4 +27,5 @@ def matches(regex: str, what: str) -> AfterValidator:
             raise ValueError(f"expected {what}, got {value!r}")
         return value
 
+    check.expected = what  # type: ignore[attr-defined]  # what the configuration reference calls the type
     return AfterValidator(check)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import StrictBool
+from pydantic import Field, StrictBool
 
 from components.config.types import ConfigModel
 
 
 class IngressConfig(ConfigModel):
-    load_balancer_controller: StrictBool = True
+    load_balancer_controller: StrictBool = Field(
+        default=True, description="install the AWS Load Balancer Controller (on the system nodes, with its IRSA role)"
+    )

@@ -31,8 +31,8 @@ def _tag_problems(tags: dict[str, str] | None) -> list[tuple[str, str]]:
 class SubnetTermSpec(Spec):
     """Subnets by id, or by tags (all must match; '*' matches any value)."""
 
-    id: SubnetId | None = None
-    tags: SelectorTags | None = None
+    id: SubnetId | None = Field(default=None, description="a subnet by id (set `id` or `tags`)")
+    tags: SelectorTags | None = Field(default=None, description="subnets whose tags all match (`*` matches any value)")
 
     def problems(self) -> list[tuple[str, str]]:
         if (self.id is None) == (self.tags is None):
@@ -41,9 +41,11 @@ class SubnetTermSpec(Spec):
 
 
 class SecurityGroupTermSpec(Spec):
-    id: SecurityGroupId | None = None
-    name: StrictStr | None = Field(default=None, min_length=1)
-    tags: SelectorTags | None = None
+    id: SecurityGroupId | None = Field(default=None, description="a security group by id (set one of `id`, `name`, `tags`)")
+    name: StrictStr | None = Field(default=None, min_length=1, description="a security group by name")
+    tags: SelectorTags | None = Field(
+        default=None, description="security groups whose tags all match (`*` matches any value)"
+    )
 
     def problems(self) -> list[tuple[str, str]]:
         if sum(x is not None for x in (self.id, self.name, self.tags)) != 1:
@@ -54,10 +56,12 @@ class SecurityGroupTermSpec(Spec):
 class CapacityReservationTermSpec(Spec):
     """On-Demand Capacity Reservations and Capacity Blocks for ML, by id, or by tags / owner / match criteria."""
 
-    id: ReservationId | None = None
-    tags: SelectorTags | None = None
-    owner_id: AccountId | None = Field(default=None, alias="ownerID")
-    instance_match_criteria: Literal["open", "targeted"] | None = None
+    id: ReservationId | None = Field(default=None, description="one reservation by id, alone in its term")
+    tags: SelectorTags | None = Field(default=None, description="reservations whose tags all match (`*` matches any value)")
+    owner_id: AccountId | None = Field(default=None, alias="ownerID", description="the account that owns the reservations")
+    instance_match_criteria: Literal["open", "targeted"] | None = Field(
+        default=None, description="open reservations (any matching instance uses them) or targeted ones"
+    )
 
     def problems(self) -> list[tuple[str, str]]:
         if self.id is not None and (self.tags or self.owner_id or self.instance_match_criteria):
@@ -70,17 +74,21 @@ class CapacityReservationTermSpec(Spec):
 class PlacementGroupSpec(Spec):
     """A placement group made outside the stack (a cluster group puts EFA nodes close together), by name or id."""
 
-    name: StrictStr | None = Field(default=None, min_length=1)
-    id: Annotated[StrictStr, _matches(r"pg-[0-9a-z]+", "a placement group id like 'pg-0123456789abcdef0'")] | None = None
+    name: StrictStr | None = Field(default=None, min_length=1, description="the placement group by name (or `id`)")
+    id: Annotated[StrictStr, _matches(r"pg-[0-9a-z]+", "a placement group id like 'pg-0123456789abcdef0'")] | None = Field(
+        default=None, description="the placement group by id"
+    )
 
     def problems(self) -> list[tuple[str, str]]:
         return [] if (self.name is None) != (self.id is None) else [("", "set exactly one of name or id")]
 
 
 class NetworkInterfaceSpec(Spec):
-    network_card_index: StrictInt = Field(ge=0)
-    device_index: StrictInt = Field(ge=0)
-    interface_type: Literal["interface", "efa-only"]
+    network_card_index: StrictInt = Field(ge=0, description="the network card the interface is on")
+    device_index: StrictInt = Field(ge=0, description="its device index on that card (card 0, device 0 is the primary)")
+    interface_type: Literal["interface", "efa-only"] = Field(
+        description="`interface`: an ENA interface (the primary must be one); `efa-only`: EFA, taking no IP addresses"
+    )
 
 
 _SIGNALS = Literal["memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"]
@@ -90,18 +98,38 @@ _RESERVED = Literal["cpu", "memory", "ephemeral-storage", "pid"]
 class KubeletSpec(Spec):
     """Kubelet settings Karpenter passes to the node and uses for its own capacity maths (keys as in the CRD)."""
 
-    max_pods: StrictInt | None = Field(default=None, ge=1)
-    pods_per_core: StrictInt | None = Field(default=None, ge=1)
-    system_reserved: dict[_RESERVED, Quantity] | None = None
-    kube_reserved: dict[_RESERVED, Quantity] | None = None
-    eviction_hard: dict[_SIGNALS, StrictStr] | None = None
-    eviction_soft: dict[_SIGNALS, StrictStr] | None = None
-    eviction_soft_grace_period: dict[_SIGNALS, StrictStr] | None = None
-    eviction_max_pod_grace_period: StrictInt | None = Field(default=None, ge=0)
-    image_gc_high_threshold_percent: StrictInt | None = Field(default=None, ge=0, le=100, alias="imageGCHighThresholdPercent")
-    image_gc_low_threshold_percent: StrictInt | None = Field(default=None, ge=0, le=100, alias="imageGCLowThresholdPercent")
-    cluster_dns: tuple[StrictStr, ...] | None = Field(default=None, alias="clusterDNS")
-    cpu_cfs_quota: StrictBool | None = Field(default=None, alias="cpuCFSQuota")
+    max_pods: StrictInt | None = Field(default=None, ge=1, description="most pods per node")
+    pods_per_core: StrictInt | None = Field(default=None, ge=1, description="most pods per CPU core")
+    system_reserved: dict[_RESERVED, Quantity] | None = Field(default=None, description="reserved for the OS's daemons")
+    kube_reserved: dict[_RESERVED, Quantity] | None = Field(default=None, description="reserved for Kubernetes' daemons")
+    eviction_hard: dict[_SIGNALS, StrictStr] | None = Field(
+        default=None, description="hard eviction thresholds: a percentage like `10%` or a quantity like `500Mi`"
+    )
+    eviction_soft: dict[_SIGNALS, StrictStr] | None = Field(
+        default=None, description="soft eviction thresholds, each with its `evictionSoftGracePeriod`"
+    )
+    eviction_soft_grace_period: dict[_SIGNALS, StrictStr] | None = Field(
+        default=None, description="how long each soft threshold may be crossed before pods are evicted, like `1m30s`"
+    )
+    eviction_max_pod_grace_period: StrictInt | None = Field(
+        default=None, ge=0, description="the most seconds a pod evicted by a soft threshold gets to stop"
+    )
+    image_gc_high_threshold_percent: StrictInt | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        alias="imageGCHighThresholdPercent",
+        description="disk use at which unused images are removed; above `imageGCLowThresholdPercent`",
+    )
+    image_gc_low_threshold_percent: StrictInt | None = Field(
+        default=None, ge=0, le=100, alias="imageGCLowThresholdPercent", description="disk use image removal stops at"
+    )
+    cluster_dns: tuple[StrictStr, ...] | None = Field(
+        default=None, alias="clusterDNS", description="IP addresses of the DNS servers pods use"
+    )
+    cpu_cfs_quota: StrictBool | None = Field(
+        default=None, alias="cpuCFSQuota", description="enforce containers' CPU limits with CFS quota"
+    )
 
     def problems(self) -> list[tuple[str, str]]:
         problems = []
@@ -142,45 +170,117 @@ class UserDataSpec(Spec):
     """What nodes run at boot, beyond what Karpenter configures. `maxConcurrentDownloads` works on both AMI
     families; `parallelImagePull` and `nodeConfig` are AL2023's (nodeadm), `settings` Bottlerocket's."""
 
-    max_concurrent_downloads: StrictInt | None = Field(default=None, ge=1, le=64)
-    parallel_image_pull: StrictBool = False
-    node_config: dict[StrictStr, Any] | None = None
-    settings: dict[StrictStr, Any] | None = None
+    max_concurrent_downloads: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="parallel layer downloads per image pull (containerd on AL2023, `settings.container-runtime` on "
+        "Bottlerocket)",
+    )
+    parallel_image_pull: StrictBool = Field(
+        default=False,
+        description="AL2023: SOCI parallel pull and unpack (nodeadm's `FastContainerImagePull`), much faster for "
+        "multi-GB CUDA images",
+    )
+    node_config: dict[StrictStr, Any] | None = Field(
+        default=None,
+        description="AL2023: more of nodeadm's `NodeConfig` spec (`containerd`, `instance`, `featureGates`), merged "
+        "before Karpenter's own; `cluster` and `kubelet` are Karpenter's and refused",
+    )
+    settings: dict[StrictStr, Any] | None = Field(
+        default=None,
+        description="Bottlerocket: TOML settings (e.g. `kernel.sysctl`); those Karpenter owns (cluster, labels, "
+        "taints, kubelet) are refused",
+    )
 
 
 class NodeClassSpec(Spec):
     """One EC2NodeClass: the AMI, volumes, kubelet, network placement and tags of the nodes that use it."""
 
-    preset: StrictStr | None = None
-    ami_family: Literal["al2023", "bottlerocket"] = "al2023"
-    #: `pinned` uses the release in versions.py; `latest` follows AWS's newest AMI (every release drifts all nodes).
-    ami_release: Literal["pinned", "latest"] = "pinned"
+    preset: StrictStr | None = Field(
+        default=None,
+        description="the preset to start from (see [Node classes](#node-classes)); the class's fields override it",
+    )
+    ami_family: Literal["al2023", "bottlerocket"] = Field(
+        default="al2023", description="the node image; the AL2023 alias picks the NVIDIA or Neuron variant by instance type"
+    )
+    ami_release: Literal["pinned", "latest"] = Field(
+        default="pinned",
+        description="`pinned`: the release in `components/versions.py`; `latest`: AWS's newest AMI, so every AWS "
+        "release drifts every node of the class",
+    )
     # gp3 limits (EBS User Guide, "General Purpose SSD volumes"; raised in September 2025 from 16 TiB, 16,000 IOPS and
     # 1,000 MiB/s): 1 GiB-64 TiB, 3,000-80,000 IOPS, 125-2,000 MiB/s, at most 500 IOPS per GiB above the 3,000
     # baseline and 0.25 MiB/s per provisioned IOPS. The size stops at 59000 because the EC2NodeClass schema's
     # volumeSize pattern does; the 20 GiB floor is this platform's, not EC2's.
-    root_volume_gib: StrictInt = Field(default=80, ge=20, le=59000)
-    root_volume_iops: StrictInt = Field(default=3000, ge=3000, le=80000)
-    root_volume_throughput_mibps: StrictInt = Field(default=125, ge=125, le=2000)
-    #: 1 keeps instance credentials out of pods' reach; 2 only for workloads that must read instance metadata.
-    imds_hop_limit: Literal[1, 2] = 1
-    #: RAID0 of the instance's local NVMe disks holds images, logs and pod ephemeral storage (Karpenter counts its
-    #: size as the node's ephemeral-storage); the root volume then only holds the OS.
-    instance_store_policy: Literal["RAID0"] | None = None
-    kubelet: KubeletSpec | None = None
-    user_data: UserDataSpec | None = None
-    #: Replaces the default (subnets tagged karpenter.sh/discovery=<cluster>).
-    subnet_selector_terms: tuple[SubnetTermSpec, ...] = Field(default=(), max_length=30)
-    #: Added to the cluster security group (found by the discovery tag), which nodes always need.
-    security_group_selector_terms: tuple[SecurityGroupTermSpec, ...] = Field(default=(), max_length=29)
-    capacity_reservation_selector_terms: tuple[CapacityReservationTermSpec, ...] = Field(default=(), max_length=30)
-    tags: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    detailed_monitoring: StrictBool = False
-    associate_public_ip_address: StrictBool = Field(default=False, alias="associatePublicIPAddress")
-    network_interfaces: tuple[NetworkInterfaceSpec, ...] = Field(default=(), max_length=150)
-    #: An instance type of `efa.NETWORK_CARDS`: its recommended EFA interface layout (instead of networkInterfaces).
-    efa_layout: StrictStr | None = None
-    placement_group_selector: PlacementGroupSpec | None = None
+    root_volume_gib: StrictInt = Field(
+        default=80, ge=20, le=59000, description="size of the encrypted gp3 root volume; at least 1 GiB per 500 IOPS"
+    )
+    root_volume_iops: StrictInt = Field(default=3000, ge=3000, le=80000, description="provisioned IOPS of the root volume")
+    root_volume_throughput_mibps: StrictInt = Field(
+        default=125, ge=125, le=2000, description="throughput of the root volume; at most one MiB/s per 4 IOPS"
+    )
+    imds_hop_limit: Literal[1, 2] = Field(
+        default=1,
+        description="IMDSv2 hop limit: 1 keeps instance credentials out of pods' reach; 2 only for workloads that "
+        "must read instance metadata",
+    )
+    instance_store_policy: Literal["RAID0"] | None = Field(
+        default=None,
+        description="`RAID0`: the instance's local NVMe disks (g5, g6, g6e, p4d, p5 and others) become one array "
+        "holding images, logs and pod ephemeral storage, which Karpenter counts as the node's ephemeral storage; the "
+        "root volume then holds only the OS, so size it down (100-200 GiB). None: the root volume holds everything",
+    )
+    kubelet: KubeletSpec | None = Field(
+        default=None,
+        description="kubelet settings Karpenter passes to the node and uses in its own capacity maths; none: Karpenter's",
+    )
+    user_data: UserDataSpec | None = Field(default=None, description="what nodes run at boot beyond what Karpenter configures")
+    subnet_selector_terms: tuple[SubnetTermSpec, ...] = Field(
+        default=(),
+        max_length=30,
+        description="the nodes' subnets, replacing the default (those tagged `karpenter.sh/discovery=<cluster>`): "
+        "secondary-CIDR subnets, an existing VPC's naming",
+    )
+    security_group_selector_terms: tuple[SecurityGroupTermSpec, ...] = Field(
+        default=(),
+        max_length=29,
+        description="security groups **added** to the cluster security group (found by the discovery tag), which "
+        "nodes always need to reach the control plane",
+    )
+    capacity_reservation_selector_terms: tuple[CapacityReservationTermSpec, ...] = Field(
+        default=(),
+        max_length=30,
+        description="On-Demand Capacity Reservations and Capacity Blocks for ML the nodes may launch into; lets "
+        "pools of the class use `capacityTypes: [reserved]`",
+    )
+    tags: dict[StrictStr, StrictStr] = Field(
+        default_factory=dict,
+        description="more instance tags beside the standard tags (whose keys, and those reserved for EKS, Karpenter "
+        "and AWS, are refused)",
+    )
+    detailed_monitoring: StrictBool = Field(default=False, description="one-minute CloudWatch metrics for the instances")
+    associate_public_ip_address: StrictBool = Field(
+        default=False,
+        alias="associatePublicIPAddress",
+        description="`true` is refused: nodes live in private subnets and reach out through NAT",
+    )
+    network_interfaces: tuple[NetworkInterfaceSpec, ...] = Field(
+        default=(),
+        max_length=150,
+        description="the exact network interfaces of every instance of the class; empty: Karpenter's",
+    )
+    efa_layout: StrictStr | None = Field(
+        default=None,
+        description="an instance type of `components/karpenter/efa.py` (`p5.48xlarge`, `trn1.32xlarge`, ...) whose "
+        "recommended EFA layout the class uses instead of `networkInterfaces`: an ENA primary and one EFA-only "
+        "interface per network card",
+    )
+    placement_group_selector: PlacementGroupSpec | None = Field(
+        default=None,
+        description="a placement group made outside the stack, by `name` or `id` (a cluster group puts EFA nodes "
+        "close together)",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -23,25 +23,36 @@ Size = Annotated[StrictStr, _matches(r"[a-z0-9-]+", "an instance size like '48xl
 class AcceleratedFamilySpec(ConfigModel):
     """Facts about an accelerated family the pinned table does not know (keys are the family, e.g. `g7e`)."""
 
-    #: karpenter.k8s.aws/instance-gpu-name of its GPUs (NVIDIA families only).
-    gpu_name: Annotated[StrictStr, _matches(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", "a GPU name as Karpenter labels it, like 'l40s'")] | None = None
-    #: Memory per GPU or Neuron device.
-    memory_gib: StrictInt = Field(ge=1)
-    #: Devices per instance size.
-    devices: dict[Size, Annotated[StrictInt, Field(ge=1)]] = Field(min_length=1)
-    architecture: Literal["amd64", "arm64"] = "amd64"
+    gpu_name: Annotated[StrictStr, _matches(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", "a GPU name as Karpenter labels it, like 'l40s'")] | None = Field(
+        default=None,
+        description="the `karpenter.k8s.aws/instance-gpu-name` of its GPUs; required for an NVIDIA family, refused "
+        "for a Neuron one",
+    )
+    memory_gib: StrictInt = Field(ge=1, description="memory per GPU or Neuron device")
+    devices: dict[Size, Annotated[StrictInt, Field(ge=1)]] = Field(
+        min_length=1, description="GPUs or Neuron devices per instance size"
+    )
+    architecture: Literal["amd64", "arm64"] = Field(default="amd64", description="CPU architecture of its instances")
 
 
 class KarpenterConfig(ConfigModel):
     """The Karpenter controller, its node classes and node pools (mappings keyed by name)."""
 
-    log_level: Literal["debug", "info", "error"] = "info"
-    accelerator_families: dict[StrictStr, AcceleratedFamilySpec] = Field(default_factory=dict)
+    log_level: Literal["debug", "info", "error"] = Field(default="info", description="controller log level")
+    accelerator_families: dict[StrictStr, AcceleratedFamilySpec] = Field(
+        default_factory=dict,
+        description="facts about accelerated families the pinned table (`components/karpenter/accelerators.py`) "
+        "lacks, keyed by family (e.g. `g7e`)",
+    )
     node_classes: dict[KeyName, NodeClassSpec] = Field(
-        default_factory=lambda: {k: NodeClassSpec.model_validate(v) for k, v in DEFAULT_NODE_CLASSES.items()}
+        default_factory=lambda: {k: NodeClassSpec.model_validate(v) for k, v in DEFAULT_NODE_CLASSES.items()},
+        description="EC2NodeClasses keyed by name (see [Node classes](#node-classes)); by default the presets of the "
+        "same names, which setting this key replaces",
     )
     node_pools: dict[KeyName, NodePoolSpec] = Field(
-        default_factory=lambda: {k: NodePoolSpec.model_validate(v) for k, v in DEFAULT_NODE_POOLS.items()}
+        default_factory=lambda: {k: NodePoolSpec.model_validate(v) for k, v in DEFAULT_NODE_POOLS.items()},
+        description="NodePools keyed by name; by default the presets of the same names, which setting this key "
+        "replaces",
     )
 
     @model_validator(mode="wrap")

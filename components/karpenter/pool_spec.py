@@ -41,9 +41,11 @@ from components.scheduling import ACCELERATOR_RESOURCES, GPU_RESOURCE, NEURON_CO
 
 
 class TaintSpec(Spec):
-    key: LabelKey
-    value: StrictStr = ""
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    key: LabelKey = Field(description="taint key")
+    value: StrictStr = Field(default="", description="taint value")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        description="what the taint does to pods that do not tolerate it"
+    )
 
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
@@ -53,10 +55,19 @@ class RequirementSpec(Spec):
     """An extra scheduling requirement, beyond the typed fields of a pool. `minValues` asks Karpenter to keep at least
     that many distinct values of the key among the instance types it may choose from (spot flexibility)."""
 
-    key: StrictStr
-    operator: Operator
-    values: tuple[StrictStr, ...] = ()
-    min_values: StrictInt | None = Field(default=None, ge=1, le=50)
+    key: StrictStr = Field(
+        description="a well-known key (listed under [Karpenter NodePools](#karpenter-nodepools)) or a label key of "
+        "your own domain, which Karpenter sets on the nodes"
+    )
+    operator: Operator = Field(description="how the node's value of `key` is compared with `values`")
+    values: tuple[StrictStr, ...] = Field(default=(), description="what `operator` compares with")
+    min_values: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=50,
+        description="keep at least this many distinct values of `key` among the instance types Karpenter may choose "
+        "from: on instance families it keeps spot pools flexible",
+    )
 
     def shown(self) -> str:
         return f"{self.key} {self.operator}" + (f" {list(self.values)}" if self.values else "")
@@ -66,10 +77,21 @@ class BudgetSpec(Spec):
     """At most `nodes` of the pool may be disrupted at once (while `schedule` + `duration` is active, if given)."""
 
     #: Checked by the budget itself; a count written as a number becomes the string Karpenter expects.
-    nodes: LooseQuantity = "10%"
-    schedule: StrictStr | None = None
-    duration: StrictStr | None = None
-    reasons: tuple[Literal["Underutilized", "Empty", "Drifted"], ...] | None = None
+    nodes: LooseQuantity = Field(
+        default="10%", description="how many of the pool's nodes: a count like `1` or a percentage like `10%`"
+    )
+    schedule: StrictStr | None = Field(
+        default=None,
+        description="when the budget becomes active: standard cron in UTC (minute, hour, day of month, month or "
+        "`jan`-`dec`, day of week or `sun`-`sat`; `*`, lists, ranges, steps) or `@yearly`, `@monthly`, `@weekly`, "
+        "`@daily`, `@hourly` and their aliases; needs `duration`; none: always active",
+    )
+    duration: StrictStr | None = Field(
+        default=None, description="how long it stays active after each `schedule` start, like `8h` or `1h30m`"
+    )
+    reasons: tuple[Literal["Underutilized", "Empty", "Drifted"], ...] | None = Field(
+        default=None, description="the disruptions it limits; none: all of them"
+    )
 
     @property
     def blocks_empty_removal(self) -> bool:
@@ -94,9 +116,21 @@ class DisruptionSpec(Spec):
     """Karpenter's defaults where a pool leaves a field out: consolidate empty or underused nodes at once (`0s`),
     at most 10% of the pool at a time."""
 
-    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = "WhenEmptyOrUnderutilized"
-    consolidate_after: StrictStr = "0s"
-    budgets: tuple[BudgetSpec, ...] = (BudgetSpec(),)
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
+        default="WhenEmptyOrUnderutilized",
+        description="which nodes Karpenter consolidates: `WhenEmpty` only empty ones; the others also underused ones, "
+        "repacking their pods onto fewer nodes",
+    )
+    consolidate_after: StrictStr = Field(
+        default="0s",
+        description="how long a node stays empty or underused before it is consolidated, e.g. `5m` or `Never`; "
+        "shorter releases idle GPUs sooner",
+    )
+    budgets: tuple[BudgetSpec, ...] = Field(
+        default=(BudgetSpec(),),
+        description="how many nodes may be disrupted at once; the most restrictive active budget wins, so budgets "
+        "protect running jobs from voluntary disruption",
+    )
 
     def problems(self) -> list[tuple[str, str]]:
         problems = []
@@ -119,28 +153,85 @@ _STAND_INS = {"nodeClass": "unset"}
 class NodePoolSpec(Spec):
     """One Karpenter NodePool: what instances it may launch, how they are tainted, capped and disrupted."""
 
-    preset: StrictStr | None = None
-    node_class: Name
-    weight: StrictInt | None = Field(default=None, ge=1, le=100)
-    capacity_types: Annotated[tuple[Literal["spot", "on-demand", "reserved"], ...], NOT_EMPTY] = ("on-demand",)
-    architectures: Annotated[tuple[Literal["amd64", "arm64"], ...], NOT_EMPTY] = ("amd64",)
-    instance_categories: tuple[StrictStr, ...] = ()
-    generation_above: StrictInt | None = Field(default=None, ge=1)
-    instance_families: tuple[StrictStr, ...] = ()
-    instance_sizes: tuple[StrictStr, ...] = ()
-    gpu_names: tuple[StrictStr, ...] = ()
-    zones: tuple[StrictStr, ...] = ()
-    requirements: tuple[RequirementSpec, ...] = ()
-    taints: tuple[TaintSpec, ...] = ()
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
-    #: The ceiling: Karpenter launches nothing beyond it. Checked by the pool (`pool_checks.limit_problems`).
-    limits: dict[StrictStr, LooseQuantity] = Field(default_factory=dict)
-    disruption: DisruptionSpec = DisruptionSpec()
-    expire_after: Duration = "720h"
-    #: How long Karpenter waits for a node's pods (and their PodDisruptionBudgets) before it terminates the node
-    #: anyway. Karpenter has no default: without one, a pod whose budget never allows eviction keeps a node, and a
-    #: NodePool being deleted, forever.
-    termination_grace_period: GracePeriod = "15m"
+    preset: StrictStr | None = Field(
+        default=None,
+        description="the preset to start from (see [Karpenter NodePools](#karpenter-nodepools)); the pool's fields "
+        "override it, mappings merging into the preset's and lists replacing them. A field left out takes the "
+        "preset's value, or else the default shown",
+    )
+    node_class: Name = Field(description="the name of an entry in `karpenter.nodeClasses` (every preset sets one)")
+    weight: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=100,
+        description="higher is tried first among pools that fit: spot tiers above on-demand save 60-70% while spot "
+        "lasts; none: no preference",
+    )
+    capacity_types: Annotated[tuple[Literal["spot", "on-demand", "reserved"], ...], NOT_EMPTY] = Field(
+        default=("on-demand",),
+        description="spot is far cheaper but can be reclaimed with 2 minutes' notice (handled through the "
+        "interruption queue); `reserved` needs the node class's `capacityReservationSelectorTerms` and is paid for "
+        "whether used or not",
+    )
+    architectures: Annotated[tuple[Literal["amd64", "arm64"], ...], NOT_EMPTY] = Field(
+        default=("amd64",), description="`arm64` (Graviton) is about 20% cheaper for CPU work"
+    )
+    instance_categories: tuple[StrictStr, ...] = Field(
+        default=(),
+        description="e.g. `[c, m, r]`; the accelerated categories `g`, `gr`, `p` (NVIDIA) and `inf`, `trn` (Neuron) "
+        "make the pool an accelerator pool; empty: any",
+    )
+    generation_above: StrictInt | None = Field(
+        default=None, ge=1, description="only generations above this, e.g. `5`: newer ones cost less per unit of work"
+    )
+    instance_families: tuple[StrictStr, ...] = Field(
+        default=(), description="e.g. `[g5]`; empty: any. The wider the choice, the cheaper the fit Karpenter finds"
+    )
+    instance_sizes: tuple[StrictStr, ...] = Field(default=(), description="e.g. `[xlarge, 2xlarge]`; empty: any")
+    gpu_names: tuple[StrictStr, ...] = Field(
+        default=(),
+        description="NVIDIA GPUs by their `karpenter.k8s.aws/instance-gpu-name`, e.g. `[a10g]`, checked against the "
+        "known names; makes the pool a GPU pool",
+    )
+    zones: tuple[StrictStr, ...] = Field(
+        default=(),
+        description="some of the stack's AZs; empty: all of them. Pin training next to FSx (one AZ) to avoid "
+        "cross-AZ traffic",
+    )
+    requirements: tuple[RequirementSpec, ...] = Field(
+        default=(), description="extra scheduling requirements beyond the pool's own fields"
+    )
+    taints: tuple[TaintSpec, ...] = Field(
+        default=(),
+        description="node taints. GPU pools must carry exactly `nvidia.com/gpu=true:NoSchedule` (Neuron pools "
+        "`aws.amazon.com/neuron=true:NoSchedule`), or ordinary pods fill them and they never scale to zero",
+    )
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        description="node labels; those in the domains Karpenter reserves (`karpenter.sh`, `karpenter.k8s.aws`, "
+        "`kubernetes.io` and `k8s.io` except `node.kubernetes.io` and the well-known labels) are refused",
+    )
+    #: Checked by the pool (`pool_checks.limit_problems`).
+    limits: dict[StrictStr, LooseQuantity] = Field(
+        default_factory=dict,
+        description="**the ceiling**: Karpenter launches nothing beyond it. Keys `cpu`, `memory`, `nvidia.com/gpu`, "
+        "`aws.amazon.com/neuron` (devices), `aws.amazon.com/neuroncore` (cores); a GPU pool must set "
+        "`nvidia.com/gpu`, a Neuron pool one of the Neuron two, any other pool at least one",
+    )
+    disruption: DisruptionSpec = Field(
+        default=DisruptionSpec(), description="how Karpenter may disrupt the pool's nodes (Karpenter's defaults)"
+    )
+    expire_after: Duration = Field(
+        default="720h",
+        description="node lifetime, e.g. `720h` or `Never` (see how AMI patches reach nodes under "
+        "[Karpenter NodePools](#karpenter-nodepools))",
+    )
+    termination_grace_period: GracePeriod = Field(
+        default="15m",
+        description="how long a draining node waits for its pods (and their PodDisruptionBudgets) before it is "
+        "terminated anyway, e.g. `2h` for training to checkpoint. Karpenter has no default: without one, a pod whose "
+        "budget never allows eviction keeps its node, and a NodePool being deleted, forever",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> NodePoolSpec:

@@ -55,27 +55,40 @@ class _Model(BaseModel):
 class Components(_Model):
     """Optional Kubeflow components beyond the default set (Pipelines, Notebooks, Trainer, dashboard, auth)."""
 
-    katib: StrictBool = False
-    spark: StrictBool = False
-    knative: StrictBool = False
-    hub: StrictBool = False
+    katib: StrictBool = Field(default=False, description="install Katib (hyperparameter tuning)")
+    spark: StrictBool = Field(default=False, description="install the Spark operator")
+    knative: StrictBool = Field(default=False, description="install Knative Serving")
+    hub: StrictBool = Field(default=False, description="install the Hub: the model catalog, and a model registry for `hubRegistryTeam`")
 
 
 class TeamConfig(_Model):
-    owner: Email
-    gpu_quota: StrictInt = Field(default=0, ge=0)
-    s3_prefix: S3Prefix
-    fsx_claim: TeamName | None = None
+    owner: Email = Field(description="the email that owns the team's Profile")
+    gpu_quota: StrictInt = Field(
+        default=0, ge=0, description="GPUs the team may request at once; at most every GPU pool's limit together"
+    )
+    s3_prefix: S3Prefix = Field(description="the team's prefix in `kubeflow.bucket`, the only one its role may use")
+    fsx_claim: TeamName | None = Field(
+        default=None, description="refused for now: nothing creates an FSx claim in a team's namespace yet"
+    )
 
 
 class Access(_Model):
     """`port-forward` exposes nothing; `alb` puts an HTTPS Application Load Balancer in front of the gateway."""
 
-    mode: Literal["port-forward", "alb"] = "port-forward"
-    certificate_arn: CertificateArn | None = None
-    scheme: Literal["internal", "internet-facing"] = "internal"
-    host: StrictStr | None = None
-    allowed_cidrs: tuple[StrictStr, ...] = ()
+    mode: Literal["port-forward", "alb"] = Field(
+        default="port-forward",
+        description="`port-forward` exposes nothing; `alb` puts an HTTPS Application Load Balancer in front of the gateway",
+    )
+    certificate_arn: CertificateArn | None = Field(
+        default=None,
+        description="the ACM certificate the ALB serves; required with `alb`, refused (as are the keys below) with "
+        "`port-forward`",
+    )
+    scheme: Literal["internal", "internet-facing"] = Field(default="internal", description="where the ALB is reachable from")
+    host: StrictStr | None = Field(default=None, description="the host name the ALB answers for; none: any")
+    allowed_cidrs: tuple[StrictStr, ...] = Field(
+        default=(), description="who may connect to the ALB; empty: the load balancer controller's default"
+    )
 
     @model_validator(mode="after")
     def _alb_keys(self) -> Access:
@@ -89,22 +102,43 @@ class Access(_Model):
 
 
 class Notebooks(_Model):
-    idle_minutes: StrictInt = Field(default=60, ge=10, le=7 * 24 * 60)
+    idle_minutes: StrictInt = Field(
+        default=60, ge=10, le=7 * 24 * 60, description="notebooks idle this long are culled, so none holds a GPU node"
+    )
 
 
 class KubeflowConfig(_Model):
-    enabled: StrictBool = False
-    admin_email: Email | None = None
-    components: Components = Components()
-    #: The team whose namespace gets the Hub's model registry (needs components.hub).
-    hub_registry_team: TeamName | None = None
-    teams: dict[TeamName, TeamConfig] = {}
-    access: Access = Access()
-    notebooks: Notebooks = Notebooks()
-    #: The storage.buckets key teams get their s3Prefix in (each team's role may use only its prefix).
-    bucket: TeamName = "datasets"
-    #: A verified Kubeflow tree to read instead of the fetched one (tests name the reference copy).
-    tree: StrictStr | None = None
+    enabled: StrictBool = Field(
+        default=False, description="install Kubeflow; while it is false its other keys are refused"
+    )
+    admin_email: Email | None = Field(
+        default=None, description="the one Dex user (its sign-in name), who signs in first; required when enabled"
+    )
+    components: Components = Field(
+        default=Components(),
+        description="optional components beyond the default set (Pipelines, Notebooks, Trainer, dashboard, auth)",
+    )
+    hub_registry_team: TeamName | None = Field(
+        default=None,
+        description="the team whose namespace gets the Hub's model registry (needs `components.hub`); none: no registry",
+    )
+    teams: dict[TeamName, TeamConfig] = Field(
+        default={},
+        description="teams keyed by name: each gets a namespace, a Profile, a GPU quota and an IAM role for its S3 "
+        "prefix; not a name in `storage.fsx.namespaces`",
+    )
+    access: Access = Field(default=Access(), description="how people reach the dashboard")
+    notebooks: Notebooks = Field(default=Notebooks(), description="what happens to idle notebooks")
+    bucket: TeamName = Field(
+        default="datasets",
+        description="the `storage.buckets` key teams get their `s3Prefix` in (each team's role may use only its prefix)",
+    )
+    #: Tests name the reference copy.
+    tree: StrictStr | None = Field(
+        default=None,
+        description="a verified local copy of the pinned Kubeflow tree (a mirror) to read instead of the fetched one; "
+        "none: the fetched tree",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> KubeflowConfig:

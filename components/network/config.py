@@ -16,9 +16,13 @@ from components.network import plan as network_plan
 class ExistingVpc(ConfigModel):
     """Bring your own VPC: nothing network-related is created except the discovery tags on the given subnets."""
 
-    vpc_id: VpcId
-    #: Load balancers find public subnets by their `kubernetes.io/role/elb` tag, which stays the VPC owner's.
-    private_subnet_ids: tuple[SubnetId, ...] = Field(min_length=2)
+    vpc_id: VpcId = Field(description="the VPC to use instead of creating one")
+    private_subnet_ids: tuple[SubnetId, ...] = Field(
+        min_length=2,
+        description="the node subnets, one per AZ in the order of `availabilityZones`; tagged "
+        "`karpenter.sh/discovery=<cluster>`. Load balancers find public subnets by their `kubernetes.io/role/elb` "
+        "tag, which stays the VPC owner's",
+    )
 
     @model_validator(mode="after")
     def _distinct(self) -> ExistingVpc:
@@ -30,12 +34,27 @@ class ExistingVpc(ConfigModel):
 class NetworkConfig(ConfigModel):
     """The VPC: created from `cidr`, or taken as it is from `existing`."""
 
-    cidr: Annotated[Cidr, prefix_between(network_plan.MIN_VPC_PREFIX, network_plan.MAX_VPC_PREFIX)] = IPv4Network(
-        "10.0.0.0/16"
+    cidr: Annotated[Cidr, prefix_between(network_plan.MIN_VPC_PREFIX, network_plan.MAX_VPC_PREFIX)] = Field(
+        default=IPv4Network("10.0.0.0/16"),
+        description="VPC CIDR. Private subnets get the first three quarters (one per AZ; pods take VPC addresses), "
+        "public subnets /p+6 blocks of the last quarter; refused with `existing`",
     )
-    availability_zones: tuple[StrictStr, ...] = Field(min_length=2, max_length=network_plan.MAX_AZS)
-    nat_gateways: NatGateways = NatGateways.SINGLE
-    existing: ExistingVpc | None = None
+    availability_zones: tuple[StrictStr, ...] = Field(
+        min_length=2,
+        max_length=network_plan.MAX_AZS,
+        description="AZs of the region, one public and one private subnet in each; required with `existing` (no "
+        "default then)",
+    )
+    nat_gateways: NatGateways = Field(
+        default=NatGateways.SINGLE,
+        description="`single`: one NAT gateway for the VPC (cheap; one AZ's outage cuts egress); `perAz`: one per AZ "
+        "(no cross-AZ egress when an AZ fails); refused with `existing`",
+    )
+    existing: ExistingVpc | None = Field(
+        default=None,
+        description="bring your own VPC: nothing network-related is created except the discovery tags on its "
+        "subnets; none: the stack creates the VPC",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> NetworkConfig:

@@ -15,22 +15,42 @@ PrometheusDuration = Annotated[StrictStr, matches(r"[0-9]+(m|h|d|w)", "a duratio
 class AlertThresholds(ConfigModel):
     """When the GPU alerts fire."""
 
-    gpu_limit_ratio: StrictFloat = Field(default=0.9, gt=0, le=1)
-    gpu_idle_percent: StrictInt = Field(default=10, ge=1, le=100)
-    gpu_idle_for: PrometheusDuration = "1h"
-    pending_gpu_pods_for: PrometheusDuration = "15m"
+    gpu_limit_ratio: StrictFloat = Field(
+        default=0.9,
+        gt=0,
+        le=1,
+        description="`NodePoolGpuNearLimit_<pool>` fires when a pool uses over this share of its `nvidia.com/gpu` "
+        "limit for 10 minutes",
+    )
+    gpu_idle_percent: StrictInt = Field(
+        default=10, ge=1, le=100, description="`GpuIdle` fires when a pod's GPU averages under this utilisation..."
+    )
+    gpu_idle_for: PrometheusDuration = Field(default="1h", description="... for this long")
+    pending_gpu_pods_for: PrometheusDuration = Field(
+        default="15m", description="`GpuPodsPending` fires when a pod requesting GPUs has been Pending this long"
+    )
 
 
 class AlertmanagerConfig(ConfigModel):
     """Where alerts go. Without a receiver they are only visible in Alertmanager and Grafana."""
 
-    webhook_url: Annotated[StrictStr, matches(r"https://\S+", "an https:// URL")] | None = None
+    webhook_url: Annotated[StrictStr, matches(r"https://\S+", "an https:// URL")] | None = Field(
+        default=None,
+        description="send alerts to this webhook (any receiver of Alertmanager's webhook JSON; Slack's incoming "
+        "webhooks are not), set as a secret; none: alerts are only seen in Alertmanager and Grafana",
+    )
 
 
 class ObservabilityConfig(Switchable):
     """kube-prometheus-stack with the GPU and Karpenter dashboards and alerts."""
 
-    retention: PrometheusDuration = "15d"
-    storage_gib: StrictInt = Field(default=50, ge=10, le=16384)
-    alerts: AlertThresholds = AlertThresholds()
-    alertmanager: AlertmanagerConfig = AlertmanagerConfig()
+    retention: PrometheusDuration = Field(default="15d", description="how long Prometheus keeps metrics")
+    storage_gib: StrictInt = Field(
+        default=50,
+        ge=10,
+        le=16384,
+        description="Prometheus's encrypted gp3 volume; deleted with Prometheus when `statefulResources` is "
+        "`destroy`, kept otherwise",
+    )
+    alerts: AlertThresholds = Field(default=AlertThresholds(), description="when the GPU alerts fire")
+    alertmanager: AlertmanagerConfig = Field(default=AlertmanagerConfig(), description="where alerts go")

@@ -30,36 +30,66 @@ def fsx_capacity_problem(deployment_type: str, capacity_gib: int) -> str | None:
 class BucketConfig(ConfigModel):
     """An S3 bucket: always encrypted, private, TLS-only and owner-enforced; these choose the rest."""
 
-    encryption: Literal["s3", "kms"] = "s3"
-    versioning: StrictBool = True
-    noncurrent_version_expiration_days: StrictInt = Field(default=30, ge=1, le=3650)
-    abort_incomplete_upload_days: StrictInt = Field(default=7, ge=1, le=365)
+    encryption: Literal["s3", "kms"] = Field(
+        default="s3", description="SSE-S3, or SSE-KMS with a rotating stack key and bucket keys"
+    )
+    versioning: StrictBool = Field(default=True, description="keep old versions of objects")
+    noncurrent_version_expiration_days: StrictInt = Field(
+        default=30, ge=1, le=3650, description="days after which old versions are deleted"
+    )
+    abort_incomplete_upload_days: StrictInt = Field(
+        default=7, ge=1, le=365, description="days after which unfinished multipart uploads are aborted"
+    )
 
 
 class DataRepository(ConfigModel):
     """Link a directory of the file system to a bucket prefix: files appear lazily, changes flow both ways."""
 
-    bucket: KeyName
-    prefix: Annotated[StrictStr, matches(r"([A-Za-z0-9!_.*'()-]+/)*", "a key prefix like 'datasets/' (ends with '/', no leading '/')")] = ""
-    file_system_path: Annotated[StrictStr, matches(r"/([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)?", "an absolute path like '/datasets'")] = "/data"
-    imported_file_chunk_size_mib: StrictInt = Field(default=1024, ge=1, le=512000)
+    bucket: KeyName = Field(description="the `storage.buckets` key of the linked bucket")
+    prefix: Annotated[StrictStr, matches(r"([A-Za-z0-9!_.*'()-]+/)*", "a key prefix like 'datasets/' (ends with '/', no leading '/')")] = Field(
+        default="", description="the linked key prefix; empty: the whole bucket"
+    )
+    file_system_path: Annotated[StrictStr, matches(r"/([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)?", "an absolute path like '/datasets'")] = Field(
+        default="/data", description="the linked directory of the file system"
+    )
+    imported_file_chunk_size_mib: StrictInt = Field(
+        default=1024, ge=1, le=512000, description="stripe size of imported files"
+    )
 
 
 class FsxConfig(ConfigModel):
     """A FSx for Lustre file system in one AZ, mounted by pods through static volumes."""
 
-    deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "SCRATCH_2"
-    storage_capacity_gib: StrictInt = 1200
-    per_unit_storage_throughput: StrictInt | None = None
-    compression: Literal["LZ4", "NONE"] = "LZ4"
-    availability_zone: StrictStr | None = None
-    log_level: Literal["WARN_ERROR", "WARN_ONLY", "ERROR_ONLY", "DISABLED"] = "WARN_ERROR"
-    data_repository: DataRepository | None = None
-    namespaces: tuple[KeyName, ...] = ()
-    claim_name: KeyName = "fsx-lustre"
-    #: Also offer a StorageClass that creates a new file system per claim (the CSI controller then gets an IRSA
-    #: role allowed to create and delete file systems tagged for this cluster).
-    storage_class: StrictBool = False
+    deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = Field(
+        default="SCRATCH_2", description="`SCRATCH_2`: no replication, cheapest; `PERSISTENT_2`: replicated"
+    )
+    storage_capacity_gib: StrictInt = Field(default=1200, description="1200, 2400 or a multiple of 2400")
+    per_unit_storage_throughput: StrictInt | None = Field(
+        default=None,
+        description="MB/s per TiB: 125, 250, 500 or 1000; required with `PERSISTENT_2`, refused with `SCRATCH_2`",
+    )
+    compression: Literal["LZ4", "NONE"] = Field(default="LZ4", description="data compression")
+    availability_zone: StrictStr | None = Field(
+        default=None,
+        description="one of `network.availabilityZones` (pin training pools there with `zones`); none: the first",
+    )
+    log_level: Literal["WARN_ERROR", "WARN_ONLY", "ERROR_ONLY", "DISABLED"] = Field(
+        default="WARN_ERROR", description="what the file system logs to CloudWatch"
+    )
+    data_repository: DataRepository | None = Field(
+        default=None,
+        description="link a directory to a bucket prefix: objects appear in the file system as they change in S3, "
+        "and files written in the directory are exported back; none: no link",
+    )
+    namespaces: tuple[KeyName, ...] = Field(
+        default=(), description="namespaces, created by the stack, that each get a claim on the file system"
+    )
+    claim_name: KeyName = Field(default="fsx-lustre", description="the name of those claims")
+    storage_class: StrictBool = Field(
+        default=False,
+        description="also offer the StorageClass `fsx-lustre`, a new file system per claim (the CSI controller then "
+        "gets an IRSA role allowed to create and delete file systems tagged for this cluster)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> FsxConfig:
@@ -92,8 +122,14 @@ MAX_BUCKET_KEY = aws_names.longest_logical_name("aws:s3/bucket:Bucket") - len(BU
 
 
 class StorageConfig(ConfigModel):
-    buckets: dict[KeyName, BucketConfig] = Field(default_factory=lambda: {"datasets": BucketConfig(), "artifacts": BucketConfig()})
-    fsx: FsxConfig | None = None
+    buckets: dict[KeyName, BucketConfig] = Field(
+        default_factory=lambda: {"datasets": BucketConfig(), "artifacts": BucketConfig()},
+        description="S3 buckets keyed by purpose, each private, owner-enforced, encrypted and TLS-only; setting this "
+        "key replaces the default set",
+    )
+    fsx: FsxConfig | None = Field(
+        default=None, description="an FSx for Lustre file system in one AZ, mounted through static volumes; none: no file system"
+    )
 
     @model_validator(mode="after")
     def _bucket_names_fit(self) -> StorageConfig:
