@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: preview test benchmark preflight cost leak-check kubeflow-fetch clean
+.PHONY: preview test benchmark preflight cost leak-check kubeflow-fetch config-reference clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ kubeflow-fetch: $(VENV)/.installed
 ## Wall time and peak memory of the offline preview of dev and prod.
 benchmark: $(VENV)/.installed kubeflow-fetch
 	$(PY) benchmarks/preview_benchmark.py
+
+## Rewrite the README's configuration reference from the config models (their fields' descriptions and defaults).
+config-reference: $(VENV)/.installed
+	$(PY) -m components.config.reference --write README.md
 
 clean:
 	rm -rf build $(VENV)

@@ -38,14 +38,13 @@ def test_readme_lists_every_policy_rule_with_its_level():
 
 
 def _config_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
-    """Every key a stack file can set below `model`, as dotted camelCase paths (`<name>` for mapping keys)."""
+    """Every key a stack file can set below `model`, as dotted camelCase paths (`<name>` for a mapping's keys, `[]`
+    for a list's items), sections included."""
     keys = []
     for name, field in model.model_fields.items():
         path = f"{prefix}.{field.alias or name}" if prefix else field.alias or name
-        nested = [(m, s) for m, s in _models_in(field.annotation)]
-        if not nested:
-            keys.append(path)
-        for nested_model, suffix in nested:
+        keys.append(path)
+        for nested_model, suffix in _models_in(field.annotation):
             keys.extend(_config_keys(nested_model, path + suffix))
     return keys
 
@@ -56,31 +55,18 @@ def _models_in(annotation: Any) -> list[tuple[type[BaseModel], str]]:
     arguments = typing.get_args(annotation)
     if typing.get_origin(annotation) is dict:
         return [(m, ".<name>" + s) for m, s in _models_in(arguments[1])]
+    if typing.get_origin(annotation) is tuple:
+        return [(m, "[]" + s) for m, s in _models_in(arguments[0])]
     return [found for argument in arguments for found in _models_in(argument)]
 
 
-def test_the_config_reference_names_every_key_a_stack_file_can_set():
+def test_the_config_reference_has_a_row_for_every_key_a_stack_file_can_set_and_no_other():
     from components.config.platform import PlatformConfig
 
-    prose = re.sub(r"```.*?```", "", (REPO / "README.md").read_text(), flags=re.S)
-    spans = re.findall(r"`([^`\n]+)`", prose)
-    paths = {span for span in spans if not re.search(r"\s", span)}
-    words = {word for span in spans for word in re.findall(r"[A-Za-z][\w.<>/-]*", span)}
-    # Filled in from the Pulumi context and `aws:` keys, which the reference lists under their own names.
-    supplied = {"project", "stack", "region", "profile"}
-    undocumented = []
-    for key in _config_keys(PlatformConfig):
-        segments = key.split(".")
-        # Named in full, or relative to its section (`disruption.consolidateAfter` in the NodePool table), or as a
-        # field beside its parent (`{key, operator, values}` for `requirements`, `maxSize` after
-        # `cluster.systemNodeGroup.minSize`, `weight` in the table of `karpenter.nodePools.<name>`).
-        named = key in supplied or key in paths or any(".".join(segments[i:]) in paths for i in range(len(segments) - 1))
-        if not named and len(segments) > 1:
-            parent = ".".join(segments[:-1])
-            parent_named = segments[-2] in words or any(
-                word == parent or word.startswith(parent + ".") or word.endswith("." + segments[-2]) for word in words
-            )
-            named = segments[-1] in words and parent_named
-        if not named:
-            undocumented.append(key)
-    assert undocumented == []
+    text = (REPO / "README.md").read_text()
+    block = text.split("<!-- config-reference:start -->", 1)[1].split("<!-- config-reference:end -->", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \|", block, flags=re.MULTILINE)
+    # project and stack come from the Pulumi context; region and profile are keys of the aws: namespace.
+    supplied = {"project": None, "stack": None, "region": "aws:region", "profile": "aws:profile"}
+    keys = [supplied.get(key, key) for key in _config_keys(PlatformConfig)]
+    assert sorted(rows) == sorted(key for key in keys if key is not None)
