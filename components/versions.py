@@ -199,6 +199,17 @@ KUBE_PROMETHEUS_STACK = ChartPin(
 )
 #: The image kube-prometheus-stack's CRD upgrade job copies its CRDs with (the chart defaults to `latest`).
 BUSYBOX = Pin("busybox", "1.37.0", "https://hub.docker.com/_/busybox (docker.io/library/busybox:1.37.0)")
+#: prometheus-adapter (adapter v0.12.0, the chart's appVersion): the custom metrics API for GPU-utilisation HPAs.
+#: v0.12.0 is built on the Kubernetes 1.30 libraries (its go.mod), whose API Priority and Fairness watch reads
+#: flowcontrol v1; adapters before it watch a beta version that Kubernetes 1.32 and later no longer serve. No copy of
+#: this chart is pinned for refcheck: tests/test_observability.py lists the values keys the platform sets, with where
+#: each was verified.
+PROMETHEUS_ADAPTER = ChartPin(
+    "prometheus-adapter",
+    "5.2.0",
+    "https://prometheus-community.github.io/helm-charts",
+    "https://github.com/prometheus-community/helm-charts/releases/tag/prometheus-adapter-5.2.0",
+)
 
 
 def charts() -> tuple[ChartPin, ...]:

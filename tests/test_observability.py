@@ -1,16 +1,29 @@
 """Observability: dashboards query only metrics that exist, alerts follow the NodePools of the stack, Grafana's
-password is generated and secret, and monitors wait for their CRDs."""
+password is generated and secret, monitors wait for their CRDs, and prometheus-adapter serves DCGM's per-pod GPU
+utilisation from the stack's Prometheus."""
 
 from __future__ import annotations
 
 import json
 import operator
+import re
 from pathlib import Path
 
 import promql_parser
 import pytest
+import yaml
 
 from components import versions
+from components.config.errors import ConfigError
+from components.config.platform import parse_config
+from components.observability.adapter import (
+    DCGM_GPU_UTIL,
+    DCGM_NAMESPACE_LABEL,
+    DCGM_POD_LABEL,
+    GPU_UTILIZATION_METRIC,
+    adapter_values,
+    gpu_utilization_rule,
+)
 from components.observability.config import AlertThresholds
 from components.observability.render import (
     DASHBOARDS,
@@ -21,8 +34,8 @@ from components.observability.render import (
     alert_rules,
     dashboard,
 )
-from components.scheduling import Placement
-from tests.conftest import run_stack
+from components.scheduling import SYSTEM_PLACEMENT, Placement
+from tests.conftest import PROJECT, run_stack, stack_config
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "dcgm-exporter"
 KNOWN = DCGM_METRICS | KARPENTER_METRICS | KUBE_STATE_METRICS
@@ -228,3 +241,155 @@ def test_alertmanager_webhook_is_a_secret_receiver():
 def test_observability_can_be_left_out():
     inventory = run_stack("dev", {"observability": {"enabled": False}})
     assert not inventory.of_type("eksml:observability:Observability")
+
+
+# prometheus-adapter --------------------------------------------------------------------------------------------
+
+#: Every prometheus-adapter values key the platform sets, with where it was read upstream
+#: (prometheus-community/helm-charts, charts/prometheus-adapter/). refcheck pins no copy of this chart, so this list
+#: stands in for it: a new key must be read upstream at the pinned version and added here with its source.
+#: values.yaml: at commit 4e2b8dbb7bef, and as chart 5.2.0 republishes it (revisionHistoryLimit, added for 5.2.0, is
+#: there); templates: deployment.yaml at 3617085ac97e, configmap.yaml at 4232be4311ac, pdb.yaml at 7604877c0927,
+#: custom-metrics-apiservice.yaml at a3b5c8ed85d0. Kubernetes pass-throughs and the rules list end a path.
+ADAPTER_KEYS = {
+    "prometheus.url": "values.yaml `prometheus.url` (templated); deployment.yaml --prometheus-url",
+    "prometheus.port": "values.yaml `prometheus.port`; deployment.yaml appends it to the URL",
+    "replicas": "values.yaml `replicas: 1`; deployment.yaml spec.replicas",
+    "resources": "values.yaml `resources: {}`; deployment.yaml container resources",
+    "nodeSelector": "values.yaml `nodeSelector: {}`; deployment.yaml",
+    "tolerations": "values.yaml `tolerations: []`; deployment.yaml",
+    "rules.default": "values.yaml `rules.default: true`; configmap.yaml, custom-metrics-apiservice.yaml",
+    "rules.custom": "values.yaml `rules.custom: []`; configmap.yaml (through tpl), custom-metrics-apiservice.yaml",
+    "podDisruptionBudget.enabled": "values.yaml `podDisruptionBudget.enabled: false`; pdb.yaml",
+    "podDisruptionBudget.maxUnavailable": "values.yaml `podDisruptionBudget.maxUnavailable: 1`; pdb.yaml",
+}
+ADAPTER_FREE_FORM = {"resources", "nodeSelector", "tolerations", "rules.custom"}
+CHART_INDEX = REFERENCE.parent / "index.yaml"
+
+
+def _release(inventory, chart: str):
+    (found,) = [r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == chart]
+    return found
+
+
+def _key_paths(values: dict, prefix: str = "") -> set[str]:
+    paths = set()
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value and path not in ADAPTER_FREE_FORM:
+            paths |= _key_paths(value, f"{path}.")
+        else:
+            paths.add(path)
+    return paths
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_metrics_adapter_is_the_pinned_chart_on_the_system_nodes(stack, request):
+    inventory = request.getfixturevalue(stack)
+    adapter = _release(inventory, "prometheus-adapter")
+    pin = versions.PROMETHEUS_ADAPTER
+    assert (adapter.inputs["version"], adapter.inputs["repositoryOpts"]["repo"]) == (pin.version, pin.repo)
+    assert adapter.inputs["namespace"] == "monitoring"
+    values = adapter.inputs["values"]
+    placement = SYSTEM_PLACEMENT.values()
+    assert (values["nodeSelector"], values["tolerations"]) == (placement["nodeSelector"], placement["tolerations"])
+    # Two replicas and a budget: API discovery of custom.metrics.k8s.io (and namespace deletion) needs one up.
+    assert values["replicas"] == 2 and values["podDisruptionBudget"] == {"enabled": True, "maxUnavailable": 1}
+    assert set(values["resources"]["requests"]) == {"cpu", "memory"} and "memory" in values["resources"]["limits"]
+
+
+def test_the_adapter_queries_the_service_kube_prometheus_stack_puts_in_front_of_prometheus(dev):
+    adapter, stack = _release(dev, "prometheus-adapter"), _release(dev, "kube-prometheus-stack")
+    # The chart names it `<fullname>-prometheus`; its fullname is the release name, which contains the chart's.
+    assert versions.KUBE_PROMETHEUS_STACK.name in stack.inputs["name"]
+    prometheus = adapter.inputs["values"]["prometheus"]
+    assert prometheus["url"] == f"http://{stack.inputs['name']}-prometheus.{stack.inputs['namespace']}.svc"
+    assert prometheus["port"] == stack.inputs["values"]["prometheus"]["service"]["port"]
+    assert dev.depends_on(adapter, stack)  # installed after Prometheus, removed before it
+
+
+def test_the_adapter_serves_only_custom_metrics():
+    """Resource metrics (metrics.k8s.io) stay with metrics-server: `rules.resource` would register the same
+    APIService; the chart's default rules would publish every container_* series as a custom metric."""
+    values = adapter_values(prometheus_url="http://p", placement=SYSTEM_PLACEMENT)
+    assert values["rules"]["default"] is False
+    assert set(values["rules"]) == {"default", "custom"}
+    assert [rule["name"]["as"] for rule in values["rules"]["custom"]] == [GPU_UTILIZATION_METRIC]
+
+
+def test_the_adapters_values_use_only_keys_read_upstream():
+    values = adapter_values(prometheus_url="http://p", placement=SYSTEM_PLACEMENT)
+    assert _key_paths(values) <= set(ADAPTER_KEYS), _key_paths(values) - set(ADAPTER_KEYS)
+
+
+@pytest.mark.skipif(not CHART_INDEX.exists(), reason="../shared/reference is not beside the repository")
+def test_refcheck_has_no_copy_of_the_adapter_chart_so_the_key_list_stands_in():
+    """When the reference data pins prometheus-adapter, check its values with refcheck instead of ADAPTER_KEYS."""
+    charts = yaml.safe_load(CHART_INDEX.read_text())["charts"]
+    names = {name for name, chart in charts.items() for name in (name, *((chart or {}).get("aliases") or []))}
+    assert versions.PROMETHEUS_ADAPTER.name not in names
+
+
+def _rendered(query: str) -> str:
+    """A rule query as the adapter fills it in for one HPA of two pods in `vision`."""
+    return (
+        query.replace("<<.Series>>", DCGM_GPU_UTIL)
+        .replace("<<.LabelMatchers>>", 'namespace="vision",pod=~"llm-a|llm-b"')
+        .replace("<<.GroupBy>>", "pod")
+    )
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is not beside the repository")
+def test_the_adapter_rule_reads_dcgm_utilisation_per_pod_with_the_labels_prometheus_keeps(prod):
+    rule = gpu_utilization_rule()
+    series = promql_parser.parse(rule["seriesQuery"])
+    assert metric_names(rule["seriesQuery"]) == {DCGM_GPU_UTIL} <= DCGM_METRICS
+    collected = {line.split(",")[0].strip() for csv in REFERENCE.glob("*.csv") for line in csv.read_text().splitlines()}
+    assert DCGM_GPU_UTIL in collected
+    # Only GPUs a pod holds: both labels must be set.
+    matchers = {(m.name, str(m.op), m.value) for m in series.matchers.matchers}
+    assert matchers == {(DCGM_NAMESPACE_LABEL, "MatchOp.NotEqual", ""), (DCGM_POD_LABEL, "MatchOp.NotEqual", "")}
+    assert rule["resources"]["overrides"] == {DCGM_NAMESPACE_LABEL: {"resource": "namespace"}, DCGM_POD_LABEL: {"resource": "pod"}}
+    query = promql_parser.parse(_rendered(rule["metricsQuery"]))
+    assert isinstance(query, promql_parser.AggregateExpr) and str(query.op) == "avg" and query.modifier.labels == ["pod"]
+    assert metric_names(_rendered(rule["metricsQuery"])) == {DCGM_GPU_UTIL}
+    # Those labels reach Prometheus as the workload's: the GPU Operator's ServiceMonitor honours the exporter's and
+    # drops the scrape target's own.
+    monitor = _release(prod, "gpu-operator").inputs["values"]["dcgmExporter"]["serviceMonitor"]
+    assert monitor["honorLabels"] is True
+    (drop,) = [r for r in monitor["relabelings"] if r["action"] == "labeldrop"]
+    assert all(re.fullmatch(drop["regex"], label) for label in (DCGM_POD_LABEL, DCGM_NAMESPACE_LABEL))
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_no_network_policy_stands_between_the_adapter_and_prometheus(stack, request):
+    """The monitoring namespace has no NetworkPolicy (the platform creates none there and kube-prometheus-stack's
+    are off), so the adapter reaches Prometheus and the API server reaches the adapter; team namespaces' default-deny
+    does not matter, as the adapter only talks to Prometheus."""
+    inventory = request.getfixturevalue(stack)
+    policies = inventory.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    assert [p.name for p in policies if p.inputs["metadata"].get("namespace") == "monitoring"] == []
+    prometheus = _release(inventory, "kube-prometheus-stack").inputs["values"]["prometheus"]
+    assert not prometheus.get("networkPolicy", {}).get("enabled", False)
+
+
+def test_the_metrics_adapter_can_be_left_out():
+    inventory = run_stack("dev", {"observability": {"metricsAdapter": {"enabled": False}}})
+    releases = {r.inputs["name"] for r in inventory.of_type("kubernetes:helm.sh/v3:Release")}
+    assert "kube-prometheus-stack" in releases and "prometheus-adapter" not in releases
+
+
+@pytest.mark.parametrize(
+    ("observability", "path", "message"),
+    [
+        ({"metricsAdapter": {"enabled": "yes"}}, "observability.metricsAdapter.enabled", "a valid boolean, got 'yes'"),
+        ({"metricsAdapter": {"replicas": 3}}, "observability.metricsAdapter.replicas", "unknown key (expected one of enabled)"),
+        ({"metricsAdapter": True}, "observability.metricsAdapter", "a valid dictionary"),
+        ({"enabled": False, "metricsAdapter": {}}, "observability.metricsAdapter", "is not used while enabled is false"),
+    ],
+)
+def test_a_wrong_metrics_adapter_setting_is_refused_with_its_key_path(observability, path, message):
+    with pytest.raises(ConfigError) as caught:
+        parse_config(stack_config("dev", {"observability": observability}), project=PROJECT, stack="dev")
+    found = {issue.path: issue.message for issue in caught.value.issues}
+    assert path in found and message in found[path], found

@@ -13,6 +13,7 @@ import yaml
 
 from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.kubeflow.gpu_scheduling import notebook_exemption
+from components.observability.adapter import GPU_UTILIZATION_METRIC
 from components.preview import read_project_name, read_stack_config
 from components.preview.program import run_program
 from components.team.quantity import parse_quantity
@@ -34,7 +35,7 @@ def documents() -> list[tuple[str, dict]]:
         (path.name, document)
         for path in sorted(WORKLOADS.glob("*.yaml"))
         for document in yaml.safe_load_all(path.read_text())
-        if document and "kind" in document  # the adapter values file is Helm values, not a manifest
+        if document
     ]
 
 
@@ -213,22 +214,33 @@ def test_the_inference_service_is_an_internal_nlb_to_pod_ips_through_the_control
 def test_inference_scales_from_one_on_gpu_utilisation_and_keeps_a_replica_through_disruptions():
     objects = {(d["kind"], d["metadata"]["name"]): d for _, d in documents()}
     hpa = objects[("HorizontalPodAutoscaler", "llm")]["spec"]
+    # From 1: scaling to 0 needs the alpha HPAScaleToZero gate, which EKS does not enable.
     assert (hpa["minReplicas"], hpa["maxReplicas"]) == (1, 4)
-    assert hpa["metrics"][0]["pods"]["metric"]["name"] == "gpu_utilization"
+    (metric,) = hpa["metrics"]
+    assert metric["type"] == "Pods" and metric["pods"]["metric"]["name"] == GPU_UTILIZATION_METRIC
+    assert 0 < float(metric["pods"]["target"]["averageValue"]) < 100  # a utilisation in percent
     pdb = objects[("PodDisruptionBudget", "llm")]["spec"]
     labels = objects[("Deployment", "llm")]["spec"]["template"]["metadata"]["labels"]
     assert pdb["minAvailable"] == 1 and pdb["selector"]["matchLabels"].items() <= labels.items()
-    adapter = yaml.safe_load((WORKLOADS / "prometheus-adapter-values.yaml").read_text())
-    (rule,) = adapter["rules"]["custom"]
-    assert rule["name"]["as"] == "gpu_utilization" and rule["seriesQuery"].startswith("DCGM_FI_DEV_GPU_UTIL{")
+
+
+def test_the_metric_the_inference_hpa_scales_on_is_served_by_the_platform(prod):
+    """The prod platform installs prometheus-adapter with a custom-metrics rule of the name the HPA asks for, per pod,
+    so the HPA does not sit at its minimum with `<unknown>` targets."""
+    objects = {(d["kind"], d["metadata"]["name"]): d for _, d in documents()}
+    asked = objects[("HorizontalPodAutoscaler", "llm")]["spec"]["metrics"][0]["pods"]["metric"]["name"]
+    (adapter,) = [r for r in prod.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "prometheus-adapter"]
+    rules = adapter.inputs["values"]["rules"]["custom"]
+    served = {rule["name"]["as"]: rule for rule in rules}
+    assert asked in served
+    assert served[asked]["resources"]["overrides"]["pod"] == {"resource": "pod"}  # a Pods metric needs the pod label
 
 
 @pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
 def test_the_workload_manifests_pass_refcheck(tmp_path):
     """Every object against the Kubernetes schemas of the versions the platform runs (refcheck, as for the preview)."""
     for path in WORKLOADS.glob("*.yaml"):
-        if all("kind" in d for d in yaml.safe_load_all(path.read_text()) if d):
-            (tmp_path / path.name).write_text(path.read_text())
+        (tmp_path / path.name).write_text(path.read_text())
     result = subprocess.run(
         [sys.executable, str(REFCHECK), str(tmp_path), "--k8s-version", "1.34,1.35", "-v"], capture_output=True, text=True, check=False
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -12,14 +12,15 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components import versions
+from components.cluster.addons import AddonSite, networking_addons, workload_addons
 from components.cluster.config import ClusterConfig, EndpointAccess
 from components.config.types import StatefulResources
 from components.identity.documents import same_principal
-from components.identity.irsa import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn
+from components.identity.irsa import IrsaRole, IrsaRoleArgs
 from components.identity.irsa import node_role as node_role_with_policies
 from components.scheduling import SYSTEM_PLACEMENT, SYSTEM_TAINT, Placement
 from components.sweep.model import Kind
-from components.sweep.resource import Sweep, SweepArgs
+from components.sweep.resource import SweepArgs, sweep_step
 from components.sweep.sweeper import NETWORK_KINDS, STEP_KINDS
 
 #: EKS admin access for the principals listed in config.
@@ -29,17 +30,9 @@ CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterA
 #: with ResourceInUseException. Read back on later runs, so an update by another identity (CI) still skips it.
 CREATOR_TAG = "eksml.io/created-by"
 
-
 #: The teardown sweep between the in-cluster layer and the cluster: everything but file systems, which Storage sweeps
 #: before their security group goes.
 IN_CLUSTER_SWEEP = frozenset(STEP_KINDS) - {Kind.FILE_SYSTEM}
-
-#: vpc-cni add-on configuration (its schema: `aws eks describe-addon-configuration --addon-name vpc-cni`).
-VPC_CNI_CONFIGURATION: Mapping[str, str] = {"enableNetworkPolicy": "true"}
-
-#: Service accounts the EKS add-ons run as: the IRSA trust policies must name exactly these.
-VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
-EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
 
 
 def stateful_options(policy: StatefulResources) -> pulumi.ResourceOptions:
@@ -150,34 +143,6 @@ class ClusterHandle:
         )
 
 
-def _endpoint_from_kubeconfig(kubeconfig_json: str) -> str:
-    # pulumi-eks exposes the endpoint only inside the kubeconfig and the nested eksCluster resource; the kubeconfig
-    # is a plain output, so it is read from there.
-    return json.loads(kubeconfig_json)["clusters"][0]["cluster"]["server"]
-
-
-def _private_endpoint_ingress(
-    name: str, endpoint: EndpointAccess, cluster_security_group_id: pulumi.Input[str], opts: pulumi.ResourceOptions
-) -> None:
-    """HTTPS into the cluster security group (which fronts the private API endpoint) from each configured range and
-    security group, keyed by the range or group itself."""
-    sources: dict[str, dict[str, str]] = {
-        str(cidr).replace(".", "-").replace("/", "-"): {"cidr_ipv4": str(cidr)} for cidr in endpoint.private_cidrs
-    }
-    sources.update({group: {"referenced_security_group_id": group} for group in endpoint.private_security_groups})
-    for key, source in sorted(sources.items()):
-        aws.vpc.SecurityGroupIngressRule(
-            f"{name}-api-from-{key}",
-            security_group_id=cluster_security_group_id,
-            ip_protocol="tcp",
-            from_port=443,
-            to_port=443,
-            description="Kubernetes API (private endpoint)",
-            **source,
-            opts=opts,
-        )
-
-
 class Cluster(pulumi.ComponentResource):
     """EKS with API access entries, OIDC, KMS-encrypted secrets, control-plane logs, pinned managed add-ons and a
     tainted system node group."""
@@ -188,238 +153,37 @@ class Cluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:cluster:Cluster", name, None, opts)
         config = args.config
-        child = pulumi.ResourceOptions(parent=self)
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
-
-        secrets_key = aws.kms.Key(
-            f"{name}-secrets",
-            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.cluster_name}",
-            enable_key_rotation=True,
-            deletion_window_in_days=30 if args.stateful_resources is not StatefulResources.DESTROY else 7,
-            opts=pulumi.ResourceOptions.merge(child, stateful_options(args.stateful_resources)),
-        )
-        # EKS writes control-plane logs to this exact group and creates it (without expiry, outside the stack) if it
-        # does not exist; owning it gives it a retention and makes destroy remove it.
-        log_group = aws.cloudwatch.LogGroup(
-            f"{name}-control-plane",
-            name=f"/aws/eks/{args.cluster_name}/cluster",
-            retention_in_days=config.log_retention_days,
-            opts=pulumi.ResourceOptions.merge(child, stateful_options(args.stateful_resources)),
-        )
-
-        access_entries = {
-            key: eks.AccessEntryArgs(
-                principal_arn=principal,
-                access_policies={
-                    "cluster-admin": eks.AccessPolicyAssociationArgs(
-                        policy_arn=CLUSTER_ADMIN_POLICY,
-                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
-                    )
-                },
-            )
-            for key, principal in sorted(config.admin_principals.items())
-            if args.creator_arn is None or not same_principal(principal, args.creator_arn)
-        }
-        skipped = sorted(set(config.admin_principals) - set(access_entries))
-        if skipped:
-            pulumi.log.info(
-                f"cluster.adminPrincipals {', '.join(skipped)}: the cluster's creator, admitted by EKS itself; "
-                "no second access entry",
-                self,
-            )
-        endpoint = config.endpoint
-
-        def sweep(key: str, kinds: frozenset[Kind], cluster_name: pulumi.Input[str], after: list[pulumi.Resource]) -> Sweep:
-            return Sweep(
-                f"{name}-{key}",
-                SweepArgs(
-                    cluster_name=cluster_name,
-                    region=args.region,
-                    stateful_resources=args.stateful_resources,
-                    vpc_id=args.vpc_id,
-                    owns_vpc=args.owns_vpc,
-                    profile=args.aws_profile,
-                    kinds=kinds,
-                ),
-                pulumi.ResourceOptions(parent=self, depends_on=after),
-            )
 
         # Deleted after the cluster and its nodes, before the network: what only the VPC still holds then (interfaces
         # the CNI freed as the nodes went, GuardDuty's endpoint).
         # Its vpc_id is its edge to the network; NAT and routes may go while the cluster is being deleted.
-        network_sweep = sweep("network-sweep", NETWORK_KINDS, args.cluster_name, [])
-        self.eks_cluster = eks.Cluster(
-            f"{name}-eks",
-            name=args.cluster_name,
-            version=config.kubernetes_version,
-            vpc_id=args.vpc_id,
-            private_subnet_ids=args.private_subnet_ids,
-            endpoint_private_access=endpoint.private,
-            endpoint_public_access=endpoint.public,
-            public_access_cidrs=[str(cidr) for cidr in endpoint.public_cidrs] if endpoint.public else None,
-            kubernetes_service_ip_address_range=str(config.service_cidr),
-            encryption_config_key_arn=secrets_key.arn,
-            enabled_cluster_log_types=[log.value for log in config.log_types],
-            # Where the stack keeps what it stores (prod), a replacing change must not delete the cluster either.
-            deletion_protection=args.stateful_resources is StatefulResources.PROTECT,
-            authentication_mode=eks.AuthenticationMode.API,
-            access_entries=access_entries,
-            cluster_tags={CREATOR_TAG: args.creator_arn} if args.creator_arn else None,
-            create_oidc_provider=True,
-            provider_credential_opts=eks.KubeconfigOptionsArgs(profile_name=args.aws_profile) if args.aws_profile else None,
-            # Nodes come from the system node group below and from Karpenter; the managed add-ons are created
-            # below, pinned, so EKS must not bootstrap its own unmanaged copies and pulumi-eks must not add its own.
-            skip_default_node_group=True,
-            skip_default_security_groups=True,
-            create_instance_role=False,
-            bootstrap_self_managed_addons=False,
-            use_default_vpc_cni=True,
-            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
-            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=False),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                # why: EKS would otherwise create the log group itself, unmanaged, and it would outlive destroy.
-                depends_on=[log_group, network_sweep],
-                protect=args.stateful_resources is StatefulResources.PROTECT,
-            ),
+        network_sweep = sweep_step(
+            f"{name}-network-sweep", _sweep_args(args, NETWORK_KINDS, args.cluster_name), parent=self
         )
-        cluster = self.eks_cluster
-        _private_endpoint_ingress(name, endpoint, cluster.cluster_security_group_id, child)
+        self.eks_cluster = cluster = _control_plane(name, args, network_sweep=network_sweep, parent=self)
+        _private_endpoint_ingress(name, config.endpoint, cluster.cluster_security_group_id, self)
         # The name of the aws.eks.Cluster inside pulumi-eks's component, not of the component: what uses it then
         # depends on that resource itself, and the engine deletes node groups, add-ons and access entries before
         # the EKS cluster (a dependency on the component alone leaves them unordered against its children).
-        cluster_name = cluster.eks_cluster.name
-
-        def addon_role(key: str, service_account: tuple[str, str], policy: str) -> IrsaRole:
-            return IrsaRole(
-                f"{name}-{key}",
-                IrsaRoleArgs(
-                    oidc_provider_arn=cluster.oidc_provider_arn,
-                    oidc_issuer=cluster.oidc_issuer,
-                    namespace=service_account[0],
-                    service_account=service_account[1],
-                    managed_policy_arns={"aws-managed": aws_managed_policy_arn(partition, policy)},
-                ),
-                child,
-            )
-
-        cni_role = addon_role("vpc-cni", VPC_CNI_SERVICE_ACCOUNT, "AmazonEKS_CNI_Policy")
-        ebs_role = addon_role("ebs-csi", EBS_CSI_SERVICE_ACCOUNT, "service-role/AmazonEBSCSIDriverPolicy")
-
-        def addon(
-            addon_name: str,
-            *,
-            role: IrsaRole | None = None,
-            depends_on: Sequence[pulumi.Resource] = (),
-            configuration: Mapping[str, str] | None = None,
-        ) -> aws.eks.Addon:
-            pin = versions.eks_addon(config.kubernetes_version, addon_name)
-            return aws.eks.Addon(
-                f"{name}-{addon_name}",
-                cluster_name=cluster_name,
-                addon_name=addon_name,
-                addon_version=pin.version,
-                service_account_role_arn=role.arn if role else None,
-                configuration_values=json.dumps(configuration, sort_keys=True) if configuration else None,
-                resolve_conflicts_on_create="OVERWRITE",
-                resolve_conflicts_on_update="OVERWRITE",
-                opts=pulumi.ResourceOptions(
-                    parent=self,
-                    depends_on=list(depends_on),
-                    # EKS removes add-ons with the cluster; deleting each first only adds a batch to destroy.
-                    deleted_with=self.eks_cluster,
-                ),
-            )
-
-        # Daemon sets: created before any node exists, so the first nodes come up with networking.
-        # The network policy agent: without it NetworkPolicies are accepted and silently not enforced. Namespaces
-        # with no policy stay open, so Prometheus keeps scraping across namespaces.
-        vpc_cni = addon("vpc-cni", role=cni_role, configuration=VPC_CNI_CONFIGURATION)
-        kube_proxy = addon("kube-proxy")
-
-        node_role, node_policies = node_role_with_policies(
-            f"{name}-system-node",
-            partition=partition,
-            description=f"System node group of EKS cluster {args.cluster_name}",
-            opts=child,
+        site = AddonSite(name, self, cluster, cluster.eks_cluster.name, config.kubernetes_version, partition)
+        networking = networking_addons(site)
+        self.system_node_group = _system_node_group(
+            name, args, site.cluster_name, partition, networking=networking, network_sweep=network_sweep, parent=self
         )
-        group = config.system_node_group
-        launch_template = aws.ec2.LaunchTemplate(
-            f"{name}-system",
-            description=f"System node group of EKS cluster {args.cluster_name}",
-            update_default_version=True,
-            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled",
-                http_tokens="required",
-                # 1: pods outside the host network cannot reach instance credentials; controllers use IRSA.
-                http_put_response_hop_limit=1,
-            ),
-            block_device_mappings=[
-                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                    device_name="/dev/xvda",
-                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                        volume_size=group.disk_size_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
-                    ),
-                )
-            ],
-            tag_specifications=[
-                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=dict(args.instance_tags))
-                for kind in ("instance", "volume")
-            ],
-            opts=child,
-        )
-        self.system_node_group = aws.eks.NodeGroup(
-            f"{name}-system",
-            cluster_name=cluster_name,
-            node_role_arn=node_role.arn,
-            subnet_ids=args.private_subnet_ids,
-            capacity_type="ON_DEMAND",
-            ami_type="AL2023_x86_64_STANDARD",
-            # Follows the control plane's version; the AMI release is pinned, so patches arrive with a pin bump.
-            version=config.kubernetes_version,
-            release_version=versions.system_node_ami(config.kubernetes_version).version,
-            instance_types=list(group.instance_types),
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=group.min_size, max_size=group.max_size, desired_size=group.desired_size
-            ),
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
-            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
-            labels=dict(SYSTEM_PLACEMENT.node_selector),
-            taints=[aws.eks.NodeGroupTaintArgs(key=SYSTEM_TAINT.key, value=SYSTEM_TAINT.value, effect="NO_SCHEDULE")],
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                id=launch_template.id, version=launch_template.latest_version.apply(str)
-            ),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                # why: nodes join only with networking in place and the node policies attached; on destroy the
-                # group goes before them.
-                depends_on=[vpc_cni, kube_proxy, *node_policies, *args.network_ready, network_sweep],
-            ),
-        )
-        # Deployments: their pods need a node to run on, or the add-on sits DEGRADED until it times out.
-        coredns = addon("coredns", depends_on=[self.system_node_group])
-        ebs_csi_driver = addon("aws-ebs-csi-driver", role=ebs_role, depends_on=[self.system_node_group])
+        coredns, ebs_csi_driver = workload_addons(site, self.system_node_group)
 
         # Deleted once everything in the cluster is (all of it uses the provider below, which depends on it), and
         # before the nodes, add-ons and cluster it names: what the controllers made in AWS and did not clean up.
-        self.sweep = sweep(
-            "sweep",
-            IN_CLUSTER_SWEEP,
-            cluster_name,
-            [self.system_node_group, vpc_cni, kube_proxy, coredns, ebs_csi_driver],
+        self.sweep = sweep_step(
+            f"{name}-sweep",
+            _sweep_args(args, IN_CLUSTER_SWEEP, site.cluster_name),
+            parent=self,
+            after=[self.system_node_group, *networking, coredns, ebs_csi_driver],
         )
-        kubernetes_provider = k8s.Provider(
-            f"{name}-k8s",
-            # pulumi-eks's kubeconfig_json carries no profile (on purpose, pulumi-eks #1082): without this, Kubernetes
-            # and Helm would act as whatever the ambient credential chain finds, not as the stack's aws:profile.
-            kubeconfig=cluster.get_kubeconfig(profile_name=args.aws_profile) if args.aws_profile else cluster.kubeconfig_json,
-            # Objects whose namespace is not set go to 'default' explicitly, never to the kubeconfig's context.
-            namespace="default",
-            # why: on destroy, every object in the cluster goes before the sweep (and so before what it names).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.sweep]),
-        )
+        kubernetes_provider = _kubernetes_provider(name, cluster, args.aws_profile, sweep=self.sweep, parent=self)
         self.handle = ClusterHandle(
-            name=cluster_name,
+            name=site.cluster_name,
             kubernetes_version=config.kubernetes_version,
             region=args.region,
             partition=partition,
@@ -441,8 +205,234 @@ class Cluster(pulumi.ComponentResource):
         )
         self.register_outputs(
             {
-                "name": cluster_name,
+                "name": site.cluster_name,
                 "oidcProviderArn": cluster.oidc_provider_arn,
                 "systemNodeGroup": self.system_node_group.node_group_name,
             }
         )
+
+
+# ------------------------------------------------------------------------------------------------ control plane
+
+
+def _sweep_args(args: ClusterArgs, kinds: Collection[Kind], cluster_name: pulumi.Input[str]) -> SweepArgs:
+    return SweepArgs(
+        cluster_name=cluster_name,
+        region=args.region,
+        stateful_resources=args.stateful_resources,
+        vpc_id=args.vpc_id,
+        owns_vpc=args.owns_vpc,
+        profile=args.aws_profile,
+        kinds=kinds,
+    )
+
+
+def _control_plane(
+    name: str, args: ClusterArgs, *, network_sweep: pulumi.Resource, parent: pulumi.Resource
+) -> eks.Cluster:
+    """The EKS cluster with its secrets key and control-plane log group; no nodes and no add-ons of its own."""
+    config, endpoint = args.config, args.config.endpoint
+    stateful = pulumi.ResourceOptions.merge(
+        pulumi.ResourceOptions(parent=parent), stateful_options(args.stateful_resources)
+    )
+    secrets_key = aws.kms.Key(
+        f"{name}-secrets",
+        description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.cluster_name}",
+        enable_key_rotation=True,
+        deletion_window_in_days=30 if args.stateful_resources is not StatefulResources.DESTROY else 7,
+        opts=stateful,
+    )
+    # EKS writes control-plane logs to this exact group and creates it (without expiry, outside the stack) if it
+    # does not exist; owning it gives it a retention and makes destroy remove it.
+    log_group = aws.cloudwatch.LogGroup(
+        f"{name}-control-plane",
+        name=f"/aws/eks/{args.cluster_name}/cluster",
+        retention_in_days=config.log_retention_days,
+        opts=stateful,
+    )
+    return eks.Cluster(
+        f"{name}-eks",
+        name=args.cluster_name,
+        version=config.kubernetes_version,
+        vpc_id=args.vpc_id,
+        private_subnet_ids=args.private_subnet_ids,
+        endpoint_private_access=endpoint.private,
+        endpoint_public_access=endpoint.public,
+        public_access_cidrs=[str(cidr) for cidr in endpoint.public_cidrs] if endpoint.public else None,
+        kubernetes_service_ip_address_range=str(config.service_cidr),
+        encryption_config_key_arn=secrets_key.arn,
+        enabled_cluster_log_types=[log.value for log in config.log_types],
+        # Where the stack keeps what it stores (prod), a replacing change must not delete the cluster either.
+        deletion_protection=args.stateful_resources is StatefulResources.PROTECT,
+        authentication_mode=eks.AuthenticationMode.API,
+        access_entries=_admin_access_entries(args, parent),
+        cluster_tags={CREATOR_TAG: args.creator_arn} if args.creator_arn else None,
+        create_oidc_provider=True,
+        provider_credential_opts=eks.KubeconfigOptionsArgs(profile_name=args.aws_profile) if args.aws_profile else None,
+        # Nodes come from the system node group and from Karpenter; the managed add-ons are created by this
+        # component, pinned, so EKS must not bootstrap its own unmanaged copies and pulumi-eks must not add its own.
+        skip_default_node_group=True,
+        skip_default_security_groups=True,
+        create_instance_role=False,
+        bootstrap_self_managed_addons=False,
+        use_default_vpc_cni=True,
+        coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+        kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=False),
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            # why: EKS would otherwise create the log group itself, unmanaged, and it would outlive destroy.
+            depends_on=[log_group, network_sweep],
+            protect=args.stateful_resources is StatefulResources.PROTECT,
+        ),
+    )
+
+
+def _admin_access_entries(args: ClusterArgs, parent: pulumi.Resource) -> dict[str, eks.AccessEntryArgs]:
+    """Cluster admin for each configured principal but the cluster's creator (see CREATOR_TAG)."""
+    entries = {
+        key: eks.AccessEntryArgs(
+            principal_arn=principal,
+            access_policies={
+                "cluster-admin": eks.AccessPolicyAssociationArgs(
+                    policy_arn=CLUSTER_ADMIN_POLICY,
+                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                )
+            },
+        )
+        for key, principal in sorted(args.config.admin_principals.items())
+        if args.creator_arn is None or not same_principal(principal, args.creator_arn)
+    }
+    skipped = sorted(set(args.config.admin_principals) - set(entries))
+    if skipped:
+        pulumi.log.info(
+            f"cluster.adminPrincipals {', '.join(skipped)}: the cluster's creator, admitted by EKS itself; "
+            "no second access entry",
+            parent,
+        )
+    return entries
+
+
+def _private_endpoint_ingress(
+    name: str, endpoint: EndpointAccess, cluster_security_group_id: pulumi.Input[str], parent: pulumi.Resource
+) -> None:
+    """HTTPS into the cluster security group (which fronts the private API endpoint) from each configured range and
+    security group, keyed by the range or group itself."""
+    sources: dict[str, dict[str, str]] = {
+        str(cidr).replace(".", "-").replace("/", "-"): {"cidr_ipv4": str(cidr)} for cidr in endpoint.private_cidrs
+    }
+    sources.update({group: {"referenced_security_group_id": group} for group in endpoint.private_security_groups})
+    for key, source in sorted(sources.items()):
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-api-from-{key}",
+            security_group_id=cluster_security_group_id,
+            ip_protocol="tcp",
+            from_port=443,
+            to_port=443,
+            description="Kubernetes API (private endpoint)",
+            **source,
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
+
+
+def _endpoint_from_kubeconfig(kubeconfig_json: str) -> str:
+    # pulumi-eks exposes the endpoint only inside the kubeconfig and the nested eksCluster resource; the kubeconfig
+    # is a plain output, so it is read from there.
+    return json.loads(kubeconfig_json)["clusters"][0]["cluster"]["server"]
+
+
+def _kubernetes_provider(
+    name: str, cluster: eks.Cluster, aws_profile: str | None, *, sweep: pulumi.Resource, parent: pulumi.Resource
+) -> k8s.Provider:
+    return k8s.Provider(
+        f"{name}-k8s",
+        # pulumi-eks's kubeconfig_json carries no profile (on purpose, pulumi-eks #1082): without this, Kubernetes
+        # and Helm would act as whatever the ambient credential chain finds, not as the stack's aws:profile.
+        kubeconfig=cluster.get_kubeconfig(profile_name=aws_profile) if aws_profile else cluster.kubeconfig_json,
+        # Objects whose namespace is not set go to 'default' explicitly, never to the kubeconfig's context.
+        namespace="default",
+        # why: on destroy, every object in the cluster goes before the sweep (and so before what it names).
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[sweep]),
+    )
+
+
+# ------------------------------------------------------------------------------------------------ system nodes
+
+
+def _system_node_group(
+    name: str,
+    args: ClusterArgs,
+    cluster_name: pulumi.Output[str],
+    partition: pulumi.Output[str],
+    *,
+    networking: Sequence[pulumi.Resource],
+    network_sweep: pulumi.Resource,
+    parent: pulumi.Resource,
+) -> aws.eks.NodeGroup:
+    """The on-demand, tainted node group the controllers run on, on a pinned AMI release."""
+    config, group = args.config, args.config.system_node_group
+    node_role, node_policies = node_role_with_policies(
+        f"{name}-system-node",
+        partition=partition,
+        description=f"System node group of EKS cluster {args.cluster_name}",
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    launch_template = _system_launch_template(name, args, parent)
+    return aws.eks.NodeGroup(
+        f"{name}-system",
+        cluster_name=cluster_name,
+        node_role_arn=node_role.arn,
+        subnet_ids=args.private_subnet_ids,
+        capacity_type="ON_DEMAND",
+        ami_type="AL2023_x86_64_STANDARD",
+        # Follows the control plane's version; the AMI release is pinned, so patches arrive with a pin bump.
+        version=config.kubernetes_version,
+        release_version=versions.system_node_ami(config.kubernetes_version).version,
+        instance_types=list(group.instance_types),
+        scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+            min_size=group.min_size, max_size=group.max_size, desired_size=group.desired_size
+        ),
+        update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+        node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
+        labels=dict(SYSTEM_PLACEMENT.node_selector),
+        taints=[aws.eks.NodeGroupTaintArgs(key=SYSTEM_TAINT.key, value=SYSTEM_TAINT.value, effect="NO_SCHEDULE")],
+        launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+            id=launch_template.id, version=launch_template.latest_version.apply(str)
+        ),
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            # why: nodes join only with networking in place and the node policies attached; on destroy the
+            # group goes before them.
+            depends_on=[*networking, *node_policies, *args.network_ready, network_sweep],
+        ),
+    )
+
+
+def _system_launch_template(name: str, args: ClusterArgs, parent: pulumi.Resource) -> aws.ec2.LaunchTemplate:
+    """IMDSv2 only, encrypted gp3 root volumes, and the stack's tags on what EC2 launches."""
+    return aws.ec2.LaunchTemplate(
+        f"{name}-system",
+        description=f"System node group of EKS cluster {args.cluster_name}",
+        update_default_version=True,
+        metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+            http_endpoint="enabled",
+            http_tokens="required",
+            # 1: pods outside the host network cannot reach instance credentials; controllers use IRSA.
+            http_put_response_hop_limit=1,
+        ),
+        block_device_mappings=[
+            aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                device_name="/dev/xvda",
+                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                    volume_size=args.config.system_node_group.disk_size_gib,
+                    volume_type="gp3",
+                    encrypted="true",
+                    delete_on_termination="true",
+                ),
+            )
+        ],
+        tag_specifications=[
+            aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=dict(args.instance_tags))
+            for kind in ("instance", "volume")
+        ],
+        opts=pulumi.ResourceOptions(parent=parent),
+    )

@@ -1,4 +1,5 @@
-"""Observability: kube-prometheus-stack, scraping of DCGM and Karpenter, GPU dashboards and alerts."""
+"""Observability: kube-prometheus-stack, scraping of DCGM and Karpenter, GPU dashboards and alerts, and
+prometheus-adapter serving GPU utilisation to HPAs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pulumi_random as random
 from components import helm, k8s_objects, versions
 from components.cluster import capacity as system_capacity
 from components.cluster.component import ClusterHandle
+from components.observability.adapter import PROMETHEUS_PORT, adapter_values, prometheus_url
 from components.observability.config import ObservabilityConfig
 from components.observability.render import (
     DASHBOARDS,
@@ -78,7 +80,9 @@ def stack_values(
                 },
                 "resources": {"requests": dict(system_capacity.quantity(system_capacity.PROMETHEUS)), "limits": {"memory": "4Gi"}},
                 **on_system_nodes,
-            }
+            },
+            # The chart's default port, set from the constant the adapter's values read, so both ends agree.
+            "service": {"port": PROMETHEUS_PORT},
         },
         "prometheusOperator": {**on_system_nodes, "admissionWebhooks": {"patch": {**on_system_nodes}}},
         "alertmanager": {"alertmanagerSpec": {**on_system_nodes}},
@@ -115,9 +119,11 @@ class ObservabilityArgs:
 
 
 class Observability(pulumi.ComponentResource):
-    """Prometheus, Alertmanager and Grafana with the platform's dashboards and alerts."""
+    """Prometheus, Alertmanager and Grafana with the platform's dashboards and alerts, and the custom metrics API."""
 
     grafana_admin_password: pulumi.Output[str]
+    #: prometheus-adapter (None when observability.metricsAdapter.enabled is false).
+    metrics_adapter: pulumi.Resource | None
 
     def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:observability:Observability", name, None, opts)
@@ -171,6 +177,26 @@ class Observability(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[secret, args.storage_class, *cluster.system_ready]),
             ),
         )
+        self.metrics_adapter = None
+        if config.metrics_adapter.enabled:
+            self.metrics_adapter = helm.release(
+                f"{name}-metrics-adapter",
+                versions.PROMETHEUS_ADAPTER,
+                namespace=NAMESPACE,
+                values=adapter_values(
+                    # Read from the stack's release (a data edge): the adapter goes before Prometheus on destroy.
+                    prometheus_url=pulumi.Output.all(release.name, release.namespace).apply(
+                        lambda found: prometheus_url(*found)
+                    ),
+                    placement=cluster.system_placement,
+                ),
+                opts=pulumi.ResourceOptions.merge(
+                    in_namespace,
+                    # why: it runs on the system nodes and resolves Prometheus through cluster DNS; destroy removes it
+                    # first.
+                    pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
+                ),
+            )
         # why: monitors and rules are custom resources whose CRDs the release installs.
         after_crds = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[release]))
         k8s_objects.create(

@@ -9,7 +9,7 @@ run the sweep against a live cluster.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any, Collection, Sequence
 
 import pulumi
 import pulumi.dynamic as dynamic
@@ -89,3 +89,12 @@ class Sweep(dynamic.Resource):
             props,
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(delete=DELETE_TIMEOUT))),
         )
+
+
+def sweep_step(
+    name: str, args: SweepArgs, *, parent: pulumi.Resource, after: Sequence[pulumi.Resource] = ()
+) -> Sweep:
+    """A Sweep in its place in `pulumi destroy`: a child of the component whose teardown it belongs to, run once
+    everything that depends on it is deleted, and deleted (so run) before anything in `after`: what its leftovers
+    still hold on to, or what must stay until they are gone."""
+    return Sweep(name, args, pulumi.ResourceOptions(parent=parent, depends_on=list(after)))

@@ -1,0 +1,95 @@
+"""The cluster's managed EKS add-ons, each pinned for the cluster's Kubernetes version, and their IRSA roles."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+
+from components import versions
+from components.identity.irsa import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn
+
+#: vpc-cni add-on configuration (its schema: `aws eks describe-addon-configuration --addon-name vpc-cni`).
+VPC_CNI_CONFIGURATION: Mapping[str, str] = {"enableNetworkPolicy": "true"}
+
+#: Service accounts the EKS add-ons run as: the IRSA trust policies must name exactly these.
+VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
+EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
+
+
+@dataclass(frozen=True)
+class AddonSite:
+    """What every managed add-on and add-on role of the cluster shares."""
+
+    #: The component's name, which theirs derive from, and the component they are children of.
+    name: str
+    parent: pulumi.Resource
+    cluster: eks.Cluster
+    #: The name of the aws.eks.Cluster inside pulumi-eks's component (see components.cluster.component.Cluster).
+    cluster_name: pulumi.Output[str]
+    kubernetes_version: str
+    partition: pulumi.Output[str]
+
+
+def addon_role(site: AddonSite, key: str, service_account: tuple[str, str], policy: str) -> IrsaRole:
+    return IrsaRole(
+        f"{site.name}-{key}",
+        IrsaRoleArgs(
+            oidc_provider_arn=site.cluster.oidc_provider_arn,
+            oidc_issuer=site.cluster.oidc_issuer,
+            namespace=service_account[0],
+            service_account=service_account[1],
+            managed_policy_arns={"aws-managed": aws_managed_policy_arn(site.partition, policy)},
+        ),
+        pulumi.ResourceOptions(parent=site.parent),
+    )
+
+
+def addon(
+    site: AddonSite,
+    addon_name: str,
+    *,
+    role: IrsaRole | None = None,
+    depends_on: Sequence[pulumi.Resource] = (),
+    configuration: Mapping[str, str] | None = None,
+) -> aws.eks.Addon:
+    """A managed add-on at its pinned version for the cluster's Kubernetes version."""
+    pin = versions.eks_addon(site.kubernetes_version, addon_name)
+    return aws.eks.Addon(
+        f"{site.name}-{addon_name}",
+        cluster_name=site.cluster_name,
+        addon_name=addon_name,
+        addon_version=pin.version,
+        service_account_role_arn=role.arn if role else None,
+        configuration_values=json.dumps(configuration, sort_keys=True) if configuration else None,
+        resolve_conflicts_on_create="OVERWRITE",
+        resolve_conflicts_on_update="OVERWRITE",
+        opts=pulumi.ResourceOptions(
+            parent=site.parent,
+            depends_on=list(depends_on),
+            # EKS removes add-ons with the cluster; deleting each first only adds a batch to destroy.
+            deleted_with=site.cluster,
+        ),
+    )
+
+
+def networking_addons(site: AddonSite) -> tuple[aws.eks.Addon, aws.eks.Addon]:
+    """vpc-cni and kube-proxy: daemon sets, created before any node exists, so the first nodes come up with
+    networking."""
+    cni_role = addon_role(site, "vpc-cni", VPC_CNI_SERVICE_ACCOUNT, "AmazonEKS_CNI_Policy")
+    # The network policy agent: without it NetworkPolicies are accepted and silently not enforced. Namespaces
+    # with no policy stay open, so Prometheus keeps scraping across namespaces.
+    vpc_cni = addon(site, "vpc-cni", role=cni_role, configuration=VPC_CNI_CONFIGURATION)
+    return vpc_cni, addon(site, "kube-proxy")
+
+
+def workload_addons(site: AddonSite, nodes: pulumi.Resource) -> tuple[aws.eks.Addon, aws.eks.Addon]:
+    """CoreDNS and the EBS CSI driver: deployments, whose pods need a node to run on, or the add-on sits DEGRADED
+    until it times out."""
+    ebs_role = addon_role(site, "ebs-csi", EBS_CSI_SERVICE_ACCOUNT, "service-role/AmazonEBSCSIDriverPolicy")
+    coredns = addon(site, "coredns", depends_on=[nodes])
+    return coredns, addon(site, "aws-ebs-csi-driver", role=ebs_role, depends_on=[nodes])
