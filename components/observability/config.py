@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, StrictFloat, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from components.config.types import ConfigModel, Switchable
 from components.config.validation import matches
+from components.observability.adapter import GPU_UTILIZATION_METRIC
 
 PrometheusDuration = Annotated[StrictStr, matches(r"[0-9]+(m|h|d|w)", "a duration like '30m', '1h', '15d' or '2w'")]
 
@@ -41,6 +42,16 @@ class AlertmanagerConfig(ConfigModel):
     )
 
 
+class MetricsAdapterConfig(Switchable):
+    """prometheus-adapter: the custom metrics API HPAs read DCGM's per-pod GPU utilisation from."""
+
+    enabled: StrictBool = Field(
+        default=True,
+        description=f"Install prometheus-adapter, serving the per-pod custom metric `{GPU_UTILIZATION_METRIC}` (DCGM) "
+        "that HorizontalPodAutoscalers scale on. Default true; setting it while observability is off is an error.",
+    )
+
+
 class ObservabilityConfig(Switchable):
     """kube-prometheus-stack with the GPU and Karpenter dashboards and alerts."""
 
@@ -54,3 +65,7 @@ class ObservabilityConfig(Switchable):
     )
     alerts: AlertThresholds = Field(default=AlertThresholds(), description="when the GPU alerts fire")
     alertmanager: AlertmanagerConfig = Field(default=AlertmanagerConfig(), description="where alerts go")
+    metrics_adapter: MetricsAdapterConfig = Field(
+        default=MetricsAdapterConfig(),
+        description="prometheus-adapter for GPU-utilisation HPAs (`enabled`, default true).",
+    )
