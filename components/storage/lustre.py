@@ -1,0 +1,314 @@
+"""FSx for Lustre, as the Storage component builds it: the file system and its security group, its link to a bucket
+prefix, the FSx CSI driver, and the volumes team namespaces claim."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from components import helm, k8s_objects, versions
+from components.cluster.component import ClusterHandle
+from components.config.types import StatefulResources
+from components.identity.documents import to_json
+from components.identity.irsa import IrsaRole
+from components.storage.config import DataRepository, FsxConfig
+from components.storage.render import (
+    DYNAMIC_FSX_TAG,
+    data_repository_policy,
+    fsx_csi_controller_policy,
+    fsx_storage_class,
+    fsx_volume,
+)
+from components.sweep.model import Kind
+from components.sweep.resource import SweepArgs, sweep_step
+from components.team.namespace import TEAM_POD_SECURITY
+
+#: Lustre network ports: 988 for the file system, 1018-1023 for the servers' replies (FSx for Lustre docs,
+#: "File system access control with Amazon VPC").
+LUSTRE_PORTS = {"lnet": (988, 988), "servers": (1018, 1023)}
+FSX_CSI_NAMESPACE = "kube-system"
+#: The controller's service account as the chart names it; its IRSA trust policy names exactly this.
+FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+FSX_STORAGE_CLASS = "fsx-lustre"
+#: Creating a file system and importing a large bucket prefix take far longer than the provider's defaults.
+FSX_TIMEOUTS = pulumi.CustomTimeouts(create="90m", update="90m", delete="60m")
+IMPORT_TIMEOUTS = pulumi.CustomTimeouts(create="6h", update="6h", delete="2h")
+
+
+def security_group(
+    name: str, cluster: ClusterHandle, *, parent: pulumi.Resource
+) -> tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]]:
+    """The file servers' security group, and every rule that lets Lustre through (between the servers, and both ways
+    between the servers and the cluster's nodes)."""
+    child = pulumi.ResourceOptions(parent=parent)
+    group = aws.ec2.SecurityGroup(
+        f"{name}-fsx",
+        vpc_id=cluster.vpc_id,
+        description="FSx for Lustre: Lustre traffic from the cluster's nodes and between file servers",
+        tags={"Name": cluster.name.apply(lambda cluster_name: f"{cluster_name}-fsx")},
+        opts=child,
+    )
+    rules: list[pulumi.Resource] = []
+    nodes = cluster.cluster_security_group_id
+    # Into the file servers from the nodes and from each other; into the nodes (Lustre clients accept
+    # connections back from the servers on the same ports) from the file servers.
+    paths = (("fsx", group.id, "nodes", nodes), ("fsx", group.id, "self", group.id), ("nodes", nodes, "fsx", group.id))
+    for port_key, (low, high) in LUSTRE_PORTS.items():
+        for target_key, target, source_key, source in paths:
+            rule = aws.vpc.SecurityGroupIngressRule(
+                f"{name}-{target_key}-{port_key}-from-{source_key}",
+                security_group_id=target,
+                referenced_security_group_id=source,
+                ip_protocol="tcp",
+                from_port=low,
+                to_port=high,
+                description=f"Lustre {low}-{high} from {source_key}",
+                opts=child,
+            )
+            rules.append(rule)
+    for peer_key, peer in (("nodes", nodes), ("self", group.id)):
+        egress = aws.vpc.SecurityGroupEgressRule(
+            f"{name}-fsx-to-{peer_key}",
+            security_group_id=group.id,
+            referenced_security_group_id=peer,
+            ip_protocol="-1",
+            description=f"replies to {peer_key}",
+            opts=child,
+        )
+        rules.append(egress)
+    return group, rules
+
+
+def log_group(name: str, stateful: pulumi.ResourceOptions) -> aws.cloudwatch.LogGroup:
+    return aws.cloudwatch.LogGroup(f"{name}-fsx", name_prefix="/aws/fsx/", retention_in_days=90, opts=stateful)
+
+
+def file_system(
+    name: str,
+    config: FsxConfig,
+    cluster: ClusterHandle,
+    *,
+    subnet_id: pulumi.Input[str] | None,
+    group: aws.ec2.SecurityGroup,
+    rules: Sequence[pulumi.Resource],
+    logs: aws.cloudwatch.LogGroup | None,
+    stateful_resources: StatefulResources,
+    stateful: pulumi.ResourceOptions,
+) -> aws.fsx.LustreFileSystem:
+    """The file system, in one subnet, created once every rule of its security group is in place."""
+    log_configuration = {"level": config.log_level, "destination": logs.arn} if logs else {"level": "DISABLED"}
+    destroy = stateful_resources is StatefulResources.DESTROY
+    return aws.fsx.LustreFileSystem(
+        f"{name}-fsx",
+        deployment_type=config.deployment_type,
+        storage_capacity=config.storage_capacity_gib,
+        per_unit_storage_throughput=config.per_unit_storage_throughput,
+        data_compression_type=config.compression,
+        file_system_type_version=versions.FSX_LUSTRE_VERSION,
+        subnet_ids=subnet_id,  # one subnet: the provider takes it as a single string
+        security_group_ids=[group.id],
+        log_configuration=log_configuration,
+        skip_final_backup=destroy if config.deployment_type == "PERSISTENT_2" else None,
+        tags={"Name": cluster.name.apply(lambda cluster_name: f"{cluster_name}-fsx")},
+        opts=pulumi.ResourceOptions.merge(
+            stateful,
+            # why: the servers talk Lustre to each other while the file system is created (an FSx create fails
+            # if the group's rules are still being added); on destroy the rules outlive it.
+            pulumi.ResourceOptions(custom_timeouts=FSX_TIMEOUTS, depends_on=list(rules)),
+        ),
+    )
+
+
+def data_repository(
+    name: str,
+    repository: DataRepository,
+    cluster: ClusterHandle,
+    bucket: aws.s3.Bucket,
+    file_system: aws.fsx.LustreFileSystem,
+    key_policy: aws.kms.KeyPolicy | None,
+    *,
+    parent: pulumi.Resource,
+) -> pulumi.Output[str]:
+    """The file system linked to the bucket prefix, both ways; returns the ARN of the policy the identity running
+    `pulumi up` needs for that."""
+    policy = aws.iam.Policy(
+        f"{name}-fsx-data-repository",
+        description="What the identity running pulumi up needs to link FSx to the bucket prefix",
+        policy=pulumi.Output.all(cluster.partition, bucket.arn).apply(
+            lambda v: to_json(data_repository_policy(partition=v[0], bucket_arn=v[1], prefix=repository.prefix))
+        ),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    events = ["NEW", "CHANGED", "DELETED"]
+    aws.fsx.DataRepositoryAssociation(
+        f"{name}-fsx-{repository.bucket}",
+        file_system_id=file_system.id,
+        file_system_path=repository.file_system_path,
+        data_repository_path=bucket.bucket.apply(lambda b: f"s3://{b}/{repository.prefix}"),
+        batch_import_meta_data_on_create=True,
+        imported_file_chunk_size=repository.imported_file_chunk_size_mib,
+        s3={"auto_import_policy": {"events": events}, "auto_export_policy": {"events": events}},
+        delete_data_in_filesystem=False,
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            # FSx removes the association with its file system (the bucket's data stays): detaching it first
+            # would add minutes to destroy for nothing. A retained file system keeps it.
+            deleted_with=file_system,
+            custom_timeouts=IMPORT_TIMEOUTS,
+            # why: on a KMS-encrypted bucket, imports and exports fail until the key admits FSx's S3 access.
+            depends_on=[key_policy] if key_policy is not None else [],
+        ),
+    )
+    return policy.arn
+
+
+def csi_role(name: str, cluster: ClusterHandle, *, parent: pulumi.Resource) -> IrsaRole:
+    """The CSI controller's identity for dynamic provisioning: create file systems tagged for this cluster, and
+    delete those."""
+    return cluster.irsa_role(
+        f"{name}-fsx-csi",
+        namespace=FSX_CSI_NAMESPACE,
+        service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
+        inline_policies={
+            "controller": pulumi.Output.all(cluster.partition, cluster.name).apply(
+                lambda v: to_json(fsx_csi_controller_policy(partition=v[0], cluster_name=v[1]))
+            )
+        },
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def sweep(
+    name: str,
+    cluster: ClusterHandle,
+    stateful_resources: StatefulResources,
+    *,
+    after: Sequence[pulumi.Resource],
+    parent: pulumi.Resource,
+) -> pulumi.Resource:
+    """The teardown sweep of the file systems the driver made for claims."""
+    return sweep_step(
+        f"{name}-fsx-sweep",
+        SweepArgs(
+            cluster_name=cluster.name,
+            region=cluster.region,
+            stateful_resources=stateful_resources,
+            vpc_id=cluster.vpc_id,
+            profile=cluster.aws_profile,
+            kinds=frozenset({Kind.FILE_SYSTEM}),
+        ),
+        parent=parent,
+        after=after,
+    )
+
+
+def csi_driver(
+    name: str,
+    cluster: ClusterHandle,
+    controller_role: IrsaRole | None,
+    after: Sequence[pulumi.Resource],
+    k8s_opts: pulumi.ResourceOptions,
+) -> pulumi.Resource:
+    """The FSx CSI driver; with `controller_role`, its controller also creates and deletes file systems for claims.
+    It waits for (and on destroy goes before) the system nodes and what is in `after`."""
+    controller: dict[str, Any] = cluster.system_placement.values()
+    if controller_role is not None:
+        controller["serviceAccount"] = {
+            # The chart creates it (its default); the name is spelled out because the trust policy names it.
+            "name": FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
+            "annotations": {"eks.amazonaws.com/role-arn": controller_role.arn},
+        }
+        controller["extraTags"] = {DYNAMIC_FSX_TAG: cluster.name}
+        controller["region"] = cluster.region
+    return helm.release(
+        f"{name}-fsx-csi",
+        versions.FSX_CSI_DRIVER,
+        namespace=FSX_CSI_NAMESPACE,
+        # The node plugin must run on every node that may mount Lustre, GPU nodes included.
+        values={"controller": controller, "node": {"tolerateAllTaints": True}},
+        # why: the controller runs on the system nodes. (Its role ARN waits for the policy.)
+        opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[*cluster.system_ready, *after])),
+    )
+
+
+def storage_class(
+    name: str,
+    config: FsxConfig,
+    subnet_id: pulumi.Input[str] | None,
+    group: aws.ec2.SecurityGroup,
+    driver: pulumi.Resource,
+    k8s_opts: pulumi.ResourceOptions,
+) -> str:
+    """The StorageClass that makes a file system per claim, in the platform file system's subnet and security group;
+    returns its name."""
+    k8s_objects.create(
+        f"{name}-fsx-class",
+        fsx_storage_class(
+            name=FSX_STORAGE_CLASS,
+            subnet_id=subnet_id,
+            security_group_id=group.id,
+            deployment_type=config.deployment_type,
+            throughput=config.per_unit_storage_throughput,
+            compression=config.compression,
+            lustre_version=versions.FSX_LUSTRE_VERSION,
+        ),
+        # why: file systems of this class are deleted by the driver; it must outlive them.
+        pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver])),
+    )
+    return FSX_STORAGE_CLASS
+
+
+def team_volume(
+    name: str,
+    namespace: str,
+    config: FsxConfig,
+    file_system: aws.fsx.LustreFileSystem,
+    driver: pulumi.Resource,
+    cluster: ClusterHandle,
+    cleanup_controllers: Sequence[pulumi.Resource],
+    k8s_opts: pulumi.ResourceOptions,
+) -> None:
+    """A team namespace with a claim on the file system, through a volume of its own."""
+    pv_name = f"{config.claim_name}-{namespace}"
+    rendered = pulumi.Output.all(file_system.id, file_system.dns_name, file_system.mount_name).apply(
+        lambda v: fsx_volume(
+            name=pv_name,
+            namespace=namespace,
+            claim=config.claim_name,
+            file_system_id=v[0],
+            dns_name=v[1],
+            mount_name=v[2],
+            capacity_gib=config.storage_capacity_gib,
+        )
+    )
+    # Order, for destroy: the namespace goes first (its pods stop, and its claim goes with it: deleting the
+    # claim first would wait on its pvc-protection finalizer for pods that only the namespace removes), then
+    # the volume (no longer bound), then the file system nobody mounts any more.
+    volume = k8s_objects.create(
+        f"{name}-pv-{namespace}",
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name}, "spec": rendered[0]["spec"]},
+        # why: the driver mounts and unmounts the volume.
+        pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver])),
+    )
+    ns = k8s_objects.create(
+        f"{name}-ns-{namespace}",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": dict(TEAM_POD_SECURITY)}},
+        # why: whatever teams put here (claims, load balancers) is deleted with the namespace, while the
+        # drivers and controllers that delete its AWS side still run, and before the volume it mounts.
+        pulumi.ResourceOptions.merge(
+            k8s_opts,
+            pulumi.ResourceOptions(depends_on=[driver, volume, cluster.ebs_csi_driver, *cleanup_controllers]),
+        ),
+    )
+    k8s_objects.create(
+        f"{name}-pvc-{namespace}",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": config.claim_name, "namespace": namespace},
+            "spec": rendered[1]["spec"],
+        },
+        pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ns, volume], deleted_with=ns)),
+    )
