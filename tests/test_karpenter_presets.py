@@ -62,7 +62,7 @@ def test_neuron_preset_carries_the_neuron_taint_and_limit():
     spec = pool(preset="neuron")
     assert spec.accelerator == "neuron"
     assert [t.key for t in spec.taints] == [NEURON_TAINT.key]
-    assert spec.neuron_limits == {NEURON_RESOURCE: 16}
+    assert spec.accelerator_limits == {NEURON_RESOURCE: 16}
 
 
 def test_a_pool_without_preset_takes_karpenters_defaults_and_renders_them_in_full():

@@ -114,7 +114,7 @@ overrides = st.fixed_dictionaries(
         "architectures": st.sampled_from([["amd64"], ["arm64"], ["amd64", "arm64"]]),
         "limits": st.dictionaries(st.sampled_from(["cpu", GPU_RESOURCE, NEURON_RESOURCE, NEURON_CORE_RESOURCE]), st.integers(1, 512).map(str), max_size=2),
         "weight": st.integers(1, 100),
-        "gpuNames": st.lists(st.sampled_from(sorted(accelerators.NVIDIA_GPU_NAMES)), max_size=3, unique=True),
+        "gpuNames": st.lists(st.sampled_from(sorted(accelerators.nvidia_gpu_names())), max_size=3, unique=True),
         "taints": st.sampled_from([[], [GPU_TAINT.as_dict()], [NEURON_TAINT.as_dict()], [NEURON_TAINT.as_dict(), {"key": "eksml.io/team", "value": "a", "effect": "NoSchedule"}]]),
         "instanceCategories": st.sampled_from([[], ["c", "m", "r"], ["g"], ["p"], ["inf", "trn"]]),
         "instanceFamilies": st.lists(st.sampled_from([*ACCELERATED, "m7i", "c7g"]), max_size=2, unique=True),

@@ -38,18 +38,14 @@ class NodeDevicesArgs:
 class NodeDevices(pulumi.ComponentResource):
     """The Neuron and EFA device plugins, as the stack's pools need them."""
 
-    neuron_device_plugin: pulumi.Resource | None
-    efa_device_plugin: pulumi.Resource | None
-
     def __init__(self, name: str, args: NodeDevicesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:gpu:NodeDevices", name, None, opts)
         cluster = args.cluster
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
         # why: Helm waits for the DaemonSet's pods, which need cluster DNS and the system nodes' controllers.
         ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=list(cluster.system_ready)))
-        self.neuron_device_plugin = None
         if args.neuron_taints is not None:
-            self.neuron_device_plugin = helm.release(
+            helm.release(
                 f"{name}-neuron", versions.NEURON_HELM_CHART, namespace=NAMESPACE, values=neuron_values(args.neuron_taints), opts=ready
             )
             if args.admission is not None:
@@ -61,9 +57,8 @@ class NodeDevices(pulumi.ComponentResource):
                     # why: a binding whose policy does not exist yet enforces nothing.
                     pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[policy])),
                 )
-        self.efa_device_plugin = None
         if args.efa_taints is not None:
-            self.efa_device_plugin = helm.release(
+            helm.release(
                 f"{name}-efa", versions.EFA_DEVICE_PLUGIN, namespace=NAMESPACE, values=efa_values(args.efa_taints), opts=ready
             )
         self.register_outputs({})

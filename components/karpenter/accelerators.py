@@ -63,10 +63,6 @@ ACCELERATED_FAMILIES: Mapping[str, AcceleratedFamily] = MappingProxyType(
     }
 )
 
-NVIDIA_GPU_NAMES: frozenset[str] = frozenset(f.gpu_name for f in ACCELERATED_FAMILIES.values() if f.gpu_name)
-NVIDIA_FAMILIES: frozenset[str] = frozenset(f.family for f in ACCELERATED_FAMILIES.values() if f.vendor == "nvidia")
-NEURON_FAMILIES: frozenset[str] = frozenset(f.family for f in ACCELERATED_FAMILIES.values() if f.vendor == "aws")
-
 #: Instance categories without accelerators (karpenter.k8s.aws/instance-category), used by CPU pools: compute,
 #: general purpose, memory, burstable, high memory, high frequency, storage (i, d, h, im, is), Graviton 1 (a) and HPC.
 CPU_CATEGORIES: frozenset[str] = frozenset({"c", "m", "r", "t", "x", "z", "i", "d", "h", "a", "im", "is", "hpc"})
@@ -99,10 +95,3 @@ def facts(family: str) -> AcceleratedFamily | None:
 def nvidia_gpu_names() -> frozenset[str]:
     return frozenset(f.gpu_name for f in known_families().values() if f.gpu_name)
 
-
-def families_with_gpu(gpu_name: str) -> list[str]:
-    return sorted(f.family for f in known_families().values() if f.gpu_name == gpu_name)
-
-
-def max_devices(family: str) -> int:
-    return max(known_families()[family].devices.values())

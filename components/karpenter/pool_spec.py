@@ -37,7 +37,7 @@ from components.karpenter.spec_types import (
     apply_preset,
 )
 from components.karpenter.validation import cron_problem, requirement_accelerators
-from components.scheduling import ACCELERATOR_RESOURCES, GPU_RESOURCE, NEURON_CORE_RESOURCE, NEURON_RESOURCE
+from components.scheduling import ACCELERATOR_RESOURCES, GPU_RESOURCE
 
 
 class TaintSpec(Spec):
@@ -301,11 +301,6 @@ class NodePoolSpec(Spec):
     def gpu_limit(self) -> int | None:
         """The most NVIDIA GPUs the pool runs at once (its GPU spend ceiling); None for a pool without that limit."""
         return self.accelerator_limits.get(GPU_RESOURCE)
-
-    @property
-    def neuron_limits(self) -> dict[str, int]:
-        return {r: n for r, n in self.accelerator_limits.items() if r in (NEURON_RESOURCE, NEURON_CORE_RESOURCE)}
-
 
 
 __all__ = ["BudgetSpec", "DisruptionSpec", "NodePoolSpec", "RequirementSpec", "TaintSpec"]
