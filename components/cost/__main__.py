@@ -12,13 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import date, datetime, timezone
-from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from components.config.errors import ConfigError
 from components.preflight.clients import PRICING_REGION, session_for
-from components.preview import load_stack
+from components.preview.commands import INVALID_STACK, add_stack_arguments, read_stack
 
 from .calculator import estimate
 from .live import live_table
@@ -28,8 +26,7 @@ from .render import render_json, render_markdown, render_table
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components.cost", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
-    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
+    add_stack_arguments(parser)
     parser.add_argument(
         "--live", action="store_true", help="read EC2 prices from the AWS Price List API (needs credentials)"
     )
@@ -44,11 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     output.add_argument("--markdown", action="store_true", help="print the estimate as a Markdown table")
     args = parser.parse_args(argv)
 
-    try:
-        config = load_stack(args.project_dir, args.stack)[0]
-    except (ConfigError, FileNotFoundError) as error:
-        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
-        return 2
+    config = read_stack(args)
+    if config is None:
+        return INVALID_STACK
     prices = PINNED
     if args.live:
         try:

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from botocore.exceptions import BotoCoreError
 
-from components.config.errors import ConfigError
-from components.preview import load_stack
+from components.preview.commands import INVALID_STACK, add_stack_arguments, read_stack
 
 from .clients import Clients, session_for
 from .report import render_json, render_markdown, render_table
@@ -24,18 +22,15 @@ from .runner import run_preflight
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components.preflight", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
-    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
+    add_stack_arguments(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the results as JSON (for CI)")
     output.add_argument("--markdown", action="store_true", help="print the results as a Markdown table")
     args = parser.parse_args(argv)
 
-    try:
-        config = load_stack(args.project_dir, args.stack)[0]
-    except (ConfigError, FileNotFoundError) as error:
-        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
-        return 2
+    config = read_stack(args)
+    if config is None:
+        return INVALID_STACK
     try:
         clients = Clients.from_session(session_for(config.profile, config.region))
     except BotoCoreError as error:  # e.g. aws:profile names a profile this machine does not have

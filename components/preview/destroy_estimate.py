@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
@@ -137,18 +136,15 @@ def report(estimate_: Estimate, stack: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from components.config.errors import ConfigError
     from components.preview import run_preview
+    from components.preview.commands import INVALID_STACK, add_stack_arguments, read_stack
 
     parser = argparse.ArgumentParser(prog="python -m components.preview.destroy_estimate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", required=True)
-    parser.add_argument("--project-dir", type=Path, default=Path.cwd())
+    add_stack_arguments(parser)
     args = parser.parse_args(argv)
-    try:
-        inventory = run_preview(args.project_dir, args.stack)
-    except (ConfigError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    inventory = read_stack(args, run_preview)
+    if inventory is None:
+        return INVALID_STACK
     print(report(estimate(inventory), args.stack))
     return 0
 

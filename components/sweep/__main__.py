@@ -16,14 +16,11 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import boto3
 
-from components.config.errors import ConfigError
-from components.config.platform import parse_config
-from components.preview import read_project_name, read_stack_config
+from components.preview.commands import INVALID_STACK, add_stack_arguments, read_stack
 
 from .clients import AWS_ERRORS, Clients, describe
 from .leaks import find_leaks
@@ -36,8 +33,7 @@ SessionFactory = Callable[..., Any]
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m components.sweep", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
-    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
+    add_stack_arguments(parser)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="list what would be deleted and kept; delete nothing")
     mode.add_argument("--check", action="store_true", help="exit 1 if anything tagged for the cluster remains")
@@ -47,16 +43,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, *, session_factory: SessionFactory = boto3.Session) -> int:
     args = _parser().parse_args(argv)
-    try:
-        project = read_project_name(args.project_dir)
-        raw, _ = read_stack_config(args.project_dir, project, args.stack)
-        config = parse_config(raw, project=project, stack=args.stack)
-    except ConfigError as error:
-        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    config = read_stack(args)
+    if config is None:
+        return INVALID_STACK
 
     session = session_factory(profile_name=config.profile, region_name=config.region)
     clients = Clients.from_session(session, config.region)
@@ -64,7 +53,7 @@ def main(argv: list[str] | None = None, *, session_factory: SessionFactory = bot
         vpc = locate_vpc(clients.ec2, config)
     except VpcLookupError as error:
         print(f"Stack '{args.stack}': {error}", file=sys.stderr)
-        return 2
+        return INVALID_STACK
     except AWS_ERRORS as error:
         print(f"error: could not look for the stack's VPC: {describe(error)}", file=sys.stderr)
         return 1

@@ -1,0 +1,41 @@
+"""What the package's commands share: how they name the stack they act on, and how they read it.
+
+Every command takes `--stack` and `--project-dir` alike, and reports a stack it cannot read alike: the missing file,
+or every problem of the stack's config at once, under the stack's name, with exit status INVALID_STACK.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from components.config.errors import ConfigError
+from components.config.platform import PlatformConfig
+from components.preview import load_stack
+
+#: The exit status of a command whose stack file is missing or whose config is invalid.
+INVALID_STACK = 2
+
+T = TypeVar("T")
+
+
+def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
+    parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
+
+
+def stack_config(project_dir: Path, stack: str) -> PlatformConfig:
+    """The stack file's parsed config. Raises ConfigError on bad config, FileNotFoundError without the files."""
+    return load_stack(project_dir, stack)[0]
+
+
+def read_stack(args: argparse.Namespace, read: Callable[[Path, str], T] = stack_config) -> T | None:
+    """What `read` (by default: the parsed config) makes of the stack the command line names; None once stderr says
+    why that stack cannot be read, and the command should exit with INVALID_STACK."""
+    try:
+        return read(args.project_dir, args.stack)
+    except (ConfigError, FileNotFoundError) as error:
+        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
+        return None
