@@ -45,3 +45,11 @@ def test_the_stack_is_required(command, capsys):
         COMMANDS[command]([])
     assert exited.value.code == 2
     assert "--stack" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["cost", "preflight"])
+def test_json_and_markdown_cannot_be_combined(command, capsys):
+    with pytest.raises(SystemExit) as exited:
+        COMMANDS[command](["--stack", "dev", "--json", "--markdown"])
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from datetime import date, datetime, timezone
 from botocore.exceptions import BotoCoreError, ClientError
 
 from components.preflight.clients import PRICING_REGION, session_for
-from components.preview.commands import INVALID_STACK, add_stack_arguments, read_stack
+from components.preview.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
 
 from .calculator import estimate
 from .live import live_table
@@ -36,9 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         default=date.today(),
         help="date deciding standard or extended EKS support (default: today)",
     )
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="print the estimate as JSON")
-    output.add_argument("--markdown", action="store_true", help="print the estimate as a Markdown table")
+    add_format_arguments(parser, "the estimate")
     args = parser.parse_args(argv)
 
     config = read_stack(args)

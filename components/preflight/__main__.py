@@ -12,7 +12,7 @@ import sys
 
 from botocore.exceptions import BotoCoreError
 
-from components.preview.commands import INVALID_STACK, add_stack_arguments, read_stack
+from components.preview.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
 
 from .clients import Clients, session_for
 from .report import render_json, render_markdown, render_table
@@ -23,9 +23,7 @@ from .runner import run_preflight
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components.preflight", description=__doc__.split("\n\n")[0])
     add_stack_arguments(parser)
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="print the results as JSON (for CI)")
-    output.add_argument("--markdown", action="store_true", help="print the results as a Markdown table")
+    add_format_arguments(parser, "the results")
     args = parser.parse_args(argv)
 
     config = read_stack(args)

@@ -1,4 +1,4 @@
-"""What the package's commands share: how they name the stack they act on, and how they read it.
+"""What the package's commands share: how they name the stack they act on, how they read it, and their output formats.
 
 Every command takes `--stack` and `--project-dir` alike, and reports a stack it cannot read alike: the missing file,
 or every problem of the stack's config at once, under the stack's name, with exit status INVALID_STACK.
@@ -24,6 +24,13 @@ T = TypeVar("T")
 def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
     parser.add_argument("--project-dir", type=Path, default=Path.cwd(), help="folder with Pulumi.yaml (default: .)")
+
+
+def add_format_arguments(parser: argparse.ArgumentParser, subject: str) -> None:
+    """`--json` or `--markdown` (at most one; neither: a text table), for a command that prints `subject`."""
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help=f"print {subject} as JSON")
+    output.add_argument("--markdown", action="store_true", help=f"print {subject} as a Markdown table")
 
 
 def stack_config(project_dir: Path, stack: str) -> PlatformConfig:
