@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from components.certmanager.component import CertManager, CertManagerArgs
 from components.cluster.attach import certificate_authority_of
 from components.cluster.component import CREATOR_TAG, Cluster, ClusterArgs
 from components.config.errors import ConfigError
@@ -59,6 +60,8 @@ class Platform:
     observability: Observability | None
     #: Present when kubeflow.enabled is true.
     kubeflow: Kubeflow | None = None
+    #: Present when a part that needs certificates is on (Kubeflow).
+    cert_manager: CertManager | None = None
     #: Present when a NodePool launches Neuron instances or uses a node class with EFA interfaces.
     devices: NodeDevices | None = None
 
@@ -203,8 +206,14 @@ def build_platform(config: PlatformConfig) -> Platform:
             ),
             part("observability"),
         )
+    cert_manager = None
+    if config.cert_manager:
+        cert_manager = CertManager(  # new in 0.2: no 0.1 name to alias
+            "cert-manager", CertManagerArgs(cluster=cluster.handle, cleanup_controllers=cleanup_controllers), opts
+        )
     kubeflow = None
     if config.kubeflow.enabled:
+        assert cert_manager is not None  # config.cert_manager follows kubeflow.enabled
         # Teams get prefixes of this bucket (config refuses teams without it), and may use its key through S3.
         team_bucket = config.kubeflow.bucket
         encrypted = team_bucket in config.storage.buckets and config.storage.buckets[team_bucket].encryption == "kms"
@@ -215,6 +224,7 @@ def build_platform(config: PlatformConfig) -> Platform:
                 config=config.kubeflow,
                 storage_class=storage.default_storage_class,
                 storage_class_name=storage.default_storage_class_name,
+                cert_manager=cert_manager.release,
                 gpu_node_pools=tuple(name for name, pool in sorted(config.karpenter.node_pools.items()) if pool.gpu_limit),
                 gpu_scheduler=gpu.scheduler_name if gpu is not None else None,
                 bucket_name=storage.buckets[team_bucket].bucket if team_bucket in storage.buckets else None,
@@ -226,6 +236,7 @@ def build_platform(config: PlatformConfig) -> Platform:
         )
     return Platform(
         kubeflow=kubeflow,
+        cert_manager=cert_manager,
         config=config,
         network=network,
         cluster=cluster,

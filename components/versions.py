@@ -177,8 +177,7 @@ LOAD_BALANCER_CONTROLLER = ChartPin(
 )
 #: cert-manager, owned by the platform (Kubeflow's webhooks and Certificates use it; it never installs its own). The
 #: version Kubeflow 26.03.1 validates with (its common/cert-manager/base renders v1.20.2); CRDs are templates of the
-#: chart (`crds.enabled`), so an upgrade updates them, and `crds.keep` leaves them if the release is ever removed
-#: by hand.
+#: chart (`crds.enabled`), so an upgrade updates them and removing the release removes them.
 CERT_MANAGER = ChartPin(
     "cert-manager",
     "v1.20.2",

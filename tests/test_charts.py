@@ -28,6 +28,7 @@ def test_every_chart_says_how_its_crds_follow_a_version_bump():
         "neuron-helm-chart": CrdUpgrade.NONE,  # its DRA and UltraServer CRDs are templates, off here
         "aws-efa-k8s-device-plugin": CrdUpgrade.NONE,
         "prometheus-adapter": CrdUpgrade.NONE,
+        "cert-manager": CrdUpgrade.TEMPLATES,
     }
 
 

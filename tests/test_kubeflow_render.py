@@ -51,8 +51,18 @@ def test_each_entry_renders_exactly_upstreams_objects(rendered, entry):
     assert [identity(o) for o in rendered[entry.path]] == expected_objects()[entry.path]
 
 
-def test_the_default_set_is_the_reference_default_set(rendered):
-    assert sum(len(rendered[e.path]) for e in entries.DEFAULT) == 471
+def test_the_default_set_is_the_reference_default_set_but_cert_manager_which_the_platform_owns(rendered):
+    assert sum(len(rendered[e.path]) for e in entries.DEFAULT) + len(rendered[entries.CERT_MANAGER.path]) == 471
+    assert entries.CERT_MANAGER not in entries.DEFAULT
+
+
+def test_the_platforms_cert_manager_is_the_version_kubeflow_renders(rendered):
+    from components.versions import CERT_MANAGER
+
+    versions = {
+        (o["metadata"].get("labels") or {}).get("app.kubernetes.io/version") for o in rendered[entries.CERT_MANAGER.path]
+    }
+    assert versions - {None} == {CERT_MANAGER.version}
 
 
 def test_kubectl_is_the_pinned_wheels_own_never_one_on_path(tmp_path, monkeypatch):

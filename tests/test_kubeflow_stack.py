@@ -47,10 +47,24 @@ def kubeflow_objects(inventory):
 
 def test_every_kubeflow_object_is_its_own_resource_under_a_stage_of_the_part(stack):
     objects = kubeflow_objects(stack)
-    assert len(objects) > 450  # the default set and one team
-    assert len(stack.children(stack.one("eksml:kubeflow:Kubeflow"))) >= 9  # the nine stages, then roles and secrets
+    assert len(objects) > 420  # the default set and one team
+    assert len(stack.children(stack.one("eksml:kubeflow:Kubeflow"))) >= 8  # the eight stages, then roles and secrets
     kinds = {o.inputs.get("kind") for o in objects}
     assert {"CustomResourceDefinition", "Deployment", "Profile", "ValidatingWebhookConfiguration"} <= kinds
+
+
+def test_kubeflow_uses_the_platforms_cert_manager_and_installs_none_of_its_own(stack):
+    release = stack.one("kubernetes:helm.sh/v3:Release", "cert-manager")
+    assert release.inputs["chart"] == "cert-manager" and release.inputs["version"] == "v1.20.2"
+    assert release.inputs["values"]["crds"] == {"enabled": True, "keep": False}
+    for values in (release.inputs["values"], *(release.inputs["values"][k] for k in ("webhook", "cainjector"))):
+        assert values["nodeSelector"] == {"eksml.io/node-role": "system"}
+    objects = kubeflow_objects(stack)
+    assert not [o.name for o in objects if o.inputs.get("kind") == "Deployment" and "cert-manager" in o.name]
+    cert_manager_objects = [o for o in objects if str(o.inputs.get("apiVersion", "")).startswith("cert-manager.io/")]
+    assert {o.inputs["kind"] for o in cert_manager_objects} == {"Certificate", "Issuer", "ClusterIssuer"}
+    # Created after the release (its CRDs and webhook), deleted before it.
+    assert all(release.urn in o.dependencies for o in cert_manager_objects)
 
 
 def test_no_upstream_default_credential_appears_in_any_resource_input(stack):

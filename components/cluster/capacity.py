@@ -39,6 +39,15 @@ KARPENTER_CONTROLLER = Requests(1000, 1024)
 KARPENTER_REPLICAS = 2
 PROMETHEUS = Requests(500, 2048)
 BINPACK_SCHEDULER = Requests(100, 128)
+#: cert-manager's chart sets none; ours, per pod of each of its three Deployments (a platform this size has a few
+#: dozen Certificates: the controller and the CA injector hold them in memory, the webhook only checks requests).
+CERT_MANAGER = MappingProxyType(
+    {"controller": Requests(20, 96), "webhook": Requests(10, 48), "cainjector": Requests(10, 96)}
+)
+CERT_MANAGER_REPLICAS = 2
+#: prometheus-adapter, serving one custom metric.
+METRICS_ADAPTER = Requests(50, 128)
+METRICS_ADAPTER_REPLICAS = 2
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,15 @@ FSX_WORKLOADS: tuple[Workload, ...] = (
 GPU_OPERATOR = Workload("gpu-operator", Requests(200, 100), 1, _chart("gpu-operator"))
 #: kube-prometheus-stack sets no requests but Prometheus'; the load balancer controller sets none.
 OBSERVABILITY = Workload("prometheus", PROMETHEUS, 1, "components/observability/component.py values")
+ADAPTER = Workload(
+    "prometheus-adapter", METRICS_ADAPTER, METRICS_ADAPTER_REPLICAS, "components/observability/adapter.py values"
+)
+
+
+CERT_MANAGER_WORKLOADS: tuple[Workload, ...] = tuple(
+    Workload(f"cert-manager-{name}", requests, CERT_MANAGER_REPLICAS, "components/certmanager/component.py values")
+    for name, requests in CERT_MANAGER.items()
+)
 
 
 def binpack_scheduler(replicas: int) -> Workload:
@@ -186,8 +204,12 @@ def system_capacity(
     gpu_operator: bool,
     binpack_scheduler_replicas: int | None,
     observability: bool,
+    metrics_adapter: bool = False,
+    cert_manager: bool = False,
 ) -> SystemCapacity:
     workloads = list(BASE_WORKLOADS)
+    if cert_manager:
+        workloads += CERT_MANAGER_WORKLOADS
     if fsx:
         workloads += FSX_WORKLOADS
     if gpu_operator:
@@ -196,6 +218,8 @@ def system_capacity(
         workloads.append(binpack_scheduler(binpack_scheduler_replicas))
     if observability:
         workloads.append(OBSERVABILITY)
+        if metrics_adapter:
+            workloads.append(ADAPTER)
     instance_type = smallest(instance_types)
     return SystemCapacity(tuple(workloads), nodes, node_capacity(instance_type), instance_type)
 

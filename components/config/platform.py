@@ -144,7 +144,14 @@ class PlatformConfig(ConfigModel):
             gpu_operator=gpu,
             binpack_scheduler_replicas=self.gpu.scheduler.replicas if gpu and self.gpu.scheduler.enabled else None,
             observability=self.observability.enabled,
+            metrics_adapter=self.observability.metrics_adapter.enabled,
+            cert_manager=self.cert_manager,
         )
+
+    @property
+    def cert_manager(self) -> bool:
+        """Whether the platform installs cert-manager: a part that needs it is on (Kubeflow)."""
+        return self.kubeflow.enabled
 
     @property
     def cluster_name(self) -> str:

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_random as random
 
 from components.cluster.component import ClusterHandle
+from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 from components.identity.documents import to_json
 from components.kubeflow import fetch, plan, render
 from components.kubeflow.config import KubeflowConfig, selected_entries, settings
@@ -30,6 +31,9 @@ class KubeflowArgs:
     #: The class every Kubeflow claim gets (the platform's gp3 default); claims wait for it and its driver.
     storage_class: pulumi.Resource
     storage_class_name: str
+    #: The platform's cert-manager release (`components.certmanager`): Kubeflow's issuers and Certificates wait
+    #: for it and go before it.
+    cert_manager: pulumi.Resource
     #: The NodePools notebooks may pick in the spawner form, and the bin-packing scheduler (None: not running).
     gpu_node_pools: tuple[str, ...]
     gpu_scheduler: str | None
@@ -43,7 +47,7 @@ class KubeflowArgs:
 
 
 class Kubeflow(pulumi.ComponentResource):
-    """Kubeflow 26.03.1: every object its own resource, ordered object to object across nine stages."""
+    """Kubeflow 26.03.1: every object its own resource, ordered object to object across eight stages."""
 
     admin_password: pulumi.Output[str]
     team_roles: dict[str, pulumi.Output[str]]
@@ -88,6 +92,8 @@ class Kubeflow(pulumi.ComponentResource):
                 # why: the load balancer controller makes and deletes the ALB of the Ingress.
                 "Ingress": list(args.cleanup_controllers),
             },
+            # why: cert-manager's CRDs and webhooks serve these groups; its release goes after their objects.
+            depends_on_by_group={group: [args.cert_manager] for group in sorted(CERT_MANAGER_GROUPS)},
         )
         self.register_outputs({"adminPassword": self.admin_password, "teamRoles": self.team_roles})
 

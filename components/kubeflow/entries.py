@@ -1,8 +1,9 @@
 """The upstream entries (kustomize folders of community-distribution) the platform installs, and which family of the
 install order each belongs to.
 
-The default set is upstream's example install without Katib, Spark, the Hub, Knative (each optional here), KServe
-(not renderable from the pinned subset) and the example user's Profile (teams replace it).
+The default set is upstream's example install without cert-manager (the platform owns one installation, see
+`components.certmanager`), Katib, Spark, the Hub, Knative (each optional here), KServe (not renderable from the pinned
+subset) and the example user's Profile (teams replace it).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from enum import StrEnum
 class Part(StrEnum):
     """Which group of the install order an entry's objects join (see `staging`)."""
 
-    CERT_MANAGER = "cert-manager"
+    ISSUER = "issuer"
     ISTIO = "istio"
     AUTH = "auth"
     APPS = "apps"
@@ -26,8 +27,12 @@ class Entry:
     part: Part
 
 
-CERT_MANAGER = Entry("common/cert-manager/base", Part.CERT_MANAGER)
-CERT_MANAGER_ISSUER = Entry("common/cert-manager/overlays/kubeflow", Part.CERT_MANAGER)
+#: Upstream's cert-manager release manifest: rendered and tested, never installed by this part (the platform's chart
+#: installs the same version; a test holds the two together).
+CERT_MANAGER = Entry("common/cert-manager/base", Part.ISSUER)
+#: Kubeflow's self-signing ClusterIssuer (the overlay's NetworkPolicies are for cert-manager's namespace, which
+#: the platform owns, and are left out: see `plan`).
+CERT_MANAGER_ISSUER = Entry("common/cert-manager/overlays/kubeflow", Part.ISSUER)
 ISTIO_CRDS = Entry("common/istio/istio-crds/base", Part.ISTIO)
 ISTIO_NAMESPACE = Entry("common/istio/istio-namespace/base", Part.ISTIO)
 ISTIO = Entry("common/istio/istio-install/overlays/oauth2-proxy", Part.ISTIO)
@@ -56,7 +61,6 @@ PIPELINES_KUBERNETES_NATIVE = Entry(
 TRAINER_DATA_CACHE = Entry("applications/trainer/upstream/overlays/data-cache", Part.APPS)
 
 DEFAULT: tuple[Entry, ...] = (
-    CERT_MANAGER,
     CERT_MANAGER_ISSUER,
     ISTIO_CRDS,
     ISTIO_NAMESPACE,
@@ -84,7 +88,9 @@ OPTIONAL: dict[str, tuple[Entry, ...]] = {
 ALTERNATIVES: tuple[Entry, ...] = (OAUTH2_PROXY_EKS_TOKENS, PIPELINES_KUBERNETES_NATIVE, TRAINER_DATA_CACHE)
 
 #: Every entry the renderer supports, in install-file order.
-ALL: tuple[Entry, ...] = (*DEFAULT, *(e for group in OPTIONAL.values() for e in group), HUB_REGISTRY, *ALTERNATIVES)
+ALL: tuple[Entry, ...] = (
+    CERT_MANAGER, *DEFAULT, *(e for group in OPTIONAL.values() for e in group), HUB_REGISTRY, *ALTERNATIVES
+)
 
 BY_PATH: dict[str, Entry] = {entry.path: entry for entry in ALL}
 

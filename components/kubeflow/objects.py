@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Mapping, NamedTuple
 
+from components.certmanager.names import KINDS as CERT_MANAGER_KINDS
+
 Manifest = dict[str, Any]
 
 
@@ -84,7 +86,7 @@ class Scopes:
     """REST resource names and scope of every kind in a set of objects (built-ins plus the CRDs among them)."""
 
     def __init__(self, objects: list[Manifest]):
-        self._kinds: dict[tuple[str, str], tuple[str, bool]] = dict(BUILTIN)
+        self._kinds: dict[tuple[str, str], tuple[str, bool]] = {**BUILTIN, **CERT_MANAGER_KINDS}
         for obj in objects:
             if is_crd(obj):
                 spec = obj["spec"]

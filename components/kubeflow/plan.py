@@ -14,7 +14,7 @@ from . import gpu_scheduling, notebooks, staging, transform
 from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
-from .entries import BY_PATH, HUB_REGISTRY, Part
+from .entries import BY_PATH, CERT_MANAGER_ISSUER, HUB_REGISTRY, Part
 from .objects import Manifest
 from .staging import Item, Staged
 from .teams import Team
@@ -52,6 +52,10 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     for path, objects in rendered.items():
         entry = BY_PATH[path]
         objects = list(objects)
+        if entry == CERT_MANAGER_ISSUER:
+            # Only the issuer: the overlay's NetworkPolicies would isolate the platform's cert-manager namespace,
+            # which is not Kubeflow's to change.
+            objects = [o for o in objects if o["kind"] == "ClusterIssuer"]
         if entry == HUB_REGISTRY:
             if settings.hub_registry_team is None:
                 raise ValueError("the Hub's model registry is rendered but no team is named for it")

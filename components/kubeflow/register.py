@@ -95,6 +95,7 @@ def register(
     role_arns: Mapping[str, pulumi.Input[str]] | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
     depends_on_by_kind: Mapping[str, Sequence[pulumi.Resource]] | None = None,
+    depends_on_by_group: Mapping[str, Sequence[pulumi.Resource]] | None = None,
 ) -> dict[ObjectKey, pulumi.CustomResource]:
     """Create every staged object under `parent` (one, or one per stage) with `provider`.
 
@@ -102,13 +103,15 @@ def register(
     their roles' ARNs (for Profiles built without one). `depends_on` (say, the node
     group) is added to the objects that depend on nothing else; all others reach it through them, so it also
     outlives every object on destroy. `depends_on_by_kind` adds the controllers that delete what objects of a kind
-    make in AWS: {"PersistentVolumeClaim": [EBS CSI driver], "Ingress": [load balancer controller]}."""
+    make in AWS: {"PersistentVolumeClaim": [EBS CSI driver], "Ingress": [load balancer controller]};
+    `depends_on_by_group` what serves an API group from outside Kubeflow: {"cert-manager.io": [cert-manager]}."""
     values = substitutions(secrets or {}, role_arns or {})
     resources: dict[ObjectKey, pulumi.CustomResource] = {}
     for item in topological(staged):
         owner = parent[item.stage] if isinstance(parent, Mapping) else parent
         dependencies = [resources[k] for k in item.depends_on] if item.depends_on else list(depends_on)
         dependencies += list((depends_on_by_kind or {}).get(item.key.kind, ()))
+        dependencies += list((depends_on_by_group or {}).get(item.key.group, ()))
         opts = pulumi.ResourceOptions(provider=provider, parent=owner, depends_on=dependencies)
         resources[item.key] = create(item.name, resolve(item.manifest, values), opts)
     return resources

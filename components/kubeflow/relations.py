@@ -20,6 +20,8 @@ from .objects import (
     pod_template,
 )
 
+from components.certmanager.names import GROUPS as PLATFORM_GROUPS
+
 CERT_MANAGER_GROUP = "cert-manager.io"
 
 
@@ -130,7 +132,8 @@ class Relations:
         namespace = self.namespace_of(obj)
         if namespace is not None and namespace != own:
             needs[namespace] = "its namespace"
-        if is_custom(obj):
+        if is_custom(obj) and group_of(obj["apiVersion"]) not in PLATFORM_GROUPS:
+            # (The platform's cert-manager serves its groups: registration makes those objects depend on it.)
             crd = self.crd_of(obj)
             if crd is None:
                 kind = f"{obj['kind']}.{group_of(obj['apiVersion'])}"

@@ -5,11 +5,15 @@ A single apply of Kubeflow fails on webhook readiness: a fail-closed webhook rej
 until its pods serve. So objects go in stages, and each object depends on the *gate objects* of the stage before
 (never on a stage component, whose readiness Pulumi cannot see):
 
-  0 CRDs and the platform's namespaces      5 the apps (workloads, their Certificates and Issuers)
-  1 cert-manager                            6 the apps' webhook configurations
-  2 cert-manager's webhooks, the issuer     7 the apps' custom resources
-  3 Istio                                   8 teams (namespace, Profile, PodDefaults, per-team apps)
-  4 auth (oauth2-proxy, Dex)
+  0 CRDs and Kubeflow's namespaces          4 the apps (workloads, their Certificates and Issuers)
+  1 the ClusterIssuer                       5 the apps' webhook configurations
+  2 Istio (with its webhooks)               6 the apps' custom resources
+  3 auth (oauth2-proxy, Dex)                7 teams (namespace, Profile, PodDefaults, per-team apps)
+
+cert-manager itself is the platform's (`components.certmanager`): objects of its API groups depend on that release,
+which Helm holds until its webhook answers. Istio's webhook configurations share Istio's stage: each already waits
+for istiod (the workload behind it) and for its caBundle, and the next stage waits for them as gates, so a stage of
+their own would add no ordering.
 
 Gates are objects whose readiness Pulumi awaits: CRDs (`condition=Established`), workloads (the provider's own
 rollout await), webhook configurations (until their caBundle is injected) and cert-manager Certificates and
@@ -35,14 +39,13 @@ from .relations import CERT_MANAGER_GROUP, Relations, is_custom
 
 class Stage(IntEnum):
     CRDS = 0
-    CERT_MANAGER = 1
-    CERT_MANAGER_WEBHOOKS = 2
-    ISTIO = 3
-    AUTH = 4
-    APPS = 5
-    APP_WEBHOOKS = 6
-    APP_RESOURCES = 7
-    TEAMS = 8
+    ISSUER = 1
+    ISTIO = 2
+    AUTH = 3
+    APPS = 4
+    APP_WEBHOOKS = 5
+    APP_RESOURCES = 6
+    TEAMS = 7
 
 
 WAIT_FOR = "pulumi.com/waitFor"
@@ -94,8 +97,8 @@ def stage_of(item: Item, team_namespaces: frozenset[str]) -> Stage:
         return Stage.TEAMS
     if is_crd(obj) or (obj["kind"] == "Namespace" and obj["apiVersion"] == "v1"):
         return Stage.CRDS
-    if item.part is Part.CERT_MANAGER:
-        return Stage.CERT_MANAGER_WEBHOOKS if is_webhook_configuration(obj) or is_custom(obj) else Stage.CERT_MANAGER
+    if item.part is Part.ISSUER:
+        return Stage.ISSUER
     if item.part is Part.ISTIO:
         return Stage.ISTIO
     if item.part is Part.AUTH:

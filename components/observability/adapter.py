@@ -15,6 +15,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+from components.cluster.capacity import METRICS_ADAPTER, METRICS_ADAPTER_REPLICAS
 from components.scheduling import Placement
 
 #: The custom metric the adapter serves per pod: the average utilisation (0 to 100) of the GPUs the pod holds. HPAs
@@ -34,10 +35,11 @@ PROMETHEUS_PORT = 9090
 
 #: Two replicas and a budget of one: while the APIService has no ready backend, API discovery of
 #: custom.metrics.k8s.io fails, and with it namespace deletion and garbage collection stall until it is back.
-REPLICAS = 2
-#: One rule over one metric keeps the adapter small; memory is limited so a runaway relist cannot take the system
-#: node down with it. No CPU limit (throttling would only slow the HPA's queries).
-REQUESTS = MappingProxyType({"cpu": "50m", "memory": "128Mi"})
+REPLICAS = METRICS_ADAPTER_REPLICAS
+#: One rule over one metric keeps the adapter small (the system node sizing counts these requests); memory is
+#: limited so a runaway relist cannot take the system node down with it. No CPU limit (throttling would only slow
+#: the HPA's queries).
+REQUESTS = MappingProxyType({"cpu": f"{METRICS_ADAPTER.cpu_m}m", "memory": f"{METRICS_ADAPTER.memory_mi}Mi"})
 LIMITS = MappingProxyType({"memory": "256Mi"})
 
 

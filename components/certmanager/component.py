@@ -1,0 +1,94 @@
+"""cert-manager, owned by the platform: one installation that every part needing certificates uses (Kubeflow's
+webhooks, Istio's and the apps' Certificates), never a second copy inside a part.
+
+The release is the gate its users wait for: Helm waits for the controller, the CA injector and the webhook to be
+ready, and the chart's post-install check proves the webhook answers, so a custom resource of `cert-manager.io`
+created after it is neither refused nor left without a CRD.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components import helm, k8s_objects, versions
+from components.cluster.capacity import CERT_MANAGER as REQUESTS
+from components.cluster.capacity import CERT_MANAGER_REPLICAS, Requests
+from components.cluster.component import ClusterHandle
+from components.certmanager.names import GROUPS, NAMESPACE
+from components.scheduling import Placement
+
+__all__ = ["GROUPS", "NAMESPACE", "CertManager", "CertManagerArgs", "chart_values"]
+
+
+def _resources(requests: Requests) -> dict[str, Any]:
+    return {"requests": {"cpu": f"{requests.cpu_m}m", "memory": f"{requests.memory_mi}Mi"}}
+
+
+def chart_values(*, placement: Placement, replicas: int = CERT_MANAGER_REPLICAS) -> dict[str, Any]:
+    """Values for the pinned cert-manager chart: CRDs from the chart, every pod on the system nodes with the
+    requests the system node sizing counts (`cluster.capacity.CERT_MANAGER`)."""
+    on_system_nodes = placement.values()
+
+    def deployment(name: str) -> dict[str, Any]:
+        return {
+            "replicaCount": replicas,
+            "podDisruptionBudget": {"enabled": replicas > 1},
+            "resources": _resources(REQUESTS[name]),
+            **on_system_nodes,
+        }
+
+    return {
+        "crds": {"enabled": True, "keep": False},
+        **deployment("controller"),
+        "webhook": deployment("webhook"),
+        "cainjector": deployment("cainjector"),
+        "startupapicheck": on_system_nodes,
+    }
+
+
+@dataclass(frozen=True)
+class CertManagerArgs:
+    cluster: ClusterHandle
+    #: Controllers that delete what objects in the namespace make in AWS (the load balancer controller): the
+    #: namespace goes while they run.
+    cleanup_controllers: tuple[pulumi.Resource, ...] = ()
+
+
+class CertManager(pulumi.ComponentResource):
+    """cert-manager on the system nodes, in a namespace the stack owns (Pod Security `restricted`)."""
+
+    #: What users of cert-manager depend on: their custom resources wait for it, and go before it on destroy.
+    release: pulumi.Resource
+
+    def __init__(self, name: str, args: CertManagerArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:certmanager:CertManager", name, None, opts)
+        cluster = args.cluster
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
+        namespace = k8s_objects.create(
+            f"{name}-namespace",
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
+            },
+            pulumi.ResourceOptions.merge(
+                k8s_opts,
+                # why: whatever is put in it goes with it while the drivers and controllers that clean up still run.
+                pulumi.ResourceOptions(depends_on=[cluster.ebs_csi_driver, *args.cleanup_controllers]),
+            ),
+        )
+        self.release = helm.release(
+            name,
+            versions.CERT_MANAGER,
+            namespace=namespace.metadata["name"],
+            values=chart_values(placement=cluster.system_placement),
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts,
+                # why: it runs on the system nodes and resolves through CoreDNS; on destroy it goes before them.
+                pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
+            ),
+        )
+        self.register_outputs({})
