@@ -23,6 +23,17 @@ def service_trust_policy(service: str) -> dict[str, Any]:
     }
 
 
+def dns_suffix(partition: str) -> str:
+    """The domain a partition's service endpoints end with."""
+    return "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
+
+
+def node_trust_policy(partition: str) -> dict[str, Any]:
+    """Trust policy of EKS node roles: EC2, whose service principal in the China partition is `ec2.amazonaws.com.cn`
+    (EKS refuses a node group whose role lacks it there; Karpenter's template has `ec2.${AWS::URLSuffix}`)."""
+    return service_trust_policy(f"ec2.{dns_suffix(partition)}")
+
+
 def issuer_host_path(issuer: str) -> str:
     """The OIDC issuer as IAM condition keys spell it: without the `https://` scheme."""
     return issuer.removeprefix("https://")

@@ -8,7 +8,7 @@ from typing import Mapping
 import pulumi
 import pulumi_aws as aws
 
-from components.identity.documents import irsa_trust_policy, service_trust_policy, to_json
+from components.identity.documents import irsa_trust_policy, node_trust_policy, to_json
 
 
 def aws_managed_policy_arn(partition: pulumi.Input[str], path_and_name: str) -> pulumi.Output[str]:
@@ -85,9 +85,8 @@ def node_role(
     name: str, *, partition: pulumi.Input[str], description: str, opts: pulumi.ResourceOptions
 ) -> tuple[aws.iam.Role, list[aws.iam.RolePolicyAttachment]]:
     """An EC2 instance role for EKS nodes, with its policy attachments (which nodes must wait for)."""
-    role = aws.iam.Role(
-        name, assume_role_policy=to_json(service_trust_policy("ec2.amazonaws.com")), description=description, opts=opts
-    )
+    trust = pulumi.Output.from_input(partition).apply(lambda known: to_json(node_trust_policy(known)))
+    role = aws.iam.Role(name, assume_role_policy=trust, description=description, opts=opts)
     attachments = [
         aws.iam.RolePolicyAttachment(
             f"{name}-{key}", role=role.name, policy_arn=aws_managed_policy_arn(partition, policy), opts=opts
