@@ -134,6 +134,19 @@ def test_custom_resources_wait_for_their_crd_and_the_fail_closed_webhooks_that_c
     assert reaches(staged, certificate, ObjectKey("cert-manager.io", "ClusterIssuer", "", "kubeflow-self-signing-issuer"))
 
 
+def test_destroy_deletes_kubeflows_namespaces_together_after_everything_in_them(staged):
+    issuer = one(staged, "ClusterIssuer", "", "kubeflow-self-signing-issuer")  # what every later object waits for
+    namespaces = {s.key for s in staged if s.key.kind == "Namespace" and s.stage == Stage.CRDS}
+    assert {"kubeflow", "kubeflow-system", "istio-system", "auth", "oauth2-proxy"} <= {k.name for k in namespaces}
+    assert namespaces <= set(issuer.depends_on)
+    # Seeded: an issuer that no longer holds a namespace is reported.
+    broken = [
+        dataclasses.replace(s, depends_on=tuple(d for d in s.depends_on if d.name != "auth")) if s.key == issuer.key else s
+        for s in staged
+    ]
+    assert any("destroy would delete it alone" in p and "auth" in p for p in staging.check(broken))
+
+
 def test_a_webhook_configuration_waits_for_its_service_and_the_workload_behind_it(staged):
     webhook = one(staged, "MutatingWebhookConfiguration", "", "poddefaults-webhook-mutating-webhook-configuration")
     assert ObjectKey("", "Service", "kubeflow", "poddefaults-webhook-service") in webhook.depends_on

@@ -148,6 +148,25 @@ def previous_gates(stage: Stage, by_stage: Mapping[Stage, list[ObjectKey]]) -> l
     return []
 
 
+@dataclass(frozen=True)
+class HeldNamespaces:
+    """Kubeflow's own namespaces, and the gates that wait for them all.
+
+    Every later object waits for the first gates after the CRDs, so when those gates also wait for every namespace,
+    destroy deletes the namespaces together, in one batch after everything in them. Without it each namespace goes
+    in the batch after its last object, and a namespace (the slowest delete of such a batch) costs a batch of its
+    own at each step of the stage chain."""
+
+    namespaces: tuple[ObjectKey, ...]
+    gates: frozenset[ObjectKey]
+
+
+def held_namespaces(stages: Mapping[ObjectKey, Stage], by_stage: Mapping[Stage, list[ObjectKey]]) -> HeldNamespaces:
+    namespaces = tuple(sorted(k for k, s in stages.items() if s is Stage.CRDS and k.kind == "Namespace" and k.group == ""))
+    first = next((by_stage[s] for s in Stage if s > Stage.CRDS and by_stage.get(s)), [])
+    return HeldNamespaces(namespaces, frozenset(first))
+
+
 def stage(items: Sequence[Item], team_namespaces: Iterable[str] = ()) -> list[Staged]:
     """Stage, annotate, name and connect every object. Raises ValueError if two objects share an identity or a
     logical name, or if a custom resource has no CRD among the objects."""
@@ -160,12 +179,15 @@ def stage(items: Sequence[Item], team_namespaces: Iterable[str] = ()) -> list[St
     stages = {key(m): stage_of(Item(m, item.part), teams) for m, item in zip(manifests, items)}
     relations = Relations(manifests)
     by_stage = gate_stages(stages, {key(m) for m in manifests if is_gate(m)})
+    held = held_namespaces(stages, by_stage)
     names: dict[str, ObjectKey] = {}
     staged = []
     for manifest in manifests:
         own = key(manifest)
         depends = dict.fromkeys(previous_gates(stages[own], by_stage))
         depends.update(dict.fromkeys(sorted(relations.required(manifest, stages))))
+        if own in held.gates:
+            depends.update(dict.fromkeys(held.namespaces))
         depends.pop(own, None)
         name = logical_name(stages[own], own)
         if name in names:
@@ -183,7 +205,8 @@ def check(staged: Sequence[Staged]) -> list[str]:
 
     Checks, independently of how the edges were made: dependencies exist and point to the same or an earlier
     stage; there is no cycle; each object depends directly on the previous stage's gates; every requirement of
-    `Relations` is met through some path; every gate carries its await annotation."""
+    `Relations` is met through some path; the first gates hold every Kubeflow namespace; every gate carries its
+    await annotation."""
     by_key = {s.key: s for s in staged}
     stages = {s.key: s.stage for s in staged}
     problems: list[str] = []
@@ -203,6 +226,7 @@ def check(staged: Sequence[Staged]) -> list[str]:
     gates = {s.key for s in staged if is_gate(s.manifest)}
     by_stage = gate_stages(stages, gates)
     relations = Relations([s.manifest for s in staged])
+    held = held_namespaces(stages, by_stage)
     for item in staged:
         direct = set(item.depends_on)
         for gate in previous_gates(item.stage, by_stage):
@@ -211,6 +235,10 @@ def check(staged: Sequence[Staged]) -> list[str]:
         for needed, why in relations.required(item.manifest, stages).items():
             if needed not in reachable[item.key]:
                 problems.append(f"{item.key}: does not wait for {needed} ({why})")
+        if item.key in held.gates:
+            for namespace in held.namespaces:
+                if namespace not in reachable[item.key]:
+                    problems.append(f"{item.key}: does not wait for {namespace} (destroy would delete it alone)")
         expected = wait_for(item.manifest)
         if expected is not None and (item.manifest["metadata"].get("annotations") or {}).get(WAIT_FOR) != expected:
             problems.append(f"{item.key}: a gate without {WAIT_FOR}: {expected}")
