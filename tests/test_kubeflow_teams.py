@@ -16,8 +16,6 @@ pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Ku
 
 VISION = Team(name="vision", owner="lead@example.org", gpu_quota=8, s3_prefix="teams/vision",
               role_arn="arn:aws:iam::123456789012:role/vision", fsx_claim="fsx-lustre")
-ISSUER = "https://oidc.eks.us-west-2.amazonaws.com/id/ABC"
-PROVIDER = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABC"
 
 
 @pytest.fixture(scope="module")
@@ -74,25 +72,6 @@ def test_the_pod_defaults_are_valid_and_give_pipelines_access_and_the_fsx_share(
     assert token["audience"] == "pipelines.kubeflow.org"
     assert pipelines["env"] == [{"name": "KF_PIPELINES_SA_TOKEN_PATH", "value": "/var/run/secrets/kubeflow/pipelines/token"}]
     assert defaults["mount-fsx"]["spec"]["volumes"] == [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-lustre"}}]
-
-
-def test_only_the_teams_default_editor_with_an_sts_token_may_assume_its_role():
-    assert teams.trust_policy(VISION, oidc_provider_arn=PROVIDER, oidc_issuer=ISSUER) == {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Federated": PROVIDER},
-                "Action": "sts:AssumeRoleWithWebIdentity",
-                "Condition": {
-                    "StringEquals": {
-                        "oidc.eks.us-west-2.amazonaws.com/id/ABC:sub": "system:serviceaccount:vision:default-editor",
-                        "oidc.eks.us-west-2.amazonaws.com/id/ABC:aud": "sts.amazonaws.com",
-                    }
-                },
-            }
-        ],
-    }
 
 
 def test_the_role_reaches_only_the_teams_prefix():

@@ -58,13 +58,6 @@ ALLOWED: dict[str, dict[str, str]] = {
     "components/kubeflow/render.py": {
         "canonical_digest": "how expected-objects.tsv names objects; only the render tests compute it",
     },
-    # Dead (nothing calls them, or only their own test): to delete.
-    "components/kubeflow/teams.py": {
-        "trust_policy": "a copy of the IRSA trust policy; the team role is made by Cluster.irsa_role, only its test "
-        "calls this",
-    },
-    "components/kubeflow/access.py": {"PORT_FORWARD_COMMAND": "nothing reads it"},
-    "components/kubeflow/plan.py": {"objects_by_stage": "nothing calls it"},
 }
 
 

@@ -14,7 +14,6 @@ GATEWAY_NAMESPACE = "istio-system"
 GATEWAY_SERVICE = "istio-ingressgateway"
 #: Istio's gateway reports readiness on this port and path (its pods' own readiness probe).
 GATEWAY_HEALTH = ("15021", "/healthz/ready")
-PORT_FORWARD_COMMAND = f"kubectl port-forward -n {GATEWAY_NAMESPACE} svc/{GATEWAY_SERVICE} 8080:80"
 OAUTH2_PROXY_PARAMETERS = ("ConfigMap", "oauth2-proxy", "oauth2-proxy-parameters")
 #: TLS 1.2 and 1.3 only.
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"

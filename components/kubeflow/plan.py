@@ -100,12 +100,4 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
     return staged
 
 
-def objects_by_stage(staged: Sequence[Staged]) -> dict[int, int]:
-    """How many objects each stage holds (for summaries)."""
-    counts: dict[int, int] = {}
-    for item in staged:
-        counts[int(item.stage)] = counts.get(int(item.stage), 0) + 1
-    return counts
-
-
 __all__ = ["Admin", "Alb", "Credentials", "HUB_REGISTRY_NAMESPACE", "Part", "Settings", "Team", "build", "platform_objects"]

@@ -20,7 +20,6 @@ from .objects import Manifest
 #: Pipelines and notebooks of a team run as this ServiceAccount (the profile controller creates it and, with the
 #: AwsIamForServiceAccount plugin, annotates it with the team's role).
 TEAM_SERVICE_ACCOUNT = "default-editor"
-STS_AUDIENCE = "sts.amazonaws.com"
 GPU_QUOTA_KEY = f"requests.{GPU_RESOURCE}"
 #: The namespace annotation the profile controller compares with the Profile's owner before adopting a namespace
 #: that already exists.
@@ -149,32 +148,6 @@ def manifests(team: Team) -> list[Manifest]:
     if fsx is not None:
         objects.append(fsx)
     return objects
-
-
-def _issuer_host_path(issuer: str) -> str:
-    # IAM condition keys name the issuer without its scheme.
-    return issuer.removeprefix("https://")
-
-
-def trust_policy(team: Team, *, oidc_provider_arn: str, oidc_issuer: str) -> dict[str, Any]:
-    """Only the team's default-editor ServiceAccount, with a token for STS, may assume the team's role."""
-    issuer = _issuer_host_path(oidc_issuer)
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Federated": oidc_provider_arn},
-                "Action": "sts:AssumeRoleWithWebIdentity",
-                "Condition": {
-                    "StringEquals": {
-                        f"{issuer}:sub": f"system:serviceaccount:{team.name}:{TEAM_SERVICE_ACCOUNT}",
-                        f"{issuer}:aud": STS_AUDIENCE,
-                    }
-                },
-            }
-        ],
-    }
 
 
 def permission_policy(
