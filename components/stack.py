@@ -230,6 +230,7 @@ def build_platform(config: PlatformConfig) -> Platform:
                 bucket_name=storage.buckets[team_bucket].bucket if team_bucket in storage.buckets else None,
                 bucket_kms_key_arn=storage.bucket_key.arn if encrypted and storage.bucket_key is not None else None,
                 tags=tags,
+                monitoring_namespace=MONITORING_NAMESPACE if observability is not None else None,
                 cleanup_controllers=cleanup_controllers,
             ),
             part("kubeflow"),

@@ -42,6 +42,8 @@ class KubeflowArgs:
     bucket_name: pulumi.Input[str] | None = None
     bucket_kms_key_arn: pulumi.Input[str] | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    #: The namespace of the platform's Prometheus (None: observability is off), admitted to scrape Kubeflow's pods.
+    monitoring_namespace: str | None = None
     #: Controllers that delete what Kubeflow's objects make in AWS (the load balancer controller, for the ALB).
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
@@ -65,6 +67,7 @@ class Kubeflow(pulumi.ComponentResource):
                 gpu_node_pools=args.gpu_node_pools,
                 gpu_scheduler=args.gpu_scheduler,
                 tags=dict(args.tags),
+                monitoring_namespace=args.monitoring_namespace,
             ),
         )
         secrets, admin = self._credentials(name)

@@ -171,9 +171,11 @@ def settings(
     gpu_node_pools: tuple[str, ...],
     gpu_scheduler: str | None,
     tags: dict[str, str] | None = None,
+    monitoring_namespace: str | None = None,
 ) -> Settings:
     """The settings of `plan.build` from the config and the platform's facts (its default StorageClass, the GPU
-    NodePool names, the bin-packing scheduler's name or None). Credentials and role ARNs stay placeholders."""
+    NodePool names, the bin-packing scheduler's name or None, the platform's Prometheus namespace or None).
+    Credentials and role ARNs stay placeholders."""
     if not config.enabled or config.admin_email is None:
         raise ValueError("Kubeflow is not enabled")
     alb = None
@@ -193,4 +195,5 @@ def settings(
         hub_registry_team=config.hub_registry_team,
         access=alb,
         tags=dict(tags or {}),
+        monitoring_namespace=monitoring_namespace,
     )

@@ -10,7 +10,7 @@ from components.scheduling import DEFAULT_GPU_SCHEDULER
 
 from . import access as access_
 from . import credentials as credentials_
-from . import gpu_scheduling, notebooks, staging, transform
+from . import gpu_scheduling, network_policy, notebooks, staging, transform
 from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
@@ -37,6 +37,8 @@ class Settings:
     credentials: Credentials = field(default_factory=Credentials)
     access: Alb | None = None  # None: reached by port-forward only
     tags: Mapping[str, str] = field(default_factory=dict)  # the platform's standard tags, for the ALB
+    #: The platform's Prometheus namespace, admitted into every namespace upstream isolates (None: no monitoring).
+    monitoring_namespace: str | None = None
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.teams]
@@ -81,7 +83,17 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     left = credentials_.defaults_left(objects)
     if left:
         raise ValueError("upstream default credentials left:\n" + "\n".join(f"  - {line}" for line in left))
-    return [Item(obj, part) for obj, part in zip(objects, parts)]
+    items = [Item(obj, part) for obj, part in zip(objects, parts)]
+    if settings.monitoring_namespace is not None:
+        part_of = {obj["metadata"].get("namespace"): part for obj, part in zip(objects, parts) if network_policy.is_network_policy(obj)}
+        items += [
+            Item(network_policy.monitoring_allowance(namespace, settings.monitoring_namespace), part_of[namespace])
+            for namespace in network_policy.isolated_namespaces(objects)
+        ]
+    closed = network_policy.problems([item.manifest for item in items], settings.monitoring_namespace)
+    if closed:
+        raise ValueError("the NetworkPolicies close paths the platform needs:\n" + "\n".join(f"  - {p}" for p in closed))
+    return items
 
 
 def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> list[Staged]:
