@@ -283,10 +283,12 @@ def test_the_alb_serves_https_only_with_the_certificate_and_tags():
     assert rule["http"]["paths"][0]["backend"]["service"] == {"name": "istio-ingressgateway", "port": {"number": 80}}
 
 
-def test_behind_https_the_session_cookie_is_secure(cleaned):
-    changed = access.secure_cookies(cleaned)
-    assert find(cleaned, "ConfigMap", "oauth2-proxy", "oauth2-proxy-parameters")["data"]["FORCE_HTTPS"] == "false"
-    assert find(changed, "ConfigMap", "oauth2-proxy", "oauth2-proxy-parameters")["data"]["FORCE_HTTPS"] == "true"
+def test_the_session_cookie_is_secure_exactly_behind_https(cleaned):
+    parameters = ("ConfigMap", "oauth2-proxy", "oauth2-proxy-parameters")
+    assert find(cleaned, *parameters)["data"]["FORCE_HTTPS"] == "false"
+    assert find(access.cookies(cleaned, secure=True), *parameters)["data"]["FORCE_HTTPS"] == "true"
+    forced = access.cookies(cleaned, secure=True)
+    assert find(access.cookies(forced, secure=False), *parameters)["data"]["FORCE_HTTPS"] == "false"
 
 
 def test_secret_values_decode_base64_data():

@@ -149,6 +149,27 @@ def test_a_team_that_is_also_an_fsx_namespace_or_asks_for_an_fsx_claim_is_refuse
     assert any(p.startswith("kubeflow.teams.team-a.fsxClaim: is not supported yet") for p in problems)
 
 
+def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_tokens():
+    section = kubeflow_section()
+    section["access"] = {"clusterTokens": True}
+    inventory = run_stack("dev", {"kubeflow": section})
+    objects = kubeflow_objects(inventory)
+    (authentication,) = [
+        o for o in objects if o.inputs.get("kind") == "RequestAuthentication" and o.inputs["metadata"]["name"] == "m2m-token-issuer"
+    ]
+    (rule,) = authentication.inputs["spec"]["jwtRules"]
+    assert rule["issuer"] == "https://" + inventory.stack_outputs["oidcIssuer"]
+    assert rule["outputClaimToHeaders"][0] == {"claim": "sub", "header": "kubeflow-userid"}
+    (parameters,) = [
+        o for o in objects
+        if o.inputs.get("kind") == "ConfigMap" and o.inputs["metadata"]["name"] == "oauth2-proxy-parameters"
+    ]
+    assert parameters.inputs["data"]["FORCE_HTTPS"] == "false"  # reached by port-forward, over plain HTTP
+    # Off by default: no such check at the gateway.
+    assert not [o for o in kubeflow_objects(run_stack("dev")) if o.inputs.get("kind") == "RequestAuthentication"
+                and o.inputs["metadata"]["name"] == "m2m-token-issuer"]
+
+
 def test_a_missing_tree_stops_the_program_before_anything_is_created(tmp_path):
     section = {**kubeflow_section(), "tree": str(tmp_path / "nowhere")}
     with pytest.raises(TreeError, match="python -m components.kubeflow fetch"):

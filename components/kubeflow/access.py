@@ -66,12 +66,28 @@ def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
     }
 
 
-def secure_cookies(objects: list[Manifest]) -> list[Manifest]:
-    """Behind HTTPS, oauth2-proxy marks its session cookie Secure (upstream leaves it off for plain-HTTP
-    port-forwards)."""
+#: Where the cluster's OIDC issuer goes (a Pulumi output: the registration puts its value in).
+OIDC_ISSUER_PLACEHOLDER = "<<kubeflow-input:oidc-issuer>>"
+CLUSTER_TOKEN_AUTHENTICATION = ("RequestAuthentication", "istio-system", "m2m-token-issuer")
+
+
+def cluster_token_issuer(objects: list[Manifest]) -> list[Manifest]:
+    """Point the gateway's check of service-account tokens at this cluster's issuer (upstream leaves a template)."""
 
     def change(obj: Manifest) -> Manifest:
-        obj["data"]["FORCE_HTTPS"] = "true"
+        (rule,) = obj["spec"]["jwtRules"]
+        rule["issuer"] = OIDC_ISSUER_PLACEHOLDER
+        return obj
+
+    return replace(objects, {CLUSTER_TOKEN_AUTHENTICATION: change})
+
+
+def cookies(objects: list[Manifest], *, secure: bool) -> list[Manifest]:
+    """oauth2-proxy marks its session cookie Secure exactly when the gateway is behind HTTPS (the ALB): a Secure
+    cookie over a plain-HTTP port-forward never comes back, and sign-in loops."""
+
+    def change(obj: Manifest) -> Manifest:
+        obj["data"]["FORCE_HTTPS"] = "true" if secure else "false"
         return obj
 
     return replace(objects, {OAUTH2_PROXY_PARAMETERS: change})

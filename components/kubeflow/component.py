@@ -85,6 +85,8 @@ class Kubeflow(pulumi.ComponentResource):
             parent=stages,
             secrets=secrets,
             role_arns=self.team_roles,
+            # The issuer as tokens name it (`iss`): with its scheme, which the handle's value leaves out.
+            oidc_issuer=cluster.oidc_issuer.apply(lambda issuer: f"https://{issuer.removeprefix('https://')}"),
             # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them.
             depends_on=list(cluster.system_ready),
             depends_on_by_kind={

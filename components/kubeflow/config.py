@@ -89,13 +89,18 @@ class Access(_Model):
     allowed_cidrs: tuple[StrictStr, ...] = Field(
         default=(), description="who may connect to the ALB; empty: the load balancer controller's default"
     )
+    cluster_tokens: bool = Field(
+        default=False,
+        description="also accept the cluster's service-account tokens at the gateway (upstream's m2m-dex-and-eks: "
+        "the token's subject becomes the user), so programs in the cluster call Pipelines with a projected token",
+    )
 
     @model_validator(mode="after")
     def _alb_keys(self) -> Access:
         if self.mode == "alb" and self.certificate_arn is None:
             raise ValueError("certificateArn is required with mode alb (the ALB serves HTTPS only)")
         if self.mode == "port-forward":
-            unused = sorted(to_camel(f) for f in self.model_fields_set - {"mode"})
+            unused = sorted(to_camel(f) for f in self.model_fields_set - {"mode", "cluster_tokens"})
             if unused:
                 raise ValueError(f"{', '.join(unused)} only apply to mode alb; remove them")
         return self
@@ -160,7 +165,12 @@ class KubeflowConfig(_Model):
 def selected_entries(config: KubeflowConfig) -> tuple[entries.Entry, ...]:
     c = config.components
     return entries.selected(
-        katib=c.katib, spark=c.spark, hub=c.hub, knative=c.knative, hub_registry=config.hub_registry_team is not None
+        katib=c.katib,
+        spark=c.spark,
+        hub=c.hub,
+        knative=c.knative,
+        hub_registry=config.hub_registry_team is not None,
+        cluster_tokens=config.access.cluster_tokens,
     )
 
 

@@ -53,8 +53,10 @@ HUB_CATALOG = Entry("applications/hub/overlays/model-catalog", Part.APPS)
 KNATIVE = Entry("common/knative/knative-serving/overlays/gateways", Part.APPS)
 CLUSTER_LOCAL_GATEWAY = Entry("common/istio/cluster-local-gateway/base", Part.ISTIO)
 
-#: Upstream alternatives to default entries; rendered and tested, not selectable by configuration yet.
+#: oauth2-proxy that also accepts the cluster's service-account tokens (its OIDC issuer) at the gateway, in place of
+#: OAUTH2_PROXY (`selected(cluster_tokens=True)`).
 OAUTH2_PROXY_EKS_TOKENS = Entry("common/oauth2-proxy/overlays/m2m-dex-and-eks", Part.AUTH)
+#: Upstream alternatives to default entries; rendered and tested, not selectable by configuration yet.
 PIPELINES_KUBERNETES_NATIVE = Entry(
     "applications/pipeline/upstream/env/cert-manager/platform-agnostic-multi-user-k8s-native", Part.APPS
 )
@@ -85,20 +87,25 @@ OPTIONAL: dict[str, tuple[Entry, ...]] = {
     "knative": (KNATIVE, CLUSTER_LOCAL_GATEWAY),
 }
 
-ALTERNATIVES: tuple[Entry, ...] = (OAUTH2_PROXY_EKS_TOKENS, PIPELINES_KUBERNETES_NATIVE, TRAINER_DATA_CACHE)
+ALTERNATIVES: tuple[Entry, ...] = (PIPELINES_KUBERNETES_NATIVE, TRAINER_DATA_CACHE)
 
 #: Every entry the renderer supports, in install-file order.
 ALL: tuple[Entry, ...] = (
-    CERT_MANAGER, *DEFAULT, *(e for group in OPTIONAL.values() for e in group), HUB_REGISTRY, *ALTERNATIVES
+    CERT_MANAGER,
+    *DEFAULT,
+    *(e for group in OPTIONAL.values() for e in group),
+    HUB_REGISTRY,
+    OAUTH2_PROXY_EKS_TOKENS,
+    *ALTERNATIVES,
 )
 
 BY_PATH: dict[str, Entry] = {entry.path: entry for entry in ALL}
 
 
 def selected(*, katib: bool = False, spark: bool = False, hub: bool = False, knative: bool = False,
-             hub_registry: bool = False) -> tuple[Entry, ...]:
+             hub_registry: bool = False, cluster_tokens: bool = False) -> tuple[Entry, ...]:
     """The entries to install: the default set plus the optional components asked for, in a stable order."""
-    chosen = list(DEFAULT)
+    chosen = [OAUTH2_PROXY_EKS_TOKENS if entry == OAUTH2_PROXY and cluster_tokens else entry for entry in DEFAULT]
     for name, wanted in (("katib", katib), ("spark", spark), ("hub", hub), ("knative", knative)):
         if wanted:
             chosen.extend(OPTIONAL[name])

@@ -14,7 +14,7 @@ from . import gpu_scheduling, network_policy, notebooks, staging, transform
 from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
-from .entries import BY_PATH, CERT_MANAGER_ISSUER, HUB_REGISTRY, Part
+from .entries import BY_PATH, CERT_MANAGER_ISSUER, HUB_REGISTRY, OAUTH2_PROXY_EKS_TOKENS, Part
 from .objects import Manifest
 from .staging import Item, Staged
 from .teams import Team
@@ -77,8 +77,9 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     objects = gpu_scheduling.apply(objects, settings.gpu_scheduler)
     objects = transform.storage_class(objects, settings.storage_class)
     objects = transform.stateful_placement(objects)
-    if settings.access is not None:
-        objects = access_.secure_cookies(objects)
+    objects = access_.cookies(objects, secure=settings.access is not None)
+    if OAUTH2_PROXY_EKS_TOKENS.path in rendered:
+        objects = access_.cluster_token_issuer(objects)
     objects = transform.config_digests(objects)
     left = credentials_.defaults_left(objects)
     if left:

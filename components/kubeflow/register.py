@@ -9,6 +9,7 @@ from typing import Any, Mapping, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .access import OIDC_ISSUER_PLACEHOLDER
 from .credentials import NAMES, placeholder
 from .objects import Manifest, ObjectKey
 from .staging import Stage, Staged, topological
@@ -47,14 +48,18 @@ def _snake(name: str) -> str:
 
 
 def substitutions(
-    secrets: Mapping[str, pulumi.Input[str]], role_arns: Mapping[str, pulumi.Input[str]]
+    secrets: Mapping[str, pulumi.Input[str]],
+    role_arns: Mapping[str, pulumi.Input[str]],
+    oidc_issuer: pulumi.Input[str] | None = None,
 ) -> dict[str, pulumi.Input[str]]:
-    """Placeholder -> value: the credentials (as secrets) and the teams' role ARNs."""
+    """Placeholder -> value: the credentials (as secrets), the teams' role ARNs and the cluster's OIDC issuer URL."""
     unknown = sorted(set(secrets) - set(NAMES))
     if unknown:
         raise ValueError(f"unknown credentials: {', '.join(unknown)} (known: {', '.join(NAMES)})")
     values: dict[str, pulumi.Input[str]] = {placeholder(name): pulumi.Output.secret(value) for name, value in secrets.items()}
     values.update({role_arn_placeholder(team): arn for team, arn in role_arns.items()})
+    if oidc_issuer is not None:
+        values[OIDC_ISSUER_PLACEHOLDER] = oidc_issuer
     return values
 
 
@@ -93,6 +98,7 @@ def register(
     parent: pulumi.Resource | Mapping[Stage, pulumi.Resource],
     secrets: Mapping[str, pulumi.Input[str]] | None = None,
     role_arns: Mapping[str, pulumi.Input[str]] | None = None,
+    oidc_issuer: pulumi.Input[str] | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
     depends_on_by_kind: Mapping[str, Sequence[pulumi.Resource]] | None = None,
     depends_on_by_group: Mapping[str, Sequence[pulumi.Resource]] | None = None,
@@ -100,12 +106,12 @@ def register(
     """Create every staged object under `parent` (one, or one per stage) with `provider`.
 
     `secrets` maps credential names (`credentials.NAMES`) to the generated values, `role_arns` team names to
-    their roles' ARNs (for Profiles built without one). `depends_on` (say, the node
+    their roles' ARNs (for Profiles built without one), `oidc_issuer` the cluster's issuer URL. `depends_on` (say, the node
     group) is added to the objects that depend on nothing else; all others reach it through them, so it also
     outlives every object on destroy. `depends_on_by_kind` adds the controllers that delete what objects of a kind
     make in AWS: {"PersistentVolumeClaim": [EBS CSI driver], "Ingress": [load balancer controller]};
     `depends_on_by_group` what serves an API group from outside Kubeflow: {"cert-manager.io": [cert-manager]}."""
-    values = substitutions(secrets or {}, role_arns or {})
+    values = substitutions(secrets or {}, role_arns or {}, oidc_issuer)
     resources: dict[ObjectKey, pulumi.CustomResource] = {}
     for item in topological(staged):
         owner = parent[item.stage] if isinstance(parent, Mapping) else parent
