@@ -23,7 +23,7 @@ from components.gpu.component import GpuStack, GpuStackArgs
 from components.gpu.devices import NodeDevices, NodeDevicesArgs
 from components.ingress.component import Ingress, IngressArgs
 from components.karpenter.component import Karpenter, KarpenterArgs
-from components.kubeflow.component import Kubeflow, KubeflowArgs
+from components.kubeflow.component import FsxForTeams, Kubeflow, KubeflowArgs
 from components.network.component import Network, NetworkArgs
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
@@ -231,6 +231,9 @@ def build_platform(config: PlatformConfig) -> Platform:
                 bucket_kms_key_arn=storage.bucket_key.arn if encrypted and storage.bucket_key is not None else None,
                 tags=tags,
                 monitoring_namespace=MONITORING_NAMESPACE if observability is not None else None,
+                fsx=FsxForTeams(storage.file_system, storage.fsx_driver, config.storage.fsx.storage_capacity_gib)
+                if storage.file_system is not None and storage.fsx_driver is not None and config.storage.fsx is not None
+                else None,
                 cleanup_controllers=cleanup_controllers,
             ),
             part("kubeflow"),

@@ -141,12 +141,40 @@ def test_an_unknown_component_name_is_refused_by_its_key():
     assert problem.startswith("kubeflow.components.kserve: unknown key")
 
 
-def test_a_team_that_is_also_an_fsx_namespace_or_asks_for_an_fsx_claim_is_refused():
+def test_a_team_that_is_also_an_fsx_namespace_or_claims_fsx_on_a_stack_without_it_is_refused():
     section = kubeflow_section("prod")
-    section["teams"]["team-a"] = {"owner": "a@example.org", "gpuQuota": 1, "s3Prefix": "teams/a", "fsxClaim": "fsx"}
+    section["teams"]["team-a"] = {"owner": "a@example.org", "gpuQuota": 1, "s3Prefix": "teams/a"}
     problems = refused({"kubeflow": section}, "prod")
     assert any(p.startswith("kubeflow.teams.team-a: is also in storage.fsx.namespaces") for p in problems)
-    assert any(p.startswith("kubeflow.teams.team-a.fsxClaim: is not supported yet") for p in problems)
+    section = kubeflow_section()
+    section["teams"]["ml-research"]["fsxClaim"] = "datasets"
+    storage = json.loads(stack_config("dev")["eks-ml-platform:storage"])
+    storage.pop("fsx")
+    assert refused({"kubeflow": section, "storage": storage}) == [
+        "kubeflow.teams.ml-research.fsxClaim: needs the platform's FSx file system (storage.fsx), which this stack "
+        "does not create"
+    ]
+
+
+def test_a_teams_fsx_claim_binds_a_static_volume_of_the_platforms_file_system_and_goes_with_its_namespace():
+    section = kubeflow_section()
+    section["teams"]["ml-research"]["fsxClaim"] = "datasets"
+    inventory = run_stack("dev", {"kubeflow": section})
+    objects = {(o.inputs.get("kind"), o.inputs["metadata"]["name"]): o for o in kubeflow_objects(inventory)}
+    volume, claim = objects[("PersistentVolume", "datasets-ml-research")], objects[("PersistentVolumeClaim", "datasets")]
+    namespace = objects[("Namespace", "ml-research")]
+    file_system = inventory.one("aws:fsx/lustreFileSystem:LustreFileSystem")
+    csi = volume.inputs["spec"]["csi"]
+    assert csi["volumeHandle"] == file_system.id == inventory.stack_outputs["fsxFileSystemId"]
+    assert csi["volumeAttributes"]["mountname"] == file_system.outputs["mountName"]
+    assert volume.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert claim.inputs["metadata"]["namespace"] == "ml-research" and claim.inputs["spec"]["volumeName"] == "datasets-ml-research"
+    # Destroy: the namespace goes (taking the claim, so no pod holds it), then the volume, then the driver.
+    assert claim.deleted_with == namespace.urn
+    assert inventory.depends_on(namespace, volume)
+    assert inventory.depends_on(volume, inventory.one("kubernetes:helm.sh/v3:Release", "storage-fsx-csi"))
+    mount = objects[("PodDefault", "mount-fsx")]
+    assert mount.inputs["spec"]["volumes"] == [{"name": "fsx", "persistentVolumeClaim": {"claimName": "datasets"}}]
 
 
 def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_tokens():

@@ -13,7 +13,7 @@ from components.kubeflow import entries, plan, render, staging
 from components.kubeflow.credentials import Admin
 from components.kubeflow.objects import ObjectKey
 from components.kubeflow.staging import Stage
-from components.kubeflow.teams import Team
+from components.kubeflow.teams import FsxShare, Team
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
@@ -24,7 +24,7 @@ TEAMS = (
 )
 SETTINGS = plan.Settings(
     admin=Admin("platform@example.org"), storage_class="gp3", gpu_node_pools=("gpu-inference",), teams=TEAMS,
-    hub_registry_team="vision",
+    hub_registry_team="vision", fsx=FsxShare(1200),
 )
 
 
@@ -62,8 +62,8 @@ def test_the_default_set_and_everything_stage_without_a_problem(staged, default_
     assert staging.check(staged) == []
     assert staging.check(default_set) == []
     # Upstream's 471 objects less cert-manager's 49 (the platform's) and the 2 NetworkPolicies of its namespace; two
-    # teams' namespace, Profile and PodDefault; one FSx PodDefault.
-    assert len(default_set) == 471 - 49 - 2 + 3 * 2 + 1
+    # teams' namespace, Profile and PodDefault; one team's FSx volume, claim and PodDefault.
+    assert len(default_set) == 471 - 49 - 2 + 3 * 2 + 3
 
 
 @pytest.mark.parametrize(

@@ -31,19 +31,22 @@ def schemas(tmp_path_factory) -> dict[tuple[str, str], dict]:
     return found
 
 
+SHARE = teams.FsxShare(1200, file_system_id="fs-0123456789abcdef0", dns_name="fs.example", mount_name="abcdefgh")
+
+
 def by_kind(objects, kind):
     return [o for o in objects if o["kind"] == kind]
 
 
 def test_the_namespace_names_its_owner_and_carries_the_profile_labels_from_the_start():
-    (namespace,) = by_kind(teams.manifests(VISION), "Namespace")
+    (namespace,) = by_kind(teams.manifests(VISION, SHARE), "Namespace")
     assert namespace["metadata"]["annotations"] == {"owner": "lead@example.org"}
     assert namespace["metadata"]["labels"]["app.kubernetes.io/part-of"] == "kubeflow-profile"
     assert namespace["metadata"]["labels"]["istio-injection"] == "enabled"
 
 
 def test_the_profile_caps_gpus_and_annotates_the_service_account_only(schemas):
-    (profile,) = by_kind(teams.manifests(VISION), "Profile")
+    (profile,) = by_kind(teams.manifests(VISION, SHARE), "Profile")
     jsonschema.validate(profile, schemas[("kubeflow.org/v1", "Profile")])
     assert profile["apiVersion"] == "kubeflow.org/v1"
     assert profile["spec"]["owner"] == {"kind": "User", "name": "lead@example.org"}
@@ -61,8 +64,21 @@ def test_without_a_role_arn_the_profile_carries_the_placeholder_the_registration
     assert len(by_kind(teams.manifests(team), "PodDefault")) == 1  # no FSx claim, no FSx PodDefault
 
 
+def test_an_fsx_claim_binds_a_retained_static_volume_of_the_share_and_needs_one():
+    volume, claim = by_kind(teams.manifests(VISION, SHARE), "PersistentVolume") + by_kind(
+        teams.manifests(VISION, SHARE), "PersistentVolumeClaim"
+    )
+    assert volume["metadata"]["name"] == "fsx-lustre-vision"
+    assert volume["spec"]["claimRef"] == {"namespace": "vision", "name": "fsx-lustre"}
+    assert volume["spec"]["csi"]["volumeHandle"] == "fs-0123456789abcdef0"
+    assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"  # the claim's deletion never touches the share
+    assert claim["spec"]["volumeName"] == "fsx-lustre-vision" and claim["spec"]["storageClassName"] == ""
+    with pytest.raises(ValueError, match="an FSx claim needs the platform's file system"):
+        teams.manifests(VISION)
+
+
 def test_the_pod_defaults_are_valid_and_give_pipelines_access_and_the_fsx_share(schemas):
-    defaults = {p["metadata"]["name"]: p for p in by_kind(teams.manifests(VISION), "PodDefault")}
+    defaults = {p["metadata"]["name"]: p for p in by_kind(teams.manifests(VISION, SHARE), "PodDefault")}
     for pod_default in defaults.values():
         jsonschema.validate(pod_default, schemas[("kubeflow.org/v1alpha1", "PodDefault")])
         assert pod_default["metadata"]["namespace"] == "vision"

@@ -264,12 +264,11 @@ class PlatformConfig(ConfigModel):
                         "teams' namespaces itself, so name the team differently",
                     )
                 )
-            if spec.fsx_claim is not None:
+            if spec.fsx_claim is not None and self.storage.fsx is None:
                 problems.append(
                     (
                         f"kubeflow.teams.{team}.fsxClaim",
-                        "is not supported yet: nothing creates an FSx claim in a Kubeflow team's namespace, so the "
-                        "notebooks that mount it would stay Pending; remove it",
+                        "needs the platform's FSx file system (storage.fsx), which this stack does not create",
                     )
                 )
         return problems

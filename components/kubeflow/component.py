@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_random as random
 
 from components.cluster.component import ClusterHandle
@@ -17,11 +18,21 @@ from components.kubeflow.config import KubeflowConfig, selected_entries, setting
 from components.kubeflow.credentials import NAMES
 from components.kubeflow.register import register
 from components.kubeflow.staging import Stage
-from components.kubeflow.teams import TEAM_SERVICE_ACCOUNT, Team, permission_policy
+from components.kubeflow.access import OIDC_ISSUER_PLACEHOLDER
+from components.kubeflow.teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
 
 #: Credentials with a shape of their own (everything else: 32 letters and digits, safe in connection strings).
 _ADMIN = "admin_password_bcrypt"
 _COOKIE = "oauth2_proxy_cookie_secret"  # oauth2-proxy takes 16, 24 or 32 byte keys
+
+
+@dataclass(frozen=True)
+class FsxForTeams:
+    """The platform's FSx file system and CSI driver, for teams' claims."""
+
+    file_system: aws.fsx.LustreFileSystem
+    driver: pulumi.Resource
+    capacity_gib: int
 
 
 @dataclass(frozen=True)
@@ -44,6 +55,8 @@ class KubeflowArgs:
     tags: Mapping[str, str] = field(default_factory=dict)
     #: The namespace of the platform's Prometheus (None: observability is off), admitted to scrape Kubeflow's pods.
     monitoring_namespace: str | None = None
+    #: The platform's file system, for teams with `fsxClaim` (None: the stack has none; config then refuses them).
+    fsx: FsxForTeams | None = None
     #: Controllers that delete what Kubeflow's objects make in AWS (the load balancer controller, for the ALB).
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
@@ -68,6 +81,7 @@ class Kubeflow(pulumi.ComponentResource):
                 gpu_scheduler=args.gpu_scheduler,
                 tags=dict(args.tags),
                 monitoring_namespace=args.monitoring_namespace,
+                fsx_capacity_gib=args.fsx.capacity_gib if args.fsx is not None else None,
             ),
         )
         secrets, admin = self._credentials(name)
@@ -85,8 +99,7 @@ class Kubeflow(pulumi.ComponentResource):
             parent=stages,
             secrets=secrets,
             role_arns=self.team_roles,
-            # The issuer as tokens name it (`iss`): with its scheme, which the handle's value leaves out.
-            oidc_issuer=cluster.oidc_issuer.apply(lambda issuer: f"https://{issuer.removeprefix('https://')}"),
+            inputs=self._inputs(args),
             # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them.
             depends_on=list(cluster.system_ready),
             depends_on_by_kind={
@@ -96,11 +109,26 @@ class Kubeflow(pulumi.ComponentResource):
                 "Namespace": [cluster.ebs_csi_driver, *args.cleanup_controllers],
                 # why: the load balancer controller makes and deletes the ALB of the Ingress.
                 "Ingress": list(args.cleanup_controllers),
+                # why: the FSx CSI driver mounts the teams' static volumes; they go before it.
+                "PersistentVolume": [args.fsx.driver] if args.fsx is not None else [],
             },
             # why: cert-manager's CRDs and webhooks serve these groups; its release goes after their objects.
             depends_on_by_group={group: [args.cert_manager] for group in sorted(CERT_MANAGER_GROUPS)},
         )
         self.register_outputs({"adminPassword": self.admin_password, "teamRoles": self.team_roles})
+
+    @staticmethod
+    def _inputs(args: KubeflowArgs) -> dict[str, pulumi.Input[str]]:
+        """Values of the placeholders the pure modules leave for outputs: the cluster's OIDC issuer (as tokens name
+        it, `iss`, with the scheme the handle's value leaves out) and the file system's identity."""
+        inputs: dict[str, pulumi.Input[str]] = {
+            OIDC_ISSUER_PLACEHOLDER: args.cluster.oidc_issuer.apply(lambda i: f"https://{i.removeprefix('https://')}")
+        }
+        if args.fsx is not None:
+            file_system = args.fsx.file_system
+            identity = {"file_system_id": file_system.id, "dns_name": file_system.dns_name, "mount_name": file_system.mount_name}
+            inputs.update({FSX_PLACEHOLDERS[field_]: value for field_, value in identity.items()})
+        return inputs
 
     def _credentials(self, name: str) -> tuple[dict[str, pulumi.Output[str]], random.RandomPassword]:
         """Every credential upstream ships a default for, generated; the admin's as a bcrypt hash for Dex."""

@@ -23,7 +23,7 @@ from . import entries
 from .access import Alb
 from .credentials import Admin
 from .plan import Settings
-from .teams import Team
+from .teams import FsxShare, Team
 
 
 def _pattern(regex: str, what: str):
@@ -68,7 +68,9 @@ class TeamConfig(_Model):
     )
     s3_prefix: S3Prefix = Field(description="the team's prefix in `kubeflow.bucket`, the only one its role may use")
     fsx_claim: TeamName | None = Field(
-        default=None, description="refused for now: nothing creates an FSx claim in a team's namespace yet"
+        default=None,
+        description="a claim of this name on the platform's FSx file system in the team's namespace (through a static "
+        "volume of its own, needs `storage.fsx`), and a PodDefault that mounts it at /fsx; none: no claim",
     )
 
 
@@ -182,10 +184,11 @@ def settings(
     gpu_scheduler: str | None,
     tags: dict[str, str] | None = None,
     monitoring_namespace: str | None = None,
+    fsx_capacity_gib: int | None = None,
 ) -> Settings:
     """The settings of `plan.build` from the config and the platform's facts (its default StorageClass, the GPU
-    NodePool names, the bin-packing scheduler's name or None, the platform's Prometheus namespace or None).
-    Credentials and role ARNs stay placeholders."""
+    NodePool names, the bin-packing scheduler's name or None, the platform's Prometheus namespace or None, the size
+    of its FSx file system or None). Credentials, role ARNs and the file system's identity stay placeholders."""
     if not config.enabled or config.admin_email is None:
         raise ValueError("Kubeflow is not enabled")
     alb = None
@@ -206,4 +209,5 @@ def settings(
         access=alb,
         tags=dict(tags or {}),
         monitoring_namespace=monitoring_namespace,
+        fsx=FsxShare(fsx_capacity_gib) if fsx_capacity_gib is not None else None,
     )

@@ -17,7 +17,7 @@ from .credentials import Admin, Credentials
 from .entries import BY_PATH, CERT_MANAGER_ISSUER, HUB_REGISTRY, OAUTH2_PROXY_EKS_TOKENS, Part
 from .objects import Manifest
 from .staging import Item, Staged
-from .teams import Team
+from .teams import FsxShare, Team
 
 #: The namespace upstream renders the Hub's per-tenant model registry into (its example user's).
 HUB_REGISTRY_NAMESPACE = "kubeflow-user-example-com"
@@ -39,6 +39,8 @@ class Settings:
     tags: Mapping[str, str] = field(default_factory=dict)  # the platform's standard tags, for the ALB
     #: The platform's Prometheus namespace, admitted into every namespace upstream isolates (None: no monitoring).
     monitoring_namespace: str | None = None
+    #: The platform's FSx file system, for teams with an FSx claim (None: the stack has none).
+    fsx: FsxShare | None = None
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.teams]
@@ -101,7 +103,7 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
     """Every object to register, staged and connected; raises ValueError if the order check finds a problem."""
     items = platform_objects(rendered, settings)
     for team in settings.teams:
-        items.extend(Item(obj, None) for obj in teams_.manifests(team))
+        items.extend(Item(obj, None) for obj in teams_.manifests(team, settings.fsx))
     if settings.access is not None:
         # Exposed last, once everything behind the gateway serves.
         items.append(Item(access_.ingress(settings.access, settings.tags), None))
@@ -113,4 +115,7 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
     return staged
 
 
-__all__ = ["Admin", "Alb", "Credentials", "HUB_REGISTRY_NAMESPACE", "Part", "Settings", "Team", "build", "platform_objects"]
+__all__ = [
+    "Admin", "Alb", "Credentials", "FsxShare", "HUB_REGISTRY_NAMESPACE", "Part", "Settings", "Team", "build",
+    "platform_objects",
+]

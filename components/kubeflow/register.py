@@ -9,7 +9,6 @@ from typing import Any, Mapping, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .access import OIDC_ISSUER_PLACEHOLDER
 from .credentials import NAMES, placeholder
 from .objects import Manifest, ObjectKey
 from .staging import Stage, Staged, topological
@@ -50,16 +49,16 @@ def _snake(name: str) -> str:
 def substitutions(
     secrets: Mapping[str, pulumi.Input[str]],
     role_arns: Mapping[str, pulumi.Input[str]],
-    oidc_issuer: pulumi.Input[str] | None = None,
+    inputs: Mapping[str, pulumi.Input[str]] | None = None,
 ) -> dict[str, pulumi.Input[str]]:
-    """Placeholder -> value: the credentials (as secrets), the teams' role ARNs and the cluster's OIDC issuer URL."""
+    """Placeholder -> value: the credentials (as secrets), the teams' role ARNs, and `inputs` given by their
+    placeholders (the cluster's OIDC issuer URL, the file system's identity)."""
     unknown = sorted(set(secrets) - set(NAMES))
     if unknown:
         raise ValueError(f"unknown credentials: {', '.join(unknown)} (known: {', '.join(NAMES)})")
     values: dict[str, pulumi.Input[str]] = {placeholder(name): pulumi.Output.secret(value) for name, value in secrets.items()}
     values.update({role_arn_placeholder(team): arn for team, arn in role_arns.items()})
-    if oidc_issuer is not None:
-        values[OIDC_ISSUER_PLACEHOLDER] = oidc_issuer
+    values.update(inputs or {})
     return values
 
 
@@ -98,7 +97,7 @@ def register(
     parent: pulumi.Resource | Mapping[Stage, pulumi.Resource],
     secrets: Mapping[str, pulumi.Input[str]] | None = None,
     role_arns: Mapping[str, pulumi.Input[str]] | None = None,
-    oidc_issuer: pulumi.Input[str] | None = None,
+    inputs: Mapping[str, pulumi.Input[str]] | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
     depends_on_by_kind: Mapping[str, Sequence[pulumi.Resource]] | None = None,
     depends_on_by_group: Mapping[str, Sequence[pulumi.Resource]] | None = None,
@@ -106,18 +105,22 @@ def register(
     """Create every staged object under `parent` (one, or one per stage) with `provider`.
 
     `secrets` maps credential names (`credentials.NAMES`) to the generated values, `role_arns` team names to
-    their roles' ARNs (for Profiles built without one), `oidc_issuer` the cluster's issuer URL. `depends_on` (say, the node
+    their roles' ARNs (for Profiles built without one), `inputs` other placeholders to their values. `depends_on` (say, the node
     group) is added to the objects that depend on nothing else; all others reach it through them, so it also
     outlives every object on destroy. `depends_on_by_kind` adds the controllers that delete what objects of a kind
     make in AWS: {"PersistentVolumeClaim": [EBS CSI driver], "Ingress": [load balancer controller]};
     `depends_on_by_group` what serves an API group from outside Kubeflow: {"cert-manager.io": [cert-manager]}."""
-    values = substitutions(secrets or {}, role_arns or {}, oidc_issuer)
+    values = substitutions(secrets or {}, role_arns or {}, inputs)
     resources: dict[ObjectKey, pulumi.CustomResource] = {}
     for item in topological(staged):
         owner = parent[item.stage] if isinstance(parent, Mapping) else parent
         dependencies = [resources[k] for k in item.depends_on] if item.depends_on else list(depends_on)
         dependencies += list((depends_on_by_kind or {}).get(item.key.kind, ()))
         dependencies += list((depends_on_by_group or {}).get(item.key.group, ()))
-        opts = pulumi.ResourceOptions(provider=provider, parent=owner, depends_on=dependencies)
+        # A claim on a static volume goes with its namespace: deleted on its own it would wait, on its protection
+        # finalizer, for the pods that mount it, which only the namespace's deletion removes.
+        static_claim = item.key.kind == "PersistentVolumeClaim" and (item.manifest.get("spec") or {}).get("volumeName")
+        namespace = resources.get(ObjectKey("", "Namespace", "", item.key.namespace)) if static_claim else None
+        opts = pulumi.ResourceOptions(provider=provider, parent=owner, depends_on=dependencies, deleted_with=namespace)
         resources[item.key] = create(item.name, resolve(item.manifest, values), opts)
     return resources

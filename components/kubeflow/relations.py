@@ -125,6 +125,22 @@ class Relations:
             candidate = ObjectKey(CERT_MANAGER_GROUP, "Issuer", obj["metadata"]["namespace"], ref["name"])
         return candidate if candidate in self.objects else None
 
+    def static_volumes(self, obj: Manifest) -> dict[ObjectKey, str]:
+        """The static PersistentVolumes a claim binds, and those a namespace's claims bind: on destroy the
+        namespace (and the claim with it) goes first, then the volume nobody binds."""
+        if obj["kind"] == "PersistentVolumeClaim" and obj["apiVersion"] == "v1":
+            name = (obj.get("spec") or {}).get("volumeName")
+            volume = ObjectKey("", "PersistentVolume", "", name) if name else None
+            return {volume: "the static volume it binds"} if volume in self.objects else {}
+        if obj["kind"] == "Namespace" and obj["apiVersion"] == "v1":
+            return {
+                key(v): "the static volume a claim in it binds"
+                for v in self.objects.values()
+                if v["kind"] == "PersistentVolume"
+                and ((v.get("spec") or {}).get("claimRef") or {}).get("namespace") == obj["metadata"]["name"]
+            }
+        return {}
+
     def required(self, obj: Manifest, stages: Mapping[ObjectKey, int]) -> dict[ObjectKey, str]:
         """What `obj` must depend on (directly or through others), each with the reason."""
         own = key(obj)
@@ -151,6 +167,8 @@ class Relations:
         issuer = self.issuer_of(obj)
         if issuer is not None:
             needs[issuer] = "its Issuer"
+        for volume, why in self.static_volumes(obj).items():
+            needs[volume] = why
         if obj["kind"] == "Profile" and group_of(obj["apiVersion"]) == "kubeflow.org":
             team_namespace = self.namespaces.get(obj["metadata"]["name"])
             if team_namespace is not None:

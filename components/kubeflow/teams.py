@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.scheduling import GPU_RESOURCE
+from components.storage.render import fsx_volume
 from components.team.iam import team_s3_policy
 
 from .notebooks import ACCESS_ML_PIPELINE
@@ -43,6 +44,24 @@ _ROLE_PLACEHOLDER = "<<kubeflow-input:role-arn:{}>>"
 def role_arn_placeholder(team: str) -> str:
     """The stand-in for a team's role ARN (created next to the cluster) until registration."""
     return _ROLE_PLACEHOLDER.format(team)
+
+
+#: Stand-ins for the file system's identity (outputs of the platform's FSx) until registration.
+FSX_PLACEHOLDERS = {
+    "file_system_id": "<<kubeflow-input:fsx-file-system-id>>",
+    "dns_name": "<<kubeflow-input:fsx-dns-name>>",
+    "mount_name": "<<kubeflow-input:fsx-mount-name>>",
+}
+
+
+@dataclass(frozen=True)
+class FsxShare:
+    """The platform's FSx for Lustre file system, as a team's static volume names it."""
+
+    capacity_gib: int
+    file_system_id: str = FSX_PLACEHOLDERS["file_system_id"]
+    dns_name: str = FSX_PLACEHOLDERS["dns_name"]
+    mount_name: str = FSX_PLACEHOLDERS["mount_name"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,10 +143,9 @@ def access_ml_pipeline(team: Team) -> Manifest:
     }
 
 
-def fsx_pod_default(team: Team) -> Manifest | None:
+def fsx_pod_default(team: Team) -> Manifest:
     """A PodDefault mounting the team's FSx claim at /fsx, offered in the spawner's configurations."""
-    if team.fsx_claim is None:
-        return None
+    assert team.fsx_claim is not None
     return {
         "apiVersion": "kubeflow.org/v1alpha1",
         "kind": "PodDefault",
@@ -141,12 +159,31 @@ def fsx_pod_default(team: Team) -> Manifest | None:
     }
 
 
-def manifests(team: Team) -> list[Manifest]:
-    """The team's objects: Namespace (with the owner annotation), Profile, PodDefaults."""
+def fsx_claim(team: Team, share: FsxShare) -> tuple[Manifest, Manifest]:
+    """The team's claim on the platform's file system, through a static volume of its own (`<claim>-<team>`, kept
+    when the claim goes: deleting it never deletes the file system)."""
+    assert team.fsx_claim is not None
+    volume, claim = fsx_volume(
+        name=f"{team.fsx_claim}-{team.name}",
+        namespace=team.name,
+        claim=team.fsx_claim,
+        file_system_id=share.file_system_id,
+        dns_name=share.dns_name,
+        mount_name=share.mount_name,
+        capacity_gib=share.capacity_gib,
+    )
+    return volume, claim
+
+
+def manifests(team: Team, fsx: FsxShare | None = None) -> list[Manifest]:
+    """The team's objects: Namespace (with the owner annotation), Profile, PodDefaults, and with an FSx claim the
+    volume and claim it mounts (which need the platform's file system: `fsx`)."""
     objects = [namespace(team), profile(team), access_ml_pipeline(team)]
-    fsx = fsx_pod_default(team)
-    if fsx is not None:
-        objects.append(fsx)
+    if team.fsx_claim is not None:
+        if fsx is None:
+            raise ValueError(f"team {team.name}: an FSx claim needs the platform's file system")
+        objects.extend(fsx_claim(team, fsx))
+        objects.append(fsx_pod_default(team))
     return objects
 
 

@@ -80,6 +80,8 @@ class Storage(pulumi.ComponentResource):
             key_policy = _bucket_key_policy(name, self.bucket_key, config, self.buckets, cluster, stateful)
 
         self.file_system = None
+        #: The FSx CSI driver (None without FSx): static volumes of the file system depend on it.
+        self.fsx_driver: pulumi.Resource | None = None
         self.fsx_zone = args.fsx_zone
         self.data_repository_policy_arn = None
         self.fsx_storage_class_name = None
@@ -113,7 +115,7 @@ class Storage(pulumi.ComponentResource):
                 file_system_sweeps.append(
                     lustre.sweep(name, cluster, args.stateful_resources, after=[group, *rules], parent=self)
                 )
-            driver = lustre.csi_driver(name, cluster, controller_role, file_system_sweeps, k8s_opts)
+            driver = self.fsx_driver = lustre.csi_driver(name, cluster, controller_role, file_system_sweeps, k8s_opts)
             if fsx.storage_class:
                 self.fsx_storage_class_name = lustre.storage_class(
                     name, fsx, args.fsx_subnet_id, group, driver, k8s_opts
