@@ -74,6 +74,15 @@ def test_unknown_top_level_key_is_an_error_with_a_suggestion():
     assert problems(config)["clustr"].endswith("did you mean 'cluster'?")
 
 
+@pytest.mark.parametrize("key, source", [("project", "project's name"), ("stack", "stack's name"), ("region", "aws:region"),
+                                         ("profile", "aws:profile")])
+def test_a_key_the_program_fills_from_elsewhere_is_refused_not_silently_replaced(key, source):
+    config = raw()
+    config[f"{NS}:{key}"] = "other"
+    found = problems(config)
+    assert source in found[f"{NS}:{key}"] and found[f"{NS}:{key}"].endswith("remove it")
+
+
 def test_unknown_nested_key_names_its_full_path():
     found = problems(raw(cluster={"endpoint": {"public": True, "publicCidrs": ["10.0.0.0/8"]}, "systemNodeGroup": {"minSise": 2}}))
     assert found["cluster.systemNodeGroup.minSise"].endswith("did you mean 'minSize'?")

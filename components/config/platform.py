@@ -349,6 +349,15 @@ def _decode(value: Any) -> Any:
     return value
 
 
+#: Model fields the program fills from elsewhere: in the project's namespace they would be silently replaced.
+_SUPPLIED = {
+    "project": "the Pulumi project's name is used",
+    "stack": "the Pulumi stack's name is used",
+    "region": "the region is aws:region",
+    "profile": "the AWS profile is aws:profile",
+}
+
+
 def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> PlatformConfig:
     """Turn a stack's raw config (`namespace:key` -> value) into a `PlatformConfig`, or raise `ConfigError`."""
     issues: list[ConfigIssue] = []
@@ -357,7 +366,9 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
     for full_key in sorted(raw):
         namespace, _, key = full_key.partition(":")
         value = _decode(raw[full_key])
-        if namespace == PROJECT_NAMESPACE:
+        if namespace == PROJECT_NAMESPACE and key in _SUPPLIED:
+            issues.append(ConfigIssue(path=full_key, message=f"is not a setting: {_SUPPLIED[key]}; remove it"))
+        elif namespace == PROJECT_NAMESPACE:
             values[key] = value
         elif namespace == "aws" and key in AWS_KEYS:
             aws[key] = value
