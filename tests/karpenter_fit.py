@@ -25,7 +25,7 @@ from typing import Any
 import moto
 
 from components.cluster.capacity import BASE_WORKLOADS, FSX_WORKLOADS, Requests, allocatable
-from components.preflight.selection import InstanceShape, PoolSelection, shape_from_ec2
+from components.preflight.selection import InstanceShape, PoolSelection, holds, shape_from_ec2
 from components.scheduling import GPU_RESOURCE
 from components.team.quantity import parse_quantity
 
@@ -91,21 +91,6 @@ def daemon_set_requests(*, fsx: bool) -> Requests:
         if workload.daemon_set:
             total = total + workload.requests
     return total
-
-
-def holds(operator: str, value: str | None, values: Sequence[str]) -> bool:
-    """A node selector requirement against a label value (None: the node has no such label)."""
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if value is None or not value.lstrip("-").isdigit():
-        return False
-    return int(value) > int(values[0]) if operator == "Gt" else int(value) < int(values[0])
 
 
 def tolerates(taint: Mapping[str, str], tolerations: Sequence[Mapping[str, str]]) -> bool:

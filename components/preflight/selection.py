@@ -172,7 +172,7 @@ def type_order(shape: InstanceShape) -> tuple[str, tuple[int, str]]:
 # ------------------------------------------------------------------------------------------------- evaluation
 
 
-def _holds(operator: str, value: str | None, values: Sequence[str]) -> bool:
+def holds(operator: str, value: str | None, values: Sequence[str]) -> bool:
     """Karpenter's reading of one requirement against a label value (None: the label does not exist)."""
     if operator == "In":
         return value is not None and value in values
@@ -182,7 +182,7 @@ def _holds(operator: str, value: str | None, values: Sequence[str]) -> bool:
         return value is not None
     if operator == "DoesNotExist":
         return value is None
-    if value is None or not value.isdigit():
+    if value is None or not value.lstrip("-").isdigit():
         return False
     number, bound = int(value), int(values[0])
     return {"Gt": number > bound, "Gte": number >= bound, "Lt": number < bound, "Lte": number <= bound}[operator]
@@ -197,7 +197,7 @@ class PoolSelection:
 
     def admits(self, shape: InstanceShape) -> bool:
         return all(
-            _holds(r["operator"], shape.label(r["key"]), r.get("values", ()))
+            holds(r["operator"], shape.label(r["key"]), r.get("values", ()))
             for r in self.requirements
             if r["key"] not in _PLACEMENT_KEYS and shape.knows(r["key"])
         )
@@ -218,7 +218,7 @@ class PoolSelection:
         return tuple(z for z in stack_zones if self._placement_holds(ZONE_KEY, z))
 
     def _placement_holds(self, key: str, value: str) -> bool:
-        return all(_holds(r["operator"], value, r.get("values", ())) for r in self.requirements if r["key"] == key)
+        return all(holds(r["operator"], value, r.get("values", ())) for r in self.requirements if r["key"] == key)
 
 
 def select(pool: NodePoolSpec) -> PoolSelection:
@@ -226,7 +226,7 @@ def select(pool: NodePoolSpec) -> PoolSelection:
     capacity = tuple(
         c
         for c in ("on-demand", "spot", "reserved")
-        if all(_holds(r["operator"], c, r.get("values", ())) for r in requirements if r["key"] == CAPACITY_KEY)
+        if all(holds(r["operator"], c, r.get("values", ())) for r in requirements if r["key"] == CAPACITY_KEY)
     )
     return PoolSelection(requirements=requirements, capacity_types=capacity)
 
