@@ -7,7 +7,7 @@ that turns them into resources.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -32,6 +32,14 @@ _KINDS: Mapping[tuple[str, str], type[pulumi.CustomResource]] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
     ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
     ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): k8s.admissionregistration.v1.MutatingWebhookConfiguration,
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): k8s.admissionregistration.v1.ValidatingWebhookConfiguration,
+    ("v1", "Service"): k8s.core.v1.Service,
+    ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
+    ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
+    ("networking.k8s.io/v1", "Ingress"): k8s.networking.v1.Ingress,
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2.HorizontalPodAutoscaler,
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): k8s.apiextensions.v1.CustomResourceDefinition,
 }
 
 
@@ -50,14 +58,43 @@ _CUSTOM_KINDS = frozenset(
 )
 
 
-def create(name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-    """The typed resource for `manifest`; its top-level fields become the resource's arguments."""
+def create(
+    name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions, *, any_custom: bool = False
+) -> pulumi.CustomResource:
+    """The typed resource for `manifest`; its top-level fields become the resource's arguments. A kind with no
+    typed class is an error, unless it is one of the platform's custom kinds or `any_custom` (objects rendered
+    from upstream, with CRDs of their own): then a CustomResource, which carries only metadata and spec."""
     kind = (manifest["apiVersion"], manifest["kind"])
-    if kind in _CUSTOM_KINDS:
-        return k8s.apiextensions.CustomResource(
-            name, api_version=kind[0], kind=kind[1], metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
-        )
-    if kind not in _KINDS:
+    if kind in _KINDS:
+        fields = {_snake(key): value for key, value in manifest.items() if key not in {"apiVersion", "kind"}}
+        return _KINDS[kind](name, **fields, opts=opts)
+    if kind not in _CUSTOM_KINDS and not any_custom:
         raise ValueError(f"no resource type for {kind[0]} {kind[1]}; add it to k8s_objects._KINDS")
-    fields = {_snake(key): value for key, value in manifest.items() if key not in {"apiVersion", "kind"}}
-    return _KINDS[kind](name, **fields, opts=opts)
+    extra = sorted(set(manifest) - {"apiVersion", "kind", "metadata", "spec"})
+    if extra:
+        raise ValueError(f"{kind[1]} {manifest['metadata']['name']}: a custom resource with fields besides spec: {extra}")
+    return k8s.apiextensions.CustomResource(
+        name, api_version=kind[0], kind=kind[1], metadata=manifest["metadata"], spec=manifest.get("spec"), opts=opts
+    )
+
+
+def owned_namespace(
+    name: str,
+    namespace: str,
+    *,
+    pod_security: str,
+    cleaners: Sequence[pulumi.Resource],
+    opts: pulumi.ResourceOptions,
+) -> pulumi.CustomResource:
+    """A namespace the stack owns (destroy removes it), with its Pod Security level. It depends on `cleaners`, the
+    drivers and controllers that delete the AWS side of what is put in it (volumes, load balancers), so on destroy
+    it goes, with everything in it, while they still run."""
+    return create(
+        name,
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": {"pod-security.kubernetes.io/enforce": pod_security}},
+        },
+        pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(cleaners))),
+    )

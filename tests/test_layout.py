@@ -57,10 +57,13 @@ def imports(module: str) -> frozenset[str]:
 
 
 def is_resource_module(module: str) -> bool:
-    """A module that creates resources: it uses a provider SDK, or defines or builds components."""
+    """A module that creates resources: it uses a provider SDK, defines or builds components, or gives resources
+    their options (through `k8s_objects` or `helm`, the package's own factories)."""
+    text = MODULES[module].read_text()
     return (
         any(name == lib or name.startswith(lib + ".") for name in imports(module) for lib in RESOURCE_LIBRARIES)
-        or "pulumi.ComponentResource" in MODULES[module].read_text()
+        or "pulumi.ComponentResource" in text
+        or "pulumi.ResourceOptions(" in text
         or module in ("components.stack", "components")
     )
 

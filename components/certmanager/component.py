@@ -67,18 +67,12 @@ class CertManager(pulumi.ComponentResource):
         super().__init__("eksml:certmanager:CertManager", name, None, opts)
         cluster = args.cluster
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
-        namespace = k8s_objects.create(
+        namespace = k8s_objects.owned_namespace(
             f"{name}-namespace",
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
-            },
-            pulumi.ResourceOptions.merge(
-                k8s_opts,
-                # why: whatever is put in it goes with it while the drivers and controllers that clean up still run.
-                pulumi.ResourceOptions(depends_on=[cluster.ebs_csi_driver, *args.cleanup_controllers]),
-            ),
+            NAMESPACE,
+            pod_security="restricted",
+            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
+            opts=k8s_opts,
         )
         self.release = helm.release(
             name,

@@ -49,18 +49,12 @@ class GpuStack(pulumi.ComponentResource):
         )
         mig = config.mig
         # Owned by the stack (not created by Helm), so destroy removes it; the operator's DaemonSets need host access.
-        namespace = k8s_objects.create(
+        namespace = k8s_objects.owned_namespace(
             f"{name}-namespace",
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {"name": OPERATOR_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
-            },
-            pulumi.ResourceOptions.merge(
-                k8s_opts,
-                # why: the operator's pods go with the namespace while the drivers and controllers still run.
-                pulumi.ResourceOptions(depends_on=[cluster.ebs_csi_driver, *args.cleanup_controllers]),
-            ),
+            OPERATOR_NAMESPACE,
+            pod_security="privileged",
+            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
+            opts=k8s_opts,
         )
         self.operator = helm.release(
             f"{name}-operator",

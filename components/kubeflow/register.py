@@ -1,5 +1,5 @@
-"""Register staged Kubeflow objects as Pulumi resources: one resource per object, typed for built-in kinds,
-`apiextensions.CustomResource` otherwise, with `depends_on` object to object exactly as staged."""
+"""Register staged Kubeflow objects as Pulumi resources: one resource per object (`k8s_objects.create`: typed for
+built-in kinds, `apiextensions.CustomResource` otherwise), with `depends_on` object to object exactly as staged."""
 
 from __future__ import annotations
 
@@ -7,43 +7,15 @@ import re
 from typing import Any, Mapping, Sequence
 
 import pulumi
-import pulumi_kubernetes as k8s
+
+from components import k8s_objects
 
 from .credentials import NAMES, placeholder
 from .objects import Manifest, ObjectKey
 from .staging import Stage, Staged, topological
 from .teams import role_arn_placeholder
 
-#: The pulumi-kubernetes class of every built-in kind Kubeflow's manifests use, by (apiVersion, kind).
-TYPED: Mapping[tuple[str, str], type[pulumi.CustomResource]] = {
-    ("v1", "Namespace"): k8s.core.v1.Namespace,
-    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
-    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
-    ("v1", "Secret"): k8s.core.v1.Secret,
-    ("v1", "Service"): k8s.core.v1.Service,
-    ("v1", "PersistentVolumeClaim"): k8s.core.v1.PersistentVolumeClaim,
-    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
-    ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
-    ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
-    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
-    ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
-    ("networking.k8s.io/v1", "Ingress"): k8s.networking.v1.Ingress,
-    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
-    ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
-    ("autoscaling/v2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2.HorizontalPodAutoscaler,
-    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): k8s.apiextensions.v1.CustomResourceDefinition,
-    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): k8s.admissionregistration.v1.MutatingWebhookConfiguration,
-    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): k8s.admissionregistration.v1.ValidatingWebhookConfiguration,
-}
-
 _TOKEN = re.compile(r"<<kubeflow-(secret|input):")
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def substitutions(
@@ -74,20 +46,6 @@ def resolve(value: Any, values: Mapping[str, pulumi.Input[str]]) -> Any:
             raise ValueError(f"no value given for {value[:100]!r} (placeholders must be whole strings)")
         return values[value]
     return value
-
-
-def create(name: str, manifest: Manifest, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-    """The resource for one manifest: its typed class, or a CustomResource (which carries only metadata and spec)."""
-    kind = (manifest["apiVersion"], manifest["kind"])
-    if kind in TYPED:
-        fields = {_snake(k): v for k, v in manifest.items() if k not in {"apiVersion", "kind"}}
-        return TYPED[kind](name, **fields, opts=opts)
-    extra = sorted(set(manifest) - {"apiVersion", "kind", "metadata", "spec"})
-    if extra:
-        raise ValueError(f"{kind[1]} {manifest['metadata']['name']}: a custom resource with fields besides spec: {extra}")
-    return k8s.apiextensions.CustomResource(
-        name, api_version=kind[0], kind=kind[1], metadata=manifest["metadata"], spec=manifest.get("spec"), opts=opts
-    )
 
 
 def register(
@@ -122,5 +80,5 @@ def register(
         static_claim = item.key.kind == "PersistentVolumeClaim" and (item.manifest.get("spec") or {}).get("volumeName")
         namespace = resources.get(ObjectKey("", "Namespace", "", item.key.namespace)) if static_claim else None
         opts = pulumi.ResourceOptions(provider=provider, parent=owner, depends_on=dependencies, deleted_with=namespace)
-        resources[item.key] = create(item.name, resolve(item.manifest, values), opts)
+        resources[item.key] = k8s_objects.create(item.name, resolve(item.manifest, values), opts, any_custom=True)
     return resources

@@ -129,19 +129,13 @@ class Observability(pulumi.ComponentResource):
         super().__init__("eksml:observability:Observability", name, None, opts)
         cluster, config = args.cluster, args.config
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
-        namespace = k8s_objects.create(
+        namespace = k8s_objects.owned_namespace(
             f"{name}-namespace",
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                # The node exporter reads the host's network, PIDs and file systems.
-                "metadata": {"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
-            },
-            pulumi.ResourceOptions.merge(
-                k8s_opts,
-                # why: Prometheus' claim and whatever else lives here go while the drivers and controllers run.
-                pulumi.ResourceOptions(depends_on=[cluster.ebs_csi_driver, *args.cleanup_controllers]),
-            ),
+            NAMESPACE,
+            pod_security="privileged",  # the node exporter reads the host's network, PIDs and file systems
+            # Prometheus' claim among what lives here.
+            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
+            opts=k8s_opts,
         )
         in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
         password = random.RandomPassword(f"{name}-grafana-admin", length=32, special=False, opts=pulumi.ResourceOptions(parent=self))
