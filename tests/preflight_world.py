@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
@@ -111,3 +112,19 @@ def answer_ebs_default_key(ec2: Any, key_id: str) -> None:
         return AWSResponse("https://ec2.amazonaws.com/", 200, {}, None), {"KmsKeyId": key_id}
 
     ec2.meta.events.register("before-call.ec2.GetEbsDefaultKmsKeyId", answer)
+
+
+# Fixtures of every preflight test module (imported there by name).
+
+
+@pytest.fixture(autouse=True)
+def credentials(monkeypatch):
+    """Fake AWS credentials, so nothing reaches a real account."""
+    fake_credentials(monkeypatch)
+
+
+@pytest.fixture
+def clients():
+    """The moto account's clients, as the preflight builds them."""
+    with account() as clients:
+        yield clients

@@ -24,31 +24,22 @@ from components.preflight.reads import Identity
 from components.preflight.report import render_json, render_markdown, render_table
 from components.preflight.results import Status, exit_code
 from components.preflight.runner import name_checks, run_preflight
-from tests.preflight_world import (
+from tests.preflight_world import (  # credentials, clients: fixtures
     ACCOUNT,
     PROJECT,
     REPO,
     account,
     answer_ebs_default_key,
+    clients,
     create_admin_role,
     create_spot_role,
+    credentials,
     fake_credentials,
     platform_config,
     with_quotas,
 )
 
 QUOTA = {f"{c.key}-{kind}": q for c in VCPU_CLASSES for kind, q in (("on-demand", c.on_demand), ("spot", c.spot))}
-
-
-@pytest.fixture(autouse=True)
-def credentials(monkeypatch):
-    fake_credentials(monkeypatch)
-
-
-@pytest.fixture
-def clients():
-    with account() as clients:
-        yield clients
 
 
 # ----------------------------------------------------------------------------------------- identity, region

@@ -20,26 +20,16 @@ from components.preflight.checks_account import (
 )
 from components.preflight.quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION
 from components.preflight.results import Status
-from tests.preflight_world import (
+from tests.preflight_world import (  # credentials, clients: fixtures
     REGION,
     account,
+    clients,
     create_spot_role,
+    credentials,
     ebs_default_key_client,
-    fake_credentials,
     platform_config,
     quota_stubber,
 )
-
-
-@pytest.fixture(autouse=True)
-def credentials(monkeypatch):
-    fake_credentials(monkeypatch)
-
-
-@pytest.fixture
-def clients():
-    with account() as clients:
-        yield clients
 
 
 def _subnet(clients, zone):

@@ -23,20 +23,15 @@ from components.preflight.quotas import VCPU_CLASSES, vcpu_class
 from components.preflight.results import Status
 from components.preflight.runner import capacity_checks
 from components.preflight.selection import InstanceShape, accelerated_shapes, select
-from tests.preflight_world import account, fake_credentials, platform_config, with_quotas
+from tests.preflight_world import (  # credentials, clients: fixtures
+    account,
+    clients,
+    credentials,
+    platform_config,
+    with_quotas,
+)
 
 STANDARD, G_VT, P = (next(c for c in VCPU_CLASSES if c.key == key) for key in ("standard", "g-vt", "p"))
-
-
-@pytest.fixture(autouse=True)
-def credentials(monkeypatch):
-    fake_credentials(monkeypatch)
-
-
-@pytest.fixture
-def clients():
-    with account() as clients:
-        yield clients
 
 
 def _pool_result(clients, config, name):
