@@ -96,24 +96,32 @@ def namespace(team: Team) -> Manifest:
     }
 
 
-def profile(team: Team) -> Manifest:
+def profile_manifest(*, name: str, owner: str, gpu_quota: int, role_arn: Any) -> Manifest:
+    """A Profile owned by `owner`, its namespace capped at `gpu_quota` GPUs, and `default-editor` annotated with
+    `role_arn` (a string, a placeholder, or a Pulumi output: it is only placed, never read). The platform's teams and
+    team stacks both make theirs here."""
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "Profile",
-        "metadata": {"name": team.name},
+        "metadata": {"name": name},
         "spec": {
-            "owner": {"kind": "User", "name": team.owner},
-            "resourceQuotaSpec": {"hard": {GPU_QUOTA_KEY: str(team.gpu_quota)}},
+            "owner": {"kind": "User", "name": owner},
+            "resourceQuotaSpec": {"hard": {GPU_QUOTA_KEY: str(gpu_quota)}},
             "plugins": [
                 {
                     "kind": "AwsIamForServiceAccount",
                     # annotateOnly: the controller only annotates default-editor; it never edits the role's trust
                     # policy (Pulumi owns it, and the controller has no IAM permissions).
-                    "spec": {"awsIamRole": team.role_arn or role_arn_placeholder(team.name), "annotateOnly": True},
+                    "spec": {"awsIamRole": role_arn, "annotateOnly": True},
                 }
             ],
         },
     }
+
+
+def profile(team: Team) -> Manifest:
+    role_arn = team.role_arn or role_arn_placeholder(team.name)
+    return profile_manifest(name=team.name, owner=team.owner, gpu_quota=team.gpu_quota, role_arn=role_arn)
 
 
 def access_ml_pipeline(team: Team) -> Manifest:
