@@ -316,6 +316,8 @@ def export_team_contract(platform: Platform) -> None:
             pulumi.export("fsxStorageClass", storage.fsx_storage_class_name)
     if platform.observability is not None:
         pulumi.export("monitoringNamespace", MONITORING_NAMESPACE)
+    # Always, true or false: a team stack asking for a Profile is told plainly when no profile controller runs.
+    pulumi.export("kubeflowEnabled", platform.kubeflow is not None)
 
 
 def program() -> None:

@@ -10,10 +10,13 @@ import pytest
 
 from components.cluster.attach import HANDLE_OUTPUTS, AttachError, kubeconfig
 from components.cluster.component import ClusterHandle
+from components.config.errors import ConfigError
 from components.preview import mocks
-from components.team.offer import OFFER_OUTPUTS, PlatformOffer
+from components.team.config import TeamConfig
+from components.team.offer import OFFER_OUTPUTS, PlatformOffer, parse_offer
+from components.team.plan import plan_team
 
-from .conftest import REPO
+from .conftest import REPO, run_stack
 
 TEAM_STACK = REPO / "examples" / "team-stack"
 PLATFORM_STACK = "acme/eks-ml-platform/prod"
@@ -128,12 +131,25 @@ def test_the_platform_exports_every_output_a_team_stack_reads(prod):
     assert required and required <= set(prod.stack_outputs)
 
 
-def test_the_recorded_platform_outputs_are_what_the_prod_preview_exports_now(prod):
-    """The team stack's offline preview runs against this file: it must not drift from the platform. Regenerate with
-    `python examples/team-stack/record_platform_outputs.py --stack prod > examples/team-stack/platform-outputs.prod.json`."""
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_recorded_platform_outputs_are_what_the_preview_exports_now(stack, request):
+    """The team stack's offline previews run against these files: they must not drift from the platform. Regenerate
+    with `python examples/team-stack/record_platform_outputs.py --stack prod > examples/team-stack/platform-outputs.prod.json`
+    (and the same for dev)."""
     contract = {*HANDLE_OUTPUTS, *OFFER_OUTPUTS}
-    exported = json.loads(json.dumps(prod.stack_outputs))
-    assert recorded() == {name: value for name, value in exported.items() if name in contract}
+    exported = json.loads(json.dumps(request.getfixturevalue(stack).stack_outputs))
+    assert recorded(stack) == {name: value for name, value in exported.items() if name in contract}
+
+
+def test_a_platform_says_whether_it_runs_kubeflow_and_a_profile_needs_it(prod):
+    assert prod.stack_outputs["kubeflowEnabled"] is True
+    without = run_stack("dev", {"kubeflow": {"enabled": False}}).stack_outputs
+    assert without["kubeflowEnabled"] is False
+    offer = parse_offer({name: without[name] for name in OFFER_OUTPUTS if name in without}, stack=PLATFORM_STACK)
+    vision = TeamConfig.model_validate({"name": "vision", "quota": {"gpus": 1}, "kubeflow": {"owner": "lead@example.org"}})
+    with pytest.raises(ConfigError) as caught:
+        plan_team(vision, offer)
+    assert [issue.path for issue in caught.value.issues] == ["team.kubeflow"]
 
 
 def test_the_readme_lists_every_output_of_the_contract():
@@ -143,8 +159,9 @@ def test_the_readme_lists_every_output_of_the_contract():
     assert missing == []
 
 
-def test_the_record_script_writes_the_file_the_team_stack_previews_against(prod):
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_record_script_writes_the_file_the_team_stack_previews_against(stack):
     import runpy
 
     namespace = runpy.run_path(str(TEAM_STACK / "record_platform_outputs.py"), run_name="record")
-    assert namespace["recorded_outputs"]("prod") == (TEAM_STACK / "platform-outputs.prod.json").read_text()
+    assert namespace["recorded_outputs"](stack) == (TEAM_STACK / f"platform-outputs.{stack}.json").read_text()

@@ -1,17 +1,21 @@
 """Team components (pure): a team checked against what its platform offers, its namespace's bounds and network
-allowances, its S3 permissions, its NodePool capped by the platform's."""
+allowances, its S3 permissions, its NodePool capped by the platform's, its Kubeflow Profile."""
 
 from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
+import yaml
 
 from components.config.errors import ConfigError
+from components.kubeflow.teams import PROFILE_NAMESPACE_LABELS
 from components.team.config import TeamConfig, parse_team_config
 from components.team.iam import team_s3_policy
 from components.team.offer import PlatformContractError, parse_offer
 from components.team.plan import plan_team
+from components.team.profile import team_profile
 
 from .conftest import REPO
 
@@ -211,3 +215,88 @@ def test_a_platform_output_of_the_wrong_shape_is_named():
         outputs = json.loads(json.dumps(PLATFORM))
         del outputs["nodePools"]["training"]["nodeClass"]
         parse_offer(outputs, stack="acme/eks-ml-platform/prod")
+
+
+# -------------------------------------------------------------------------------------------------- kubeflow
+
+PROFILE_CRD = REPO.parent / "shared" / "reference" / "kubeflow" / "crds" / "kubeflow.org_profiles.yaml"
+KUBEFLOW = {"owner": "vision-lead@example.org"}
+ROLE = "arn:aws:iam::123456789012:role/identity-role-0123456"
+
+
+def _strict(schema: dict) -> dict:
+    """The CRD schema as the API server prunes with it: a field no `properties` names is an error, except where
+    unknown fields are preserved."""
+    schema = dict(schema)
+    if "properties" in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+        schema["properties"] = {key: _strict(value) for key, value in schema["properties"].items()}
+        schema.setdefault("additionalProperties", False)
+    if "items" in schema:
+        schema["items"] = _strict(schema["items"])
+    return schema
+
+
+def _profile_schema(api_version: str) -> dict:
+    crd = yaml.safe_load(PROFILE_CRD.read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if f"{crd['spec']['group']}/{v['name']}" == api_version and v["served"]]
+    return _strict(version["schema"]["openAPIV3Schema"])
+
+
+@pytest.mark.skipif(not PROFILE_CRD.exists(), reason="the reference Kubeflow CRDs are not beside the repository")
+def test_the_team_profile_is_valid_against_kubeflows_crd_and_caps_the_teams_gpus():
+    profile = team_profile(team(quota={"gpus": 6}, kubeflow=KUBEFLOW), ROLE)
+    jsonschema.validate(profile, _profile_schema(profile["apiVersion"]))
+    assert profile["metadata"] == {"name": "vision"}
+    assert profile["spec"]["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
+    assert profile["spec"]["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "6"}}
+    # annotateOnly: the controller annotates default-editor with the team's role and never edits the role itself
+    assert profile["spec"]["plugins"] == [{"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": ROLE, "annotateOnly": True}}]
+
+
+def test_the_strict_schema_refuses_a_field_the_crd_does_not_have():
+    profile = team_profile(team(kubeflow=KUBEFLOW), ROLE)
+    profile["spec"]["resourceQuota"] = profile["spec"].pop("resourceQuotaSpec")
+    with pytest.raises(jsonschema.ValidationError, match="resourceQuota"):
+        jsonschema.validate(profile, _profile_schema(profile["apiVersion"]))
+
+
+def test_a_profiles_namespace_carries_the_labels_and_owner_the_profile_controller_expects():
+    plan = plan_team(team(kubeflow=KUBEFLOW), offer())
+    metadata = plan.namespace["namespace"]["metadata"]
+    assert metadata["annotations"] == {"owner": "vision-lead@example.org"}
+    assert {k: metadata["labels"][k] for k in PROFILE_NAMESPACE_LABELS} == PROFILE_NAMESPACE_LABELS
+    assert metadata["labels"]["eksml.io/team"] == "vision"
+    assert metadata["labels"]["pod-security.kubernetes.io/warn"] == "restricted"
+    plain = plan_team(team(), offer()).namespace["namespace"]["metadata"]
+    assert "annotations" not in plain and "istio-injection" not in plain["labels"]
+
+
+def test_with_a_profile_the_teams_role_is_for_default_editor():
+    assert team(kubeflow=KUBEFLOW).service_account_name == "default-editor"
+    assert team(kubeflow=KUBEFLOW, serviceAccount="default-editor").service_account_name == "default-editor"
+    assert team(serviceAccount="vision-jobs").service_account_name == "vision-jobs"
+    with pytest.raises(ValueError, match="serviceAccount: a Profile's pods run as 'default-editor'"):
+        team(kubeflow=KUBEFLOW, serviceAccount="vision-jobs")
+
+
+def test_a_profiles_namespace_reaches_istio_and_kubeflow_both_ways():
+    policies = plan_team(team(kubeflow=KUBEFLOW), offer()).namespace
+    spec = policies["allow-kubeflow"]["spec"]
+    peers = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}} for ns in ("istio-system", "kubeflow")]
+    assert spec == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [{"from": peers}], "egress": [{"to": peers}]}
+    assert "allow-kubeflow" not in plan_team(team(), offer()).namespace
+
+
+def test_a_profile_on_a_platform_without_kubeflow_is_refused_naming_the_key():
+    expected = ["team.kubeflow: the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the team's Profile"]
+    assert problems(team(kubeflow=KUBEFLOW), offer(kubeflowEnabled=False)) == expected
+    assert problems(team(kubeflow=KUBEFLOW), offer(kubeflowEnabled=None)) == expected  # a platform older than the output
+    plan_team(team(), offer(kubeflowEnabled=False))  # without a Profile the team does not need it
+
+
+def test_a_profile_owner_must_be_an_email():
+    raw = {"aws:region": "us-west-2", "tv:platformStack": "a/b/c", "tv:owner": "x", "tv:team": json.dumps({"name": "vision", "quota": {"gpus": 1}, "kubeflow": {"owner": "vision"}})}
+    with pytest.raises(ConfigError) as caught:
+        parse_team_config(raw, project="tv", stack="prod")
+    ((path, message),) = [(issue.path, issue.message) for issue in caught.value.issues]
+    assert path == "team.kubeflow.owner" and "an email address" in message

@@ -1,5 +1,6 @@
 """The example team stack (examples/team-stack), previewed offline against the recorded platform outputs like the
-platform's own stack: what it creates, its identity's exact trust, destroy order, config errors, policies."""
+platform's own stack: what it creates, its identity's exact trust, destroy order, config errors, policies; its dev
+stack with the team's Kubeflow Profile."""
 
 from __future__ import annotations
 
@@ -22,17 +23,30 @@ TEAM_STACK = REPO / "examples" / "team-stack"
 PLATFORM_STACK = "acme/eks-ml-platform/prod"
 OUTPUTS = TEAM_STACK / "platform-outputs.prod.json"
 REFERENCE = ["--stack-reference", f"{PLATFORM_STACK}={OUTPUTS}"]
+PROFILE = "kubernetes:kubeflow.org/v1:Profile"
 
 
-def preview_args(out, *extra: str) -> list[str]:
-    return ["--project-dir", str(TEAM_STACK), "--stack", "prod", "--out", str(out), *REFERENCE, *extra]
+def preview_args(out, *extra: str, stack: str = "prod") -> list[str]:
+    reference = ["--stack-reference", f"acme/eks-ml-platform/{stack}={TEAM_STACK / f'platform-outputs.{stack}.json'}"]
+    return ["--project-dir", str(TEAM_STACK), "--stack", stack, "--out", str(out), *reference, *extra]
+
+
+def run_team(stack: str):
+    project = read_project_name(TEAM_STACK)
+    config, secret_keys = read_stack_config(TEAM_STACK, project, stack)
+    outputs = json.loads((TEAM_STACK / f"platform-outputs.{stack}.json").read_text())
+    return run_program(TEAM_STACK, project, stack, config, secret_keys, {f"acme/eks-ml-platform/{stack}": outputs})
 
 
 @pytest.fixture(scope="module")
 def team():
-    project = read_project_name(TEAM_STACK)
-    config, secret_keys = read_stack_config(TEAM_STACK, project, "prod")
-    return run_program(TEAM_STACK, project, "prod", config, secret_keys, {PLATFORM_STACK: json.loads(OUTPUTS.read_text())})
+    return run_team("prod")
+
+
+@pytest.fixture(scope="module")
+def team_dev():
+    """The example's dev stack: the team's Kubeflow Profile on the dev platform."""
+    return run_team("dev")
 
 
 def test_the_team_stack_previews_offline_with_no_policy_violations(tmp_path, capsys):
@@ -127,13 +141,82 @@ def test_a_team_stack_in_another_region_than_its_platform_is_refused(tmp_path, c
     assert "aws:region: the platform runs in us-west-2" in capsys.readouterr().err
 
 
-def test_team_resource_names_match_the_snapshot(team):
+@pytest.mark.parametrize("stack", ["prod", "dev"])
+def test_team_resource_names_match_the_snapshot(stack, request):
     """As the platform's: a rename replaces the resource; it must be deliberate."""
+    team = request.getfixturevalue({"prod": "team", "dev": "team_dev"}[stack])
     actual = "".join(f"{r.type} {r.name}\n" for r in sorted(team.resources, key=lambda r: (r.type, r.name)))
-    snapshot = SNAPSHOTS / "team-prod-resources.txt"
+    snapshot = SNAPSHOTS / f"team-{stack}-resources.txt"
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         snapshot.write_text(actual)
     assert actual == snapshot.read_text(), "resource names changed; rerun with UPDATE_SNAPSHOTS=1 if intended"
+
+
+# --------------------------------------------------------------------------------------------- Kubeflow (dev)
+
+
+def test_the_dev_team_stack_previews_its_profile_with_no_policy_violations(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(preview_args(out, "--policy-config", str(TEAM_STACK / "policy-config.json"), stack="dev")) == 0
+    assert "no violations" in capsys.readouterr().out
+    assert {p.name for p in (out / "manifests").iterdir()} == {"namespace.yaml", "identity.yaml", "profile.yaml"}
+
+
+def test_the_profile_points_the_controller_at_the_teams_role_and_quota(team_dev):
+    profile = team_dev.one(PROFILE)
+    assert profile.inputs["metadata"] == {"name": "vision"}
+    spec = profile.inputs["spec"]
+    assert spec["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
+    assert spec["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "2"}}
+    (plugin,) = spec["plugins"]
+    assert plugin == {"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": team_dev.stack_outputs["roleArn"], "annotateOnly": True}}
+    assert profile.provider == team_dev.one("pulumi:providers:kubernetes").urn
+    namespace = team_dev.one("kubernetes:core/v1:Namespace").inputs["metadata"]
+    assert namespace["annotations"] == {"owner": spec["owner"]["name"]}  # else the controller refuses to adopt it
+
+
+def test_the_profiles_pods_run_as_default_editor_which_alone_may_assume_the_role(team_dev):
+    trust = json.loads(team_dev.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
+    issuer = json.loads((TEAM_STACK / "platform-outputs.dev.json").read_text())["oidcIssuer"]
+    (statement,) = trust["Statement"]
+    assert statement["Condition"]["StringEquals"][f"{issuer}:sub"] == "system:serviceaccount:vision:default-editor"
+    account = team_dev.one("kubernetes:core/v1:ServiceAccount").inputs["metadata"]
+    assert (account["namespace"], account["name"]) == ("vision", "default-editor")
+    assert team_dev.stack_outputs["serviceAccount"] == "default-editor"
+
+
+def test_the_profile_comes_after_the_namespace_and_service_account_and_goes_before_them(team_dev):
+    """The controller adopts only an existing namespace and keeps an existing default-editor; cluster-scoped, the
+    Profile is not deleted with the namespace, so destroy deletes it first."""
+    profile = team_dev.one(PROFILE)
+    assert team_dev.depends_on(profile, team_dev.one("kubernetes:core/v1:Namespace"))
+    assert team_dev.depends_on(profile, team_dev.one("kubernetes:core/v1:ServiceAccount"))
+    assert profile.deleted_with is None
+
+
+def test_a_profile_against_a_platform_without_kubeflow_exits_2_naming_the_key(tmp_path, capsys):
+    outputs = json.loads((TEAM_STACK / "platform-outputs.dev.json").read_text())
+    outputs["kubeflowEnabled"] = False
+    recorded = tmp_path / "outputs.json"
+    recorded.write_text(json.dumps(outputs))
+    args = ["--project-dir", str(TEAM_STACK), "--stack", "dev", "--out", str(tmp_path / "out")]
+    assert main([*args, "--stack-reference", f"acme/eks-ml-platform/dev={recorded}"]) == 2
+    error = capsys.readouterr().err
+    assert "team.kubeflow: the platform runs no Kubeflow (its kubeflow.enabled)" in error
+    assert "Traceback" not in error and not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
+def test_the_dev_team_preview_and_its_profile_pass_refcheck(tmp_path, capsys):
+    """The Profile against Kubeflow's CRD (its schema: an unknown field is an error), the rest against Kubernetes."""
+    out = tmp_path / "out"
+    main(preview_args(out, "--policy-config", str(TEAM_STACK / "policy-config.json"), stack="dev"))
+    result = subprocess.run(
+        [sys.executable, str(REFCHECK), str(out / "manifests"), "--k8s-version", "1.35", "--strict"],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0 and result.stdout.strip().endswith(" 0 errors"), result.stdout
+    assert "profile" in {p.stem for p in (out / "manifests").iterdir()}
 
 
 @pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")

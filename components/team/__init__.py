@@ -1,5 +1,5 @@
 """Team stacks: what one ML team creates on a platform another stack runs (namespace, identity, NodePool, FSx
-claims), checked against the platform's outputs."""
+claims, Kubeflow Profile), checked against the platform's outputs."""
 
 from components._lazy import lazy_exports
 
@@ -11,5 +11,7 @@ __getattr__ = lazy_exports(
         "TeamIdentityArgs": "component",
         "TeamNamespace": "component",
         "TeamNodePool": "component",
+        "TeamProfile": "component",
+        "TeamProfileArgs": "component",
     },
 )

@@ -1,13 +1,11 @@
-"""A team on a platform another stack runs: its namespace (with its FSx claims), its IRSA identity and its NodePool.
+"""A team on a platform another stack runs: its namespace (with its FSx claims), its IRSA identity, its NodePool and
+its Kubeflow Profile.
 
 A team project composes them from a plan (`components.team.plan.plan_team`), which checked the team against what
-the platform offers. Each takes the platform's ClusterHandle (`ClusterHandle.from_stack_reference`).
-
-Extension point, Kubeflow: a team's Kubeflow Profile adopts the team's namespace and annotates the service account
-its pods run as with the team's role. It plugs in here, not by editing these: plan the namespace with the labels
-and `owner` annotation the profile controller expects (`plan_team(..., labels=..., annotations=...)`), give the team
-the service account the Profile uses (`serviceAccount: default-editor`), then create the Profile (GPU quota, the
-`TeamIdentity.role_arn`) with `depends_on=[TeamNamespace.namespace]`.
+the platform offers. Each takes the platform's ClusterHandle (`ClusterHandle.from_stack_reference`). With the
+team's `kubeflow` section the plan gives the namespace the labels and `owner` annotation the profile controller
+expects, `TeamIdentity` makes the role and service account for `default-editor` (what a Profile's pods run as), and
+`TeamProfile` creates the Profile that points the controller at both.
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from components.karpenter.validation import delete_timeout
 from components.team.iam import team_s3_policy
 from components.team.namespace import service_account
 from components.team.plan import TeamPlan
+from components.team.profile import team_profile
 
 
 @dataclass(frozen=True)
@@ -81,6 +80,7 @@ class TeamIdentity(pulumi.ComponentResource):
 
     role: IrsaRole
     role_arn: pulumi.Output[str]
+    service_account: pulumi.Resource
 
     def __init__(self, name: str, args: TeamIdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:team:TeamIdentity", name, None, opts)
@@ -102,7 +102,7 @@ class TeamIdentity(pulumi.ComponentResource):
         )
         self.role_arn = self.role.arn
         namespace = args.namespace.namespace
-        k8s_objects.create(
+        self.service_account = k8s_objects.create(
             f"{name}-service-account",
             service_account(team, self.role_arn),
             pulumi.ResourceOptions(
@@ -134,3 +134,37 @@ class TeamNodePool(pulumi.ComponentResource):
             ),
         )
         self.register_outputs({"nodePool": plan.node_pool_manifest["metadata"]["name"]})
+
+
+@dataclass(frozen=True)
+class TeamProfileArgs:
+    cluster: ClusterHandle
+    plan: TeamPlan
+    namespace: TeamNamespace
+    identity: TeamIdentity
+
+
+class TeamProfile(pulumi.ComponentResource):
+    """The team's Kubeflow Profile: owned by `kubeflow.owner`, its GPU quota the team's, `default-editor` annotated
+    with the team's role. The platform's profile controller adopts the namespace and handles the rest."""
+
+    profile: pulumi.Resource
+
+    def __init__(self, name: str, args: TeamProfileArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:team:TeamProfile", name, None, opts)
+        team = args.plan.team
+        assert team.kubeflow is not None, "the team has no kubeflow section"
+        self.profile = k8s_objects.create(
+            f"{name}-profile",
+            team_profile(team, args.identity.role_arn),
+            pulumi.ResourceOptions(
+                parent=self,
+                provider=args.cluster.kubernetes_provider,
+                # why: the controller adopts only an existing namespace, and makes default-editor itself unless the
+                # team's exists (Pulumi's create would then fail). Cluster-scoped, the Profile is not deleted with the
+                # namespace: destroy deletes it first, while the controller can still clear its finalizer there.
+                depends_on=[args.namespace.namespace, args.identity.service_account],
+            ),
+            any_custom=True,  # Kubeflow's CRD, installed by the platform
+        )
+        self.register_outputs({"profile": team.name})

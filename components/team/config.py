@@ -10,6 +10,7 @@
         storage: {bucket: datasets}
         nodePool: {preset: gpu-inference-a10g-spot, limits: {nvidia.com/gpu: "8"}}
         fsxClaims: {datasets: {}}
+        kubeflow: {owner: vision-lead@example.org}
 
 Parsed once, at the edge, into frozen models; every error names its key path. What depends on the platform (is the
 preset offered, does the bucket exist) is checked against its outputs in `components.team.plan`.
@@ -26,6 +27,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, m
 from components.config.errors import ConfigError, ConfigIssue, issues_from
 from components.config.types import ConfigModel, KeyName
 from components.config.validation import FieldProblems, matches
+from components.kubeflow.teams import TEAM_SERVICE_ACCOUNT
 from components.storage.config import fsx_capacity_problem
 from components.team.quantity import QUANTITY_PATTERN
 
@@ -40,58 +42,80 @@ Prefix = Annotated[
 ]
 Quantity = Annotated[StrictStr, matches(QUANTITY_PATTERN, "a Kubernetes quantity like '500m', '64' or '256Gi'")]
 Port = Annotated[StrictInt, Field(ge=1, le=65535)]
+Email = Annotated[StrictStr, matches(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address like 'lead@example.org'")]
 AWS_KEYS = ("region", "profile")
 PROJECT_KEYS = ("platformStack", "owner", "costCenter", "team")
+#: Fields filled in from the Pulumi context (the project and stack being run), never from stack config.
+CONTEXT_KEYS = ("project", "stack")
 
 
 class TeamQuota(ConfigModel):
     """What the namespace may request at once (a ResourceQuota on requests: GPUs only count as requests)."""
 
-    gpus: StrictInt = Field(ge=0)
-    cpu: Quantity = "64"
-    memory: Quantity = "256Gi"
-    pods: StrictInt = Field(default=100, ge=1)
-    #: Each LoadBalancer Service is an NLB the team pays for.
-    load_balancers: StrictInt = Field(default=2, ge=0)
-    claims: StrictInt = Field(default=10, ge=0)
+    gpus: StrictInt = Field(ge=0, description="GPUs (`requests.nvidia.com/gpu`) the namespace's pods may request at once, on any pool")
+    cpu: Quantity = Field(default="64", description="CPU the namespace's pods may request at once")
+    memory: Quantity = Field(default="256Gi", description="memory the namespace's pods may request at once")
+    pods: StrictInt = Field(default=100, ge=1, description="pods the namespace may hold at once")
+    load_balancers: StrictInt = Field(
+        default=2, ge=0, description="LoadBalancer Services the namespace may hold (each is an NLB the team pays for)"
+    )
+    claims: StrictInt = Field(default=10, ge=0, description="PersistentVolumeClaims the namespace may hold, `fsxClaims` included")
 
 
 class DefaultRequests(ConfigModel):
     """Requests given to containers that set none (a LimitRange): without them the quota refuses such pods."""
 
-    cpu: Quantity = "250m"
-    memory: Quantity = "512Mi"
+    cpu: Quantity = Field(default="250m", description="the CPU request of a container that sets none")
+    memory: Quantity = Field(default="512Mi", description="the memory request of a container that sets none")
 
 
 class TeamNetwork(ConfigModel):
     """What the namespace's default-deny NetworkPolicy lets through beyond DNS, Prometheus and its own pods."""
 
-    #: HTTPS to anywhere: AWS APIs (STS, which IRSA needs, and S3), the Kubernetes API, model registries.
-    https_egress: StrictBool = True
-    #: Ports webhook servers of the team listen on, open to the control plane (its ENIs sit in the VPC).
-    webhook_ports: tuple[Port, ...] = (9443,)
+    https_egress: StrictBool = Field(
+        default=True,
+        description="let pods open HTTPS connections to anywhere: AWS APIs (STS, which IRSA needs, and S3), the "
+        "Kubernetes API, model registries; false: no HTTPS out",
+    )
+    webhook_ports: tuple[Port, ...] = Field(
+        default=(9443,),
+        description="ports webhook servers of the team listen on, open to the control plane (its ENIs sit in the "
+        "VPC); empty: none",
+    )
 
 
 class TeamStorage(ConfigModel):
-    """The team's prefix in one of the platform's buckets (`teams/<team>` unless given)."""
+    """The team's prefix in one of the platform's buckets."""
 
-    bucket: KeyName
-    prefix: Prefix | None = None
+    bucket: KeyName = Field(description="the platform's bucket (its `storage.buckets` key) the team's role may use a prefix of")
+    prefix: Prefix | None = Field(default=None, description="the team's prefix in the bucket, the only one its role may use; none: `teams/<team>`")
 
 
 class TeamPool(ConfigModel):
     """A NodePool for the team alone, of a kind the platform runs (its preset), no larger than the platform's."""
 
-    preset: StrictStr
-    limits: dict[StrictStr, Quantity] = Field(default_factory=dict)
-    zones: tuple[StrictStr, ...] = ()
+    preset: StrictStr = Field(description="the preset of one of the platform's NodePools: the kind of capacity the pool launches, on that pool's node class")
+    limits: dict[StrictStr, Quantity] = Field(
+        default_factory=dict,
+        description="the most the pool may launch, per resource, no higher than the platform's pool of the kind; "
+        "a resource left out: the preset's limit brought down to the platform's",
+    )
+    zones: tuple[StrictStr, ...] = Field(default=(), description="zones of the platform the pool launches in; empty: all of them")
 
 
 class FsxClaim(ConfigModel):
     """A claim on the platform's shared file system, or (`storageClass: true`) a file system of its own."""
 
-    storage_class: StrictBool = False
-    size_gib: StrictInt | None = None
+    storage_class: StrictBool = Field(
+        default=False,
+        description="false: a claim on the platform's shared file system (its `storage.fsx`); true: a file system of "
+        "the team's own from the platform's FSx class, deleted with the claim",
+    )
+    size_gib: StrictInt | None = Field(
+        default=None,
+        description="the size of a file system of its own (1200, 2400 or a multiple of 2400); required with "
+        "`storageClass: true`, refused without it (the shared file system is not sized by its claim)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> FsxClaim:
@@ -104,19 +128,46 @@ class FsxClaim(ConfigModel):
         return self
 
 
+class TeamKubeflow(ConfigModel):
+    """The team's Kubeflow Profile, taken by the platform's profile controller (the platform must run Kubeflow)."""
+
+    owner: Email = Field(
+        description="the email that owns the team's Profile (as the platform's Dex reports it), written on the "
+        "namespace as its `owner` annotation so the profile controller adopts it"
+    )
+
+
 class TeamConfig(ConfigModel):
-    name: NamespaceName
-    quota: TeamQuota
-    default_requests: DefaultRequests = DefaultRequests()
-    network: TeamNetwork = TeamNetwork()
-    #: The service account the team's IRSA role is for (its pods run as it); the team's name unless given.
-    service_account: KeyName | None = None
-    storage: TeamStorage | None = None
-    node_pool: TeamPool | None = None
-    fsx_claims: dict[KeyName, FsxClaim] = Field(default_factory=dict)
+    name: NamespaceName = Field(description="the team's name: its namespace, and its NodePool `team-<name>`")
+    quota: TeamQuota = Field(description="what the team's namespace may request and hold at once (a ResourceQuota)")
+    default_requests: DefaultRequests = Field(
+        default=DefaultRequests(), description="requests given to containers that set none (a LimitRange)"
+    )
+    network: TeamNetwork = Field(
+        default=TeamNetwork(), description="what the namespace's default-deny NetworkPolicy lets through beyond DNS, Prometheus and its own pods"
+    )
+    service_account: KeyName | None = Field(
+        default=None,
+        description="the service account the team's IRSA role is for (its pods run as it); none: the team's name, "
+        f"or `{TEAM_SERVICE_ACCOUNT}` with `kubeflow` (the one a Profile's pods run as; another is refused then)",
+    )
+    storage: TeamStorage | None = Field(default=None, description="the team's prefix in a platform bucket; none: the role may use no bucket")
+    node_pool: TeamPool | None = Field(default=None, description="a NodePool for the team alone; none: the team's pods use the platform's pools")
+    fsx_claims: dict[KeyName, FsxClaim] = Field(
+        default_factory=dict,
+        description="claims on FSx for Lustre in the team's namespace, keyed by claim name; at most one on the "
+        "platform's shared file system (it mounts all of it)",
+    )
+    kubeflow: TeamKubeflow | None = Field(
+        default=None,
+        description="a Kubeflow Profile for the team's namespace (needs a platform that runs Kubeflow): the "
+        "dashboard, notebooks and pipelines there, as `default-editor` with the team's role; none: no Profile",
+    )
 
     @property
     def service_account_name(self) -> str:
+        if self.kubeflow is not None:
+            return TEAM_SERVICE_ACCOUNT
         return self.service_account or self.name
 
     @property
@@ -127,22 +178,32 @@ class TeamConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _check(self) -> TeamConfig:
+        problems = []
         shared = sorted(key for key, claim in self.fsx_claims.items() if not claim.storage_class)
         if len(shared) > 1:
-            raise FieldProblems([("fsxClaims", f"{shared} all claim the shared file system; one claim mounts all of it")])
+            problems.append(("fsxClaims", f"{shared} all claim the shared file system; one claim mounts all of it"))
+        if self.kubeflow is not None and self.service_account not in (None, TEAM_SERVICE_ACCOUNT):
+            problems.append(
+                ("serviceAccount", f"a Profile's pods run as {TEAM_SERVICE_ACCOUNT!r}, which the team's role is for with `kubeflow`; remove it")
+            )
+        if problems:
+            raise FieldProblems(problems)
         return self
 
 
 class TeamStackConfig(ConfigModel):
-    project: StrictStr
-    stack: StrictStr
-    region: StrictStr
-    profile: StrictStr | None = None
-    #: Who answers for what the stack creates (the `owner` tag), and the cost centre it is billed to.
-    owner: StrictStr = Field(min_length=1)
-    cost_center: StrictStr | None = None
-    platform_stack: StackName
-    team: TeamConfig
+    project: StrictStr = Field(description="the Pulumi project (from the Pulumi context, not stack config)")
+    stack: StrictStr = Field(description="the Pulumi stack (from the Pulumi context, not stack config)")
+    region: StrictStr = Field(description="the region the team's AWS objects are created in: the platform's")
+    profile: StrictStr | None = Field(
+        default=None,
+        description="AWS CLI profile for the program's AWS provider and for the kubeconfig of the platform's cluster "
+        "(one identity for both, with an access entry on the cluster); none: the default credential chain",
+    )
+    owner: StrictStr = Field(min_length=1, description="who answers for what the stack creates: `owner` tag on every AWS object")
+    cost_center: StrictStr | None = Field(default=None, description="`cost-center` tag on every AWS object; none: no such tag")
+    platform_stack: StackName = Field(description="the platform stack whose outputs the team stack attaches to")
+    team: TeamConfig = Field(description="the team: its namespace, identity, NodePool, FSx claims and Kubeflow Profile")
 
 
 def _decode(value: Any) -> Any:
@@ -157,7 +218,7 @@ def _decode(value: Any) -> Any:
 def parse_team_config(raw: Mapping[str, Any], *, project: str, stack: str) -> TeamStackConfig:
     """A team stack's raw config (`namespace:key` -> value) as a TeamStackConfig, or ConfigError with every problem."""
     issues: list[ConfigIssue] = []
-    document: dict[str, Any] = {"project": project, "stack": stack}
+    document: dict[str, Any] = dict(zip(CONTEXT_KEYS, (project, stack)))
     for full_key in sorted(raw):
         namespace, _, key = full_key.partition(":")
         if namespace == project and key in PROJECT_KEYS:

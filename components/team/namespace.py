@@ -3,8 +3,9 @@ default-deny NetworkPolicy with the platform's allowances.
 
 The cluster enforces NetworkPolicies (the vpc-cni add-on runs its network policy agent), so once `deny-all` exists
 only what the other policies allow gets through: the namespace's own pods to each other (multi-node training
-rendezvous), DNS, HTTPS out (STS for IRSA, S3, the Kubernetes API), Prometheus' scrapes, and the control plane
-calling the team's webhooks. Anything else a workload needs (a load balancer's traffic) is its own policy.
+rendezvous), DNS, HTTPS out (STS for IRSA, S3, the Kubernetes API), Prometheus' scrapes, the control plane
+calling the team's webhooks, and with a Kubeflow Profile, Istio and Kubeflow both ways. Anything else a workload
+needs (a load balancer's traffic) is its own policy.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from components.kubeflow.access import GATEWAY_NAMESPACE
 from components.scheduling import GPU_RESOURCE
 from components.team.config import TeamConfig
 
@@ -35,6 +37,10 @@ DNS_SELECTOR = {
 #: Prometheus' pods as kube-prometheus-stack labels them.
 PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
 NAME_LABEL = "kubernetes.io/metadata.name"
+#: Where the Kubeflow a Profile's namespace uses runs, reached both ways: Istio's (istiod, which every sidecar gets
+#: its configuration from; the gateway bringing users to notebooks) and Kubeflow's own (the Pipelines API and
+#: artifact store runs call; the Pipelines UI and the notebook culler calling in).
+KUBEFLOW_NAMESPACES = (GATEWAY_NAMESPACE, "kubeflow")
 
 
 def _policy(team: str, name: str, spec: Mapping[str, Any]) -> Manifest:
@@ -79,6 +85,15 @@ def network_policies(team: TeamConfig, *, monitoring_namespace: str | None, vpc_
         source = {"namespaceSelector": {"matchLabels": {NAME_LABEL: monitoring_namespace}}, "podSelector": {"matchLabels": PROMETHEUS_POD}}
         policies["allow-prometheus"] = _policy(
             name, "allow-prometheus", {"policyTypes": ["Ingress"], "ingress": [{"from": [source]}]}
+        )
+    if team.kubeflow is not None:
+        # A Profile's namespace labels its pods for Istio's sidecar; with only the allowances above they would never
+        # get their configuration, and the gateway would never reach a notebook.
+        peers = [{"namespaceSelector": {"matchLabels": {NAME_LABEL: namespace}}} for namespace in KUBEFLOW_NAMESPACES]
+        policies["allow-kubeflow"] = _policy(
+            name,
+            "allow-kubeflow",
+            {"policyTypes": ["Ingress", "Egress"], "ingress": [{"from": peers}], "egress": [{"to": peers}]},
         )
     if team.network.webhook_ports:
         # EKS's control plane reaches webhooks through its ENIs in the cluster's subnets: from the VPC when its

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 from pydantic.alias_generators import to_camel
 
 from components.config.errors import issues_from
@@ -69,6 +69,9 @@ class PlatformOffer(_Outputs):
     monitoring_namespace: StrictStr | None = None
     #: Present when the platform created the VPC.
     vpc_cidr: StrictStr | None = None
+    #: Whether the platform runs Kubeflow (its profile controller takes a team's Profile); a platform too old to
+    #: export it counts as one that does not.
+    kubeflow_enabled: StrictBool = False
 
     @property
     def has_shared_file_system(self) -> bool:

@@ -20,6 +20,7 @@ from components.gpu.admission import SYSTEM_NAMESPACES
 from components.karpenter.presets import NODE_POOL_PRESETS
 from components.karpenter.render import render_nodepool
 from components.karpenter.specs import NodePoolSpec
+from components.kubeflow.teams import OWNER_ANNOTATION, PROFILE_NAMESPACE_LABELS
 from components.scheduling import Taint
 from components.storage.render import fsx_volume
 from components.team.config import TeamConfig
@@ -64,6 +65,12 @@ def _namespace_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[st
     if team.name in offer.fsx_namespaces:
         already = f"the platform already creates the namespace {team.name!r} (its storage.fsx.namespaces)"
         return [("name", f"{already}; remove it there, or choose another name")]
+    return []
+
+
+def _kubeflow_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str, str]]:
+    if team.kubeflow is not None and not offer.kubeflow_enabled:
+        return [("kubeflow", "the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the team's Profile")]
     return []
 
 
@@ -170,7 +177,7 @@ def plan_team(
     annotations: Mapping[str, str] | None = None,
 ) -> TeamPlan:
     """The team's objects on this platform, or ConfigError listing every way the team does not fit it."""
-    problems = _namespace_problems(team, offer) + _storage_problems(team, offer)
+    problems = _namespace_problems(team, offer) + _storage_problems(team, offer) + _kubeflow_problems(team, offer)
     spec = None
     if team.node_pool is not None:
         spec, pool_problems = _pool(team, offer)
@@ -180,6 +187,11 @@ def plan_team(
     volumes, claims = _volumes(team, offer)
     startup_taints = [taint.taint() for taint in offer.node_pool_startup_taints]
     bucket = offer.buckets[team.storage.bucket] if team.storage is not None else None
+    if team.kubeflow is not None:
+        # The profile controller adopts an existing namespace only when its `owner` annotation names the Profile's
+        # owner; its labels are there from the start, so pods created before it reconciles get their sidecar.
+        labels = {**PROFILE_NAMESPACE_LABELS, **(labels or {})}
+        annotations = {OWNER_ANNOTATION: team.kubeflow.owner, **(annotations or {})}
     return TeamPlan(
         team=team,
         namespace=namespace_manifests(

@@ -1,8 +1,9 @@
 """Team vision's stack: attach to the platform stack through its outputs, then create the team's namespace (quota,
-network policies, FSx claims), its IRSA identity and its NodePool.
+network policies, FSx claims), its IRSA identity, its NodePool and its Kubeflow Profile.
 
 `pulumi up` here runs after the platform's; offline: `python -m components.preview --project-dir examples/team-stack
---stack prod --out build/preview/team-prod --stack-reference acme/eks-ml-platform/prod=examples/team-stack/platform-outputs.prod.json`.
+--stack prod --out build/preview/team-prod --stack-reference acme/eks-ml-platform/prod=examples/team-stack/platform-outputs.prod.json`
+(and the same with `dev` for the dev stack, which has the Profile).
 """
 
 import pulumi
@@ -12,6 +13,7 @@ from components import ClusterHandle, TeamArgs, TeamIdentity, TeamIdentityArgs, 
 from components.cluster.attach import read_outputs
 from components.config.errors import ConfigError, ConfigIssue
 from components.tags import standard_tags
+from components.team.component import TeamProfile, TeamProfileArgs
 from components.team.config import parse_team_config
 from components.team.offer import OFFER_OUTPUTS, parse_offer
 from components.team.plan import plan_team
@@ -38,6 +40,8 @@ def main() -> None:
     identity = TeamIdentity("identity", TeamIdentityArgs(cluster=cluster, plan=plan, namespace=namespace), opts)
     if plan.node_pool_manifest is not None:
         TeamNodePool("pool", TeamArgs(cluster=cluster, plan=plan), opts)
+    if config.team.kubeflow is not None:
+        TeamProfile("profile", TeamProfileArgs(cluster=cluster, plan=plan, namespace=namespace, identity=identity), opts)
 
     pulumi.export("namespace", namespace.name)
     pulumi.export("serviceAccount", config.team.service_account_name)
@@ -45,6 +49,7 @@ def main() -> None:
     pulumi.export("nodePool", plan.node_pool_manifest["metadata"]["name"] if plan.node_pool_manifest else None)
     pulumi.export("gpuSchedulerName", offer.gpu_scheduler_name)
     pulumi.export("claims", sorted(plan.claims))
+    pulumi.export("kubeflowProfile", config.team.name if config.team.kubeflow is not None else None)
 
 
 main()

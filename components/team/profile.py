@@ -1,0 +1,22 @@
+"""A team stack's Kubeflow Profile (pure): the builder the platform's own Kubeflow teams use
+(`components.kubeflow.teams`), fed from the team's config.
+
+The platform's profile controller takes it: it adopts the team's namespace (whose `owner` annotation names the same
+owner), keeps the service account `default-editor` the team stack created, binds it to Kubeflow's edit role and
+annotates it with the team's role, and adds a ResourceQuota of the team's GPUs beside the namespace's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.kubeflow.teams import profile_manifest
+from components.team.config import TeamConfig
+from components.team.namespace import Manifest
+
+
+def team_profile(team: TeamConfig, role_arn: Any) -> Manifest:
+    """The team's Profile: owned by `kubeflow.owner`, capped at `quota.gpus` GPUs, `default-editor` annotated with
+    `role_arn` (the team's IRSA role; a Pulumi output in a program, only placed, never read)."""
+    assert team.kubeflow is not None, "the team has no kubeflow section"
+    return profile_manifest(name=team.name, owner=team.kubeflow.owner, gpu_quota=team.quota.gpus, role_arn=role_arn)
