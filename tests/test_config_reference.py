@@ -1,5 +1,6 @@
-"""The configuration reference in the README is generated from the config models: it is current, every key in it is
-one a stack file can set, its defaults are what a stack gets, and no key goes without a meaning."""
+"""The configuration references in the README (the platform stack's and a team stack's) are generated from the config
+models: each is current, every key in it is one a stack file can set, its defaults are what a stack gets, and no key
+goes without a meaning."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import pytest
 from components.config import reference
 from components.config.errors import ConfigError
 from components.config.platform import parse_config
+from components.team.config import parse_team_config
 from tests.conftest import REPO
 
 NS = "eks-ml-platform"
 ROWS = reference.rows()
+START, END = reference.PLATFORM.start, reference.PLATFORM.end
 
 
 def _minimal(environment: str) -> dict[str, str]:
@@ -128,15 +131,104 @@ def test_a_default_from_the_environment_is_shown_for_each_environment():
 
 
 def test_the_block_is_replaced_between_its_markers_only():
-    text = f"before\n{reference.START}\nold\n{reference.END}\nafter\n"
-    assert reference.replace_block(text, "new\n") == f"before\n{reference.START}\nnew\n{reference.END}\nafter\n"
+    text = f"before\n{START}\nold\n{END}\nafter\n"
+    assert reference.replace_block(text, "new\n") == f"before\n{START}\nnew\n{END}\nafter\n"
     with pytest.raises(ValueError):
         reference.replace_block("no markers", "new\n")
 
 
-def test_make_config_reference_rewrites_the_block(tmp_path):
+def test_make_config_reference_rewrites_both_blocks(tmp_path):
+    team = reference.TEAM
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{reference.START}\n| stale |\n{reference.END}\n")
+    readme.write_text(f"# x\n\n{START}\n| stale |\n{END}\n\n## team\n\n{team.start}\n| stale |\n{team.end}\n")
     assert reference.main(["--write", str(readme)]) == 0
-    assert readme.read_text() == f"# x\n\n{reference.START}\n{reference.table()}{reference.END}\n"
+    assert readme.read_text() == (
+        f"# x\n\n{START}\n{reference.table()}{END}\n\n## team\n\n{team.start}\n{reference.table(stack=team)}{team.end}\n"
+    )
     assert "-m components.config.reference --write README.md" in (REPO / "Makefile").read_text()
+
+
+def test_a_readme_without_the_team_block_is_an_error_not_half_written(tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    text = f"# x\n\n{START}\n| stale |\n{END}\n"
+    readme.write_text(text)
+    assert reference.main(["--write", str(readme)]) == 1
+    assert reference.TEAM.start in capsys.readouterr().err and readme.read_text() == text
+
+
+# ------------------------------------------------------------------------------------------- the team stack's
+
+TEAM_ROWS = reference.rows(reference.TEAM)
+TEAM_PROJECT = "team-vision"
+
+
+def _team_minimal() -> dict[str, str]:
+    return {
+        "aws:region": "us-west-2",
+        f"{TEAM_PROJECT}:platformStack": "acme/eks-ml-platform/prod",
+        f"{TEAM_PROJECT}:owner": "vision-leads",
+        f"{TEAM_PROJECT}:team": json.dumps({"name": "vision", "quota": {"gpus": 1}}),
+    }
+
+
+def _team_issues(raw: dict[str, str]) -> dict[str, str]:
+    try:
+        parse_team_config(raw, project=TEAM_PROJECT, stack="prod")
+    except ConfigError as error:
+        return {issue.path: issue.message for issue in error.issues}
+    return {}
+
+
+def test_the_readme_team_block_is_what_the_team_models_generate():
+    readme = (REPO / "README.md").read_text()
+    assert reference.replace_block(readme, reference.table(TEAM_ROWS, reference.TEAM), reference.TEAM) == readme, (
+        "the README's team stack configuration reference differs from components/team/config.py: run `make config-reference`"
+    )
+    section = readme.split("### A team stack on the platform", 1)[1].split("\n## ", 1)[0]
+    assert reference.TEAM.start in section  # beside the team stack's text, not the platform's
+
+
+def test_a_stale_team_block_is_caught():
+    readme = (REPO / "README.md").read_text()
+    stale = reference.replace_block(readme, reference.table(TEAM_ROWS[:-1], reference.TEAM), reference.TEAM)
+    assert reference.replace_block(stale, reference.table(TEAM_ROWS, reference.TEAM), reference.TEAM) != stale
+
+
+def test_every_field_a_team_stack_file_can_set_has_a_description():
+    assert len(TEAM_ROWS) > 30 and "team.kubeflow.owner" in {row.key for row in TEAM_ROWS}
+    assert reference.undescribed(reference.TEAM) == []
+
+
+def test_a_team_key_the_stack_does_not_take_is_reported_by_the_probe():
+    raw = _team_minimal()
+    raw[f"{TEAM_PROJECT}:team"] = json.dumps({"name": "vision", "quota": {"gpus": 1, "gpu": 2}})
+    assert _team_issues(raw)["team.quota.gpu"].startswith("unknown key")
+
+
+@pytest.mark.parametrize("key", [row.key for row in TEAM_ROWS])
+def test_every_key_in_the_team_reference_is_one_a_team_stack_file_can_set(key):
+    raw = _team_minimal()
+    if key.startswith("aws:"):
+        raw[key] = "probe"
+    else:
+        top, *rest = key.split(".")
+        value = _nested(rest, [[]])  # a value of no type any key takes, at the key's place
+        if top == "team" and rest:
+            value = {"name": "vision", "quota": {"gpus": 1}, **value}
+        raw[f"{TEAM_PROJECT}:{top}"] = json.dumps(value)
+    found = _team_issues(raw)
+    assert {path: m for path, m in found.items() if "unknown key" in m or "is not read" in m} == {}
+
+
+def test_the_default_shown_is_what_a_team_stack_that_leaves_the_key_out_gets():
+    config = parse_team_config(_team_minimal(), project=TEAM_PROJECT, stack="prod").model_dump(mode="json", by_alias=True)
+    config["aws:region"], config["aws:profile"] = config.pop("region"), config.pop("profile")
+    checked = []
+    for row in TEAM_ROWS:
+        parent = row.key.rpartition(".")[0]
+        if reference.NAME in row.key or row.default in (reference.REQUIRED, reference.SECTION) or (parent and _at(config, parent) is None):
+            continue
+        assert (row.key, _at(config, row.key)) == (row.key, row.default)
+        checked.append(row.key)
+    assert {"team.quota.cpu", "team.network.webhookPorts", "team.kubeflow", "aws:profile"} <= set(checked)
+    assert reference.default_text(next(r for r in TEAM_ROWS if r.key == "team.quota.memory")) == "`256Gi`"

@@ -2,10 +2,12 @@
 
 The meaning of a key is its field's `description` on the model; its type, constraints and default are read from the
 field itself, and the defaults that come from `environment` from `environment_defaults`. Nothing here is written by
-hand, so the README's table cannot drift from what `parse_config` accepts:
+hand, so the README's tables cannot drift from what `parse_config` and `parse_team_config` accept. There is one
+table per kind of stack file: the platform's, and a team stack's (`components.team.config`).
 
-    python -m components.config.reference                    # print the table
-    python -m components.config.reference --write README.md  # rewrite the README's block (make config-reference)
+    python -m components.config.reference                    # print the platform's table
+    python -m components.config.reference --stack team       # print a team stack's
+    python -m components.config.reference --write README.md  # rewrite both README blocks (make config-reference)
 """
 
 from __future__ import annotations
@@ -28,11 +30,11 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from components.config.platform import AWS_KEYS, CONTEXT_KEYS, PlatformConfig, environment_defaults
+from components.config import platform as platform_config
+from components.config.platform import PlatformConfig, environment_defaults
 from components.config.types import Environment
-
-START = "<!-- config-reference:start -->"
-END = "<!-- config-reference:end -->"
+from components.team import config as team_config
+from components.team.config import TeamStackConfig
 #: Stands for a mapping's key (`karpenter.nodePools.<name>.weight`) and for every item of a list (`taints[].key`).
 NAME, ITEM = "<name>", "[]"
 #: The region as the environment defaults show it (`<region>a`).
@@ -53,6 +55,41 @@ class _Section:
 REQUIRED: Any = _Required()
 #: A section whose keys have their own defaults.
 SECTION: Any = _Section()
+
+
+@dataclass(frozen=True)
+class StackKeys:
+    """The keys of one kind of stack file: its config model, the fields the Pulumi context fills in (never stack
+    config), those written in the `aws:` namespace, whether `environment` gives defaults, and the README block its
+    table is written between."""
+
+    name: str
+    model: type[BaseModel]
+    context_keys: tuple[str, ...]
+    aws_keys: tuple[str, ...]
+    start: str
+    end: str
+    environments: bool = False
+
+
+PLATFORM = StackKeys(
+    "platform",
+    PlatformConfig,
+    platform_config.CONTEXT_KEYS,
+    platform_config.AWS_KEYS,
+    "<!-- config-reference:start -->",
+    "<!-- config-reference:end -->",
+    environments=True,
+)
+TEAM = StackKeys(
+    "team",
+    TeamStackConfig,
+    team_config.CONTEXT_KEYS,
+    team_config.AWS_KEYS,
+    "<!-- team-config-reference:start -->",
+    "<!-- team-config-reference:end -->",
+)
+STACKS = {stack.name: stack for stack in (PLATFORM, TEAM)}
 
 
 @dataclass(frozen=True)
@@ -80,16 +117,16 @@ class KeyField:
 # --------------------------------------------------------------------------------------------------------- the walk
 
 
-def fields(model: type[BaseModel] = PlatformConfig) -> Iterator[KeyField]:
-    """Every field a stack file can set below `model`, depth first in the models' order, each followed by the fields
-    of the models it holds (a nested model, a mapping of them by name, a list of them)."""
-    for name, info in model.model_fields.items():
-        if model is PlatformConfig and name in CONTEXT_KEYS:
+def fields(stack: StackKeys = PLATFORM) -> Iterator[KeyField]:
+    """Every field the stack file can set, depth first in the models' order, each followed by the fields of the
+    models it holds (a nested model, a mapping of them by name, a list of them)."""
+    for name, info in stack.model.model_fields.items():
+        if name in stack.context_keys:
             continue
         key = info.alias or name
-        if model is PlatformConfig and name in AWS_KEYS:
+        if name in stack.aws_keys:
             key = f"aws:{key}"
-        yield from _walk(model, name, info, key)
+        yield from _walk(stack.model, name, info, key)
 
 
 def _walk(model: type[BaseModel], name: str, info: FieldInfo, key: str) -> Iterator[KeyField]:
@@ -113,22 +150,22 @@ def _models_in(annotation: Any) -> list[tuple[type[BaseModel], str]]:
     return [found for argument in arguments for found in _models_in(argument)]
 
 
-def undescribed(model: type[BaseModel] = PlatformConfig) -> list[str]:
+def undescribed(stack: StackKeys = PLATFORM) -> list[str]:
     """Keys whose field has no description (the reference would show an empty meaning), and fields filled in from
     the Pulumi context without one."""
-    context = [(n, f) for n, f in PlatformConfig.model_fields.items() if n in CONTEXT_KEYS and model is PlatformConfig]
-    found = [(f.key, f.info) for f in fields(model)] + context
+    context = [(n, f) for n, f in stack.model.model_fields.items() if n in stack.context_keys]
+    found = [(f.key, f.info) for f in fields(stack)] + context
     return [key for key, info in found if not (info.description or "").strip()]
 
 
 # ---------------------------------------------------------------------------------------------------------- rows
 
 
-def rows(model: type[BaseModel] = PlatformConfig) -> list[Row]:
-    """The reference of every key below `model` (the platform stack's, by default)."""
-    by_environment = {env.value: _flatten(environment_defaults(env, REGION)) for env in Environment}
+def rows(stack: StackKeys = PLATFORM) -> list[Row]:
+    """The reference of every key of the stack file (the platform stack's, by default)."""
+    by_environment = {env.value: _flatten(environment_defaults(env, REGION)) for env in Environment} if stack.environments else {}
     found = []
-    for f in fields(model):
+    for f in fields(stack):
         given = {env: values[f.key] for env, values in by_environment.items() if f.key in values}
         kind = type_text(f.info.annotation, f.info.metadata)
         found.append(Row(f.key, kind, _default(f.info), given, f.info.description or ""))
@@ -287,37 +324,44 @@ def _cell(text: str) -> str:
     return re.sub(r"(?<!\\)\|", r"\\|", " ".join(text.split()))
 
 
-def table(found: Sequence[Row] | None = None) -> str:
-    """The reference as a Markdown table."""
+def table(found: Sequence[Row] | None = None, stack: StackKeys = PLATFORM) -> str:
+    """The reference as a Markdown table: `found`, else every row of the stack file."""
     lines = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
-    for row in rows() if found is None else found:
+    for row in rows(stack) if found is None else found:
         lines.append(f"| `{row.key}` | {_cell(row.type)} | {_cell(default_text(row))} | {_cell(row.meaning)} |")
     return "\n".join(lines) + "\n"
 
 
-def replace_block(text: str, block: str) -> str:
-    """`text` with what lies between the reference's markers replaced by `block`."""
-    if text.count(START) != 1 or text.count(END) != 1 or text.index(START) > text.index(END):
-        raise ValueError(f"expected one {START} ... {END} block")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{block}{END}{tail}"
+def replace_block(text: str, block: str, stack: StackKeys = PLATFORM) -> str:
+    """`text` with what lies between the stack's markers replaced by `block`."""
+    start, end = stack.start, stack.end
+    if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
+        raise ValueError(f"expected one {start} ... {end} block")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{block}{end}{tail}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components.config.reference", description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", choices=sorted(STACKS), default=PLATFORM.name, help="the table to print")
     parser.add_argument(
-        "--write", type=Path, metavar="README", help="rewrite the block between the markers of this file"
+        "--write", type=Path, metavar="README", help="rewrite every stack's block between its markers in this file"
     )
     args = parser.parse_args(argv)
-    if missing := undescribed():
+    if missing := [key for stack in STACKS.values() for key in undescribed(stack)]:
         print(f"fields without a description: {', '.join(missing)}", file=sys.stderr)
         return 1
     if args.write is None:
-        sys.stdout.write(table())
+        sys.stdout.write(table(stack=STACKS[args.stack]))
         return 0
-    text = args.write.read_text()
-    updated = replace_block(text, table())
+    text = updated = args.write.read_text()
+    try:
+        for stack in STACKS.values():
+            updated = replace_block(updated, table(stack=stack), stack)
+    except ValueError as error:
+        print(f"{args.write}: {error}", file=sys.stderr)
+        return 1
     if updated != text:
         args.write.write_text(updated)
         print(f"{args.write}: configuration reference updated")
