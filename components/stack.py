@@ -29,7 +29,7 @@ from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
 from components.observability.render import GpuPool
 from components.scheduling import CSI_STARTUP_TAINTS
-from components.storage.component import Storage, StorageArgs
+from components.storage.component import Storage, StorageArgs, StorageAttachArgs
 from components.tags import standard_tags
 from components.team.offer import offered_pool
 
@@ -115,6 +115,20 @@ def build_platform(config: PlatformConfig) -> Platform:
         return part_options(name, config.cluster_name, opts)
 
     network = Network("network", NetworkArgs(cluster_name=config.cluster_name, config=config.network, region=config.region), part("network"))
+    fsx_zone = config.fsx_zone
+    # Its file system needs only the network, so it is made alongside the cluster (see Storage.attach).
+    storage = Storage(
+        "storage",
+        StorageArgs(
+            config=config.storage,
+            stateful_resources=config.stateful_resources,
+            cluster_name=config.cluster_name,
+            vpc_id=network.vpc_id,
+            fsx_zone=fsx_zone,
+            fsx_subnet_id=network.private_subnet_by_zone[fsx_zone] if fsx_zone else None,
+        ),
+        part("storage"),
+    )
     cluster = Cluster(
         "cluster",
         ClusterArgs(
@@ -130,6 +144,9 @@ def build_platform(config: PlatformConfig) -> Platform:
             creator_arn=cluster_creator(config.cluster_name, provider),
             owns_vpc=config.network.existing is None,
             network_ready=network.egress,
+            # why: on destroy the file system (as slow to delete as the cluster) then goes with the cluster, not in
+            # a batch of its own before the nodes; it needs nothing of the cluster to be made.
+            system_nodes_after=(storage.file_system,) if storage.file_system is not None else (),
         ),
         part("cluster"),
     )
@@ -173,19 +190,7 @@ def build_platform(config: PlatformConfig) -> Platform:
             ),
             part("devices"),
         )
-    fsx_zone = config.fsx_zone
-    storage = Storage(
-        "storage",
-        StorageArgs(
-            cluster=cluster.handle,
-            config=config.storage,
-            stateful_resources=config.stateful_resources,
-            fsx_zone=fsx_zone,
-            fsx_subnet_id=network.private_subnet_by_zone[fsx_zone] if fsx_zone else None,
-            cleanup_controllers=cleanup_controllers,
-        ),
-        part("storage"),
-    )
+    storage.attach(StorageAttachArgs(cluster=cluster.handle, cleanup_controllers=cleanup_controllers))
     observability = None
     if config.observability.enabled:
         gpu_pools = tuple(

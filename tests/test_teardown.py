@@ -88,11 +88,26 @@ def test_the_nodes_join_with_egress_and_are_deleted_before_the_nat_routes(stack)
         assert stack.depends_on(group, nat)
 
 
-def test_the_file_system_waits_for_its_lustre_rules(stack):
+def test_the_file_system_waits_for_its_servers_lustre_rules_and_nothing_of_the_cluster(stack):
     file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
     rules = [r for r in stack.resources if r.type.startswith("aws:vpc/securityGroup") and r.name.startswith("storage-")]
     assert len(rules) == 8
-    assert [r.name for r in rules if not stack.depends_on(file_system, r)] == []
+    # FSx checks the servers' own rules when it creates the file system: it waits for them.
+    servers = [r for r in rules if r.name.endswith("-from-self") or r.name.endswith("-to-self")]
+    assert len(servers) == 3 and all(stack.depends_on(file_system, r) for r in servers)
+    # The client rules name the cluster's security group (an output of the cluster component, which the engine
+    # waits for as a whole); the file system needs none of them to be made.
+    eks = stack.one("eks:index:Cluster")
+    assert not stack.depends_on(file_system, eks) and not stack.depends_on(file_system, stack.one("aws:eks/cluster:Cluster"))
+    assert all(stack.depends_on(r, eks) for r in rules if r not in servers)
+
+
+def test_the_system_nodes_wait_for_the_file_system_so_destroy_deletes_it_with_the_cluster(stack):
+    file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
+    nodes = stack.one("aws:eks/nodeGroup:NodeGroup")
+    assert stack.depends_on(nodes, file_system)
+    # Made alongside the cluster: nothing the cluster makes is needed first.
+    assert not stack.depends_on(file_system, stack.one("eks:index:Cluster"))
 
 
 def test_claims_file_systems_are_swept_after_the_fsx_driver_and_before_their_security_group(prod, dev):

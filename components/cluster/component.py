@@ -62,6 +62,9 @@ class ClusterArgs:
     #: What the cluster and its nodes need from the network first (NAT routes, the network sweep), so that on
     #: destroy they are deleted before it.
     network_ready: Sequence[pulumi.Resource] = ()
+    #: Stores the system nodes wait for, so destroy deletes them together with the cluster rather than in a
+    #: batch of their own before it (the FSx file system, which takes as long to delete as the cluster).
+    system_nodes_after: Sequence[pulumi.Resource] = ()
     #: The IAM principal (user or role ARN) that created, or is about to create, the cluster: EKS gives it admin
     #: access itself, so it gets no entry of ours. None when unknown (a cluster created before the tag existed).
     creator_arn: str | None = None
@@ -402,7 +405,7 @@ def _system_node_group(
             parent=parent,
             # why: nodes join only with networking in place and the node policies attached; on destroy the
             # group goes before them.
-            depends_on=[*networking, *node_policies, *args.network_ready, network_sweep],
+            depends_on=[*networking, *node_policies, *args.network_ready, *args.system_nodes_after, network_sweep],
         ),
     )
 

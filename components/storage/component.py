@@ -19,12 +19,21 @@ from components.storage.render import bucket_key_policy, gp3_storage_class, tls_
 
 @dataclass(frozen=True)
 class StorageArgs:
-    cluster: ClusterHandle
+    """What storage needs before the cluster exists: the FSx file system is made alongside the cluster, so the
+    system node group can wait for it and destroy deletes it in the cluster's batch (see `Storage.attach`)."""
+
     config: StorageConfig
     stateful_resources: StatefulResources
+    cluster_name: str
+    vpc_id: pulumi.Input[str]
     #: The AZ and private subnet FSx lives in (None without FSx).
     fsx_zone: str | None = None
     fsx_subnet_id: pulumi.Input[str] | None = None
+
+
+@dataclass(frozen=True)
+class StorageAttachArgs:
+    cluster: ClusterHandle
     #: Controllers that delete the AWS side of what teams put in namespaces (the load balancer controller): the
     #: namespaces this component creates depend on them, so they are deleted while those still run.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
@@ -50,13 +59,41 @@ class Storage(pulumi.ComponentResource):
     bucket_key: aws.kms.Key | None
     #: The StorageClass that makes a file system per claim (`storage.fsx.storageClass`), None without it.
     fsx_storage_class_name: str | None
+    #: The FSx CSI driver (None without FSx): static volumes of the file system depend on it.
+    fsx_driver: pulumi.Resource | None
 
     def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
+        """The file system and its servers' rules; everything that needs the cluster comes with `attach`."""
         super().__init__("eksml:storage:Storage", name, None, opts)
-        config, cluster = args.config, args.cluster
-        stateful = pulumi.ResourceOptions.merge(
+        self._name, self._args = name, args
+        self._stateful = pulumi.ResourceOptions.merge(
             pulumi.ResourceOptions(parent=self), stateful_options(args.stateful_resources)
         )
+        self.fsx_zone = args.fsx_zone
+        self.file_system = None
+        self._fsx_group: tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]] | None = None
+        fsx = args.config.fsx
+        if fsx is not None:
+            self._fsx_group = lustre.security_group(name, vpc_id=args.vpc_id, cluster_name=args.cluster_name, parent=self)
+            group, rules = self._fsx_group
+            logs = lustre.log_group(name, self._stateful) if fsx.log_level != "DISABLED" else None
+            self.file_system = lustre.file_system(
+                name,
+                fsx,
+                cluster_name=args.cluster_name,
+                subnet_id=args.fsx_subnet_id,
+                group=group,
+                rules=rules,
+                logs=logs,
+                stateful_resources=args.stateful_resources,
+                stateful=self._stateful,
+            )
+
+    def attach(self, attach: StorageAttachArgs) -> None:
+        """Buckets, storage classes, the FSx side that needs the cluster (client rules, data repository, CSI driver,
+        team volumes); then the component's outputs."""
+        name, args, stateful, cluster = self._name, self._args, self._stateful, attach.cluster
+        config = args.config
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
 
         uses_kms = any(bucket.encryption == "kms" for bucket in config.buckets.values())
@@ -79,27 +116,13 @@ class Storage(pulumi.ComponentResource):
         if self.bucket_key is not None:
             key_policy = _bucket_key_policy(name, self.bucket_key, config, self.buckets, cluster, stateful)
 
-        self.file_system = None
-        #: The FSx CSI driver (None without FSx): static volumes of the file system depend on it.
-        self.fsx_driver: pulumi.Resource | None = None
-        self.fsx_zone = args.fsx_zone
         self.data_repository_policy_arn = None
         self.fsx_storage_class_name = None
+        self.fsx_driver = None
         fsx = config.fsx
-        if fsx is not None:
-            group, rules = lustre.security_group(name, cluster, parent=self)
-            logs = lustre.log_group(name, stateful) if fsx.log_level != "DISABLED" else None
-            self.file_system = lustre.file_system(
-                name,
-                fsx,
-                cluster,
-                subnet_id=args.fsx_subnet_id,
-                group=group,
-                rules=rules,
-                logs=logs,
-                stateful_resources=args.stateful_resources,
-                stateful=stateful,
-            )
+        if fsx is not None and self.file_system is not None and self._fsx_group is not None:
+            group, server_rules = self._fsx_group
+            rules = [*server_rules, *lustre.client_rules(name, group, cluster, parent=self)]
             if fsx.data_repository is not None:
                 bucket = self.buckets[fsx.data_repository.bucket]
                 self.data_repository_policy_arn = lustre.data_repository(
@@ -122,7 +145,7 @@ class Storage(pulumi.ComponentResource):
                 )
             for namespace in fsx.namespaces:
                 lustre.team_volume(
-                    name, namespace, fsx, self.file_system, driver, cluster, args.cleanup_controllers, k8s_opts
+                    name, namespace, fsx, self.file_system, driver, cluster, attach.cleanup_controllers, k8s_opts
                 )
         self.register_outputs({"buckets": {k: b.bucket for k, b in self.buckets.items()}, "fsxZone": self.fsx_zone})
 

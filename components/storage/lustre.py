@@ -38,47 +38,74 @@ IMPORT_TIMEOUTS = pulumi.CustomTimeouts(create="6h", update="6h", delete="2h")
 
 
 def security_group(
-    name: str, cluster: ClusterHandle, *, parent: pulumi.Resource
+    name: str, *, vpc_id: pulumi.Input[str], cluster_name: str, parent: pulumi.Resource
 ) -> tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]]:
-    """The file servers' security group, and every rule that lets Lustre through (between the servers, and both ways
-    between the servers and the cluster's nodes)."""
+    """The file servers' security group and the rules between the servers themselves, which FSx checks when it
+    creates the file system. They need nothing of the cluster, so the file system is made alongside it."""
     child = pulumi.ResourceOptions(parent=parent)
     group = aws.ec2.SecurityGroup(
         f"{name}-fsx",
-        vpc_id=cluster.vpc_id,
+        vpc_id=vpc_id,
         description="FSx for Lustre: Lustre traffic from the cluster's nodes and between file servers",
-        tags={"Name": cluster.name.apply(lambda cluster_name: f"{cluster_name}-fsx")},
+        tags={"Name": f"{cluster_name}-fsx"},
         opts=child,
     )
-    rules: list[pulumi.Resource] = []
-    nodes = cluster.cluster_security_group_id
-    # Into the file servers from the nodes and from each other; into the nodes (Lustre clients accept
-    # connections back from the servers on the same ports) from the file servers.
-    paths = (("fsx", group.id, "nodes", nodes), ("fsx", group.id, "self", group.id), ("nodes", nodes, "fsx", group.id))
-    for port_key, (low, high) in LUSTRE_PORTS.items():
-        for target_key, target, source_key, source in paths:
-            rule = aws.vpc.SecurityGroupIngressRule(
-                f"{name}-{target_key}-{port_key}-from-{source_key}",
-                security_group_id=target,
-                referenced_security_group_id=source,
-                ip_protocol="tcp",
-                from_port=low,
-                to_port=high,
-                description=f"Lustre {low}-{high} from {source_key}",
-                opts=child,
-            )
-            rules.append(rule)
-    for peer_key, peer in (("nodes", nodes), ("self", group.id)):
-        egress = aws.vpc.SecurityGroupEgressRule(
-            f"{name}-fsx-to-{peer_key}",
-            security_group_id=group.id,
-            referenced_security_group_id=peer,
-            ip_protocol="-1",
-            description=f"replies to {peer_key}",
-            opts=child,
-        )
-        rules.append(egress)
+    rules: list[pulumi.Resource] = [
+        _ingress(name, ("fsx", group.id), ("self", group.id), port_key, ports, child)
+        for port_key, ports in LUSTRE_PORTS.items()
+    ]
+    rules.append(_egress(name, group, ("self", group.id), child))
     return group, rules
+
+
+def client_rules(
+    name: str, group: aws.ec2.SecurityGroup, cluster: ClusterHandle, *, parent: pulumi.Resource
+) -> list[pulumi.Resource]:
+    """Lustre both ways between the file servers and the cluster's nodes (clients accept connections back from
+    the servers on the same ports)."""
+    child = pulumi.ResourceOptions(parent=parent)
+    nodes = ("nodes", cluster.cluster_security_group_id)
+    rules: list[pulumi.Resource] = []
+    for port_key, ports in LUSTRE_PORTS.items():
+        rules.append(_ingress(name, ("fsx", group.id), nodes, port_key, ports, child))
+        rules.append(_ingress(name, nodes, ("fsx", group.id), port_key, ports, child))
+    rules.append(_egress(name, group, nodes, child))
+    return rules
+
+
+def _ingress(
+    name: str,
+    target: tuple[str, pulumi.Input[str]],
+    source: tuple[str, pulumi.Input[str]],
+    port_key: str,
+    ports: tuple[int, int],
+    opts: pulumi.ResourceOptions,
+) -> aws.vpc.SecurityGroupIngressRule:
+    (target_key, target_id), (source_key, source_id), (low, high) = target, source, ports
+    return aws.vpc.SecurityGroupIngressRule(
+        f"{name}-{target_key}-{port_key}-from-{source_key}",
+        security_group_id=target_id,
+        referenced_security_group_id=source_id,
+        ip_protocol="tcp",
+        from_port=low,
+        to_port=high,
+        description=f"Lustre {low}-{high} from {source_key}",
+        opts=opts,
+    )
+
+
+def _egress(
+    name: str, group: aws.ec2.SecurityGroup, peer: tuple[str, pulumi.Input[str]], opts: pulumi.ResourceOptions
+) -> aws.vpc.SecurityGroupEgressRule:
+    peer_key, peer_id = peer
+    return aws.vpc.SecurityGroupEgressRule(
+        f"{name}-fsx-to-{peer_key}",
+        security_group_id=group.id,
+        referenced_security_group_id=peer_id,
+        ip_protocol="-1",
+        description=f"replies to {peer_key}",
+        opts=opts,
+    )
 
 
 def log_group(name: str, stateful: pulumi.ResourceOptions) -> aws.cloudwatch.LogGroup:
@@ -88,8 +115,8 @@ def log_group(name: str, stateful: pulumi.ResourceOptions) -> aws.cloudwatch.Log
 def file_system(
     name: str,
     config: FsxConfig,
-    cluster: ClusterHandle,
     *,
+    cluster_name: str,
     subnet_id: pulumi.Input[str] | None,
     group: aws.ec2.SecurityGroup,
     rules: Sequence[pulumi.Resource],
@@ -97,7 +124,7 @@ def file_system(
     stateful_resources: StatefulResources,
     stateful: pulumi.ResourceOptions,
 ) -> aws.fsx.LustreFileSystem:
-    """The file system, in one subnet, created once every rule of its security group is in place."""
+    """The file system, in one subnet, created once the servers' own rules are in place."""
     log_configuration = {"level": config.log_level, "destination": logs.arn} if logs else {"level": "DISABLED"}
     destroy = stateful_resources is StatefulResources.DESTROY
     return aws.fsx.LustreFileSystem(
@@ -111,7 +138,7 @@ def file_system(
         security_group_ids=[group.id],
         log_configuration=log_configuration,
         skip_final_backup=destroy if config.deployment_type == "PERSISTENT_2" else None,
-        tags={"Name": cluster.name.apply(lambda cluster_name: f"{cluster_name}-fsx")},
+        tags={"Name": f"{cluster_name}-fsx"},
         opts=pulumi.ResourceOptions.merge(
             stateful,
             # why: the servers talk Lustre to each other while the file system is created (an FSx create fails
