@@ -323,6 +323,7 @@ def export_team_contract(platform: Platform) -> None:
         pulumi.export("monitoringNamespace", MONITORING_NAMESPACE)
     # Always, true or false: a team stack asking for a Profile is told plainly when no profile controller runs.
     pulumi.export("kubeflowEnabled", platform.kubeflow is not None)
+    pulumi.export("kubeflowTeams", sorted(config.kubeflow.teams) if platform.kubeflow is not None else [])
 
 
 def program() -> None:

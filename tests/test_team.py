@@ -94,6 +94,13 @@ def test_a_team_cannot_take_a_namespace_the_platform_already_creates():
     assert problem.startswith("team.name: the platform already creates the namespace 'team-a' (its storage.fsx.namespaces)")
 
 
+def test_a_team_cannot_take_the_namespace_of_one_of_the_platforms_kubeflow_teams():
+    assert PLATFORM["kubeflowTeams"] == ["research"]
+    (problem,) = problems(team(name="research"))
+    assert problem.startswith("team.name: the platform's Kubeflow already creates the namespace 'research'")
+    assert "team.kubeflow" in problem
+
+
 # --------------------------------------------------------------------------------------------------- storage
 
 

@@ -72,6 +72,9 @@ class PlatformOffer(_Outputs):
     #: Whether the platform runs Kubeflow (its profile controller takes a team's Profile); a platform too old to
     #: export it counts as one that does not.
     kubeflow_enabled: StrictBool = False
+    #: Namespaces the platform's Kubeflow creates for its own teams (`kubeflow.teams`): a team stack must not create
+    #: them again.
+    kubeflow_teams: tuple[StrictStr, ...] = ()
 
     @property
     def has_shared_file_system(self) -> bool:

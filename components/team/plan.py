@@ -65,6 +65,9 @@ def _namespace_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[st
     if team.name in offer.fsx_namespaces:
         already = f"the platform already creates the namespace {team.name!r} (its storage.fsx.namespaces)"
         return [("name", f"{already}; remove it there, or choose another name")]
+    if team.name in offer.kubeflow_teams:
+        already = f"the platform's Kubeflow already creates the namespace {team.name!r} (its kubeflow.teams)"
+        return [("name", f"{already}; remove it there and give the team its Profile here (team.kubeflow), or choose another name")]
     return []
 
 
