@@ -92,7 +92,7 @@ class ChartPin:
     crds: CrdUpgrade = CrdUpgrade.NONE
 
 
-#: Karpenter controller and its CRDs, released together; the controller IAM policy in `karpenter_iam.py` follows
+#: Karpenter controller and its CRDs, released together; the controller IAM policy in `karpenter/iam.py` follows
 #: this version.
 KARPENTER = ChartPin(
     "karpenter",
@@ -167,7 +167,7 @@ FSX_CSI_DRIVER = ChartPin(
     "https://kubernetes-sigs.github.io/aws-fsx-csi-driver",
     "https://github.com/kubernetes-sigs/aws-fsx-csi-driver/releases/tag/helm-chart-aws-fsx-csi-driver-1.17.0",
 )
-#: AWS Load Balancer Controller v3.5.0; its IAM policy in `lb_controller_iam.py` follows this version.
+#: AWS Load Balancer Controller v3.5.0; its IAM policy in `ingress/iam.py` follows this version.
 LOAD_BALANCER_CONTROLLER = ChartPin(
     "aws-load-balancer-controller",
     "3.5.0",

@@ -1,4 +1,4 @@
-"""The GPU rules' checks on Karpenter NodePools (pure), for `policy_rules`: how a pool is read (requirements,
+"""The GPU rules' checks on Karpenter NodePools (pure), for `policy.rules`: how a pool is read (requirements,
 capacity types, whether it launches GPUs) and the checks that look at one pool at a time.
 
 Properties may be pulumi-policy's read-only proxies under CrossGuard: structure is tested with `Mapping` /
@@ -61,7 +61,7 @@ def capacity_types(resource: Resource) -> set[str]:
 
 def is_gpu_pool(resource: Resource) -> bool:
     """Whether a pool launches NVIDIA GPU nodes, however it chooses them: an nvidia.com/gpu limit, or any requirement
-    that asks for GPU instances, read as the NodePool specs read theirs (`nodepool_validation`): GPU name, count or
+    that asks for GPU instances, read as the NodePool specs read theirs (`karpenter.validation`): GPU name, count or
     manufacturer labels, instance families or types of the GPU facts table, GPU categories."""
     requirements = (_template(resource).get("spec") or {}).get("requirements") or []
     return GPU_RESOURCE in (_pool_spec(resource).get("limits") or {}) or any(

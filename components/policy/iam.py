@@ -1,4 +1,4 @@
-"""IAM policy documents and the IAM rules' checks (pure), for `policy_rules`.
+"""IAM policy documents and the IAM rules' checks (pure), for `policy.rules`.
 
 A document comes as JSON text (as the AWS provider takes it) or as a mapping. Under CrossGuard every mapping and list
 of a resource's properties is a read-only proxy of pulumi-policy, so structure is tested against `Mapping` and

@@ -1,6 +1,6 @@
 """Which instance types, capacity types and zones a NodePool lets Karpenter launch (pure).
 
-A pool is read through the requirements it renders to (`nodepool_render.requirements`: its typed fields, its extra
+A pool is read through the requirements it renders to (`karpenter.render.requirements`: its typed fields, its extra
 requirements, and the exclusion of accelerators it is not for), evaluated against each instance type's labels the way
 Karpenter computes them (karpenter-provider-aws pkg/providers/instancetype/types.go, `computeRequirements`). The
 preflight feeds it the instance types EC2 describes; the cost estimate feeds it the accelerated families of
