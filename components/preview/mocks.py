@@ -21,7 +21,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from components import aws_names
-from components.identity.documents import same_principal
+from components.identity.documents import dns_suffix, same_principal
 from components.preview.account import ExistingAccount, UnknownToAccount
 
 REDACTED = "[secret]"
@@ -363,8 +363,7 @@ class PlatformMocks(pulumi_mocks.Mocks):
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> dict:
         if args.token == "aws:index/getPartition:getPartition":
-            suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
-            return {"id": self.partition, "partition": self.partition, "dnsSuffix": suffix}
+            return {"id": self.partition, "partition": self.partition, "dnsSuffix": dns_suffix(self.partition)}
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": ACCOUNT_ID, "arn": self.caller_arn, "id": ACCOUNT_ID, "userId": "AIDAPREVIEW"}
         if args.token == "aws:iam/getSessionContext:getSessionContext":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.identity.documents import IAM_VERSION
+from components.identity.documents import IAM_VERSION, dns_suffix
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 EBS_CSI_DRIVER = "ebs.csi.aws.com"
@@ -52,7 +52,7 @@ def bucket_key_policy(
     and a key policy cannot name a principal that does not exist yet; so it is matched by `aws:PrincipalArn`.
     With S3 Bucket Keys on, the encryption context is the bucket's ARN; without, the object's.
     """
-    suffix = "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
+    suffix = dns_suffix(partition)
     statements: list[dict[str, Any]] = [
         {
             "Sid": "AccountAdministersTheKeyThroughIam",

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.identity.documents import IAM_VERSION
-
-
-def s3_suffix(partition: str) -> str:
-    return "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
+from components.identity.documents import IAM_VERSION, dns_suffix
 
 
 def team_s3_policy(
@@ -44,7 +40,7 @@ def team_s3_policy(
                 "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
                 "Resource": kms_key_arn,
                 "Condition": {
-                    "StringEquals": {"kms:ViaService": f"s3.{region}.{s3_suffix(partition)}"},
+                    "StringEquals": {"kms:ViaService": f"s3.{region}.{dns_suffix(partition)}"},
                     "StringLike": {"kms:EncryptionContext:aws:s3:arn": [bucket_arn, f"{bucket_arn}/{prefix}/*"]},
                 },
             }
