@@ -12,10 +12,11 @@ import sys
 import pytest
 import yaml
 
+from components.kubeflow import entries, render
 from components.preview import main, read_project_name, read_stack_config
 from components.preview.program import run_program
 
-from .conftest import REPO
+from .conftest import KUBEFLOW_TREE, REPO
 from .test_preview import SNAPSHOTS
 from .test_refcheck import REFCHECK
 
@@ -194,6 +195,15 @@ def test_the_profile_comes_after_the_namespace_and_service_account_and_goes_befo
     assert profile.deleted_with is None
 
 
+def test_the_teams_notebooks_get_the_pipelines_token_pod_default_the_platforms_teams_get(team_dev):
+    (pod_default,) = team_dev.of_type("kubernetes:kubeflow.org/v1alpha1:PodDefault")
+    namespace = team_dev.one("kubernetes:core/v1:Namespace")
+    assert pod_default.inputs["metadata"] == {"name": "access-ml-pipeline", "namespace": namespace.inputs["metadata"]["name"]}
+    token = pod_default.inputs["spec"]["volumes"][0]["projected"]["sources"][0]["serviceAccountToken"]
+    assert token["audience"] == "pipelines.kubeflow.org"
+    assert pod_default.deleted_with == namespace.urn  # no finalizer, nothing outside the cluster: it goes with it
+
+
 def test_a_profile_against_a_platform_without_kubeflow_exits_2_naming_the_key(tmp_path, capsys):
     outputs = json.loads((TEAM_STACK / "platform-outputs.dev.json").read_text())
     outputs["kubeflowEnabled"] = False
@@ -208,11 +218,17 @@ def test_a_profile_against_a_platform_without_kubeflow_exits_2_naming_the_key(tm
 
 @pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
 def test_the_dev_team_preview_and_its_profile_pass_refcheck(tmp_path, capsys):
-    """The Profile against Kubeflow's CRD (its schema: an unknown field is an error), the rest against Kubernetes."""
+    """The Profile against Kubeflow's CRD and the PodDefault against the one the platform's Kubeflow installs (from
+    the pinned tree: their schemas make an unknown field an error), the rest against Kubernetes."""
     out = tmp_path / "out"
     main(preview_args(out, "--policy-config", str(TEAM_STACK / "policy-config.json"), stack="dev"))
+    rendered = render.render(KUBEFLOW_TREE, (entries.DASHBOARD,), cache_dir=tmp_path / "renders")
+    crds = tmp_path / "pod-default-crd.yaml"
+    crds.write_text(yaml.safe_dump_all(
+        [o for o in rendered[entries.DASHBOARD.path] if o["kind"] == "CustomResourceDefinition" and o["spec"]["names"]["kind"] == "PodDefault"]
+    ))
     result = subprocess.run(
-        [sys.executable, str(REFCHECK), str(out / "manifests"), "--k8s-version", "1.35", "--strict"],
+        [sys.executable, str(REFCHECK), str(out / "manifests"), str(crds), "--k8s-version", "1.35", "--strict"],
         capture_output=True, text=True, check=False,
     )
     assert result.returncode == 0 and result.stdout.strip().endswith(" 0 errors"), result.stdout

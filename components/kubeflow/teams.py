@@ -124,14 +124,15 @@ def profile(team: Team) -> Manifest:
     return profile_manifest(name=team.name, owner=team.owner, gpu_quota=team.gpu_quota, role_arn=role_arn)
 
 
-def access_ml_pipeline(team: Team) -> Manifest:
-    """The PodDefault JWA preselects: a projected token notebooks use to call the Pipelines API as the team."""
+def access_ml_pipeline(namespace: str) -> Manifest:
+    """The PodDefault JWA preselects: a projected token notebooks use to call the Pipelines API as the team whose
+    namespace it is."""
     volume = "volume-kf-pipeline-token"
     mount = "/var/run/secrets/kubeflow/pipelines"
     return {
         "apiVersion": "kubeflow.org/v1alpha1",
         "kind": "PodDefault",
-        "metadata": {"name": ACCESS_ML_PIPELINE, "namespace": team.name},
+        "metadata": {"name": ACCESS_ML_PIPELINE, "namespace": namespace},
         "spec": {
             "desc": "Allow access to Kubeflow Pipelines",
             "selector": {"matchLabels": {ACCESS_ML_PIPELINE: "true"}},
@@ -186,7 +187,7 @@ def fsx_claim(team: Team, share: FsxShare) -> tuple[Manifest, Manifest]:
 def manifests(team: Team, fsx: FsxShare | None = None) -> list[Manifest]:
     """The team's objects: Namespace (with the owner annotation), Profile, PodDefaults, and with an FSx claim the
     volume and claim it mounts (which need the platform's file system: `fsx`)."""
-    objects = [namespace(team), profile(team), access_ml_pipeline(team)]
+    objects = [namespace(team), profile(team), access_ml_pipeline(team.name)]
     if team.fsx_claim is not None:
         if fsx is None:
             raise ValueError(f"team {team.name}: an FSx claim needs the platform's file system")

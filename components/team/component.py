@@ -22,7 +22,7 @@ from components.karpenter.validation import delete_timeout
 from components.team.iam import team_s3_policy
 from components.team.namespace import service_account
 from components.team.plan import TeamPlan
-from components.team.profile import team_profile
+from components.team.profile import team_pod_defaults, team_profile
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,8 @@ class TeamProfileArgs:
 
 class TeamProfile(pulumi.ComponentResource):
     """The team's Kubeflow Profile: owned by `kubeflow.owner`, its GPU quota the team's, `default-editor` annotated
-    with the team's role. The platform's profile controller adopts the namespace and handles the rest."""
+    with the team's role; and the `access-ml-pipeline` PodDefault. The platform's profile controller adopts the
+    namespace and handles the rest."""
 
     profile: pulumi.Resource
 
@@ -167,4 +168,14 @@ class TeamProfile(pulumi.ComponentResource):
             ),
             any_custom=True,  # Kubeflow's CRD, installed by the platform
         )
+        namespace = args.namespace.namespace
+        for manifest in team_pod_defaults(team):
+            k8s_objects.create(
+                f"{name}-{manifest['metadata']['name']}",
+                manifest,
+                pulumi.ResourceOptions(
+                    parent=self, provider=args.cluster.kubernetes_provider, depends_on=[namespace], deleted_with=namespace
+                ),
+                any_custom=True,
+            )
         self.register_outputs({"profile": team.name})

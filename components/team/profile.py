@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.kubeflow.teams import profile_manifest
+from components.kubeflow.teams import access_ml_pipeline, profile_manifest
 from components.team.config import TeamConfig
 from components.team.namespace import Manifest
 
@@ -20,3 +20,9 @@ def team_profile(team: TeamConfig, role_arn: Any) -> Manifest:
     `role_arn` (the team's IRSA role; a Pulumi output in a program, only placed, never read)."""
     assert team.kubeflow is not None, "the team has no kubeflow section"
     return profile_manifest(name=team.name, owner=team.kubeflow.owner, gpu_quota=team.quota.gpus, role_arn=role_arn)
+
+
+def team_pod_defaults(team: TeamConfig) -> list[Manifest]:
+    """The PodDefaults the platform's Kubeflow teams get too: `access-ml-pipeline`, which the notebook form
+    preselects, so notebooks call Pipelines as the team."""
+    return [access_ml_pipeline(team.name)]
