@@ -188,6 +188,8 @@ def webhook_backends(objects: Iterable[Manifest]) -> list[Backend]:
             port = next(p for p in service["spec"]["ports"] if p["port"] == reference.get("port", 443))
             target = port.get("targetPort", port["port"])
             selector = service["spec"].get("selector") or {}
+            if not selector:
+                continue  # no selector, no pods: its endpoints are someone else's
             for pod in workloads:
                 if pod.namespace != reference["namespace"] or not all(pod.labels.get(k) == v for k, v in selector.items()):
                     continue
