@@ -63,3 +63,21 @@ def dev() -> mocks.Inventory:
 @pytest.fixture(scope="session")
 def prod() -> mocks.Inventory:
     return run_preview(REPO, "prod")
+
+
+@pytest.fixture
+def no_aws_credentials(monkeypatch, tmp_path):
+    """An environment in which boto3 finds no credentials at all: no keys, profile, container or web identity,
+    no shared files, no instance metadata."""
+    for key in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_PROFILE",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

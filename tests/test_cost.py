@@ -385,18 +385,6 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
     assert (pool.spot_dearest.instance_type, pool.spot_dearest.monthly) == ("g5.2xlarge", 2 * D("0.50") * 730)
 
 
-def test_live_without_credentials_exits_1(monkeypatch, tmp_path, capsys):
-    for key in (
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_PROFILE",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-    ):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+def test_live_without_credentials_exits_1(no_aws_credentials, capsys):
     assert cli.main(["--stack", "dev", "--project-dir", str(REPO), "--live"]) == 1
     assert "could not read live prices" in capsys.readouterr().err

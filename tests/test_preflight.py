@@ -64,18 +64,7 @@ def test_the_root_user_warns():
     assert identity_check(Identity(ACCOUNT, f"arn:aws:iam::{ACCOUNT}:root"), "us-west-2").status is Status.WARN
 
 
-def test_without_credentials_only_the_identity_check_runs_and_fails(monkeypatch, tmp_path):
-    for key in (
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-    ):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+def test_without_credentials_only_the_identity_check_runs_and_fails(no_aws_credentials):
     results = run_preflight(platform_config("dev"), Clients.from_session(boto3.Session(region_name="us-west-2")))
     assert [(r.name, r.status) for r in results] == [("identity", Status.FAIL)]
     assert exit_code(results) == 1
