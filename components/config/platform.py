@@ -351,10 +351,8 @@ def _decode(value: Any) -> Any:
 
 #: Model fields the program fills from elsewhere: in the project's namespace they would be silently replaced.
 _SUPPLIED = {
-    "project": "the Pulumi project's name is used",
-    "stack": "the Pulumi stack's name is used",
-    "region": "the region is aws:region",
-    "profile": "the AWS profile is aws:profile",
+    **{key: f"the Pulumi {key}'s name is used" for key in CONTEXT_KEYS},
+    **{key: f"it is aws:{key}" for key in AWS_KEYS},
 }
 
 
