@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .objects import Manifest, containers, group_of, is_webhook_configuration, matches, pod_template
+from .objects import NAME_LABEL, Manifest, containers, group_of, is_webhook_configuration, matches, namespace_labels, pod_template
 
-NAME_LABEL = "kubernetes.io/metadata.name"
 ALLOW_MONITORING = "allow-platform-monitoring"
 
 
@@ -144,18 +143,14 @@ class Pod:
 
 def pods(objects: Iterable[Manifest]) -> list[Pod]:
     objects = list(objects)
-    namespace_labels = {
-        o["metadata"]["name"]: {**(o["metadata"].get("labels") or {}), NAME_LABEL: o["metadata"]["name"]}
-        for o in objects
-        if o["kind"] == "Namespace"
-    }
+    labels_of = namespace_labels(objects)
     found = []
     for obj in objects:
         template = pod_template(obj)
         if template is None:
             continue
         namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
-        labels = runtime_labels(template, namespace_labels.get(namespace, {}), name)
+        labels = runtime_labels(template, labels_of.get(namespace, {}), name)
         ports = tuple(
             (p["containerPort"], p.get("name")) for c in containers(template.get("spec", {})) for p in c.get("ports") or ()
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from components.certmanager.names import KINDS as CERT_MANAGER_KINDS
 
@@ -103,6 +103,20 @@ class Scopes:
             return self._kinds[(group, kind)][1]
         except KeyError:
             raise KeyError(f"the scope of {kind}.{group} is unknown: its CRD is not among the objects") from None
+
+
+#: The label Kubernetes puts on every namespace: its own name (what namespace selectors match a namespace by).
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def namespace_labels(objects: Iterable[Manifest]) -> dict[str, dict[str, str]]:
+    """Each Namespace among the objects by name, with the labels it will carry in the cluster (its own plus
+    NAME_LABEL)."""
+    return {
+        o["metadata"]["name"]: {**(o["metadata"].get("labels") or {}), NAME_LABEL: o["metadata"]["name"]}
+        for o in objects
+        if o["kind"] == "Namespace" and o["apiVersion"] == "v1"
+    }
 
 
 def pod_template(obj: Mapping[str, Any]) -> dict[str, Any] | None:

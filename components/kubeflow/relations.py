@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from .objects import (
+    NAME_LABEL,
     Manifest,
     ObjectKey,
     Scopes,
@@ -17,6 +18,7 @@ from .objects import (
     is_workload,
     key,
     matches,
+    namespace_labels,
     pod_template,
 )
 
@@ -40,10 +42,7 @@ class Relations:
             (o["spec"]["group"], o["spec"]["names"]["kind"]): key(o) for o in objects if is_crd(o)
         }
         self.namespaces = {o["metadata"]["name"]: key(o) for o in objects if o["kind"] == "Namespace" and o["apiVersion"] == "v1"}
-        self.namespace_labels: dict[str, dict[str, str]] = {}
-        for name, namespace_key in self.namespaces.items():
-            labels = dict(self.objects[namespace_key]["metadata"].get("labels") or {})
-            self.namespace_labels[name] = {**labels, "kubernetes.io/metadata.name": name}
+        self.namespace_labels = namespace_labels(objects)
         self.webhooks = [o for o in objects if is_webhook_configuration(o)]
         self.workloads = [o for o in objects if is_workload(o)]
         self.certificates = {
@@ -59,7 +58,7 @@ class Relations:
         return self.namespaces.get(obj["metadata"].get("namespace", ""))
 
     def _labels_of_namespace(self, name: str) -> dict[str, str]:
-        return self.namespace_labels.get(name, {"kubernetes.io/metadata.name": name})
+        return self.namespace_labels.get(name, {NAME_LABEL: name})
 
     def intercepts(self, webhook_configuration: Manifest, obj: Manifest) -> bool:
         """Whether a fail-closed webhook of this configuration sees the creation of `obj`."""
@@ -71,16 +70,16 @@ class Relations:
         namespaced = self.scopes.namespaced(group, kind)
         labels = obj["metadata"].get("labels") or {}
         if kind == "Namespace":  # a Namespace is matched by its own labels
-            namespace_labels = {**labels, "kubernetes.io/metadata.name": obj["metadata"]["name"]}
+            selected_by = {**labels, NAME_LABEL: obj["metadata"]["name"]}
         else:
-            namespace_labels = self._labels_of_namespace(obj["metadata"].get("namespace", ""))
+            selected_by = self._labels_of_namespace(obj["metadata"].get("namespace", ""))
         for webhook in webhook_configuration.get("webhooks") or ():
             if webhook.get("failurePolicy", "Fail") != "Fail":
                 continue
             if not matches(webhook.get("objectSelector"), labels):
                 continue
             # Other cluster-scoped objects are never skipped by a namespaceSelector.
-            if (namespaced or kind == "Namespace") and not matches(webhook.get("namespaceSelector"), namespace_labels):
+            if (namespaced or kind == "Namespace") and not matches(webhook.get("namespaceSelector"), selected_by):
                 continue
             for rule in webhook.get("rules") or ():
                 if _rule_matches(rule, group, version, resource, namespaced):

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.kubeflow.access import GATEWAY_NAMESPACE
+from components.kubeflow.objects import NAME_LABEL
 from components.scheduling import GPU_RESOURCE
 from components.team.config import TeamConfig
 
@@ -31,12 +32,11 @@ TEAM_LABEL = "eksml.io/team"
 GPU_QUOTA_KEY = f"requests.{GPU_RESOURCE}"
 #: Cluster DNS as the EKS coredns add-on labels its pods.
 DNS_SELECTOR = {
-    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+    "namespaceSelector": {"matchLabels": {NAME_LABEL: "kube-system"}},
     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
 }
 #: Prometheus' pods as kube-prometheus-stack labels them.
 PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
-NAME_LABEL = "kubernetes.io/metadata.name"
 #: Where the Kubeflow a Profile's namespace uses runs, reached both ways: Istio's (istiod, which every sidecar gets
 #: its configuration from; the gateway bringing users to notebooks) and Kubeflow's own (the Pipelines API and
 #: artifact store runs call; the Pipelines UI and the notebook culler calling in).
