@@ -117,7 +117,7 @@ def test_a_remote_base_that_is_not_pinned_is_an_error(tmp_path):
         "resources:\n- local\n- https://github.com/example/manifests//base?ref=v1\n- service.yaml\n"
     )
     found = render.unpinned_remotes(tmp_path)
-    assert [line.split(": ", 1)[1] for line in found] == [
+    assert sorted(line.split(": ", 1)[1] for line in found) == [
         "git@github.com:example/base.git",
         "https://github.com/example/manifests//base?ref=v1",
     ]
@@ -127,6 +127,29 @@ def test_the_pinned_remotes_leave_no_remote_base_in_any_entry(tmp_path):
     render.prepare(REFERENCE, tmp_path)
     for entry in entries.ALL:
         assert render.unpinned_remotes(tmp_path / "community-distribution" / entry.path) == [], entry.path
+
+
+def test_preparing_a_render_leaves_the_verified_tree_as_it_was(tmp_path):
+    tree = tmp_path / "tree"
+    for relative in fetch.FILES:
+        (tree / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REFERENCE / relative, tree / relative)
+    work = tmp_path / "work"
+    render.prepare(tree, work)
+    for remote in REMOTES:
+        for used_by in remote.used_by:
+            assert remote.url not in (work / used_by).read_text()
+            assert remote.url in (tree / used_by).read_text()
+    fetch.tree(tree)  # every digest still holds
+
+
+def test_a_release_asset_is_built_only_for_the_entries_that_reach_it(tmp_path):
+    render.prepare(REFERENCE, tmp_path)
+    assets = render.Assets(tmp_path)
+    source = tmp_path / "community-distribution"
+    (jobset,) = [remote for remote in REMOTES if remote.build_from is not None]
+    assert assets.reached_by(set(render.kustomizations(source / entries.TRAINER.path))) == [jobset]
+    assert assets.reached_by(set(render.kustomizations(source / entries.DEX.path))) == []
 
 
 def test_a_remote_is_rewritten_only_where_it_is_listed_exactly_once():
