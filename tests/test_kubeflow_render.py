@@ -143,7 +143,7 @@ def test_preparing_a_render_leaves_the_verified_tree_as_it_was(tmp_path):
     fetch.tree(tree)  # every digest still holds
 
 
-def test_a_release_asset_is_built_only_for_the_entries_that_reach_it(tmp_path):
+def test_only_the_entries_whose_bases_name_a_release_asset_wait_for_its_build(tmp_path):
     render.prepare(REFERENCE, tmp_path)
     assets = render.Assets(tmp_path)
     source = tmp_path / "community-distribution"

@@ -209,8 +209,12 @@ def _bases(document: Mapping[str, Any]) -> list[str]:
 
 def unpinned_remotes(folder: Path) -> list[str]:
     """Every remote base (and chart download) a build of `folder` would fetch, as `<kustomization>: <item>`."""
+    return _remotes_in(kustomizations(folder))
+
+
+def _remotes_in(paths: Iterable[Path]) -> list[str]:
     found = []
-    for path in kustomizations(folder):
+    for path in paths:
         document = _document(path)
         found.extend(f"{path}: {item}" for item in _bases(document) if _REMOTE.match(item))
         if document.get("helmCharts"):
@@ -226,10 +230,11 @@ def _render_one(work: Path, entry: Entry, assets: Assets) -> list[dict[str, Any]
     source = work / COMMUNITY_DISTRIBUTION.folder / entry.path
     if _kustomization(source) is None:
         raise RenderError(f"{entry.path} is not a kustomization in the pinned tree")
-    remotes = unpinned_remotes(source)
+    reads = kustomizations(source)
+    remotes = _remotes_in(reads)
     if remotes:
         raise RenderError(f"{entry.path} reaches remote bases that are not pinned:\n" + "\n".join(f"  - {r}" for r in remotes))
-    for remote in assets.reached_by(set(kustomizations(source))):
+    for remote in assets.reached_by(set(reads)):
         assets.build(remote)
     folder = work / "entries" / _slug(entry)
     folder.mkdir(parents=True, exist_ok=True)
