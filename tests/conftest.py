@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import pytest
 
 from components.preview import mocks, read_project_name, read_stack_config, run_preview
+from components.preview.inventory import Inventory
 from components.stack import program
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,7 +49,7 @@ def stack_config(stack: str, overrides: Mapping[str, Any] | None = None, drop: t
 
 def run_stack(
     stack: str, overrides: Mapping[str, Any] | None = None, drop: tuple[str, ...] = (), **account: Any
-) -> mocks.Inventory:
+) -> Inventory:
     """Run the real stack program under mocks with a stack file's config, changed as given; `account` describes
     the AWS account (`caller_arn`, `existing_clusters`, as `mocks.run` takes them)."""
     config = stack_config(stack, overrides, drop)
@@ -56,12 +57,12 @@ def run_stack(
 
 
 @pytest.fixture(scope="session")
-def dev() -> mocks.Inventory:
+def dev() -> Inventory:
     return run_preview(REPO, "dev")
 
 
 @pytest.fixture(scope="session")
-def prod() -> mocks.Inventory:
+def prod() -> Inventory:
     return run_preview(REPO, "prod")
 
 

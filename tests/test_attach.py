@@ -12,6 +12,8 @@ from components.cluster.attach import HANDLE_OUTPUTS, AttachError, kubeconfig
 from components.cluster.component import ClusterHandle
 from components.config.errors import ConfigError
 from components.preview import mocks
+from components.preview.answers import UnexpectedCall
+from components.preview.inventory import Inventory
 from components.team.config import TeamConfig
 from components.team.offer import OFFER_OUTPUTS, PlatformOffer, parse_offer
 from components.team.plan import plan_team
@@ -26,7 +28,7 @@ def recorded(stack: str = "prod") -> dict:
     return json.loads((TEAM_STACK / f"platform-outputs.{stack}.json").read_text())
 
 
-def attach(program_handle, **account) -> mocks.Inventory:
+def attach(program_handle, **account) -> Inventory:
     """Run a program that makes a handle and exports what it holds, plus an IRSA role made from it."""
 
     def program() -> None:
@@ -46,7 +48,7 @@ def attach(program_handle, **account) -> mocks.Inventory:
     return mocks.run(program, project="team", stack="prod", region="us-west-2", config={}, **account)
 
 
-def trust(inventory: mocks.Inventory) -> dict:
+def trust(inventory: Inventory) -> dict:
     return json.loads(inventory.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
 
 
@@ -82,7 +84,7 @@ def test_a_platform_without_an_output_the_handle_needs_is_named():
 
 
 def test_a_stack_reference_the_mocks_have_no_outputs_for_fails_loudly():
-    with pytest.raises(mocks.UnexpectedCall, match="no recorded outputs for the stack reference 'acme/other/prod'"):
+    with pytest.raises(UnexpectedCall, match="no recorded outputs for the stack reference 'acme/other/prod'"):
         attach(lambda: ClusterHandle.from_stack_reference("acme/other/prod"), stack_references={PLATFORM_STACK: recorded()})
 
 
@@ -101,7 +103,7 @@ def test_a_handle_read_from_an_existing_cluster_matches_what_the_platform_stack_
 
 
 def test_reading_a_cluster_that_does_not_exist_fails_loudly():
-    with pytest.raises(mocks.UnexpectedCall, match="aws:eks/getCluster:getCluster"):
+    with pytest.raises(UnexpectedCall, match="aws:eks/getCluster:getCluster"):
         attach(lambda: ClusterHandle.from_existing(cluster_name="nope", region="us-west-2"))
 
 

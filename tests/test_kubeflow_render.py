@@ -116,7 +116,7 @@ def test_a_remote_base_that_is_not_pinned_is_an_error(tmp_path):
     (tmp_path / "kustomization.yaml").write_text(
         "resources:\n- local\n- https://github.com/example/manifests//base?ref=v1\n- service.yaml\n"
     )
-    found = render.unpinned_remotes(tmp_path)
+    found = render.unpinned_remotes(render.kustomizations(tmp_path))
     assert sorted(line.split(": ", 1)[1] for line in found) == [
         "git@github.com:example/base.git",
         "https://github.com/example/manifests//base?ref=v1",
@@ -126,7 +126,7 @@ def test_a_remote_base_that_is_not_pinned_is_an_error(tmp_path):
 def test_the_pinned_remotes_leave_no_remote_base_in_any_entry(tmp_path):
     render.prepare(REFERENCE, tmp_path)
     for entry in entries.ALL:
-        assert render.unpinned_remotes(tmp_path / "community-distribution" / entry.path) == [], entry.path
+        assert render.unpinned_remotes(render.kustomizations(tmp_path / "community-distribution" / entry.path)) == [], entry.path
 
 
 def test_preparing_a_render_leaves_the_verified_tree_as_it_was(tmp_path):

@@ -19,6 +19,7 @@ from components import preview
 from components.policy import model as policy_model
 from components.policy.rules import RULES, Rule, evaluate, resolve_enforcement
 from components.preview import main, mocks, policy_resources
+from components.preview.inventory import Inventory, Recorded
 from components.scheduling import WORKLOAD_LABEL
 from policies.pack import policies
 from tests.conftest import REPO
@@ -72,14 +73,14 @@ def test_the_stacks_pass_every_mandatory_rule(stack, request):
     assert [v for v in violations if v.enforcement == "mandatory"] == []
 
 
-Match = Callable[[mocks.Recorded], bool]
+Match = Callable[[Recorded], bool]
 
 
 def of_type(type_: str, name_ends: str = "") -> Match:
     return lambda r: r.type == type_ and r.name.endswith(name_ends)
 
 
-def changed(inventory: mocks.Inventory, match: Match, change: Callable[[dict[str, Any]], Any] | None) -> mocks.Inventory:
+def changed(inventory: Inventory, match: Match, change: Callable[[dict[str, Any]], Any] | None) -> Inventory:
     """The stack with the first resource that matches changed (its inputs deep-copied first), or removed (no change)."""
     resources, done = [], False
     for r in inventory.resources:
@@ -92,7 +93,7 @@ def changed(inventory: mocks.Inventory, match: Match, change: Callable[[dict[str
             r = dataclasses.replace(r, inputs=inputs)
         resources.append(r)
     assert done, "nothing matched"
-    return mocks.Inventory(resources, inventory.stack_outputs)
+    return Inventory(resources, inventory.stack_outputs)
 
 
 L4_ONLY = [{"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["l4"]}]
@@ -126,7 +127,7 @@ SEEDS: dict[str, tuple[Match, Callable[[dict[str, Any]], Any] | None]] = {
 }
 
 
-def offline_run(inventory: mocks.Inventory, out, monkeypatch, capsys, *options: str) -> tuple[int, str]:
+def offline_run(inventory: Inventory, out, monkeypatch, capsys, *options: str) -> tuple[int, str]:
     """The offline preview's own main (its violations table and exit status) over a recorded stack."""
     monkeypatch.setattr(preview, "run_preview", lambda project_dir, stack, **_: inventory)
     status = main(["--stack", "prod", "--out", str(out), "--project-dir", str(REPO), *options])
@@ -182,7 +183,7 @@ def engine_props(props: Mapping[str, Any]) -> Mapping[str, Any]:
     return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))
 
 
-def crossguard(inventory: mocks.Inventory) -> tuple[list[tuple[str, str, str | None]], list[tuple[str, str]]]:
+def crossguard(inventory: Inventory) -> tuple[list[tuple[str, str, str | None]], list[tuple[str, str]]]:
     """Every policy of the pack run over a stack as the SDK runs it: what is reported, (policy, message, urn), and
     what the SDK would skip as "can't run policy during preview" because an UnknownValueError escaped, (policy, urn)."""
     resources = policy_resources(inventory)

@@ -187,7 +187,7 @@ def test_what_aws_deletes_with_its_parent_is_not_deleted_one_by_one(stack):
 
 def test_destroy_batches_follow_the_engine_and_skip_what_goes_with_its_target():
     from components.preview.destroy_estimate import estimate
-    from components.preview.mocks import Inventory, Recorded
+    from components.preview.inventory import Inventory, Recorded
 
     def res(name, type_, deps=(), deleted_with=None):
         return Recorded(urn=name, type=type_, name=name, parent=None, inputs={}, dependencies=tuple(deps),

@@ -41,9 +41,13 @@ ALLOWED: dict[str, dict[str, str]] = {
         ),
         _RATE,
     ),
-    "components/preview/mocks.py": {
+    "components/preview/answers.py": {
         "new_resource": "pulumi.runtime.Mocks method: the engine calls it for every resource",
+    },
+    "components/preview/mocks.py": {
         "Call": "the mock monitor's gRPC method for component methods (Cluster.getKubeconfig)",
+    },
+    "components/preview/inventory.py": {
         "one": "the inventory helper (with of_type) that tests of this and users' programs read resources with",
     },
     "components/sweep/resource.py": {"diff": "dynamic provider method: the engine calls it on every update"},

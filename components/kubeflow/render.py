@@ -207,12 +207,8 @@ def _bases(document: Mapping[str, Any]) -> list[str]:
     return [item for key in ("resources", "bases", "components") for item in document.get(key) or () if isinstance(item, str)]
 
 
-def unpinned_remotes(folder: Path) -> list[str]:
-    """Every remote base (and chart download) a build of `folder` would fetch, as `<kustomization>: <item>`."""
-    return _remotes_in(kustomizations(folder))
-
-
-def _remotes_in(paths: Iterable[Path]) -> list[str]:
+def unpinned_remotes(paths: Iterable[Path]) -> list[str]:
+    """Every remote base (and chart download) named in these kustomization files, as `<kustomization>: <item>`."""
     found = []
     for path in paths:
         document = _document(path)
@@ -231,7 +227,7 @@ def _render_one(work: Path, entry: Entry, assets: Assets) -> list[dict[str, Any]
     if _kustomization(source) is None:
         raise RenderError(f"{entry.path} is not a kustomization in the pinned tree")
     reads = kustomizations(source)
-    remotes = _remotes_in(reads)
+    remotes = unpinned_remotes(reads)
     if remotes:
         raise RenderError(f"{entry.path} reaches remote bases that are not pinned:\n" + "\n".join(f"  - {r}" for r in remotes))
     for remote in assets.reached_by(set(reads)):

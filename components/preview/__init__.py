@@ -39,6 +39,7 @@ from components.config.platform import PlatformConfig, parse_config
 from components.cost import preview_line
 from components.policy import rules as policy_rules
 from components.preview import mocks
+from components.preview.inventory import Inventory, Recorded
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
 SECRET_PLACEHOLDER = "preview-secret-placeholder"
@@ -100,7 +101,7 @@ def _dump_yaml(documents: Iterable[Any]) -> str:
     return yaml.dump_all(list(documents), Dumper=_DUMPER, sort_keys=True, default_flow_style=False, width=120)
 
 
-def _owning_component(inventory: mocks.Inventory, resource: mocks.Recorded) -> str:
+def _owning_component(inventory: Inventory, resource: Recorded) -> str:
     """The name of the nearest package component above a resource (the file its manifest goes to)."""
     parent = resource.parent
     while parent is not None:
@@ -111,7 +112,7 @@ def _owning_component(inventory: mocks.Inventory, resource: mocks.Recorded) -> s
     return "stack"
 
 
-def _is_manifest(resource: mocks.Recorded) -> bool:
+def _is_manifest(resource: Recorded) -> bool:
     return (
         resource.type.startswith("kubernetes:")
         and resource.type != HELM_RELEASE_TYPE
@@ -120,11 +121,11 @@ def _is_manifest(resource: mocks.Recorded) -> bool:
     )
 
 
-def _manifest(resource: mocks.Recorded) -> dict[str, Any]:
+def _manifest(resource: Recorded) -> dict[str, Any]:
     return {key: value for key, value in resource.inputs.items() if not key.startswith("__")}
 
 
-def _helm_release(resource: mocks.Recorded) -> dict[str, Any]:
+def _helm_release(resource: Recorded) -> dict[str, Any]:
     inputs = resource.inputs
     repo = (inputs.get("repositoryOpts") or {}).get("repo")
     chart = str(inputs.get("chart"))
@@ -140,7 +141,7 @@ def _helm_release(resource: mocks.Recorded) -> dict[str, Any]:
     }
 
 
-def _iam_documents(resource: mocks.Recorded) -> dict[str, Any]:
+def _iam_documents(resource: Recorded) -> dict[str, Any]:
     """IAM policy documents a resource carries, keyed by the file name they are written to."""
     documents: dict[str, Any] = {}
     if resource.type == "aws:iam/role:Role" and "assumeRolePolicy" in resource.inputs:
@@ -150,7 +151,7 @@ def _iam_documents(resource: mocks.Recorded) -> dict[str, Any]:
     return {name: json.loads(text) if isinstance(text, str) else text for name, text in documents.items()}
 
 
-def write_preview(inventory: mocks.Inventory, out: Path) -> None:
+def write_preview(inventory: Inventory, out: Path) -> None:
     """Write the preview folder. Only the entries the preview owns are replaced, so `--out .` is harmless."""
     out.mkdir(parents=True, exist_ok=True)
     for entry in ("manifests", "helm", "iam"):
@@ -176,9 +177,9 @@ def write_preview(inventory: mocks.Inventory, out: Path) -> None:
 # --------------------------------------------------------------------------------------------------- summary
 
 
-def summary(inventory: mocks.Inventory, *, stack: str, out: Path, seconds: float) -> str:
+def summary(inventory: Inventory, *, stack: str, out: Path, seconds: float) -> str:
     lines = [f"Offline preview of stack '{stack}': {len(inventory.resources)} resources", ""]
-    children: dict[str | None, list[mocks.Recorded]] = {}
+    children: dict[str | None, list[Recorded]] = {}
     for resource in inventory.resources:
         children.setdefault(resource.parent, []).append(resource)
 
@@ -207,7 +208,7 @@ def summary(inventory: mocks.Inventory, *, stack: str, out: Path, seconds: float
 # ------------------------------------------------------------------------------------------------------- main
 
 
-def policy_resources(inventory: mocks.Inventory) -> list[policy_rules.Resource]:
+def policy_resources(inventory: Inventory) -> list[policy_rules.Resource]:
     """The recorded resources as the policy rules see them (the engine gives policies the same properties)."""
     return [
         policy_rules.Resource(urn=r.urn, type=r.type, name=r.name, props=r.inputs, dependencies=frozenset(r.dependencies))
@@ -247,7 +248,7 @@ def load_stack(
     return parse_config(config, project=project, stack=stack), config, secret_keys
 
 
-def run_preview(project_dir: Path, stack: str, *, kubeflow_tree: Path | None = None) -> mocks.Inventory:
+def run_preview(project_dir: Path, stack: str, *, kubeflow_tree: Path | None = None) -> Inventory:
     """Parse the stack's config, then run the real program under mocks. Raises ConfigError on bad config, and
     TreeError when Kubeflow is on and its pinned tree is missing or altered."""
     from components.stack import program  # imported late: importing it registers nothing, but keeps --help fast

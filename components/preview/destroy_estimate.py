@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping, Sequence
 
-from components.preview import mocks
+from components.preview.inventory import Inventory, Recorded
 
 #: Seconds a delete typically takes, by type (anything else: DEFAULT_SECONDS). Sources: the AWS docs' and the
 #: providers' stated durations, and the default delete timeouts terraform-provider-aws sets for slow types.
@@ -60,7 +60,7 @@ DEFAULT_SECONDS = 3
 INSTANT = ("eksml:", "eks:index:", "pulumi:providers:")
 
 
-def delete_seconds(resource: mocks.Recorded) -> int:
+def delete_seconds(resource: Recorded) -> int:
     if resource.type.startswith(INSTANT):
         return 0
     return DELETE_SECONDS.get(resource.type, DEFAULT_SECONDS)
@@ -68,10 +68,10 @@ def delete_seconds(resource: mocks.Recorded) -> int:
 
 @dataclass(frozen=True)
 class Batch:
-    resources: tuple[mocks.Recorded, ...]
+    resources: tuple[Recorded, ...]
 
     @property
-    def slowest(self) -> mocks.Recorded:
+    def slowest(self) -> Recorded:
         return max(self.resources, key=lambda r: (delete_seconds(r), r.urn))
 
     @property
@@ -83,18 +83,18 @@ class Batch:
 class Estimate:
     batches: tuple[Batch, ...]
     #: Left to their `deleted_with` target: never deleted one by one.
-    skipped: tuple[mocks.Recorded, ...]
+    skipped: tuple[Recorded, ...]
 
     @property
     def seconds(self) -> int:
         return sum(batch.seconds for batch in self.batches)
 
-    def critical_path(self) -> list[tuple[int, mocks.Recorded]]:
+    def critical_path(self) -> list[tuple[int, Recorded]]:
         """The slowest delete of every batch that takes time, in order."""
         return [(b.seconds, b.slowest) for b in self.batches if b.seconds > 0]
 
 
-def _must_outlive(resource: mocks.Recorded) -> set[str]:
+def _must_outlive(resource: Recorded) -> set[str]:
     """What a resource must be deleted before: what it depends on, its parent, its provider."""
     found = set(resource.dependencies)
     if resource.parent:
@@ -104,7 +104,7 @@ def _must_outlive(resource: mocks.Recorded) -> set[str]:
     return found
 
 
-def estimate(inventory: mocks.Inventory) -> Estimate:
+def estimate(inventory: Inventory) -> Estimate:
     """The engine's delete batches for a full destroy of what the inventory holds."""
     urns = {r.urn for r in inventory.resources}
     skipped = tuple(r for r in inventory.resources if r.deleted_with and r.deleted_with in urns)

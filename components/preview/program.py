@@ -17,6 +17,7 @@ from typing import Any
 from components.config.errors import ConfigError, ConfigIssue
 from components.config.platform import PROJECT_NAMESPACE
 from components.preview import mocks
+from components.preview.inventory import Inventory
 
 
 def is_platform(project: str) -> bool:
@@ -44,7 +45,7 @@ def run_program(
     config: Mapping[str, str],
     secret_keys: list[str],
     stack_references: Mapping[str, Mapping[str, Any]],
-) -> mocks.Inventory:
+) -> Inventory:
     """Run the project's `__main__.py` (from its folder, as Pulumi does) under mocks. ConfigError when its stack
     file has no `aws:region`; what the program raises (pulumi.RunError for its own config errors) goes through."""
     if "aws:region" not in config:
