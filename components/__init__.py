@@ -9,7 +9,7 @@ from components._lazy import lazy_exports
 _EXPORTS = {
     "Cluster": "cluster.component",
     "ClusterArgs": "cluster.component",
-    "ClusterHandle": "cluster.component",
+    "ClusterHandle": "cluster.handle",
     "GpuStack": "gpu.component",
     "GpuStackArgs": "gpu.component",
     "Ingress": "ingress.component",

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 
 from components.cluster.attach import HANDLE_OUTPUTS, AttachError, kubeconfig
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.config.errors import ConfigError
 from components.preview import mocks
 from components.preview.answers import UnexpectedCall

@@ -16,7 +16,7 @@ import pulumi
 from components import helm, k8s_objects, versions
 from components.cluster.capacity import CERT_MANAGER as REQUESTS
 from components.cluster.capacity import CERT_MANAGER_REPLICAS, Requests
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.certmanager.names import GROUPS, NAMESPACE
 from components.scheduling import Placement
 

@@ -2,4 +2,4 @@
 
 from components._lazy import lazy_exports
 
-__getattr__ = lazy_exports(__name__, {"Cluster": "component", "ClusterArgs": "component", "ClusterHandle": "component"})
+__getattr__ = lazy_exports(__name__, {"Cluster": "component", "ClusterArgs": "component", "ClusterHandle": "handle"})

@@ -20,7 +20,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from pulumi.runtime.sync_await import _sync_await
 
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.scheduling import SYSTEM_PLACEMENT
 
 #: The platform stack's outputs a handle is made of (README, "Using the components in another stack").

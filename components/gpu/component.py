@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components import helm, k8s_objects, versions
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.gpu.config import GpuConfig
 from components.kubeflow.gpu_scheduling import notebook_exemption

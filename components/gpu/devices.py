@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components import helm, k8s_objects, versions
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.gpu.admission import AdmissionOptions
 from components.gpu.efa import efa_values
 from components.gpu.neuron import neuron_values

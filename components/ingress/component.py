@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import pulumi
 
 from components import helm, versions
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
 from components.ingress.iam import controller_policy
 from components.scheduling import Placement

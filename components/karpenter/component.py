@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components import helm, versions
 from components.cluster import capacity as system_capacity
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
 from components.identity.irsa import node_role
 from components.karpenter.config import KarpenterConfig

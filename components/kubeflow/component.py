@@ -10,7 +10,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_random as random
 
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 from components.identity.documents import to_json
 from components.kubeflow import fetch, plan, render

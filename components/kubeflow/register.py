@@ -11,7 +11,7 @@ import pulumi
 from components import k8s_objects
 
 from .credentials import NAMES, placeholder
-from .objects import Manifest, ObjectKey
+from .objects import ObjectKey
 from .staging import Stage, Staged, topological
 from .teams import role_arn_placeholder
 

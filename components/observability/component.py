@@ -11,7 +11,7 @@ import pulumi_random as random
 
 from components import helm, k8s_objects, versions
 from components.cluster import capacity as system_capacity
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.observability.adapter import PROMETHEUS_PORT, adapter_values, prometheus_url
 from components.observability.config import ObservabilityConfig
 from components.observability.render import (

@@ -10,7 +10,8 @@ import pulumi
 import pulumi_aws as aws
 
 from components import k8s_objects
-from components.cluster.component import ClusterHandle, stateful_options
+from components.cluster.component import stateful_options
+from components.cluster.handle import ClusterHandle
 from components.config.types import StatefulResources
 from components.identity.documents import to_json
 from components.storage.config import BucketConfig, StorageConfig

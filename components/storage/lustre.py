@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components import helm, k8s_objects, versions
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.config.types import StatefulResources
 from components.identity.documents import to_json
 from components.identity.irsa import IrsaRole

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components import k8s_objects
-from components.cluster.component import ClusterHandle
+from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
 from components.identity.irsa import IrsaRole
 from components.karpenter.validation import delete_timeout
