@@ -7,7 +7,7 @@ what would be deployed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -23,13 +23,18 @@ from components.gpu.component import GpuStack, GpuStackArgs
 from components.gpu.devices import NodeDevices, NodeDevicesArgs
 from components.ingress.component import Ingress, IngressArgs
 from components.karpenter.component import Karpenter, KarpenterArgs
-from components.kubeflow.component import FsxForTeams, Kubeflow, KubeflowArgs
+from components.kubeflow.component import FsxForTeams, Kubeflow, KubeflowArgs, planned_objects
+from components.kubeflow.config import settings
+from components.kubeflow.fetch import TreeError
+from components.kubeflow.render import RenderError
+from components.kubeflow.staging import Staged
 from components.network.component import Network, NetworkArgs
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
 from components.observability.render import GpuPool
 from components.scheduling import CSI_STARTUP_TAINTS
 from components.storage.component import Storage, StorageArgs, StorageAttachArgs
+from components.storage.render import DEFAULT_CLASS_NAME
 from components.tags import standard_tags
 from components.team.offer import offered_pool
 
@@ -99,10 +104,29 @@ def csi_drivers(config: PlatformConfig) -> tuple[str, ...]:
     return ("ebs", "fsx") if config.storage.fsx is not None else ("ebs",)
 
 
-def build_platform(config: PlatformConfig) -> Platform:
-    tags = standard_tags(
-        project=config.project, stack=config.stack, owner=config.owner, cost_center=config.cost_center
+def platform_tags(config: PlatformConfig) -> dict[str, str]:
+    return standard_tags(project=config.project, stack=config.stack, owner=config.owner, cost_center=config.cost_center)
+
+
+def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
+    """Kubeflow's objects, planned from the config alone (the facts `build_platform` gives the other parts come from
+    the same config), so a missing tree or a refused plan stops the run before anything is created."""
+    kubeflow = config.kubeflow
+    facts = settings(
+        kubeflow,
+        storage_class=DEFAULT_CLASS_NAME,
+        gpu_node_pools=tuple(name for name, pool in sorted(config.karpenter.node_pools.items()) if pool.gpu_limit),
+        gpu_scheduler=config.gpu.scheduler_name if config.gpu_node_image is not None else None,
+        tags=platform_tags(config),
+        monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
+        fsx_capacity_gib=config.storage.fsx.storage_capacity_gib if config.storage.fsx is not None else None,
     )
+    return planned_objects(kubeflow, facts)
+
+
+def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ()) -> Platform:
+    """Every part of the stack (Kubeflow's objects from `kubeflow_objects`, when it is on)."""
+    tags = platform_tags(config)
     provider = aws.Provider(
         "aws",
         region=config.region,
@@ -227,19 +251,18 @@ def build_platform(config: PlatformConfig) -> Platform:
             KubeflowArgs(
                 cluster=cluster.handle,
                 config=config.kubeflow,
+                objects=kubeflow_plan,
                 storage_class=storage.default_storage_class,
-                storage_class_name=storage.default_storage_class_name,
                 cert_manager=cert_manager.release,
-                gpu_node_pools=tuple(name for name, pool in sorted(config.karpenter.node_pools.items()) if pool.gpu_limit),
-                gpu_scheduler=gpu.scheduler_name if gpu is not None else None,
                 bucket_name=storage.buckets[team_bucket].bucket if team_bucket in storage.buckets else None,
                 bucket_kms_key_arn=storage.bucket_key.arn if encrypted and storage.bucket_key is not None else None,
-                tags=tags,
-                monitoring_namespace=MONITORING_NAMESPACE if observability is not None else None,
-                fsx=FsxForTeams(storage.file_system, storage.fsx_driver, config.storage.fsx.storage_capacity_gib)
-                if storage.file_system is not None and storage.fsx_driver is not None and config.storage.fsx is not None
+                fsx=FsxForTeams(storage.file_system, storage.fsx_driver)
+                if storage.file_system is not None and storage.fsx_driver is not None
                 else None,
                 cleanup_controllers=cleanup_controllers,
+                node_pools=tuple(
+                    karpenter.node_pools[name] for name, pool in sorted(config.karpenter.node_pools.items()) if not pool.taints
+                ),
             ),
             part("kubeflow"),
         )
@@ -334,4 +357,10 @@ def program() -> None:
         raise pulumi.RunError(str(error)) from None
     if (warning := config.system_capacity.warning()) is not None:
         pulumi.log.warn(f"cluster.systemNodeGroup: {warning}")
-    export_outputs(build_platform(config))
+    kubeflow_plan: list[Staged] = []
+    if config.kubeflow.enabled:
+        try:
+            kubeflow_plan = kubeflow_objects(config)
+        except (TreeError, RenderError, ValueError) as error:
+            raise pulumi.RunError(f"kubeflow: {error}") from None
+    export_outputs(build_platform(config, kubeflow_plan))

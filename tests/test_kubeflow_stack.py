@@ -6,11 +6,11 @@ from __future__ import annotations
 import base64
 import json
 
+import pulumi
 import pytest
 
 from components.config import ConfigError
 from components.config.platform import parse_config
-from components.kubeflow.fetch import TreeError
 
 from .conftest import PROJECT, run_stack, stack_config
 
@@ -200,5 +200,6 @@ def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_t
 
 def test_a_missing_tree_stops_the_program_before_anything_is_created(tmp_path):
     section = {**kubeflow_section(), "tree": str(tmp_path / "nowhere")}
-    with pytest.raises(TreeError, match="python -m components.kubeflow fetch"):
+    with pytest.raises(pulumi.RunError, match="kubeflow: .*run `python -m components.kubeflow fetch` first"):
         run_stack("dev", {"kubeflow": section})
+    assert pulumi.runtime.settings.get_monitor().recorded == {}  # not a VPC, not a role

@@ -75,7 +75,7 @@ class GpuStack(pulumi.ComponentResource):
             opts=on_system_nodes,
         )
 
-        self.scheduler_name = config.scheduler.name if config.scheduler.enabled else None
+        self.scheduler_name = config.scheduler_name
         if config.scheduler.enabled:
             image = versions.KUBE_SCHEDULER[cluster.kubernetes_version]
             manifests = scheduler_manifests(

@@ -77,6 +77,11 @@ class GpuConfig(ConfigModel):
         default=GpuAdmission(), description="the admission policy on GPU and Neuron pods outside system namespaces"
     )
 
+    @property
+    def scheduler_name(self) -> str | None:
+        """The bin-packing scheduler GPU pods name, or None when it is off."""
+        return self.scheduler.name if self.scheduler.enabled else None
+
     @model_validator(mode="after")
     def _check(self) -> GpuConfig:
         if self.mig is not None and self.time_slicing_replicas is not None:

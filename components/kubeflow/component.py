@@ -3,8 +3,8 @@ object by object under one stage component per stage, with generated credentials
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -14,10 +14,10 @@ from components.cluster.handle import ClusterHandle
 from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 from components.identity.documents import to_json
 from components.kubeflow import fetch, plan, render
-from components.kubeflow.config import KubeflowConfig, selected_entries, settings
+from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
 from components.kubeflow.register import register
-from components.kubeflow.staging import Stage
+from components.kubeflow.staging import Stage, Staged
 from components.kubeflow.access import OIDC_ISSUER_PLACEHOLDER
 from components.kubeflow.teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
 
@@ -32,33 +32,44 @@ class FsxForTeams:
 
     file_system: aws.fsx.LustreFileSystem
     driver: pulumi.Resource
-    capacity_gib: int
+
+
+def planned_objects(config: KubeflowConfig, facts: plan.Settings) -> list[Staged]:
+    """Every object the part registers, from the verified tree, changed and staged for this platform (`facts`: from
+    `config.settings`). Raises TreeError for a missing or altered tree, RenderError when kustomize fails, ValueError
+    when the plan's checks refuse it: call it before creating anything (the stack does), so these stop a run first."""
+    tree = fetch.tree(config.tree)
+    rendered = render.render(tree, selected_entries(config), cache_dir=render.default_render_cache())
+    return plan.build(rendered, facts)
 
 
 @dataclass(frozen=True)
 class KubeflowArgs:
     cluster: ClusterHandle
     config: KubeflowConfig
-    #: The class every Kubeflow claim gets (the platform's gp3 default); claims wait for it and its driver.
+    #: What to register: `planned_objects(config, settings(config, ...))`, with the facts of the resources below.
+    objects: Sequence[Staged]
+    #: The class every Kubeflow claim gets (the platform's gp3 default, named in the settings of `objects`); claims
+    #: wait for it and its driver.
     storage_class: pulumi.Resource
-    storage_class_name: str
     #: The platform's cert-manager release (`components.certmanager`): Kubeflow's issuers and Certificates wait
     #: for it and go before it.
     cert_manager: pulumi.Resource
-    #: The NodePools notebooks may pick in the spawner form, and the bin-packing scheduler (None: not running).
-    gpu_node_pools: tuple[str, ...]
-    gpu_scheduler: str | None
     #: The bucket teams get a prefix of (None: the stack has no such bucket, and then no teams), and its KMS key
     #: when it has one (teams then may use it through S3).
     bucket_name: pulumi.Input[str] | None = None
     bucket_kms_key_arn: pulumi.Input[str] | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
-    #: The namespace of the platform's Prometheus (None: observability is off), admitted to scrape Kubeflow's pods.
-    monitoring_namespace: str | None = None
     #: The platform's file system, for teams with `fsxClaim` (None: the stack has none; config then refuses them).
     fsx: FsxForTeams | None = None
     #: Controllers that delete what Kubeflow's objects make in AWS (the load balancer controller, for the ALB).
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
+    #: Where Kubeflow's pods run (Karpenter's untainted NodePools): its workloads wait for them, and go before them
+    #: on destroy, so its controllers still run while team namespaces and their finalizers are cleared.
+    node_pools: tuple[pulumi.Resource, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.objects:
+            raise ValueError("KubeflowArgs.objects is empty: plan them with planned_objects(config, settings(...))")
 
 
 class Kubeflow(pulumi.ComponentResource):
@@ -70,20 +81,6 @@ class Kubeflow(pulumi.ComponentResource):
     def __init__(self, name: str, args: KubeflowArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:kubeflow:Kubeflow", name, None, opts)
         config, cluster = args.config, args.cluster
-        tree = fetch.tree(config.tree)  # a missing or tampered tree stops here, before anything is registered
-        rendered = render.render(tree, selected_entries(config), cache_dir=render.default_render_cache())
-        staged = plan.build(
-            rendered,
-            settings(
-                config,
-                storage_class=args.storage_class_name,
-                gpu_node_pools=args.gpu_node_pools,
-                gpu_scheduler=args.gpu_scheduler,
-                tags=dict(args.tags),
-                monitoring_namespace=args.monitoring_namespace,
-                fsx_capacity_gib=args.fsx.capacity_gib if args.fsx is not None else None,
-            ),
-        )
         secrets, admin = self._credentials(name)
         self.admin_password = pulumi.Output.secret(admin.result)
         self.team_roles = {team: self._team_role(name, team, args).arn for team in sorted(config.teams)}
@@ -94,7 +91,7 @@ class Kubeflow(pulumi.ComponentResource):
             for stage in Stage
         }
         register(
-            staged,
+            args.objects,
             provider=cluster.kubernetes_provider,
             parent=stages,
             secrets=secrets,
@@ -103,6 +100,9 @@ class Kubeflow(pulumi.ComponentResource):
             # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them.
             depends_on=list(cluster.system_ready),
             depends_on_by_kind={
+                # why: its controllers run on these pools' nodes; deleted after everything that needs them running.
+                "Deployment": list(args.node_pools),
+                "StatefulSet": list(args.node_pools),
                 # why: claims are provisioned and deleted by the EBS CSI driver through this class.
                 "PersistentVolumeClaim": [cluster.ebs_csi_driver, args.storage_class],
                 # why: what teams put in a namespace (claims, load balancers) goes with it while those still run.

@@ -165,7 +165,11 @@ def fsx_volume(
     return volume, claim_manifest
 
 
-def gp3_storage_class(name: str = "gp3", *, retain: bool = False) -> dict[str, Any]:
+#: The platform's default StorageClass (what every claim without a class, and every Kubeflow claim, gets).
+DEFAULT_CLASS_NAME = "gp3"
+
+
+def gp3_storage_class(name: str = DEFAULT_CLASS_NAME, *, retain: bool = False) -> dict[str, Any]:
     """Encrypted gp3, created where the pod lands (so it is in the pod's AZ): the default class, or with `retain` a
     class whose volumes outlive their claims (for what the stack keeps through `pulumi destroy`)."""
     metadata: dict[str, Any] = {"name": name}
