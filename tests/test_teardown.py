@@ -80,6 +80,19 @@ def test_namespaces_go_while_the_controllers_and_drivers_that_clean_up_after_the
         assert stack.depends_on(team, fsx_driver)
 
 
+def test_kubeflow_is_deleted_before_karpenter_drains_the_nodes_its_controllers_run_on(stack):
+    pools = [r for r in stack.of_type("kubernetes:karpenter.sh/v1:NodePool") if not r.inputs["spec"]["template"]["spec"].get("taints")]
+    assert pools
+    workloads = [r for r in stack.of_type("kubernetes:apps/v1:Deployment") + stack.of_type("kubernetes:apps/v1:StatefulSet") if r.name.startswith("kubeflow-")]
+    profiles = stack.of_type("kubernetes:kubeflow.org/v1:Profile")
+    assert workloads and profiles
+    for pool in pools:
+        # the profile controller still runs while team Profiles (and their namespaces' finalizers) are cleared
+        assert [r.name for r in workloads + profiles if not stack.depends_on(r, pool)] == [], pool.name
+    gpu_pools = [r for r in stack.of_type("kubernetes:karpenter.sh/v1:NodePool") if r not in pools]
+    assert gpu_pools and not any(stack.depends_on(r, pool) for r in workloads for pool in gpu_pools)
+
+
 def test_the_nodes_join_with_egress_and_are_deleted_before_the_nat_routes(stack):
     group = stack.one("aws:eks/nodeGroup:NodeGroup")
     for route in (r for r in stack.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation") if "private" in r.name):
