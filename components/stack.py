@@ -260,6 +260,7 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
                 if storage.file_system is not None and storage.fsx_driver is not None
                 else None,
                 cleanup_controllers=cleanup_controllers,
+                vpc_cidr=network.cidr_block,
                 node_pools=tuple(
                     karpenter.node_pools[name] for name, pool in sorted(config.karpenter.node_pools.items()) if not pool.taints
                 ),

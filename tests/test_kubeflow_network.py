@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components.kubeflow import entries, network_policy, plan, render
+from components.kubeflow import access, entries, network_policy, plan, render
 from components.kubeflow.credentials import Admin
 from components.kubeflow.network_policy import OUTSIDE, Source, admits
 
@@ -79,3 +79,23 @@ def test_a_policy_that_closes_a_webhooks_port_is_refused(rendered, objects):
     assert any("validator.trainer.kubeflow.org" in p and "9443" in p for p in found)
     backend = next(b for b in network_policy.webhook_backends(closing) if b.webhook == "validator.trainer.kubeflow.org")
     assert not admits(closing, namespace=backend.pod.namespace, pod_labels=backend.pod.labels, port=9443, source=OUTSIDE)
+
+
+def test_behind_an_alb_the_load_balancer_reaches_the_gateway_pods_from_the_vpc(rendered):
+    alb = plan.Alb("arn:aws:acm:us-west-2:123456789012:certificate/abc")
+    objects = [i.manifest for i in plan.platform_objects(rendered, dataclasses.replace(SETTINGS, access=alb))]
+    (allowance,) = [o for o in objects if o["metadata"]["name"] == access.ALLOW_LOAD_BALANCER]
+    (rule,) = allowance["spec"]["ingress"]
+    assert rule["from"] == [{"ipBlock": {"cidr": access.VPC_CIDR_PLACEHOLDER}}]
+    assert {p["port"] for p in rule["ports"]} == {8080, 15021}  # the Service's port 80 targets 8080; the health check
+    gateway = next(p for p in network_policy.pods(objects) if p.workload == "Deployment istio-system/istio-ingressgateway")
+    for port in (8080, 15021):
+        assert admits(objects, namespace="istio-system", pod_labels=gateway.labels, port=port, source=OUTSIDE)
+    # Without it, upstream's policies admit only pods of istio-system: the ALB's requests would be dropped.
+    without = [o for o in objects if o is not allowance]
+    assert not admits(without, namespace="istio-system", pod_labels=gateway.labels, port=8080, source=OUTSIDE)
+    exposed = access.gateway_exposure(objects)
+    assert any("the load balancer cannot reach port 8080" in p for p in network_policy.problems(without, "monitoring", exposed))
+    assert network_policy.problems(objects, "monitoring", exposed) == []
+    # With port-forward nothing is opened to the VPC.
+    assert not [o for o in plan.platform_objects(rendered, SETTINGS) if o.manifest["metadata"]["name"] == access.ALLOW_LOAD_BALANCER]

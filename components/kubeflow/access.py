@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Literal, Mapping
 
+from .network_policy import Exposed
 from .objects import Manifest
 from .transform import replace
 
@@ -15,8 +16,13 @@ GATEWAY_SERVICE = "istio-ingressgateway"
 #: Istio's gateway reports readiness on this port and path (its pods' own readiness probe).
 GATEWAY_HEALTH = ("15021", "/healthz/ready")
 OAUTH2_PROXY_PARAMETERS = ("ConfigMap", "oauth2-proxy", "oauth2-proxy-parameters")
+#: The gateway Service's port the Ingress sends requests to.
+GATEWAY_HTTP_PORT = 80
 #: TLS 1.2 and 1.3 only.
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+#: Where the VPC's CIDR goes (a Pulumi output: the registration puts its value in).
+VPC_CIDR_PLACEHOLDER = "<<kubeflow-input:vpc-cidr>>"
+ALLOW_LOAD_BALANCER = "allow-load-balancer"
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,7 @@ def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
                 {
                     "path": "/",
                     "pathType": "Prefix",
-                    "backend": {"service": {"name": GATEWAY_SERVICE, "port": {"number": 80}}},
+                    "backend": {"service": {"name": GATEWAY_SERVICE, "port": {"number": GATEWAY_HTTP_PORT}}},
                 }
             ]
         }
@@ -63,6 +69,40 @@ def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
         "kind": "Ingress",
         "metadata": {"name": "kubeflow", "namespace": GATEWAY_NAMESPACE, "annotations": annotations},
         "spec": {"ingressClassName": "alb", "rules": [rule]},
+    }
+
+
+def gateway_exposure(objects: list[Manifest]) -> Exposed:
+    """What an ALB with `ip` targets connects to: the gateway's pods (its Service's selector), on the port behind
+    the Service port the Ingress uses and on the health check's port."""
+    (service,) = [
+        o for o in objects
+        if o["kind"] == "Service" and o["metadata"]["name"] == GATEWAY_SERVICE and o["metadata"].get("namespace") == GATEWAY_NAMESPACE
+    ]
+    (port,) = [p for p in service["spec"]["ports"] if p["port"] == GATEWAY_HTTP_PORT]
+    target = port.get("targetPort", port["port"])
+    if not isinstance(target, int):
+        raise ValueError(f"{GATEWAY_SERVICE}: port {GATEWAY_HTTP_PORT} targets {target!r}; the allowance needs a number")
+    return Exposed(GATEWAY_NAMESPACE, dict(service["spec"]["selector"]), (target, int(GATEWAY_HEALTH[0])))
+
+
+def load_balancer_allowance(exposed: Exposed) -> Manifest:
+    """A policy admitting the ALB's requests and health checks, which come from its addresses in the VPC (not from a
+    pod), to the gateway's pods: upstream's policies admit only pods of the gateway's own namespace."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": ALLOW_LOAD_BALANCER, "namespace": exposed.namespace},
+        "spec": {
+            "podSelector": {"matchLabels": dict(exposed.selector)},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"ipBlock": {"cidr": VPC_CIDR_PLACEHOLDER}}],
+                    "ports": [{"port": port, "protocol": "TCP"} for port in exposed.ports],
+                }
+            ],
+        },
     }
 
 

@@ -18,7 +18,7 @@ from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
 from components.kubeflow.register import register
 from components.kubeflow.staging import Stage, Staged
-from components.kubeflow.access import OIDC_ISSUER_PLACEHOLDER
+from components.kubeflow.access import OIDC_ISSUER_PLACEHOLDER, VPC_CIDR_PLACEHOLDER
 from components.kubeflow.teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
 
 #: Credentials with a shape of their own (everything else: 32 letters and digits, safe in connection strings).
@@ -63,6 +63,8 @@ class KubeflowArgs:
     fsx: FsxForTeams | None = None
     #: Controllers that delete what Kubeflow's objects make in AWS (the load balancer controller, for the ALB).
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
+    #: The VPC's CIDR: with `access.mode: alb`, the ALB's requests and health checks come from it.
+    vpc_cidr: pulumi.Input[str] | None = None
     #: Where Kubeflow's pods run (Karpenter's untainted NodePools): its workloads wait for them, and go before them
     #: on destroy, so its controllers still run while team namespaces and their finalizers are cleared.
     node_pools: tuple[pulumi.Resource, ...] = ()
@@ -120,10 +122,12 @@ class Kubeflow(pulumi.ComponentResource):
     @staticmethod
     def _inputs(args: KubeflowArgs) -> dict[str, pulumi.Input[str]]:
         """Values of the placeholders the pure modules leave for outputs: the cluster's OIDC issuer (as tokens name
-        it, `iss`, with the scheme the handle's value leaves out) and the file system's identity."""
+        it, `iss`, with the scheme the handle's value leaves out), the VPC's CIDR and the file system's identity."""
         inputs: dict[str, pulumi.Input[str]] = {
             OIDC_ISSUER_PLACEHOLDER: args.cluster.oidc_issuer.apply(lambda i: f"https://{i.removeprefix('https://')}")
         }
+        if args.vpc_cidr is not None:
+            inputs[VPC_CIDR_PLACEHOLDER] = args.vpc_cidr
         if args.fsx is not None:
             file_system = args.fsx.file_system
             identity = {"file_system_id": file_system.id, "dns_name": file_system.dns_name, "mount_name": file_system.mount_name}

@@ -196,9 +196,19 @@ def webhook_backends(objects: Iterable[Manifest]) -> list[Backend]:
     return found
 
 
-def problems(objects: Iterable[Manifest], monitoring_namespace: str | None) -> list[str]:
-    """Paths the policies close that the platform needs open: the API server to each webhook's pods, and (with
-    monitoring) Prometheus to every port of every pod."""
+@dataclass(frozen=True)
+class Exposed:
+    """Pods a load balancer connects to from its addresses in the VPC (outside every namespace), and on which ports."""
+
+    namespace: str
+    selector: Mapping[str, str]
+    ports: tuple[int, ...]
+
+
+def problems(objects: Iterable[Manifest], monitoring_namespace: str | None, exposed: Exposed | None = None) -> list[str]:
+    """Paths the policies close that the platform needs open: the API server to each webhook's pods, (with
+    monitoring) Prometheus to every port of every pod, and (with a load balancer) the load balancer to the pods it
+    sends requests and health checks to."""
     objects = list(objects)
     found = [
         f"{b.pod.workload}: the API server cannot reach webhook {b.webhook} on port {b.port}"
@@ -212,5 +222,15 @@ def problems(objects: Iterable[Manifest], monitoring_namespace: str | None) -> l
             for pod in pods(objects)
             for port, name in pod.ports
             if not admits(objects, namespace=pod.namespace, pod_labels=pod.labels, port=port, port_name=name, source=prometheus)
+        ]
+    if exposed is not None:
+        targets = [p for p in pods(objects) if p.namespace == exposed.namespace and matches({"matchLabels": exposed.selector}, p.labels)]
+        if not targets:
+            found.append(f"no pods in {exposed.namespace} match {dict(exposed.selector)} for the load balancer")
+        found += [
+            f"{pod.workload}: the load balancer cannot reach port {port}"
+            for pod in targets
+            for port in exposed.ports
+            if not admits(objects, namespace=pod.namespace, pod_labels=pod.labels, port=port, source=OUTSIDE)
         ]
     return found

@@ -93,7 +93,12 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
             Item(network_policy.monitoring_allowance(namespace, settings.monitoring_namespace), part_of[namespace])
             for namespace in network_policy.isolated_namespaces(objects)
         ]
-    closed = network_policy.problems([item.manifest for item in items], settings.monitoring_namespace)
+    exposed = None
+    if settings.access is not None:
+        exposed = access_.gateway_exposure(objects)
+        gateway_part = next(part for obj, part in zip(objects, parts) if obj["metadata"].get("namespace") == exposed.namespace)
+        items.append(Item(access_.load_balancer_allowance(exposed), gateway_part))
+    closed = network_policy.problems([item.manifest for item in items], settings.monitoring_namespace, exposed)
     if closed:
         raise ValueError("the NetworkPolicies close paths the platform needs:\n" + "\n".join(f"  - {p}" for p in closed))
     return items

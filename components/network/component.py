@@ -38,6 +38,8 @@ class Network(pulumi.ComponentResource):
     availability_zones: tuple[str, ...]
     #: The private subnet of each AZ (for things that live in one AZ, like FSx for Lustre).
     private_subnet_by_zone: dict[str, pulumi.Output[str]]
+    #: The VPC's (primary) CIDR.
+    cidr_block: pulumi.Output[str]
     #: What gives the private subnets their way out (NAT gateways, private routes): nodes and controllers depend on
     #: it, so they join the cluster with egress and are deleted before it goes. Empty for an existing VPC.
     egress: tuple[pulumi.Resource, ...]
@@ -151,6 +153,7 @@ class Network(pulumi.ComponentResource):
         )
 
         self.vpc_id = vpc.id
+        self.cidr_block = vpc.cidr_block
         self.egress = tuple(egress)
         self.private_subnet_by_zone = {az: subnet.id for az, subnet in private_subnets.items()}
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets.values()])
@@ -170,6 +173,7 @@ class Network(pulumi.ComponentResource):
                 opts=self._child(),
             )
         self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
+        self.cidr_block = aws.ec2.get_vpc_output(id=existing.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self)).cidr_block
         self.egress = ()
         self.private_subnet_by_zone = {
             az: pulumi.Output.from_input(subnet_id)

@@ -13,6 +13,9 @@ from components import aws_names
 from components.identity.documents import dns_suffix
 from components.preview.account import ACCOUNT_ID, ExistingAccount, UnknownToAccount
 
+#: How a value that is only known after a real deployment is shown (as `pulumi preview` shows `output<string>`).
+UNKNOWN = "[unknown]"
+
 
 class UnexpectedCall(Exception):
     """The program called a data source the mocks do not answer: add it here deliberately, or don't call it."""
@@ -212,6 +215,9 @@ class PlatformMocks(pulumi_mocks.Mocks):
             arn = args.args["arn"]
             issuer = self.issuer_arn(arn)
             return {"arn": arn, "issuerArn": issuer, "issuerName": issuer.rsplit("/", 1)[-1], "id": arn}
+        if args.token == "aws:ec2/getVpc:getVpc":
+            # Only a VPC the stack file names (`network.existing`) is looked up; its CIDR is the account's to tell.
+            return {"id": args.args["id"], "cidrBlock": UNKNOWN}
         if args.token == "aws:eks/getClusters:getClusters":
             return {"names": sorted(self.existing_clusters), "id": self.region}
         try:

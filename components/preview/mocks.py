@@ -19,12 +19,10 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from components.identity.documents import same_principal
-from components.preview.answers import DEFAULT_CALLER, PlatformMocks
+from components.preview.answers import DEFAULT_CALLER, UNKNOWN, PlatformMocks
 from components.preview.inventory import Inventory, Recorded
 
 REDACTED = "[secret]"
-#: How a value that is only known after a real deployment is shown (as `pulumi preview` shows `output<string>`).
-UNKNOWN = "[unknown]"
 _STACK_TYPE = "pulumi:pulumi:Stack"
 
 
