@@ -134,6 +134,55 @@ def test_a_team_quota_above_every_gpu_pools_limit_together_is_refused():
     ]
 
 
+def test_teams_whose_s3_prefixes_overlap_are_refused_naming_the_inner_one():
+    section = kubeflow_section()
+    prefix = section["teams"]["ml-research"]["s3Prefix"]
+    section["teams"]["vision"] = {"owner": "v@example.org", "gpuQuota": 1, "s3Prefix": f"{prefix}/vision"}
+    (problem,) = refused({"kubeflow": section})
+    assert problem.startswith(f"kubeflow.teams.vision.s3Prefix: '{prefix}/vision' lies within team ml-research's prefix")
+    section["teams"]["vision"]["s3Prefix"] = prefix
+    (problem,) = refused({"kubeflow": section})
+    assert problem.startswith(f"kubeflow.teams.vision.s3Prefix: '{prefix}' is team ml-research's prefix")
+    section["teams"]["vision"]["s3Prefix"] = f"{prefix}-vision"  # a sibling, not inside
+    parse_config(stack_config("dev", {"kubeflow": section}), project=PROJECT, stack="dev")
+
+
+ALB = {"mode": "alb", "certificateArn": "arn:aws:acm:us-west-2:123456789012:certificate/0f1e2d3c-aaaa"}
+
+
+def load_balancer_allowance(inventory):
+    (policy,) = [o for o in kubeflow_objects(inventory) if o.inputs.get("kind") == "NetworkPolicy"
+                 and o.inputs["metadata"]["name"] == "allow-load-balancer"]
+    return policy.inputs["spec"]["ingress"][0]["from"]
+
+
+def test_behind_an_alb_the_gateway_admits_the_vpc_and_the_ingress_goes_before_its_controller():
+    inventory = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": ALB}})
+    assert load_balancer_allowance(inventory) == [{"ipBlock": {"cidr": "10.20.0.0/16"}}]  # Pulumi.dev.yaml's network
+    (ingress,) = [o for o in kubeflow_objects(inventory) if o.inputs.get("kind") == "Ingress"]
+    controller = next(r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-load-balancer-controller")
+    assert inventory.depends_on(ingress, controller)  # the controller deletes the ALB it made
+
+
+def test_behind_an_alb_in_an_existing_vpc_the_gateway_admits_that_vpcs_cidr():
+    existing = {
+        "availabilityZones": ["us-west-2a", "us-west-2b"],
+        "existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"]},
+    }
+    inventory = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": ALB}, "network": existing})
+    assert load_balancer_allowance(inventory) == [{"ipBlock": {"cidr": "[unknown]"}}]  # read from AWS at deploy time
+
+
+def test_an_alb_without_the_load_balancer_controller_is_refused():
+    section = kubeflow_section()
+    section["access"] = ALB
+    problems = refused({"kubeflow": section, "ingress": {"loadBalancerController": False}})
+    assert problems == [
+        "kubeflow.access.mode: alb needs the AWS Load Balancer Controller to make the ALB; set "
+        "ingress.loadBalancerController: true or use port-forward"
+    ]
+
+
 def test_an_unknown_component_name_is_refused_by_its_key():
     section = kubeflow_section()
     section["components"] = {"kserve": True}

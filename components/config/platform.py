@@ -246,6 +246,14 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 ("kubeflow.bucket", f"names no bucket in storage.buckets ({', '.join(sorted(self.storage.buckets))})")
             )
+        if kubeflow.access.mode == "alb" and not self.ingress.load_balancer_controller:
+            problems.append(
+                (
+                    "kubeflow.access.mode",
+                    "alb needs the AWS Load Balancer Controller to make the ALB; set ingress.loadBalancerController: true "
+                    "or use port-forward",
+                )
+            )
         ceiling = sum(pool.gpu_limit or 0 for pool in self.karpenter.node_pools.values())
         fsx_namespaces = set(self.storage.fsx.namespaces) if self.storage.fsx else set()
         for team, spec in sorted(kubeflow.teams.items()):

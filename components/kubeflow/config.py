@@ -19,6 +19,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
 
+from components.config.validation import FieldProblems
+
 from . import entries
 from .access import Alb
 from .credentials import Admin
@@ -66,7 +68,9 @@ class TeamConfig(_Model):
     gpu_quota: StrictInt = Field(
         default=0, ge=0, description="GPUs the team may request at once; at most every GPU pool's limit together"
     )
-    s3_prefix: S3Prefix = Field(description="the team's prefix in `kubeflow.bucket`, the only one its role may use")
+    s3_prefix: S3Prefix = Field(
+        description="the team's prefix in `kubeflow.bucket`, the only one its role may use (never within another team's)"
+    )
     fsx_claim: TeamName | None = Field(
         default=None,
         description="a claim of this name on the platform's FSx file system in the team's namespace (through a static "
@@ -156,6 +160,20 @@ class KubeflowConfig(_Model):
             return self
         if self.admin_email is None:
             raise ValueError("adminEmail is required: it is the one Dex user, who signs in first and adds teams")
+        overlaps = [
+            (
+                f"teams.{inner}.s3Prefix",
+                f"{inner_spec.s3_prefix!r} {'is' if inner_spec.s3_prefix == outer_spec.s3_prefix else 'lies within'} "
+                f"team {outer}'s prefix {outer_spec.s3_prefix!r}, so {outer}'s role could read and write {inner}'s "
+                "data; give each team a prefix of its own",
+            )
+            for outer, outer_spec in sorted(self.teams.items())
+            for inner, inner_spec in sorted(self.teams.items())
+            if inner != outer and f"{inner_spec.s3_prefix}/".startswith(f"{outer_spec.s3_prefix}/")
+            and (inner_spec.s3_prefix != outer_spec.s3_prefix or inner > outer)
+        ]
+        if overlaps:
+            raise FieldProblems(overlaps)
         if self.hub_registry_team is not None:
             if not self.components.hub:
                 raise ValueError("hubRegistryTeam needs components.hub: true")
