@@ -252,3 +252,14 @@ def test_a_missing_tree_stops_the_program_before_anything_is_created(tmp_path):
     with pytest.raises(pulumi.RunError, match="kubeflow: .*run `python -m components.kubeflow fetch` first"):
         run_stack("dev", {"kubeflow": section})
     assert pulumi.runtime.settings.get_monitor().recorded == {}  # not a VPC, not a role
+
+
+def test_pipelines_servers_get_time_for_mysql_to_start_and_other_workloads_keep_the_default(dev):
+    workloads = {
+        o.inputs["metadata"]["name"]: (o.inputs["metadata"].get("annotations") or {}).get("pulumi.com/timeoutSeconds")
+        for o in kubeflow_objects(dev)
+        if o.inputs.get("kind") == "Deployment" and o.inputs["metadata"].get("namespace") == "kubeflow"
+    }
+    for server in ("mysql", "ml-pipeline", "metadata-grpc-deployment", "cache-server", "ml-pipeline-persistenceagent"):
+        assert workloads[server] == "1200", server  # 20 minutes, against Pulumi's default of 10
+    assert workloads["jupyter-web-app-deployment"] is None and workloads["profiles-deployment"] is None

@@ -14,7 +14,7 @@ from . import gpu_scheduling, network_policy, notebooks, staging, transform
 from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
-from .entries import BY_PATH, CERT_MANAGER_ISSUER, HUB_REGISTRY, OAUTH2_PROXY_EKS_TOKENS, Part
+from .entries import BY_PATH, CERT_MANAGER_ISSUER, HUB_REGISTRY, OAUTH2_PROXY_EKS_TOKENS, PIPELINES, Part
 from .objects import Manifest
 from .staging import Item, Staged
 from .teams import FsxShare, Team
@@ -64,6 +64,8 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
             if settings.hub_registry_team is None:
                 raise ValueError("the Hub's model registry is rendered but no team is named for it")
             objects = transform.retarget_namespace(objects, HUB_REGISTRY_NAMESPACE, settings.hub_registry_team)
+        if entry == PIPELINES:
+            objects = transform.await_timeout(objects, transform.PIPELINES_READY_SECONDS)
         items.extend(Item(obj, entry.part) for obj in objects)
     parts = [item.part for item in items]
     objects = [item.manifest for item in items]

@@ -278,6 +278,23 @@ def stateful_placement(objects: Iterable[Manifest]) -> list[Manifest]:
     return _edit(objects, change, keeps_state)
 
 
+#: How long Pulumi waits for a workload to become ready (its own default for a Deployment: 10 minutes).
+AWAIT_TIMEOUT = "pulumi.com/timeoutSeconds"
+#: Pipelines' servers start only once MySQL serves: its on-demand node launches, its EBS volume attaches, it
+#: initialises, and the servers that crashed meanwhile come back from their restart back-off (up to 5 minutes).
+PIPELINES_READY_SECONDS = 20 * 60
+
+
+def await_timeout(objects: Iterable[Manifest], seconds: int) -> list[Manifest]:
+    """Give every workload among `objects` `seconds` to become ready."""
+
+    def change(obj: Manifest) -> Manifest:
+        obj["metadata"].setdefault("annotations", {})[AWAIT_TIMEOUT] = str(seconds)
+        return obj
+
+    return _edit(objects, change, lambda obj: pod_template(obj) is not None)
+
+
 def retarget_namespace(objects: Iterable[Manifest], old: str, new: str) -> list[Manifest]:
     """Move objects rendered for one namespace to another: every string equal to `old` and every in-cluster host
     name under it (`<svc>.<old>.svc...`). Used for the Hub's per-team model registry, rendered for upstream's
