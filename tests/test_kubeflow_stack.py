@@ -4,19 +4,32 @@ notebook form and team roles built from the stack's own facts, and bad input ref
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 
 import pulumi
 import pytest
+import yaml
 
 from components.config import ConfigError
 from components.config.platform import parse_config
+from components.kubeflow import staging
+from components.kubeflow.objects import key
+from components.kubeflow.staging import Stage
+from components.stack import kubeflow_objects as kubeflow_objects_of
 
 from .conftest import PROJECT, run_stack, stack_config
 
 #: Upstream's default credentials (Dex's static password `12341234` and its bcrypt hash, SeaweedFS's keys, the
-#: example user): none may reach the cluster.
-DEFAULTS = ("12341234", "minio123", "$2y$12$4K/VkmDd1q1Orb3xAt82zu8gk7Ad6ReFR4LCP9UeYE90NLiN9Df72", "user@example.com")
+#: OIDC client secret Dex and oauth2-proxy share, oauth2-proxy's cookie secret, the example user): none may reach the
+#: cluster. Written out here, not read from the code that replaces them.
+DEFAULTS = (
+    "12341234", "minio123", "$2y$12$4K/VkmDd1q1Orb3xAt82zu8gk7Ad6ReFR4LCP9UeYE90NLiN9Df72",
+    "pUBnBOY80SnXgjibTYM9ZWNzY2xreNGQok", "7d16fee92f8d11b8940b081b3f8b8acb", "user@example.com",
+    "MYSQL_ALLOW_EMPTY_PASSWORD",
+)
+#: Database passwords upstream leaves empty or sets to a word (Katib's MySQL, the model registry's).
+WEAK_PASSWORDS = ("", "test", "postgres")
 
 
 def texts(value):
@@ -45,12 +58,34 @@ def kubeflow_objects(inventory):
     return [r for r in inventory.resources if r.parent in stages]
 
 
-def test_every_kubeflow_object_is_its_own_resource_under_a_stage_of_the_part(stack):
-    objects = kubeflow_objects(stack)
-    assert len(objects) > 420  # the default set and one team
-    assert len(stack.children(stack.one("eksml:kubeflow:Kubeflow"))) >= 8  # the eight stages, then roles and secrets
-    kinds = {o.inputs.get("kind") for o in objects}
-    assert {"CustomResourceDefinition", "Deployment", "Profile", "ValidatingWebhookConfiguration"} <= kinds
+def recorded_plan(inventory) -> list[staging.Staged]:
+    """The Kubeflow objects as the engine would receive them, read back into staged objects: stage from the stage
+    component each is under, dependencies from the recorded edges between them."""
+    kubeflow = inventory.one("eksml:kubeflow:Kubeflow")
+    stage_of = {
+        r.urn: Stage[r.name.removeprefix("kubeflow-").replace("-", "_").upper()]
+        for r in inventory.children(kubeflow) if r.type == "eksml:kubeflow:Stage"
+    }
+    objects = [r for r in inventory.resources if r.parent in stage_of]
+    keys = {r.urn: key(r.inputs) for r in objects}
+    return [
+        staging.Staged(keys[r.urn], stage_of[r.parent], r.name, r.inputs, tuple(keys[d] for d in r.dependencies if d in keys))
+        for r in objects
+    ]
+
+
+@pytest.mark.parametrize("name", ["dev", "prod"])
+def test_every_planned_kubeflow_object_is_registered_and_the_recorded_order_passes_the_checks(name, request):
+    inventory = request.getfixturevalue(name)
+    recorded = recorded_plan(inventory)
+    planned = kubeflow_objects_of(parse_config(stack_config(name), project=PROJECT, stack=name))
+    assert sorted((s.name, s.stage) for s in recorded) == sorted((s.name, s.stage) for s in planned)
+    assert len(recorded) > 420  # the default set and the example team
+    assert staging.check(recorded) == []
+    # A seeded violation in the recorded graph is caught: a Profile that no longer waits for its namespace.
+    profile = next(s for s in recorded if s.key.kind == "Profile")
+    cut = dataclasses.replace(profile, depends_on=tuple(d for d in profile.depends_on if d.kind != "Namespace"))
+    assert any("Profile" in p for p in staging.check([cut if s is profile else s for s in recorded]))
 
 
 def test_kubeflow_uses_the_platforms_cert_manager_and_installs_none_of_its_own(stack):
@@ -67,24 +102,53 @@ def test_kubeflow_uses_the_platforms_cert_manager_and_installs_none_of_its_own(s
     assert all(release.urn in o.dependencies for o in cert_manager_objects)
 
 
-def test_no_upstream_default_credential_appears_in_any_resource_input(stack):
+def leaked_credentials(inventory) -> list[tuple[str, str]]:
     leaked = [
-        (r.name, default) for r in stack.resources for text in texts(r.inputs) for default in DEFAULTS if default in text
+        (r.name, default) for r in inventory.resources for text in texts(r.inputs) for default in DEFAULTS if default in text
     ]
-    assert leaked == []
+    for secret in (r for r in kubeflow_objects(inventory) if r.inputs.get("kind") == "Secret"):
+        values = {**(secret.inputs.get("stringData") or {}),
+                  **{k: base64.b64decode(v).decode() for k, v in (secret.inputs.get("data") or {}).items() if v != "[secret]"}}
+        leaked += [(secret.name, k) for k, v in values.items() if "PASSWORD" in k.upper() and v in WEAK_PASSWORDS]
+    return leaked
 
 
-def test_the_notebook_form_offers_only_the_stacks_gpu_pools_and_its_gpu_taint(prod):
+def test_no_upstream_default_credential_appears_in_any_resource_input(stack):
+    assert leaked_credentials(stack) == []
+    assert stack.stack_outputs["kubeflowAdminPassword"] == "[secret]"
+
+
+def test_with_every_optional_component_no_upstream_default_credential_appears_either():
+    section = kubeflow_section()
+    section.update(components={"katib": True, "spark": True, "hub": True, "knative": True}, hubRegistryTeam="ml-research")
+    inventory = run_stack("dev", {"kubeflow": section})
+    names = {o.inputs["metadata"]["name"] for o in kubeflow_objects(inventory)}
+    assert {"katib-mysql-secrets", "model-registry-db-secrets", "model-catalog-postgres", "spark-operator-controller"} <= names
+    assert leaked_credentials(inventory) == []
+
+
+@pytest.mark.parametrize("name", ["dev", "prod"])
+def test_the_notebook_form_offers_only_the_stacks_gpu_pools_and_exactly_their_taint(name, request):
+    inventory = request.getfixturevalue(name)
     config_map = next(
-        o for o in kubeflow_objects(prod)
+        o for o in kubeflow_objects(inventory)
         if o.inputs.get("kind") == "ConfigMap" and "spawner_ui_config.yaml" in (o.inputs.get("data") or {})
     )
-    text = config_map.inputs["data"]["spawner_ui_config.yaml"]
-    gpu_pools = ("inference-a10g-spot", "inference-t4-spot", "inference-a10g-on-demand", "training")
-    for pool in gpu_pools:
-        assert pool in text
-    assert "cpu-general" not in text
-    assert "nvidia.com/gpu" in text
+    form = yaml.safe_load(config_map.inputs["data"]["spawner_ui_config.yaml"])["spawnerFormDefaults"]
+    pools = inventory.of_type("kubernetes:karpenter.sh/v1:NodePool")
+    gpu_pools = {p.inputs["metadata"]["name"]: p for p in pools if p.inputs["spec"]["limits"].get("nvidia.com/gpu")}
+    assert gpu_pools and len(gpu_pools) < len(pools)
+    offered = [o["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+               for o in form["affinityConfig"]["options"]]
+    assert offered == [
+        [{"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]}]}] for pool in sorted(gpu_pools)
+    ]
+    (group,) = form["tolerationGroup"]["options"]
+    taints = {json.dumps(t, sort_keys=True) for p in gpu_pools.values() for t in p.inputs["spec"]["template"]["spec"]["taints"]}
+    # Each toleration is one of the pools' taints (key, value, effect) matched exactly, and every taint is tolerated.
+    assert all(t["operator"] == "Equal" for t in group["tolerations"])
+    assert {json.dumps({k: v for k, v in t.items() if k != "operator"}, sort_keys=True) for t in group["tolerations"]} == taints
+    assert form["gpus"]["value"]["num"] == "none" and form["tolerationGroup"]["value"] == ""  # nothing preselected
 
 
 def test_a_team_gets_a_profile_with_its_gpu_quota_and_a_role_only_its_editor_account_may_assume(dev):
@@ -263,3 +327,10 @@ def test_pipelines_servers_get_time_for_mysql_to_start_and_other_workloads_keep_
     for server in ("mysql", "ml-pipeline", "metadata-grpc-deployment", "cache-server", "ml-pipeline-persistenceagent"):
         assert workloads[server] == "1200", server  # 20 minutes, against Pulumi's default of 10
     assert workloads["jupyter-web-app-deployment"] is None and workloads["profiles-deployment"] is None
+
+
+def test_users_cannot_register_namespaces_every_profile_is_the_stacks(stack):
+    (config,) = [o for o in kubeflow_objects(stack) if o.inputs.get("kind") == "ConfigMap" and o.inputs["metadata"]["name"] == "dashboard-parameters"]
+    assert config.inputs["data"]["REGISTRATION_FLOW"] == "false"
+    # and no upstream example Profile or user namespace is installed
+    assert not [o.name for o in kubeflow_objects(stack) if "kubeflow-user-example-com" in json.dumps(o.inputs)]
