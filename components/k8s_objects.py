@@ -35,12 +35,25 @@ _KINDS: Mapping[tuple[str, str], type[pulumi.CustomResource]] = {
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): k8s.admissionregistration.v1.MutatingWebhookConfiguration,
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): k8s.admissionregistration.v1.ValidatingWebhookConfiguration,
     ("v1", "Service"): k8s.core.v1.Service,
+    ("v1", "Pod"): k8s.core.v1.Pod,
+    ("batch/v1", "Job"): k8s.batch.v1.Job,
+    ("batch/v1", "CronJob"): k8s.batch.v1.CronJob,
     ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
     ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
     ("networking.k8s.io/v1", "Ingress"): k8s.networking.v1.Ingress,
     ("autoscaling/v2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2.HorizontalPodAutoscaler,
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): k8s.apiextensions.v1.CustomResourceDefinition,
 }
+
+
+#: API groups Kubernetes itself serves: an object of these is never a custom resource.
+BUILTIN_GROUPS = frozenset(
+    {
+        "", "apps", "batch", "autoscaling", "policy", "networking.k8s.io", "storage.k8s.io", "scheduling.k8s.io",
+        "rbac.authorization.k8s.io", "apiextensions.k8s.io", "admissionregistration.k8s.io", "coordination.k8s.io",
+        "discovery.k8s.io", "node.k8s.io", "certificates.k8s.io", "flowcontrol.apiserver.k8s.io", "resource.k8s.io",
+    }
+)
 
 
 def _snake(name: str) -> str:
@@ -63,12 +76,14 @@ def create(
 ) -> pulumi.CustomResource:
     """The typed resource for `manifest`; its top-level fields become the resource's arguments. A kind with no
     typed class is an error, unless it is one of the platform's custom kinds or `any_custom` (objects rendered
-    from upstream, with CRDs of their own): then a CustomResource, which carries only metadata and spec."""
+    from upstream, with CRDs of their own): then a CustomResource, which carries only metadata and spec. A kind of
+    Kubernetes' own API groups is never taken for a custom one."""
     kind = (manifest["apiVersion"], manifest["kind"])
     if kind in _KINDS:
         fields = {_snake(key): value for key, value in manifest.items() if key not in {"apiVersion", "kind"}}
         return _KINDS[kind](name, **fields, opts=opts)
-    if kind not in _CUSTOM_KINDS and not any_custom:
+    builtin = kind[0].rpartition("/")[0] in BUILTIN_GROUPS if "/" in kind[0] else True
+    if builtin or (kind not in _CUSTOM_KINDS and not any_custom):
         raise ValueError(f"no resource type for {kind[0]} {kind[1]}; add it to k8s_objects._KINDS")
     extra = sorted(set(manifest) - {"apiVersion", "kind", "metadata", "spec"})
     if extra:

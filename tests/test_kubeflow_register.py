@@ -151,3 +151,11 @@ def test_a_custom_resource_with_fields_besides_spec_is_refused():
     manifest = {"apiVersion": "example.org/v1", "kind": "Widget", "metadata": {"name": "a"}, "spec": {}, "data": {}}
     with pytest.raises(ValueError, match="fields besides spec"):
         k8s_objects.create("w", manifest, pulumi.ResourceOptions(), any_custom=True)
+
+
+def test_every_built_in_kind_the_plan_knows_has_a_typed_class_and_none_becomes_a_custom_resource():
+    typed = {(group_of(api_version), kind) for api_version, kind in k8s_objects._KINDS}
+    assert set(BUILTIN) <= typed
+    job = {"apiVersion": "batch/v2", "kind": "Job", "metadata": {"name": "a"}, "spec": {}}  # no typed class for it
+    with pytest.raises(ValueError, match="no resource type for batch/v2 Job"):
+        k8s_objects.create("j", job, pulumi.ResourceOptions(), any_custom=True)

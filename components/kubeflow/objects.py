@@ -42,6 +42,8 @@ BUILTIN: Mapping[tuple[str, str], tuple[str, bool]] = {
     ("", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
     ("", "PersistentVolume"): ("persistentvolumes", False),
     ("", "Pod"): ("pods", True),
+    ("", "ResourceQuota"): ("resourcequotas", True),
+    ("", "LimitRange"): ("limitranges", True),
     ("apps", "Deployment"): ("deployments", True),
     ("apps", "StatefulSet"): ("statefulsets", True),
     ("apps", "DaemonSet"): ("daemonsets", True),
