@@ -243,6 +243,7 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
     kubeflow = None
     if config.kubeflow.enabled:
         assert cert_manager is not None  # config.cert_manager follows kubeflow.enabled
+        assert storage.default_storage_class_name == DEFAULT_CLASS_NAME  # the class kubeflow_objects planned with
         # Teams get prefixes of this bucket (config refuses teams without it), and may use its key through S3.
         team_bucket = config.kubeflow.bucket
         encrypted = team_bucket in config.storage.buckets and config.storage.buckets[team_bucket].encryption == "kms"
