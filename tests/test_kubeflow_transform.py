@@ -171,3 +171,17 @@ def test_the_model_registry_moves_whole_to_a_team_namespace(cleaned):
     assert "kubeflow-user-example-com" not in text
     assert "model-registry-service.vision.svc.cluster.local" in text
     assert {o["metadata"]["namespace"] for o in moved} == {"vision"}
+
+
+def test_istios_validation_webhook_is_owned_as_istiod_leaves_it_and_intercepts_none_of_kubeflows_objects(upstream, cleaned):
+    from components.kubeflow.relations import Relations
+
+    def validator(objects):
+        return next(o for o in objects if o["kind"] == "ValidatingWebhookConfiguration" and o["metadata"]["name"] == "istio-validator-istio-system")
+
+    assert {w["failurePolicy"] for w in validator(upstream)["webhooks"]} == {"Ignore"}  # upstream fails open
+    assert {w["failurePolicy"] for w in validator(cleaned)["webhooks"]} == {"Fail"}  # what istiod turns it into
+    istio_objects = [o for o in cleaned if group_of(o["apiVersion"]).endswith(".istio.io")]
+    assert len(istio_objects) > 10
+    relations = Relations(cleaned)
+    assert [key(o) for o in istio_objects if relations.intercepts(validator(cleaned), o)] == []

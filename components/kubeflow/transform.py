@@ -116,9 +116,32 @@ def clear_controller_filled_secrets(objects: Iterable[Manifest]) -> list[Manifes
     return _edit(objects, change, lambda obj: obj["kind"] == "Secret")
 
 
+#: Istio's validating webhook configuration. Upstream ships it failing open; istiod turns it to `Fail` once it
+#: serves, and never back.
+ISTIO_VALIDATOR = ("istio-validator-istio-system", "istiod")
+
+
+def istio_validation_fails_closed(objects: Iterable[Manifest]) -> list[Manifest]:
+    """Istio's validation webhook as istiod leaves it (`failurePolicy: Fail`), which is what Istio's own chart
+    recommends for server-side apply tools: owned as `Ignore`, Pulumi would reopen it on every update. It selects
+    only objects labelled `istio.io/rev`, which none of Kubeflow's are, so no install step waits on it."""
+    name, service = ISTIO_VALIDATOR
+
+    def change(obj: Manifest) -> Manifest:
+        for webhook in obj["webhooks"]:
+            if webhook.get("clientConfig", {}).get("service", {}).get("name") == service:
+                webhook["failurePolicy"] = "Fail"
+        return obj
+
+    return _edit(
+        objects, change, lambda obj: obj["kind"] == "ValidatingWebhookConfiguration" and obj["metadata"]["name"] == name
+    )
+
+
 def cleanup(objects: list[Manifest]) -> list[Manifest]:
     """Every change each upstream object needs before Pulumi may own it."""
     objects = strip_ca_bundles(objects)
+    objects = istio_validation_fails_closed(objects)
     objects = drop_unresolved_ca_injection(objects)
     objects = drop_cluster_scoped_namespaces(objects)
     return clear_controller_filled_secrets(objects)
