@@ -52,6 +52,8 @@ BUILTIN_GROUPS = frozenset(
         "", "apps", "batch", "autoscaling", "policy", "networking.k8s.io", "storage.k8s.io", "scheduling.k8s.io",
         "rbac.authorization.k8s.io", "apiextensions.k8s.io", "admissionregistration.k8s.io", "coordination.k8s.io",
         "discovery.k8s.io", "node.k8s.io", "certificates.k8s.io", "flowcontrol.apiserver.k8s.io", "resource.k8s.io",
+        "apiregistration.k8s.io", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+        "storagemigration.k8s.io", "internal.apiserver.k8s.io",
     }
 )
 
@@ -71,6 +73,21 @@ _CUSTOM_KINDS = frozenset(
 )
 
 
+def check(manifest: Mapping[str, Any], *, any_custom: bool = False) -> tuple[str, str]:
+    """The (apiVersion, kind) of a manifest `create` can register; ValueError naming what it cannot (see `create`),
+    so a plan can be checked before anything is created."""
+    kind = (manifest["apiVersion"], manifest["kind"])
+    if kind in _KINDS:
+        return kind
+    builtin = kind[0].rpartition("/")[0] in BUILTIN_GROUPS if "/" in kind[0] else True
+    if builtin or (kind not in _CUSTOM_KINDS and not any_custom):
+        raise ValueError(f"no resource type for {kind[0]} {kind[1]}; add it to k8s_objects._KINDS")
+    extra = sorted(set(manifest) - {"apiVersion", "kind", "metadata", "spec"})
+    if extra:
+        raise ValueError(f"{kind[1]} {manifest['metadata']['name']}: a custom resource with fields besides spec: {extra}")
+    return kind
+
+
 def create(
     name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions, *, any_custom: bool = False
 ) -> pulumi.CustomResource:
@@ -78,16 +95,10 @@ def create(
     typed class is an error, unless it is one of the platform's custom kinds or `any_custom` (objects rendered
     from upstream, with CRDs of their own): then a CustomResource, which carries only metadata and spec. A kind of
     Kubernetes' own API groups is never taken for a custom one."""
-    kind = (manifest["apiVersion"], manifest["kind"])
+    kind = check(manifest, any_custom=any_custom)
     if kind in _KINDS:
         fields = {_snake(key): value for key, value in manifest.items() if key not in {"apiVersion", "kind"}}
         return _KINDS[kind](name, **fields, opts=opts)
-    builtin = kind[0].rpartition("/")[0] in BUILTIN_GROUPS if "/" in kind[0] else True
-    if builtin or (kind not in _CUSTOM_KINDS and not any_custom):
-        raise ValueError(f"no resource type for {kind[0]} {kind[1]}; add it to k8s_objects._KINDS")
-    extra = sorted(set(manifest) - {"apiVersion", "kind", "metadata", "spec"})
-    if extra:
-        raise ValueError(f"{kind[1]} {manifest['metadata']['name']}: a custom resource with fields besides spec: {extra}")
     return k8s.apiextensions.CustomResource(
         name, api_version=kind[0], kind=kind[1], metadata=manifest["metadata"], spec=manifest.get("spec"), opts=opts
     )

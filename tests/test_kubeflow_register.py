@@ -156,6 +156,14 @@ def test_a_custom_resource_with_fields_besides_spec_is_refused():
 def test_every_built_in_kind_the_plan_knows_has_a_typed_class_and_none_becomes_a_custom_resource():
     typed = {(group_of(api_version), kind) for api_version, kind in k8s_objects._KINDS}
     assert set(BUILTIN) <= typed
+    assert {group for group, _ in BUILTIN} <= k8s_objects.BUILTIN_GROUPS
     job = {"apiVersion": "batch/v2", "kind": "Job", "metadata": {"name": "a"}, "spec": {}}  # no typed class for it
     with pytest.raises(ValueError, match="no resource type for batch/v2 Job"):
         k8s_objects.create("j", job, pulumi.ResourceOptions(), any_custom=True)
+    # The same check a plan runs before anything is created: by apiVersion, not only by group.
+    autoscaler = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "a"}, "spec": {}}
+    with pytest.raises(ValueError, match="no resource type for autoscaling/v1 HorizontalPodAutoscaler"):
+        k8s_objects.check(autoscaler, any_custom=True)
+    service = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "a"}, "spec": {}}
+    with pytest.raises(ValueError, match="no resource type"):
+        k8s_objects.check(service, any_custom=True)

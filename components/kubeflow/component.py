@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_random as random
 
+from components import k8s_objects
 from components.cluster.handle import ClusterHandle
 from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 from components.identity.documents import to_json
@@ -40,7 +41,10 @@ def planned_objects(config: KubeflowConfig, facts: plan.Settings) -> list[Staged
     when the plan's checks refuse it: call it before creating anything (the stack does), so these stop a run first."""
     tree = fetch.tree(config.tree)
     rendered = render.render(tree, selected_entries(config), cache_dir=render.default_render_cache())
-    return plan.build(rendered, facts)
+    staged = plan.build(rendered, facts)
+    for item in staged:  # every object can be registered (a kind with no resource type would fail halfway)
+        k8s_objects.check(item.manifest, any_custom=True)
+    return staged
 
 
 @dataclass(frozen=True)

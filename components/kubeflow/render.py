@@ -180,8 +180,10 @@ class Assets:
         assert remote.build_from is not None
         with self._locks[remote.url]:
             asset = _asset_file(self.work, remote)
-            if not asset.exists():
-                asset.write_bytes(_run_kustomize(self.work / remote.build_from))
+            if not asset.exists():  # written whole, then renamed: no render ever reads half of it
+                partial = asset.with_suffix(".partial")
+                partial.write_bytes(_run_kustomize(self.work / remote.build_from))
+                os.replace(partial, asset)
 
 
 def kustomizations(folder: Path, seen: set[Path] | None = None) -> list[Path]:
