@@ -29,6 +29,7 @@ from components.kubeflow.fetch import TreeError
 from components.kubeflow.render import RenderError
 from components.kubeflow.staging import Staged
 from components.network.component import Network, NetworkArgs
+from components.network.plan import plan_subnets
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
 from components.observability.render import GpuPool
@@ -120,8 +121,21 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
         tags=platform_tags(config),
         monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
         fsx_capacity_gib=config.storage.fsx.storage_capacity_gib if config.storage.fsx is not None else None,
+        load_balancer_cidrs=load_balancer_cidrs(config),
     )
     return planned_objects(kubeflow, facts)
+
+
+def load_balancer_cidrs(config: PlatformConfig) -> tuple[str, ...]:
+    """The CIDRs of the subnets the Kubeflow ALB lives in, in a VPC the stack creates: the public ones for an
+    internet-facing ALB (no pod lives there), the private ones for an internal ALB (where the nodes live too). In
+    an existing VPC only its owner knows: none (the allowance then takes the VPC's CIDRs, read at deploy time)."""
+    network = config.network
+    if network.existing is not None:
+        return ()
+    pairs = plan_subnets(network.cidr, network.availability_zones)
+    public = config.kubeflow.access.scheme == "internet-facing"
+    return tuple(str(pair.public if public else pair.private) for pair in pairs)
 
 
 def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ()) -> Platform:
@@ -261,7 +275,9 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
                 if storage.file_system is not None and storage.fsx_driver is not None
                 else None,
                 cleanup_controllers=cleanup_controllers,
-                vpc_cidr=network.cidr_block,
+                vpc_cidrs=network.existing_cidrs()
+                if config.network.existing is not None and config.kubeflow.access.mode == "alb"
+                else None,
                 node_pools=tuple(
                     karpenter.node_pools[name] for name, pool in sorted(config.karpenter.node_pools.items()) if not pool.taints
                 ),

@@ -82,11 +82,11 @@ def test_a_policy_that_closes_a_webhooks_port_is_refused(rendered, objects):
 
 
 def test_behind_an_alb_the_load_balancer_reaches_the_gateway_pods_from_the_vpc(rendered):
-    alb = plan.Alb("arn:aws:acm:us-west-2:123456789012:certificate/abc")
+    alb = plan.Alb("arn:aws:acm:us-west-2:123456789012:certificate/abc", source_cidrs=("10.0.192.0/26", "10.0.192.64/26"))
     objects = [i.manifest for i in plan.platform_objects(rendered, dataclasses.replace(SETTINGS, access=alb))]
     (allowance,) = [o for o in objects if o["metadata"]["name"] == access.ALLOW_LOAD_BALANCER]
     (rule,) = allowance["spec"]["ingress"]
-    assert rule["from"] == [{"ipBlock": {"cidr": access.VPC_CIDR_PLACEHOLDER}}]
+    assert rule["from"] == [{"ipBlock": {"cidr": "10.0.192.0/26"}}, {"ipBlock": {"cidr": "10.0.192.64/26"}}]
     assert {p["port"] for p in rule["ports"]} == {8080, 15021}  # the Service's port 80 targets 8080; the health check
     gateway = next(p for p in network_policy.pods(objects) if p.workload == "Deployment istio-system/istio-ingressgateway")
     for port in (8080, 15021):
@@ -96,6 +96,18 @@ def test_behind_an_alb_the_load_balancer_reaches_the_gateway_pods_from_the_vpc(r
     assert not admits(without, namespace="istio-system", pod_labels=gateway.labels, port=8080, source=OUTSIDE)
     exposed = access.gateway_exposure(objects)
     assert any("the load balancer cannot reach port 8080" in p for p in network_policy.problems(without, "monitoring", exposed))
+    assert network_policy.problems(objects, "monitoring", exposed) == []
+    # Pods never reach the gateway through it: they are no address range.
+    team_pod = Source(namespace_labels={"kubernetes.io/metadata.name": "ml-research"}, pod_labels={"app": "notebook"})
+    assert not admits(objects, namespace="istio-system", pod_labels=gateway.labels, port=8080, source=team_pod)
+    # The pods get the load balancer controller's readiness gate, so the ALB stops routing to one before it goes.
+    (namespace,) = [o for o in objects if o["kind"] == "Namespace" and o["metadata"]["name"] == "istio-system"]
+    assert namespace["metadata"]["labels"]["elbv2.k8s.aws/pod-readiness-gate-inject"] == "enabled"
+    # Where only AWS knows the ALB's subnets, the peers are left for the registration to fill.
+    unknown = dataclasses.replace(alb, source_cidrs=())
+    objects = [i.manifest for i in plan.platform_objects(rendered, dataclasses.replace(SETTINGS, access=unknown))]
+    (allowance,) = [o for o in objects if o["metadata"]["name"] == access.ALLOW_LOAD_BALANCER]
+    assert allowance["spec"]["ingress"][0]["from"] == access.LOAD_BALANCER_SOURCES_PLACEHOLDER
     assert network_policy.problems(objects, "monitoring", exposed) == []
     # With port-forward nothing is opened to the VPC.
     assert not [o for o in plan.platform_objects(rendered, SETTINGS) if o.manifest["metadata"]["name"] == access.ALLOW_LOAD_BALANCER]

@@ -220,21 +220,26 @@ def load_balancer_allowance(inventory):
     return policy.inputs["spec"]["ingress"][0]["from"]
 
 
-def test_behind_an_alb_the_gateway_admits_the_vpc_and_the_ingress_goes_before_its_controller():
+def test_behind_an_alb_the_gateway_admits_the_albs_subnets_and_the_ingress_goes_before_its_controller():
     inventory = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": ALB}})
-    assert load_balancer_allowance(inventory) == [{"ipBlock": {"cidr": "10.20.0.0/16"}}]  # Pulumi.dev.yaml's network
+    subnets = {s.inputs["cidrBlock"]: s.name for s in inventory.of_type("aws:ec2/subnet:Subnet")}
+    internal = [peer["ipBlock"]["cidr"] for peer in load_balancer_allowance(inventory)]
+    assert internal and all("private" in subnets[cidr] for cidr in internal)  # an internal ALB: the private subnets
+    facing = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": {**ALB, "scheme": "internet-facing"}}})
+    public = [peer["ipBlock"]["cidr"] for peer in load_balancer_allowance(facing)]
+    assert len(public) == len(internal) and all("public" in subnets[cidr] for cidr in public)  # no pod lives there
     (ingress,) = [o for o in kubeflow_objects(inventory) if o.inputs.get("kind") == "Ingress"]
     controller = next(r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-load-balancer-controller")
     assert inventory.depends_on(ingress, controller)  # the controller deletes the ALB it made
 
 
-def test_behind_an_alb_in_an_existing_vpc_the_gateway_admits_that_vpcs_cidr():
+def test_behind_an_alb_in_an_existing_vpc_the_gateway_admits_that_vpcs_cidrs():
     existing = {
         "availabilityZones": ["us-west-2a", "us-west-2b"],
         "existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"]},
     }
     inventory = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": ALB}, "network": existing})
-    assert load_balancer_allowance(inventory) == [{"ipBlock": {"cidr": "[unknown]"}}]  # read from AWS at deploy time
+    assert load_balancer_allowance(inventory) == [{"ipBlock": {"cidr": "[unknown]"}}]  # every CIDR, read from AWS
 
 
 def test_an_alb_without_the_load_balancer_controller_is_refused():

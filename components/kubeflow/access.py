@@ -20,9 +20,12 @@ OAUTH2_PROXY_PARAMETERS = ("ConfigMap", "oauth2-proxy", "oauth2-proxy-parameters
 GATEWAY_HTTP_PORT = 80
 #: TLS 1.2 and 1.3 only.
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
-#: Where the VPC's CIDR goes (a Pulumi output: the registration puts its value in).
-VPC_CIDR_PLACEHOLDER = "<<kubeflow-input:vpc-cidr>>"
+#: Where the ALB's sources go when only AWS knows them (the list of ipBlock peers for an existing VPC's CIDRs).
+LOAD_BALANCER_SOURCES_PLACEHOLDER = "<<kubeflow-input:load-balancer-sources>>"
 ALLOW_LOAD_BALANCER = "allow-load-balancer"
+#: The load balancer controller gives pods of a namespace with this label a readiness gate that holds until the ALB
+#: sends them traffic, so a rollout or a node drain never removes a gateway pod the ALB still routes to.
+READINESS_GATE_LABEL = ("elbv2.k8s.aws/pod-readiness-gate-inject", "enabled")
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,9 @@ class Alb:
     scheme: Literal["internal", "internet-facing"] = "internal"
     host: str | None = None  # answer only this host name (None: any)
     allowed_cidrs: tuple[str, ...] = ()  # who may connect (empty: the load balancer controller's default)
+    #: The CIDRs of the subnets the ALB's nodes live in, which its requests and health checks come from (empty: the
+    #: VPC's CIDRs, known only at deploy time).
+    source_cidrs: tuple[str, ...] = ()
 
 
 def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
@@ -90,9 +96,11 @@ def gateway_exposure(objects: list[Manifest]) -> Exposed:
     return Exposed(GATEWAY_NAMESPACE, dict(service["spec"]["selector"]), (target, int(GATEWAY_HEALTH[0])))
 
 
-def load_balancer_allowance(exposed: Exposed) -> Manifest:
-    """A policy admitting the ALB's requests and health checks, which come from its addresses in the VPC (not from a
-    pod), to the gateway's pods: upstream's policies admit only pods of the gateway's own namespace."""
+def load_balancer_allowance(exposed: Exposed, source_cidrs: tuple[str, ...]) -> Manifest:
+    """A policy admitting the ALB's requests and health checks, which come from its addresses in its subnets (not
+    from a pod), to the gateway's pods: upstream's policies admit only pods of the gateway's own namespace. With no
+    `source_cidrs`, the peers are a placeholder the registration fills with the VPC's CIDRs."""
+    sources = [{"ipBlock": {"cidr": cidr}} for cidr in source_cidrs] or LOAD_BALANCER_SOURCES_PLACEHOLDER
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -102,12 +110,23 @@ def load_balancer_allowance(exposed: Exposed) -> Manifest:
             "policyTypes": ["Ingress"],
             "ingress": [
                 {
-                    "from": [{"ipBlock": {"cidr": VPC_CIDR_PLACEHOLDER}}],
+                    "from": sources,
                     "ports": [{"port": port, "protocol": "TCP"} for port in exposed.ports],
                 }
             ],
         },
     }
+
+
+def readiness_gates(objects: list[Manifest]) -> list[Manifest]:
+    """Label the gateway's namespace for the load balancer controller's pod readiness gates."""
+    key_, value = READINESS_GATE_LABEL
+
+    def change(obj: Manifest) -> Manifest:
+        obj["metadata"].setdefault("labels", {})[key_] = value
+        return obj
+
+    return replace(objects, {("Namespace", "", GATEWAY_NAMESPACE): change})
 
 
 #: Where the cluster's OIDC issuer goes (a Pulumi output: the registration puts its value in).

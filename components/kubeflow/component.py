@@ -19,7 +19,7 @@ from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
 from components.kubeflow.register import register
 from components.kubeflow.staging import Stage, Staged
-from components.kubeflow.access import OIDC_ISSUER_PLACEHOLDER, VPC_CIDR_PLACEHOLDER
+from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER
 from components.kubeflow.teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
 
 #: Credentials with a shape of their own (everything else: 32 letters and digits, safe in connection strings).
@@ -67,8 +67,8 @@ class KubeflowArgs:
     fsx: FsxForTeams | None = None
     #: Controllers that delete what Kubeflow's objects make in AWS (the load balancer controller, for the ALB).
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
-    #: The VPC's CIDR: with `access.mode: alb`, the ALB's requests and health checks come from it.
-    vpc_cidr: pulumi.Input[str] | None = None
+    #: The CIDRs of an existing VPC, when the plan's ALB allowance could not name the ALB's subnets (`network.existing`).
+    vpc_cidrs: pulumi.Input[Sequence[str]] | None = None
     #: Where Kubeflow's pods run (Karpenter's untainted NodePools): its workloads wait for them, and go before them
     #: on destroy, so its controllers still run while team namespaces and their finalizers are cleared.
     node_pools: tuple[pulumi.Resource, ...] = ()
@@ -126,12 +126,14 @@ class Kubeflow(pulumi.ComponentResource):
     @staticmethod
     def _inputs(args: KubeflowArgs) -> dict[str, pulumi.Input[str]]:
         """Values of the placeholders the pure modules leave for outputs: the cluster's OIDC issuer (as tokens name
-        it, `iss`, with the scheme the handle's value leaves out), the VPC's CIDR and the file system's identity."""
+        it, `iss`, with the scheme the handle's value leaves out), an existing VPC's CIDRs and the file system's identity."""
         inputs: dict[str, pulumi.Input[str]] = {
             OIDC_ISSUER_PLACEHOLDER: args.cluster.oidc_issuer.apply(lambda i: f"https://{i.removeprefix('https://')}")
         }
-        if args.vpc_cidr is not None:
-            inputs[VPC_CIDR_PLACEHOLDER] = args.vpc_cidr
+        if args.vpc_cidrs is not None:
+            inputs[LOAD_BALANCER_SOURCES_PLACEHOLDER] = pulumi.Output.from_input(args.vpc_cidrs).apply(
+                lambda cidrs: [{"ipBlock": {"cidr": cidr}} for cidr in cidrs]
+            )
         if args.fsx is not None:
             file_system = args.fsx.file_system
             identity = {"file_system_id": file_system.id, "dns_name": file_system.dns_name, "mount_name": file_system.mount_name}

@@ -203,16 +203,23 @@ def settings(
     tags: dict[str, str] | None = None,
     monitoring_namespace: str | None = None,
     fsx_capacity_gib: int | None = None,
+    load_balancer_cidrs: tuple[str, ...] = (),
 ) -> Settings:
     """The settings of `plan.build` from the config and the platform's facts (its default StorageClass, the GPU
     NodePool names, the bin-packing scheduler's name or None, the platform's Prometheus namespace or None, the size
-    of its FSx file system or None). Credentials, role ARNs and the file system's identity stay placeholders."""
+    of its FSx file system or None, the CIDRs of the subnets an ALB would live in, or none when only AWS knows them). Credentials, role ARNs and the file system's identity stay placeholders."""
     if not config.enabled or config.admin_email is None:
         raise ValueError("Kubeflow is not enabled")
     alb = None
     if config.access.mode == "alb":
         assert config.access.certificate_arn is not None
-        alb = Alb(config.access.certificate_arn, config.access.scheme, config.access.host, config.access.allowed_cidrs)
+        alb = Alb(
+            config.access.certificate_arn,
+            config.access.scheme,
+            config.access.host,
+            config.access.allowed_cidrs,
+            source_cidrs=load_balancer_cidrs,
+        )
     return Settings(
         admin=Admin(config.admin_email),
         storage_class=storage_class,

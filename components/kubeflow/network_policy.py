@@ -105,6 +105,8 @@ def admits(
     for policy in selecting:
         for rule in policy["spec"].get("ingress") or ():
             peers = rule.get("from")
+            if isinstance(peers, str):  # a placeholder for address ranges known only at deploy time
+                peers = [{"ipBlock": {"cidr": peers}}]
             peer_ok = not peers or any(_peer_admits(peer, namespace, source) for peer in peers)
             if peer_ok and _port_admits(rule.get("ports"), port, port_name):
                 return True

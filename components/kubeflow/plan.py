@@ -82,6 +82,8 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     objects = transform.storage_class(objects, settings.storage_class)
     objects = transform.stateful_placement(objects)
     objects = access_.cookies(objects, secure=settings.access is not None)
+    if settings.access is not None:
+        objects = access_.readiness_gates(objects)
     if OAUTH2_PROXY_EKS_TOKENS.path in rendered:
         objects = access_.cluster_token_issuer(objects)
     objects = transform.config_digests(objects)
@@ -99,7 +101,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     if settings.access is not None:
         exposed = access_.gateway_exposure(objects)
         gateway_part = next(part for obj, part in zip(objects, parts) if obj["metadata"].get("namespace") == exposed.namespace)
-        items.append(Item(access_.load_balancer_allowance(exposed), gateway_part))
+        items.append(Item(access_.load_balancer_allowance(exposed, settings.access.source_cidrs), gateway_part))
     closed = network_policy.problems([item.manifest for item in items], settings.monitoring_namespace, exposed)
     if closed:
         raise ValueError("the NetworkPolicies close paths the platform needs:\n" + "\n".join(f"  - {p}" for p in closed))

@@ -38,8 +38,6 @@ class Network(pulumi.ComponentResource):
     availability_zones: tuple[str, ...]
     #: The private subnet of each AZ (for things that live in one AZ, like FSx for Lustre).
     private_subnet_by_zone: dict[str, pulumi.Output[str]]
-    #: The VPC's (primary) CIDR.
-    cidr_block: pulumi.Output[str]
     #: What gives the private subnets their way out (NAT gateways, private routes): nodes and controllers depend on
     #: it, so they join the cluster with egress and are deleted before it goes. Empty for an existing VPC.
     egress: tuple[pulumi.Resource, ...]
@@ -47,6 +45,7 @@ class Network(pulumi.ComponentResource):
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:network:Network", name, None, opts)
         self._name = name
+        self._existing = args.config.existing
         self.availability_zones = args.config.availability_zones
         if args.config.existing is None:
             self._create(args)
@@ -59,6 +58,12 @@ class Network(pulumi.ComponentResource):
                 "publicSubnetIds": self.public_subnet_ids,
             }
         )
+
+    def existing_cidrs(self) -> pulumi.Output[list[str]]:
+        """Every CIDR of the existing VPC (primary and secondary), read from AWS: only its owner knows them."""
+        assert self._existing is not None
+        vpc = aws.ec2.get_vpc_output(id=self._existing.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self))
+        return vpc.cidr_block_associations.apply(lambda associations: [a.cidr_block for a in associations])
 
     def _child(self) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self)
@@ -153,7 +158,6 @@ class Network(pulumi.ComponentResource):
         )
 
         self.vpc_id = vpc.id
-        self.cidr_block = vpc.cidr_block
         self.egress = tuple(egress)
         self.private_subnet_by_zone = {az: subnet.id for az, subnet in private_subnets.items()}
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets.values()])
@@ -173,7 +177,6 @@ class Network(pulumi.ComponentResource):
                 opts=self._child(),
             )
         self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
-        self.cidr_block = aws.ec2.get_vpc_output(id=existing.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self)).cidr_block
         self.egress = ()
         self.private_subnet_by_zone = {
             az: pulumi.Output.from_input(subnet_id)

@@ -217,7 +217,8 @@ class PlatformMocks(pulumi_mocks.Mocks):
             return {"arn": arn, "issuerArn": issuer, "issuerName": issuer.rsplit("/", 1)[-1], "id": arn}
         if args.token == "aws:ec2/getVpc:getVpc":
             # Only a VPC the stack file names (`network.existing`) is looked up; its CIDR is the account's to tell.
-            return {"id": args.args["id"], "cidrBlock": UNKNOWN}
+            association = {"associationId": "vpc-cidr-assoc-preview", "cidrBlock": UNKNOWN, "state": "associated"}
+            return {"id": args.args["id"], "cidrBlock": UNKNOWN, "cidrBlockAssociations": [association]}
         if args.token == "aws:eks/getClusters:getClusters":
             return {"names": sorted(self.existing_clusters), "id": self.region}
         try:
