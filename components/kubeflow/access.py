@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
 from .network_policy import Exposed
 from .objects import Manifest
@@ -96,11 +96,16 @@ def gateway_exposure(objects: list[Manifest]) -> Exposed:
     return Exposed(GATEWAY_NAMESPACE, dict(service["spec"]["selector"]), (target, int(GATEWAY_HEALTH[0])))
 
 
+def ip_blocks(cidrs: Iterable[str]) -> list[dict[str, Any]]:
+    """NetworkPolicy peers for address ranges."""
+    return [{"ipBlock": {"cidr": cidr}} for cidr in cidrs]
+
+
 def load_balancer_allowance(exposed: Exposed, source_cidrs: tuple[str, ...]) -> Manifest:
     """A policy admitting the ALB's requests and health checks, which come from its addresses in its subnets (not
     from a pod), to the gateway's pods: upstream's policies admit only pods of the gateway's own namespace. With no
     `source_cidrs`, the peers are a placeholder the registration fills with the VPC's CIDRs."""
-    sources = [{"ipBlock": {"cidr": cidr}} for cidr in source_cidrs] or LOAD_BALANCER_SOURCES_PLACEHOLDER
+    sources = ip_blocks(source_cidrs) or LOAD_BALANCER_SOURCES_PLACEHOLDER
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

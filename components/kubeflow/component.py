@@ -19,7 +19,7 @@ from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
 from components.kubeflow.register import register
 from components.kubeflow.staging import Stage, Staged
-from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER
+from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
 from components.kubeflow.teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
 
 #: Credentials with a shape of their own (everything else: 32 letters and digits, safe in connection strings).
@@ -126,14 +126,13 @@ class Kubeflow(pulumi.ComponentResource):
     @staticmethod
     def _inputs(args: KubeflowArgs) -> dict[str, pulumi.Input[str]]:
         """Values of the placeholders the pure modules leave for outputs: the cluster's OIDC issuer (as tokens name
-        it, `iss`, with the scheme the handle's value leaves out), an existing VPC's CIDRs and the file system's identity."""
+        it, `iss`, with the scheme the handle's value leaves out), an existing VPC's CIDRs and the file system's
+        identity."""
         inputs: dict[str, pulumi.Input[str]] = {
             OIDC_ISSUER_PLACEHOLDER: args.cluster.oidc_issuer.apply(lambda i: f"https://{i.removeprefix('https://')}")
         }
         if args.vpc_cidrs is not None:
-            inputs[LOAD_BALANCER_SOURCES_PLACEHOLDER] = pulumi.Output.from_input(args.vpc_cidrs).apply(
-                lambda cidrs: [{"ipBlock": {"cidr": cidr}} for cidr in cidrs]
-            )
+            inputs[LOAD_BALANCER_SOURCES_PLACEHOLDER] = pulumi.Output.from_input(args.vpc_cidrs).apply(ip_blocks)
         if args.fsx is not None:
             file_system = args.fsx.file_system
             identity = {"file_system_id": file_system.id, "dns_name": file_system.dns_name, "mount_name": file_system.mount_name}

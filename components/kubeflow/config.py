@@ -14,7 +14,8 @@ the entries to render and the settings of `plan.build`.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from itertools import combinations
+from typing import Annotated, Literal, Mapping
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
@@ -160,18 +161,7 @@ class KubeflowConfig(_Model):
             return self
         if self.admin_email is None:
             raise ValueError("adminEmail is required: it is the one Dex user, who signs in first and adds teams")
-        overlaps = [
-            (
-                f"teams.{inner}.s3Prefix",
-                f"{inner_spec.s3_prefix!r} {'is' if inner_spec.s3_prefix == outer_spec.s3_prefix else 'lies within'} "
-                f"team {outer}'s prefix {outer_spec.s3_prefix!r}, so {outer}'s role could read and write {inner}'s "
-                "data; give each team a prefix of its own",
-            )
-            for outer, outer_spec in sorted(self.teams.items())
-            for inner, inner_spec in sorted(self.teams.items())
-            if inner != outer and f"{inner_spec.s3_prefix}/".startswith(f"{outer_spec.s3_prefix}/")
-            and (inner_spec.s3_prefix != outer_spec.s3_prefix or inner > outer)
-        ]
+        overlaps = prefix_overlaps({name: team.s3_prefix for name, team in self.teams.items()})
         if overlaps:
             raise FieldProblems(overlaps)
         if self.hub_registry_team is not None:
@@ -180,6 +170,28 @@ class KubeflowConfig(_Model):
             if self.hub_registry_team not in self.teams:
                 raise ValueError(f"hubRegistryTeam {self.hub_registry_team!r} is not one of the teams")
         return self
+
+
+def prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(key, problem) for each team whose S3 prefix is another team's or lies within it (its data would be the other
+    team's role's too); two teams with the same prefix are reported once, on the later name."""
+    problems = []
+    for (first, first_prefix), (second, second_prefix) in combinations(sorted(prefixes.items()), 2):
+        if f"{second_prefix}/".startswith(f"{first_prefix}/"):
+            inner, outer = second, first
+        elif f"{first_prefix}/".startswith(f"{second_prefix}/"):
+            inner, outer = first, second
+        else:
+            continue
+        relation = "is" if first_prefix == second_prefix else "lies within"
+        problems.append(
+            (
+                f"teams.{inner}.s3Prefix",
+                f"{prefixes[inner]!r} {relation} team {outer}'s prefix {prefixes[outer]!r}, so {outer}'s role could "
+                f"read and write {inner}'s data; give each team a prefix of its own",
+            )
+        )
+    return problems
 
 
 def selected_entries(config: KubeflowConfig) -> tuple[entries.Entry, ...]:
@@ -207,7 +219,8 @@ def settings(
 ) -> Settings:
     """The settings of `plan.build` from the config and the platform's facts (its default StorageClass, the GPU
     NodePool names, the bin-packing scheduler's name or None, the platform's Prometheus namespace or None, the size
-    of its FSx file system or None, the CIDRs of the subnets an ALB would live in, or none when only AWS knows them). Credentials, role ARNs and the file system's identity stay placeholders."""
+    of its FSx file system or None, the CIDRs of the subnets an ALB would live in, or none when only AWS knows them).
+    Credentials, role ARNs and the file system's identity stay placeholders."""
     if not config.enabled or config.admin_email is None:
         raise ValueError("Kubeflow is not enabled")
     alb = None
