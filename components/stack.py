@@ -275,8 +275,9 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
                 if storage.file_system is not None and storage.fsx_driver is not None
                 else None,
                 cleanup_controllers=cleanup_controllers,
+                # the ALB's sources the plan could not name (it left a placeholder for them)
                 vpc_cidrs=network.existing_cidrs()
-                if config.network.existing is not None and config.kubeflow.access.mode == "alb"
+                if config.kubeflow.access.mode == "alb" and not load_balancer_cidrs(config)
                 else None,
                 node_pools=tuple(
                     karpenter.node_pools[name] for name, pool in sorted(config.karpenter.node_pools.items()) if not pool.taints
