@@ -43,14 +43,19 @@ def measure(stack: str, out: Path, env: dict[str, str] | None = None) -> tuple[f
         started = time.perf_counter()
         process = subprocess.Popen(
             [sys.executable, "-m", "components.preview", "--stack", stack, "--out", str(out)],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env,
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
         _, status, usage = os.wait4(process.pid, 0)  # the child's own rusage, not the sum over all children
         seconds = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
         if process.returncode != 0:
             log.seek(0)
-            raise SystemExit(f"preview of {stack} failed ({process.returncode}):\n{log.read().decode(errors='replace')}")
+            raise SystemExit(
+                f"preview of {stack} failed ({process.returncode}):\n{log.read().decode(errors='replace')}"
+            )
     return seconds, usage.ru_maxrss / 1024  # KiB on Linux
 
 

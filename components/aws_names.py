@@ -20,7 +20,7 @@ SEPARATOR = "-"
 PREFIX_SUFFIX_LENGTH = 26
 
 _OVERRIDE = "pulumi-aws provider/resource_overrides.go: tfbridge.AutoName"
-_DEFAULT = "pulumi-aws provider/autonaming.go: every `name` input gets tfbridge.AutoName(\"name\", 255, \"-\")"
+_DEFAULT = 'pulumi-aws provider/autonaming.go: every `name` input gets tfbridge.AutoName("name", 255, "-")'
 _IAM = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html"
 
 
@@ -50,7 +50,7 @@ class NameRule:
 NAME_RULES: Mapping[str, NameRule] = MappingProxyType(
     {
         "aws:iam/role:Role": NameRule(
-            "name", 64, 64, f"{_OVERRIDE}(\"name\", 64)", f"{_IAM} (role name 64)", prefix_property="namePrefix"
+            "name", 64, 64, f'{_OVERRIDE}("name", 64)', f"{_IAM} (role name 64)", prefix_property="namePrefix"
         ),
         "aws:iam/policy:Policy": NameRule(
             "name", 255, 128, _DEFAULT, f"{_IAM} (managed policy name 128)", prefix_property="namePrefix"
@@ -62,56 +62,90 @@ NAME_RULES: Mapping[str, NameRule] = MappingProxyType(
             "name", 255, 128, _DEFAULT, f"{_IAM} (instance profile name 128)", prefix_property="namePrefix"
         ),
         "aws:cloudwatch/eventRule:EventRule": NameRule(
-            "name", 64, 64, f"{_OVERRIDE}(\"name\", 64)",
+            "name",
+            64,
+            64,
+            f'{_OVERRIDE}("name", 64)',
             "https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutRule.html (Name 1-64)",
             prefix_property="namePrefix",
         ),
         "aws:cloudwatch/eventTarget:EventTarget": NameRule(
-            "targetId", 255, 64, f"{_OVERRIDE}(\"targetId\", 255)",
+            "targetId",
+            255,
+            64,
+            f'{_OVERRIDE}("targetId", 255)',
             "https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_Target.html (Id 1-64)",
         ),
         "aws:sqs/queue:Queue": NameRule(
-            "name", 80, 80, f"{_OVERRIDE}WithCustomOptions(\"name\", Maxlen 80)",
+            "name",
+            80,
+            80,
+            f'{_OVERRIDE}WithCustomOptions("name", Maxlen 80)',
             "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html (QueueName 1-80)",
             prefix_property="namePrefix",
         ),
         "aws:s3/bucket:Bucket": NameRule(
-            "bucket", 63, 63, f"{_OVERRIDE}Transform(\"bucket\", 63, strings.ToLower)",
+            "bucket",
+            63,
+            63,
+            f'{_OVERRIDE}Transform("bucket", 63, strings.ToLower)',
             "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html (3-63, lowercase)",
-            lowercase=True, prefix_property="bucketPrefix",
+            lowercase=True,
+            prefix_property="bucketPrefix",
         ),
         "aws:eks/nodeGroup:NodeGroup": NameRule(
-            "nodeGroupName", 255, 63, f"{_OVERRIDE}(\"nodeGroupName\", 255)",
+            "nodeGroupName",
+            255,
+            63,
+            f'{_OVERRIDE}("nodeGroupName", 255)',
             "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html (nodegroupName 1-63)",
             prefix_property="nodeGroupNamePrefix",
         ),
         "aws:ec2/launchTemplate:LaunchTemplate": NameRule(
-            "name", 255, 128, _DEFAULT,
+            "name",
+            255,
+            128,
+            _DEFAULT,
             "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateLaunchTemplate.html (3-128)",
             prefix_property="namePrefix",
         ),
         "aws:ec2/securityGroup:SecurityGroup": NameRule(
-            "name", 255, 255, _DEFAULT,
+            "name",
+            255,
+            255,
+            _DEFAULT,
             "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html (GroupName up to 255)",
             prefix_property="namePrefix",
         ),
         "aws:lb/loadBalancer:LoadBalancer": NameRule(
-            "name", 255, 32, _DEFAULT,
+            "name",
+            255,
+            32,
+            _DEFAULT,
             "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateLoadBalancer.html (Name up to 32)",
             prefix_property="namePrefix",
         ),
         "aws:lb/targetGroup:TargetGroup": NameRule(
-            "name", 32, 32, "pulumi-aws provider/aliases.go: tfbridge.AutoName(\"name\", 32)",
+            "name",
+            32,
+            32,
+            'pulumi-aws provider/aliases.go: tfbridge.AutoName("name", 32)',
             "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateTargetGroup.html (Name up to 32)",
             prefix_property="namePrefix",
         ),
         "aws:cloudwatch/logGroup:LogGroup": NameRule(
-            "name", 255, 512, _DEFAULT,
+            "name",
+            255,
+            512,
+            _DEFAULT,
             "https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_CreateLogGroup.html (1-512)",
             prefix_property="namePrefix",
         ),
         "aws:eks/cluster:Cluster": NameRule(
-            "name", 255, 100, _DEFAULT,
+            "name",
+            255,
+            100,
+            _DEFAULT,
             "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html (name 1-100)",
         ),
     }

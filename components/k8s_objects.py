@@ -30,10 +30,22 @@ _KINDS: Mapping[tuple[str, str], type[pulumi.CustomResource]] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
-    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
-    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
-    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): k8s.admissionregistration.v1.MutatingWebhookConfiguration,
-    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): k8s.admissionregistration.v1.ValidatingWebhookConfiguration,
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+    ): k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+    ): k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ): k8s.admissionregistration.v1.MutatingWebhookConfiguration,
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    ): k8s.admissionregistration.v1.ValidatingWebhookConfiguration,
     ("v1", "Service"): k8s.core.v1.Service,
     ("v1", "Pod"): k8s.core.v1.Pod,
     ("batch/v1", "Job"): k8s.batch.v1.Job,
@@ -49,11 +61,29 @@ _KINDS: Mapping[tuple[str, str], type[pulumi.CustomResource]] = {
 #: API groups Kubernetes itself serves: an object of these is never a custom resource.
 BUILTIN_GROUPS = frozenset(
     {
-        "", "apps", "batch", "autoscaling", "policy", "networking.k8s.io", "storage.k8s.io", "scheduling.k8s.io",
-        "rbac.authorization.k8s.io", "apiextensions.k8s.io", "admissionregistration.k8s.io", "coordination.k8s.io",
-        "discovery.k8s.io", "node.k8s.io", "certificates.k8s.io", "flowcontrol.apiserver.k8s.io", "resource.k8s.io",
-        "apiregistration.k8s.io", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-        "storagemigration.k8s.io", "internal.apiserver.k8s.io",
+        "",
+        "apps",
+        "batch",
+        "autoscaling",
+        "policy",
+        "networking.k8s.io",
+        "storage.k8s.io",
+        "scheduling.k8s.io",
+        "rbac.authorization.k8s.io",
+        "apiextensions.k8s.io",
+        "admissionregistration.k8s.io",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
+        "node.k8s.io",
+        "certificates.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+        "resource.k8s.io",
+        "apiregistration.k8s.io",
+        "events.k8s.io",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "storagemigration.k8s.io",
+        "internal.apiserver.k8s.io",
     }
 )
 
@@ -84,7 +114,9 @@ def check(manifest: Mapping[str, Any], *, any_custom: bool = False) -> tuple[str
         raise ValueError(f"no resource type for {kind[0]} {kind[1]}; add it to k8s_objects._KINDS")
     extra = sorted(set(manifest) - {"apiVersion", "kind", "metadata", "spec"})
     if extra:
-        raise ValueError(f"{kind[1]} {manifest['metadata']['name']}: a custom resource with fields besides spec: {extra}")
+        raise ValueError(
+            f"{kind[1]} {manifest['metadata']['name']}: a custom resource with fields besides spec: {extra}"
+        )
     return kind
 
 

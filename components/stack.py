@@ -152,7 +152,11 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
     def part(name: str) -> pulumi.ResourceOptions:
         return part_options(name, config.cluster_name, opts)
 
-    network = Network("network", NetworkArgs(cluster_name=config.cluster_name, config=config.network, region=config.region), part("network"))
+    network = Network(
+        "network",
+        NetworkArgs(cluster_name=config.cluster_name, config=config.network, region=config.region),
+        part("network"),
+    )
     fsx_zone = config.fsx_zone
     # Its file system needs only the network, so it is made alongside the cluster (see Storage.attach).
     storage = Storage(
@@ -280,7 +284,9 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
                 if config.kubeflow.access.mode == "alb" and not load_balancer_cidrs(config)
                 else None,
                 node_pools=tuple(
-                    karpenter.node_pools[name] for name, pool in sorted(config.karpenter.node_pools.items()) if not pool.taints
+                    karpenter.node_pools[name]
+                    for name, pool in sorted(config.karpenter.node_pools.items())
+                    if not pool.taints
                 ),
             ),
             part("kubeflow"),
@@ -352,7 +358,11 @@ def export_team_contract(platform: Platform) -> None:
     if storage.bucket_key is not None:
         pulumi.export(
             "bucketKmsKeyArns",
-            {key: storage.bucket_key.arn for key, bucket in sorted(config.storage.buckets.items()) if bucket.encryption == "kms"},
+            {
+                key: storage.bucket_key.arn
+                for key, bucket in sorted(config.storage.buckets.items())
+                if bucket.encryption == "kms"
+            },
         )
     if storage.file_system is not None and config.storage.fsx is not None:
         pulumi.export("fsxDnsName", storage.file_system.dns_name)

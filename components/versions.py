@@ -38,9 +38,7 @@ def _addons(k8s: str, *, kube_proxy: str, coredns: str) -> Mapping[str, Pin]:
             "vpc-cni": Pin("vpc-cni", "v1.21.1-eksbuild.7", _EKS_ADDON_DOCS.format(page="vpc-cni")),
             "kube-proxy": Pin("kube-proxy", kube_proxy, _EKS_ADDON_DOCS.format(page="kube-proxy")),
             "coredns": Pin("coredns", coredns, _EKS_ADDON_DOCS.format(page="coredns")),
-            "aws-ebs-csi-driver": Pin(
-                "aws-ebs-csi-driver", "v1.62.0-eksbuild.1", _EBS_CSI_SOURCE.format(k8s=k8s)
-            ),
+            "aws-ebs-csi-driver": Pin("aws-ebs-csi-driver", "v1.62.0-eksbuild.1", _EBS_CSI_SOURCE.format(k8s=k8s)),
         }
     )
 
@@ -120,7 +118,11 @@ SYSTEM_NODE_AMIS: Mapping[str, Pin] = MappingProxyType(
 def system_node_ami(kubernetes_version: str) -> Pin:
     """The pinned EKS-optimised AMI release of the system node group for a Kubernetes minor version."""
     return SYSTEM_NODE_AMIS[kubernetes_version]
-BOTTLEROCKET_AMI = Pin("bottlerocket", "v1.64.0", "https://github.com/bottlerocket-os/bottlerocket/releases/tag/v1.64.0")
+
+
+BOTTLEROCKET_AMI = Pin(
+    "bottlerocket", "v1.64.0", "https://github.com/bottlerocket-os/bottlerocket/releases/tag/v1.64.0"
+)
 
 #: NVIDIA GPU Operator (device plugin, DCGM exporter, GFD, MIG manager; driver and toolkit come with the node image).
 GPU_OPERATOR = ChartPin(
@@ -254,11 +256,19 @@ COMMUNITY_DISTRIBUTION = SourcePin(
     "kubeflow/community-distribution", "26.03.1", "f09f3eeaa25cc852665f460497a42b7fc68639ac", "community-distribution"
 )
 ARGO_WORKFLOWS = SourcePin(
-    "argoproj/argo-workflows", "v3.7.3", "bded09fe4abd37cb98d7fc81b4c14a6f5034e9ab", "remote/argoproj/argo-workflows@v3.7.3"
+    "argoproj/argo-workflows",
+    "v3.7.3",
+    "bded09fe4abd37cb98d7fc81b4c14a6f5034e9ab",
+    "remote/argoproj/argo-workflows@v3.7.3",
 )
 JOBSET = SourcePin(
-    "kubernetes-sigs/jobset", "v0.11.0", "f7035a420bb6ebfe7f05494ce2fdff12ade319bf", "remote/kubernetes-sigs/jobset@v0.11.0"
+    "kubernetes-sigs/jobset",
+    "v0.11.0",
+    "f7035a420bb6ebfe7f05494ce2fdff12ade319bf",
+    "remote/kubernetes-sigs/jobset@v0.11.0",
 )
-LWS = SourcePin("kubernetes-sigs/lws", "v0.8.0", "fc19b9ae9b0113d228ba15f4b62b06bea434b510", "remote/kubernetes-sigs/lws@v0.8.0")
+LWS = SourcePin(
+    "kubernetes-sigs/lws", "v0.8.0", "fc19b9ae9b0113d228ba15f4b62b06bea434b510", "remote/kubernetes-sigs/lws@v0.8.0"
+)
 
 SOURCES: tuple[SourcePin, ...] = (COMMUNITY_DISTRIBUTION, ARGO_WORKFLOWS, JOBSET, LWS)

@@ -109,7 +109,9 @@ def pod_requirements(spec: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
     """The pod's node requirements as alternatives (the terms of required node affinity, OR), each a list of
     requirements (AND) that includes the nodeSelector."""
     selector = [{"key": k, "operator": "In", "values": [v]} for k, v in (spec.get("nodeSelector") or {}).items()]
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
     terms = [term.get("matchExpressions") or [] for term in (affinity or {}).get("nodeSelectorTerms", [])]
     return [selector + term for term in terms] or [selector]
 
@@ -148,7 +150,9 @@ class Unschedulable(AssertionError):
 
     def __init__(self, reasons: Mapping[str, str]):
         self.reasons = dict(reasons)
-        super().__init__("no NodePool can take the pod:\n" + "\n".join(f"  {p}: {r}" for p, r in sorted(self.reasons.items())))
+        super().__init__(
+            "no NodePool can take the pod:\n" + "\n".join(f"  {p}: {r}" for p, r in sorted(self.reasons.items()))
+        )
 
 
 def _pool_labels(pool: Mapping[str, Any]) -> dict[str, str]:
@@ -194,7 +198,9 @@ def _fit(
             elif key == ZONE_KEY:
                 pool_zones = [z for z in pool_zones if holds(operator, z, values)]
             elif key.startswith(_INSTANCE_PREFIX) or key in WELL_KNOWN:
-                instances = [i for i in instances if not i.shape.knows(key) or holds(operator, i.shape.label(key), values)]
+                instances = [
+                    i for i in instances if not i.shape.knows(key) or holds(operator, i.shape.label(key), values)
+                ]
             else:
                 refused = f"needs the label {key}, which the pool does not set and is not well-known"
             if refused:
@@ -218,7 +224,12 @@ def _fit(
 
 
 def _has_room(
-    instance: Instance, requests: Mapping[str, Decimal], pool: Mapping[str, Any], *, daemon_sets: Requests, advertised: frozenset[str]
+    instance: Instance,
+    requests: Mapping[str, Decimal],
+    pool: Mapping[str, Any],
+    *,
+    daemon_sets: Requests,
+    advertised: frozenset[str],
 ) -> bool:
     room = instance.room(daemon_sets)
     capacity: dict[str, Decimal] = {
@@ -231,8 +242,15 @@ def _has_room(
     if any(value > capacity.get(name, Decimal(0)) for name, value in requests.items()):
         return False
     # Karpenter never launches a node that would take the pool past a limit (counted on the node's capacity).
-    whole = {"cpu": Decimal(instance.vcpus), "memory": Decimal(instance.memory_mi) * 2**20, GPU_RESOURCE: Decimal(instance.shape.gpu_count)}
-    return all(whole.get(name, Decimal(0)) <= parse_quantity(limit) for name, limit in (pool["spec"].get("limits") or {}).items())
+    whole = {
+        "cpu": Decimal(instance.vcpus),
+        "memory": Decimal(instance.memory_mi) * 2**20,
+        GPU_RESOURCE: Decimal(instance.shape.gpu_count),
+    }
+    return all(
+        whole.get(name, Decimal(0)) <= parse_quantity(limit)
+        for name, limit in (pool["spec"].get("limits") or {}).items()
+    )
 
 
 def place(

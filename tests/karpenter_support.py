@@ -21,7 +21,9 @@ CONTEXT = NodeClassContext(cluster_name="ml", node_role_name="ml-node", tags={"t
 P = "karpenter.nodePools.p"
 C = "karpenter.nodeClasses.c"
 REFCHECK = REPO.parent / "shared" / "tools" / "refcheck" / "refcheck.py"
-needs_refcheck = pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
+needs_refcheck = pytest.mark.skipif(
+    not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository"
+)
 
 
 def pool(**fields: Any) -> NodePoolSpec:
@@ -77,7 +79,9 @@ def problems(node_classes: dict[str, Any] | None = None, **fields: Any) -> dict[
 
 def class_problems(**fields: Any) -> dict[str, str]:
     """Every problem stack config reports for one node class `c` (used by a CPU pool)."""
-    return config_problems({"nodeClasses": {"c": fields}, "nodePools": {"p": {"preset": "cpu-general", "nodeClass": "c"}}})
+    return config_problems(
+        {"nodeClasses": {"c": fields}, "nodePools": {"p": {"preset": "cpu-general", "nodeClass": "c"}}}
+    )
 
 
 def taints(rendered: dict[str, Any]) -> list[dict[str, str]]:

@@ -50,7 +50,9 @@ NODEPOOL = policy_gpu.NODEPOOL
 
 
 def trust(condition) -> str:
-    return json.dumps({"Statement": [{"Effect": "Allow", "Action": "sts:AssumeRoleWithWebIdentity", "Condition": condition}]})
+    return json.dumps(
+        {"Statement": [{"Effect": "Allow", "Action": "sts:AssumeRoleWithWebIdentity", "Condition": condition}]}
+    )
 
 
 EVERYTHING = json.dumps({"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
@@ -58,19 +60,34 @@ EVERYTHING = json.dumps({"Statement": [{"Effect": "Allow", "Action": "*", "Resou
 # ----------------------------------------------------------------------------------------------------- NodePools
 
 
-def pool(name="p", *, capacity=("spot", "on-demand"), gpu=True, taint=True, limit=True, workload=None, disruption=None, types=None):
+def pool(
+    name="p",
+    *,
+    capacity=("spot", "on-demand"),
+    gpu=True,
+    taint=True,
+    limit=True,
+    workload=None,
+    disruption=None,
+    types=None,
+):
     requirements = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity)}]
     if gpu:
         requirements.append({"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["a10g"]})
     if types is not None:
         requirements.append({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(types)})
-    template = {"metadata": {"labels": {WORKLOAD_LABEL: workload} if workload else {}}, "spec": {"requirements": requirements}}
+    template = {
+        "metadata": {"labels": {WORKLOAD_LABEL: workload} if workload else {}},
+        "spec": {"requirements": requirements},
+    }
     if taint:
         template["spec"]["taints"] = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
     spec = {
         "template": template,
         "limits": {"nvidia.com/gpu": "8"} if limit else {"cpu": "100"},
-        "disruption": disruption if disruption is not None else {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30m", "budgets": [{"nodes": "1"}]},
+        "disruption": disruption
+        if disruption is not None
+        else {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30m", "budgets": [{"nodes": "1"}]},
     }
     return res(NODEPOOL, name, spec=spec)
 

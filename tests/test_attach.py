@@ -72,9 +72,16 @@ def test_a_handle_from_the_platform_stack_names_the_platforms_cluster_oidc_and_s
 
 
 def test_the_platforms_resources_are_read_never_managed_by_the_attaching_stack():
-    inventory = attach(lambda: ClusterHandle.from_stack_reference(PLATFORM_STACK), stack_references={PLATFORM_STACK: recorded()})
+    inventory = attach(
+        lambda: ClusterHandle.from_stack_reference(PLATFORM_STACK), stack_references={PLATFORM_STACK: recorded()}
+    )
     created = {r.type for r in inventory.resources}
-    assert not created & {"aws:eks/nodeGroup:NodeGroup", "aws:eks/addon:Addon", "aws:eks/cluster:Cluster", "eks:index:Cluster"}
+    assert not created & {
+        "aws:eks/nodeGroup:NodeGroup",
+        "aws:eks/addon:Addon",
+        "aws:eks/cluster:Cluster",
+        "eks:index:Cluster",
+    }
 
 
 def test_a_platform_without_an_output_the_handle_needs_is_named():
@@ -85,7 +92,9 @@ def test_a_platform_without_an_output_the_handle_needs_is_named():
 
 def test_a_stack_reference_the_mocks_have_no_outputs_for_fails_loudly():
     with pytest.raises(UnexpectedCall, match="no recorded outputs for the stack reference 'acme/other/prod'"):
-        attach(lambda: ClusterHandle.from_stack_reference("acme/other/prod"), stack_references={PLATFORM_STACK: recorded()})
+        attach(
+            lambda: ClusterHandle.from_stack_reference("acme/other/prod"), stack_references={PLATFORM_STACK: recorded()}
+        )
 
 
 def test_a_handle_read_from_an_existing_cluster_matches_what_the_platform_stack_exports_for_it():
@@ -109,10 +118,21 @@ def test_reading_a_cluster_that_does_not_exist_fails_loudly():
 
 def test_the_attaching_kubeconfig_carries_no_credentials_and_acts_as_the_given_profile():
     config = json.loads(
-        kubeconfig(cluster_name="ml", endpoint="https://x", certificate_authority="Q0E=", region="eu-west-1", profile="team")
+        kubeconfig(
+            cluster_name="ml", endpoint="https://x", certificate_authority="Q0E=", region="eu-west-1", profile="team"
+        )
     )
     (user,) = config["users"]
-    assert user["user"]["exec"]["args"] == ["eks", "get-token", "--cluster-name", "ml", "--region", "eu-west-1", "--output", "json"]
+    assert user["user"]["exec"]["args"] == [
+        "eks",
+        "get-token",
+        "--cluster-name",
+        "ml",
+        "--region",
+        "eu-west-1",
+        "--output",
+        "json",
+    ]
     assert user["user"]["exec"]["env"] == [{"name": "AWS_PROFILE", "value": "team"}]
     assert set(user["user"]) == {"exec"}  # no token, no key: the exec plugin asks AWS each time
 
@@ -148,7 +168,9 @@ def test_a_platform_says_whether_it_runs_kubeflow_and_a_profile_needs_it(prod):
     without = run_stack("dev", {"kubeflow": {"enabled": False}}).stack_outputs
     assert without["kubeflowEnabled"] is False
     offer = parse_offer({name: without[name] for name in OFFER_OUTPUTS if name in without}, stack=PLATFORM_STACK)
-    vision = TeamConfig.model_validate({"name": "vision", "quota": {"gpus": 1}, "kubeflow": {"owner": "lead@example.org"}})
+    vision = TeamConfig.model_validate(
+        {"name": "vision", "quota": {"gpus": 1}, "kubeflow": {"owner": "lead@example.org"}}
+    )
     with pytest.raises(ConfigError) as caught:
         plan_team(vision, offer)
     assert [issue.path for issue in caught.value.issues] == ["team.kubeflow"]

@@ -10,10 +10,24 @@ from components.scheduling import SYSTEM_PLACEMENT
 #: Every values key the platform sets, as read in the chart's values.yaml at v1.20.2
 #: (github.com/cert-manager/cert-manager, deploy/charts/cert-manager/values.yaml); refcheck has no copy of it.
 CHART_KEYS = {
-    "crds.enabled", "crds.keep", "replicaCount", "podDisruptionBudget.enabled", "resources", "nodeSelector",
-    "tolerations", "webhook.replicaCount", "webhook.podDisruptionBudget.enabled", "webhook.resources",
-    "webhook.nodeSelector", "webhook.tolerations", "cainjector.replicaCount", "cainjector.podDisruptionBudget.enabled",
-    "cainjector.resources", "cainjector.nodeSelector", "cainjector.tolerations", "startupapicheck.nodeSelector",
+    "crds.enabled",
+    "crds.keep",
+    "replicaCount",
+    "podDisruptionBudget.enabled",
+    "resources",
+    "nodeSelector",
+    "tolerations",
+    "webhook.replicaCount",
+    "webhook.podDisruptionBudget.enabled",
+    "webhook.resources",
+    "webhook.nodeSelector",
+    "webhook.tolerations",
+    "cainjector.replicaCount",
+    "cainjector.podDisruptionBudget.enabled",
+    "cainjector.resources",
+    "cainjector.nodeSelector",
+    "cainjector.tolerations",
+    "startupapicheck.nodeSelector",
     "startupapicheck.tolerations",
 }
 #: Keys whose values are Kubernetes objects, not chart settings.
@@ -47,5 +61,7 @@ def test_every_pod_runs_on_the_system_nodes_with_the_requests_their_sizing_count
         requests = CERT_MANAGER[name]
         assert section["resources"] == {"requests": {"cpu": f"{requests.cpu_m}m", "memory": f"{requests.memory_mi}Mi"}}
         # Two replicas and a budget: draining a system node never leaves the webhook that checks Certificates down.
-        assert section["replicaCount"] == CERT_MANAGER_REPLICAS == 2 and section["podDisruptionBudget"] == {"enabled": True}
+        assert section["replicaCount"] == CERT_MANAGER_REPLICAS == 2 and section["podDisruptionBudget"] == {
+            "enabled": True
+        }
     assert values["startupapicheck"]["nodeSelector"] == dict(SYSTEM_PLACEMENT.node_selector)

@@ -30,7 +30,11 @@ def test_control_plane_logs_go_to_a_log_group_the_stack_owns(dev, prod):
     assert group.inputs["retentionInDays"] == 90
     assert group.urn in cluster.dependencies  # created first, so EKS never makes an unmanaged one
     assert prod.one(CLUSTER).inputs["enabledClusterLogTypes"] == [
-        "api", "audit", "authenticator", "controllerManager", "scheduler",
+        "api",
+        "audit",
+        "authenticator",
+        "controllerManager",
+        "scheduler",
     ]
     assert prod.one("aws:cloudwatch/logGroup:LogGroup", "cluster-control-plane").inputs["retentionInDays"] == 365
 
@@ -87,7 +91,9 @@ def test_managed_addons_are_pinned_from_the_versions_module(dev):
 
 def test_addons_follow_the_configured_kubernetes_version():
     # Kubeflow needs 1.35 (config refuses it on 1.34)
-    inventory = run_stack("dev", {"cluster": {"kubernetesVersion": "1.34", "endpoint": {"public": False}}, "kubeflow": {"enabled": False}})
+    inventory = run_stack(
+        "dev", {"cluster": {"kubernetesVersion": "1.34", "endpoint": {"public": False}}, "kubeflow": {"enabled": False}}
+    )
     kube_proxy = next(a for a in inventory.of_type(ADDON) if a.inputs["addonName"] == "kube-proxy")
     assert kube_proxy.inputs["addonVersion"] == versions.eks_addon("1.34", "kube-proxy").version
     assert inventory.one(CLUSTER).inputs["version"] == "1.34"
@@ -178,9 +184,11 @@ def test_the_system_node_group_follows_the_cluster_version_on_a_pinned_ami_relea
     assert group["version"] == "1.35"
     assert group["releaseVersion"] == "1.35.3-20260801"
     assert group["releaseVersion"].endswith(versions.AL2023_AMI.version.removeprefix("v"))  # one AMI release for all
-    older = run_stack(
-        "dev", {"cluster": {**_dev_cluster(), "kubernetesVersion": "1.34"}, "kubeflow": {"enabled": False}}
-    ).one(NODE_GROUP).inputs
+    older = (
+        run_stack("dev", {"cluster": {**_dev_cluster(), "kubernetesVersion": "1.34"}, "kubeflow": {"enabled": False}})
+        .one(NODE_GROUP)
+        .inputs
+    )
     assert (older["version"], older["releaseVersion"]) == ("1.34", "1.34.6-20260801")
 
 
@@ -197,8 +205,12 @@ def test_the_private_endpoint_admits_https_only_from_the_configured_ranges_and_g
     rules = {r.name: r.inputs for r in inventory.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")}
     cluster_sg = inventory.one(CLUSTER).outputs["clusterSecurityGroupId"]
     assert rules["cluster-api-from-10-99-0-0-16"] == {
-        "securityGroupId": cluster_sg, "ipProtocol": "tcp", "fromPort": 443, "toPort": 443,
-        "cidrIpv4": "10.99.0.0/16", "description": "Kubernetes API (private endpoint)",
+        "securityGroupId": cluster_sg,
+        "ipProtocol": "tcp",
+        "fromPort": 443,
+        "toPort": 443,
+        "cidrIpv4": "10.99.0.0/16",
+        "description": "Kubernetes API (private endpoint)",
     }
     assert rules["cluster-api-from-sg-0123456789abcdef0"]["referencedSecurityGroupId"] == "sg-0123456789abcdef0"
     assert rules["cluster-api-from-sg-0123456789abcdef0"]["fromPort"] == 443

@@ -74,8 +74,10 @@ def test_unknown_top_level_key_is_an_error_with_a_suggestion():
     assert problems(config)["clustr"].endswith("did you mean 'cluster'?")
 
 
-@pytest.mark.parametrize("key, source", [("project", "project's name"), ("stack", "stack's name"), ("region", "aws:region"),
-                                         ("profile", "aws:profile")])
+@pytest.mark.parametrize(
+    "key, source",
+    [("project", "project's name"), ("stack", "stack's name"), ("region", "aws:region"), ("profile", "aws:profile")],
+)
 def test_a_key_the_program_fills_from_elsewhere_is_refused_not_silently_replaced(key, source):
     config = raw()
     config[f"{NS}:{key}"] = "other"
@@ -84,7 +86,9 @@ def test_a_key_the_program_fills_from_elsewhere_is_refused_not_silently_replaced
 
 
 def test_unknown_nested_key_names_its_full_path():
-    found = problems(raw(cluster={"endpoint": {"public": True, "publicCidrs": ["10.0.0.0/8"]}, "systemNodeGroup": {"minSise": 2}}))
+    found = problems(
+        raw(cluster={"endpoint": {"public": True, "publicCidrs": ["10.0.0.0/8"]}, "systemNodeGroup": {"minSise": 2}})
+    )
     assert found["cluster.systemNodeGroup.minSise"].endswith("did you mean 'minSize'?")
 
 
@@ -187,7 +191,10 @@ def test_every_problem_is_reported_at_once():
                 "cluster": {"endpoint": {"public": False}},
                 "network": {
                     "availabilityZones": ["us-west-2a", "us-west-2b"],
-                    "existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-01234567"]},
+                    "existing": {
+                        "vpcId": "vpc-0123456789abcdef0",
+                        "privateSubnetIds": ["subnet-01234567", "subnet-01234567"],
+                    },
                 },
             },
             "network.existing.privateSubnetIds",
@@ -203,7 +210,10 @@ def test_every_problem_is_reported_at_once():
                 "cluster": {"endpoint": {"public": False}},
                 "network": {
                     "availabilityZones": ["us-west-2a", "us-west-2b", "us-west-2c"],
-                    "existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"]},
+                    "existing": {
+                        "vpcId": "vpc-0123456789abcdef0",
+                        "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"],
+                    },
                 },
             },
             "network.existing.privateSubnetIds",
@@ -220,7 +230,10 @@ def test_every_problem_is_reported_at_once():
             "Input should be a valid boolean, got 'yes'",
         ),
         (
-            {"cluster": {"endpoint": {"public": False}, "serviceCidr": "10.20.0.0/16"}, "network": {"cidr": "10.20.0.0/16"}},
+            {
+                "cluster": {"endpoint": {"public": False}, "serviceCidr": "10.20.0.0/16"},
+                "network": {"cidr": "10.20.0.0/16"},
+            },
             "cluster.serviceCidr",
             "10.20.0.0/16 overlaps the VPC CIDR 10.20.0.0/16",
         ),
@@ -240,7 +253,12 @@ def test_every_problem_is_reported_at_once():
             "expected an IAM role or user ARN like 'arn:aws:iam::123456789012:role/Admin'",
         ),
         (
-            {"cluster": {"endpoint": {"public": False}, "adminPrincipals": {"Admins": "arn:aws:iam::123456789012:role/x"}}},
+            {
+                "cluster": {
+                    "endpoint": {"public": False},
+                    "adminPrincipals": {"Admins": "arn:aws:iam::123456789012:role/x"},
+                }
+            },
             "cluster.adminPrincipals.Admins",
             "the key 'Admins': expected a lowercase name of letters, digits and '-'",
         ),
@@ -275,7 +293,10 @@ def test_existing_vpc_rejects_keys_it_does_not_use():
                 "cidr": "10.1.0.0/16",
                 "natGateways": "perAz",
                 "availabilityZones": ["us-west-2a", "us-west-2b"],
-                "existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"]},
+                "existing": {
+                    "vpcId": "vpc-0123456789abcdef0",
+                    "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"],
+                },
             }
         )
     )
@@ -285,7 +306,14 @@ def test_existing_vpc_rejects_keys_it_does_not_use():
 
 def test_existing_vpc_requires_its_availability_zones():
     found = problems(
-        raw(network={"existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"]}})
+        raw(
+            network={
+                "existing": {
+                    "vpcId": "vpc-0123456789abcdef0",
+                    "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"],
+                }
+            }
+        )
     )
     assert found["network.availabilityZones"] == "is required"
 
@@ -347,12 +375,21 @@ def test_pulumi_up_stops_with_the_problems_and_no_traceback_before_creating_anyt
 
 
 def test_node_pool_must_name_a_configured_node_class():
-    found = problems(raw(karpenter={"nodeClasses": {"default": {"preset": "default"}}, "nodePools": {"gpu": {"preset": "gpu-inference"}}}))
+    found = problems(
+        raw(
+            karpenter={
+                "nodeClasses": {"default": {"preset": "default"}},
+                "nodePools": {"gpu": {"preset": "gpu-inference"}},
+            }
+        )
+    )
     assert found["karpenter.nodePools.gpu.nodeClass"] == "names no node class in karpenter.nodeClasses (default)"
 
 
 def test_node_pool_zones_must_be_stack_zones():
-    found = problems(raw(karpenter={"nodePools": {"cpu": {"preset": "cpu-general", "zones": ["us-west-2a", "us-west-2d"]}}}))
+    found = problems(
+        raw(karpenter={"nodePools": {"cpu": {"preset": "cpu-general", "zones": ["us-west-2a", "us-west-2d"]}}})
+    )
     assert found["karpenter.nodePools.cpu.zones[1]"] == (
         "'us-west-2d' is not one of the stack's availability zones ['us-west-2a', 'us-west-2b']"
     )
@@ -388,11 +425,17 @@ def test_gpu_pools_must_share_one_ami_family():
             }
         )
     )
-    assert found["karpenter.nodeClasses"] == "NVIDIA pools use node classes of several AMI families ['al2023', 'bottlerocket']; use one"
+    assert (
+        found["karpenter.nodeClasses"]
+        == "NVIDIA pools use node classes of several AMI families ['al2023', 'bottlerocket']; use one"
+    )
 
 
 def test_mig_and_time_slicing_are_refused_on_bottlerocket():
-    karpenter = {"nodeClasses": {"gpu": {"preset": "gpu", "amiFamily": "bottlerocket"}}, "nodePools": {"g": {"preset": "gpu-inference"}}}
+    karpenter = {
+        "nodeClasses": {"gpu": {"preset": "gpu", "amiFamily": "bottlerocket"}},
+        "nodePools": {"g": {"preset": "gpu-inference"}},
+    }
     found = problems(raw(karpenter=karpenter, gpu={"timeSlicingReplicas": 2}))
     assert found["gpu.timeSlicingReplicas"] == "is not available on Bottlerocket, which runs its own device plugin"
 

@@ -221,12 +221,18 @@ def test_every_key_in_the_team_reference_is_one_a_team_stack_file_can_set(key):
 
 
 def test_the_default_shown_is_what_a_team_stack_that_leaves_the_key_out_gets():
-    config = parse_team_config(_team_minimal(), project=TEAM_PROJECT, stack="prod").model_dump(mode="json", by_alias=True)
+    config = parse_team_config(_team_minimal(), project=TEAM_PROJECT, stack="prod").model_dump(
+        mode="json", by_alias=True
+    )
     config["aws:region"], config["aws:profile"] = config.pop("region"), config.pop("profile")
     checked = []
     for row in TEAM_ROWS:
         parent = row.key.rpartition(".")[0]
-        if reference.NAME in row.key or row.default in (reference.REQUIRED, reference.SECTION) or (parent and _at(config, parent) is None):
+        if (
+            reference.NAME in row.key
+            or row.default in (reference.REQUIRED, reference.SECTION)
+            or (parent and _at(config, parent) is None)
+        ):
             continue
         assert (row.key, _at(config, row.key)) == (row.key, row.default)
         checked.append(row.key)

@@ -225,7 +225,7 @@ def test_types_with_more_gpus_than_the_limit_are_never_launched_so_never_priced(
                         "limits": {"nvidia.com/gpu": "3"},
                     }
                 },
-            }
+            },
         },
     )
     (pool,) = estimate(config, PINNED, on=ON).pools

@@ -125,17 +125,26 @@ def test_scheduler_scores_most_allocated_weighted_on_gpus_and_stops_spreading():
     assert fit["name"] == "NodeResourcesFit"
     assert fit["args"]["scoringStrategy"] == {
         "type": "MostAllocated",
-        "resources": [{"name": "nvidia.com/gpu", "weight": 10}, {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
+        "resources": [
+            {"name": "nvidia.com/gpu", "weight": 10},
+            {"name": "cpu", "weight": 1},
+            {"name": "memory", "weight": 1},
+        ],
     }
     assert profile["plugins"] == {"score": {"disabled": [{"name": "NodeResourcesBalancedAllocation"}]}}
     assert "filter" not in profile["plugins"]  # what fits a node stays what Karpenter thinks fits
 
 
 def test_requested_to_capacity_ratio_scores_fuller_nodes_higher():
-    config = scheduler_configuration(SchedulerOptions(name="s", image="i", strategy="RequestedToCapacityRatio", gpu_weight=20))
+    config = scheduler_configuration(
+        SchedulerOptions(name="s", image="i", strategy="RequestedToCapacityRatio", gpu_weight=20)
+    )
     strategy = config["profiles"][0]["pluginConfig"][0]["args"]["scoringStrategy"]
     assert strategy["type"] == "RequestedToCapacityRatio"
-    assert strategy["requestedToCapacityRatio"]["shape"] == [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    assert strategy["requestedToCapacityRatio"]["shape"] == [
+        {"utilization": 0, "score": 0},
+        {"utilization": 100, "score": 10},
+    ]
     assert strategy["resources"][0] == {"name": "nvidia.com/gpu", "weight": 20}
 
 
@@ -150,15 +159,27 @@ def test_scheduler_runs_two_leader_elected_replicas_on_system_nodes_with_probes(
     assert container["livenessProbe"]["httpGet"]["port"] == 10259
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     config = yaml.safe_load(manifests["config"]["data"]["config.yaml"])
-    assert config["leaderElection"] == {"leaderElect": True, "resourceNamespace": "kube-system", "resourceName": "gpu-binpack"}
+    assert config["leaderElection"] == {
+        "leaderElect": True,
+        "resourceNamespace": "kube-system",
+        "resourceName": "gpu-binpack",
+    }
     lease_rules = manifests["leader-election-role"]["rules"]
-    assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["gpu-binpack"], "verbs": ["get", "update"]} in lease_rules
+    assert {
+        "apiGroups": ["coordination.k8s.io"],
+        "resources": ["leases"],
+        "resourceNames": ["gpu-binpack"],
+        "verbs": ["get", "update"],
+    } in lease_rules
 
 
 def test_scheduler_image_matches_the_cluster_minor_version(dev):
     deployment = next(r for r in dev.of_type("kubernetes:apps/v1:Deployment"))
     image = deployment.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
-    assert image == f"registry.k8s.io/kube-scheduler:{versions.KUBE_SCHEDULER[versions.DEFAULT_KUBERNETES_VERSION].version}"
+    assert (
+        image
+        == f"registry.k8s.io/kube-scheduler:{versions.KUBE_SCHEDULER[versions.DEFAULT_KUBERNETES_VERSION].version}"
+    )
     assert image.split(":v")[1].startswith(versions.DEFAULT_KUBERNETES_VERSION + ".")
 
 
@@ -196,7 +217,9 @@ def admit(pod, *, namespace_labels=None, options=AdmissionOptions(scheduler_name
     denied = []
     for rule in spec["validations"]:
         if not _eval(rule["expression"], activation):
-            denied.append(str(_eval(rule["messageExpression"], activation)) if "messageExpression" in rule else rule["message"])
+            denied.append(
+                str(_eval(rule["messageExpression"], activation)) if "messageExpression" in rule else rule["message"]
+            )
     return denied[:1] if options.action == "deny" else denied
 
 
@@ -207,7 +230,11 @@ def gpu_pod(**changes):
             "schedulerName": "gpu-binpack",
             "tolerations": [dict(GPU_TOLERATION)],
             "containers": [
-                {"name": "main", "image": "pytorch", "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}}
+                {
+                    "name": "main",
+                    "image": "pytorch",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
+                }
             ],
         },
     }
@@ -241,7 +268,10 @@ def test_missing_scheduler_name_is_denied():
 
 def test_missing_toleration_is_denied_with_the_toleration_to_add():
     (message,) = admit(gpu_pod(tolerations=[{"key": "other", "operator": "Exists"}]))
-    assert message == "GPU nodes are tainted: add to spec.tolerations {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}"
+    assert (
+        message
+        == "GPU nodes are tainted: add to spec.tolerations {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}"
+    )
     assert admit(gpu_pod(tolerations=[])) == [message]
 
 
@@ -345,7 +375,10 @@ def test_gpu_stack_is_installed_when_a_pool_launches_gpus_and_not_otherwise(dev)
     cpu_only = run_stack(
         "dev",
         {
-            "karpenter": {"nodeClasses": {"default": {"preset": "default"}}, "nodePools": {"cpu": {"preset": "cpu-general"}}},
+            "karpenter": {
+                "nodeClasses": {"default": {"preset": "default"}},
+                "nodePools": {"cpu": {"preset": "cpu-general"}},
+            },
             "kubeflow": {"enabled": False},  # its team's GPU quota needs a GPU pool
         },
     )
@@ -355,7 +388,11 @@ def test_gpu_stack_is_installed_when_a_pool_launches_gpus_and_not_otherwise(dev)
 def test_bottlerocket_gpu_nodes_turn_the_operators_device_plugin_off():
     inventory = run_stack(
         "dev",
-        {"karpenter": {"nodeClasses": {"default": {"preset": "default"}, "gpu": {"preset": "gpu", "amiFamily": "bottlerocket"}}}},
+        {
+            "karpenter": {
+                "nodeClasses": {"default": {"preset": "default"}, "gpu": {"preset": "gpu", "amiFamily": "bottlerocket"}}
+            }
+        },
     )
     operator = next(r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "gpu-operator")
     assert operator.inputs["values"]["devicePlugin"]["enabled"] is False

@@ -87,7 +87,6 @@ def test_system_nodes_trust_only_ec2_and_do_not_carry_the_cni_policy(dev):
     assert node_policies == ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy"]
 
 
-
 def test_whatever_is_given_an_irsa_roles_arn_waits_for_its_policies_with_no_depends_on():
     """The ARN resolves only once the policies are attached, so a chart given it never starts a pod whose first AWS
     call is denied."""
@@ -100,8 +99,11 @@ def test_whatever_is_given_an_irsa_roles_arn_waits_for_its_policies_with_no_depe
         role = IrsaRole(
             "r",
             IrsaRoleArgs(
-                oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/x", oidc_issuer="https://x",
-                namespace="ns", service_account="sa", inline_policies={"p": "{}"},
+                oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/x",
+                oidc_issuer="https://x",
+                namespace="ns",
+                service_account="sa",
+                inline_policies={"p": "{}"},
                 managed_policy_arns={"m": "arn:aws:iam::aws:policy/ReadOnlyAccess"},
             ),
         )

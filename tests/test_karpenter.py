@@ -100,16 +100,17 @@ def test_interruption_rules_match_karpenters_events_literally(dev):
     assert rules == {
         "karpenter-scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
         "karpenter-spot-interruption": {
-            "source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]
+            "source": ["aws.ec2"],
+            "detail-type": ["EC2 Spot Instance Interruption Warning"],
         },
-        "karpenter-rebalance": {
-            "source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]
-        },
+        "karpenter-rebalance": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
         "karpenter-instance-state-change": {
-            "source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]
+            "source": ["aws.ec2"],
+            "detail-type": ["EC2 Instance State-change Notification"],
         },
         "karpenter-capacity-reservation-interruption": {
-            "source": ["aws.ec2"], "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"]
+            "source": ["aws.ec2"],
+            "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
         },
     }
 
@@ -152,7 +153,11 @@ def test_controller_role_trusts_exactly_the_service_account_the_chart_creates(de
 def test_nodes_join_through_an_ec2_linux_access_entry_for_the_node_role(dev):
     entry = dev.one("aws:eks/accessEntry:AccessEntry")
     role = dev.one("aws:iam/role:Role", "karpenter-node")
-    assert entry.inputs == {"clusterName": "eks-ml-platform-dev", "principalArn": role.outputs["arn"], "type": "EC2_LINUX"}
+    assert entry.inputs == {
+        "clusterName": "eks-ml-platform-dev",
+        "principalArn": role.outputs["arn"],
+        "type": "EC2_LINUX",
+    }
 
 
 def test_both_releases_are_pinned_and_the_controller_leaves_crds_to_the_crd_release(dev):
@@ -217,8 +222,8 @@ def test_log_level_comes_from_config():
 
 # ------------------------------------------------------------------------------------------- pools and classes
 
-NODE_POOL = ("kubernetes:karpenter.sh/v1:NodePool")
-NODE_CLASS = ("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 
 def _by_name(inventory, type_):
@@ -230,7 +235,9 @@ def test_pools_and_classes_are_deleted_before_the_controller_and_pools_before_th
     classes = _by_name(prod, NODE_CLASS)
     for name, node_pool in _by_name(prod, NODE_POOL).items():
         assert prod.depends_on(node_pool, controller), name
-        assert prod.depends_on(node_pool, classes[node_pool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"]]), name
+        assert prod.depends_on(
+            node_pool, classes[node_pool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"]]
+        ), name
     for node_class in classes.values():
         assert prod.depends_on(node_class, controller)
 
@@ -258,7 +265,11 @@ def test_stack_file_pools_become_node_pools_with_their_gpu_ceilings(dev, prod):
     prod_pools = _by_name(prod, NODE_POOL)
     weights = {name: p.inputs["spec"].get("weight") for name, p in prod_pools.items()}
     assert weights == {
-        "cpu-general": None, "inference-a10g-spot": 100, "inference-t4-spot": 50, "inference-a10g-on-demand": 10, "training": None,
+        "cpu-general": None,
+        "inference-a10g-spot": 100,
+        "inference-t4-spot": 50,
+        "inference-a10g-on-demand": 10,
+        "training": None,
     }
     training = prod_pools["training"].inputs["spec"]
     assert training["disruption"]["consolidationPolicy"] == "WhenEmpty"

@@ -18,22 +18,49 @@ from tests.karpenter_support import P, config_problems, karpenter_config, req
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEDICATED = Taint("eksml.io/dedicated", "vision", "NoSchedule")
-NEURON_POOL = {"preset": "neuron", "instanceFamilies": ["inf2"], "taints": [NEURON_TAINT.as_dict(), DEDICATED.as_dict()]}
+NEURON_POOL = {
+    "preset": "neuron",
+    "instanceFamilies": ["inf2"],
+    "taints": [NEURON_TAINT.as_dict(), DEDICATED.as_dict()],
+}
 EFA_CLASS = {"preset": "gpu-training", "efaLayout": "p5.48xlarge"}
-EFA_POOL = {"preset": "gpu-training", "nodeClass": "efa", "requirements": [req("node.kubernetes.io/instance-type", "In", "p5.48xlarge")]}
+EFA_POOL = {
+    "preset": "gpu-training",
+    "nodeClass": "efa",
+    "requirements": [req("node.kubernetes.io/instance-type", "In", "p5.48xlarge")],
+}
 
 #: Keys of the charts' values.yaml at the pinned versions, as read upstream (no reference copy is pinned for them):
 #: aws-neuron/neuron-helm-charts charts/neuron-helm-chart/values.yaml (chart 1.10.0, as `helm show values` prints
 #: it), and aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml and templates/daemonset.yaml.
 NEURON_CHART_KEYS = {
-    "neuronInstances", "devicePlugin.enabled", "devicePlugin.tolerations", "devicePlugin.nodeSelector", "devicePlugin.affinity",
-    "devicePlugin.resources", "scheduler.enabled", "scheduler.customScheduler.enabled", "npd.enabled", "draDriver.enabled",
+    "neuronInstances",
+    "devicePlugin.enabled",
+    "devicePlugin.tolerations",
+    "devicePlugin.nodeSelector",
+    "devicePlugin.affinity",
+    "devicePlugin.resources",
+    "scheduler.enabled",
+    "scheduler.customScheduler.enabled",
+    "npd.enabled",
+    "draDriver.enabled",
     "ultraserverOperator.enabled",
 }
 EFA_CHART_KEYS = {
-    "image.repository", "image.tag", "securityContext", "supportedInstanceLabels.keys", "supportedInstanceLabels.values",
-    "resources", "nodeSelector", "tolerations", "additionalPodAnnotations", "additionalPodLabels", "updateStrategy",
-    "nameOverride", "fullnameOverride", "imagePullSecrets",
+    "image.repository",
+    "image.tag",
+    "securityContext",
+    "supportedInstanceLabels.keys",
+    "supportedInstanceLabels.values",
+    "resources",
+    "nodeSelector",
+    "tolerations",
+    "additionalPodAnnotations",
+    "additionalPodLabels",
+    "updateStrategy",
+    "nameOverride",
+    "fullnameOverride",
+    "imagePullSecrets",
 }
 
 
@@ -114,7 +141,9 @@ def test_neuron_pools_get_the_neuron_device_plugin_tolerating_their_taints(accel
 
 def test_efa_pools_get_the_efa_device_plugin_and_their_nodes_its_label(accelerated):
     release = releases(accelerated)["aws-efa-k8s-device-plugin"]
-    assert release.inputs["values"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert release.inputs["values"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
     pools = {r.inputs["metadata"]["name"]: r for r in accelerated.of_type("kubernetes:karpenter.sh/v1:NodePool")}
     assert pools["train"].inputs["spec"]["template"]["metadata"]["labels"][EFA_LABEL] == "true"
     assert EFA_LABEL not in pools["inf"].inputs["spec"]["template"]["metadata"]["labels"]
@@ -127,8 +156,13 @@ def test_device_plugins_wait_for_cluster_dns_like_every_release(accelerated):
 
 
 def test_neuron_pools_get_an_accelerator_limits_output_and_near_limit_alerts(accelerated):
-    assert accelerated.stack_outputs["nodePoolAcceleratorLimits"]["inf"] == {"aws.amazon.com/neuron": 16, "aws.amazon.com/neuroncore": 32}
-    rules = accelerated.one("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "observability-alerts").inputs["spec"]["groups"]
+    assert accelerated.stack_outputs["nodePoolAcceleratorLimits"]["inf"] == {
+        "aws.amazon.com/neuron": 16,
+        "aws.amazon.com/neuroncore": 32,
+    }
+    rules = accelerated.one("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "observability-alerts").inputs[
+        "spec"
+    ]["groups"]
     alerts = {rule["alert"]: rule for group in rules for rule in group["rules"] if "alert" in rule}
     assert 'resource_type="aws.amazon.com/neuron"' in alerts["NodePoolNeuronNearLimit_inf"]["expr"]
     assert 'resource_type="aws.amazon.com/neuroncore"' in alerts["NodePoolNeuronCoreNearLimit_inf"]["expr"]
@@ -136,7 +170,10 @@ def test_neuron_pools_get_an_accelerator_limits_output_and_near_limit_alerts(acc
 
 
 def test_neuron_pods_are_judged_by_their_own_admission_policy(accelerated):
-    policies = {r.inputs["metadata"]["name"] for r in accelerated.of_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")}
+    policies = {
+        r.inputs["metadata"]["name"]
+        for r in accelerated.of_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    }
     assert {"gpu-pods", "neuron-pods"} <= policies
 
 
@@ -156,25 +193,40 @@ def admit(pod):
         return []
     variables = {}
     for variable in spec["variables"]:
-        variables[celpy.celtypes.StringType(variable["name"])] = _eval(variable["expression"], {**activation, "variables": celpy.celtypes.MapType(variables)})
+        variables[celpy.celtypes.StringType(variable["name"])] = _eval(
+            variable["expression"], {**activation, "variables": celpy.celtypes.MapType(variables)}
+        )
     activation["variables"] = celpy.celtypes.MapType(variables)
     return [rule["message"] for rule in spec["validations"] if not _eval(rule["expression"], activation)]
 
 
-def neuron_pod(resources, tolerations=({"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"},)):
+def neuron_pod(
+    resources, tolerations=({"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"},)
+):
     return {"spec": {"tolerations": list(tolerations), "containers": [{"name": "serve", "resources": resources}]}}
 
 
 def test_a_complete_neuron_pod_is_admitted_without_the_bin_packing_scheduler():
-    assert admit(neuron_pod({"limits": {"aws.amazon.com/neuroncore": "2"}, "requests": {"aws.amazon.com/neuroncore": "2"}})) == []
+    assert (
+        admit(
+            neuron_pod({"limits": {"aws.amazon.com/neuroncore": "2"}, "requests": {"aws.amazon.com/neuroncore": "2"}})
+        )
+        == []
+    )
     assert admit(neuron_pod({"limits": {"cpu": "1"}}, tolerations=())) == []  # not a Neuron pod: not checked
 
 
 def test_a_neuron_pod_without_the_toleration_or_with_unequal_requests_is_denied():
-    assert admit(neuron_pod({"limits": {"aws.amazon.com/neuron": "1"}, "requests": {"aws.amazon.com/neuron": "1"}}, tolerations=())) == [
+    assert admit(
+        neuron_pod(
+            {"limits": {"aws.amazon.com/neuron": "1"}, "requests": {"aws.amazon.com/neuron": "1"}}, tolerations=()
+        )
+    ) == [
         "Neuron nodes are tainted: add to spec.tolerations {key: aws.amazon.com/neuron, operator: Exists, effect: NoSchedule}"
     ]
-    (message,) = admit(neuron_pod({"limits": {"aws.amazon.com/neuron": "2"}, "requests": {"aws.amazon.com/neuron": "1"}}))
+    (message,) = admit(
+        neuron_pod({"limits": {"aws.amazon.com/neuron": "2"}, "requests": {"aws.amazon.com/neuron": "1"}})
+    )
     assert message.startswith("set resources.requests and resources.limits of aws.amazon.com/neuron")
 
 
@@ -189,8 +241,15 @@ def test_reserved_capacity_needs_a_class_that_selects_a_reservation():
             "'gpu-training' has no capacityReservationSelectorTerms (add them there, or leave out reserved)"
         )
     }
-    classes = {"gpu-training": {"preset": "gpu-training", "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}}
-    config = karpenter_config({"nodeClasses": classes, "nodePools": {"p": {"preset": "gpu-training", "capacityTypes": ["reserved", "on-demand"]}}})
+    classes = {
+        "gpu-training": {"preset": "gpu-training", "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}
+    }
+    config = karpenter_config(
+        {
+            "nodeClasses": classes,
+            "nodePools": {"p": {"preset": "gpu-training", "capacityTypes": ["reserved", "on-demand"]}},
+        }
+    )
     assert config.node_pools["p"].capacity_types == ("reserved", "on-demand")
 
 
@@ -202,16 +261,33 @@ def test_reserved_capacity_needs_a_class_that_selects_a_reservation():
             "node class 'efa' gives every instance 32 network card(s) of EFA interfaces, so the pool must name the instance "
             "types that have them (a node.kubernetes.io/instance-type In requirement, or instanceFamilies with instanceSizes)",
         ),
-        ({**EFA_POOL, "gpuNames": ["h200"], "requirements": [req("node.kubernetes.io/instance-type", "In", "p5en.48xlarge")]}, "'p5en.48xlarge' has 16 network cards; node class 'efa' needs 32"),
-        ({**EFA_POOL, "requirements": [req("node.kubernetes.io/instance-type", "In", "p5.4xlarge")]}, "'p5.4xlarge' is not in the EFA table (components/karpenter/efa.py); node class 'efa' needs 32 EFA network cards"),
+        (
+            {
+                **EFA_POOL,
+                "gpuNames": ["h200"],
+                "requirements": [req("node.kubernetes.io/instance-type", "In", "p5en.48xlarge")],
+            },
+            "'p5en.48xlarge' has 16 network cards; node class 'efa' needs 32",
+        ),
+        (
+            {**EFA_POOL, "requirements": [req("node.kubernetes.io/instance-type", "In", "p5.4xlarge")]},
+            "'p5.4xlarge' is not in the EFA table (components/karpenter/efa.py); node class 'efa' needs 32 EFA network cards",
+        ),
     ],
 )
 def test_a_pool_on_an_efa_class_must_launch_only_types_with_that_many_network_cards(pool, message):
-    assert config_problems({"nodeClasses": {"efa": EFA_CLASS}, "nodePools": {"p": pool}}) == {f"{P}.requirements": message}
+    assert config_problems({"nodeClasses": {"efa": EFA_CLASS}, "nodePools": {"p": pool}}) == {
+        f"{P}.requirements": message
+    }
 
 
 def test_neuron_and_efa_taints_are_derived_once_on_the_config():
-    config = karpenter_config({"nodeClasses": {"gpu": {"preset": "gpu"}, "efa": EFA_CLASS}, "nodePools": {"inf": NEURON_POOL, "train": EFA_POOL}})
+    config = karpenter_config(
+        {
+            "nodeClasses": {"gpu": {"preset": "gpu"}, "efa": EFA_CLASS},
+            "nodePools": {"inf": NEURON_POOL, "train": EFA_POOL},
+        }
+    )
     assert config.neuron_taints() == (NEURON_TAINT, DEDICATED)
     assert config.efa_taints() == (GPU_TAINT,)
     assert karpenter_config({}).neuron_taints() is None and karpenter_config({}).efa_taints() is None

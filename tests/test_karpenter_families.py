@@ -21,11 +21,15 @@ def test_accelerated_families_are_recognised_by_name_whether_or_not_the_table_kn
     assert spec.accelerator == "nvidia"
     assert {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": [family]} in requirements(spec)
     # ...and so they are GPU pools, tainted and capped, like any other.
-    assert f"{P}.taints" in problems(nodeClass="gpu", instanceFamilies=[family], architectures=["amd64", "arm64"], limits={GPU_RESOURCE: "8"})
+    assert f"{P}.taints" in problems(
+        nodeClass="gpu", instanceFamilies=[family], architectures=["amd64", "arm64"], limits={GPU_RESOURCE: "8"}
+    )
 
 
 def test_the_pinned_table_has_the_families_presets_and_docs_use():
-    assert {"g4dn", "g5", "g6", "g6e", "p4d", "p5", "p5en", "p6-b200", "inf2", "trn1", "trn2"} <= set(accelerators.ACCELERATED_FAMILIES)
+    assert {"g4dn", "g5", "g6", "g6e", "p4d", "p5", "p5en", "p6-b200", "inf2", "trn1", "trn2"} <= set(
+        accelerators.ACCELERATED_FAMILIES
+    )
     assert accelerators.ACCELERATED_FAMILIES["g5g"].architecture == "arm64"
     assert accelerators.ACCELERATED_FAMILIES["p6-b200"].gpu_name == "b200"
 
@@ -38,7 +42,10 @@ def test_the_pinned_table_has_the_families_presets_and_docs_use():
             "'g6ee' is not an accelerated instance family name: did you mean 'g6e'? expected a category, a generation "
             "digit, at most one of a/g/i, capability letters, optionally '-<accelerator>' (e.g. 'g6e', 'g5g', 'p6-b200')",
         ),
-        ("dl1", "'dl1' carries Gaudi accelerators, which this platform neither taints, caps nor runs a device plugin for"),
+        (
+            "dl1",
+            "'dl1' carries Gaudi accelerators, which this platform neither taints, caps nor runs a device plugin for",
+        ),
         ("zz9", f"'zz9' has the unknown instance category 'zz'; expected one of {CATEGORIES}"),
         *(
             (
@@ -58,7 +65,22 @@ def test_family_names_no_instance_can_have_are_refused(family, message):
 
 
 def test_current_cpu_families_are_accepted_by_the_shape_of_their_names():
-    families = ["m7i-flex", "c6gn", "x2iedn", "is4gen", "m8azn", "c8id", "r7iz", "t4g", "z1d", "hpc7g", "i7ie", "m5zn", "c5ad", "x8aedz"]
+    families = [
+        "m7i-flex",
+        "c6gn",
+        "x2iedn",
+        "is4gen",
+        "m8azn",
+        "c8id",
+        "r7iz",
+        "t4g",
+        "z1d",
+        "hpc7g",
+        "i7ie",
+        "m5zn",
+        "c5ad",
+        "x8aedz",
+    ]
     spec = pool(preset="cpu-general", instanceCategories=[], generationAbove=None, instanceFamilies=families)
     assert spec.accelerator is None
     assert {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": families} in requirements(spec)
@@ -66,7 +88,15 @@ def test_current_cpu_families_are_accepted_by_the_shape_of_their_names():
 
 @pytest.mark.parametrize(
     ("family", "generation", "arch"),
-    [("p6-b200", 6, "amd64"), ("p6e-gb200", 6, "arm64"), ("g5g", 5, "arm64"), ("c7gn", 7, "arm64"), ("m7i", 7, "amd64"), ("trn1n", 1, "amd64"), ("a1", 1, "arm64")],
+    [
+        ("p6-b200", 6, "amd64"),
+        ("p6e-gb200", 6, "arm64"),
+        ("g5g", 5, "arm64"),
+        ("c7gn", 7, "arm64"),
+        ("m7i", 7, "amd64"),
+        ("trn1n", 1, "amd64"),
+        ("a1", 1, "arm64"),
+    ],
 )
 def test_generation_and_architecture_come_from_the_name(family, generation, arch):
     assert (generation_of(family), architecture_of(family)) == (generation, arch)
@@ -74,24 +104,38 @@ def test_generation_and_architecture_come_from_the_name(family, generation, arch
 
 # ----------------------------------------------------------------------------------------- facts from config
 
-G7E = {"gpuName": "rtx-pro-6000", "memoryGib": 96, "devices": {"2xlarge": 1, "12xlarge": 2, "24xlarge": 4, "48xlarge": 8}}
+G7E = {
+    "gpuName": "rtx-pro-6000",
+    "memoryGib": 96,
+    "devices": {"2xlarge": 1, "12xlarge": 2, "24xlarge": 4, "48xlarge": 8},
+}
 
 
 def test_a_stack_adds_facts_for_a_family_the_table_does_not_know():
     config = karpenter_config(
-        {"acceleratorFamilies": {"g7e": G7E}, "nodePools": {"p": {**GPU_POOL, "instanceFamilies": ["g7e"], "gpuNames": ["rtx-pro-6000"]}}}
+        {
+            "acceleratorFamilies": {"g7e": G7E},
+            "nodePools": {"p": {**GPU_POOL, "instanceFamilies": ["g7e"], "gpuNames": ["rtx-pro-6000"]}},
+        }
     )
     assert config.added_families["g7e"].devices == G7E["devices"]
     assert config.node_pools["p"].gpu_names == ("rtx-pro-6000",)
     # Without the facts the GPU name is unknown, and a typo of it would launch nothing.
-    found = config_problems({"nodePools": {"p": {**GPU_POOL, "instanceFamilies": ["g7e"], "gpuNames": ["rtx-pro-6000"]}}})
+    found = config_problems(
+        {"nodePools": {"p": {**GPU_POOL, "instanceFamilies": ["g7e"], "gpuNames": ["rtx-pro-6000"]}}}
+    )
     assert found[f"{P}.gpuNames"].startswith("unknown value 'rtx-pro-6000'; expected one of a100")
     # Outside the config being validated, only the pinned table is known.
     assert "rtx-pro-6000" not in accelerators.nvidia_gpu_names()
 
 
 def test_gpu_names_must_agree_with_the_families_whose_facts_are_known():
-    found = config_problems({"acceleratorFamilies": {"g7e": G7E}, "nodePools": {"p": {**GPU_POOL, "instanceFamilies": ["g7e", "g6"], "gpuNames": ["rtx-pro-6000"]}}})
+    found = config_problems(
+        {
+            "acceleratorFamilies": {"g7e": G7E},
+            "nodePools": {"p": {**GPU_POOL, "instanceFamilies": ["g7e", "g6"], "gpuNames": ["rtx-pro-6000"]}},
+        }
+    )
     assert found == {f"{P}.instanceFamilies": "['g6'] have none of the GPUs in gpuNames ['rtx-pro-6000']"}
 
 
@@ -100,7 +144,11 @@ def test_gpu_names_must_agree_with_the_families_whose_facts_are_known():
     [
         ("g5", G7E, "'g5' is in the pinned table (components/karpenter/accelerators.py); remove it here"),
         ("m9i", G7E, "'m9i' is not an accelerated family name (category g, gr, p, inf or trn, like 'g7e')"),
-        ("g7e", {k: v for k, v in G7E.items() if k != "gpuName"}, "an NVIDIA family needs gpuName: the value of karpenter.k8s.aws/instance-gpu-name on its instances"),
+        (
+            "g7e",
+            {k: v for k, v in G7E.items() if k != "gpuName"},
+            "an NVIDIA family needs gpuName: the value of karpenter.k8s.aws/instance-gpu-name on its instances",
+        ),
         ("trn3", G7E, "a Neuron family has no GPU name; leave out gpuName"),
     ],
 )
@@ -123,10 +171,22 @@ def test_added_facts_are_checked_field_by_field():
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"instanceFamilies": ["g4dn"], "generationAbove": 4}, "'g4dn' is generation 4, which generationAbove 4 excludes: the pool can never launch it"),
-        ({"instanceFamilies": ["g5g"]}, "'g5g' runs on arm64, which architectures ['amd64'] excludes: the pool can never launch it"),
-        ({"instanceFamilies": ["g6"], "architectures": ["arm64"]}, "'g6' runs on amd64, which architectures ['arm64'] excludes: the pool can never launch it"),
-        ({"instanceFamilies": ["p5"], "instanceCategories": ["g"]}, "'p5' is in category 'p', which instanceCategories ['g'] leaves out: the pool can never launch it"),
+        (
+            {"instanceFamilies": ["g4dn"], "generationAbove": 4},
+            "'g4dn' is generation 4, which generationAbove 4 excludes: the pool can never launch it",
+        ),
+        (
+            {"instanceFamilies": ["g5g"]},
+            "'g5g' runs on arm64, which architectures ['amd64'] excludes: the pool can never launch it",
+        ),
+        (
+            {"instanceFamilies": ["g6"], "architectures": ["arm64"]},
+            "'g6' runs on amd64, which architectures ['arm64'] excludes: the pool can never launch it",
+        ),
+        (
+            {"instanceFamilies": ["p5"], "instanceCategories": ["g"]},
+            "'p5' is in category 'p', which instanceCategories ['g'] leaves out: the pool can never launch it",
+        ),
         (
             {"instanceFamilies": ["g5"], "requirements": [req("karpenter.k8s.aws/instance-generation", "Gte", "6")]},
             "'g5' is generation 5, which the requirement karpenter.k8s.aws/instance-generation Gte ['6'] excludes: the pool can never launch it",
@@ -136,7 +196,10 @@ def test_added_facts_are_checked_field_by_field():
             "'g5' runs on amd64, which the requirement kubernetes.io/arch In ['arm64'] excludes: the pool can never launch it",
         ),
         (
-            {"instanceFamilies": ["g5", "g6"], "requirements": [req("karpenter.k8s.aws/instance-family", "NotIn", "g6")]},
+            {
+                "instanceFamilies": ["g5", "g6"],
+                "requirements": [req("karpenter.k8s.aws/instance-family", "NotIn", "g6")],
+            },
             "'g6' is excluded by the requirement karpenter.k8s.aws/instance-family NotIn ['g6']: the pool can never launch it",
         ),
     ],
@@ -146,7 +209,10 @@ def test_families_the_pools_other_fields_keep_out_are_reported(fields, message):
 
 
 def test_instance_types_whose_gpus_gpu_names_leave_out_are_reported():
-    found = problems(preset="gpu-training", requirements=[req("node.kubernetes.io/instance-type", "In", "p5.48xlarge", "p6-b200.48xlarge")])
+    found = problems(
+        preset="gpu-training",
+        requirements=[req("node.kubernetes.io/instance-type", "In", "p5.48xlarge", "p6-b200.48xlarge")],
+    )
     assert found == {
         f"{P}.requirements[0]": "'p6-b200.48xlarge' has b200 GPUs, which gpuNames ['a100', 'h100'] leaves out: the pool can never launch it"
     }

@@ -14,7 +14,9 @@ GPU_TAINT_MISSING = (
     "a GPU pool must carry the nvidia.com/gpu=true:NoSchedule taint, or ordinary pods fill it and it never scales to "
     "zero (this is a GPU pool because of {})"
 )
-GPU_LIMIT_MISSING = "a GPU pool must set a limit on nvidia.com/gpu: it is the ceiling on GPU spend (this is a GPU pool because of {})"
+GPU_LIMIT_MISSING = (
+    "a GPU pool must set a limit on nvidia.com/gpu: it is the ceiling on GPU spend (this is a GPU pool because of {})"
+)
 NEURON_TAINT_MISSING = (
     "a Neuron pool must carry the aws.amazon.com/neuron=true:NoSchedule taint, or ordinary pods fill it and it never "
     "scales to zero (this is a Neuron pool because of {})"
@@ -32,8 +34,13 @@ DISRUPTION = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5m", "bud
 
 
 def test_gpu_pool_without_taint_or_limit_is_refused():
-    found = problems(nodeClass="gpu", capacityTypes=["spot"], gpuNames=["l4"], limits={"cpu": "100"}, disruption=DISRUPTION)
-    assert found == {f"{P}.taints": GPU_TAINT_MISSING.format("gpuNames ['l4']"), f"{P}.limits": GPU_LIMIT_MISSING.format("gpuNames ['l4']")}
+    found = problems(
+        nodeClass="gpu", capacityTypes=["spot"], gpuNames=["l4"], limits={"cpu": "100"}, disruption=DISRUPTION
+    )
+    assert found == {
+        f"{P}.taints": GPU_TAINT_MISSING.format("gpuNames ['l4']"),
+        f"{P}.limits": GPU_LIMIT_MISSING.format("gpuNames ['l4']"),
+    }
 
 
 def test_an_empty_limits_mapping_on_a_gpu_pool_gets_the_gpu_message():
@@ -48,7 +55,9 @@ def test_a_cpu_pool_without_any_limit_is_refused():
 
 
 def test_a_preset_gpu_taint_cannot_be_dropped_by_an_override():
-    assert problems(preset="gpu-inference", taints=[]) == {f"{P}.taints": GPU_TAINT_MISSING.format("gpuNames ['t4', 'a10g', 'l4']")}
+    assert problems(preset="gpu-inference", taints=[]) == {
+        f"{P}.taints": GPU_TAINT_MISSING.format("gpuNames ['t4', 'a10g', 'l4']")
+    }
 
 
 def test_pool_is_a_gpu_pool_when_it_names_gpu_families_even_without_gpu_names():
@@ -65,7 +74,9 @@ def test_accelerated_instance_categories_are_accepted_and_make_an_accelerator_po
     assert found[f"{P}.taints"] == message.format(f"instance category {category!r}")
     taint, limit = (GPU_TAINT, {GPU_RESOURCE: "8"}) if kind == "GPU" else (NEURON_TAINT, {NEURON_RESOURCE: "8"})
     spec = pool(nodeClass="gpu", instanceCategories=[category], taints=[taint.as_dict()], limits=limit)
-    assert {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": [category]} in render_nodepool("p", spec)["spec"]["template"]["spec"]["requirements"]
+    assert {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": [category]} in render_nodepool(
+        "p", spec
+    )["spec"]["template"]["spec"]["requirements"]
 
 
 GPU_REQUIREMENTS = [
@@ -82,20 +93,33 @@ GPU_REQUIREMENTS = [
 
 @pytest.mark.parametrize("requirement", GPU_REQUIREMENTS, ids=lambda r: f"{r['key']}-{r['operator']}-{r.get('values')}")
 def test_raw_requirements_that_admit_gpu_instances_make_a_gpu_pool(requirement):
-    shown = f"{requirement['key']} {requirement['operator']}" + (f" {requirement['values']}" if "values" in requirement else "")
+    shown = f"{requirement['key']} {requirement['operator']}" + (
+        f" {requirement['values']}" if "values" in requirement else ""
+    )
     assert problems(preset="cpu-general", instanceCategories=[], requirements=[requirement]) == {
         f"{P}.taints": GPU_TAINT_MISSING.format(f"the requirement {shown}"),
         f"{P}.limits": GPU_LIMIT_MISSING.format(f"the requirement {shown}"),
     }
-    fixed = pool(preset="cpu-general", instanceCategories=[], requirements=[requirement], taints=[GPU_TAINT.as_dict()], limits={GPU_RESOURCE: "4"})
+    fixed = pool(
+        preset="cpu-general",
+        instanceCategories=[],
+        requirements=[requirement],
+        taints=[GPU_TAINT.as_dict()],
+        limits={GPU_RESOURCE: "4"},
+    )
     rendered = render_nodepool("p", fixed)
     assert taints(rendered) == [GPU_TAINT.as_dict()] and rendered["spec"]["limits"][GPU_RESOURCE] == "4"
-    assert {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "DoesNotExist"} not in rendered["spec"]["template"]["spec"]["requirements"]
+    assert {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "DoesNotExist"} not in rendered["spec"][
+        "template"
+    ]["spec"]["requirements"]
 
 
 @pytest.mark.parametrize(
     "requirement",
-    [req("karpenter.k8s.aws/instance-accelerator-count", "Gt", "0"), req("karpenter.k8s.aws/instance-family", "In", "trn2")],
+    [
+        req("karpenter.k8s.aws/instance-accelerator-count", "Gt", "0"),
+        req("karpenter.k8s.aws/instance-family", "In", "trn2"),
+    ],
 )
 def test_raw_requirements_that_admit_neuron_instances_make_a_neuron_pool(requirement):
     because = f"the requirement {requirement['key']} {requirement['operator']} {requirement['values']}"
@@ -108,19 +132,25 @@ def test_raw_requirements_that_admit_neuron_instances_make_a_neuron_pool(require
 def test_a_neuron_pool_may_be_capped_on_neuron_cores_which_karpenter_counts():
     spec = pool(preset="neuron", limits={NEURON_CORE_RESOURCE: "64"})
     assert spec.accelerator_limits == {NEURON_RESOURCE: 16, NEURON_CORE_RESOURCE: 64}  # the preset's device limit stays
-    cores_only = pool(nodeClass="gpu", instanceFamilies=["inf2"], taints=[NEURON_TAINT.as_dict()], limits={NEURON_CORE_RESOURCE: "8"})
+    cores_only = pool(
+        nodeClass="gpu", instanceFamilies=["inf2"], taints=[NEURON_TAINT.as_dict()], limits={NEURON_CORE_RESOURCE: "8"}
+    )
     assert cores_only.accelerator_limits == {NEURON_CORE_RESOURCE: 8}
     assert render_nodepool("p", cores_only)["spec"]["limits"] == {NEURON_CORE_RESOURCE: "8"}
 
 
 def test_a_limit_on_neurondevice_is_refused_with_the_reason():
-    assert problems(preset="neuron", limits={"aws.amazon.com/neurondevice": "4"}) == {f"{P}.limits.aws.amazon.com/neurondevice": NEURONDEVICE_REASON}
+    assert problems(preset="neuron", limits={"aws.amazon.com/neurondevice": "4"}) == {
+        f"{P}.limits.aws.amazon.com/neurondevice": NEURONDEVICE_REASON
+    }
     assert "Karpenter does not count aws.amazon.com/neurondevice" in NEURONDEVICE_REASON
 
 
 def test_a_gpu_pool_that_also_excludes_gpus_is_refused():
     found = problems(preset="gpu-inference", requirements=[req("karpenter.k8s.aws/instance-gpu-count", "DoesNotExist")])
-    assert found == {f"{P}.requirements[0]": "excludes GPU instances, but gpuNames ['t4', 'a10g', 'l4'] makes this a GPU pool"}
+    assert found == {
+        f"{P}.requirements[0]": "excludes GPU instances, but gpuNames ['t4', 'a10g', 'l4'] makes this a GPU pool"
+    }
 
 
 @pytest.mark.parametrize(
@@ -144,14 +174,21 @@ def test_the_gpu_taint_must_be_exactly_the_one_gpu_pods_tolerate(taint, got):
 def test_a_budget_of_zero_without_a_schedule_is_refused_on_accelerator_pools(preset, what):
     found = problems(preset=preset, disruption={"budgets": [{"nodes": "0"}]})
     assert found == {f"{P}.disruption.budgets[0]": IDLE_BUDGET.format(what)}
-    assert problems(preset=preset, disruption={"budgets": [{"nodes": "0%", "reasons": ["Empty"]}]}) == {f"{P}.disruption.budgets[0]": IDLE_BUDGET.format(what)}
+    assert problems(preset=preset, disruption={"budgets": [{"nodes": "0%", "reasons": ["Empty"]}]}) == {
+        f"{P}.disruption.budgets[0]": IDLE_BUDGET.format(what)
+    }
     # What is allowed instead: a window, or zero for the reasons that spare idle nodes.
-    pool(preset=preset, disruption={"budgets": [{"nodes": "0", "schedule": "0 8 * * mon-fri", "duration": "10h"}, {"nodes": "1"}]})
+    pool(
+        preset=preset,
+        disruption={"budgets": [{"nodes": "0", "schedule": "0 8 * * mon-fri", "duration": "10h"}, {"nodes": "1"}]},
+    )
     pool(preset=preset, disruption={"budgets": [{"nodes": "0", "reasons": ["Drifted", "Underutilized"]}]})
 
 
 def test_a_budget_of_zero_without_a_schedule_on_a_cpu_pool_is_a_warning():
-    config = karpenter_config({"nodePools": {"batch": {"preset": "cpu-general", "disruption": {"budgets": [{"nodes": "0"}]}}}})
+    config = karpenter_config(
+        {"nodePools": {"batch": {"preset": "cpu-general", "disruption": {"budgets": [{"nodes": "0"}]}}}}
+    )
     assert config.warnings() == [("karpenter.nodePools.batch.disruption.budgets[0]", IDLE_BUDGET.format("CPU"))]
     assert karpenter_config({}).warnings() == []
 
@@ -182,8 +219,12 @@ def test_every_problem_of_a_pool_is_reported_not_only_the_first():
         f"{P}.weight",
     ]
     messages = dict(found)
-    assert messages[f"{P}.limits"] == GPU_LIMIT_MISSING.format("the requirement karpenter.k8s.aws/instance-family In ['p5', 'g6ee']")
-    assert messages[f"{P}.requirements[0].values"].startswith("'g6ee' is not an accelerated instance family name: did you mean 'g6e'?")
+    assert messages[f"{P}.limits"] == GPU_LIMIT_MISSING.format(
+        "the requirement karpenter.k8s.aws/instance-family In ['p5', 'g6ee']"
+    )
+    assert messages[f"{P}.requirements[0].values"].startswith(
+        "'g6ee' is not an accelerated instance family name: did you mean 'g6e'?"
+    )
     assert messages[f"{P}.limits.cpu"] == "expected a Kubernetes quantity like '1000', '500m' or '4000Gi', got 'lots'"
 
 

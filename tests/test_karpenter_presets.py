@@ -69,7 +69,11 @@ def test_a_pool_without_preset_takes_karpenters_defaults_and_renders_them_in_ful
     spec = pool(nodeClass="default", limits={"cpu": "16"})
     assert (spec.capacity_types, spec.architectures, spec.expire_after) == (("on-demand",), ("amd64",), "720h")
     rendered = render_nodepool("p", spec)["spec"]
-    assert rendered["disruption"] == {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s", "budgets": [{"nodes": "10%"}]}
+    assert rendered["disruption"] == {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+        "consolidateAfter": "0s",
+        "budgets": [{"nodes": "10%"}],
+    }
     assert rendered["template"]["spec"]["expireAfter"] == "720h"
     assert rendered["template"]["spec"]["terminationGracePeriod"] == "15m"  # the platform's bound, not Karpenter's
 
@@ -78,12 +82,17 @@ def test_a_partial_disruption_keeps_the_preset_values_it_leaves_out():
     spec = pool(preset="gpu-inference", disruption={"consolidateAfter": "15m"})
     assert spec.disruption.consolidation_policy == "WhenEmptyOrUnderutilized"
     assert [b.nodes for b in spec.disruption.budgets] == ["20%"]
-    assert pool(preset="cpu-general", disruption={"consolidationPolicy": "Balanced"}).disruption.consolidation_policy == "Balanced"
+    assert (
+        pool(preset="cpu-general", disruption={"consolidationPolicy": "Balanced"}).disruption.consolidation_policy
+        == "Balanced"
+    )
 
 
 def test_csi_startup_taints_are_rendered_for_the_enabled_drivers():
     rendered = render_nodepool("p", pool(preset="cpu-general"), startup_taints=[CSI_STARTUP_TAINTS["ebs"]])
-    assert rendered["spec"]["template"]["spec"]["startupTaints"] == [{"key": "ebs.csi.aws.com/agent-not-ready", "effect": "NoExecute"}]
+    assert rendered["spec"]["template"]["spec"]["startupTaints"] == [
+        {"key": "ebs.csi.aws.com/agent-not-ready", "effect": "NoExecute"}
+    ]
 
 
 @given(st.sampled_from(sorted(NODE_POOL_PRESETS)))

@@ -32,12 +32,23 @@ GPU_LABELS = {f"karpenter.k8s.aws/instance-gpu-{k}" for k in ("name", "manufactu
 NEURON_LABELS = {f"karpenter.k8s.aws/instance-accelerator-{k}" for k in ("name", "manufacturer", "count")}
 
 
-def _instance(name: str, category: str, generation: str, arch: str = "amd64", gpu: tuple[str, ...] = (), neuron: tuple[str, ...] = ()):
+def _instance(
+    name: str,
+    category: str,
+    generation: str,
+    arch: str = "amd64",
+    gpu: tuple[str, ...] = (),
+    neuron: tuple[str, ...] = (),
+):
     family, size = name.split(".")
     labels = {
-        "node.kubernetes.io/instance-type": name, "kubernetes.io/arch": arch, "kubernetes.io/os": "linux",
-        "karpenter.k8s.aws/instance-category": category, "karpenter.k8s.aws/instance-family": family,
-        "karpenter.k8s.aws/instance-generation": generation, "karpenter.k8s.aws/instance-size": size,
+        "node.kubernetes.io/instance-type": name,
+        "kubernetes.io/arch": arch,
+        "kubernetes.io/os": "linux",
+        "karpenter.k8s.aws/instance-category": category,
+        "karpenter.k8s.aws/instance-family": family,
+        "karpenter.k8s.aws/instance-generation": generation,
+        "karpenter.k8s.aws/instance-size": size,
     }
     labels.update(zip(sorted(GPU_LABELS), gpu))  # count, manufacturer, memory, name
     labels.update(zip(sorted(NEURON_LABELS), neuron))  # count, manufacturer, name
@@ -110,32 +121,59 @@ ACCELERATED = sorted({*accelerators.ACCELERATED_FAMILIES, "g7e", "p6e-gb200"})
 overrides = st.fixed_dictionaries(
     {},
     optional={
-        "capacityTypes": st.lists(st.sampled_from(["spot", "on-demand", "reserved"]), min_size=1, max_size=3, unique=True),
+        "capacityTypes": st.lists(
+            st.sampled_from(["spot", "on-demand", "reserved"]), min_size=1, max_size=3, unique=True
+        ),
         "architectures": st.sampled_from([["amd64"], ["arm64"], ["amd64", "arm64"]]),
-        "limits": st.dictionaries(st.sampled_from(["cpu", GPU_RESOURCE, NEURON_RESOURCE, NEURON_CORE_RESOURCE]), st.integers(1, 512).map(str), max_size=2),
+        "limits": st.dictionaries(
+            st.sampled_from(["cpu", GPU_RESOURCE, NEURON_RESOURCE, NEURON_CORE_RESOURCE]),
+            st.integers(1, 512).map(str),
+            max_size=2,
+        ),
         "weight": st.integers(1, 100),
         "gpuNames": st.lists(st.sampled_from(sorted(accelerators.nvidia_gpu_names())), max_size=3, unique=True),
-        "taints": st.sampled_from([[], [GPU_TAINT.as_dict()], [NEURON_TAINT.as_dict()], [NEURON_TAINT.as_dict(), {"key": "eksml.io/team", "value": "a", "effect": "NoSchedule"}]]),
+        "taints": st.sampled_from(
+            [
+                [],
+                [GPU_TAINT.as_dict()],
+                [NEURON_TAINT.as_dict()],
+                [NEURON_TAINT.as_dict(), {"key": "eksml.io/team", "value": "a", "effect": "NoSchedule"}],
+            ]
+        ),
         "instanceCategories": st.sampled_from([[], ["c", "m", "r"], ["g"], ["p"], ["inf", "trn"]]),
         "instanceFamilies": st.lists(st.sampled_from([*ACCELERATED, "m7i", "c7g"]), max_size=2, unique=True),
         "generationAbove": st.sampled_from([None, 3, 5]),
         "requirements": st.lists(st.sampled_from(REQUIREMENT_CHOICES), max_size=2, unique_by=json.dumps),
-        "disruption": st.sampled_from([{}, {"budgets": [{"nodes": "0"}]}, {"consolidationPolicy": "Balanced"}, {"budgets": [{"nodes": "0", "schedule": "@daily", "duration": "8h"}, {"nodes": "1"}]}]),
+        "disruption": st.sampled_from(
+            [
+                {},
+                {"budgets": [{"nodes": "0"}]},
+                {"consolidationPolicy": "Balanced"},
+                {"budgets": [{"nodes": "0", "schedule": "@daily", "duration": "8h"}, {"nodes": "1"}]},
+            ]
+        ),
     },
 )
 NODE_CLASSES = {
     "default": {"preset": "default"},
     "gpu": {"preset": "gpu", "capacityReservationSelectorTerms": [{"tags": {"purpose": "ml"}}]},
     "gpu-training": {
-        "preset": "gpu-training", "instanceStorePolicy": "RAID0", "userData": {"parallelImagePull": True},
-        "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}], "placementGroupSelector": {"name": "ml"},
+        "preset": "gpu-training",
+        "instanceStorePolicy": "RAID0",
+        "userData": {"parallelImagePull": True},
+        "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}],
+        "placementGroupSelector": {"name": "ml"},
     },
 }
 
 
 def accepted(preset: str, override: dict[str, Any]):
     """The stack config with this one pool, or None when config refuses it (with messages, tested elsewhere)."""
-    karpenter = {"acceleratorFamilies": {"g7e": {"gpuName": "rtx-pro-6000", "memoryGib": 96, "devices": {"2xlarge": 1}}}, "nodeClasses": NODE_CLASSES, "nodePools": {"p": {"preset": preset, **override}}}
+    karpenter = {
+        "acceleratorFamilies": {"g7e": {"gpuName": "rtx-pro-6000", "memoryGib": 96, "devices": {"2xlarge": 1}}},
+        "nodeClasses": NODE_CLASSES,
+        "nodePools": {"p": {"preset": preset, **override}},
+    }
     try:
         return parse_config(raw(karpenter), project="eks-ml-platform", stack="prod")
     except ConfigError:
@@ -144,7 +182,9 @@ def accepted(preset: str, override: dict[str, Any]):
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(st.sampled_from(sorted(NODE_POOL_PRESETS)), overrides)
-@example("cpu-general", {"instanceCategories": [], "requirements": [req("karpenter.k8s.aws/instance-category", "In", "g")]})
+@example(
+    "cpu-general", {"instanceCategories": [], "requirements": [req("karpenter.k8s.aws/instance-category", "In", "g")]}
+)
 @example("cpu-general", {"instanceCategories": []})
 @example("neuron", {"instanceFamilies": ["trn2"], "limits": {NEURON_CORE_RESOURCE: "64"}})
 def test_every_accepted_pool_that_can_launch_accelerators_is_tainted_capped_and_has_its_device_plugin(preset, override):
@@ -160,8 +200,13 @@ def test_every_accepted_pool_that_can_launch_accelerators_is_tainted_capped_and_
         assert GPU_TAINT.as_dict() in taints and int(limits[GPU_RESOURCE]) >= 1
         assert config.gpu_node_image is not None  # the GPU Operator (and its device plugin) is installed
     if any(NEURON_LABELS & labels.keys() for labels in reachable):
-        assert NEURON_TAINT.as_dict() in taints and any(int(limits.get(r, 0)) >= 1 for r in (NEURON_RESOURCE, NEURON_CORE_RESOURCE))
-        tolerated = {(t["key"], t.get("effect")) for t in neuron_values(config.karpenter.neuron_taints() or ())["devicePlugin"]["tolerations"]}
+        assert NEURON_TAINT.as_dict() in taints and any(
+            int(limits.get(r, 0)) >= 1 for r in (NEURON_RESOURCE, NEURON_CORE_RESOURCE)
+        )
+        tolerated = {
+            (t["key"], t.get("effect"))
+            for t in neuron_values(config.karpenter.neuron_taints() or ())["devicePlugin"]["tolerations"]
+        }
         assert {(t["key"], t["effect"]) for t in taints} <= tolerated  # the Neuron device plugin lands on its nodes
     # An untainted pool excludes every accelerated instance, not only the catalogue's.
     if GPU_TAINT.as_dict() not in taints:
@@ -177,7 +222,10 @@ REQUIRES_RESERVATION_EXAMPLE = [req("karpenter.k8s.aws/instance-family", "In", "
 @needs_refcheck
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(st.sampled_from(sorted(NODE_POOL_PRESETS)), overrides)
-@example("gpu-training", {"capacityTypes": ["reserved"], "gpuNames": ["h100", "h200"], "requirements": REQUIRES_RESERVATION_EXAMPLE})
+@example(
+    "gpu-training",
+    {"capacityTypes": ["reserved"], "gpuNames": ["h100", "h200"], "requirements": REQUIRES_RESERVATION_EXAMPLE},
+)
 def test_every_accepted_pool_and_its_class_pass_the_pinned_crds(preset, override):
     config = accepted(preset, override)
     if config is None:

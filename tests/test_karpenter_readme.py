@@ -45,11 +45,20 @@ def test_the_worked_examples_cover_what_the_best_gpu_platforms_run():
     found = [config_of(example) for example in examples()]
     classes = [c for config in found for c in config.karpenter.node_classes.values()]
     pools = [p for config in found for p in config.karpenter.node_pools.values()]
-    assert any(c.efa_interfaces and c.instance_store_policy == "RAID0" and c.capacity_reservation_selector_terms for c in classes)
+    assert any(
+        c.efa_interfaces and c.instance_store_policy == "RAID0" and c.capacity_reservation_selector_terms
+        for c in classes
+    )
     assert {"h100", "b200"} <= {name for p in pools for name in p.gpu_names}
     assert any(p.accelerator == "neuron" and "inf2" in p.instance_families for p in pools)
-    assert any(c.kubelet is not None for c in classes) and any(set(p.architectures) == {"amd64", "arm64"} for p in pools)
-    assert any(config.network.existing is not None and any(c.subnet_selector_terms for c in config.karpenter.node_classes.values()) for config in found)
+    assert any(c.kubelet is not None for c in classes) and any(
+        set(p.architectures) == {"amd64", "arm64"} for p in pools
+    )
+    assert any(
+        config.network.existing is not None
+        and any(c.subnet_selector_terms for c in config.karpenter.node_classes.values())
+        for config in found
+    )
 
 
 @needs_refcheck
@@ -60,7 +69,9 @@ def test_every_worked_example_renders_objects_refcheck_accepts(tmp_path):
         manifest.write_text(yaml.safe_dump_all(rendered(example)))
         manifests.append(manifest)
     for manifest in manifests:  # one run each: pools are checked against the classes of their own example
-        result = subprocess.run([sys.executable, str(REFCHECK), str(manifest), "-v"], capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            [sys.executable, str(REFCHECK), str(manifest), "-v"], capture_output=True, text=True, check=False
+        )
         report = result.stdout.strip().splitlines()
         assert result.returncode == 0, result.stdout
         assert [line for line in report if line.startswith("WARN")] == []

@@ -31,16 +31,27 @@ def test_every_key_the_nodepool_crd_admits_is_accepted(key):
 
 
 def test_custom_label_keys_are_accepted_and_karpenter_labels_nodes_with_them():
-    spec = pool(preset="cpu-general", requirements=[req("eksml.io/team", "In", "vision"), req("billing", "In", "a", "b")])
+    spec = pool(
+        preset="cpu-general", requirements=[req("eksml.io/team", "In", "vision"), req("billing", "In", "a", "b")]
+    )
     assert {"key": "eksml.io/team", "operator": "In", "values": ["vision"]} in requirements(spec)
 
 
 @pytest.mark.parametrize(
     ("key", "message"),
     [
-        ("karpenter.k8s.aws/instance-gpu-nam", "unknown requirement key 'karpenter.k8s.aws/instance-gpu-nam'; did you mean 'karpenter.k8s.aws/instance-gpu-name'?"),
-        ("node.kubernetes.io/instance-typ", "unknown requirement key 'node.kubernetes.io/instance-typ'; did you mean 'node.kubernetes.io/instance-type'?"),
-        ("karpenter.sh/nodepool", "'karpenter.sh/nodepool' is set on every node by Karpenter or the kubelet and cannot be set by a NodePool"),
+        (
+            "karpenter.k8s.aws/instance-gpu-nam",
+            "unknown requirement key 'karpenter.k8s.aws/instance-gpu-nam'; did you mean 'karpenter.k8s.aws/instance-gpu-name'?",
+        ),
+        (
+            "node.kubernetes.io/instance-typ",
+            "unknown requirement key 'node.kubernetes.io/instance-typ'; did you mean 'node.kubernetes.io/instance-type'?",
+        ),
+        (
+            "karpenter.sh/nodepool",
+            "'karpenter.sh/nodepool' is set on every node by Karpenter or the kubelet and cannot be set by a NodePool",
+        ),
         (
             "karpenter.k8s.aws/favourite",
             "'karpenter.k8s.aws/favourite' is in the reserved domain karpenter.k8s.aws; use a domain of your own (e.g. 'eksml.io/...') "
@@ -53,23 +64,59 @@ def test_unknown_keys_in_reserved_domains_and_near_misses_are_refused(key, messa
 
 
 def test_min_values_asks_for_flexibility_and_is_rendered():
-    spec = pool(preset="gpu-inference", requirements=[req("karpenter.k8s.aws/instance-family", "In", "g4dn", "g5", "g6", minValues=2)])
-    assert {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g4dn", "g5", "g6"], "minValues": 2} in requirements(spec)
+    spec = pool(
+        preset="gpu-inference",
+        requirements=[req("karpenter.k8s.aws/instance-family", "In", "g4dn", "g5", "g6", minValues=2)],
+    )
+    assert {
+        "key": "karpenter.k8s.aws/instance-family",
+        "operator": "In",
+        "values": ["g4dn", "g5", "g6"],
+        "minValues": 2,
+    } in requirements(spec)
 
 
 @pytest.mark.parametrize(
     ("requirement", "path", "message"),
     [
-        (req("karpenter.k8s.aws/instance-family", "In", "g5", minValues=2), "minValues", "asks for 2 distinct values but the requirement lists 1"),
-        (req("karpenter.k8s.aws/instance-family", "NotIn", "g5", minValues=1), "minValues", "applies to operator In only, not NotIn"),
-        (req("karpenter.k8s.aws/instance-family", "In", "g5", minValues=51), "minValues", "Input should be less than or equal to 50, got 51"),
+        (
+            req("karpenter.k8s.aws/instance-family", "In", "g5", minValues=2),
+            "minValues",
+            "asks for 2 distinct values but the requirement lists 1",
+        ),
+        (
+            req("karpenter.k8s.aws/instance-family", "NotIn", "g5", minValues=1),
+            "minValues",
+            "applies to operator In only, not NotIn",
+        ),
+        (
+            req("karpenter.k8s.aws/instance-family", "In", "g5", minValues=51),
+            "minValues",
+            "Input should be less than or equal to 50, got 51",
+        ),
         (req("kubernetes.io/arch", "In"), "values", "operator In needs at least one value"),
         (req("kubernetes.io/arch", "Exists", "amd64"), "values", "operator Exists takes no values"),
         (req("karpenter.k8s.aws/instance-cpu", "Gt", "many"), "values", "operator Gt takes exactly one whole number"),
-        (req("kubernetes.io/arch", "Like", "x"), "operator", "Input should be 'In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt', 'Gte' or 'Lte', got 'Like'"),
-        (req("eksml.io/team", "In", "a b"), "values", "expected a label value of at most 63 letters, digits, '-', '_' or '.', got 'a b'"),
-        (req("node.kubernetes.io/instance-type", "NotIn", "g5xlarge"), "values", "'g5xlarge' is not an instance type like 'g5.xlarge'"),
-        (req("karpenter.k8s.aws/instance-category", "NotIn", "q"), "values", f"unknown instance category 'q'; expected one of {CATEGORIES}"),
+        (
+            req("kubernetes.io/arch", "Like", "x"),
+            "operator",
+            "Input should be 'In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt', 'Gte' or 'Lte', got 'Like'",
+        ),
+        (
+            req("eksml.io/team", "In", "a b"),
+            "values",
+            "expected a label value of at most 63 letters, digits, '-', '_' or '.', got 'a b'",
+        ),
+        (
+            req("node.kubernetes.io/instance-type", "NotIn", "g5xlarge"),
+            "values",
+            "'g5xlarge' is not an instance type like 'g5.xlarge'",
+        ),
+        (
+            req("karpenter.k8s.aws/instance-category", "NotIn", "q"),
+            "values",
+            f"unknown instance category 'q'; expected one of {CATEGORIES}",
+        ),
         (
             req("karpenter.k8s.aws/instance-gpu-name", "In", "a10"),
             "values",

@@ -36,22 +36,49 @@ def test_the_defaults_are_the_default_set_port_forward_and_hourly_culling():
 
 
 def test_optional_components_add_their_entries():
-    config = parse(components={"katib": True, "spark": True, "knative": True, "hub": True}, hubRegistryTeam="vision",
-                   teams={"vision": {"owner": "lead@example.org", "s3Prefix": "teams/vision"}})
+    config = parse(
+        components={"katib": True, "spark": True, "knative": True, "hub": True},
+        hubRegistryTeam="vision",
+        teams={"vision": {"owner": "lead@example.org", "s3Prefix": "teams/vision"}},
+    )
     chosen = selected_entries(config)
-    for entry in (entries.KATIB, entries.SPARK, entries.KNATIVE, entries.CLUSTER_LOCAL_GATEWAY, entries.HUB_CATALOG, entries.HUB_REGISTRY):
+    for entry in (
+        entries.KATIB,
+        entries.SPARK,
+        entries.KNATIVE,
+        entries.CLUSTER_LOCAL_GATEWAY,
+        entries.HUB_CATALOG,
+        entries.HUB_REGISTRY,
+    ):
         assert entry in chosen
 
 
 def test_teams_become_teams_keyed_by_name():
-    config = parse(teams={"vision": {"owner": "lead@example.org", "gpuQuota": 8, "s3Prefix": "teams/vision", "fsxClaim": "fsx-lustre"}})
+    config = parse(
+        teams={
+            "vision": {"owner": "lead@example.org", "gpuQuota": 8, "s3Prefix": "teams/vision", "fsxClaim": "fsx-lustre"}
+        }
+    )
     (team,) = settings(config, storage_class="gp3", gpu_node_pools=(), gpu_scheduler=None).teams
     assert (team.name, team.owner, team.gpu_quota, team.s3_prefix, team.fsx_claim, team.role_arn) == (
-        "vision", "lead@example.org", 8, "teams/vision", "fsx-lustre", None)
+        "vision",
+        "lead@example.org",
+        8,
+        "teams/vision",
+        "fsx-lustre",
+        None,
+    )
 
 
 def test_an_alb_needs_its_certificate_and_port_forward_takes_no_alb_keys():
-    config = parse(access={"mode": "alb", "certificateArn": CERTIFICATE, "scheme": "internet-facing", "allowedCidrs": ["203.0.113.0/24"]})
+    config = parse(
+        access={
+            "mode": "alb",
+            "certificateArn": CERTIFICATE,
+            "scheme": "internet-facing",
+            "allowedCidrs": ["203.0.113.0/24"],
+        }
+    )
     alb = settings(config, storage_class="gp3", gpu_node_pools=(), gpu_scheduler=None, tags={"stack": "dev"}).access
     assert (alb.certificate_arn, alb.scheme, alb.allowed_cidrs) == (CERTIFICATE, "internet-facing", ("203.0.113.0/24",))
     with pytest.raises(ValidationError, match="certificateArn is required"):

@@ -16,7 +16,9 @@ REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" 
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
 EVERYTHING = entries.selected(katib=True, spark=True, hub=True, knative=True)
 SETTINGS = plan.Settings(admin=Admin("platform@example.org"), storage_class="gp3", monitoring_namespace="monitoring")
-PROMETHEUS = Source(namespace_labels={"kubernetes.io/metadata.name": "monitoring"}, pod_labels={"app.kubernetes.io/name": "prometheus"})
+PROMETHEUS = Source(
+    namespace_labels={"kubernetes.io/metadata.name": "monitoring"}, pod_labels={"app.kubernetes.io/name": "prometheus"}
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,9 @@ def objects(rendered) -> list[dict]:
 
 def ml_pipeline_api(objects) -> network_policy.Pod:
     """The Pipelines API server: upstream admits only the gateway and profile namespaces to it."""
-    return next(p for p in network_policy.pods(objects) if p.namespace == "kubeflow" and p.labels.get("app") == "ml-pipeline")
+    return next(
+        p for p in network_policy.pods(objects) if p.namespace == "kubeflow" and p.labels.get("app") == "ml-pipeline"
+    )
 
 
 def test_prometheus_reaches_every_port_of_every_kubeflow_pod(objects):
@@ -42,13 +46,17 @@ def test_prometheus_reaches_every_port_of_every_kubeflow_pod(objects):
     blocked = [
         (pod.workload, port)
         for pod, port, name in ports
-        if not admits(objects, namespace=pod.namespace, pod_labels=pod.labels, port=port, port_name=name, source=PROMETHEUS)
+        if not admits(
+            objects, namespace=pod.namespace, pod_labels=pod.labels, port=port, port_name=name, source=PROMETHEUS
+        )
     ]
     assert blocked == []
 
 
 def test_without_the_allowance_upstreams_policies_drop_the_scrapes(rendered):
-    objects = [i.manifest for i in plan.platform_objects(rendered, dataclasses.replace(SETTINGS, monitoring_namespace=None))]
+    objects = [
+        i.manifest for i in plan.platform_objects(rendered, dataclasses.replace(SETTINGS, monitoring_namespace=None))
+    ]
     api = ml_pipeline_api(objects)
     assert not admits(objects, namespace=api.namespace, pod_labels=api.labels, port=api.ports[0][0], source=PROMETHEUS)
     assert not [o for o in objects if o["metadata"]["name"] == network_policy.ALLOW_MONITORING]
@@ -71,31 +79,43 @@ def test_the_api_server_reaches_every_webhook_behind_its_service(objects):
 
 def test_a_policy_that_closes_a_webhooks_port_is_refused(rendered, objects):
     closing = [
-        o for o in objects
-        if not (o["kind"] == "NetworkPolicy" and o["metadata"]["namespace"] == "kubeflow-system"
-                and any("from" not in rule for rule in o["spec"].get("ingress") or ()))
+        o
+        for o in objects
+        if not (
+            o["kind"] == "NetworkPolicy"
+            and o["metadata"]["namespace"] == "kubeflow-system"
+            and any("from" not in rule for rule in o["spec"].get("ingress") or ())
+        )
     ]
     found = network_policy.problems(closing, "monitoring")
     assert any("validator.trainer.kubeflow.org" in p and "9443" in p for p in found)
     backend = next(b for b in network_policy.webhook_backends(closing) if b.webhook == "validator.trainer.kubeflow.org")
-    assert not admits(closing, namespace=backend.pod.namespace, pod_labels=backend.pod.labels, port=9443, source=OUTSIDE)
+    assert not admits(
+        closing, namespace=backend.pod.namespace, pod_labels=backend.pod.labels, port=9443, source=OUTSIDE
+    )
 
 
 def test_behind_an_alb_the_load_balancer_reaches_the_gateway_pods_from_the_vpc(rendered):
-    alb = plan.Alb("arn:aws:acm:us-west-2:123456789012:certificate/abc", source_cidrs=("10.0.192.0/26", "10.0.192.64/26"))
+    alb = plan.Alb(
+        "arn:aws:acm:us-west-2:123456789012:certificate/abc", source_cidrs=("10.0.192.0/26", "10.0.192.64/26")
+    )
     objects = [i.manifest for i in plan.platform_objects(rendered, dataclasses.replace(SETTINGS, access=alb))]
     (allowance,) = [o for o in objects if o["metadata"]["name"] == access.ALLOW_LOAD_BALANCER]
     (rule,) = allowance["spec"]["ingress"]
     assert rule["from"] == [{"ipBlock": {"cidr": "10.0.192.0/26"}}, {"ipBlock": {"cidr": "10.0.192.64/26"}}]
     assert {p["port"] for p in rule["ports"]} == {8080, 15021}  # the Service's port 80 targets 8080; the health check
-    gateway = next(p for p in network_policy.pods(objects) if p.workload == "Deployment istio-system/istio-ingressgateway")
+    gateway = next(
+        p for p in network_policy.pods(objects) if p.workload == "Deployment istio-system/istio-ingressgateway"
+    )
     for port in (8080, 15021):
         assert admits(objects, namespace="istio-system", pod_labels=gateway.labels, port=port, source=OUTSIDE)
     # Without it, upstream's policies admit only pods of istio-system: the ALB's requests would be dropped.
     without = [o for o in objects if o is not allowance]
     assert not admits(without, namespace="istio-system", pod_labels=gateway.labels, port=8080, source=OUTSIDE)
     exposed = access.gateway_exposure(objects)
-    assert any("the load balancer cannot reach port 8080" in p for p in network_policy.problems(without, "monitoring", exposed))
+    assert any(
+        "the load balancer cannot reach port 8080" in p for p in network_policy.problems(without, "monitoring", exposed)
+    )
     assert network_policy.problems(objects, "monitoring", exposed) == []
     # Pods never reach the gateway through it: they are no address range.
     team_pod = Source(namespace_labels={"kubernetes.io/metadata.name": "ml-research"}, pod_labels={"app": "notebook"})
@@ -110,4 +130,8 @@ def test_behind_an_alb_the_load_balancer_reaches_the_gateway_pods_from_the_vpc(r
     assert allowance["spec"]["ingress"][0]["from"] == access.LOAD_BALANCER_SOURCES_PLACEHOLDER
     assert network_policy.problems(objects, "monitoring", exposed) == []
     # With port-forward nothing is opened to the VPC.
-    assert not [o for o in plan.platform_objects(rendered, SETTINGS) if o.manifest["metadata"]["name"] == access.ALLOW_LOAD_BALANCER]
+    assert not [
+        o
+        for o in plan.platform_objects(rendered, SETTINGS)
+        if o.manifest["metadata"]["name"] == access.ALLOW_LOAD_BALANCER
+    ]

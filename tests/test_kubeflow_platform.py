@@ -43,9 +43,18 @@ def secret(objects, namespace, name) -> dict[str, str]:
 
 def test_upstream_ships_every_default_the_checker_looks_for(cleaned):
     found = "\n".join(credentials.defaults_left(cleaned))
-    for where in ("auth/dex-passwords", "auth/dex-oidc-client", "auth/dex:", "oauth2-proxy/oauth2-proxy",
-                  "kubeflow/mlpipeline-minio-artifact", "kubeflow/mysql-secret", "kubeflow/mysql:",
-                  "kubeflow/katib-mysql-secrets", "kubeflow/model-catalog-postgres", "model-registry-db-secrets"):
+    for where in (
+        "auth/dex-passwords",
+        "auth/dex-oidc-client",
+        "auth/dex:",
+        "oauth2-proxy/oauth2-proxy",
+        "kubeflow/mlpipeline-minio-artifact",
+        "kubeflow/mysql-secret",
+        "kubeflow/mysql:",
+        "kubeflow/katib-mysql-secrets",
+        "kubeflow/model-catalog-postgres",
+        "model-registry-db-secrets",
+    ):
         assert where in found
 
 
@@ -73,10 +82,17 @@ def test_dex_knows_only_the_admin(cleaned):
 def test_pipelines_storage_and_databases_get_generated_credentials(cleaned):
     changed = credentials.apply(cleaned, REAL, ADMIN)
     assert secret(changed, "kubeflow", "mlpipeline-minio-artifact") == {
-        "accesskey": REAL.pipelines_s3_access_key, "secretkey": REAL.pipelines_s3_secret_key}
-    assert secret(changed, "kubeflow", "mysql-secret") == {"username": "root", "password": REAL.pipelines_mysql_password}
-    for name, secret_name, secret_key in (("mysql", "mysql-secret", "password"),
-                                           ("katib-mysql", "katib-mysql-secrets", "MYSQL_ROOT_PASSWORD")):
+        "accesskey": REAL.pipelines_s3_access_key,
+        "secretkey": REAL.pipelines_s3_secret_key,
+    }
+    assert secret(changed, "kubeflow", "mysql-secret") == {
+        "username": "root",
+        "password": REAL.pipelines_mysql_password,
+    }
+    for name, secret_name, secret_key in (
+        ("mysql", "mysql-secret", "password"),
+        ("katib-mysql", "katib-mysql-secrets", "MYSQL_ROOT_PASSWORD"),
+    ):
         env = pod_template(find(changed, "Deployment", "kubeflow", name))["spec"]["containers"][0]["env"]
         names = [e["name"] for e in env]
         assert "MYSQL_ALLOW_EMPTY_PASSWORD" not in names and names.count("MYSQL_ROOT_PASSWORD") == 1
@@ -97,7 +113,10 @@ def test_by_default_credentials_are_whole_string_placeholders_the_registration_r
 
 def test_a_placeholder_inside_text_or_without_a_value_is_refused():
     with pytest.raises(ValueError, match="no value given"):
-        register.resolve({"a": f"x{credentials.placeholder('oidc_client_secret')}"}, {credentials.placeholder("oidc_client_secret"): "v"})
+        register.resolve(
+            {"a": f"x{credentials.placeholder('oidc_client_secret')}"},
+            {credentials.placeholder("oidc_client_secret"): "v"},
+        )
     with pytest.raises(ValueError, match="no value given"):
         register.resolve({"a": credentials.placeholder("oidc_client_secret")}, {})
     with pytest.raises(ValueError, match="unknown credentials"):
@@ -126,18 +145,24 @@ def test_the_gpu_toleration_group_tolerates_exactly_the_platforms_gpu_taint(with
     group = form(with_notebooks)["tolerationGroup"]
     assert group["value"] == ""
     (option,) = group["options"]
-    assert option["tolerations"] == [{"key": GPU_TAINT.key, "operator": "Equal", "value": GPU_TAINT.value, "effect": GPU_TAINT.effect}]
+    assert option["tolerations"] == [
+        {"key": GPU_TAINT.key, "operator": "Equal", "value": GPU_TAINT.value, "effect": GPU_TAINT.effect}
+    ]
 
 
 def test_each_gpu_pool_is_one_affinity_option(with_notebooks):
     affinity = form(with_notebooks)["affinityConfig"]
     assert affinity["value"] == ""
     terms = {
-        o["configKey"]: o["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        o["configKey"]: o["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
         for o in affinity["options"]
     }
     assert terms == {
-        f"nodepool-{pool}": [{"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]}]}]
+        f"nodepool-{pool}": [
+            {"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]}]}
+        ]
         for pool in ("gpu-inference", "gpu-training")
     }
 
@@ -173,9 +198,14 @@ def admit(policy: dict, pod: dict, namespace_labels: dict[str, str]) -> list[str
     variables = {}
     for variable in spec["variables"]:
         variables[celpy.celtypes.StringType(variable["name"])] = run(
-            variable["expression"], {**activation, "variables": celpy.celtypes.MapType(variables)})
+            variable["expression"], {**activation, "variables": celpy.celtypes.MapType(variables)}
+        )
     activation["variables"] = celpy.celtypes.MapType(variables)
-    return [rule.get("message", rule["expression"][:60]) for rule in spec["validations"] if not run(rule["expression"], activation)]
+    return [
+        rule.get("message", rule["expression"][:60])
+        for rule in spec["validations"]
+        if not run(rule["expression"], activation)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -203,21 +233,34 @@ def trainer_pod(runtime: dict) -> dict:
 def argo_pod(objects) -> dict:
     """A pipeline task's pod: Argo fills the workflow's missing fields from workflowDefaults and copies
     spec.schedulerName to every pod it creates; KFP's compiled workflows name no scheduler."""
-    defaults = yaml.safe_load(find(objects, "ConfigMap", "kubeflow", "workflow-controller-configmap")["data"].get("workflowDefaults") or "{}") or {}
+    defaults = (
+        yaml.safe_load(
+            find(objects, "ConfigMap", "kubeflow", "workflow-controller-configmap")["data"].get("workflowDefaults")
+            or "{}"
+        )
+        or {}
+    )
     workflow = {"spec": {"entrypoint": "entrypoint", "serviceAccountName": "default-editor"}}
     spec = {**defaults.get("spec", {}), **workflow["spec"]}
-    pod_spec = {"containers": [{"name": "main", "image": "pytorch", "resources": GPU}, {"name": "wait", "image": "argoexec"}],
-                "tolerations": [TOLERATION]}
+    pod_spec = {
+        "containers": [{"name": "main", "image": "pytorch", "resources": GPU}, {"name": "wait", "image": "argoexec"}],
+        "tolerations": [TOLERATION],
+    }
     if "schedulerName" in spec:
         pod_spec["schedulerName"] = spec["schedulerName"]
-    return {"metadata": {"name": "train-step", "namespace": "vision", "labels": {"workflows.argoproj.io/workflow": "run"}}, "spec": pod_spec}
+    return {
+        "metadata": {"name": "train-step", "namespace": "vision", "labels": {"workflows.argoproj.io/workflow": "run"}},
+        "spec": pod_spec,
+    }
 
 
 def notebook_pod(*, owner: str | None = "nb", toleration: bool = True) -> dict:
     """A GPU notebook's pod as the notebook controller's StatefulSet creates it (JWA sets no schedulerName)."""
     metadata = {"name": "nb-0", "namespace": "vision", "labels": {"notebook-name": "nb", "statefulset": "nb"}}
     if owner:
-        metadata["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner, "controller": True, "uid": "u"}]
+        metadata["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner, "controller": True, "uid": "u"}
+        ]
     spec = {"containers": [{"name": "nb", "image": "jupyter-pytorch-cuda-full", "resources": GPU}]}
     if toleration:
         spec["tolerations"] = [{"key": GPU_TAINT.key, "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
@@ -233,7 +276,9 @@ def test_training_pods_carry_the_bin_packing_scheduler(cleaned, policy):
     for runtime in runtimes:
         for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
             assert job["template"]["spec"]["template"]["spec"]["schedulerName"] == DEFAULT_GPU_SCHEDULER
-    assert admit(policy, trainer_pod(find(changed, "ClusterTrainingRuntime", "", "torch-distributed")), TEAM_LABELS) == []
+    assert (
+        admit(policy, trainer_pod(find(changed, "ClusterTrainingRuntime", "", "torch-distributed")), TEAM_LABELS) == []
+    )
 
 
 def test_pipeline_pods_carry_the_bin_packing_scheduler(cleaned, policy):
@@ -255,9 +300,33 @@ def test_gpu_notebooks_are_exempt_from_the_scheduler_rule_only(policy):
     assert admit(exempted, notebook_pod(owner="other"), TEAM_LABELS) != []
     outside = {"kubernetes.io/metadata.name": "vision"}
     assert admit(exempted, notebook_pod(), outside) != []  # only in team namespaces
-    assert admit(exempted, trainer_pod({"spec": {"template": {"spec": {"replicatedJobs": [
-        {"name": "node", "template": {"spec": {"template": {"spec": {"containers": [{"name": "node", "image": "x"}]}}}}}]}}}}),
-        TEAM_LABELS) != []  # other pods still need the scheduler
+    assert (
+        admit(
+            exempted,
+            trainer_pod(
+                {
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "replicatedJobs": [
+                                    {
+                                        "name": "node",
+                                        "template": {
+                                            "spec": {
+                                                "template": {"spec": {"containers": [{"name": "node", "image": "x"}]}}
+                                            }
+                                        },
+                                    }
+                                ]
+                            }
+                        }
+                    }
+                }
+            ),
+            TEAM_LABELS,
+        )
+        != []
+    )  # other pods still need the scheduler
 
 
 def test_an_exemption_for_a_policy_without_the_scheduler_rule_is_an_error(policy):
@@ -269,8 +338,12 @@ def test_an_exemption_for_a_policy_without_the_scheduler_rule_is_an_error(policy
 
 
 def test_the_alb_serves_https_only_with_the_certificate_and_tags():
-    alb = access.Alb("arn:aws:acm:us-west-2:123456789012:certificate/abc", scheme="internet-facing",
-                     host="kubeflow.example.org", allowed_cidrs=("203.0.113.0/24",))
+    alb = access.Alb(
+        "arn:aws:acm:us-west-2:123456789012:certificate/abc",
+        scheme="internet-facing",
+        host="kubeflow.example.org",
+        allowed_cidrs=("203.0.113.0/24",),
+    )
     ingress = access.ingress(alb, {"project": "ml", "stack": "dev"})
     annotations = ingress["metadata"]["annotations"]
     assert json.loads(annotations["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTPS": 443}]

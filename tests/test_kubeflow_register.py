@@ -76,11 +76,20 @@ def seen(staged) -> dict[str, dict]:
     def program():
         provider = k8s.Provider("cluster", kubeconfig="{}")
         stages = {stage: pulumi.ComponentResource("test:kubeflow:Stage", f"stage-{int(stage)}") for stage in Stage}
-        node_group = k8s.core.v1.ConfigMap("node-group", metadata={"name": "stand-in"}, opts=pulumi.ResourceOptions(provider=provider))
-        csi = k8s.core.v1.ConfigMap("csi-driver", metadata={"name": "stand-in-2"}, opts=pulumi.ResourceOptions(provider=provider))
+        node_group = k8s.core.v1.ConfigMap(
+            "node-group", metadata={"name": "stand-in"}, opts=pulumi.ResourceOptions(provider=provider)
+        )
+        csi = k8s.core.v1.ConfigMap(
+            "csi-driver", metadata={"name": "stand-in-2"}, opts=pulumi.ResourceOptions(provider=provider)
+        )
         register.register(
-            staged, provider=provider, parent=stages, secrets=SECRETS, role_arns={"vision": ROLE},
-            depends_on=[node_group], depends_on_by_kind={"PersistentVolumeClaim": [csi]},
+            staged,
+            provider=provider,
+            parent=stages,
+            secrets=SECRETS,
+            role_arns={"vision": ROLE},
+            depends_on=[node_group],
+            depends_on_by_kind={"PersistentVolumeClaim": [csi]},
         )
 
     return run(program)
@@ -103,8 +112,16 @@ def test_built_in_kinds_are_typed_and_others_custom_resources(staged, seen):
         api_version, kind = item.manifest["apiVersion"], item.manifest["kind"]
         token = f"kubernetes:{'core/v1' if api_version == 'v1' else api_version}:{kind}"
         assert seen[item.name]["type"] == token
-    typed = {(group_of(s.manifest["apiVersion"]), s.manifest["kind"]) for s in staged if (s.manifest["apiVersion"], s.manifest["kind"]) in k8s_objects._KINDS}
-    assert typed == {(group_of(s.manifest["apiVersion"]), s.manifest["kind"]) for s in staged if (group_of(s.manifest["apiVersion"]), s.manifest["kind"]) in BUILTIN}
+    typed = {
+        (group_of(s.manifest["apiVersion"]), s.manifest["kind"])
+        for s in staged
+        if (s.manifest["apiVersion"], s.manifest["kind"]) in k8s_objects._KINDS
+    }
+    assert typed == {
+        (group_of(s.manifest["apiVersion"]), s.manifest["kind"])
+        for s in staged
+        if (group_of(s.manifest["apiVersion"]), s.manifest["kind"]) in BUILTIN
+    }
 
 
 def test_each_typed_class_registers_its_own_kind():
@@ -141,9 +158,13 @@ def test_credentials_and_role_arns_are_resolved_and_nothing_else_is(staged, seen
 
 def test_registration_refuses_a_missing_credential(staged):
     with pytest.raises(ValueError, match="no value given"):
-        register.resolve(next(s.manifest for s in staged if s.key.name == "dex-passwords"), register.substitutions({}, {}))
+        register.resolve(
+            next(s.manifest for s in staged if s.key.name == "dex-passwords"), register.substitutions({}, {})
+        )
     with pytest.raises(ValueError, match="no value given"):
-        register.resolve(next(s.manifest for s in staged if s.key.kind == "Profile"), register.substitutions(SECRETS, {}))
+        register.resolve(
+            next(s.manifest for s in staged if s.key.kind == "Profile"), register.substitutions(SECRETS, {})
+        )
     assert teams.role_arn_placeholder("vision") in repr(next(s.manifest for s in staged if s.key.kind == "Profile"))
 
 
@@ -161,7 +182,12 @@ def test_every_built_in_kind_the_plan_knows_has_a_typed_class_and_none_becomes_a
     with pytest.raises(ValueError, match="no resource type for batch/v2 Job"):
         k8s_objects.create("j", job, pulumi.ResourceOptions(), any_custom=True)
     # The same check a plan runs before anything is created: by apiVersion, not only by group.
-    autoscaler = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "a"}, "spec": {}}
+    autoscaler = {
+        "apiVersion": "autoscaling/v1",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "a"},
+        "spec": {},
+    }
     with pytest.raises(ValueError, match="no resource type for autoscaling/v1 HorizontalPodAutoscaler"):
         k8s_objects.check(autoscaler, any_custom=True)
     service = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "a"}, "spec": {}}

@@ -39,7 +39,13 @@ def expected_objects() -> dict[str, list[tuple[str, ...]]]:
 
 def identity(obj) -> tuple[str, ...]:
     metadata = obj["metadata"]
-    return (obj["apiVersion"], obj["kind"], metadata.get("namespace", ""), metadata["name"], render.canonical_digest(obj))
+    return (
+        obj["apiVersion"],
+        obj["kind"],
+        metadata.get("namespace", ""),
+        metadata["name"],
+        render.canonical_digest(obj),
+    )
 
 
 def test_every_supported_entry_is_one_the_reference_renders():
@@ -60,7 +66,8 @@ def test_the_platforms_cert_manager_is_the_version_kubeflow_renders(rendered):
     from components.versions import CERT_MANAGER
 
     versions = {
-        (o["metadata"].get("labels") or {}).get("app.kubernetes.io/version") for o in rendered[entries.CERT_MANAGER.path]
+        (o["metadata"].get("labels") or {}).get("app.kubernetes.io/version")
+        for o in rendered[entries.CERT_MANAGER.path]
     }
     assert versions - {None} == {CERT_MANAGER.version}
 
@@ -86,7 +93,10 @@ def test_a_second_render_reads_the_disk_cache_and_returns_fresh_objects(render_c
     assert stats.rendered == [] and stats.cached == [e.path for e in entries.DEFAULT]
     first = again[entries.DEX.path][0]
     first["metadata"]["name"] = "changed"
-    assert render.render(REFERENCE, [entries.DEX], cache_dir=render_cache)[entries.DEX.path][0]["metadata"]["name"] != "changed"
+    assert (
+        render.render(REFERENCE, [entries.DEX], cache_dir=render_cache)[entries.DEX.path][0]["metadata"]["name"]
+        != "changed"
+    )
 
 
 def test_the_cache_key_follows_every_input():
@@ -126,7 +136,9 @@ def test_a_remote_base_that_is_not_pinned_is_an_error(tmp_path):
 def test_the_pinned_remotes_leave_no_remote_base_in_any_entry(tmp_path):
     render.prepare(REFERENCE, tmp_path)
     for entry in entries.ALL:
-        assert render.unpinned_remotes(render.kustomizations(tmp_path / "community-distribution" / entry.path)) == [], entry.path
+        assert render.unpinned_remotes(render.kustomizations(tmp_path / "community-distribution" / entry.path)) == [], (
+            entry.path
+        )
 
 
 def test_preparing_a_render_leaves_the_verified_tree_as_it_was(tmp_path):

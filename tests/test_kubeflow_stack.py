@@ -24,8 +24,12 @@ from .conftest import PROJECT, run_stack, stack_config
 #: OIDC client secret Dex and oauth2-proxy share, oauth2-proxy's cookie secret, the example user): none may reach the
 #: cluster. Written out here, not read from the code that replaces them.
 DEFAULTS = (
-    "12341234", "minio123", "$2y$12$4K/VkmDd1q1Orb3xAt82zu8gk7Ad6ReFR4LCP9UeYE90NLiN9Df72",
-    "pUBnBOY80SnXgjibTYM9ZWNzY2xreNGQok", "7d16fee92f8d11b8940b081b3f8b8acb", "user@example.com",
+    "12341234",
+    "minio123",
+    "$2y$12$4K/VkmDd1q1Orb3xAt82zu8gk7Ad6ReFR4LCP9UeYE90NLiN9Df72",
+    "pUBnBOY80SnXgjibTYM9ZWNzY2xreNGQok",
+    "7d16fee92f8d11b8940b081b3f8b8acb",
+    "user@example.com",
     "MYSQL_ALLOW_EMPTY_PASSWORD",
 )
 #: Database passwords upstream leaves empty or sets to a word (Katib's MySQL, the model registry's).
@@ -64,12 +68,15 @@ def recorded_plan(inventory) -> list[staging.Staged]:
     kubeflow = inventory.one("eksml:kubeflow:Kubeflow")
     stage_of = {
         r.urn: Stage[r.name.removeprefix("kubeflow-").replace("-", "_").upper()]
-        for r in inventory.children(kubeflow) if r.type == "eksml:kubeflow:Stage"
+        for r in inventory.children(kubeflow)
+        if r.type == "eksml:kubeflow:Stage"
     }
     objects = [r for r in inventory.resources if r.parent in stage_of]
     keys = {r.urn: key(r.inputs) for r in objects}
     return [
-        staging.Staged(keys[r.urn], stage_of[r.parent], r.name, r.inputs, tuple(keys[d] for d in r.dependencies if d in keys))
+        staging.Staged(
+            keys[r.urn], stage_of[r.parent], r.name, r.inputs, tuple(keys[d] for d in r.dependencies if d in keys)
+        )
         for r in objects
     ]
 
@@ -104,11 +111,19 @@ def test_kubeflow_uses_the_platforms_cert_manager_and_installs_none_of_its_own(s
 
 def leaked_credentials(inventory) -> list[tuple[str, str]]:
     leaked = [
-        (r.name, default) for r in inventory.resources for text in texts(r.inputs) for default in DEFAULTS if default in text
+        (r.name, default)
+        for r in inventory.resources
+        for text in texts(r.inputs)
+        for default in DEFAULTS
+        if default in text
     ]
     for secret in (r for r in kubeflow_objects(inventory) if r.inputs.get("kind") == "Secret"):
-        values = {**(secret.inputs.get("stringData") or {}),
-                  **{k: base64.b64decode(v).decode() for k, v in (secret.inputs.get("data") or {}).items() if v != "[secret]"}}
+        values = {
+            **(secret.inputs.get("stringData") or {}),
+            **{
+                k: base64.b64decode(v).decode() for k, v in (secret.inputs.get("data") or {}).items() if v != "[secret]"
+            },
+        }
         leaked += [(secret.name, k) for k, v in values.items() if "PASSWORD" in k.upper() and v in WEAK_PASSWORDS]
     return leaked
 
@@ -120,10 +135,17 @@ def test_no_upstream_default_credential_appears_in_any_resource_input(stack):
 
 def test_with_every_optional_component_no_upstream_default_credential_appears_either():
     section = kubeflow_section()
-    section.update(components={"katib": True, "spark": True, "hub": True, "knative": True}, hubRegistryTeam="ml-research")
+    section.update(
+        components={"katib": True, "spark": True, "hub": True, "knative": True}, hubRegistryTeam="ml-research"
+    )
     inventory = run_stack("dev", {"kubeflow": section})
     names = {o.inputs["metadata"]["name"] for o in kubeflow_objects(inventory)}
-    assert {"katib-mysql-secrets", "model-registry-db-secrets", "model-catalog-postgres", "spark-operator-controller"} <= names
+    assert {
+        "katib-mysql-secrets",
+        "model-registry-db-secrets",
+        "model-catalog-postgres",
+        "spark-operator-controller",
+    } <= names
     assert leaked_credentials(inventory) == []
 
 
@@ -131,23 +153,33 @@ def test_with_every_optional_component_no_upstream_default_credential_appears_ei
 def test_the_notebook_form_offers_only_the_stacks_gpu_pools_and_exactly_their_taint(name, request):
     inventory = request.getfixturevalue(name)
     config_map = next(
-        o for o in kubeflow_objects(inventory)
+        o
+        for o in kubeflow_objects(inventory)
         if o.inputs.get("kind") == "ConfigMap" and "spawner_ui_config.yaml" in (o.inputs.get("data") or {})
     )
     form = yaml.safe_load(config_map.inputs["data"]["spawner_ui_config.yaml"])["spawnerFormDefaults"]
     pools = inventory.of_type("kubernetes:karpenter.sh/v1:NodePool")
     gpu_pools = {p.inputs["metadata"]["name"]: p for p in pools if p.inputs["spec"]["limits"].get("nvidia.com/gpu")}
     assert gpu_pools and len(gpu_pools) < len(pools)
-    offered = [o["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-               for o in form["affinityConfig"]["options"]]
+    offered = [
+        o["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for o in form["affinityConfig"]["options"]
+    ]
     assert offered == [
-        [{"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]}]}] for pool in sorted(gpu_pools)
+        [{"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]}]}]
+        for pool in sorted(gpu_pools)
     ]
     (group,) = form["tolerationGroup"]["options"]
-    taints = {json.dumps(t, sort_keys=True) for p in gpu_pools.values() for t in p.inputs["spec"]["template"]["spec"]["taints"]}
+    taints = {
+        json.dumps(t, sort_keys=True)
+        for p in gpu_pools.values()
+        for t in p.inputs["spec"]["template"]["spec"]["taints"]
+    }
     # Each toleration is one of the pools' taints (key, value, effect) matched exactly, and every taint is tolerated.
     assert all(t["operator"] == "Equal" for t in group["tolerations"])
-    assert {json.dumps({k: v for k, v in t.items() if k != "operator"}, sort_keys=True) for t in group["tolerations"]} == taints
+    assert {
+        json.dumps({k: v for k, v in t.items() if k != "operator"}, sort_keys=True) for t in group["tolerations"]
+    } == taints
     assert form["gpus"]["value"]["num"] == "none" and form["tolerationGroup"]["value"] == ""  # nothing preselected
 
 
@@ -156,7 +188,9 @@ def test_a_team_gets_a_profile_with_its_gpu_quota_and_a_role_only_its_editor_acc
     profile = next(o for o in objects if o.inputs.get("kind") == "Profile")
     assert profile.inputs["metadata"]["name"] == "ml-research"
     assert profile.inputs["spec"]["resourceQuotaSpec"]["hard"]["requests.nvidia.com/gpu"] == "4"
-    namespace = next(o for o in objects if o.inputs.get("kind") == "Namespace" and o.inputs["metadata"]["name"] == "ml-research")
+    namespace = next(
+        o for o in objects if o.inputs.get("kind") == "Namespace" and o.inputs["metadata"]["name"] == "ml-research"
+    )
     assert dev.depends_on(profile, namespace)
     trust = json.loads(dev.one("aws:iam/role:Role", "kubeflow-team-ml-research-role").inputs["assumeRolePolicy"])
     condition = trust["Statement"][0]["Condition"]["StringEquals"]
@@ -203,7 +237,9 @@ def test_teams_whose_s3_prefixes_overlap_are_refused_naming_the_inner_one():
     prefix = section["teams"]["ml-research"]["s3Prefix"]
     section["teams"]["vision"] = {"owner": "v@example.org", "gpuQuota": 1, "s3Prefix": f"{prefix}/vision"}
     (problem,) = refused({"kubeflow": section})
-    assert problem.startswith(f"kubeflow.teams.vision.s3Prefix: '{prefix}/vision' lies within team ml-research's prefix")
+    assert problem.startswith(
+        f"kubeflow.teams.vision.s3Prefix: '{prefix}/vision' lies within team ml-research's prefix"
+    )
     section["teams"]["vision"]["s3Prefix"] = prefix
     (problem,) = refused({"kubeflow": section})
     assert problem.startswith(f"kubeflow.teams.vision.s3Prefix: '{prefix}' is team ml-research's prefix")
@@ -215,8 +251,11 @@ ALB = {"mode": "alb", "certificateArn": "arn:aws:acm:us-west-2:123456789012:cert
 
 
 def load_balancer_allowance(inventory):
-    (policy,) = [o for o in kubeflow_objects(inventory) if o.inputs.get("kind") == "NetworkPolicy"
-                 and o.inputs["metadata"]["name"] == "allow-load-balancer"]
+    (policy,) = [
+        o
+        for o in kubeflow_objects(inventory)
+        if o.inputs.get("kind") == "NetworkPolicy" and o.inputs["metadata"]["name"] == "allow-load-balancer"
+    ]
     return policy.inputs["spec"]["ingress"][0]["from"]
 
 
@@ -229,7 +268,11 @@ def test_behind_an_alb_the_gateway_admits_the_albs_subnets_and_the_ingress_goes_
     public = [peer["ipBlock"]["cidr"] for peer in load_balancer_allowance(facing)]
     assert len(public) == len(internal) and all("public" in subnets[cidr] for cidr in public)  # no pod lives there
     (ingress,) = [o for o in kubeflow_objects(inventory) if o.inputs.get("kind") == "Ingress"]
-    controller = next(r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-load-balancer-controller")
+    controller = next(
+        r
+        for r in inventory.of_type("kubernetes:helm.sh/v3:Release")
+        if r.inputs["name"] == "aws-load-balancer-controller"
+    )
     assert inventory.depends_on(ingress, controller)  # the controller deletes the ALB it made
 
 
@@ -279,14 +322,20 @@ def test_a_teams_fsx_claim_binds_a_static_volume_of_the_platforms_file_system_an
     section["teams"]["ml-research"]["fsxClaim"] = "datasets"
     inventory = run_stack("dev", {"kubeflow": section})
     objects = {(o.inputs.get("kind"), o.inputs["metadata"]["name"]): o for o in kubeflow_objects(inventory)}
-    volume, claim = objects[("PersistentVolume", "datasets-ml-research")], objects[("PersistentVolumeClaim", "datasets")]
+    volume, claim = (
+        objects[("PersistentVolume", "datasets-ml-research")],
+        objects[("PersistentVolumeClaim", "datasets")],
+    )
     namespace = objects[("Namespace", "ml-research")]
     file_system = inventory.one("aws:fsx/lustreFileSystem:LustreFileSystem")
     csi = volume.inputs["spec"]["csi"]
     assert csi["volumeHandle"] == file_system.id == inventory.stack_outputs["fsxFileSystemId"]
     assert csi["volumeAttributes"]["mountname"] == file_system.outputs["mountName"]
     assert volume.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
-    assert claim.inputs["metadata"]["namespace"] == "ml-research" and claim.inputs["spec"]["volumeName"] == "datasets-ml-research"
+    assert (
+        claim.inputs["metadata"]["namespace"] == "ml-research"
+        and claim.inputs["spec"]["volumeName"] == "datasets-ml-research"
+    )
     # Destroy: the namespace goes (taking the claim, so no pod holds it), then the volume, then the driver.
     assert claim.deleted_with == namespace.urn
     assert inventory.depends_on(namespace, volume)
@@ -301,19 +350,25 @@ def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_t
     inventory = run_stack("dev", {"kubeflow": section})
     objects = kubeflow_objects(inventory)
     (authentication,) = [
-        o for o in objects if o.inputs.get("kind") == "RequestAuthentication" and o.inputs["metadata"]["name"] == "m2m-token-issuer"
+        o
+        for o in objects
+        if o.inputs.get("kind") == "RequestAuthentication" and o.inputs["metadata"]["name"] == "m2m-token-issuer"
     ]
     (rule,) = authentication.inputs["spec"]["jwtRules"]
     assert rule["issuer"] == "https://" + inventory.stack_outputs["oidcIssuer"]
     assert rule["outputClaimToHeaders"][0] == {"claim": "sub", "header": "kubeflow-userid"}
     (parameters,) = [
-        o for o in objects
+        o
+        for o in objects
         if o.inputs.get("kind") == "ConfigMap" and o.inputs["metadata"]["name"] == "oauth2-proxy-parameters"
     ]
     assert parameters.inputs["data"]["FORCE_HTTPS"] == "false"  # reached by port-forward, over plain HTTP
     # Off by default: no such check at the gateway.
-    assert not [o for o in kubeflow_objects(run_stack("dev")) if o.inputs.get("kind") == "RequestAuthentication"
-                and o.inputs["metadata"]["name"] == "m2m-token-issuer"]
+    assert not [
+        o
+        for o in kubeflow_objects(run_stack("dev"))
+        if o.inputs.get("kind") == "RequestAuthentication" and o.inputs["metadata"]["name"] == "m2m-token-issuer"
+    ]
 
 
 def test_a_missing_tree_stops_the_program_before_anything_is_created(tmp_path):
@@ -335,7 +390,11 @@ def test_pipelines_servers_get_time_for_mysql_to_start_and_other_workloads_keep_
 
 
 def test_users_cannot_register_namespaces_every_profile_is_the_stacks(stack):
-    (config,) = [o for o in kubeflow_objects(stack) if o.inputs.get("kind") == "ConfigMap" and o.inputs["metadata"]["name"] == "dashboard-parameters"]
+    (config,) = [
+        o
+        for o in kubeflow_objects(stack)
+        if o.inputs.get("kind") == "ConfigMap" and o.inputs["metadata"]["name"] == "dashboard-parameters"
+    ]
     assert config.inputs["data"]["REGISTRATION_FLOW"] == "false"
     # and no upstream example Profile or user namespace is installed
     assert not [o.name for o in kubeflow_objects(stack) if "kubeflow-user-example-com" in json.dumps(o.inputs)]

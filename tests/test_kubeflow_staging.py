@@ -23,8 +23,12 @@ TEAMS = (
     Team(name="nlp", owner="nlp@example.org", gpu_quota=2, s3_prefix="teams/nlp"),
 )
 SETTINGS = plan.Settings(
-    admin=Admin("platform@example.org"), storage_class="gp3", gpu_node_pools=("gpu-inference",), teams=TEAMS,
-    hub_registry_team="vision", fsx=FsxShare(1200),
+    admin=Admin("platform@example.org"),
+    storage_class="gp3",
+    gpu_node_pools=("gpu-inference",),
+    teams=TEAMS,
+    hub_registry_team="vision",
+    fsx=FsxShare(1200),
 )
 
 
@@ -104,8 +108,17 @@ def test_every_object_waits_for_the_gates_of_the_stage_before_and_never_for_a_la
 
 def test_gates_are_crds_workloads_webhook_configurations_certificates_and_issuers(staged):
     kinds = {s.key.kind for s in staged if staging.is_gate(s.manifest)}
-    assert kinds == {"CustomResourceDefinition", "Deployment", "StatefulSet", "DaemonSet", "MutatingWebhookConfiguration",
-                     "ValidatingWebhookConfiguration", "Certificate", "Issuer", "ClusterIssuer"}
+    assert kinds == {
+        "CustomResourceDefinition",
+        "Deployment",
+        "StatefulSet",
+        "DaemonSet",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "Certificate",
+        "Issuer",
+        "ClusterIssuer",
+    }
 
 
 def test_gates_carry_the_await_annotations_pulumi_kubernetes_reads(staged):
@@ -125,13 +138,25 @@ def test_gates_carry_the_await_annotations_pulumi_kubernetes_reads(staged):
 
 def test_custom_resources_wait_for_their_crd_and_the_fail_closed_webhooks_that_check_them(staged):
     runtime = one(staged, "ClusterTrainingRuntime", "", "torch-distributed")
-    assert ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", "", "clustertrainingruntimes.trainer.kubeflow.org") in runtime.depends_on
-    assert ObjectKey("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "", "validator.trainer.kubeflow.org") in runtime.depends_on
+    assert (
+        ObjectKey(
+            "apiextensions.k8s.io", "CustomResourceDefinition", "", "clustertrainingruntimes.trainer.kubeflow.org"
+        )
+        in runtime.depends_on
+    )
+    assert (
+        ObjectKey(
+            "admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "", "validator.trainer.kubeflow.org"
+        )
+        in runtime.depends_on
+    )
     # cert-manager is the platform's: none of its objects is staged here, and its kinds need no CRD among them
     # (registration makes them depend on its release instead).
     assert not any(s.key.namespace == "cert-manager" or s.key.name.startswith("cert-manager") for s in staged)
     certificate = one(staged, "Certificate", "kubeflow", "kfp-cache-cert")
-    assert reaches(staged, certificate, ObjectKey("cert-manager.io", "ClusterIssuer", "", "kubeflow-self-signing-issuer"))
+    assert reaches(
+        staged, certificate, ObjectKey("cert-manager.io", "ClusterIssuer", "", "kubeflow-self-signing-issuer")
+    )
 
 
 def test_destroy_deletes_kubeflows_namespaces_together_after_everything_in_them(staged):
@@ -141,7 +166,9 @@ def test_destroy_deletes_kubeflows_namespaces_together_after_everything_in_them(
     assert namespaces <= set(issuer.depends_on)
     # Seeded: an issuer that no longer holds a namespace is reported.
     broken = [
-        dataclasses.replace(s, depends_on=tuple(d for d in s.depends_on if d.name != "auth")) if s.key == issuer.key else s
+        dataclasses.replace(s, depends_on=tuple(d for d in s.depends_on if d.name != "auth"))
+        if s.key == issuer.key
+        else s
         for s in staged
     ]
     assert any("destroy would delete it alone" in p and "auth" in p for p in staging.check(broken))
@@ -159,7 +186,10 @@ def test_a_workload_waits_for_the_certificates_it_mounts_and_a_certificate_for_i
     deployment = one(staged, "Deployment", "kubeflow", "poddefaults-webhook-deployment")
     assert ObjectKey("cert-manager.io", "Certificate", "kubeflow", "poddefaults-webhook-cert") in deployment.depends_on
     certificate = one(staged, "Certificate", "kubeflow", "poddefaults-webhook-cert")
-    assert ObjectKey("cert-manager.io", "Issuer", "kubeflow", "poddefaults-webhook-selfsigned-issuer") in certificate.depends_on
+    assert (
+        ObjectKey("cert-manager.io", "Issuer", "kubeflow", "poddefaults-webhook-selfsigned-issuer")
+        in certificate.depends_on
+    )
 
 
 def test_a_team_profile_waits_for_its_namespace_and_team_objects_for_the_apps(staged):
@@ -168,8 +198,16 @@ def test_a_team_profile_waits_for_its_namespace_and_team_objects_for_the_apps(st
     assert reaches(staged, profile, ObjectKey("apps", "Deployment", "kubeflow", "profiles-deployment"))
     pod_default = one(staged, "PodDefault", "vision", "access-ml-pipeline")
     assert ObjectKey("", "Namespace", "", "vision") in pod_default.depends_on
-    assert reaches(staged, pod_default, ObjectKey("admissionregistration.k8s.io", "MutatingWebhookConfiguration", "",
-                                                  "poddefaults-webhook-mutating-webhook-configuration"))
+    assert reaches(
+        staged,
+        pod_default,
+        ObjectKey(
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration",
+            "",
+            "poddefaults-webhook-mutating-webhook-configuration",
+        ),
+    )
 
 
 def test_logical_names_are_short_dns_safe_unique_and_follow_the_pattern(staged):
@@ -177,7 +215,10 @@ def test_logical_names_are_short_dns_safe_unique_and_follow_the_pattern(staged):
     assert len(set(names)) == len(names)
     assert all(re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", n) and len(n) <= staging.MAX_NAME for n in names)
     assert one(staged, "Deployment", "kubeflow", "ml-pipeline").name == "kubeflow-4-deployment-kubeflow-ml-pipeline"
-    assert one(staged, "ClusterTrainingRuntime", "", "torch-distributed").name == "kubeflow-6-clustertrainingruntime-torch-distributed"
+    assert (
+        one(staged, "ClusterTrainingRuntime", "", "torch-distributed").name
+        == "kubeflow-6-clustertrainingruntime-torch-distributed"
+    )
 
 
 def test_a_long_name_is_cut_with_a_hash_of_the_whole_identity():
@@ -198,7 +239,9 @@ def replaced(staged, item, **changes):
 def test_the_checker_catches_a_custom_resource_moved_before_its_webhook(staged):
     runtime = one(staged, "ClusterTrainingRuntime", "", "torch-distributed")
     problems = staging.check(replaced(staged, runtime, stage=Stage.APPS))
-    assert any(f"of the later stage {int(Stage.APP_WEBHOOKS)}" in p and "validator.trainer.kubeflow.org" in p for p in problems)
+    assert any(
+        f"of the later stage {int(Stage.APP_WEBHOOKS)}" in p and "validator.trainer.kubeflow.org" in p for p in problems
+    )
 
 
 def test_the_checker_catches_a_custom_resource_that_waits_for_nothing(staged):
@@ -247,8 +290,11 @@ def test_the_checker_catches_a_cycle(staged):
     problems = staging.check(replaced(staged, namespace, depends_on=(deployment.key,)))
     assert any("later stage" in p for p in problems)  # a cycle across stages is first an order error
     same_stage = one(staged, "Service", "kubeflow", "ml-pipeline")
-    cyclic = replaced(replaced(staged, deployment, depends_on=(*deployment.depends_on, same_stage.key)), same_stage,
-                      depends_on=(*same_stage.depends_on, deployment.key))
+    cyclic = replaced(
+        replaced(staged, deployment, depends_on=(*deployment.depends_on, same_stage.key)),
+        same_stage,
+        depends_on=(*same_stage.depends_on, deployment.key),
+    )
     assert staging.check(cyclic) == ["the dependencies have a cycle"]
 
 

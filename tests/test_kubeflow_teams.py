@@ -14,20 +14,30 @@ from components.kubeflow.teams import Team
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
 
-VISION = Team(name="vision", owner="lead@example.org", gpu_quota=8, s3_prefix="teams/vision",
-              role_arn="arn:aws:iam::123456789012:role/vision", fsx_claim="fsx-lustre")
+VISION = Team(
+    name="vision",
+    owner="lead@example.org",
+    gpu_quota=8,
+    s3_prefix="teams/vision",
+    role_arn="arn:aws:iam::123456789012:role/vision",
+    fsx_claim="fsx-lustre",
+)
 
 
 @pytest.fixture(scope="module")
 def schemas(tmp_path_factory) -> dict[tuple[str, str], dict]:
     """The openAPIV3Schema of each served CRD version of the dashboard entry (Profile, PodDefault)."""
-    rendered = render.render(REFERENCE, [entries.DASHBOARD], cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+    rendered = render.render(
+        REFERENCE, [entries.DASHBOARD], cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders"
+    )
     found = {}
     for crd in rendered[entries.DASHBOARD.path]:
         if crd["kind"] != "CustomResourceDefinition":
             continue
         for version in crd["spec"]["versions"]:
-            found[(f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])] = version["schema"]["openAPIV3Schema"]
+            found[(f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])] = version["schema"][
+                "openAPIV3Schema"
+            ]
     return found
 
 
@@ -86,8 +96,12 @@ def test_the_pod_defaults_are_valid_and_give_pipelines_access_and_the_fsx_share(
     assert pipelines["selector"] == {"matchLabels": {"access-ml-pipeline": "true"}}
     token = pipelines["volumes"][0]["projected"]["sources"][0]["serviceAccountToken"]
     assert token["audience"] == "pipelines.kubeflow.org"
-    assert pipelines["env"] == [{"name": "KF_PIPELINES_SA_TOKEN_PATH", "value": "/var/run/secrets/kubeflow/pipelines/token"}]
-    assert defaults["mount-fsx"]["spec"]["volumes"] == [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-lustre"}}]
+    assert pipelines["env"] == [
+        {"name": "KF_PIPELINES_SA_TOKEN_PATH", "value": "/var/run/secrets/kubeflow/pipelines/token"}
+    ]
+    assert defaults["mount-fsx"]["spec"]["volumes"] == [
+        {"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-lustre"}}
+    ]
 
 
 def test_the_role_reaches_only_the_teams_prefix():
@@ -97,7 +111,9 @@ def test_the_role_reaches_only_the_teams_prefix():
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["teams/vision", "teams/vision/*"]}}
     assert objects["Resource"] == "arn:aws:s3:::ml-data/teams/vision/*"
     assert sorted(objects["Action"]) == ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
-    assert all(s["Effect"] == "Allow" and "*" not in s["Resource"].split(":::")[1].split("/")[0] for s in policy["Statement"])
+    assert all(
+        s["Effect"] == "Allow" and "*" not in s["Resource"].split(":::")[1].split("/")[0] for s in policy["Statement"]
+    )
 
 
 @pytest.mark.parametrize(

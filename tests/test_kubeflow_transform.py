@@ -58,7 +58,8 @@ def test_cluster_scoped_objects_carry_no_namespace(upstream, cleaned):
 
     def misplaced(objects):
         return sorted(
-            str(key(o)) for o in objects
+            str(key(o))
+            for o in objects
             if "namespace" in o["metadata"] and not scopes.namespaced(group_of(o["apiVersion"]), o["kind"])
         )
 
@@ -72,7 +73,9 @@ def test_cluster_scoped_objects_carry_no_namespace(upstream, cleaned):
 
 
 def test_controller_filled_secrets_are_exactly_the_empty_ones_and_stay_empty(upstream, cleaned, tmp_path_factory):
-    data_cache = render.render(REFERENCE, [entries.TRAINER_DATA_CACHE], cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+    data_cache = render.render(
+        REFERENCE, [entries.TRAINER_DATA_CACHE], cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders"
+    )
     empty = {
         (o["metadata"]["namespace"], o["metadata"]["name"])
         for o in [*upstream, *data_cache[entries.TRAINER_DATA_CACHE.path]]
@@ -85,16 +88,23 @@ def test_controller_filled_secrets_are_exactly_the_empty_ones_and_stay_empty(ups
 
 
 def test_clearing_a_controller_filled_secret_drops_data_a_render_might_carry():
-    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "knative-serving", "name": "webhook-certs"},
-              "data": {"tls.crt": "eA=="}}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"namespace": "knative-serving", "name": "webhook-certs"},
+        "data": {"tls.crt": "eA=="},
+    }
     (cleared,) = transform.clear_controller_filled_secrets([secret])
     assert "data" not in cleared and secret["data"]  # the input is left as it was
 
 
 def test_no_generated_name_keeps_its_hash_suffix(upstream, cleaned):
     def hashed(objects):
-        return sorted(o["metadata"]["name"] for o in objects
-                      if o["kind"] in {"ConfigMap", "Secret"} and transform._HASH_SUFFIX.match(o["metadata"]["name"]))
+        return sorted(
+            o["metadata"]["name"]
+            for o in objects
+            if o["kind"] in {"ConfigMap", "Secret"} and transform._HASH_SUFFIX.match(o["metadata"]["name"])
+        )
 
     assert "oauth2-proxy-h675gf55ht" in hashed(upstream)
     assert hashed(cleaned) == []
@@ -107,8 +117,11 @@ def test_every_reference_that_resolved_upstream_still_resolves(upstream, cleaned
     def resolved(objects):
         present = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects}
         return {
-            str(key(o)): sorted(n for kind, n in transform.config_references(o) if (kind, o["metadata"]["namespace"], n) in present)
-            for o in objects if pod_template(o) is not None
+            str(key(o)): sorted(
+                n for kind, n in transform.config_references(o) if (kind, o["metadata"]["namespace"], n) in present
+            )
+            for o in objects
+            if pod_template(o) is not None
         }
 
     before, after = resolved(upstream), resolved(cleaned)
@@ -118,9 +131,18 @@ def test_every_reference_that_resolved_upstream_still_resolves(upstream, cleaned
 
 def test_a_hashed_name_mentioned_outside_a_pod_spec_is_an_error():
     objects = [
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "a", "name": "settings-5t624ft8b8"}, "data": {}},
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "a", "name": "other"},
-         "data": {"ref": "settings-5t624ft8b8"}},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"namespace": "a", "name": "settings-5t624ft8b8"},
+            "data": {},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"namespace": "a", "name": "other"},
+            "data": {"ref": "settings-5t624ft8b8"},
+        },
     ]
     with pytest.raises(ValueError, match="settings-5t624ft8b8"):
         transform.stable_names(objects)
@@ -141,7 +163,9 @@ def test_a_config_change_rolls_the_workloads_that_read_it(cleaned):
 def test_every_claim_uses_the_platforms_storage_class(cleaned):
     changed = transform.storage_class(cleaned, "gp3")
     claims = [o["spec"] for o in changed if o["kind"] == "PersistentVolumeClaim"]
-    claims += [t["spec"] for o in changed if o["kind"] == "StatefulSet" for t in o["spec"].get("volumeClaimTemplates") or ()]
+    claims += [
+        t["spec"] for o in changed if o["kind"] == "StatefulSet" for t in o["spec"].get("volumeClaimTemplates") or ()
+    ]
     assert len(claims) == 5
     assert {c["storageClassName"] for c in claims} == {"gp3"}
 
@@ -149,8 +173,10 @@ def test_every_claim_uses_the_platforms_storage_class(cleaned):
 def test_databases_and_object_stores_run_on_demand_and_are_never_disrupted(cleaned):
     placed = transform.stateful_placement(cleaned)
     pinned = sorted(
-        f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in placed
-        if pod_template(o) and pod_template(o)["spec"].get("nodeSelector", {}).get(transform.CAPACITY_TYPE) == "on-demand"
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}"
+        for o in placed
+        if pod_template(o)
+        and pod_template(o)["spec"].get("nodeSelector", {}).get(transform.CAPACITY_TYPE) == "on-demand"
     )
     assert pinned == [
         "kubeflow-user-example-com/model-registry-db",
@@ -173,11 +199,17 @@ def test_the_model_registry_moves_whole_to_a_team_namespace(cleaned):
     assert {o["metadata"]["namespace"] for o in moved} == {"vision"}
 
 
-def test_istios_validation_webhook_is_owned_as_istiod_leaves_it_and_intercepts_none_of_kubeflows_objects(upstream, cleaned):
+def test_istios_validation_webhook_is_owned_as_istiod_leaves_it_and_intercepts_none_of_kubeflows_objects(
+    upstream, cleaned
+):
     from components.kubeflow.relations import Relations
 
     def validator(objects):
-        return next(o for o in objects if o["kind"] == "ValidatingWebhookConfiguration" and o["metadata"]["name"] == "istio-validator-istio-system")
+        return next(
+            o
+            for o in objects
+            if o["kind"] == "ValidatingWebhookConfiguration" and o["metadata"]["name"] == "istio-validator-istio-system"
+        )
 
     assert {w["failurePolicy"] for w in validator(upstream)["webhooks"]} == {"Ignore"}  # upstream fails open
     assert {w["failurePolicy"] for w in validator(cleaned)["webhooks"]} == {"Fail"}  # what istiod turns it into

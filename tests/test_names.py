@@ -83,7 +83,10 @@ def test_the_mocks_refuse_an_auto_name_past_the_providers_limit_as_pulumi_previe
 def test_the_mocks_refuse_a_name_the_provider_accepts_but_aws_refuses():
     def program():
         aws.eks.NodeGroup(
-            "n" * 56, cluster_name="c", node_role_arn="arn:aws:iam::123456789012:role/r", subnet_ids=["subnet-1"],
+            "n" * 56,
+            cluster_name="c",
+            node_role_arn="arn:aws:iam::123456789012:role/r",
+            subnet_ids=["subnet-1"],
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=1, max_size=1, min_size=1),
         )
 

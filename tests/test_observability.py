@@ -50,7 +50,9 @@ def metric_names(expr: str) -> set[str]:
         if isinstance(node, promql_parser.VectorSelector) and node.name:
             names.add(node.name)
 
-    promql_parser.walk(promql_parser.parse(expr.replace("$nodepool", "x").replace("$namespace", "x").replace("$node", "x")), visit)
+    promql_parser.walk(
+        promql_parser.parse(expr.replace("$nodepool", "x").replace("$namespace", "x").replace("$node", "x")), visit
+    )
     return names
 
 
@@ -92,7 +94,12 @@ def test_every_alert_expression_queries_only_known_metrics():
     rules = alert_rules("r", "monitoring", [GpuPool("gpu-a", 8)], AlertThresholds())
     alerts = [rule for group in rules["spec"]["groups"] for rule in group["rules"]]
     assert {a["alert"] for a in alerts} == {
-        "GpuIdle", "GpuHardwareXid", "GpuXidError", "GpuPodsPending", "KarpenterLaunchFailures", "NodePoolGpuNearLimit_gpu_a",
+        "GpuIdle",
+        "GpuHardwareXid",
+        "GpuXidError",
+        "GpuPodsPending",
+        "KarpenterLaunchFailures",
+        "NodePoolGpuNearLimit_gpu_a",
     }
     for alert in alerts:
         assert metric_names(alert["expr"]) <= KNOWN
@@ -120,7 +127,10 @@ def _firing(expr, last_xid):
     return bool(_series(promql_parser.parse(expr), last_xid))
 
 
-@pytest.mark.parametrize(("xid", "hardware", "other"), [(0, False, False), (13, False, True), (43, False, True), (48, True, False), (79, True, False)])
+@pytest.mark.parametrize(
+    ("xid", "hardware", "other"),
+    [(0, False, False), (13, False, True), (43, False, True), (48, True, False), (79, True, False)],
+)
 def test_hardware_xids_page_and_application_xids_only_warn(xid, hardware, other):
     rules = alert_rules("r", "monitoring", [], AlertThresholds())
     alerts = {rule["alert"]: rule for group in rules["spec"]["groups"] for rule in group["rules"]}
@@ -164,9 +174,15 @@ def test_alerts_change_when_the_pools_and_thresholds_change():
 
 
 def test_grafana_password_is_generated_secret_and_never_the_chart_default(dev):
-    release = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack")
+    release = next(
+        r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
+    )
     grafana = release.inputs["values"]["grafana"]
-    assert grafana["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"}
+    assert grafana["admin"] == {
+        "existingSecret": "grafana-admin",
+        "userKey": "admin-user",
+        "passwordKey": "admin-password",
+    }
     assert "adminPassword" not in grafana
     password = dev.one("random:index/randomPassword:RandomPassword", "observability-grafana-admin")
     assert password.inputs["length"] >= 32
@@ -179,7 +195,9 @@ def test_grafana_password_is_generated_secret_and_never_the_chart_default(dev):
 
 
 def test_prometheus_selects_monitors_and_rules_from_every_namespace(dev):
-    release = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack")
+    release = next(
+        r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
+    )
     spec = release.inputs["values"]["prometheus"]["prometheusSpec"]
     for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig"):
         assert spec[f"{kind}SelectorNilUsesHelmValues"] is False
@@ -191,18 +209,26 @@ def test_prometheus_selects_monitors_and_rules_from_every_namespace(dev):
 
 def test_prometheus_volume_goes_with_it_in_dev_and_stays_in_prod(dev, prod):
     def policy(inventory):
-        release = next(r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack")
-        return release.inputs["values"]["prometheus"]["prometheusSpec"]["persistentVolumeClaimRetentionPolicy"]["whenDeleted"]
+        release = next(
+            r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
+        )
+        return release.inputs["values"]["prometheus"]["prometheusSpec"]["persistentVolumeClaimRetentionPolicy"][
+            "whenDeleted"
+        ]
 
     assert policy(dev) == "Delete" and policy(prod) == "Retain"
 
 
 def test_monitors_rules_and_dashboards_wait_for_the_release_that_installs_their_crds(dev):
-    release = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack")
+    release = next(
+        r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
+    )
     for kind in ("monitoring.coreos.com/v1:ServiceMonitor", "monitoring.coreos.com/v1:PrometheusRule"):
         for resource in dev.of_type(f"kubernetes:{kind}"):
             assert release.urn in resource.dependencies
-    dashboards = [c for c in dev.of_type("kubernetes:core/v1:ConfigMap") if c.name.startswith("observability-dashboard-")]
+    dashboards = [
+        c for c in dev.of_type("kubernetes:core/v1:ConfigMap") if c.name.startswith("observability-dashboard-")
+    ]
     assert len(dashboards) == len(DASHBOARDS)
     for configmap in dashboards:
         assert configmap.inputs["metadata"]["labels"] == {"grafana_dashboard": "1"}
@@ -219,8 +245,12 @@ def test_karpenter_is_scraped_through_its_charts_service(dev):
 
 
 def test_alertmanager_webhook_is_a_secret_receiver():
-    inventory = run_stack("dev", {"observability": {"alertmanager": {"webhookUrl": "https://hooks.example.com/T0/B0/x"}}})
-    release = next(r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack")
+    inventory = run_stack(
+        "dev", {"observability": {"alertmanager": {"webhookUrl": "https://hooks.example.com/T0/B0/x"}}}
+    )
+    release = next(
+        r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
+    )
     config = release.inputs["values"]["alertmanager"]["config"]
     # The whole receiver configuration becomes secret with the URL; its shape is kept.
     assert set(config) == {"route", "receivers"}
@@ -232,7 +262,11 @@ def test_alertmanager_webhook_is_a_secret_receiver():
     from components.observability.config import ObservabilityConfig
 
     plain = stack_values(
-        ObservabilityConfig(), storage_class="gp3", delete_volumes=True, placement=Placement({}, ()), webhook_url="https://x"
+        ObservabilityConfig(),
+        storage_class="gp3",
+        delete_volumes=True,
+        placement=Placement({}, ()),
+        webhook_url="https://x",
     )["alertmanager"]["config"]
     assert plain["route"] == {"receiver": "default"}
     assert [r["name"] for r in plain["receivers"]] == ["null", "default"]  # the chart's routes still find "null"
@@ -349,9 +383,14 @@ def test_the_adapter_rule_reads_dcgm_utilisation_per_pod_with_the_labels_prometh
     # Only GPUs a pod holds: both labels must be set.
     matchers = {(m.name, str(m.op), m.value) for m in series.matchers.matchers}
     assert matchers == {(DCGM_NAMESPACE_LABEL, "MatchOp.NotEqual", ""), (DCGM_POD_LABEL, "MatchOp.NotEqual", "")}
-    assert rule["resources"]["overrides"] == {DCGM_NAMESPACE_LABEL: {"resource": "namespace"}, DCGM_POD_LABEL: {"resource": "pod"}}
+    assert rule["resources"]["overrides"] == {
+        DCGM_NAMESPACE_LABEL: {"resource": "namespace"},
+        DCGM_POD_LABEL: {"resource": "pod"},
+    }
     query = promql_parser.parse(_rendered(rule["metricsQuery"]))
-    assert isinstance(query, promql_parser.AggregateExpr) and str(query.op) == "avg" and query.modifier.labels == ["pod"]
+    assert (
+        isinstance(query, promql_parser.AggregateExpr) and str(query.op) == "avg" and query.modifier.labels == ["pod"]
+    )
     assert metric_names(_rendered(rule["metricsQuery"])) == {DCGM_GPU_UTIL}
     # Those labels reach Prometheus as the workload's: the GPU Operator's ServiceMonitor honours the exporter's and
     # drops the scrape target's own.
@@ -383,9 +422,17 @@ def test_the_metrics_adapter_can_be_left_out():
     ("observability", "path", "message"),
     [
         ({"metricsAdapter": {"enabled": "yes"}}, "observability.metricsAdapter.enabled", "a valid boolean, got 'yes'"),
-        ({"metricsAdapter": {"replicas": 3}}, "observability.metricsAdapter.replicas", "unknown key (expected one of enabled)"),
+        (
+            {"metricsAdapter": {"replicas": 3}},
+            "observability.metricsAdapter.replicas",
+            "unknown key (expected one of enabled)",
+        ),
         ({"metricsAdapter": True}, "observability.metricsAdapter", "a valid dictionary"),
-        ({"enabled": False, "metricsAdapter": {}}, "observability.metricsAdapter", "is not used while enabled is false"),
+        (
+            {"enabled": False, "metricsAdapter": {}},
+            "observability.metricsAdapter",
+            "is not used while enabled is false",
+        ),
     ],
 )
 def test_a_wrong_metrics_adapter_setting_is_refused_with_its_key_path(observability, path, message):

@@ -32,29 +32,43 @@ from tests.policy_support import RELEASE, broken, pool, pool_choosing, req, res,
 def test_gpu_pools_are_recognised_however_they_choose_gpus(requirement, gpu):
     chosen = pool_choosing(requirement)
     assert policy_gpu.is_gpu_pool(chosen) is gpu
-    assert broken("gpu-nodepool-tainted", [chosen]) == (["GPU NodePool p has no nvidia.com/gpu:NoSchedule taint"] if gpu else [])
+    assert broken("gpu-nodepool-tainted", [chosen]) == (
+        ["GPU NodePool p has no nvidia.com/gpu:NoSchedule taint"] if gpu else []
+    )
 
 
 def test_gpu_pools_are_tainted():
-    assert broken("gpu-nodepool-tainted", [pool(taint=False)]) == ["GPU NodePool p has no nvidia.com/gpu:NoSchedule taint"]
+    assert broken("gpu-nodepool-tainted", [pool(taint=False)]) == [
+        "GPU NodePool p has no nvidia.com/gpu:NoSchedule taint"
+    ]
     assert broken("gpu-nodepool-tainted", [pool()]) == []
     assert broken("gpu-nodepool-tainted", [pool(gpu=False, taint=False, limit=False)]) == []
 
 
 def test_gpu_pools_are_capped():
-    assert broken("gpu-nodepool-capped", [pool(gpu=True, limit=False)]) == ["GPU NodePool p has no nvidia.com/gpu limit"]
+    assert broken("gpu-nodepool-capped", [pool(gpu=True, limit=False)]) == [
+        "GPU NodePool p has no nvidia.com/gpu limit"
+    ]
     assert broken("gpu-nodepool-capped", [pool()]) == []
 
 
 def test_training_pools_are_on_demand_consolidate_only_when_empty_and_have_budgets():
-    bad = pool(workload="training", disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "1m"})
+    bad = pool(
+        workload="training", disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "1m"}
+    )
     assert len(broken("training-pool-protected", [bad])) == 3
     assert broken("training-pool-protected", [pool(workload="training", capacity=("on-demand",))]) == []
 
 
 @pytest.mark.parametrize(
     ("capacity", "bad"),
-    [(None, False), (("NotIn", "spot"), False), (("In", "on-demand", "reserved"), False), (("NotIn", "on-demand"), True), (("Exists",), True)],
+    [
+        (None, False),
+        (("NotIn", "spot"), False),
+        (("In", "on-demand", "reserved"), False),
+        (("NotIn", "on-demand"), True),
+        (("Exists",), True),
+    ],
 )
 def test_training_pools_may_use_any_capacity_but_spot(capacity, bad):
     """No capacity-type requirement means on-demand (Karpenter's default); reserved capacity is not interrupted."""
@@ -79,13 +93,19 @@ def test_every_pool_sets_its_disruption():
 def karpenter_with_queue(chart: str = "oci://public.ecr.aws/karpenter/karpenter") -> list[Resource]:
     return [
         res("aws:sqs/queue:Queue", "q"),
-        res("aws:cloudwatch/eventRule:EventRule", "spot", eventPattern=json.dumps({"detail-type": ["EC2 Spot Instance Interruption Warning"]})),
+        res(
+            "aws:cloudwatch/eventRule:EventRule",
+            "spot",
+            eventPattern=json.dumps({"detail-type": ["EC2 Spot Instance Interruption Warning"]}),
+        ),
         res(RELEASE, "autoscaler", name="autoscaler", chart=chart, values={"settings": {"interruptionQueue": "q"}}),
     ]
 
 
 def test_spot_pools_need_the_interruption_queue():
-    assert broken("spot-needs-interruption-queue", [pool()]) == ["NodePool p allows spot but the stack has no interruption queue wired to Karpenter"]
+    assert broken("spot-needs-interruption-queue", [pool()]) == [
+        "NodePool p allows spot but the stack has no interruption queue wired to Karpenter"
+    ]
     assert broken("spot-needs-interruption-queue", [pool(), *karpenter_with_queue()]) == []
     assert broken("spot-needs-interruption-queue", [pool(capacity=("on-demand",))]) == []
 
@@ -101,12 +121,24 @@ def test_a_pool_without_a_capacity_type_requirement_is_on_demand():
     assert broken("spot-needs-interruption-queue", [unspecified]) == []
     no_spot = pool_choosing(req("karpenter.sh/capacity-type", "NotIn", "spot"))
     assert broken("spot-needs-interruption-queue", [no_spot]) == []
-    assert broken("spot-needs-interruption-queue", [pool_choosing(req("karpenter.sh/capacity-type", "NotIn", "on-demand"))]) != []
+    assert (
+        broken(
+            "spot-needs-interruption-queue", [pool_choosing(req("karpenter.sh/capacity-type", "NotIn", "on-demand"))]
+        )
+        != []
+    )
 
 
 def test_gpu_pools_need_the_operator_and_dcgm():
     operator = Resource(urn="urn:op", type=RELEASE, name="gpu-operator", props={"chart": "gpu-operator", "values": {}})
-    no_dcgm = Resource(urn="urn:op", type=RELEASE, name="gpu-operator", props={"chart": "gpu-operator", "values": {"dcgmExporter": {"enabled": False}}})
+    no_dcgm = Resource(
+        urn="urn:op",
+        type=RELEASE,
+        name="gpu-operator",
+        props={"chart": "gpu-operator", "values": {"dcgmExporter": {"enabled": False}}},
+    )
     assert len(broken("gpu-pools-need-operator-and-dcgm", [pool()])) == 2
-    assert broken("gpu-pools-need-operator-and-dcgm", [pool(), no_dcgm]) == ["GPU NodePool p but no DCGM exporter: GPU use would be invisible"]
+    assert broken("gpu-pools-need-operator-and-dcgm", [pool(), no_dcgm]) == [
+        "GPU NodePool p but no DCGM exporter: GPU use would be invisible"
+    ]
     assert broken("gpu-pools-need-operator-and-dcgm", [pool(), operator]) == []

@@ -13,8 +13,15 @@ from tests.policy_support import EVERYTHING, ROLE, broken, res, trust
 def test_irsa_trust_must_pin_sub_and_aud_without_wildcards():
     issuer = "oidc.eks.us-west-2.amazonaws.com/id/X"
     only_aud = trust({"StringEquals": {f"{issuer}:aud": "sts.amazonaws.com"}})
-    wildcard = trust({"StringLike": {f"{issuer}:sub": "system:serviceaccount:*:*"}, "StringEquals": {f"{issuer}:aud": "sts.amazonaws.com"}})
-    pinned = trust({"StringEquals": {f"{issuer}:sub": "system:serviceaccount:a:b", f"{issuer}:aud": "sts.amazonaws.com"}})
+    wildcard = trust(
+        {
+            "StringLike": {f"{issuer}:sub": "system:serviceaccount:*:*"},
+            "StringEquals": {f"{issuer}:aud": "sts.amazonaws.com"},
+        }
+    )
+    pinned = trust(
+        {"StringEquals": {f"{issuer}:sub": "system:serviceaccount:a:b", f"{issuer}:aud": "sts.amazonaws.com"}}
+    )
     assert broken("irsa-trust-pinned", [res(ROLE, assumeRolePolicy=only_aud)]) != []
     assert broken("irsa-trust-pinned", [res(ROLE, assumeRolePolicy=wildcard)]) != []
     assert broken("irsa-trust-pinned", [res(ROLE, assumeRolePolicy=pinned)]) == []
@@ -62,9 +69,13 @@ def test_user_and_group_policies_are_checked(type_):
 
 
 def test_inline_role_policies_are_checked():
-    role = res(ROLE, "app", inlinePolicies=[{"name": "read", "policy": READ_BUCKET}, {"name": "all", "policy": EVERYTHING}])
+    role = res(
+        ROLE, "app", inlinePolicies=[{"name": "read", "policy": READ_BUCKET}, {"name": "all", "policy": EVERYTHING}]
+    )
     assert broken("iam-no-wildcards", [role]) == ["app (inline policy all) allows ['*'] (every action)"]
-    assert broken("iam-no-wildcards", [res(ROLE, "app", inlinePolicies=[{"name": "read", "policy": READ_BUCKET}])]) == []
+    assert (
+        broken("iam-no-wildcards", [res(ROLE, "app", inlinePolicies=[{"name": "read", "policy": READ_BUCKET}])]) == []
+    )
 
 
 @pytest.mark.parametrize(

@@ -105,7 +105,10 @@ SEEDS: dict[str, tuple[Match, Callable[[dict[str, Any]], Any] | None]] = {
     "s3-public-access-blocked": (of_type(PAB), lambda p: p.update(blockPublicPolicy=False)),
     "s3-tls-only": (of_type(POLICY), lambda p: p.update(policy=json.dumps({"Statement": []}))),
     "volumes-encrypted": (of_type(LT), lambda p: p["blockDeviceMappings"][0]["ebs"].update(encrypted="false")),
-    "nodeclass-volumes-encrypted": (of_type(policy_model.NODECLASS), lambda p: p["spec"]["blockDeviceMappings"][0]["ebs"].update(encrypted=False)),
+    "nodeclass-volumes-encrypted": (
+        of_type(policy_model.NODECLASS),
+        lambda p: p["spec"]["blockDeviceMappings"][0]["ebs"].update(encrypted=False),
+    ),
     "imdsv2-required": (of_type(LT), lambda p: p["metadataOptions"].update(httpTokens="optional")),
     "eks-secrets-encrypted-and-logged": (of_type(CLUSTER), lambda p: p.pop("encryptionConfigKeyArn")),
     "eks-endpoint-not-public-in-prod": (of_type(CLUSTER), lambda p: p.update(PUBLIC_ENDPOINT)),
@@ -114,12 +117,24 @@ SEEDS: dict[str, tuple[Match, Callable[[dict[str, Any]], Any] | None]] = {
     "no-world-ingress": (of_type(INGRESS), lambda p: p.update(cidrIpv4="0.0.0.0/0", ipProtocol="-1")),
     "fsx-in-private-subnet": (of_type("aws:ec2/subnet:Subnet"), lambda p: p.update(mapPublicIpOnLaunch=True)),
     "helm-chart-pinned": (of_type(RELEASE), lambda p: p.update(version=">=1.0")),
-    "no-latest-images": (of_type("kubernetes:apps/v1:Deployment"), lambda p: p["spec"]["template"]["spec"]["containers"][0].update(image="kube-scheduler")),
+    "no-latest-images": (
+        of_type("kubernetes:apps/v1:Deployment"),
+        lambda p: p["spec"]["template"]["spec"]["containers"][0].update(image="kube-scheduler"),
+    ),
     "no-default-passwords": (of_type(RELEASE), lambda p: p.update(chart="kube-prometheus-stack", values={})),
     "gpu-nodepool-tainted": (of_type(NODEPOOL), lambda p: template_spec(p).update(taints=[], requirements=L4_ONLY)),
-    "gpu-nodepool-capped": (of_type(NODEPOOL), lambda p: (p["spec"].update(limits={"cpu": "8"}), template_spec(p).update(requirements=L4_ONLY))),
-    "training-pool-protected": (of_type(NODEPOOL), lambda p: p["spec"]["template"]["metadata"]["labels"].update({WORKLOAD_LABEL: "training"})),
-    "inference-pool-flexible": (of_type(NODEPOOL, "inference-a10g-spot"), lambda p: template_spec(p)["requirements"].append(req("node.kubernetes.io/instance-type", "In", "g5.xlarge"))),
+    "gpu-nodepool-capped": (
+        of_type(NODEPOOL),
+        lambda p: (p["spec"].update(limits={"cpu": "8"}), template_spec(p).update(requirements=L4_ONLY)),
+    ),
+    "training-pool-protected": (
+        of_type(NODEPOOL),
+        lambda p: p["spec"]["template"]["metadata"]["labels"].update({WORKLOAD_LABEL: "training"}),
+    ),
+    "inference-pool-flexible": (
+        of_type(NODEPOOL, "inference-a10g-spot"),
+        lambda p: template_spec(p)["requirements"].append(req("node.kubernetes.io/instance-type", "In", "g5.xlarge")),
+    ),
     "nodepool-disruption-set": (of_type(NODEPOOL), lambda p: p["spec"].pop("disruption")),
     "namespaces-pod-security": (of_type(policy_model.NAMESPACE), lambda p: p["metadata"].pop("labels", None)),
     "spot-needs-interruption-queue": (of_type("aws:sqs/queue:Queue"), None),
@@ -135,7 +150,9 @@ def offline_run(inventory: Inventory, out, monkeypatch, capsys, *options: str) -
 
 
 @pytest.mark.parametrize("name", [r.name for r in RULES])
-def test_seeding_a_violation_into_the_prod_stack_is_reported_by_the_offline_run(name, prod, tmp_path, monkeypatch, capsys):
+def test_seeding_a_violation_into_the_prod_stack_is_reported_by_the_offline_run(
+    name, prod, tmp_path, monkeypatch, capsys
+):
     status, printed = offline_run(changed(prod, *SEEDS[name]), tmp_path, monkeypatch, capsys)
     level = rule(name).enforcement
     assert f"  {level:<10} {name:<34} " in printed
@@ -156,7 +173,9 @@ def test_enforcement_levels_follow_pack_config():
     with pytest.raises(ValueError, match="expected mandatory, advisory or disabled, got 'loud'"):
         resolve_enforcement(gpu_rule, {"gpu-nodepool-capped": "loud"})
     assert "gpu-nodepool-capped" in {v.rule for v in evaluate([pool(limit=False)])}
-    assert "gpu-nodepool-capped" not in {v.rule for v in evaluate([pool(limit=False)], {"gpu-nodepool-capped": "disabled"})}
+    assert "gpu-nodepool-capped" not in {
+        v.rule for v in evaluate([pool(limit=False)], {"gpu-nodepool-capped": "disabled"})
+    }
 
 
 def test_a_mandatory_violation_fails_the_offline_preview_and_advisory_does_not(prod, tmp_path, monkeypatch, capsys):
@@ -187,18 +206,24 @@ def crossguard(inventory: Inventory) -> tuple[list[tuple[str, str, str | None]],
     """Every policy of the pack run over a stack as the SDK runs it: what is reported, (policy, message, urn), and
     what the SDK would skip as "can't run policy during preview" because an UnknownValueError escaped, (policy, urn)."""
     resources = policy_resources(inventory)
-    stack = {r.urn: PolicyResource(r.type, engine_props(r.props), r.urn, r.name, None, None, None, [], {}) for r in resources}
+    stack = {
+        r.urn: PolicyResource(r.type, engine_props(r.props), r.urn, r.name, None, None, None, [], {}) for r in resources
+    }
     for r in resources:
         stack[r.urn].dependencies.extend(stack[urn] for urn in sorted(r.dependencies) if urn in stack)
     reported, skipped = [], []
     for policy in policies():
+
         def report(message, urn=None, name=policy.name):
             reported.append((name, message, urn))
 
         if isinstance(policy, StackValidationPolicy):
             runs = [("stack", StackValidationArgs(list(stack.values())))]
         else:
-            runs = [(r.urn, ResourceValidationArgs(r.type, engine_props(r.props), r.urn, r.name, None, None)) for r in resources]
+            runs = [
+                (r.urn, ResourceValidationArgs(r.type, engine_props(r.props), r.urn, r.name, None, None))
+                for r in resources
+            ]
         for urn, args in runs:
             try:
                 policy.validate(args, report)
@@ -231,19 +256,44 @@ def test_crossguard_skips_only_what_is_unknown_during_a_preview(prod):
     stack = changed(prod, lambda r: r.urn == role.urn, lambda p: p.update(assumeRolePolicy=UNKNOWN_STRING_VALUE))
     stack = changed(stack, lambda r: r.urn == unknown_sse.urn, lambda p: p.update(rules=UNKNOWN_ARRAY_VALUE))
     stack = changed(stack, lambda r: r.urn == removed_sse.urn, None)
-    stack = changed(stack, of_type(RELEASE, "karpenter"), lambda p: (
-        p["values"]["settings"].update(interruptionQueue=UNKNOWN_STRING_VALUE),
-        p["values"]["controller"].update(image={"repository": "public.ecr.aws/karpenter/controller", "tag": "latest"}),
-    ))
-    stack = changed(stack, of_type(CLUSTER), lambda p: p.update(encryptionConfigKeyArn=UNKNOWN_STRING_VALUE, enabledClusterLogTypes=["api"]))
-    stack = changed(stack, of_type(INGRESS), lambda p: p.update(securityGroupId=UNKNOWN_STRING_VALUE, cidrIpv4="0.0.0.0/0", fromPort=22, toPort=22))
+    stack = changed(
+        stack,
+        of_type(RELEASE, "karpenter"),
+        lambda p: (
+            p["values"]["settings"].update(interruptionQueue=UNKNOWN_STRING_VALUE),
+            p["values"]["controller"].update(
+                image={"repository": "public.ecr.aws/karpenter/controller", "tag": "latest"}
+            ),
+        ),
+    )
+    stack = changed(
+        stack,
+        of_type(CLUSTER),
+        lambda p: p.update(encryptionConfigKeyArn=UNKNOWN_STRING_VALUE, enabledClusterLogTypes=["api"]),
+    )
+    stack = changed(
+        stack,
+        of_type(INGRESS),
+        lambda p: p.update(securityGroupId=UNKNOWN_STRING_VALUE, cidrIpv4="0.0.0.0/0", fromPort=22, toPort=22),
+    )
     reported, skipped = crossguard(stack)
     # Only the trust policy that cannot be read is left out ("can't run policy during preview", for that role alone).
     assert skipped == [("irsa-trust-pinned", role.urn)]
-    karpenter, ingress = next(r for r in prod.of_type(RELEASE) if r.name.endswith("karpenter")), prod.of_type(INGRESS)[0]
+    karpenter, ingress = (
+        next(r for r in prod.of_type(RELEASE) if r.name.endswith("karpenter")),
+        prod.of_type(INGRESS)[0],
+    )
     assert sorted(reported) == [
-        ("eks-secrets-encrypted-and-logged", "cluster cluster-eks does not send ['audit', 'authenticator'] control-plane logs", None),
-        ("no-latest-images", f"Helm release {karpenter.name} sets image 'public.ecr.aws/karpenter/controller' at values.controller.image without a pinned tag", None),
+        (
+            "eks-secrets-encrypted-and-logged",
+            "cluster cluster-eks does not send ['audit', 'authenticator'] control-plane logs",
+            None,
+        ),
+        (
+            "no-latest-images",
+            f"Helm release {karpenter.name} sets image 'public.ecr.aws/karpenter/controller' at values.controller.image without a pinned tag",
+            None,
+        ),
         ("no-world-ingress", f"{ingress.name} opens ports 22-22 to the internet", None),
         ("s3-bucket-encrypted", f"bucket {unencrypted.name} has no default encryption", unencrypted.urn),
     ]
@@ -252,13 +302,35 @@ def test_crossguard_skips_only_what_is_unknown_during_a_preview(prod):
 @pytest.mark.parametrize(
     ("name", "resource"),
     [
-        ("no-world-ingress", res("aws:ec2/securityGroup:SecurityGroup", ingress=[{"protocol": "tcp", "cidrBlocks": ["0.0.0.0/0"], "fromPort": 22, "toPort": 22}])),
+        (
+            "no-world-ingress",
+            res(
+                "aws:ec2/securityGroup:SecurityGroup",
+                ingress=[{"protocol": "tcp", "cidrBlocks": ["0.0.0.0/0"], "fromPort": 22, "toPort": 22}],
+            ),
+        ),
         ("iam-no-wildcards", res(ROLE, "app", inlinePolicies=[{"name": "all", "policy": EVERYTHING}])),
-        ("iam-no-wildcards", res("aws:iam/policy:Policy", policy={"Statement": [{"Effect": "Allow", "Action": ["IAM:*"], "Resource": ["*"]}]})),
+        (
+            "iam-no-wildcards",
+            res(
+                "aws:iam/policy:Policy",
+                policy={"Statement": [{"Effect": "Allow", "Action": ["IAM:*"], "Resource": ["*"]}]},
+            ),
+        ),
         ("no-latest-images", res(RELEASE, "app", values={"sidecars": [{"image": "busybox"}]})),
         ("gpu-nodepool-tainted", pool_choosing(req("node.kubernetes.io/instance-type", "In", "g5.xlarge"))),
-        ("eks-secrets-encrypted-and-logged", res(AWS_CLUSTER, encryptionConfig={"provider": {"keyArn": "k"}, "resources": ["configmaps"]}, enabledClusterLogTypes=LOGS)),
-        ("volumes-encrypted", res(LT, "lt", blockDeviceMappings=[{"deviceName": "/dev/xvda", "ebs": {"encrypted": "false"}}])),
+        (
+            "eks-secrets-encrypted-and-logged",
+            res(
+                AWS_CLUSTER,
+                encryptionConfig={"provider": {"keyArn": "k"}, "resources": ["configmaps"]},
+                enabledClusterLogTypes=LOGS,
+            ),
+        ),
+        (
+            "volumes-encrypted",
+            res(LT, "lt", blockDeviceMappings=[{"deviceName": "/dev/xvda", "ebs": {"encrypted": "false"}}]),
+        ),
     ],
 )
 def test_rules_read_the_sdk_proxies_as_they_read_plain_values(name, resource):

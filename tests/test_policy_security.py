@@ -31,7 +31,9 @@ def bucket_part(type_: str, **props) -> Resource:
     return res(type_, "data-part", deps=(BUCKET.urn,), **props)
 
 
-TLS = json.dumps({"Statement": [{"Effect": "Deny", "Action": "s3:*", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]})
+TLS = json.dumps(
+    {"Statement": [{"Effect": "Deny", "Action": "s3:*", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]}
+)
 
 
 def test_bucket_encryption():
@@ -41,9 +43,13 @@ def test_bucket_encryption():
 
 
 def test_bucket_public_access_block():
-    partial = bucket_part(PAB, blockPublicAcls=True, blockPublicPolicy=True, ignorePublicAcls=True, restrictPublicBuckets=False)
+    partial = bucket_part(
+        PAB, blockPublicAcls=True, blockPublicPolicy=True, ignorePublicAcls=True, restrictPublicBuckets=False
+    )
     assert broken("s3-public-access-blocked", [BUCKET, partial]) != []
-    full = bucket_part(PAB, blockPublicAcls=True, blockPublicPolicy=True, ignorePublicAcls=True, restrictPublicBuckets=True)
+    full = bucket_part(
+        PAB, blockPublicAcls=True, blockPublicPolicy=True, ignorePublicAcls=True, restrictPublicBuckets=True
+    )
     assert broken("s3-public-access-blocked", [BUCKET, full]) == []
 
 
@@ -56,11 +62,16 @@ def test_bucket_tls_only():
 # ------------------------------------------------------------------------------------------------- volumes, IMDS
 
 
-
 def test_launch_template_volumes_encrypted():
     plain = res(LT, blockDeviceMappings=[{"deviceName": "/dev/xvda", "ebs": {"encrypted": "false"}}])
     assert broken("volumes-encrypted", [plain]) == ["block device /dev/xvda of r is not encrypted"]
-    assert broken("volumes-encrypted", [res(LT, blockDeviceMappings=[{"deviceName": "/dev/xvda", "ebs": {"encrypted": "true"}}])]) == []
+    assert (
+        broken(
+            "volumes-encrypted",
+            [res(LT, blockDeviceMappings=[{"deviceName": "/dev/xvda", "ebs": {"encrypted": "true"}}])],
+        )
+        == []
+    )
 
 
 def test_node_group_without_a_launch_template_is_flagged_as_unverifiable():
@@ -89,11 +100,13 @@ def test_imdsv2_required_on_templates_and_node_classes():
     assert broken("imdsv2-required", [res(LT, metadataOptions={"httpTokens": "optional"})]) != []
     assert broken("imdsv2-required", [res(policy_model.NODECLASS, spec={})]) != []
     assert broken("imdsv2-required", [res(LT, metadataOptions={"httpTokens": "required"})]) == []
-    assert broken("imdsv2-required", [res(policy_model.NODECLASS, spec={"metadataOptions": {"httpTokens": "required"}})]) == []
+    assert (
+        broken("imdsv2-required", [res(policy_model.NODECLASS, spec={"metadataOptions": {"httpTokens": "required"}})])
+        == []
+    )
 
 
 # ------------------------------------------------------------------------------------------------------ EKS
-
 
 
 def test_eks_secrets_encryption_and_logs():
@@ -129,7 +142,10 @@ def test_public_endpoint_open_to_the_world_is_refused_in_prod_only():
 def test_an_unset_endpoint_public_access_counts_as_public():
     """AWS and pulumi-eks both default endpointPublicAccess to true."""
     assert broken("eks-endpoint-not-public-in-prod", [res(CLUSTER, stack="prod")]) != []
-    assert broken("eks-endpoint-not-public-in-prod", [res(AWS_CLUSTER, stack="prod", vpcConfig={"subnetIds": ["s"]})]) != []
+    assert (
+        broken("eks-endpoint-not-public-in-prod", [res(AWS_CLUSTER, stack="prod", vpcConfig={"subnetIds": ["s"]})])
+        != []
+    )
     assert broken("eks-endpoint-not-public-in-prod", [res(CLUSTER, stack="prod", endpointPublicAccess=False)]) == []
 
 
@@ -148,7 +164,6 @@ def test_aws_eks_cluster_vpc_config_endpoint_in_prod(vpc_config, bad):
 
 
 # --------------------------------------------------------------------------------------------- network, FSx
-
 
 
 @pytest.mark.parametrize(
@@ -176,7 +191,9 @@ def test_all_traffic_from_the_world_is_refused_whatever_the_ports(props):
     assert broken("no-world-ingress", [res(INGRESS, **props)]) == ["r opens all traffic (protocol -1) to the internet"]
 
 
-@pytest.mark.parametrize("type_", ["aws:ec2/securityGroup:SecurityGroup", "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"])
+@pytest.mark.parametrize(
+    "type_", ["aws:ec2/securityGroup:SecurityGroup", "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"]
+)
 def test_inline_security_group_rules_are_checked_too(type_):
     group = res(type_, ingress=[{"protocol": "tcp", "cidrBlocks": ["0.0.0.0/0"], "fromPort": 6443, "toPort": 6443}])
     assert broken("no-world-ingress", [group]) == ["r opens ports 6443-6443 to the internet"]
@@ -211,7 +228,9 @@ def test_fsx_must_sit_in_a_private_subnet():
     private = res("aws:ec2/subnet:Subnet", "private-a", tags={"kubernetes.io/role/internal-elb": "1"})
     on_public = res("aws:fsx/lustreFileSystem:LustreFileSystem", "fs", deps=(public.urn,))
     on_private = res("aws:fsx/lustreFileSystem:LustreFileSystem", "fs", deps=(private.urn,))
-    assert broken("fsx-in-private-subnet", [public, on_public]) == ["file system fs is placed in public subnet public-a"]
+    assert broken("fsx-in-private-subnet", [public, on_public]) == [
+        "file system fs is placed in public subnet public-a"
+    ]
     assert broken("fsx-in-private-subnet", [private, on_private]) == []
 
 
@@ -225,18 +244,28 @@ def test_fsx_in_a_vpc_brought_from_elsewhere_cannot_be_checked_and_the_rule_says
 # -------------------------------------------------------------------------------------- Helm, images, passwords
 
 
-
-@pytest.mark.parametrize(("version", "bad"), [(None, True), ("", True), ("^1.14", True), ("1.x", True), ("1.14.1", False), ("v26.7.0", False)])
+@pytest.mark.parametrize(
+    ("version", "bad"),
+    [(None, True), ("", True), ("^1.14", True), ("1.x", True), ("1.14.1", False), ("v26.7.0", False)],
+)
 def test_helm_releases_pin_exact_versions(version, bad):
     assert bool(broken("helm-chart-pinned", [res(RELEASE, version=version)])) is bad
 
 
 @pytest.mark.parametrize(
     ("image", "bad"),
-    [("nginx", True), ("nginx:latest", True), ("localhost:5000/app", True), ("registry.k8s.io/kube-scheduler:v1.35.3", False), ("app@sha256:abc", False)],
+    [
+        ("nginx", True),
+        ("nginx:latest", True),
+        ("localhost:5000/app", True),
+        ("registry.k8s.io/kube-scheduler:v1.35.3", False),
+        ("app@sha256:abc", False),
+    ],
 )
 def test_container_images_are_pinned(image, bad):
-    deployment = res("kubernetes:apps/v1:Deployment", spec={"template": {"spec": {"containers": [{"name": "c", "image": image}]}}})
+    deployment = res(
+        "kubernetes:apps/v1:Deployment", spec={"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}
+    )
     assert bool(broken("no-latest-images", [deployment])) is bad
 
 
@@ -269,17 +298,30 @@ def test_a_helm_value_image_violation_names_where_it_is_set():
 
 
 @pytest.mark.parametrize(
-    "chart", ["kube-prometheus-stack", "prometheus-community/kube-prometheus-stack", "oci://ghcr.io/prometheus-community/charts/kube-prometheus-stack"]
+    "chart",
+    [
+        "kube-prometheus-stack",
+        "prometheus-community/kube-prometheus-stack",
+        "oci://ghcr.io/prometheus-community/charts/kube-prometheus-stack",
+    ],
 )
 def test_kube_prometheus_stack_is_recognised_by_its_chart_path(chart):
     assert broken("no-default-passwords", [res(RELEASE, chart=chart, values={})]) != []
-    assert broken("no-default-passwords", [res(RELEASE, chart=chart, values={"grafana": {"adminPassword": "s3cret-generated"}})]) == []
+    assert (
+        broken(
+            "no-default-passwords",
+            [res(RELEASE, chart=chart, values={"grafana": {"adminPassword": "s3cret-generated"}})],
+        )
+        == []
+    )
 
 
 def test_grafana_admin_password_is_never_the_chart_default():
     default = res(RELEASE, chart="kube-prometheus-stack", values={})
     chart_default = res(RELEASE, chart="kube-prometheus-stack", values={"grafana": {"adminPassword": "prom-operator"}})
-    from_secret = res(RELEASE, chart="kube-prometheus-stack", values={"grafana": {"admin": {"existingSecret": "grafana-admin"}}})
+    from_secret = res(
+        RELEASE, chart="kube-prometheus-stack", values={"grafana": {"admin": {"existingSecret": "grafana-admin"}}}
+    )
     assert broken("no-default-passwords", [default]) != [] and broken("no-default-passwords", [chart_default]) != []
     assert broken("no-default-passwords", [from_secret]) == []
 
@@ -297,7 +339,10 @@ def namespace(name: str, labels: dict | None = None) -> Resource:
     [
         (namespace("team-a"), "sets no pod-security.kubernetes.io/enforce level"),
         (namespace("team-a", {"pod-security.kubernetes.io/enforce": "none"}), "sets no"),
-        (namespace("team-a", {"pod-security.kubernetes.io/enforce": "privileged"}), "only gpu-operator, kube-system, monitoring may"),
+        (
+            namespace("team-a", {"pod-security.kubernetes.io/enforce": "privileged"}),
+            "only gpu-operator, kube-system, monitoring may",
+        ),
         (namespace("team-a", {"pod-security.kubernetes.io/enforce": "baseline"}), None),
         (namespace("gpu-operator", {"pod-security.kubernetes.io/enforce": "privileged"}), None),
     ],

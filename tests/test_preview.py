@@ -19,7 +19,17 @@ from components.preview import SECRET_PLACEHOLDER, main, mocks
 from tests.conftest import REPO
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-RESOURCE_FIELDS = {"urn", "type", "name", "parent", "inputs", "dependencies", "protect", "retain_on_delete", "deleted_with"}
+RESOURCE_FIELDS = {
+    "urn",
+    "type",
+    "name",
+    "parent",
+    "inputs",
+    "dependencies",
+    "protect",
+    "retain_on_delete",
+    "deleted_with",
+}
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +73,7 @@ def test_preview_prints_the_resource_tree_counts_and_time(capsys, tmp_path):
     assert "Offline preview of stack 'dev'" in printed
     assert "\n  cluster (eksml:cluster:Cluster)\n    cluster-control-plane" in printed
     assert "     4  aws:eks/addon:Addon" in printed
-    assert "kubeconfig: \"[secret]\"" in printed
+    assert 'kubeconfig: "[secret]"' in printed
     assert "\nCost: about $607/month idle; up to $7,755/month with every GPU pool at its limit\n" in printed
     assert re.search(r"^Wrote .+ in \d+\.\d\d s$", printed, flags=re.M)
     assert printed.rstrip().endswith("no violations")
@@ -78,7 +88,10 @@ def test_two_runs_write_byte_identical_folders(dev_folder, tmp_path):
 def test_preview_runs_as_a_module_from_the_repository(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "components.preview", "--stack", "prod", "--out", str(tmp_path / "prod")],
-        cwd=REPO, capture_output=True, text=True, check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "[protect]" in result.stdout

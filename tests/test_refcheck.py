@@ -17,7 +17,14 @@ from tests.conftest import KUBEFLOW_TREE, REPO
 
 REFCHECK = REPO.parent / "shared" / "tools" / "refcheck" / "refcheck.py"
 #: Charts refcheck knows, by the chart name a preview's helm/<release>.yaml gives.
-CHECKED_CHARTS = {"karpenter", "gpu-operator", "kube-prometheus-stack", "aws-fsx-csi-driver", "aws-ebs-csi-driver", "aws-load-balancer-controller"}
+CHECKED_CHARTS = {
+    "karpenter",
+    "gpu-operator",
+    "kube-prometheus-stack",
+    "aws-fsx-csi-driver",
+    "aws-ebs-csi-driver",
+    "aws-load-balancer-controller",
+}
 
 pytestmark = pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
 
@@ -31,7 +38,10 @@ def refcheck_arguments(folder: Path, scratch: Path) -> list[str]:
             values = scratch / f"{release['chart']}-values.json"
             values.write_text(json.dumps(release["values"]))
             arguments += ["--helm-values", f"{release['chart']}={values}"]
-    for name, pattern in (("karpenter", "*karpenter-controller-controller.json"), ("alb", "*ingress-controller-controller.json")):
+    for name, pattern in (
+        ("karpenter", "*karpenter-controller-controller.json"),
+        ("alb", "*ingress-controller-controller.json"),
+    ):
         for policy in sorted((folder / "iam").glob(pattern)):
             arguments += ["--iam-policy", f"{name}={policy}"]
     return arguments
@@ -58,7 +68,9 @@ def test_preview_passes_refcheck_with_no_error(stack, tmp_path):
         assert checked in " ".join(arguments)
     result = subprocess.run(
         [sys.executable, str(REFCHECK), *arguments, "--k8s-version", "1.34,1.35", "-v"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     report = result.stdout
     assert result.returncode == 0, "\n".join(line for line in report.splitlines() if line.startswith(("ERROR", "WARN")))

@@ -18,11 +18,23 @@ from .conftest import PROJECT, run_stack, stack_config
 #: pulumi-aws bridges). The FSx security group is here because the file system's securityGroupIds is.
 REPLACING: dict[str, tuple[str, ...]] = {
     "aws:fsx/lustreFileSystem:LustreFileSystem": (
-        "deploymentType", "subnetIds", "securityGroupIds", "fileSystemTypeVersion", "kmsKeyId", "storageType",
-        "driveCacheType", "importPath", "exportPath", "copyTagsToBackups", "efaEnabled",
+        "deploymentType",
+        "subnetIds",
+        "securityGroupIds",
+        "fileSystemTypeVersion",
+        "kmsKeyId",
+        "storageType",
+        "driveCacheType",
+        "importPath",
+        "exportPath",
+        "copyTagsToBackups",
+        "efaEnabled",
     ),
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": (
-        "fileSystemId", "fileSystemPath", "dataRepositoryPath", "batchImportMetaDataOnCreate",
+        "fileSystemId",
+        "fileSystemPath",
+        "dataRepositoryPath",
+        "batchImportMetaDataOnCreate",
     ),
     "aws:ec2/securityGroup:SecurityGroup": ("name", "namePrefix", "description", "vpcId"),
     "aws:s3/bucket:Bucket": ("bucket", "bucketPrefix", "objectLockEnabled"),
@@ -59,7 +71,10 @@ EVERYDAY_CHANGES = {
     "bucket lifecycle": {
         "storage": {
             **prod_section("storage"),
-            "buckets": {**prod_section("storage")["buckets"], "artifacts": {"encryption": "kms", "noncurrentVersionExpirationDays": 30}},
+            "buckets": {
+                **prod_section("storage")["buckets"],
+                "artifacts": {"encryption": "kms", "noncurrentVersionExpirationDays": 30},
+            },
         }
     },
     "stateful policy": {"statefulResources": "retain"},
@@ -79,8 +94,9 @@ def test_an_everyday_change_replaces_no_stateful_resource(change, baseline):
 def test_the_fsx_security_group_description_is_the_same_for_every_stack(dev, prod):
     """Its description is immutable: one derived from config would replace the group, and with it the file system."""
     group = "storage-fsx"
-    assert dev.one("aws:ec2/securityGroup:SecurityGroup", group).inputs["description"] == (
-        prod.one("aws:ec2/securityGroup:SecurityGroup", group).inputs["description"]
+    assert (
+        dev.one("aws:ec2/securityGroup:SecurityGroup", group).inputs["description"]
+        == (prod.one("aws:ec2/securityGroup:SecurityGroup", group).inputs["description"])
     )
 
 
@@ -88,9 +104,12 @@ def test_the_table_covers_every_stateful_resource_prod_protects(prod):
     protected = {r.type for r in prod.resources if r.protect and r.type.startswith("aws:")}
     # Not data stores: their replacement loses nothing (the policies and settings are re-created as they were).
     settings = {
-        "aws:s3/bucketOwnershipControls:BucketOwnershipControls", "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+        "aws:s3/bucketOwnershipControls:BucketOwnershipControls",
+        "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
         "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-        "aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
-        "aws:s3/bucketPolicy:BucketPolicy", "aws:kms/keyPolicy:KeyPolicy",
+        "aws:s3/bucketVersioning:BucketVersioning",
+        "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+        "aws:s3/bucketPolicy:BucketPolicy",
+        "aws:kms/keyPolicy:KeyPolicy",
     }
     assert protected - settings <= set(REPLACING)

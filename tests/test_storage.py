@@ -73,7 +73,10 @@ def test_prod_buckets_use_a_rotating_kms_key(prod):
     parts = _parts(prod, "prod", "datasets")
     key = prod.one("aws:kms/key:Key", "storage-buckets")
     (rule,) = parts["BucketServerSideEncryptionConfiguration"].inputs["rules"]
-    assert rule["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": key.outputs["arn"]}
+    assert rule["applyServerSideEncryptionByDefault"] == {
+        "sseAlgorithm": "aws:kms",
+        "kmsMasterKeyId": key.outputs["arn"],
+    }
     assert rule["bucketKeyEnabled"] is True
     assert key.inputs["enableKeyRotation"] is True
 
@@ -118,7 +121,10 @@ def test_fsx_capacities_aws_refuses_are_explained(capacity, message):
     ("fields", "message"),
     [
         ({"deploymentType": "PERSISTENT_2"}, "PERSISTENT_2 needs one of 125, 250, 500, 1000 MB/s per TiB, got None"),
-        ({"deploymentType": "PERSISTENT_2", "perUnitStorageThroughput": 200}, "PERSISTENT_2 needs one of 125, 250, 500, 1000 MB/s per TiB, got 200"),
+        (
+            {"deploymentType": "PERSISTENT_2", "perUnitStorageThroughput": 200},
+            "PERSISTENT_2 needs one of 125, 250, 500, 1000 MB/s per TiB, got 200",
+        ),
         ({"deploymentType": "SCRATCH_2", "perUnitStorageThroughput": 125}, "is not used by SCRATCH_2; remove it"),
     ],
 )
@@ -170,15 +176,25 @@ def test_data_repository_permissions_cover_exactly_the_prefix(dev):
     assert by_sid["ReadWriteThePrefix"]["Resource"] == f"{bucket}/training/*"
     assert set(by_sid["ReadWriteThePrefix"]["Action"]) >= {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}
     assert by_sid["ListThePrefix"]["Resource"] == bucket
-    assert by_sid["CreateTheFsxS3ServiceLinkedRole"]["Resource"].endswith("aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/*")
+    assert by_sid["CreateTheFsxS3ServiceLinkedRole"]["Resource"].endswith(
+        "aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/*"
+    )
     assert dev.stack_outputs["fsxDataRepositoryPolicyArn"].startswith("arn:aws:iam::")
 
 
 def test_each_namespace_gets_a_claim_bound_to_its_own_volume_of_the_file_system(prod):
     fs = prod.one(FSX)
     # the storage part's own (Kubeflow's claims are its part's)
-    claims = {r.inputs["metadata"]["namespace"]: r for r in prod.of_type("kubernetes:core/v1:PersistentVolumeClaim") if r.name.startswith("storage-")}
-    volumes = {r.inputs["metadata"]["name"]: r for r in prod.of_type("kubernetes:core/v1:PersistentVolume") if r.name.startswith("storage-")}
+    claims = {
+        r.inputs["metadata"]["namespace"]: r
+        for r in prod.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+        if r.name.startswith("storage-")
+    }
+    volumes = {
+        r.inputs["metadata"]["name"]: r
+        for r in prod.of_type("kubernetes:core/v1:PersistentVolume")
+        if r.name.startswith("storage-")
+    }
     assert set(claims) == {"team-a", "team-b"}
     for namespace, claim in claims.items():
         volume = volumes[claim.inputs["spec"]["volumeName"]]
@@ -233,7 +249,9 @@ FSX_CSI_ROLE = "storage-fsx-csi-role"
 
 
 def _fsx_driver(inventory):
-    return next(r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-fsx-csi-driver")
+    return next(
+        r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-fsx-csi-driver"
+    )
 
 
 def _classes(inventory):
@@ -267,9 +285,13 @@ def test_fsx_csi_controller_may_delete_only_file_systems_it_tagged_for_this_clus
     policy = json.loads(prod.one("aws:iam/rolePolicy:RolePolicy", "storage-fsx-csi-controller").inputs["policy"])
     by_sid = {s["Sid"]: s for s in policy["Statement"]}
     tag = "eksml.io/fsx-csi-cluster"
-    assert by_sid["CreateTaggedFileSystems"]["Condition"] == {"StringEquals": {f"aws:RequestTag/{tag}": "eks-ml-platform-prod"}}
+    assert by_sid["CreateTaggedFileSystems"]["Condition"] == {
+        "StringEquals": {f"aws:RequestTag/{tag}": "eks-ml-platform-prod"}
+    }
     assert by_sid["ManageOwnFileSystems"]["Action"] == ["fsx:DeleteFileSystem", "fsx:UpdateFileSystem"]
-    assert by_sid["ManageOwnFileSystems"]["Condition"] == {"StringEquals": {f"aws:ResourceTag/{tag}": "eks-ml-platform-prod"}}
+    assert by_sid["ManageOwnFileSystems"]["Condition"] == {
+        "StringEquals": {f"aws:ResourceTag/{tag}": "eks-ml-platform-prod"}
+    }
     unconditioned = [s["Action"] for s in policy["Statement"] if "Condition" not in s]
     assert unconditioned == ["fsx:DescribeFileSystems"]
 
@@ -309,6 +331,8 @@ def test_fsx_may_use_the_bucket_key_of_a_kms_encrypted_data_repository_through_s
 
 
 def test_without_a_kms_data_repository_the_bucket_key_keeps_only_the_account_statement():
-    inventory = run_stack("dev", {"storage": {"buckets": {"models": {"encryption": "kms"}}}, "kubeflow": {"enabled": False}})
+    inventory = run_stack(
+        "dev", {"storage": {"buckets": {"models": {"encryption": "kms"}}}, "kubeflow": {"enabled": False}}
+    )
     key_policy = json.loads(inventory.one("aws:kms/keyPolicy:KeyPolicy").inputs["policy"])
     assert [s["Sid"] for s in key_policy["Statement"]] == ["AccountAdministersTheKeyThroughIam"]

@@ -46,8 +46,11 @@ def with_group(stack: str, **group) -> dict:
 
 def test_a_group_too_small_for_its_controllers_is_refused_before_anything_is_created():
     overrides = with_group("dev", instanceTypes=["m7i.large"], minSize=1, desiredSize=1)
-    with pytest.raises(ConfigError, match=r"cluster.systemNodeGroup: the controllers pinned to the system nodes request "
-                       r"3.67 vCPU, 6.2 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"cluster.systemNodeGroup: the controllers pinned to the system nodes request "
+        r"3.67 vCPU, 6.2 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)",
+    ):
         parse_config(stack_config("dev", overrides), project=PROJECT, stack="dev")
 
 
@@ -60,7 +63,11 @@ def test_the_smallest_type_the_group_may_launch_decides(tmp_path):
 
 def test_the_preview_prints_the_figure_and_warns_when_a_lost_node_would_leave_controllers_pending(tmp_path, capsys):
     (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
-    stack_file = (REPO / "Pulumi.dev.yaml").read_text().replace("instanceTypes: [m7i.xlarge, m6i.xlarge]", "instanceTypes: [m7i.large]")
+    stack_file = (
+        (REPO / "Pulumi.dev.yaml")
+        .read_text()
+        .replace("instanceTypes: [m7i.xlarge, m6i.xlarge]", "instanceTypes: [m7i.large]")
+    )
     (tmp_path / "Pulumi.dev.yaml").write_text(stack_file)
     assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project-dir", str(tmp_path)]) == 0
     printed = capsys.readouterr().out

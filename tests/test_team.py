@@ -48,9 +48,16 @@ def test_the_namespace_enforces_baseline_pod_security_and_is_labelled_for_the_te
 
 
 def test_extra_labels_never_weaken_pod_security():
-    plan = plan_team(team(), offer(), labels={"pod-security.kubernetes.io/enforce": "privileged", "owner-ui": "x"}, annotations={"owner": "a@b"})
+    plan = plan_team(
+        team(),
+        offer(),
+        labels={"pod-security.kubernetes.io/enforce": "privileged", "owner-ui": "x"},
+        annotations={"owner": "a@b"},
+    )
     metadata = plan.namespace["namespace"]["metadata"]
-    assert metadata["labels"]["pod-security.kubernetes.io/enforce"] == "baseline" and metadata["labels"]["owner-ui"] == "x"
+    assert (
+        metadata["labels"]["pod-security.kubernetes.io/enforce"] == "baseline" and metadata["labels"]["owner-ui"] == "x"
+    )
     assert metadata["annotations"] == {"owner": "a@b"}
 
 
@@ -73,15 +80,31 @@ def test_network_policies_deny_by_default_and_allow_only_the_platforms_needs():
     (scrape,) = policies["allow-prometheus"]["ingress"]
     assert scrape["from"][0]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
     (webhooks,) = policies["allow-webhooks"]["ingress"]
-    assert webhooks == {"ports": [{"protocol": "TCP", "port": 9443}], "from": [{"ipBlock": {"cidr": PLATFORM["vpcCidr"]}}]}
+    assert webhooks == {
+        "ports": [{"protocol": "TCP", "port": 9443}],
+        "from": [{"ipBlock": {"cidr": PLATFORM["vpcCidr"]}}],
+    }
     (https,) = policies["allow-https-egress"]["egress"]
     assert https["ports"] == [{"protocol": "TCP", "port": 443}]  # STS for IRSA, S3, the Kubernetes API
-    assert set(policies) == {"deny-all", "allow-same-namespace", "allow-dns", "allow-prometheus", "allow-webhooks", "allow-https-egress"}
+    assert set(policies) == {
+        "deny-all",
+        "allow-same-namespace",
+        "allow-dns",
+        "allow-prometheus",
+        "allow-webhooks",
+        "allow-https-egress",
+    }
 
 
 def test_allowances_follow_the_platform_and_the_team():
-    plain = plan_team(team(network={"httpsEgress": False, "webhookPorts": []}), offer(monitoringNamespace=None)).namespace
-    assert {k for k, m in plain.items() if m["kind"] == "NetworkPolicy"} == {"deny-all", "allow-same-namespace", "allow-dns"}
+    plain = plan_team(
+        team(network={"httpsEgress": False, "webhookPorts": []}), offer(monitoringNamespace=None)
+    ).namespace
+    assert {k for k, m in plain.items() if m["kind"] == "NetworkPolicy"} == {
+        "deny-all",
+        "allow-same-namespace",
+        "allow-dns",
+    }
 
 
 @pytest.mark.parametrize("name", ["kube-system", "gpu-operator", "default", "monitoring"])
@@ -91,7 +114,9 @@ def test_a_team_cannot_take_a_namespace_of_kubernetes_or_the_platform(name):
 
 def test_a_team_cannot_take_a_namespace_the_platform_already_creates():
     (problem,) = problems(team(name="team-a"))
-    assert problem.startswith("team.name: the platform already creates the namespace 'team-a' (its storage.fsx.namespaces)")
+    assert problem.startswith(
+        "team.name: the platform already creates the namespace 'team-a' (its storage.fsx.namespaces)"
+    )
 
 
 def test_a_team_cannot_take_the_namespace_of_one_of_the_platforms_kubeflow_teams():
@@ -105,7 +130,13 @@ def test_a_team_cannot_take_the_namespace_of_one_of_the_platforms_kubeflow_teams
 
 
 def test_the_team_role_may_use_its_prefix_only_and_the_bucket_key_only_through_s3():
-    policy = team_s3_policy(partition="aws", region="us-west-2", bucket="b", prefix="teams/vision", kms_key_arn="arn:aws:kms:us-west-2:1:key/k")
+    policy = team_s3_policy(
+        partition="aws",
+        region="us-west-2",
+        bucket="b",
+        prefix="teams/vision",
+        kms_key_arn="arn:aws:kms:us-west-2:1:key/k",
+    )
     listing, objects, key = policy["Statement"]
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["teams/vision", "teams/vision/*"]}}
     assert objects["Resource"] == "arn:aws:s3:::b/teams/vision/*" and "s3:*" not in objects["Action"]
@@ -117,9 +148,14 @@ def test_the_team_role_may_use_its_prefix_only_and_the_bucket_key_only_through_s
 
 def test_the_plan_uses_the_platforms_bucket_and_its_key():
     plan = plan_team(team(storage={"bucket": "datasets"}), offer())
-    assert plan.bucket == PLATFORM["buckets"]["datasets"] and plan.bucket_kms_key_arn == PLATFORM["bucketKmsKeyArns"]["datasets"]
+    assert (
+        plan.bucket == PLATFORM["buckets"]["datasets"]
+        and plan.bucket_kms_key_arn == PLATFORM["bucketKmsKeyArns"]["datasets"]
+    )
     assert team(storage={"bucket": "datasets"}).s3_prefix == "teams/vision"
-    assert problems(team(storage={"bucket": "models"})) == ["team.storage.bucket: the platform has no bucket 'models'; it has ['artifacts', 'datasets']"]
+    assert problems(team(storage={"bucket": "models"})) == [
+        "team.storage.bucket: the platform has no bucket 'models'; it has ['artifacts', 'datasets']"
+    ]
 
 
 def test_a_shared_claim_is_a_static_volume_of_the_platforms_file_system_bound_to_it_alone():
@@ -134,7 +170,10 @@ def test_a_shared_claim_is_a_static_volume_of_the_platforms_file_system_bound_to
 
 def test_a_claim_of_its_own_uses_the_platforms_class():
     claim = plan_team(team(fsxClaims={"scratch": {"storageClass": True, "sizeGib": 2400}}), offer()).claims["scratch"]
-    assert claim["spec"]["storageClassName"] == "fsx-lustre" and claim["spec"]["resources"]["requests"]["storage"] == "2400Gi"
+    assert (
+        claim["spec"]["storageClassName"] == "fsx-lustre"
+        and claim["spec"]["resources"]["requests"]["storage"] == "2400Gi"
+    )
 
 
 def test_claims_the_platform_cannot_serve_are_refused():
@@ -172,14 +211,18 @@ def test_a_team_pool_may_not_be_larger_than_the_platforms_pool_of_its_kind():
 def test_limits_a_team_does_not_set_are_the_presets_capped_by_the_platforms():
     platform = json.loads(json.dumps(PLATFORM))
     platform["nodePools"]["cpu-general"]["limits"] = {"cpu": "100", "memory": "400Gi"}
-    plan = plan_team(team(nodePool={"preset": "cpu-general", "limits": {"cpu": "50"}}), offer(nodePools=platform["nodePools"]))
+    plan = plan_team(
+        team(nodePool={"preset": "cpu-general", "limits": {"cpu": "50"}}), offer(nodePools=platform["nodePools"])
+    )
     # cpu as set; memory the preset's 4000Gi brought down to the platform's ceiling, not above it
     assert plan.node_pool_manifest["spec"]["limits"] == {"cpu": "50", "memory": "400Gi"}
 
 
 def test_a_team_pool_of_a_kind_the_platform_does_not_run_is_refused():
     (problem,) = problems(team(nodePool={"preset": "neuron", "limits": {}}))
-    assert problem.startswith("team.nodePool.preset: the platform runs no pool of preset 'neuron'; it runs ['cpu-general',")
+    assert problem.startswith(
+        "team.nodePool.preset: the platform runs no pool of preset 'neuron'; it runs ['cpu-general',"
+    )
 
 
 def test_spot_and_gpu_team_pools_need_the_platforms_interruption_handling_and_gpu_stack():
@@ -204,12 +247,21 @@ def test_team_stack_config_errors_name_their_key_paths_all_at_once():
         "aws:region": "us-west-2",
         "aws:accessKey": "x",
         "tv:platformStack": "prod",
-        "tv:team": json.dumps({"name": "Vision", "quota": {"gpus": -1}, "fsxClaims": {"own": {"storageClass": True, "sizeGib": 1000}}}),
+        "tv:team": json.dumps(
+            {"name": "Vision", "quota": {"gpus": -1}, "fsxClaims": {"own": {"storageClass": True, "sizeGib": 1000}}}
+        ),
     }
     with pytest.raises(ConfigError) as caught:
         parse_team_config(raw, project="tv", stack="prod")
     paths = [issue.path for issue in caught.value.issues]
-    assert paths == ["aws:accessKey", "owner", "platformStack", "team.fsxClaims.own.sizeGib", "team.name", "team.quota.gpus"]
+    assert paths == [
+        "aws:accessKey",
+        "owner",
+        "platformStack",
+        "team.fsxClaims.own.sizeGib",
+        "team.name",
+        "team.quota.gpus",
+    ]
 
 
 def test_one_claim_mounts_the_whole_shared_file_system():
@@ -245,7 +297,9 @@ def _strict(schema: dict) -> dict:
 
 def _profile_schema(api_version: str) -> dict:
     crd = yaml.safe_load(PROFILE_CRD.read_text())
-    (version,) = [v for v in crd["spec"]["versions"] if f"{crd['spec']['group']}/{v['name']}" == api_version and v["served"]]
+    (version,) = [
+        v for v in crd["spec"]["versions"] if f"{crd['spec']['group']}/{v['name']}" == api_version and v["served"]
+    ]
     return _strict(version["schema"]["openAPIV3Schema"])
 
 
@@ -257,7 +311,9 @@ def test_the_team_profile_is_valid_against_kubeflows_crd_and_caps_the_teams_gpus
     assert profile["spec"]["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
     assert profile["spec"]["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "6"}}
     # annotateOnly: the controller annotates default-editor with the team's role and never edits the role itself
-    assert profile["spec"]["plugins"] == [{"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": ROLE, "annotateOnly": True}}]
+    assert profile["spec"]["plugins"] == [
+        {"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": ROLE, "annotateOnly": True}}
+    ]
 
 
 def test_the_strict_schema_refuses_a_field_the_crd_does_not_have():
@@ -289,20 +345,37 @@ def test_with_a_profile_the_teams_role_is_for_default_editor():
 def test_a_profiles_namespace_reaches_istio_and_kubeflow_both_ways():
     policies = plan_team(team(kubeflow=KUBEFLOW), offer()).namespace
     spec = policies["allow-kubeflow"]["spec"]
-    peers = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}} for ns in ("istio-system", "kubeflow")]
-    assert spec == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [{"from": peers}], "egress": [{"to": peers}]}
+    peers = [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}
+        for ns in ("istio-system", "kubeflow")
+    ]
+    assert spec == {
+        "podSelector": {},
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [{"from": peers}],
+        "egress": [{"to": peers}],
+    }
     assert "allow-kubeflow" not in plan_team(team(), offer()).namespace
 
 
 def test_a_profile_on_a_platform_without_kubeflow_is_refused_naming_the_key():
-    expected = ["team.kubeflow: the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the team's Profile"]
+    expected = [
+        "team.kubeflow: the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the team's Profile"
+    ]
     assert problems(team(kubeflow=KUBEFLOW), offer(kubeflowEnabled=False)) == expected
-    assert problems(team(kubeflow=KUBEFLOW), offer(kubeflowEnabled=None)) == expected  # a platform older than the output
+    assert (
+        problems(team(kubeflow=KUBEFLOW), offer(kubeflowEnabled=None)) == expected
+    )  # a platform older than the output
     plan_team(team(), offer(kubeflowEnabled=False))  # without a Profile the team does not need it
 
 
 def test_a_profile_owner_must_be_an_email():
-    raw = {"aws:region": "us-west-2", "tv:platformStack": "a/b/c", "tv:owner": "x", "tv:team": json.dumps({"name": "vision", "quota": {"gpus": 1}, "kubeflow": {"owner": "vision"}})}
+    raw = {
+        "aws:region": "us-west-2",
+        "tv:platformStack": "a/b/c",
+        "tv:owner": "x",
+        "tv:team": json.dumps({"name": "vision", "quota": {"gpus": 1}, "kubeflow": {"owner": "vision"}}),
+    }
     with pytest.raises(ConfigError) as caught:
         parse_team_config(raw, project="tv", stack="prod")
     ((path, message),) = [(issue.path, issue.message) for issue in caught.value.issues]

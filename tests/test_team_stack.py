@@ -170,7 +170,10 @@ def test_the_profile_points_the_controller_at_the_teams_role_and_quota(team_dev)
     assert spec["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
     assert spec["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "2"}}
     (plugin,) = spec["plugins"]
-    assert plugin == {"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": team_dev.stack_outputs["roleArn"], "annotateOnly": True}}
+    assert plugin == {
+        "kind": "AwsIamForServiceAccount",
+        "spec": {"awsIamRole": team_dev.stack_outputs["roleArn"], "annotateOnly": True},
+    }
     assert profile.provider == team_dev.one("pulumi:providers:kubernetes").urn
     namespace = team_dev.one("kubernetes:core/v1:Namespace").inputs["metadata"]
     assert namespace["annotations"] == {"owner": spec["owner"]["name"]}  # else the controller refuses to adopt it
@@ -198,7 +201,10 @@ def test_the_profile_comes_after_the_namespace_and_service_account_and_goes_befo
 def test_the_teams_notebooks_get_the_pipelines_token_pod_default_the_platforms_teams_get(team_dev):
     (pod_default,) = team_dev.of_type("kubernetes:kubeflow.org/v1alpha1:PodDefault")
     namespace = team_dev.one("kubernetes:core/v1:Namespace")
-    assert pod_default.inputs["metadata"] == {"name": "access-ml-pipeline", "namespace": namespace.inputs["metadata"]["name"]}
+    assert pod_default.inputs["metadata"] == {
+        "name": "access-ml-pipeline",
+        "namespace": namespace.inputs["metadata"]["name"],
+    }
     token = pod_default.inputs["spec"]["volumes"][0]["projected"]["sources"][0]["serviceAccountToken"]
     assert token["audience"] == "pipelines.kubeflow.org"
     assert pod_default.deleted_with == namespace.urn  # no finalizer, nothing outside the cluster: it goes with it
@@ -224,12 +230,20 @@ def test_the_dev_team_preview_and_its_profile_pass_refcheck(tmp_path, capsys):
     main(preview_args(out, "--policy-config", str(TEAM_STACK / "policy-config.json"), stack="dev"))
     rendered = render.render(KUBEFLOW_TREE, (entries.DASHBOARD,), cache_dir=tmp_path / "renders")
     crds = tmp_path / "pod-default-crd.yaml"
-    crds.write_text(yaml.safe_dump_all(
-        [o for o in rendered[entries.DASHBOARD.path] if o["kind"] == "CustomResourceDefinition" and o["spec"]["names"]["kind"] == "PodDefault"]
-    ))
+    crds.write_text(
+        yaml.safe_dump_all(
+            [
+                o
+                for o in rendered[entries.DASHBOARD.path]
+                if o["kind"] == "CustomResourceDefinition" and o["spec"]["names"]["kind"] == "PodDefault"
+            ]
+        )
+    )
     result = subprocess.run(
         [sys.executable, str(REFCHECK), str(out / "manifests"), str(crds), "--k8s-version", "1.35", "--strict"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0 and result.stdout.strip().endswith(" 0 errors"), result.stdout
     assert "profile" in {p.stem for p in (out / "manifests").iterdir()}
@@ -242,10 +256,14 @@ def test_the_team_preview_passes_refcheck(tmp_path, capsys, prod):
     main(preview_args(out, "--policy-config", str(TEAM_STACK / "policy-config.json")))
     result = subprocess.run(
         [sys.executable, str(REFCHECK), str(out / "manifests"), "--k8s-version", "1.34,1.35", "-v"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0 and result.stdout.strip().endswith(" 0 errors")
     (warning,) = [line for line in result.stdout.splitlines() if line.startswith(("ERROR", "WARN"))]
     assert warning.endswith("nodeClassRef EC2NodeClass/gpu is not among the checked objects")
-    platform_classes = {r.inputs["metadata"]["name"] for r in prod.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")}
+    platform_classes = {
+        r.inputs["metadata"]["name"] for r in prod.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    }
     assert "gpu" in platform_classes

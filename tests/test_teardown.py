@@ -54,8 +54,17 @@ def test_the_sweep_runs_before_the_nodes_add_ons_cluster_and_network_it_cleans_u
     ):
         assert stack.depends_on(sweep, kept), kept.name
     assert one(stack, SWEEP, "cluster-sweep").inputs["kinds"] == sorted(
-        ["instance", "launch-template", "instance-profile", "load-balancer", "target-group", "volume",
-         "vpc-endpoint", "network-interface", "security-group"]
+        [
+            "instance",
+            "launch-template",
+            "instance-profile",
+            "load-balancer",
+            "target-group",
+            "volume",
+            "vpc-endpoint",
+            "network-interface",
+            "security-group",
+        ]
     )
 
 
@@ -81,9 +90,17 @@ def test_namespaces_go_while_the_controllers_and_drivers_that_clean_up_after_the
 
 
 def test_kubeflow_is_deleted_before_karpenter_drains_the_nodes_its_controllers_run_on(stack):
-    pools = [r for r in stack.of_type("kubernetes:karpenter.sh/v1:NodePool") if not r.inputs["spec"]["template"]["spec"].get("taints")]
+    pools = [
+        r
+        for r in stack.of_type("kubernetes:karpenter.sh/v1:NodePool")
+        if not r.inputs["spec"]["template"]["spec"].get("taints")
+    ]
     assert pools
-    workloads = [r for r in stack.of_type("kubernetes:apps/v1:Deployment") + stack.of_type("kubernetes:apps/v1:StatefulSet") if r.name.startswith("kubeflow-")]
+    workloads = [
+        r
+        for r in stack.of_type("kubernetes:apps/v1:Deployment") + stack.of_type("kubernetes:apps/v1:StatefulSet")
+        if r.name.startswith("kubeflow-")
+    ]
     profiles = stack.of_type("kubernetes:kubeflow.org/v1:Profile")
     assert workloads and profiles
     for pool in pools:
@@ -95,7 +112,9 @@ def test_kubeflow_is_deleted_before_karpenter_drains_the_nodes_its_controllers_r
 
 def test_the_nodes_join_with_egress_and_are_deleted_before_the_nat_routes(stack):
     group = stack.one("aws:eks/nodeGroup:NodeGroup")
-    for route in (r for r in stack.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation") if "private" in r.name):
+    for route in (
+        r for r in stack.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation") if "private" in r.name
+    ):
         assert stack.depends_on(group, route), route.name
     for nat in stack.of_type("aws:ec2/natGateway:NatGateway"):
         assert stack.depends_on(group, nat)
@@ -111,7 +130,9 @@ def test_the_file_system_waits_for_its_servers_lustre_rules_and_nothing_of_the_c
     # The client rules name the cluster's security group (an output of the cluster component, which the engine
     # waits for as a whole); the file system needs none of them to be made.
     eks = stack.one("eks:index:Cluster")
-    assert not stack.depends_on(file_system, eks) and not stack.depends_on(file_system, stack.one("aws:eks/cluster:Cluster"))
+    assert not stack.depends_on(file_system, eks) and not stack.depends_on(
+        file_system, stack.one("aws:eks/cluster:Cluster")
+    )
     assert all(stack.depends_on(r, eks) for r in rules if r not in servers)
 
 
@@ -132,12 +153,17 @@ def test_claims_file_systems_are_swept_after_the_fsx_driver_and_before_their_sec
 
 
 def test_prometheus_keeps_its_volume_where_the_stack_keeps_data_and_deletes_it_where_it_does_not(dev, prod):
-    for inventory, class_name, reclaim, when_deleted in ((prod, "gp3-retain", "Retain", "Retain"), (dev, "gp3", "Delete", "Delete")):
+    for inventory, class_name, reclaim, when_deleted in (
+        (prod, "gp3-retain", "Retain", "Retain"),
+        (dev, "gp3", "Delete", "Delete"),
+    ):
         values = release(inventory, "kube-prometheus-stack").inputs["values"]["prometheus"]["prometheusSpec"]
         assert values["storageSpec"]["volumeClaimTemplate"]["spec"]["storageClassName"] == class_name
         assert values["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == when_deleted
         storage_class = next(
-            r for r in inventory.of_type("kubernetes:storage.k8s.io/v1:StorageClass") if r.inputs["metadata"]["name"] == class_name
+            r
+            for r in inventory.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+            if r.inputs["metadata"]["name"] == class_name
         )
         assert storage_class.inputs["reclaimPolicy"] == reclaim
         # the claim goes while the EBS CSI driver runs (it deletes or releases the volume)
@@ -163,25 +189,44 @@ def test_the_sweep_resource_deletes_this_clusters_leftovers_when_destroyed():
     image = ec2.describe_images()["Images"][0]["ImageId"]
 
     def launch(cluster):
-        tags = [{"Key": "karpenter.sh/nodepool", "Value": "gpu"}, {"Key": "eks:eks-cluster-name", "Value": cluster},
-                {"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"}]
+        tags = [
+            {"Key": "karpenter.sh/nodepool", "Value": "gpu"},
+            {"Key": "eks:eks-cluster-name", "Value": cluster},
+            {"Key": f"kubernetes.io/cluster/{cluster}", "Value": "owned"},
+        ]
         return ec2.run_instances(
-            ImageId=image, MinCount=1, MaxCount=1, SubnetId=subnet,
+            ImageId=image,
+            MinCount=1,
+            MaxCount=1,
+            SubnetId=subnet,
             TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
         )["Instances"][0]["InstanceId"]
 
     ours, theirs = launch("ml-dev"), launch("other")
-    props = {"clusterName": "ml-dev", "region": "us-west-2", "statefulResources": "destroy", "vpcId": vpc,
-             "ownsVpc": True, "profile": None, "kinds": ["instance"]}
+    props = {
+        "clusterName": "ml-dev",
+        "region": "us-west-2",
+        "statefulResources": "destroy",
+        "vpcId": vpc,
+        "ownsVpc": True,
+        "profile": None,
+        "kinds": ["instance"],
+    }
     run_sweep(props, aws=boto3.Session(region_name="us-west-2"))
-    states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]}
+    states = {
+        i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
+    }
     assert states[ours] == "terminated" and states[theirs] == "running"
 
 
 def test_a_teams_namespace_goes_with_its_claim_before_the_volume_and_the_file_system_it_mounts(stack):
     """Deleting the claim first would wait on its pvc-protection finalizer for pods only the namespace removes."""
     team = next(r for r in stack.of_type(NAMESPACE) if r.inputs["metadata"]["name"] == "team-a")
-    claim = next(r for r in stack.of_type("kubernetes:core/v1:PersistentVolumeClaim") if r.inputs["metadata"]["namespace"] == "team-a")
+    claim = next(
+        r
+        for r in stack.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+        if r.inputs["metadata"]["namespace"] == "team-a"
+    )
     volume = one(stack, "kubernetes:core/v1:PersistentVolume", "storage-pv-team-a")
     assert claim.deleted_with == team.urn
     assert stack.depends_on(team, volume)
@@ -203,8 +248,17 @@ def test_destroy_batches_follow_the_engine_and_skip_what_goes_with_its_target():
     from components.preview.inventory import Inventory, Recorded
 
     def res(name, type_, deps=(), deleted_with=None):
-        return Recorded(urn=name, type=type_, name=name, parent=None, inputs={}, dependencies=tuple(deps),
-                        protect=False, retain_on_delete=False, deleted_with=deleted_with)
+        return Recorded(
+            urn=name,
+            type=type_,
+            name=name,
+            parent=None,
+            inputs={},
+            dependencies=tuple(deps),
+            protect=False,
+            retain_on_delete=False,
+            deleted_with=deleted_with,
+        )
 
     vpc = res("vpc", "aws:ec2/vpc:Vpc")
     cluster = res("cluster", "aws:eks/cluster:Cluster", ["vpc"])

@@ -93,7 +93,9 @@ def platform(prod, team):
 
 
 def land(spec: dict, platform: dict, **options):
-    return place(spec, platform["pools"], zones=platform["zones"], fsx=True, default_requests=platform["defaults"], **options)
+    return place(
+        spec, platform["pools"], zones=platform["zones"], fsx=True, default_requests=platform["defaults"], **options
+    )
 
 
 def test_every_workload_is_listed_with_where_it_lands():
@@ -167,7 +169,11 @@ def test_every_workload_passes_the_team_namespaces_baseline_pod_security(key):
 def most_pods(kind: str, name: str) -> int:
     """How many pods of a workload run at once at most: an HPA's maximum, a Job's parallelism, else its replicas."""
     objects = {(d["kind"], d["metadata"]["name"]): d for _, d in documents()}
-    scalers = [d for (k, _), d in objects.items() if k == "HorizontalPodAutoscaler" and d["spec"]["scaleTargetRef"]["name"] == name]
+    scalers = [
+        d
+        for (k, _), d in objects.items()
+        if k == "HorizontalPodAutoscaler" and d["spec"]["scaleTargetRef"]["name"] == name
+    ]
     if scalers:
         return scalers[0]["spec"]["maxReplicas"]
     spec = objects[(kind, name)]["spec"]
@@ -186,13 +192,19 @@ def test_every_workload_fits_the_team_quota_at_its_largest(key, platform):
 def test_workloads_use_the_team_stacks_claims_and_service_account(platform):
     for key, template in templates().items():
         spec = template["spec"]
-        claims = {v["persistentVolumeClaim"]["claimName"] for v in spec.get("volumes") or [] if "persistentVolumeClaim" in v}
+        claims = {
+            v["persistentVolumeClaim"]["claimName"] for v in spec.get("volumes") or [] if "persistentVolumeClaim" in v
+        }
         assert claims <= platform["claims"], key
         assert spec.get("serviceAccountName", platform["service_account"]) == platform["service_account"], key
 
 
 def test_training_and_notebooks_are_never_disrupted_voluntarily():
-    for key in ("training-single.yaml/Job/train-single", "training-multinode.yaml/Job/train-multi", "notebook.yaml/Deployment/notebook"):
+    for key in (
+        "training-single.yaml/Job/train-single",
+        "training-multinode.yaml/Job/train-multi",
+        "notebook.yaml/Deployment/notebook",
+    ):
         assert templates()[key]["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
 
 
@@ -208,7 +220,10 @@ def test_the_inference_service_is_an_internal_nlb_to_pod_ips_through_the_control
     port = {p["name"]: p["containerPort"] for p in container["ports"]}[service["spec"]["ports"][0]["targetPort"]]
     (rule,) = objects[("NetworkPolicy", "llm-from-load-balancer")]["spec"]["ingress"]
     assert rule == {"from": [{"ipBlock": {"cidr": platform["vpc_cidr"]}}], "ports": [{"protocol": "TCP", "port": port}]}
-    assert container["readinessProbe"]["httpGet"]["path"] == annotations["service.beta.kubernetes.io/aws-load-balancer-healthcheck-path"]
+    assert (
+        container["readinessProbe"]["httpGet"]["path"]
+        == annotations["service.beta.kubernetes.io/aws-load-balancer-healthcheck-path"]
+    )
 
 
 def test_inference_scales_from_one_on_gpu_utilisation_and_keeps_a_replica_through_disruptions():
@@ -242,7 +257,13 @@ def test_the_workload_manifests_pass_refcheck(tmp_path):
     for path in WORKLOADS.glob("*.yaml"):
         (tmp_path / path.name).write_text(path.read_text())
     result = subprocess.run(
-        [sys.executable, str(REFCHECK), str(tmp_path), "--k8s-version", "1.34,1.35", "-v"], capture_output=True, text=True, check=False
+        [sys.executable, str(REFCHECK), str(tmp_path), "--k8s-version", "1.34,1.35", "-v"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    assert result.returncode == 0 and [line for line in result.stdout.splitlines() if line.startswith(("ERROR", "WARN"))] == []
+    assert (
+        result.returncode == 0
+        and [line for line in result.stdout.splitlines() if line.startswith(("ERROR", "WARN"))] == []
+    )
     assert result.stdout.strip().endswith(f"refcheck: {len(documents())} objects, 0 errors")

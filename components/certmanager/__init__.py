@@ -2,4 +2,6 @@
 
 from components._lazy import lazy_exports
 
-__getattr__ = lazy_exports(__name__, {"CertManager": "component", "CertManagerArgs": "component", "NAMESPACE": "names", "GROUPS": "names"})
+__getattr__ = lazy_exports(
+    __name__, {"CertManager": "component", "CertManagerArgs": "component", "NAMESPACE": "names", "GROUPS": "names"}
+)

@@ -49,7 +49,9 @@ def certificate_authority_of(kubeconfig_json: str) -> str:
     return json.loads(kubeconfig_json)["clusters"][0]["cluster"]["certificate-authority-data"]
 
 
-def kubeconfig(*, cluster_name: str, endpoint: str, certificate_authority: str, region: str, profile: str | None) -> str:
+def kubeconfig(
+    *, cluster_name: str, endpoint: str, certificate_authority: str, region: str, profile: str | None
+) -> str:
     """A kubeconfig whose token comes from `aws eks get-token` (as the given AWS CLI profile, else the ambient
     credentials): it carries no credentials itself."""
     exec_: dict[str, Any] = {
@@ -62,7 +64,9 @@ def kubeconfig(*, cluster_name: str, endpoint: str, certificate_authority: str, 
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": certificate_authority}}],
+        "clusters": [
+            {"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": certificate_authority}}
+        ],
         "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
         "current-context": cluster_name,
         "users": [{"name": cluster_name, "user": {"exec": exec_}}],
@@ -78,7 +82,9 @@ def arn_account_and_partition(arn: str) -> tuple[str, str]:
     return parts[4], parts[1]
 
 
-def read_outputs(ref: pulumi.StackReference, names: Iterable[str], *, stack: str, required: Iterable[str] = ()) -> dict[str, Any]:
+def read_outputs(
+    ref: pulumi.StackReference, names: Iterable[str], *, stack: str, required: Iterable[str] = ()
+) -> dict[str, Any]:
     """The named outputs of a referenced stack as plain values (absent ones left out); AttachError naming every
     required one that is missing.
 
@@ -143,7 +149,9 @@ def _handle(
         private_subnet_ids=pulumi.Output.from_input(list(values["privateSubnetIds"])),
         availability_zones=tuple(values["availabilityZones"]),
         kubernetes_provider=kubernetes_provider,
-        system_node_group=aws.eks.NodeGroup.get(f"{name}-system", id=f"{cluster_name}:{values['systemNodeGroup']}", opts=read),
+        system_node_group=aws.eks.NodeGroup.get(
+            f"{name}-system", id=f"{cluster_name}:{values['systemNodeGroup']}", opts=read
+        ),
         system_placement=SYSTEM_PLACEMENT,
         ebs_csi_driver=addon("ebs-csi", "aws-ebs-csi-driver"),
         coredns=addon("coredns", "coredns"),
@@ -160,7 +168,11 @@ def from_stack_reference(
     opts: pulumi.ResourceOptions | None = None,
 ) -> ClusterHandle:
     """The handle of the cluster a platform stack (`org/project/stack`, or a StackReference to it) created."""
-    ref = stack if isinstance(stack, pulumi.StackReference) else pulumi.StackReference("platform", stack_name=stack, opts=opts)
+    ref = (
+        stack
+        if isinstance(stack, pulumi.StackReference)
+        else pulumi.StackReference("platform", stack_name=stack, opts=opts)
+    )
     stack_name = _sync_await(ref.name.future()) if isinstance(stack, pulumi.StackReference) else stack
     values = read_outputs(ref, HANDLE_OUTPUTS, stack=str(stack_name), required=HANDLE_OUTPUTS)
     return _handle("platform", values=values, aws_profile=aws_profile, provider=provider, opts=opts)

@@ -108,11 +108,15 @@ def binpack_scheduler(replicas: int) -> Workload:
 
 #: vCPUs by instance size, and GiB of memory per vCPU by family letter, for the general-purpose, compute and memory
 #: families the system node group runs on (EC2 instance types pages: m = 4 GiB, c = 2 GiB, r = 8 GiB per vCPU).
-_VCPUS = MappingProxyType({"large": 2, "xlarge": 4, "2xlarge": 8, "4xlarge": 16, "8xlarge": 32, "12xlarge": 48, "16xlarge": 64})
+_VCPUS = MappingProxyType(
+    {"large": 2, "xlarge": 4, "2xlarge": 8, "4xlarge": 16, "8xlarge": 32, "12xlarge": 48, "16xlarge": 64}
+)
 _GIB_PER_VCPU = MappingProxyType({"m": 4, "c": 2, "r": 8})
 #: Pods per node under the VPC CNI without prefix delegation (ENIs × (IPs per ENI − 1) + 2), by size, for the
 #: 5th-generation-and-later m, c and r families (amazon-eks-ami eni-max-pods.txt).
-_MAX_PODS = MappingProxyType({"large": 29, "xlarge": 58, "2xlarge": 58, "4xlarge": 234, "8xlarge": 234, "12xlarge": 234, "16xlarge": 737})
+_MAX_PODS = MappingProxyType(
+    {"large": 29, "xlarge": 58, "2xlarge": 58, "4xlarge": 234, "8xlarge": 234, "12xlarge": 234, "16xlarge": 737}
+)
 _FAMILY = re.compile(r"^(?P<letter>[mcr])(?P<generation>[5-8])[a-z]*$")
 
 

@@ -31,7 +31,8 @@ class EndpointAccess(ConfigModel):
 
     public: StrictBool = Field(description="public API endpoint")
     private: StrictBool = Field(
-        default=True, description="private API endpoint; must be true: nodes in private subnets reach the API through it"
+        default=True,
+        description="private API endpoint; must be true: nodes in private subnets reach the API through it",
     )
     public_cidrs: tuple[Cidr, ...] = Field(
         default=(),
@@ -60,16 +61,24 @@ class EndpointAccess(ConfigModel):
             )
         if not self.public and self.public_cidrs:
             problems.append(("publicCidrs", "is only used when public is true; remove it"))
-        for key, values in (("privateCidrs", self.private_cidrs), ("privateSecurityGroups", self.private_security_groups)):
+        for key, values in (
+            ("privateCidrs", self.private_cidrs),
+            ("privateSecurityGroups", self.private_security_groups),
+        ):
             if len(set(values)) != len(values):
                 problems.append((key, "lists a value more than once"))
         for index, cidr in enumerate(self.private_cidrs):
             if cidr.prefixlen == 0:
-                problems.append((f"privateCidrs[{index}]", f"{cidr} admits every address; list your VPN or runner ranges"))
+                problems.append(
+                    (f"privateCidrs[{index}]", f"{cidr} admits every address; list your VPN or runner ranges")
+                )
         for index, cidr in enumerate(self.public_cidrs):
             if cidr.prefixlen == 0:
                 problems.append(
-                    (f"publicCidrs[{index}]", f"{cidr} opens the API server to the whole internet; list your egress ranges")
+                    (
+                        f"publicCidrs[{index}]",
+                        f"{cidr} opens the API server to the whole internet; list your egress ranges",
+                    )
                 )
         if problems:
             raise FieldProblems(problems)
@@ -89,7 +98,9 @@ class SystemNodeGroup(ConfigModel):
     desired_size: StrictInt = Field(
         default=2, ge=1, le=10, description="nodes at creation; `minSize <= desiredSize <= maxSize`"
     )
-    disk_size_gib: StrictInt = Field(default=50, ge=20, le=1000, description="size of each node's encrypted gp3 root volume")
+    disk_size_gib: StrictInt = Field(
+        default=50, ge=20, le=1000, description="size of each node's encrypted gp3 root volume"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> SystemNodeGroup:
@@ -122,14 +133,37 @@ def _x86_instance_type_problem(name: str) -> str | None:
 
 #: The values CloudWatch Logs accepts for a log group's retention.
 _LOG_RETENTION_DAYS = (
-    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
 )
 
 
 class ClusterConfig(ConfigModel):
     """The EKS control plane and its system node group."""
 
-    name: Annotated[StrictStr, matches(CLUSTER_NAME.pattern, "a lowercase DNS-style name of 2 to 40 characters")] | None = Field(
+    name: (
+        Annotated[StrictStr, matches(CLUSTER_NAME.pattern, "a lowercase DNS-style name of 2 to 40 characters")] | None
+    ) = Field(
         default=None,
         description="EKS cluster name, also in the discovery tags and the log group's name; none: `<project>-<stack>`",
     )

@@ -43,7 +43,11 @@ def issues_from(error: ValidationError, root: type[BaseModel]) -> list[ConfigIss
                 issues.append(ConfigIssue(path=_join(loc, key), message=message))
             continue
         if loc and loc[-1] == "[key]":
-            issues.append(ConfigIssue(path=_join(loc[:-1]), message=f"the key {loc[-2]!r}: {detail['msg'].removeprefix('Value error, ')}"))
+            issues.append(
+                ConfigIssue(
+                    path=_join(loc[:-1]), message=f"the key {loc[-2]!r}: {detail['msg'].removeprefix('Value error, ')}"
+                )
+            )
             continue
         if detail["type"] == "extra_forbidden":
             issues.append(ConfigIssue(path=_join(loc), message=_unknown_key_message(root, loc)))
@@ -53,10 +57,19 @@ def issues_from(error: ValidationError, root: type[BaseModel]) -> list[ConfigIss
             continue
         ctx = detail.get("ctx") or {}
         if detail["type"] == "too_short":
-            issues.append(ConfigIssue(path=_join(loc), message=f"expected at least {ctx['min_length']} item(s), got {ctx['actual_length']}"))
+            issues.append(
+                ConfigIssue(
+                    path=_join(loc),
+                    message=f"expected at least {ctx['min_length']} item(s), got {ctx['actual_length']}",
+                )
+            )
             continue
         if detail["type"] == "too_long":
-            issues.append(ConfigIssue(path=_join(loc), message=f"expected at most {ctx['max_length']} item(s), got {ctx['actual_length']}"))
+            issues.append(
+                ConfigIssue(
+                    path=_join(loc), message=f"expected at most {ctx['max_length']} item(s), got {ctx['actual_length']}"
+                )
+            )
             continue
         message = detail["msg"].removeprefix("Value error, ")
         if detail["type"] not in {"value_error"}:

@@ -91,14 +91,18 @@ class PlatformConfig(ConfigModel):
         description="which defaults apply to the keys marked *env*: `dev` is cheap, `prod` is safe"
     )
     owner: StrictStr = Field(min_length=1, description="`owner` tag on every AWS object")
-    cost_center: StrictStr | None = Field(default=None, description="`cost-center` tag on every AWS object; none: no such tag")
+    cost_center: StrictStr | None = Field(
+        default=None, description="`cost-center` tag on every AWS object; none: no such tag"
+    )
     stateful_resources: StatefulResources = Field(
         description="what `pulumi destroy` does with stateful resources (KMS keys, log groups, buckets, file "
         "systems, volumes): `protect` refuses until they are unprotected, `retain` leaves them in AWS and forgets "
         "them, `destroy` deletes them, emptying buckets first (see [Teardown](#teardown))"
     )
     network: NetworkConfig = Field(description="the VPC: created from `cidr`, or an existing one")
-    cluster: ClusterConfig = Field(description="the EKS control plane, its API endpoint, logs, admins and system node group")
+    cluster: ClusterConfig = Field(
+        description="the EKS control plane, its API endpoint, logs, admins and system node group"
+    )
     karpenter: KarpenterConfig = Field(
         default=KarpenterConfig(),
         description="the Karpenter controller, its node classes and node pools (see [Karpenter NodePools](#karpenter-nodepools))",
@@ -109,14 +113,17 @@ class PlatformConfig(ConfigModel):
         "an error; see [GPUs](#gpus-operator-bin-packing-and-admission))",
     )
     storage: StorageConfig = Field(
-        default=StorageConfig(), description="S3 buckets and FSx for Lustre (see [Storage and ingress](#storage-and-ingress))"
+        default=StorageConfig(),
+        description="S3 buckets and FSx for Lustre (see [Storage and ingress](#storage-and-ingress))",
     )
     ingress: IngressConfig = Field(default=IngressConfig(), description="what routes traffic into the cluster")
     observability: ObservabilityConfig = Field(
         default=ObservabilityConfig(),
         description="kube-prometheus-stack with the GPU and Karpenter dashboards and alerts (see [Observability](#observability))",
     )
-    kubeflow: KubeflowConfig = Field(default=KubeflowConfig(), description="Kubeflow on the platform (see [Kubeflow](#kubeflow))")
+    kubeflow: KubeflowConfig = Field(
+        default=KubeflowConfig(), description="Kubeflow on the platform (see [Kubeflow](#kubeflow))"
+    )
 
     @property
     def gpu_node_image(self) -> Literal["al2023", "bottlerocket"] | None:
@@ -181,7 +188,10 @@ class PlatformConfig(ConfigModel):
         images = self._gpu_node_images()
         if len(images) > 1:
             problems.append(
-                ("karpenter.nodeClasses", f"NVIDIA pools use node classes of several AMI families {sorted(images)}; use one")
+                (
+                    "karpenter.nodeClasses",
+                    f"NVIDIA pools use node classes of several AMI families {sorted(images)}; use one",
+                )
             )
         if not images and "gpu" in self.model_fields_set:
             problems.append(("gpu", "is configured but no NodePool launches NVIDIA GPUs; remove it or add a GPU pool"))
@@ -204,7 +214,6 @@ class PlatformConfig(ConfigModel):
         if problems:
             raise FieldProblems(problems)
         return self
-
 
     def _storage_problems(self) -> list[tuple[str, str]]:
         fsx = self.storage.fsx
@@ -416,5 +425,3 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
     if issues:
         raise ConfigError(issues)
     return config
-
-

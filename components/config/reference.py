@@ -35,6 +35,7 @@ from components.config.platform import PlatformConfig, environment_defaults
 from components.config.types import Environment
 from components.team import config as team_config
 from components.team.config import TeamStackConfig
+
 #: Stands for a mapping's key (`karpenter.nodePools.<name>.weight`) and for every item of a list (`taints[].key`).
 NAME, ITEM = "<name>", "[]"
 #: The region as the environment defaults show it (`<region>a`).
@@ -163,7 +164,9 @@ def undescribed(stack: StackKeys = PLATFORM) -> list[str]:
 
 def rows(stack: StackKeys = PLATFORM) -> list[Row]:
     """The reference of every key of the stack file (the platform stack's, by default)."""
-    by_environment = {env.value: _flatten(environment_defaults(env, REGION)) for env in Environment} if stack.environments else {}
+    by_environment = (
+        {env.value: _flatten(environment_defaults(env, REGION)) for env in Environment} if stack.environments else {}
+    )
     found = []
     for f in fields(stack):
         given = {env: values[f.key] for env, values in by_environment.items() if f.key in values}

@@ -61,9 +61,7 @@ def prefix_between(low: int, high: int):
 
 
 VpcId = Annotated[StrictStr, matches(r"vpc-[0-9a-f]{8,17}", "a VPC id like 'vpc-0123456789abcdef0'")]
-SecurityGroupId = Annotated[
-    StrictStr, matches(r"sg-[0-9a-f]{8,17}", "a security group id like 'sg-0123456789abcdef0'")
-]
+SecurityGroupId = Annotated[StrictStr, matches(r"sg-[0-9a-f]{8,17}", "a security group id like 'sg-0123456789abcdef0'")]
 SubnetId = Annotated[StrictStr, matches(r"subnet-[0-9a-f]{8,17}", "a subnet id like 'subnet-0123456789abcdef0'")]
 IamPrincipalArn = Annotated[
     StrictStr,
@@ -123,7 +121,9 @@ class Switchable(ConfigModel):
     """A section with an `enabled` switch. While it is off its other keys would do nothing, so setting them is an
     error rather than something silently ignored."""
 
-    enabled: StrictBool = Field(default=True, description="turns the section on; while it is false its other keys are refused")
+    enabled: StrictBool = Field(
+        default=True, description="turns the section on; while it is false its other keys are refused"
+    )
 
     @model_validator(mode="after")
     def _unused_while_disabled(self) -> Switchable:

@@ -19,9 +19,11 @@ class MigOptions(ConfigModel):
         description="`single`: slices appear as `nvidia.com/gpu`, so admission and bin-packing keep working; "
         "`mixed`: as `nvidia.com/mig-<profile>`, which neither looks at"
     )
-    default_profile: Annotated[StrictStr, matches(r"[a-z0-9][a-z0-9.-]*", "a MIG profile name like 'all-1g.10gb'")] = Field(
-        default="all-disabled",
-        description="the profile of nodes without an `nvidia.com/mig.config` label (set it in a NodePool's `labels`)",
+    default_profile: Annotated[StrictStr, matches(r"[a-z0-9][a-z0-9.-]*", "a MIG profile name like 'all-1g.10gb'")] = (
+        Field(
+            default="all-disabled",
+            description="the profile of nodes without an `nvidia.com/mig.config` label (set it in a NodePool's `labels`)",
+        )
     )
 
 
@@ -34,7 +36,9 @@ class BinPackingScheduler(Switchable):
         description="how a node is scored: the fuller the better, or `RequestedToCapacityRatio` (a linear score from "
         "empty to full)",
     )
-    gpu_weight: StrictInt = Field(default=10, ge=1, le=100, description="weight of GPUs against CPU and memory (1 each)")
+    gpu_weight: StrictInt = Field(
+        default=10, ge=1, le=100, description="weight of GPUs against CPU and memory (1 each)"
+    )
     replicas: StrictInt = Field(default=2, ge=1, le=5, description="leader-elected replicas on the system nodes")
 
 
@@ -71,7 +75,8 @@ class GpuConfig(ConfigModel):
         "none: off. Not with `mig`, not on Bottlerocket",
     )
     scheduler: BinPackingScheduler = Field(
-        default=BinPackingScheduler(), description="the second scheduler that packs GPU pods onto as few nodes as possible"
+        default=BinPackingScheduler(),
+        description="the second scheduler that packs GPU pods onto as few nodes as possible",
     )
     admission: GpuAdmission = Field(
         default=GpuAdmission(), description="the admission policy on GPU and Neuron pods outside system namespaces"

@@ -46,7 +46,11 @@ class NodeDevices(pulumi.ComponentResource):
         ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=list(cluster.system_ready)))
         if args.neuron_taints is not None:
             helm.release(
-                f"{name}-neuron", versions.NEURON_HELM_CHART, namespace=NAMESPACE, values=neuron_values(args.neuron_taints), opts=ready
+                f"{name}-neuron",
+                versions.NEURON_HELM_CHART,
+                namespace=NAMESPACE,
+                values=neuron_values(args.neuron_taints),
+                opts=ready,
             )
             if args.admission is not None:
                 manifests = neuron_admission_manifests(args.admission)
@@ -59,6 +63,10 @@ class NodeDevices(pulumi.ComponentResource):
                 )
         if args.efa_taints is not None:
             helm.release(
-                f"{name}-efa", versions.EFA_DEVICE_PLUGIN, namespace=NAMESPACE, values=efa_values(args.efa_taints), opts=ready
+                f"{name}-efa",
+                versions.EFA_DEVICE_PLUGIN,
+                namespace=NAMESPACE,
+                values=efa_values(args.efa_taints),
+                opts=ready,
             )
         self.register_outputs({})

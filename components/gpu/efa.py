@@ -23,4 +23,7 @@ from components.scheduling import EFA_LABEL, Taint
 
 def efa_values(pool_taints: Iterable[Taint]) -> dict[str, Any]:
     # The chart's template tolerates the system taint itself; these come in addition.
-    return {"supportedInstanceLabels": {"keys": [EFA_LABEL], "values": ["true"]}, "tolerations": tolerations(pool_taints)}
+    return {
+        "supportedInstanceLabels": {"keys": [EFA_LABEL], "values": ["true"]},
+        "tolerations": tolerations(pool_taints),
+    }

@@ -28,7 +28,10 @@ from components.scheduling import NEURON_TAINT, SYSTEM_TAINT, Taint
 def tolerations(taints: Iterable[Taint]) -> list[dict[str, str]]:
     """Tolerations of every taint given (by key and effect, whatever its value), without repeats, in a stable
     order."""
-    return [{"key": key, "operator": "Exists", "effect": effect} for key, effect in sorted({(t.key, t.effect) for t in taints})]
+    return [
+        {"key": key, "operator": "Exists", "effect": effect}
+        for key, effect in sorted({(t.key, t.effect) for t in taints})
+    ]
 
 
 def neuron_values(pool_taints: Iterable[Taint]) -> dict[str, Any]:

@@ -41,11 +41,15 @@ TOLERATES_NEURON_TAINT = (
 )
 
 #: A container that names a Neuron resource names it in both, with the same value.
-REQUESTS_EQUAL_LIMITS = "variables.neuronContainers.all(c, " + " && ".join(
-    f"(!{_uses('c', r)} || ({_names('c', 'limits', r)} && {_names('c', 'requests', r)} && "
-    f"c.resources.requests['{r}'] == c.resources.limits['{r}']))"
-    for r in RESOURCES
-) + ")"
+REQUESTS_EQUAL_LIMITS = (
+    "variables.neuronContainers.all(c, "
+    + " && ".join(
+        f"(!{_uses('c', r)} || ({_names('c', 'limits', r)} && {_names('c', 'requests', r)} && "
+        f"c.resources.requests['{r}'] == c.resources.limits['{r}']))"
+        for r in RESOURCES
+    )
+    + ")"
+)
 
 
 def validations() -> list[dict[str, Any]]:
@@ -71,7 +75,9 @@ def validations() -> list[dict[str, Any]]:
 
 def neuron_admission_manifests(options: AdmissionOptions) -> dict[str, dict[str, Any]]:
     """The policy and its binding (the GPU policy's binding: same exempt namespaces and action)."""
-    gpu = admission_manifests(AdmissionOptions(action=options.action, scheduler_name=None, exempt_namespaces=options.exempt_namespaces))
+    gpu = admission_manifests(
+        AdmissionOptions(action=options.action, scheduler_name=None, exempt_namespaces=options.exempt_namespaces)
+    )
     policy = {
         **gpu["policy"],
         "metadata": {"name": POLICY_NAME},
@@ -85,5 +91,9 @@ def neuron_admission_manifests(options: AdmissionOptions) -> dict[str, dict[str,
             "validations": validations(),
         },
     }
-    binding = {**gpu["binding"], "metadata": {"name": POLICY_NAME}, "spec": {**gpu["binding"]["spec"], "policyName": POLICY_NAME}}
+    binding = {
+        **gpu["binding"],
+        "metadata": {"name": POLICY_NAME},
+        "spec": {**gpu["binding"]["spec"], "policyName": POLICY_NAME},
+    }
     return {"policy": policy, "binding": binding}

@@ -32,7 +32,11 @@ class SchedulerOptions:
 
 
 def scoring_resources(options: SchedulerOptions) -> list[dict[str, Any]]:
-    return [{"name": GPU_RESOURCE, "weight": options.gpu_weight}, {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+    return [
+        {"name": GPU_RESOURCE, "weight": options.gpu_weight},
+        {"name": "cpu", "weight": 1},
+        {"name": "memory", "weight": 1},
+    ]
 
 
 def scheduler_configuration(options: SchedulerOptions) -> dict[str, Any]:
@@ -40,7 +44,9 @@ def scheduler_configuration(options: SchedulerOptions) -> dict[str, Any]:
     strategy: dict[str, Any] = {"type": options.strategy, "resources": scoring_resources(options)}
     if options.strategy == "RequestedToCapacityRatio":
         # Score rises linearly with how full the node is: the fullest node that fits wins.
-        strategy["requestedToCapacityRatio"] = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}
+        strategy["requestedToCapacityRatio"] = {
+            "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+        }
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -61,7 +67,10 @@ def scheduler_configuration(options: SchedulerOptions) -> dict[str, Any]:
 
 
 def _meta(name: str, namespaced: bool = True) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "eks-ml-platform"}}
+    metadata: dict[str, Any] = {
+        "name": name,
+        "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "eks-ml-platform"},
+    }
     if namespaced:
         metadata["namespace"] = NAMESPACE
     return metadata
@@ -77,9 +86,7 @@ def _binding(kind: str, name: str, role_kind: str, role: str, service_account: s
     }
 
 
-def scheduler_manifests(
-    options: SchedulerOptions, *, placement: Placement
-) -> dict[str, dict[str, Any]]:
+def scheduler_manifests(options: SchedulerOptions, *, placement: Placement) -> dict[str, dict[str, Any]]:
     """Every object of the scheduler, keyed by a stable short name."""
     name = options.name
     labels = {"app.kubernetes.io/name": name}
@@ -90,7 +97,12 @@ def scheduler_manifests(
         "nodeSelector": {"kubernetes.io/os": "linux", **placement.node_selector},
         "tolerations": placement.values()["tolerations"],
         "topologySpreadConstraints": [
-            {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": labels}}
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": labels},
+            }
         ],
         "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [
@@ -122,9 +134,15 @@ def scheduler_manifests(
             "description": "The GPU bin-packing scheduler: it must run before the pods it places.",
         },
         "service-account": {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name)},
-        "as-kube-scheduler": _binding("ClusterRoleBinding", f"{name}-as-kube-scheduler", "ClusterRole", "system:kube-scheduler", name),
-        "as-volume-scheduler": _binding("ClusterRoleBinding", f"{name}-as-volume-scheduler", "ClusterRole", "system:volume-scheduler", name),
-        "auth-reader": _binding("RoleBinding", f"{name}-auth-reader", "Role", "extension-apiserver-authentication-reader", name),
+        "as-kube-scheduler": _binding(
+            "ClusterRoleBinding", f"{name}-as-kube-scheduler", "ClusterRole", "system:kube-scheduler", name
+        ),
+        "as-volume-scheduler": _binding(
+            "ClusterRoleBinding", f"{name}-as-volume-scheduler", "ClusterRole", "system:volume-scheduler", name
+        ),
+        "auth-reader": _binding(
+            "RoleBinding", f"{name}-auth-reader", "Role", "extension-apiserver-authentication-reader", name
+        ),
         # system:kube-scheduler may only renew the lease named kube-scheduler; this scheduler has its own.
         "leader-election-role": {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -132,7 +150,12 @@ def scheduler_manifests(
             "metadata": _meta(f"{name}-leader-election"),
             "rules": [
                 {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
-                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [name], "verbs": ["get", "update"]},
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "resourceNames": [name],
+                    "verbs": ["get", "update"],
+                },
             ],
         },
         "leader-election": _binding("RoleBinding", f"{name}-leader-election", "Role", f"{name}-leader-election", name),

@@ -59,7 +59,10 @@ class IrsaRole(pulumi.ComponentResource):
         )
         grants: list[pulumi.CustomResource] = [
             aws.iam.RolePolicyAttachment(
-                f"{name}-{policy_name}", role=self.role.name, policy_arn=policy_arn, opts=pulumi.ResourceOptions(parent=self)
+                f"{name}-{policy_name}",
+                role=self.role.name,
+                policy_arn=policy_arn,
+                opts=pulumi.ResourceOptions(parent=self),
             )
             for policy_name, policy_arn in sorted(args.managed_policy_arns.items())
         ]

@@ -37,7 +37,11 @@ def controller_values(
         # Given rather than read from instance metadata, which pods cannot reach (hop limit 1).
         "region": region,
         "vpcId": vpc_id,
-        "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT, "annotations": {"eks.amazonaws.com/role-arn": role_arn}},
+        "serviceAccount": {
+            "create": True,
+            "name": SERVICE_ACCOUNT,
+            "annotations": {"eks.amazonaws.com/role-arn": role_arn},
+        },
         "replicaCount": 2,
         "podDisruptionBudget": {"maxUnavailable": 1},
         **placement.values(),

@@ -31,20 +31,52 @@ class AcceleratedFamily:
     architecture: Literal["amd64", "arm64"] = "amd64"
 
 
-def _family(family: str, vendor: Vendor, accelerator: str, gpu_name: str | None, memory_gib: int, devices: dict[str, int], architecture: Literal["amd64", "arm64"] = "amd64") -> AcceleratedFamily:
+def _family(
+    family: str,
+    vendor: Vendor,
+    accelerator: str,
+    gpu_name: str | None,
+    memory_gib: int,
+    devices: dict[str, int],
+    architecture: Literal["amd64", "arm64"] = "amd64",
+) -> AcceleratedFamily:
     return AcceleratedFamily(family, vendor, accelerator, gpu_name, memory_gib, MappingProxyType(devices), architecture)
 
 
-_SMALL_TO_48 = {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4, "48xlarge": 8}
+_SMALL_TO_48 = {
+    "xlarge": 1,
+    "2xlarge": 1,
+    "4xlarge": 1,
+    "8xlarge": 1,
+    "16xlarge": 1,
+    "12xlarge": 4,
+    "24xlarge": 4,
+    "48xlarge": 8,
+}
 
 #: The pinned table. B200 memory is what EC2 reports per GPU (183,359 MiB), as Karpenter's gpu-memory label has it.
 ACCELERATED_FAMILIES: Mapping[str, AcceleratedFamily] = MappingProxyType(
     {
         f.family: f
         for f in (
-            _family("g4dn", "nvidia", "NVIDIA T4", "t4", 16, {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "metal": 8}),
+            _family(
+                "g4dn",
+                "nvidia",
+                "NVIDIA T4",
+                "t4",
+                16,
+                {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "metal": 8},
+            ),
             _family("g5", "nvidia", "NVIDIA A10G", "a10g", 24, dict(_SMALL_TO_48)),
-            _family("g5g", "nvidia", "NVIDIA T4G", "t4g", 16, {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 2, "metal": 2}, "arm64"),
+            _family(
+                "g5g",
+                "nvidia",
+                "NVIDIA T4G",
+                "t4g",
+                16,
+                {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 2, "metal": 2},
+                "arm64",
+            ),
             _family("g6", "nvidia", "NVIDIA L4", "l4", 24, dict(_SMALL_TO_48)),
             _family("g6e", "nvidia", "NVIDIA L40S", "l40s", 48, dict(_SMALL_TO_48)),
             _family("p3", "nvidia", "NVIDIA V100 16GB", "v100", 16, {"2xlarge": 1, "8xlarge": 4, "16xlarge": 8}),
@@ -55,7 +87,9 @@ ACCELERATED_FAMILIES: Mapping[str, AcceleratedFamily] = MappingProxyType(
             _family("p5e", "nvidia", "NVIDIA H200", "h200", 141, {"48xlarge": 8}),
             _family("p5en", "nvidia", "NVIDIA H200", "h200", 141, {"48xlarge": 8}),
             _family("p6-b200", "nvidia", "NVIDIA B200", "b200", 179, {"48xlarge": 8}),
-            _family("inf2", "aws", "AWS Inferentia2", None, 32, {"xlarge": 1, "8xlarge": 1, "24xlarge": 6, "48xlarge": 12}),
+            _family(
+                "inf2", "aws", "AWS Inferentia2", None, 32, {"xlarge": 1, "8xlarge": 1, "24xlarge": 6, "48xlarge": 12}
+            ),
             _family("trn1", "aws", "AWS Trainium", None, 32, {"2xlarge": 1, "32xlarge": 16}),
             _family("trn1n", "aws", "AWS Trainium", None, 32, {"32xlarge": 16}),
             _family("trn2", "aws", "AWS Trainium2", None, 96, {"48xlarge": 16}),
@@ -71,7 +105,9 @@ CPU_CATEGORIES: frozenset[str] = frozenset({"c", "m", "r", "t", "x", "z", "i", "
 
 #: Facts a stack adds for families the pinned table does not know, while its config is validated (set by
 #: `KarpenterConfig`); outside that, only the pinned table is known.
-_ADDED: ContextVar[Mapping[str, AcceleratedFamily]] = ContextVar("added_accelerated_families", default=MappingProxyType({}))
+_ADDED: ContextVar[Mapping[str, AcceleratedFamily]] = ContextVar(
+    "added_accelerated_families", default=MappingProxyType({})
+)
 
 
 @contextmanager
@@ -94,4 +130,3 @@ def facts(family: str) -> AcceleratedFamily | None:
 
 def nvidia_gpu_names() -> frozenset[str]:
     return frozenset(f.gpu_name for f in known_families().values() if f.gpu_name)
-

@@ -25,7 +25,11 @@ SelectorTags = Annotated[dict[StrictStr, StrictStr], Field(min_length=1, max_len
 
 
 def _tag_problems(tags: dict[str, str] | None) -> list[tuple[str, str]]:
-    return [(f"tags.{k}", "empty tag keys and values select nothing (use '*' for any value)") for k, v in (tags or {}).items() if not k or not v]
+    return [
+        (f"tags.{k}", "empty tag keys and values select nothing (use '*' for any value)")
+        for k, v in (tags or {}).items()
+        if not k or not v
+    ]
 
 
 class SubnetTermSpec(Spec):
@@ -41,7 +45,9 @@ class SubnetTermSpec(Spec):
 
 
 class SecurityGroupTermSpec(Spec):
-    id: SecurityGroupId | None = Field(default=None, description="a security group by id (set one of `id`, `name`, `tags`)")
+    id: SecurityGroupId | None = Field(
+        default=None, description="a security group by id (set one of `id`, `name`, `tags`)"
+    )
     name: StrictStr | None = Field(default=None, min_length=1, description="a security group by name")
     tags: SelectorTags | None = Field(
         default=None, description="security groups whose tags all match (`*` matches any value)"
@@ -57,8 +63,12 @@ class CapacityReservationTermSpec(Spec):
     """On-Demand Capacity Reservations and Capacity Blocks for ML, by id, or by tags / owner / match criteria."""
 
     id: ReservationId | None = Field(default=None, description="one reservation by id, alone in its term")
-    tags: SelectorTags | None = Field(default=None, description="reservations whose tags all match (`*` matches any value)")
-    owner_id: AccountId | None = Field(default=None, alias="ownerID", description="the account that owns the reservations")
+    tags: SelectorTags | None = Field(
+        default=None, description="reservations whose tags all match (`*` matches any value)"
+    )
+    owner_id: AccountId | None = Field(
+        default=None, alias="ownerID", description="the account that owns the reservations"
+    )
     instance_match_criteria: Literal["open", "targeted"] | None = Field(
         default=None, description="open reservations (any matching instance uses them) or targeted ones"
     )
@@ -75,8 +85,8 @@ class PlacementGroupSpec(Spec):
     """A placement group made outside the stack (a cluster group puts EFA nodes close together), by name or id."""
 
     name: StrictStr | None = Field(default=None, min_length=1, description="the placement group by name (or `id`)")
-    id: Annotated[StrictStr, _matches(r"pg-[0-9a-z]+", "a placement group id like 'pg-0123456789abcdef0'")] | None = Field(
-        default=None, description="the placement group by id"
+    id: Annotated[StrictStr, _matches(r"pg-[0-9a-z]+", "a placement group id like 'pg-0123456789abcdef0'")] | None = (
+        Field(default=None, description="the placement group by id")
     )
 
     def problems(self) -> list[tuple[str, str]]:
@@ -91,7 +101,14 @@ class NetworkInterfaceSpec(Spec):
     )
 
 
-_SIGNALS = Literal["memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"]
+_SIGNALS = Literal[
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+]
 _RESERVED = Literal["cpu", "memory", "ephemeral-storage", "pid"]
 
 
@@ -101,7 +118,9 @@ class KubeletSpec(Spec):
     max_pods: StrictInt | None = Field(default=None, ge=1, description="most pods per node")
     pods_per_core: StrictInt | None = Field(default=None, ge=1, description="most pods per CPU core")
     system_reserved: dict[_RESERVED, Quantity] | None = Field(default=None, description="reserved for the OS's daemons")
-    kube_reserved: dict[_RESERVED, Quantity] | None = Field(default=None, description="reserved for Kubernetes' daemons")
+    kube_reserved: dict[_RESERVED, Quantity] | None = Field(
+        default=None, description="reserved for Kubernetes' daemons"
+    )
     eviction_hard: dict[_SIGNALS, StrictStr] | None = Field(
         default=None, description="hard eviction thresholds: a percentage like `10%` or a quantity like `500Mi`"
     )
@@ -135,18 +154,30 @@ class KubeletSpec(Spec):
         problems = []
         high, low = self.image_gc_high_threshold_percent, self.image_gc_low_threshold_percent
         if high is not None and low is not None and high <= low:
-            problems.append(("imageGCHighThresholdPercent", f"must be above imageGCLowThresholdPercent ({low}); got {high}"))
+            problems.append(
+                ("imageGCHighThresholdPercent", f"must be above imageGCLowThresholdPercent ({low}); got {high}")
+            )
         soft, grace = set(self.eviction_soft or {}), set(self.eviction_soft_grace_period or {})
-        problems += [("evictionSoftGracePeriod", f"needs a grace period for the soft threshold {s}") for s in sorted(soft - grace)]
+        problems += [
+            ("evictionSoftGracePeriod", f"needs a grace period for the soft threshold {s}")
+            for s in sorted(soft - grace)
+        ]
         problems += [("evictionSoft", f"has no threshold for the grace period of {s}") for s in sorted(grace - soft)]
         for field, values in (("evictionHard", self.eviction_hard), ("evictionSoft", self.eviction_soft)):
             for signal, value in (values or {}).items():
                 percent = value.endswith("%") and value[:-1].replace(".", "", 1).isdigit() and float(value[:-1]) <= 100
                 if not percent and not QUANTITY.fullmatch(value):
-                    problems.append((f"{field}.{signal}", f"expected a percentage like '10%' or a quantity like '500Mi', got {value!r}"))
+                    problems.append(
+                        (
+                            f"{field}.{signal}",
+                            f"expected a percentage like '10%' or a quantity like '500Mi', got {value!r}",
+                        )
+                    )
         for signal, value in (self.eviction_soft_grace_period or {}).items():
             if value == "Never" or not DURATION.fullmatch(value):
-                problems.append((f"evictionSoftGracePeriod.{signal}", f"expected a duration like '1m30s', got {value!r}"))
+                problems.append(
+                    (f"evictionSoftGracePeriod.{signal}", f"expected a duration like '1m30s', got {value!r}")
+                )
         for index, address in enumerate(self.cluster_dns or ()):
             try:
                 ipaddress.ip_address(address)
@@ -158,8 +189,24 @@ class KubeletSpec(Spec):
 #: Bottlerocket settings Karpenter writes itself (cluster identity, labels, taints) or derives from `kubelet`, which
 #: must be set there so Karpenter's capacity maths agree with the node.
 _BOTTLEROCKET_OWNED = {
-    **{f"kubernetes.{k}": "Karpenter sets it from the cluster and the NodePool" for k in ("cluster-name", "api-server", "cluster-certificate", "cluster-dns-ip", "node-labels", "node-taints")},
-    **{f"kubernetes.{k}": "set it in the class's kubelet, which Karpenter also counts with" for k in ("max-pods", "kube-reserved", "system-reserved", "eviction-hard", "eviction-soft", "eviction-soft-grace-period", "image-gc-high-threshold-percent", "image-gc-low-threshold-percent", "cpu-cfs-quota-enforced")},
+    **{
+        f"kubernetes.{k}": "Karpenter sets it from the cluster and the NodePool"
+        for k in ("cluster-name", "api-server", "cluster-certificate", "cluster-dns-ip", "node-labels", "node-taints")
+    },
+    **{
+        f"kubernetes.{k}": "set it in the class's kubelet, which Karpenter also counts with"
+        for k in (
+            "max-pods",
+            "kube-reserved",
+            "system-reserved",
+            "eviction-hard",
+            "eviction-soft",
+            "eviction-soft-grace-period",
+            "image-gc-high-threshold-percent",
+            "image-gc-low-threshold-percent",
+            "cpu-cfs-quota-enforced",
+        )
+    },
 }
 #: NodeConfig spec keys the user data may set: containerd, instance options and nodeadm feature gates. `cluster` is
 #: Karpenter's, `kubelet` goes through the class's kubelet, and local storage through instanceStorePolicy.
@@ -202,7 +249,8 @@ class NodeClassSpec(Spec):
         description="the preset to start from (see [Node classes](#node-classes)); the class's fields override it",
     )
     ami_family: Literal["al2023", "bottlerocket"] = Field(
-        default="al2023", description="the node image; the AL2023 alias picks the NVIDIA or Neuron variant by instance type"
+        default="al2023",
+        description="the node image; the AL2023 alias picks the NVIDIA or Neuron variant by instance type",
     )
     ami_release: Literal["pinned", "latest"] = Field(
         default="pinned",
@@ -216,7 +264,9 @@ class NodeClassSpec(Spec):
     root_volume_gib: StrictInt = Field(
         default=80, ge=20, le=59000, description="size of the encrypted gp3 root volume; at least 1 GiB per 500 IOPS"
     )
-    root_volume_iops: StrictInt = Field(default=3000, ge=3000, le=80000, description="provisioned IOPS of the root volume")
+    root_volume_iops: StrictInt = Field(
+        default=3000, ge=3000, le=80000, description="provisioned IOPS of the root volume"
+    )
     root_volume_throughput_mibps: StrictInt = Field(
         default=125, ge=125, le=2000, description="throughput of the root volume; at most one MiB/s per 4 IOPS"
     )
@@ -235,7 +285,9 @@ class NodeClassSpec(Spec):
         default=None,
         description="kubelet settings Karpenter passes to the node and uses in its own capacity maths; none: Karpenter's",
     )
-    user_data: UserDataSpec | None = Field(default=None, description="what nodes run at boot beyond what Karpenter configures")
+    user_data: UserDataSpec | None = Field(
+        default=None, description="what nodes run at boot beyond what Karpenter configures"
+    )
     subnet_selector_terms: tuple[SubnetTermSpec, ...] = Field(
         default=(),
         max_length=30,
@@ -259,7 +311,9 @@ class NodeClassSpec(Spec):
         description="more instance tags beside the standard tags (whose keys, and those reserved for EKS, Karpenter "
         "and AWS, are refused)",
     )
-    detailed_monitoring: StrictBool = Field(default=False, description="one-minute CloudWatch metrics for the instances")
+    detailed_monitoring: StrictBool = Field(
+        default=False, description="one-minute CloudWatch metrics for the instances"
+    )
     associate_public_ip_address: StrictBool = Field(
         default=False,
         alias="associatePublicIPAddress",
@@ -301,9 +355,15 @@ class NodeClassSpec(Spec):
     @model_validator(mode="after")
     def _check(self) -> NodeClassSpec:
         problems = self._volume_problems()
-        for field, terms in (("subnetSelectorTerms", self.subnet_selector_terms), ("securityGroupSelectorTerms", self.security_group_selector_terms), ("capacityReservationSelectorTerms", self.capacity_reservation_selector_terms)):
+        for field, terms in (
+            ("subnetSelectorTerms", self.subnet_selector_terms),
+            ("securityGroupSelectorTerms", self.security_group_selector_terms),
+            ("capacityReservationSelectorTerms", self.capacity_reservation_selector_terms),
+        ):
             for index, term in enumerate(terms):
-                problems += [(f"{field}[{index}]" + (f".{key}" if key else ""), message) for key, message in term.problems()]
+                problems += [
+                    (f"{field}[{index}]" + (f".{key}" if key else ""), message) for key, message in term.problems()
+                ]
         if self.kubelet is not None:
             problems += [(f"kubelet.{key}", message) for key, message in self.kubelet.problems()]
         if self.placement_group_selector is not None:
@@ -312,12 +372,24 @@ class NodeClassSpec(Spec):
             problems += self._user_data_problems(self.user_data)
         problems += self._tag_problems()
         if self.associate_public_ip_address:
-            problems.append(("associatePublicIPAddress", "nodes get no public addresses: they run in private subnets and reach out through NAT"))
+            problems.append(
+                (
+                    "associatePublicIPAddress",
+                    "nodes get no public addresses: they run in private subnets and reach out through NAT",
+                )
+            )
         if self.efa_layout is not None and self.network_interfaces:
             problems.append(("efaLayout", "set efaLayout or networkInterfaces, not both"))
         if self.efa_layout is not None and self.efa_layout not in efa.NETWORK_CARDS:
-            problems.append(("efaLayout", f"no known EFA layout for {self.efa_layout!r}; expected one of {', '.join(efa.NETWORK_CARDS)} (or list networkInterfaces)"))
-        problems += [("networkInterfaces", p) for p in efa.layout_problems(self.interfaces if self.efa_layout is None else [])]
+            problems.append(
+                (
+                    "efaLayout",
+                    f"no known EFA layout for {self.efa_layout!r}; expected one of {', '.join(efa.NETWORK_CARDS)} (or list networkInterfaces)",
+                )
+            )
+        problems += [
+            ("networkInterfaces", p) for p in efa.layout_problems(self.interfaces if self.efa_layout is None else [])
+        ]
         if problems:
             raise FieldProblems(problems)
         return self
@@ -328,23 +400,48 @@ class NodeClassSpec(Spec):
         problems = []
         gib, iops, mibps = self.root_volume_gib, self.root_volume_iops, self.root_volume_throughput_mibps
         if iops > max(3000, 500 * gib):
-            problems.append(("rootVolumeIops", f"{iops} IOPS needs rootVolumeGib of at least {-(-iops // 500)} (gp3 allows 500 IOPS per GiB); rootVolumeGib is {gib}"))
+            problems.append(
+                (
+                    "rootVolumeIops",
+                    f"{iops} IOPS needs rootVolumeGib of at least {-(-iops // 500)} (gp3 allows 500 IOPS per GiB); rootVolumeGib is {gib}",
+                )
+            )
         if mibps * 4 > iops:
-            problems.append(("rootVolumeThroughputMibps", f"{mibps} MiB/s needs rootVolumeIops of at least {mibps * 4} (gp3 allows 0.25 MiB/s per IOPS); rootVolumeIops is {iops}"))
+            problems.append(
+                (
+                    "rootVolumeThroughputMibps",
+                    f"{mibps} MiB/s needs rootVolumeIops of at least {mibps * 4} (gp3 allows 0.25 MiB/s per IOPS); rootVolumeIops is {iops}",
+                )
+            )
         return problems
 
     def _user_data_problems(self, user_data: UserDataSpec) -> list[tuple[str, str]]:
         problems = []
         if self.ami_family == "bottlerocket":
             if user_data.parallel_image_pull:
-                problems.append(("userData.parallelImagePull", "is nodeadm's (AL2023); on Bottlerocket set the SOCI snapshotter under userData.settings"))
+                problems.append(
+                    (
+                        "userData.parallelImagePull",
+                        "is nodeadm's (AL2023); on Bottlerocket set the SOCI snapshotter under userData.settings",
+                    )
+                )
             if user_data.node_config is not None:
-                problems.append(("userData.nodeConfig", "is a NodeConfig for AL2023's nodeadm; Bottlerocket takes userData.settings"))
+                problems.append(
+                    (
+                        "userData.nodeConfig",
+                        "is a NodeConfig for AL2023's nodeadm; Bottlerocket takes userData.settings",
+                    )
+                )
             for path, value in _leaves(user_data.settings or {}):
                 if path in _BOTTLEROCKET_OWNED:
                     problems.append((f"userData.settings.{path}", _BOTTLEROCKET_OWNED[path]))
                 elif not _toml_value(value):
-                    problems.append((f"userData.settings.{path}", f"expected a string, number, boolean or a list of them, got {value!r}"))
+                    problems.append(
+                        (
+                            f"userData.settings.{path}",
+                            f"expected a string, number, boolean or a list of them, got {value!r}",
+                        )
+                    )
             return problems
         if user_data.settings is not None:
             problems.append(("userData.settings", "are Bottlerocket's TOML settings; AL2023 takes userData.nodeConfig"))
@@ -355,21 +452,41 @@ class NodeClassSpec(Spec):
                     "kubelet": "set the class's kubelet instead: Karpenter merges it into the NodeConfig and counts with it",
                 }.get(key, f"expected {', '.join(sorted(_NODECONFIG_KEYS))}")
                 problems.append((f"userData.nodeConfig.{key}", why))
-        local_storage = ((user_data.node_config or {}).get("instance") or {})
+        local_storage = (user_data.node_config or {}).get("instance") or {}
         if isinstance(local_storage, dict) and "localStorage" in local_storage:
-            problems.append(("userData.nodeConfig.instance.localStorage", "set instanceStorePolicy: RAID0 instead, which Karpenter also counts as the node's ephemeral storage"))
+            problems.append(
+                (
+                    "userData.nodeConfig.instance.localStorage",
+                    "set instanceStorePolicy: RAID0 instead, which Karpenter also counts as the node's ephemeral storage",
+                )
+            )
         containerd = (user_data.node_config or {}).get("containerd") or {}
         if user_data.max_concurrent_downloads is not None and isinstance(containerd, dict) and "config" in containerd:
-            problems.append(("userData.maxConcurrentDownloads", "set max_concurrent_downloads in your own nodeConfig.containerd.config instead"))
+            problems.append(
+                (
+                    "userData.maxConcurrentDownloads",
+                    "set max_concurrent_downloads in your own nodeConfig.containerd.config instead",
+                )
+            )
         return problems
 
     def _tag_problems(self) -> list[tuple[str, str]]:
         standard = set(standard_tags(project="p", stack="s", owner="o", cost_center="c"))
-        restricted = ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim", "karpenter.k8s.aws/ec2nodeclass")
+        restricted = (
+            "eks:eks-cluster-name",
+            "karpenter.sh/nodepool",
+            "karpenter.sh/nodeclaim",
+            "karpenter.k8s.aws/ec2nodeclass",
+        )
         problems = []
         for key, value in self.tags.items():
             if key in standard:
-                problems.append((f"tags.{key}", "is one of the stack's standard tags, which every instance carries already (set owner or costCenter)"))
+                problems.append(
+                    (
+                        f"tags.{key}",
+                        "is one of the stack's standard tags, which every instance carries already (set owner or costCenter)",
+                    )
+                )
             elif key in restricted or key.startswith(("kubernetes.io/cluster", "aws:")):
                 problems.append((f"tags.{key}", "is reserved for EKS, Karpenter or AWS"))
             elif not 1 <= len(key) <= 128 or len(value) > 256:
@@ -394,4 +511,13 @@ def _toml_value(value: Any) -> bool:
     return isinstance(value, scalar) or (isinstance(value, list) and all(isinstance(v, scalar) for v in value))
 
 
-__all__ = ["CapacityReservationTermSpec", "KubeletSpec", "NetworkInterfaceSpec", "NodeClassSpec", "PlacementGroupSpec", "SecurityGroupTermSpec", "SubnetTermSpec", "UserDataSpec"]
+__all__ = [
+    "CapacityReservationTermSpec",
+    "KubeletSpec",
+    "NetworkInterfaceSpec",
+    "NodeClassSpec",
+    "PlacementGroupSpec",
+    "SecurityGroupTermSpec",
+    "SubnetTermSpec",
+    "UserDataSpec",
+]

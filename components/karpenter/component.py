@@ -150,9 +150,7 @@ class Karpenter(pulumi.ComponentResource):
                 event_pattern=to_json(event_pattern(source, detail_type)),
                 opts=child,
             )
-            targets.append(
-                aws.cloudwatch.EventTarget(f"{name}-{key}", rule=rule.name, arn=self.queue.arn, opts=child)
-            )
+            targets.append(aws.cloudwatch.EventTarget(f"{name}-{key}", rule=rule.name, arn=self.queue.arn, opts=child))
 
         # --- controller identity
         scope = pulumi.Output.all(
@@ -161,8 +159,12 @@ class Karpenter(pulumi.ComponentResource):
             lambda v: to_json(
                 controller_policy(
                     ControllerScope(
-                        partition=v[0], region=cluster.region, cluster_name=v[1], account_id=v[2],
-                        node_role_arn=v[3], queue_arn=v[4],
+                        partition=v[0],
+                        region=cluster.region,
+                        cluster_name=v[1],
+                        account_id=v[2],
+                        node_role_arn=v[3],
+                        queue_arn=v[4],
                     )
                 )
             )

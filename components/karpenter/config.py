@@ -23,7 +23,12 @@ Size = Annotated[StrictStr, _matches(r"[a-z0-9-]+", "an instance size like '48xl
 class AcceleratedFamilySpec(ConfigModel):
     """Facts about an accelerated family the pinned table does not know (keys are the family, e.g. `g7e`)."""
 
-    gpu_name: Annotated[StrictStr, _matches(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", "a GPU name as Karpenter labels it, like 'l40s'")] | None = Field(
+    gpu_name: (
+        Annotated[
+            StrictStr, _matches(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", "a GPU name as Karpenter labels it, like 'l40s'")
+        ]
+        | None
+    ) = Field(
         default=None,
         description="the `karpenter.k8s.aws/instance-gpu-name` of its GPUs; required for an NVIDIA family, refused "
         "for a Neuron one",
@@ -74,9 +79,17 @@ class KarpenterConfig(ConfigModel):
         for name, pool in self.node_pools.items():
             node_class = self.node_classes.get(pool.node_class)
             if node_class is None:
-                problems.append((f"nodePools.{name}.nodeClass", f"names no node class in karpenter.nodeClasses ({', '.join(sorted(self.node_classes))})"))
+                problems.append(
+                    (
+                        f"nodePools.{name}.nodeClass",
+                        f"names no node class in karpenter.nodeClasses ({', '.join(sorted(self.node_classes))})",
+                    )
+                )
                 continue
-            problems += [(f"nodePools.{name}.{key}", message) for key, message in pool_class_problems(pool, pool.node_class, node_class)]
+            problems += [
+                (f"nodePools.{name}.{key}", message)
+                for key, message in pool_class_problems(pool, pool.node_class, node_class)
+            ]
         if problems:
             raise FieldProblems(problems)
         return self
@@ -88,12 +101,18 @@ class KarpenterConfig(ConfigModel):
             if pool.accelerator is None:
                 for index, budget in enumerate(pool.disruption.budgets):
                     if budget.blocks_empty_removal:
-                        found.append((f"karpenter.nodePools.{name}.disruption.budgets[{index}]", idle_budget_message("CPU")))
+                        found.append(
+                            (f"karpenter.nodePools.{name}.disruption.budgets[{index}]", idle_budget_message("CPU"))
+                        )
         return found
 
     def efa_pools(self) -> dict[str, NodePoolSpec]:
         """Pools whose node class attaches EFA interfaces."""
-        return {n: p for n, p in self.node_pools.items() if p.node_class in self.node_classes and self.node_classes[p.node_class].efa_interfaces}
+        return {
+            n: p
+            for n, p in self.node_pools.items()
+            if p.node_class in self.node_classes and self.node_classes[p.node_class].efa_interfaces
+        }
 
     def neuron_taints(self) -> tuple[Taint, ...] | None:
         """Every taint of the pools that launch Neuron instances (what their device plugin must tolerate); None when
@@ -108,7 +127,11 @@ class KarpenterConfig(ConfigModel):
 def _taints(pools: list[NodePoolSpec]) -> tuple[Taint, ...] | None:
     if not pools:
         return None
-    return tuple(sorted({Taint(t.key, t.value, t.effect) for p in pools for t in p.taints}, key=lambda t: (t.key, t.value, t.effect)))
+    return tuple(
+        sorted(
+            {Taint(t.key, t.value, t.effect) for p in pools for t in p.taints}, key=lambda t: (t.key, t.value, t.effect)
+        )
+    )
 
 
 def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeClassSpec) -> list[tuple[str, str]]:
@@ -138,9 +161,19 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
             for instance_type in types:
                 known = efa.NETWORK_CARDS.get(instance_type)
                 if known is None:
-                    problems.append(("requirements", f"{instance_type!r} is not in the EFA table (components/karpenter/efa.py); node class {class_name!r} needs {cards} EFA network cards"))
+                    problems.append(
+                        (
+                            "requirements",
+                            f"{instance_type!r} is not in the EFA table (components/karpenter/efa.py); node class {class_name!r} needs {cards} EFA network cards",
+                        )
+                    )
                 elif known < cards:
-                    problems.append(("requirements", f"{instance_type!r} has {known} network cards; node class {class_name!r} needs {cards}"))
+                    problems.append(
+                        (
+                            "requirements",
+                            f"{instance_type!r} has {known} network cards; node class {class_name!r} needs {cards}",
+                        )
+                    )
     return problems
 
 

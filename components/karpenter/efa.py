@@ -38,15 +38,21 @@ def layout(network_cards: int) -> list[dict[str, Any]]:
         {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
         {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
     ]
-    interfaces += [{"networkCardIndex": card, "deviceIndex": 0, "interfaceType": "efa-only"} for card in range(1, network_cards)]
+    interfaces += [
+        {"networkCardIndex": card, "deviceIndex": 0, "interfaceType": "efa-only"} for card in range(1, network_cards)
+    ]
     return interfaces
 
 
 def layout_problems(interfaces: list[Mapping[str, Any]]) -> list[str]:
     """What the EC2NodeClass CRD (and EC2) would refuse in a list of interfaces."""
     problems = []
-    if interfaces and not any((i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) == (0, 0, "interface") for i in interfaces):
-        problems.append("needs a primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface (EFA-only cannot be primary)")
+    if interfaces and not any(
+        (i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) == (0, 0, "interface") for i in interfaces
+    ):
+        problems.append(
+            "needs a primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface (EFA-only cannot be primary)"
+        )
     seen: dict[tuple[int, int], int] = {}
     for index, i in enumerate(interfaces):
         slot = (i["networkCardIndex"], i["deviceIndex"])
@@ -57,7 +63,11 @@ def layout_problems(interfaces: list[Mapping[str, Any]]) -> list[str]:
     for i in interfaces:
         if i["interfaceType"] == "efa-only":
             efa_per_card[i["networkCardIndex"]] = efa_per_card.get(i["networkCardIndex"], 0) + 1
-    problems += [f"network card {card} has {count} EFA-only interfaces; at most one per card" for card, count in sorted(efa_per_card.items()) if count > 1]
+    problems += [
+        f"network card {card} has {count} EFA-only interfaces; at most one per card"
+        for card, count in sorted(efa_per_card.items())
+        if count > 1
+    ]
     return problems
 
 

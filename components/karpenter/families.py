@@ -21,7 +21,13 @@ Accelerator = Literal["nvidia", "neuron"]
 
 #: karpenter.k8s.aws/instance-category values of accelerated instances, by the accelerator they carry. Categories
 #: of other accelerators (dl: Gaudi, f: FPGA, vt: video) are deliberately absent: the platform runs neither.
-ACCELERATED_CATEGORIES: dict[str, Accelerator] = {"g": "nvidia", "gr": "nvidia", "p": "nvidia", "inf": "neuron", "trn": "neuron"}
+ACCELERATED_CATEGORIES: dict[str, Accelerator] = {
+    "g": "nvidia",
+    "gr": "nvidia",
+    "p": "nvidia",
+    "inf": "neuron",
+    "trn": "neuron",
+}
 _OTHER_ACCELERATED_CATEGORIES = {"dl": "Gaudi", "f": "FPGA", "vt": "video transcoding"}
 
 #: Category, generation, at most one processor letter (a AMD, g Graviton, i Intel), then capability letters, each at
@@ -29,7 +35,9 @@ _OTHER_ACCELERATED_CATEGORIES = {"dl": "Gaudi", "f": "FPGA", "vt": "video transc
 #: '-flex'. Source: "Amazon EC2 instance type naming conventions",
 #: https://docs.aws.amazon.com/ec2/latest/instancetypes/instance-type-names.html (checked against the families in
 #: karpenter-provider-aws pkg/providers/instancetype/zz_generated.bandwidth.go).
-_CPU_FAMILY = re.compile(r"(?P<category>[a-z]+?)(?P<generation>[1-9])(?P<processor>[agi]?)(?P<capabilities>[bdenz]*)(-flex)?")
+_CPU_FAMILY = re.compile(
+    r"(?P<category>[a-z]+?)(?P<generation>[1-9])(?P<processor>[agi]?)(?P<capabilities>[bdenz]*)(-flex)?"
+)
 #: Accelerated families follow the same convention, and some name their accelerator after a dash: p6-b200,
 #: p6e-gb200 (Grace), trn2u.
 _ACCELERATED_FAMILY = re.compile(
@@ -98,7 +106,9 @@ def family_problem(family: str) -> str | None:
         return None
     if category not in accelerators.CPU_CATEGORIES:
         known_categories = sorted(accelerators.CPU_CATEGORIES | ACCELERATED_CATEGORIES.keys())
-        return f"{family!r} has the unknown instance category {category!r}; expected one of {', '.join(known_categories)}"
+        return (
+            f"{family!r} has the unknown instance category {category!r}; expected one of {', '.join(known_categories)}"
+        )
     shape = _CPU_FAMILY.fullmatch(family)
     if shape is None or len(set(shape["capabilities"])) != len(shape["capabilities"]):
         return f"{family!r} is not an instance family name: expected {_SHAPE_HINT}"

@@ -84,7 +84,10 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             "Action": "ec2:CreateTags",
             "Resource": launched,
             "Condition": {
-                "StringEquals": {**request_owned, "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
+                "StringEquals": {
+                    **request_owned,
+                    "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
+                },
                 "StringLike": request_nodepool,
             },
         },
@@ -97,7 +100,9 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
                 "StringEquals": owned,
                 "StringLike": any_nodepool,
                 "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": scope.cluster_name},
-                "ForAllValues:StringEquals": {"aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]},
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
+                },
             },
         },
         {
@@ -141,7 +146,11 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
         {
             "Sid": "AllowScopedInstanceProfileActions",
             "Effect": "Allow",
-            "Action": ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
+            "Action": [
+                "iam:AddRoleToInstanceProfile",
+                "iam:RemoveRoleFromInstanceProfile",
+                "iam:DeleteInstanceProfile",
+            ],
             "Resource": profiles,
             "Condition": {
                 "StringEquals": {**owned, **region_tag},
@@ -149,7 +158,12 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             },
         },
         # --- this cluster's endpoint, and the interruption queue
-        {"Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow", "Action": "eks:DescribeCluster", "Resource": cluster_arn},
+        {
+            "Sid": "AllowAPIServerEndpointDiscovery",
+            "Effect": "Allow",
+            "Action": "eks:DescribeCluster",
+            "Resource": cluster_arn,
+        },
         {
             "Sid": "AllowInterruptionQueueActions",
             "Effect": "Allow",
@@ -184,8 +198,18 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
         },
         {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Action": "pricing:GetProducts", "Resource": "*"},
         # Listing cannot be scoped; without it the EC2NodeClass finalizer never completes.
-        {"Sid": "AllowUnscopedInstanceProfileListAction", "Effect": "Allow", "Action": "iam:ListInstanceProfiles", "Resource": "*"},
-        {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow", "Action": "iam:GetInstanceProfile", "Resource": profiles},
+        {
+            "Sid": "AllowUnscopedInstanceProfileListAction",
+            "Effect": "Allow",
+            "Action": "iam:ListInstanceProfiles",
+            "Resource": "*",
+        },
+        {
+            "Sid": "AllowInstanceProfileReadActions",
+            "Effect": "Allow",
+            "Action": "iam:GetInstanceProfile",
+            "Resource": profiles,
+        },
         # 1.14's ZonalShiftPolicy: read whether ARC has shifted this cluster away from a zone (used once
         # settings.enableZonalShift is on; read-only and limited to this cluster, so granted with the rest).
         {

@@ -84,7 +84,9 @@ def requirement_problems(r: RequirementSpec) -> Problems:
         if r.operator != "In":
             problems.append(("minValues", f"applies to operator In only, not {r.operator}"))
         elif len(r.values) < r.min_values:
-            problems.append(("minValues", f"asks for {r.min_values} distinct values but the requirement lists {len(r.values)}"))
+            problems.append(
+                ("minValues", f"asks for {r.min_values} distinct values but the requirement lists {len(r.values)}")
+            )
     return problems
 
 
@@ -94,7 +96,12 @@ def limit_problems(pool: NodePoolSpec) -> Problems:
         if key == "aws.amazon.com/neurondevice":
             problems.append((f"limits.{key}", NEURONDEVICE_REASON))
         elif key not in LIMIT_RESOURCES:
-            problems.append((f"limits.{key}", f"unknown resource; expected {', '.join(LIMIT_RESOURCES[:-1])} or {LIMIT_RESOURCES[-1]}"))
+            problems.append(
+                (
+                    f"limits.{key}",
+                    f"unknown resource; expected {', '.join(LIMIT_RESOURCES[:-1])} or {LIMIT_RESOURCES[-1]}",
+                )
+            )
         elif not QUANTITY.fullmatch(value):
             problems.append((f"limits.{key}", f"expected {QUANTITY_HINT}, got {value!r}"))
         elif key in ACCELERATOR_RESOURCES and not value.isdigit():
@@ -104,7 +111,11 @@ def limit_problems(pool: NodePoolSpec) -> Problems:
 
 def _unknown(key: str, values: Iterable[str], known: Iterable[str]) -> Problems:
     allowed = frozenset(known)
-    return [(key, f"unknown value {value!r}; expected one of {', '.join(sorted(allowed))}") for value in values if value not in allowed]
+    return [
+        (key, f"unknown value {value!r}; expected one of {', '.join(sorted(allowed))}")
+        for value in values
+        if value not in allowed
+    ]
 
 
 def _taint_text(taint: Taint) -> str:
@@ -124,7 +135,10 @@ def accelerator_problems(pool: NodePoolSpec, kind: Accelerator, because: str, sk
     same_key = [(i, t) for i, t in enumerate(pool.taints) if t.key == taint.key]
     if "taints" not in skip and not same_key:
         problems.append(
-            ("taints", f"a {what} pool must carry the {wanted} taint, or ordinary pods fill it and it never scales to zero (this is a {what} pool because of {because})")
+            (
+                "taints",
+                f"a {what} pool must carry the {wanted} taint, or ordinary pods fill it and it never scales to zero (this is a {what} pool because of {because})",
+            )
         )
     for index, t in same_key:
         got = Taint(t.key, t.value, t.effect)
@@ -138,10 +152,17 @@ def accelerator_problems(pool: NodePoolSpec, kind: Accelerator, because: str, sk
             )
     if "limits" not in skip and not any(r in pool.limits for r in resources):
         named = " or ".join(resources)
-        problems.append(("limits", f"a {what} pool must set a limit on {named}: it is the ceiling on {what} spend (this is a {what} pool because of {because})"))
+        problems.append(
+            (
+                "limits",
+                f"a {what} pool must set a limit on {named}: it is the ceiling on {what} spend (this is a {what} pool because of {because})",
+            )
+        )
     for index, r in enumerate(pool.requirements):
         if excludes(kind, r.key, r.operator):
-            problems.append((f"requirements[{index}]", f"excludes {what} instances, but {because} makes this a {what} pool"))
+            problems.append(
+                (f"requirements[{index}]", f"excludes {what} instances, but {because} makes this a {what} pool")
+            )
     if "disruption" not in skip:
         for index, budget in enumerate(pool.disruption.budgets):
             if budget.blocks_empty_removal:
@@ -162,11 +183,22 @@ def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
     problems = []
     if "instanceFamilies" in skip:
         return problems
-    generation_bounds = [] if "generationAbove" in skip or pool.generation_above is None else [("Gt", pool.generation_above, f"generationAbove {pool.generation_above}")]
-    arch_sets = [] if "architectures" in skip else [(set(pool.architectures), f"architectures {list(pool.architectures)}")]
+    generation_bounds = (
+        []
+        if "generationAbove" in skip or pool.generation_above is None
+        else [("Gt", pool.generation_above, f"generationAbove {pool.generation_above}")]
+    )
+    arch_sets = (
+        [] if "architectures" in skip else [(set(pool.architectures), f"architectures {list(pool.architectures)}")]
+    )
     excluded: list[tuple[str, str]] = []
     for r in () if "requirements" in skip else pool.requirements:
-        if r.key == "karpenter.k8s.aws/instance-generation" and r.operator in ("Gt", "Gte", "Lt", "Lte") and r.values and r.values[0].isdigit():
+        if (
+            r.key == "karpenter.k8s.aws/instance-generation"
+            and r.operator in ("Gt", "Gte", "Lt", "Lte")
+            and r.values
+            and r.values[0].isdigit()
+        ):
             generation_bounds.append((r.operator, int(r.values[0]), f"the requirement {r.shown()}"))
         elif r.key == "kubernetes.io/arch" and r.operator == "In":
             arch_sets.append((set(r.values), f"the requirement {r.shown()}"))
@@ -177,7 +209,9 @@ def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
         out = []
         category = category_of(family)
         if "instanceCategories" not in skip and pool.instance_categories and category not in pool.instance_categories:
-            out.append(f"is in category {category!r}, which instanceCategories {list(pool.instance_categories)} leaves out")
+            out.append(
+                f"is in category {category!r}, which instanceCategories {list(pool.instance_categories)} leaves out"
+            )
         generation = generation_of(family)
         for operator, bound, source in generation_bounds:
             if generation is not None and not tests[operator](generation, bound):
@@ -190,13 +224,19 @@ def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
         problems += [("instanceFamilies", f"{family!r} {reason}: the pool can never launch it") for reason in out]
     if pool.gpu_names and not {"gpuNames", "requirements"} & skip:
         for index, r in enumerate(pool.requirements):
-            if r.operator != "In" or r.key not in ("node.kubernetes.io/instance-type", "karpenter.k8s.aws/instance-family"):
+            if r.operator != "In" or r.key not in (
+                "node.kubernetes.io/instance-type",
+                "karpenter.k8s.aws/instance-family",
+            ):
                 continue
             for value in r.values:
                 known = accelerators.facts(family_of_type(value))
                 if known is not None and known.gpu_name is not None and known.gpu_name not in pool.gpu_names:
                     problems.append(
-                        (f"requirements[{index}]", f"{value!r} has {known.gpu_name} GPUs, which gpuNames {list(pool.gpu_names)} leaves out: the pool can never launch it")
+                        (
+                            f"requirements[{index}]",
+                            f"{value!r} has {known.gpu_name} GPUs, which gpuNames {list(pool.gpu_names)} leaves out: the pool can never launch it",
+                        )
                     )
     return problems
 
@@ -215,7 +255,9 @@ def pool_problems(pool: NodePoolSpec, skip: frozenset[str] = frozenset()) -> Pro
     """Every problem of a pool whose fields have their shapes; checks that read a field in `skip` (one that failed
     to validate) are left out."""
     problems: Problems = []
-    problems += _unknown("instanceCategories", pool.instance_categories, accelerators.CPU_CATEGORIES | ACCELERATED_CATEGORIES.keys())
+    problems += _unknown(
+        "instanceCategories", pool.instance_categories, accelerators.CPU_CATEGORIES | ACCELERATED_CATEGORIES.keys()
+    )
     problems += _unknown("gpuNames", pool.gpu_names, accelerators.nvidia_gpu_names())
     problems += [("instanceFamilies", problem) for f in pool.instance_families if (problem := family_problem(f))]
     problems += [(f"labels.{key}", problem) for key in pool.labels if (problem := label_problem(key))]
@@ -227,7 +269,9 @@ def pool_problems(pool: NodePoolSpec, skip: frozenset[str] = frozenset()) -> Pro
     first = {kind: (path, what) for path, kind, what in reversed(sources)}
     if len(first) == 2:
         path, what = first["neuron"]
-        problems.append((path, f"mixes Neuron devices ({what}) with NVIDIA GPUs ({first['nvidia'][1]}); use one pool for each"))
+        problems.append(
+            (path, f"mixes Neuron devices ({what}) with NVIDIA GPUs ({first['nvidia'][1]}); use one pool for each")
+        )
     if pool.gpu_names and (unreachable := _unreachable_families(pool)):
         problems.append(("instanceFamilies", f"{unreachable} have none of the GPUs in gpuNames {list(pool.gpu_names)}"))
     accelerator = pool.accelerator
@@ -237,7 +281,12 @@ def pool_problems(pool: NodePoolSpec, skip: frozenset[str] = frozenset()) -> Pro
         elif any(t.key == taint.key for t in pool.taints):
             problems.append(("taints", f"carries the {taint.key} taint but launches no {what} instances"))
     if accelerator is None and "limits" not in skip and not pool.limits:
-        problems.append(("limits", "set at least one limit (cpu, memory): without one Karpenter launches whatever pending pods ask for"))
+        problems.append(
+            (
+                "limits",
+                "set at least one limit (cpu, memory): without one Karpenter launches whatever pending pods ask for",
+            )
+        )
     problems += contradictions(pool, skip)
     return list(dict.fromkeys(problems))
 

@@ -108,7 +108,9 @@ class BudgetSpec(Spec):
         if self.schedule is not None and (problem := cron_problem(self.schedule)):
             problems.append(("schedule", problem))
         if self.duration is not None and not BUDGET_DURATION.fullmatch(self.duration):
-            problems.append(("duration", f"expected a duration in hours and minutes like '8h' or '1h30m', got {self.duration!r}"))
+            problems.append(
+                ("duration", f"expected a duration in hours and minutes like '8h' or '1h30m', got {self.duration!r}")
+            )
         return problems
 
 
@@ -137,7 +139,12 @@ class DisruptionSpec(Spec):
         if not DURATION.fullmatch(self.consolidate_after):
             problems.append(("consolidateAfter", f"expected {DURATION_HINT}, got {self.consolidate_after!r}"))
         if not self.budgets:
-            problems.append(("budgets", "needs at least one budget; an empty list leaves the pool without any (leave the key out for Karpenter's 10%)"))
+            problems.append(
+                (
+                    "budgets",
+                    "needs at least one budget; an empty list leaves the pool without any (leave the key out for Karpenter's 10%)",
+                )
+            )
         for index, budget in enumerate(self.budgets):
             problems += [(f"budgets[{index}].{key}", message) for key, message in budget.problems()]
         return problems
@@ -280,7 +287,9 @@ class NodePoolSpec(Spec):
                 sources.append(("instanceFamilies", kind, f"instance family {family!r}"))
         for resource in ACCELERATOR_RESOURCES:
             if resource in self.limits:
-                sources.append((f"limits.{resource}", "nvidia" if resource == GPU_RESOURCE else "neuron", f"the {resource} limit"))
+                sources.append(
+                    (f"limits.{resource}", "nvidia" if resource == GPU_RESOURCE else "neuron", f"the {resource} limit")
+                )
         for index, r in enumerate(self.requirements):
             for kind in sorted(requirement_accelerators(r.key, r.operator, r.values)):
                 sources.append((f"requirements[{index}]", kind, f"the requirement {r.shown()}"))

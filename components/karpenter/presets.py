@@ -33,7 +33,11 @@ _BASE_POOL_PRESETS: Mapping[str, Mapping[str, Any]] = {
         "generationAbove": 5,
         "labels": {WORKLOAD_LABEL: "general"},
         "limits": {"cpu": "1000", "memory": "4000Gi"},
-        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "1m", "budgets": _TEN_PERCENT_AT_A_TIME},
+        "disruption": {
+            "consolidationPolicy": "WhenEmptyOrUnderutilized",
+            "consolidateAfter": "1m",
+            "budgets": _TEN_PERCENT_AT_A_TIME,
+        },
     },
     # Inference on T4 / A10G / L4 class GPUs, spot or on-demand, released quickly once idle.
     "gpu-inference": {
@@ -44,7 +48,11 @@ _BASE_POOL_PRESETS: Mapping[str, Mapping[str, Any]] = {
         "labels": {WORKLOAD_LABEL: "inference"},
         "taints": [GPU_TAINT.as_dict()],
         "limits": {GPU_RESOURCE: "16"},
-        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "5m", "budgets": [{"nodes": "20%"}]},
+        "disruption": {
+            "consolidationPolicy": "WhenEmptyOrUnderutilized",
+            "consolidateAfter": "5m",
+            "budgets": [{"nodes": "20%"}],
+        },
     },
     # Training on A100 / H100 class GPUs: on-demand only, never consolidated while busy, no voluntary disruption
     # during working hours, at most one node at a time otherwise, and drift replacement only at weekends.
@@ -99,7 +107,12 @@ NODE_CLASS_PRESETS: Mapping[str, Mapping[str, Any]] = {
     "default": {"amiFamily": "al2023", "rootVolumeGib": 80},
     # Container images with CUDA are large; the AL2023 alias picks the NVIDIA (or Neuron) variant by instance type.
     "gpu": {"amiFamily": "al2023", "rootVolumeGib": 200, "rootVolumeIops": 6000, "rootVolumeThroughputMibps": 250},
-    "gpu-training": {"amiFamily": "al2023", "rootVolumeGib": 500, "rootVolumeIops": 10000, "rootVolumeThroughputMibps": 500},
+    "gpu-training": {
+        "amiFamily": "al2023",
+        "rootVolumeGib": 500,
+        "rootVolumeIops": 10000,
+        "rootVolumeThroughputMibps": 500,
+    },
 }
 
 DEFAULT_NODE_CLASSES = {name: {"preset": name} for name in ("default", "gpu", "gpu-training")}

@@ -63,12 +63,16 @@ def requirements(pool: NodePoolSpec) -> list[dict[str, Any]]:
     # Keep out every accelerator the pool is not for: whatever its other requirements, a CPU pool then cannot launch
     # a GPU instance (untainted, outside every GPU limit) for a pending pod that tolerates the GPU taint.
     for accelerator, (key, operator) in EXCLUDE.items():
-        if pool.accelerator != accelerator and not any(excludes(accelerator, r.key, r.operator) for r in pool.requirements):
+        if pool.accelerator != accelerator and not any(
+            excludes(accelerator, r.key, r.operator) for r in pool.requirements
+        ):
             rendered.append(_requirement(key, operator))
     return rendered
 
 
-def render_nodepool(name: str, pool: NodePoolSpec, *, startup_taints: Sequence[Taint] = (), efa: bool = False) -> dict[str, Any]:
+def render_nodepool(
+    name: str, pool: NodePoolSpec, *, startup_taints: Sequence[Taint] = (), efa: bool = False
+) -> dict[str, Any]:
     """`efa`: the pool's node class attaches EFA interfaces (its nodes are labelled for the EFA device plugin)."""
     template_spec: dict[str, Any] = {
         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.node_class},
@@ -81,7 +85,10 @@ def render_nodepool(name: str, pool: NodePoolSpec, *, startup_taints: Sequence[T
         template_spec["startupTaints"] = [t.as_dict() for t in startup_taints]
     template_spec["terminationGracePeriod"] = pool.termination_grace_period
     spec: dict[str, Any] = {
-        "template": {"metadata": {"labels": {POOL_LABEL: name, **({EFA_LABEL: "true"} if efa else {}), **pool.labels}}, "spec": template_spec},
+        "template": {
+            "metadata": {"labels": {POOL_LABEL: name, **({EFA_LABEL: "true"} if efa else {}), **pool.labels}},
+            "spec": template_spec,
+        },
         "limits": dict(pool.limits),
         # In full, Karpenter's defaults included, so what a pool does is read here rather than in Karpenter's docs.
         "disruption": pool.disruption.model_dump(mode="json", by_alias=True, exclude_none=True),
@@ -116,7 +123,10 @@ def user_data(node_class: NodeClassSpec) -> str | None:
     if spec.parallel_image_pull:
         node_config["featureGates"] = {**(node_config.get("featureGates") or {}), FAST_IMAGE_PULL_GATE: True}
     if spec.max_concurrent_downloads is not None:
-        node_config["containerd"] = {**(node_config.get("containerd") or {}), "config": containerd_config(spec.max_concurrent_downloads)}
+        node_config["containerd"] = {
+            **(node_config.get("containerd") or {}),
+            "config": containerd_config(spec.max_concurrent_downloads),
+        }
     return al2023_user_data(node_config) if node_config else None
 
 
@@ -161,7 +171,9 @@ def render_nodeclass(name: str, node_class: NodeClassSpec, context: NodeClassCon
         spec["capacityReservationSelectorTerms"] = _terms(node_class.capacity_reservation_selector_terms)
     if node_class.instance_store_policy is not None:
         spec["instanceStorePolicy"] = node_class.instance_store_policy
-    if node_class.kubelet is not None and (kubelet := node_class.kubelet.model_dump(mode="json", by_alias=True, exclude_none=True)):
+    if node_class.kubelet is not None and (
+        kubelet := node_class.kubelet.model_dump(mode="json", by_alias=True, exclude_none=True)
+    ):
         spec["kubelet"] = kubelet
     if (text := user_data(node_class)) is not None:
         spec["userData"] = text

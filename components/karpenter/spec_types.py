@@ -26,7 +26,9 @@ DURATION_HINT = "a duration like '30s', '5m', '720h' or 'Never'"
 Duration = Annotated[StrictStr, _matches(DURATION.pattern, DURATION_HINT)]
 #: terminationGracePeriod has no "Never" (NodePool CRD pattern ^([0-9]+(s|m|h))+$): it is the bound after which
 #: Karpenter drains a node whatever its pods' PodDisruptionBudgets say.
-GracePeriod = Annotated[StrictStr, _matches(r"([0-9]+(s|m|h))+", "a duration like '30s', '15m' or '2h' (there is no 'Never')")]
+GracePeriod = Annotated[
+    StrictStr, _matches(r"([0-9]+(s|m|h))+", "a duration like '30s', '15m' or '2h' (there is no 'Never')")
+]
 BUDGET_DURATION = re.compile(r"(([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?")
 BUDGET_NODES = re.compile(r"(100|[0-9]{1,2})%|[0-9]+")
 QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?(m|k|Ki|Mi|Gi|Ti|Pi|M|G|T|P)?")
@@ -35,7 +37,9 @@ Quantity = Annotated[StrictStr, BeforeValidator(quantity_text), _matches(QUANTIT
 #: A limit value: checked by the pool itself, so a mistyped value does not hide the pool's other problems.
 LooseQuantity = Annotated[StrictStr, BeforeValidator(quantity_text)]
 Name = Annotated[StrictStr, _matches(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a lowercase DNS-1123 name")]
-LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+LABEL_KEY = re.compile(
+    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+)
 LabelKey = Annotated[StrictStr, _matches(LABEL_KEY.pattern, "a Kubernetes label key")]
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?")
 LABEL_VALUE_HINT = "a label value of at most 63 letters, digits, '-', '_' or '.'"

@@ -28,8 +28,20 @@ from components.karpenter.pool_spec import BudgetSpec, DisruptionSpec, NodePoolS
 from components.karpenter.presets import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NODE_CLASS_PRESETS, NODE_POOL_PRESETS
 
 __all__ = [
-    "DEFAULT_NODE_CLASSES", "DEFAULT_NODE_POOLS", "NODE_CLASS_PRESETS", "NODE_POOL_PRESETS",
-    "BudgetSpec", "CapacityReservationTermSpec", "DisruptionSpec", "KubeletSpec", "NetworkInterfaceSpec",
-    "NodeClassSpec", "NodePoolSpec", "RequirementSpec", "SecurityGroupTermSpec", "SubnetTermSpec", "TaintSpec",
+    "DEFAULT_NODE_CLASSES",
+    "DEFAULT_NODE_POOLS",
+    "NODE_CLASS_PRESETS",
+    "NODE_POOL_PRESETS",
+    "BudgetSpec",
+    "CapacityReservationTermSpec",
+    "DisruptionSpec",
+    "KubeletSpec",
+    "NetworkInterfaceSpec",
+    "NodeClassSpec",
+    "NodePoolSpec",
+    "RequirementSpec",
+    "SecurityGroupTermSpec",
+    "SubnetTermSpec",
+    "TaintSpec",
     "UserDataSpec",
 ]

@@ -36,7 +36,8 @@ class _Dumper(yaml.SafeDumper):
 
 
 _Dumper.add_representer(
-    str, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
+    str,
+    lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None),
 )
 
 

@@ -13,13 +13,9 @@ from components.karpenter.families import ACCELERATED_CATEGORIES, Accelerator, a
 
 #: Labels Karpenter (AWS) sets on GPU instances only, all four from the same EC2 GpuInfo (and on no other instance:
 #: there they "DoesNotExist"). karpenter-provider-aws pkg/providers/instancetype/types.go, computeRequirements.
-GPU_KEYS = frozenset(
-    f"karpenter.k8s.aws/instance-gpu-{name}" for name in ("name", "manufacturer", "count", "memory")
-)
+GPU_KEYS = frozenset(f"karpenter.k8s.aws/instance-gpu-{name}" for name in ("name", "manufacturer", "count", "memory"))
 #: Labels set on Neuron (Inferentia / Trainium) instances only, from EC2 NeuronInfo.
-NEURON_KEYS = frozenset(
-    f"karpenter.k8s.aws/instance-accelerator-{name}" for name in ("name", "manufacturer", "count")
-)
+NEURON_KEYS = frozenset(f"karpenter.k8s.aws/instance-accelerator-{name}" for name in ("name", "manufacturer", "count"))
 #: What a pool renders to exclude an accelerator it is not for, unless it already excludes it. Without it a CPU pool
 #: with no category restriction may launch a GPU instance for a pending pod that tolerates the GPU taint, untainted
 #: and outside every GPU limit.
@@ -61,20 +57,44 @@ def excludes(accelerator: Accelerator, key: str, operator: str) -> bool:
 #: pkg/apis/v1/labels.go (WellKnownLabels) and the AWS labels the NodePool CRD's CEL rules admit.
 _WELL_KNOWN_LABELS = frozenset(
     {
-        "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "node.kubernetes.io/instance-type",
-        "kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/windows-build", "karpenter.sh/capacity-type",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "node.kubernetes.io/instance-type",
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "node.kubernetes.io/windows-build",
+        "karpenter.sh/capacity-type",
         "topology.k8s.aws/zone-id",
         *(
             f"karpenter.k8s.aws/{name}"
             for name in (
-                "instance-tenancy", "capacity-reservation-type", "capacity-reservation-id",
-                "capacity-reservation-interruptible", "ec2nodeclass", "instance-encryption-in-transit-supported",
-                "instance-category", "instance-hypervisor", "instance-family", "instance-generation",
-                "instance-local-nvme", "instance-size", "instance-cpu", "instance-cpu-manufacturer",
-                "instance-cpu-sustained-clock-speed-mhz", "instance-memory", "instance-ebs-bandwidth",
-                "instance-network-bandwidth", "instance-gpu-name", "instance-gpu-manufacturer", "instance-gpu-count",
-                "instance-gpu-memory", "instance-accelerator-name", "instance-accelerator-manufacturer",
-                "instance-accelerator-count", "instance-capability-flex", "placement-group-id",
+                "instance-tenancy",
+                "capacity-reservation-type",
+                "capacity-reservation-id",
+                "capacity-reservation-interruptible",
+                "ec2nodeclass",
+                "instance-encryption-in-transit-supported",
+                "instance-category",
+                "instance-hypervisor",
+                "instance-family",
+                "instance-generation",
+                "instance-local-nvme",
+                "instance-size",
+                "instance-cpu",
+                "instance-cpu-manufacturer",
+                "instance-cpu-sustained-clock-speed-mhz",
+                "instance-memory",
+                "instance-ebs-bandwidth",
+                "instance-network-bandwidth",
+                "instance-gpu-name",
+                "instance-gpu-manufacturer",
+                "instance-gpu-count",
+                "instance-gpu-memory",
+                "instance-accelerator-name",
+                "instance-accelerator-manufacturer",
+                "instance-accelerator-count",
+                "instance-capability-flex",
+                "placement-group-id",
                 "placement-group-partition",
             )
         ),
@@ -125,7 +145,12 @@ def requirement_key_problem(key: str) -> str | None:
 
 #: The macros the NodePool CRD's schedule pattern admits (robfig/cron also knows @every, the CRD does not).
 CRON_MACROS = ("annually", "yearly", "monthly", "weekly", "daily", "midnight", "hourly")
-_MONTHS = {name: number for number, name in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
+    )
+}
 _DAYS = {name: number for number, name in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
 #: The five fields of a standard cron schedule as Karpenter parses it (robfig/cron ParseStandard): name, range, names.
 _FIELDS: tuple[tuple[str, int, int, Mapping[str, int]], ...] = (

@@ -19,7 +19,10 @@ def main(argv: list[str] | None = None) -> int:
     fetch_cmd.add_argument("--cache", type=Path, help="cache root (default: the per-user cache)")
     fetch_cmd.add_argument("--no-render", action="store_true", help="do not fill the render cache")
     fetch_cmd.add_argument(
-        "--from", dest="source", type=Path, help="install a local copy of the pinned tree (verified) instead of downloading"
+        "--from",
+        dest="source",
+        type=Path,
+        help="install a local copy of the pinned tree (verified) instead of downloading",
     )
     bench_cmd = commands.add_parser("bench", help="time rendering the default set cold and warm")
     bench_cmd.add_argument("--tree", type=Path, help="a verified tree (default: the fetched one)")

@@ -82,17 +82,26 @@ def gateway_exposure(objects: list[Manifest]) -> Exposed:
     """What an ALB with `ip` targets connects to: the gateway's pods (its Service's selector), on the port behind
     the Service port the Ingress uses and on the health check's port."""
     services = [
-        o for o in objects
-        if o["kind"] == "Service" and o["metadata"]["name"] == GATEWAY_SERVICE and o["metadata"].get("namespace") == GATEWAY_NAMESPACE
+        o
+        for o in objects
+        if o["kind"] == "Service"
+        and o["metadata"]["name"] == GATEWAY_SERVICE
+        and o["metadata"].get("namespace") == GATEWAY_NAMESPACE
     ]
     if len(services) != 1:
-        raise ValueError(f"the ALB needs the Service {GATEWAY_NAMESPACE}/{GATEWAY_SERVICE}; the rendered objects hold {len(services)}")
+        raise ValueError(
+            f"the ALB needs the Service {GATEWAY_NAMESPACE}/{GATEWAY_SERVICE}; the rendered objects hold {len(services)}"
+        )
     ports = [p for p in services[0]["spec"]["ports"] if p["port"] == GATEWAY_HTTP_PORT]
     if len(ports) != 1:
-        raise ValueError(f"the ALB sends requests to port {GATEWAY_HTTP_PORT} of {GATEWAY_SERVICE}, which it does not serve")
+        raise ValueError(
+            f"the ALB sends requests to port {GATEWAY_HTTP_PORT} of {GATEWAY_SERVICE}, which it does not serve"
+        )
     service, target = services[0], ports[0].get("targetPort", ports[0]["port"])
     if not isinstance(target, int):
-        raise ValueError(f"{GATEWAY_SERVICE}: port {GATEWAY_HTTP_PORT} targets {target!r}; the allowance needs a number")
+        raise ValueError(
+            f"{GATEWAY_SERVICE}: port {GATEWAY_HTTP_PORT} targets {target!r}; the allowance needs a number"
+        )
     return Exposed(GATEWAY_NAMESPACE, dict(service["spec"]["selector"]), (target, int(GATEWAY_HEALTH[0])))
 
 

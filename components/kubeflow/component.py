@@ -92,7 +92,10 @@ class Kubeflow(pulumi.ComponentResource):
         self.team_roles = {team: self._team_role(name, team, args).arn for team in sorted(config.teams)}
         stages = {
             stage: pulumi.ComponentResource(
-                "eksml:kubeflow:Stage", f"{name}-{stage.name.lower().replace('_', '-')}", None, pulumi.ResourceOptions(parent=self)
+                "eksml:kubeflow:Stage",
+                f"{name}-{stage.name.lower().replace('_', '-')}",
+                None,
+                pulumi.ResourceOptions(parent=self),
             )
             for stage in Stage
         }
@@ -135,7 +138,11 @@ class Kubeflow(pulumi.ComponentResource):
             inputs[LOAD_BALANCER_SOURCES_PLACEHOLDER] = pulumi.Output.from_input(args.vpc_cidrs).apply(ip_blocks)
         if args.fsx is not None:
             file_system = args.fsx.file_system
-            identity = {"file_system_id": file_system.id, "dns_name": file_system.dns_name, "mount_name": file_system.mount_name}
+            identity = {
+                "file_system_id": file_system.id,
+                "dns_name": file_system.dns_name,
+                "mount_name": file_system.mount_name,
+            }
             inputs.update({FSX_PLACEHOLDERS[field_]: value for field_, value in identity.items()})
         return inputs
 
@@ -161,7 +168,9 @@ class Kubeflow(pulumi.ComponentResource):
         assert args.bucket_name is not None, "config refuses teams without kubeflow.bucket"
         spec = Team(name=team, owner=config.owner, gpu_quota=config.gpu_quota, s3_prefix=config.s3_prefix)
         policy = pulumi.Output.all(cluster.partition, args.bucket_name, args.bucket_kms_key_arn).apply(
-            lambda v: to_json(permission_policy(spec, bucket=v[1], partition=v[0], region=cluster.region, kms_key_arn=v[2]))
+            lambda v: to_json(
+                permission_policy(spec, bucket=v[1], partition=v[0], region=cluster.region, kms_key_arn=v[2])
+            )
         )
         return cluster.irsa_role(
             f"{name}-team-{team}",

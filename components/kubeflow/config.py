@@ -41,10 +41,14 @@ def _pattern(regex: str, what: str):
 
 
 Email = Annotated[StrictStr, _pattern(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address like 'lead@example.org'")]
-TeamName = Annotated[StrictStr, _pattern(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")]
+TeamName = Annotated[
+    StrictStr, _pattern(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")
+]
 S3Prefix = Annotated[
     StrictStr,
-    _pattern(r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no leading or trailing '/')"),
+    _pattern(
+        r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no leading or trailing '/')"
+    ),
 ]
 CertificateArn = Annotated[
     StrictStr, _pattern(r"arn:aws(-cn|-us-gov)?:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+", "an ACM certificate ARN")
@@ -61,7 +65,9 @@ class Components(_Model):
     katib: StrictBool = Field(default=False, description="install Katib (hyperparameter tuning)")
     spark: StrictBool = Field(default=False, description="install the Spark operator")
     knative: StrictBool = Field(default=False, description="install Knative Serving")
-    hub: StrictBool = Field(default=False, description="install the Hub: the model catalog, and a model registry for `hubRegistryTeam`")
+    hub: StrictBool = Field(
+        default=False, description="install the Hub: the model catalog, and a model registry for `hubRegistryTeam`"
+    )
 
 
 class TeamConfig(_Model):
@@ -91,7 +97,9 @@ class Access(_Model):
         description="the ACM certificate the ALB serves; required with `alb`, refused (as are the keys below) with "
         "`port-forward`",
     )
-    scheme: Literal["internal", "internet-facing"] = Field(default="internal", description="where the ALB is reachable from")
+    scheme: Literal["internal", "internet-facing"] = Field(
+        default="internal", description="where the ALB is reachable from"
+    )
     host: StrictStr | None = Field(default=None, description="the host name the ALB answers for; none: any")
     allowed_cidrs: tuple[StrictStr, ...] = Field(
         default=(), description="who may connect to the ALB; empty: the load balancer controller's default"

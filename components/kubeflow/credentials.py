@@ -112,7 +112,9 @@ def _mysql_root_password(secret: str, secret_key: str):
         for container in containers(spec):
             drop = {"MYSQL_ALLOW_EMPTY_PASSWORD", "MYSQL_ROOT_PASSWORD"}
             env = [e for e in container.get("env") or () if e["name"] not in drop]
-            env.insert(0, {"name": "MYSQL_ROOT_PASSWORD", "valueFrom": {"secretKeyRef": {"name": secret, "key": secret_key}}})
+            env.insert(
+                0, {"name": "MYSQL_ROOT_PASSWORD", "valueFrom": {"secretKeyRef": {"name": secret, "key": secret_key}}}
+            )
             container["env"] = env
         return obj
 
@@ -123,8 +125,11 @@ def apply(objects: list[Manifest], credentials: Credentials, admin: Admin) -> li
     """Write the given credentials (and the admin user) wherever upstream has a default. Objects of components
     not installed are simply absent; every default of those present is replaced."""
     present = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects}
-    oauth2 = {"client-id": OIDC_CLIENT_ID, "client-secret": credentials.oidc_client_secret,
-              "cookie-secret": credentials.oauth2_proxy_cookie_secret}
+    oauth2 = {
+        "client-id": OIDC_CLIENT_ID,
+        "client-secret": credentials.oidc_client_secret,
+        "cookie-secret": credentials.oauth2_proxy_cookie_secret,
+    }
     changes = {
         ("Secret", "auth", "dex-passwords"): _string_data({"DEX_USER_PASSWORD": credentials.admin_password_bcrypt}),
         ("Secret", "auth", "dex-oidc-client"): _string_data(
@@ -140,7 +145,9 @@ def apply(objects: list[Manifest], credentials: Credentials, admin: Admin) -> li
         ),
         ("Deployment", "kubeflow", "mysql"): _mysql_root_password("mysql-secret", "password"),
         ("Deployment", "kubeflow", "katib-mysql"): _mysql_root_password("katib-mysql-secrets", "MYSQL_ROOT_PASSWORD"),
-        ("Secret", "kubeflow", "katib-mysql-secrets"): _string_data({"MYSQL_ROOT_PASSWORD": credentials.katib_mysql_password}),
+        ("Secret", "kubeflow", "katib-mysql-secrets"): _string_data(
+            {"MYSQL_ROOT_PASSWORD": credentials.katib_mysql_password}
+        ),
         ("Secret", "kubeflow", "model-catalog-postgres"): _string_data(
             {"POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": credentials.hub_catalog_db_password}
         ),

@@ -102,8 +102,15 @@ ALL: tuple[Entry, ...] = (
 BY_PATH: dict[str, Entry] = {entry.path: entry for entry in ALL}
 
 
-def selected(*, katib: bool = False, spark: bool = False, hub: bool = False, knative: bool = False,
-             hub_registry: bool = False, cluster_tokens: bool = False) -> tuple[Entry, ...]:
+def selected(
+    *,
+    katib: bool = False,
+    spark: bool = False,
+    hub: bool = False,
+    knative: bool = False,
+    hub_registry: bool = False,
+    cluster_tokens: bool = False,
+) -> tuple[Entry, ...]:
     """The entries to install: the default set plus the optional components asked for, in a stable order."""
     chosen = [OAUTH2_PROXY_EKS_TOKENS if entry == OAUTH2_PROXY and cluster_tokens else entry for entry in DEFAULT]
     for name, wanted in (("katib", katib), ("spark", spark), ("hub", hub), ("knative", knative)):

@@ -66,7 +66,9 @@ def problems(root: Path, files: Mapping[str, str] = FILES) -> list[str]:
     return found
 
 
-def tree(path: str | os.PathLike[str] | None = None, *, cache: Path | None = None, files: Mapping[str, str] = FILES) -> Path:
+def tree(
+    path: str | os.PathLike[str] | None = None, *, cache: Path | None = None, files: Mapping[str, str] = FILES
+) -> Path:
     """The verified Kubeflow tree: `path` when given (a reference copy), else the fetched one under `cache`.
 
     Raises TreeError naming the fetch command when the tree is missing or any file differs from its digest."""
@@ -95,7 +97,9 @@ def extract(archive: Path, source: SourcePin, into: Path, files: Mapping[str, st
 
     Only regular files whose exact names are listed are written, so nothing in the archive can place a file
     anywhere else (no absolute paths, `..` or links are followed)."""
-    wanted = {f"{source.archive_root}/{path.removeprefix(source.folder + '/')}": path for path in files_of(source, files)}
+    wanted = {
+        f"{source.archive_root}/{path.removeprefix(source.folder + '/')}": path for path in files_of(source, files)
+    }
     written: set[str] = set()
     bad: list[str] = []
     with tarfile.open(archive, mode="r|gz") as tar:

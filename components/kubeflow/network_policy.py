@@ -11,7 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .objects import NAME_LABEL, Manifest, containers, group_of, is_webhook_configuration, matches, namespace_labels, pod_template
+from .objects import (
+    NAME_LABEL,
+    Manifest,
+    containers,
+    group_of,
+    is_webhook_configuration,
+    matches,
+    namespace_labels,
+    pod_template,
+)
 
 ALLOW_MONITORING = "allow-platform-monitoring"
 
@@ -43,7 +52,8 @@ def runtime_labels(template: Mapping[str, Any], namespace_labels: Mapping[str, s
             "service.istio.io/canonical-name", labels.get("app.kubernetes.io/name") or labels.get("app") or workload
         )
         labels.setdefault(
-            "service.istio.io/canonical-revision", labels.get("app.kubernetes.io/version") or labels.get("version") or "latest"
+            "service.istio.io/canonical-revision",
+            labels.get("app.kubernetes.io/version") or labels.get("version") or "latest",
         )
     return labels
 
@@ -154,7 +164,9 @@ def pods(objects: Iterable[Manifest]) -> list[Pod]:
         namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
         labels = runtime_labels(template, labels_of.get(namespace, {}), name)
         ports = tuple(
-            (p["containerPort"], p.get("name")) for c in containers(template.get("spec", {})) for p in c.get("ports") or ()
+            (p["containerPort"], p.get("name"))
+            for c in containers(template.get("spec", {}))
+            for p in c.get("ports") or ()
         )
         found.append(Pod(f"{obj['kind']} {namespace}/{name}", namespace, labels, ports))
     return found
@@ -188,7 +200,9 @@ def webhook_backends(objects: Iterable[Manifest]) -> list[Backend]:
             if not selector:
                 continue  # no selector, no pods: its endpoints are someone else's
             for pod in workloads:
-                if pod.namespace != reference["namespace"] or not all(pod.labels.get(k) == v for k, v in selector.items()):
+                if pod.namespace != reference["namespace"] or not all(
+                    pod.labels.get(k) == v for k, v in selector.items()
+                ):
                     continue
                 if isinstance(target, int):
                     number, name = target, next((n for p, n in pod.ports if p == target), None)
@@ -207,7 +221,9 @@ class Exposed:
     ports: tuple[int, ...]
 
 
-def problems(objects: Iterable[Manifest], monitoring_namespace: str | None, exposed: Exposed | None = None) -> list[str]:
+def problems(
+    objects: Iterable[Manifest], monitoring_namespace: str | None, exposed: Exposed | None = None
+) -> list[str]:
     """Paths the policies close that the platform needs open: the API server to each webhook's pods, (with
     monitoring) Prometheus to every port of every pod, and (with a load balancer) the load balancer to the pods it
     sends requests and health checks to."""
@@ -215,7 +231,14 @@ def problems(objects: Iterable[Manifest], monitoring_namespace: str | None, expo
     found = [
         f"{b.pod.workload}: the API server cannot reach webhook {b.webhook} on port {b.port}"
         for b in webhook_backends(objects)
-        if not admits(objects, namespace=b.pod.namespace, pod_labels=b.pod.labels, port=b.port, port_name=b.port_name, source=OUTSIDE)
+        if not admits(
+            objects,
+            namespace=b.pod.namespace,
+            pod_labels=b.pod.labels,
+            port=b.port,
+            port_name=b.port_name,
+            source=OUTSIDE,
+        )
     ]
     if monitoring_namespace is not None:
         prometheus = Source(namespace_labels={NAME_LABEL: monitoring_namespace}, pod_labels={})
@@ -223,10 +246,16 @@ def problems(objects: Iterable[Manifest], monitoring_namespace: str | None, expo
             f"{pod.workload}: Prometheus in {monitoring_namespace} cannot reach port {port}"
             for pod in pods(objects)
             for port, name in pod.ports
-            if not admits(objects, namespace=pod.namespace, pod_labels=pod.labels, port=port, port_name=name, source=prometheus)
+            if not admits(
+                objects, namespace=pod.namespace, pod_labels=pod.labels, port=port, port_name=name, source=prometheus
+            )
         ]
     if exposed is not None:
-        targets = [p for p in pods(objects) if p.namespace == exposed.namespace and matches({"matchLabels": exposed.selector}, p.labels)]
+        targets = [
+            p
+            for p in pods(objects)
+            if p.namespace == exposed.namespace and matches({"matchLabels": exposed.selector}, p.labels)
+        ]
         if not targets:
             found.append(f"no pods in {exposed.namespace} match {dict(exposed.selector)} for the load balancer")
         found += [

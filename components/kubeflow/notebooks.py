@@ -38,7 +38,9 @@ def pool_affinity(pool: str) -> dict[str, Any]:
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": NODEPOOL_LABEL, "operator": "In", "values": [pool]}]}]
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": NODEPOOL_LABEL, "operator": "In", "values": [pool]}]}
+                    ]
                 }
             }
         },
@@ -86,7 +88,11 @@ def spawner_config(upstream: str, *, gpu_pools: Sequence[str], storage_class: st
                 **editable,
                 "value": "",
                 "options": [
-                    {"groupKey": GPU_TOLERATION_GROUP, "displayName": "NVIDIA GPU nodes", "tolerations": [gpu_toleration()]}
+                    {
+                        "groupKey": GPU_TOLERATION_GROUP,
+                        "displayName": "NVIDIA GPU nodes",
+                        "tolerations": [gpu_toleration()],
+                    }
                 ],
             },
             "shm": {**editable, "value": True},
@@ -96,7 +102,9 @@ def spawner_config(upstream: str, *, gpu_pools: Sequence[str], storage_class: st
     }
 
 
-def apply(objects: list[Manifest], *, gpu_pools: Sequence[str], storage_class: str, idle_minutes: int) -> list[Manifest]:
+def apply(
+    objects: list[Manifest], *, gpu_pools: Sequence[str], storage_class: str, idle_minutes: int
+) -> list[Manifest]:
     """Our spawner form in JWA's ConfigMap, and culling of notebooks idle for `idle_minutes` (upstream ships it
     off, so a forgotten GPU notebook holds its GPU, and its node, forever)."""
     if idle_minutes < 1:

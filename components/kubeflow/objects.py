@@ -92,7 +92,10 @@ class Scopes:
         for obj in objects:
             if is_crd(obj):
                 spec = obj["spec"]
-                self._kinds[(spec["group"], spec["names"]["kind"])] = (spec["names"]["plural"], spec["scope"] == "Namespaced")
+                self._kinds[(spec["group"], spec["names"]["kind"])] = (
+                    spec["names"]["plural"],
+                    spec["scope"] == "Namespaced",
+                )
 
     def known(self, group: str, kind: str) -> bool:
         return (group, kind) in self._kinds

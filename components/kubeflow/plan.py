@@ -92,7 +92,11 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
         raise ValueError("upstream default credentials left:\n" + "\n".join(f"  - {line}" for line in left))
     items = [Item(obj, part) for obj, part in zip(objects, parts)]
     if settings.monitoring_namespace is not None:
-        part_of = {obj["metadata"].get("namespace"): part for obj, part in zip(objects, parts) if network_policy.is_network_policy(obj)}
+        part_of = {
+            obj["metadata"].get("namespace"): part
+            for obj, part in zip(objects, parts)
+            if network_policy.is_network_policy(obj)
+        }
         items += [
             Item(network_policy.monitoring_allowance(namespace, settings.monitoring_namespace), part_of[namespace])
             for namespace in network_policy.isolated_namespaces(objects)
@@ -100,11 +104,15 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     exposed = None
     if settings.access is not None:
         exposed = access_.gateway_exposure(objects)
-        gateway_part = next(part for obj, part in zip(objects, parts) if obj["metadata"].get("namespace") == exposed.namespace)
+        gateway_part = next(
+            part for obj, part in zip(objects, parts) if obj["metadata"].get("namespace") == exposed.namespace
+        )
         items.append(Item(access_.load_balancer_allowance(exposed, settings.access.source_cidrs), gateway_part))
     closed = network_policy.problems([item.manifest for item in items], settings.monitoring_namespace, exposed)
     if closed:
-        raise ValueError("the NetworkPolicies close paths the platform needs:\n" + "\n".join(f"  - {p}" for p in closed))
+        raise ValueError(
+            "the NetworkPolicies close paths the platform needs:\n" + "\n".join(f"  - {p}" for p in closed)
+        )
     return items
 
 
@@ -125,6 +133,14 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
 
 
 __all__ = [
-    "Admin", "Alb", "Credentials", "FsxShare", "HUB_REGISTRY_NAMESPACE", "Part", "Settings", "Team", "build",
+    "Admin",
+    "Alb",
+    "Credentials",
+    "FsxShare",
+    "HUB_REGISTRY_NAMESPACE",
+    "Part",
+    "Settings",
+    "Team",
+    "build",
     "platform_objects",
 ]

@@ -28,7 +28,9 @@ def substitutions(
     unknown = sorted(set(secrets) - set(NAMES))
     if unknown:
         raise ValueError(f"unknown credentials: {', '.join(unknown)} (known: {', '.join(NAMES)})")
-    values: dict[str, pulumi.Input[str]] = {placeholder(name): pulumi.Output.secret(value) for name, value in secrets.items()}
+    values: dict[str, pulumi.Input[str]] = {
+        placeholder(name): pulumi.Output.secret(value) for name, value in secrets.items()
+    }
     values.update({role_arn_placeholder(team): arn for team, arn in role_arns.items()})
     values.update(inputs or {})
     return values

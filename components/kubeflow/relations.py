@@ -31,17 +31,16 @@ def is_custom(obj: Mapping[str, Any]) -> bool:
     return not is_builtin(obj)
 
 
-
 class Relations:
     """The object-to-object requirements of a set of objects (what `edges` adds and `check` verifies)."""
 
     def __init__(self, objects: Sequence[Manifest]):
         self.objects = {key(o): o for o in objects}
         self.scopes = Scopes(list(objects))
-        self.crds = {
-            (o["spec"]["group"], o["spec"]["names"]["kind"]): key(o) for o in objects if is_crd(o)
+        self.crds = {(o["spec"]["group"], o["spec"]["names"]["kind"]): key(o) for o in objects if is_crd(o)}
+        self.namespaces = {
+            o["metadata"]["name"]: key(o) for o in objects if o["kind"] == "Namespace" and o["apiVersion"] == "v1"
         }
-        self.namespaces = {o["metadata"]["name"]: key(o) for o in objects if o["kind"] == "Namespace" and o["apiVersion"] == "v1"}
         self.namespace_labels = namespace_labels(objects)
         self.webhooks = [o for o in objects if is_webhook_configuration(o)]
         self.workloads = [o for o in objects if is_workload(o)]

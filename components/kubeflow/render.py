@@ -206,7 +206,12 @@ def _document(path: Path) -> dict[str, Any]:
 
 
 def _bases(document: Mapping[str, Any]) -> list[str]:
-    return [item for key in ("resources", "bases", "components") for item in document.get(key) or () if isinstance(item, str)]
+    return [
+        item
+        for key in ("resources", "bases", "components")
+        for item in document.get(key) or ()
+        if isinstance(item, str)
+    ]
 
 
 def unpinned_remotes(paths: Iterable[Path]) -> list[str]:
@@ -231,7 +236,9 @@ def _render_one(work: Path, entry: Entry, assets: Assets) -> list[dict[str, Any]
     reads = kustomizations(source)
     remotes = unpinned_remotes(reads)
     if remotes:
-        raise RenderError(f"{entry.path} reaches remote bases that are not pinned:\n" + "\n".join(f"  - {r}" for r in remotes))
+        raise RenderError(
+            f"{entry.path} reaches remote bases that are not pinned:\n" + "\n".join(f"  - {r}" for r in remotes)
+        )
     for remote in assets.reached_by(set(reads)):
         assets.build(remote)
     folder = work / "entries" / _slug(entry)

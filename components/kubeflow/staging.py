@@ -162,7 +162,9 @@ class HeldNamespaces:
 
 
 def held_namespaces(stages: Mapping[ObjectKey, Stage], by_stage: Mapping[Stage, list[ObjectKey]]) -> HeldNamespaces:
-    namespaces = tuple(sorted(k for k, s in stages.items() if s is Stage.CRDS and k.kind == "Namespace" and k.group == ""))
+    namespaces = tuple(
+        sorted(k for k, s in stages.items() if s is Stage.CRDS and k.kind == "Namespace" and k.group == "")
+    )
     first = next((by_stage[s] for s in Stage if s > Stage.CRDS and by_stage.get(s)), [])
     return HeldNamespaces(namespaces, frozenset(first))
 
@@ -216,7 +218,9 @@ def check(staged: Sequence[Staged]) -> list[str]:
                 problems.append(f"{item.key}: depends on {dependency}, which is not staged")
             elif by_key[dependency].stage > item.stage:
                 later = int(by_key[dependency].stage)
-                problems.append(f"{item.key} (stage {int(item.stage)}) depends on {dependency} of the later stage {later}")
+                problems.append(
+                    f"{item.key} (stage {int(item.stage)}) depends on {dependency} of the later stage {later}"
+                )
     if problems:
         return problems
     order = _topological(staged)

@@ -80,8 +80,15 @@ class Team:
             raise ValueError(f"team name {self.name!r} must be a DNS label (lowercase letters, digits, '-')")
         if self.gpu_quota < 0:
             raise ValueError(f"team {self.name}: gpu_quota must not be negative")
-        if not self.s3_prefix or self.s3_prefix.startswith("/") or self.s3_prefix.endswith("/") or "*" in self.s3_prefix:
-            raise ValueError(f"team {self.name}: s3_prefix must be a non-empty path without leading or trailing '/' or '*'")
+        if (
+            not self.s3_prefix
+            or self.s3_prefix.startswith("/")
+            or self.s3_prefix.endswith("/")
+            or "*" in self.s3_prefix
+        ):
+            raise ValueError(
+                f"team {self.name}: s3_prefix must be a non-empty path without leading or trailing '/' or '*'"
+            )
 
 
 def namespace(team: Team) -> Manifest:
@@ -141,7 +148,13 @@ def access_ml_pipeline(namespace: str) -> Manifest:
                     "name": volume,
                     "projected": {
                         "sources": [
-                            {"serviceAccountToken": {"path": "token", "expirationSeconds": 7200, "audience": KFP_TOKEN_AUDIENCE}}
+                            {
+                                "serviceAccountToken": {
+                                    "path": "token",
+                                    "expirationSeconds": 7200,
+                                    "audience": KFP_TOKEN_AUDIENCE,
+                                }
+                            }
                         ]
                     },
                 }
@@ -201,4 +214,6 @@ def permission_policy(
 ) -> dict[str, Any]:
     """Read, write and delete objects under the team's prefix of the bucket, and list only that prefix (with the
     bucket's KMS key through S3 when it has one): the same policy as a team stack's (`components.team.iam`)."""
-    return team_s3_policy(partition=partition, region=region, bucket=bucket, prefix=team.s3_prefix, kms_key_arn=kms_key_arn)
+    return team_s3_policy(
+        partition=partition, region=region, bucket=bucket, prefix=team.s3_prefix, kms_key_arn=kms_key_arn
+    )

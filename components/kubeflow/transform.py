@@ -235,7 +235,9 @@ def config_digests(objects: list[Manifest]) -> list[Manifest]:
     CONFIG_DIGEST). Computed over the objects as given: secret values given as placeholders digest as the
     placeholder, so rotating a generated secret needs a rollout restart."""
     content = {
-        (key(o).namespace, o["kind"], o["metadata"]["name"]): {f: o[f] for f in ("data", "stringData", "binaryData") if f in o}
+        (key(o).namespace, o["kind"], o["metadata"]["name"]): {
+            f: o[f] for f in ("data", "stringData", "binaryData") if f in o
+        }
         for o in objects
         if o["kind"] in {"ConfigMap", "Secret"} and o["apiVersion"] == "v1"
     }
@@ -342,7 +344,11 @@ def retarget_namespace(objects: Iterable[Manifest], old: str, new: str) -> list[
 
 def find(objects: Iterable[Manifest], kind: str, namespace: str, name: str) -> Manifest:
     """The one object of this kind, namespace and name."""
-    found = [o for o in objects if (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) == (kind, namespace, name)]
+    found = [
+        o
+        for o in objects
+        if (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) == (kind, namespace, name)
+    ]
     if len(found) != 1:
         raise KeyError(f"expected one {kind} {namespace}/{name}, found {len(found)}")
     return found[0]

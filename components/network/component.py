@@ -82,7 +82,9 @@ class Network(pulumi.ComponentResource):
         )
         # The default security group of a new VPC allows all traffic between its members; nothing should use it,
         # so it is adopted and emptied.
-        aws.ec2.DefaultSecurityGroup(f"{name}-default-sg", vpc_id=vpc.id, tags={"Name": f"{label}-default"}, opts=self._child())
+        aws.ec2.DefaultSecurityGroup(
+            f"{name}-default-sg", vpc_id=vpc.id, tags={"Name": f"{label}-default"}, opts=self._child()
+        )
         gateway = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags={"Name": label}, opts=self._child())
         public_routes = aws.ec2.RouteTable(
             f"{name}-public",
@@ -107,7 +109,10 @@ class Network(pulumi.ComponentResource):
                 opts=self._child(),
             )
             aws.ec2.RouteTableAssociation(
-                f"{name}-public-{az}", subnet_id=public_subnets[az].id, route_table_id=public_routes.id, opts=self._child()
+                f"{name}-public-{az}",
+                subnet_id=public_subnets[az].id,
+                route_table_id=public_routes.id,
+                opts=self._child(),
             )
             private_subnets[az] = aws.ec2.Subnet(
                 f"{name}-private-{az}",
@@ -118,10 +123,14 @@ class Network(pulumi.ComponentResource):
                 opts=self._child(),
             )
 
-        nat_zones = config.availability_zones if config.nat_gateways is NatGateways.PER_AZ else config.availability_zones[:1]
+        nat_zones = (
+            config.availability_zones if config.nat_gateways is NatGateways.PER_AZ else config.availability_zones[:1]
+        )
         nat_by_zone: dict[str, aws.ec2.NatGateway] = {}
         for az in nat_zones:
-            address = aws.ec2.Eip(f"{name}-nat-{az}", domain="vpc", tags={"Name": f"{label}-nat-{az}"}, opts=self._child())
+            address = aws.ec2.Eip(
+                f"{name}-nat-{az}", domain="vpc", tags={"Name": f"{label}-nat-{az}"}, opts=self._child()
+            )
             nat_by_zone[az] = aws.ec2.NatGateway(
                 f"{name}-nat-{az}",
                 allocation_id=address.id,

@@ -190,7 +190,11 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
         "spec": {
             "groups": [
                 {"name": group, "rules": rules}
-                for group, rules in (("gpu", gpu_rules), ("karpenter", karpenter_rules), ("nodepool-gpu-limits", pool_rules))
+                for group, rules in (
+                    ("gpu", gpu_rules),
+                    ("karpenter", karpenter_rules),
+                    ("nodepool-gpu-limits", pool_rules),
+                )
                 if rules
             ]
         },
@@ -205,7 +209,9 @@ def karpenter_service_monitor(namespace: str, monitoring_namespace: str) -> dict
         "metadata": {"name": "karpenter", "namespace": monitoring_namespace},
         "spec": {
             "namespaceSelector": {"matchNames": [namespace]},
-            "selector": {"matchLabels": {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}},
+            "selector": {
+                "matchLabels": {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}
+            },
             "endpoints": [{"port": "http-metrics", "path": "/metrics", "interval": "30s"}],
         },
     }

@@ -65,7 +65,8 @@ def is_gpu_pool(resource: Resource) -> bool:
     manufacturer labels, instance families or types of the GPU facts table, GPU categories."""
     requirements = (_template(resource).get("spec") or {}).get("requirements") or []
     return GPU_RESOURCE in (_pool_spec(resource).get("limits") or {}) or any(
-        "nvidia" in requirement_accelerators(r.get("key"), r.get("operator") or "In", [str(v) for v in r.get("values") or []])
+        "nvidia"
+        in requirement_accelerators(r.get("key"), r.get("operator") or "In", [str(v) for v in r.get("values") or []])
         for r in requirements
     )
 

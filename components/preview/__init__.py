@@ -170,7 +170,9 @@ def write_preview(inventory: Inventory, out: Path) -> None:
         for name, document in _iam_documents(resource).items():
             (out / "iam" / f"{name}.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     for component, documents in sorted(manifests.items()):
-        ordered = sorted(documents, key=lambda d: (d["kind"], d.get("metadata", {}).get("namespace") or "", d["metadata"]["name"]))
+        ordered = sorted(
+            documents, key=lambda d: (d["kind"], d.get("metadata", {}).get("namespace") or "", d["metadata"]["name"])
+        )
         (out / "manifests" / f"{component}.yaml").write_text(_dump_yaml(ordered))
 
 
@@ -211,7 +213,9 @@ def summary(inventory: Inventory, *, stack: str, out: Path, seconds: float) -> s
 def policy_resources(inventory: Inventory) -> list[policy_rules.Resource]:
     """The recorded resources as the policy rules see them (the engine gives policies the same properties)."""
     return [
-        policy_rules.Resource(urn=r.urn, type=r.type, name=r.name, props=r.inputs, dependencies=frozenset(r.dependencies))
+        policy_rules.Resource(
+            urn=r.urn, type=r.type, name=r.name, props=r.inputs, dependencies=frozenset(r.dependencies)
+        )
         for r in inventory.resources
     ]
 
@@ -275,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--policy-config",
         type=Path,
-        help="JSON policy pack config, as for `pulumi preview --policy-pack-config` (e.g. {\"no-latest-images\": \"advisory\"})",
+        help='JSON policy pack config, as for `pulumi preview --policy-pack-config` (e.g. {"no-latest-images": "advisory"})',
     )
     parser.add_argument(
         "--stack-reference",
@@ -304,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         else:  # another program using the package (a team stack): its own __main__.py
             config, secret_keys = read_stack_config(args.project_dir, project, args.stack)
             references = other_program.read_stack_references(args.stack_reference)
-            inventory = other_program.run_program(args.project_dir, project, args.stack, config, secret_keys, references)
+            inventory = other_program.run_program(
+                args.project_dir, project, args.stack, config, secret_keys, references
+            )
     except ConfigError as error:
         print(f"Stack '{args.stack}': {error}", file=sys.stderr)
         return 2

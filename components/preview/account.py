@@ -129,5 +129,10 @@ class ExistingAccount:
         if token == "aws:eks/getNodeGroup:getNodeGroup" and cluster_name in self.clusters:
             if args.get("nodeGroupName") != SYSTEM_GROUP:
                 raise UnknownToAccount(f"no node group {args.get('nodeGroupName')!r} in {cluster_name}")
-            return {"clusterName": cluster_name, "nodeGroupName": SYSTEM_GROUP, "labels": dict(SYSTEM_LABELS), "id": SYSTEM_GROUP}
+            return {
+                "clusterName": cluster_name,
+                "nodeGroupName": SYSTEM_GROUP,
+                "labels": dict(SYSTEM_LABELS),
+                "id": SYSTEM_GROUP,
+            }
         return None

@@ -80,7 +80,9 @@ class PlatformMocks(pulumi_mocks.Mocks):
         `stack_references` maps the stacks the program may reference (`org/project/stack`) to their recorded
         outputs (secret values as REDACTED)."""
         self.region = region
-        self.partition = "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+        self.partition = (
+            "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+        )
         self.caller_arn = caller_arn
         self.existing_clusters = dict(existing_clusters or {})
         self.account = ExistingAccount(region, self.partition, self.existing_clusters, stack_references or {})
@@ -139,7 +141,9 @@ class PlatformMocks(pulumi_mocks.Mocks):
             kubeconfig = {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": "Q0E="}}],
+                "clusters": [
+                    {"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": "Q0E="}}
+                ],
                 "contexts": [{"name": "aws", "context": {"cluster": cluster_name, "user": "aws"}}],
                 "current-context": "aws",
                 "users": [{"name": "aws", "user": {"exec": _token_exec(cluster_name, profile=None)}}],
@@ -155,17 +159,26 @@ class PlatformMocks(pulumi_mocks.Mocks):
                 "nodeSecurityGroupId": "sg-" + _short_hex(cluster_name, "cluster-sg"),
             }
         if type_ == "aws:kms/key:Key":
-            return {"keyId": resource_id, "arn": f"arn:{self.partition}:kms:{self.region}:{ACCOUNT_ID}:key/{resource_id}"}
+            return {
+                "keyId": resource_id,
+                "arn": f"arn:{self.partition}:kms:{self.region}:{ACCOUNT_ID}:key/{resource_id}",
+            }
         if type_ == "aws:ec2/launchTemplate:LaunchTemplate":
             return {"latestVersion": 1, "defaultVersion": 1}
         if type_ == "aws:s3/bucket:Bucket":
             bucket = aws_names.checked_name(type_, name, inputs)
             return {"arn": f"arn:{self.partition}:s3:::{bucket}"}
         if type_ == "aws:fsx/lustreFileSystem:LustreFileSystem":
-            return {"dnsName": f"{resource_id}.fsx.{self.region}.amazonaws.com", "mountName": _short_hex(name, length=8)}
+            return {
+                "dnsName": f"{resource_id}.fsx.{self.region}.amazonaws.com",
+                "mountName": _short_hex(name, length=8),
+            }
         if type_ == "random:index/randomPassword:RandomPassword":
             # bcrypt's shape ($2a$, cost, 53 characters of salt and hash), as pulumi-random's bcryptHash output
-            return {"result": "preview-" + _short_hex(name, length=24), "bcryptHash": "$2a$10$" + _short_hex(name, "bcrypt", length=53)}
+            return {
+                "result": "preview-" + _short_hex(name, length=24),
+                "bcryptHash": "$2a$10$" + _short_hex(name, "bcrypt", length=53),
+            }
         if type_ == "aws:ec2/vpc:Vpc":
             return {"defaultSecurityGroupId": "sg-" + _short_hex(name, "default")}
         return {}

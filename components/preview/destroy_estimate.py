@@ -139,7 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from components.preview import run_preview
     from components.preview.commands import INVALID_STACK, add_stack_arguments, read_stack
 
-    parser = argparse.ArgumentParser(prog="python -m components.preview.destroy_estimate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m components.preview.destroy_estimate", description=__doc__.split("\n\n")[0]
+    )
     add_stack_arguments(parser)
     args = parser.parse_args(argv)
     inventory = read_stack(args, run_preview)

@@ -18,6 +18,7 @@ from components.storage.config import BucketConfig, StorageConfig
 from components.storage import lustre
 from components.storage.render import bucket_key_policy, gp3_storage_class, tls_only_bucket_policy
 
+
 @dataclass(frozen=True)
 class StorageArgs:
     """What storage needs before the cluster exists: the FSx file system is made alongside the cluster, so the
@@ -75,7 +76,9 @@ class Storage(pulumi.ComponentResource):
         self._fsx_group: tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]] | None = None
         fsx = args.config.fsx
         if fsx is not None:
-            self._fsx_group = lustre.security_group(name, vpc_id=args.vpc_id, cluster_name=args.cluster_name, parent=self)
+            self._fsx_group = lustre.security_group(
+                name, vpc_id=args.vpc_id, cluster_name=args.cluster_name, parent=self
+            )
             group, rules = self._fsx_group
             logs = lustre.log_group(name, self._stateful) if fsx.log_level != "DISABLED" else None
             self.file_system = lustre.file_system(

@@ -46,12 +46,12 @@ class DataRepository(ConfigModel):
     """Link a directory of the file system to a bucket prefix: files appear lazily, changes flow both ways."""
 
     bucket: KeyName = Field(description="the `storage.buckets` key of the linked bucket")
-    prefix: Annotated[StrictStr, matches(r"([A-Za-z0-9!_.*'()-]+/)*", "a key prefix like 'datasets/' (ends with '/', no leading '/')")] = Field(
-        default="", description="the linked key prefix; empty: the whole bucket"
-    )
-    file_system_path: Annotated[StrictStr, matches(r"/([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)?", "an absolute path like '/datasets'")] = Field(
-        default="/data", description="the linked directory of the file system"
-    )
+    prefix: Annotated[
+        StrictStr, matches(r"([A-Za-z0-9!_.*'()-]+/)*", "a key prefix like 'datasets/' (ends with '/', no leading '/')")
+    ] = Field(default="", description="the linked key prefix; empty: the whole bucket")
+    file_system_path: Annotated[
+        StrictStr, matches(r"/([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)?", "an absolute path like '/datasets'")
+    ] = Field(default="/data", description="the linked directory of the file system")
     imported_file_chunk_size_mib: StrictInt = Field(
         default=1024, ge=1, le=512000, description="stripe size of imported files"
     )
@@ -128,7 +128,8 @@ class StorageConfig(ConfigModel):
         "key replaces the default set",
     )
     fsx: FsxConfig | None = Field(
-        default=None, description="an FSx for Lustre file system in one AZ, mounted through static volumes; none: no file system"
+        default=None,
+        description="an FSx for Lustre file system in one AZ, mounted through static volumes; none: no file system",
     )
 
     @model_validator(mode="after")

@@ -182,6 +182,5 @@ class _LeakCheck:
             return  # a VPC the stack did not create outlives it by design
         filters = [{"Name": "vpc-id", "Values": [self._target.vpc_id]}]
         self._leak(
-            Found(Kind.VPC, v["VpcId"], f"{v.get('CidrBlock', '')}, the stack's VPC")
-            for v in self._find.vpcs(filters)
+            Found(Kind.VPC, v["VpcId"], f"{v.get('CidrBlock', '')}, the stack's VPC") for v in self._find.vpcs(filters)
         )

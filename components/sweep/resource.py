@@ -87,13 +87,13 @@ class Sweep(dynamic.Resource):
             _SweepProvider(),
             name,
             props,
-            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(delete=DELETE_TIMEOUT))),
+            pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(delete=DELETE_TIMEOUT))
+            ),
         )
 
 
-def sweep_step(
-    name: str, args: SweepArgs, *, parent: pulumi.Resource, after: Sequence[pulumi.Resource] = ()
-) -> Sweep:
+def sweep_step(name: str, args: SweepArgs, *, parent: pulumi.Resource, after: Sequence[pulumi.Resource] = ()) -> Sweep:
     """A Sweep in its place in `pulumi destroy`: a child of the component whose teardown it belongs to, run once
     everything that depends on it is deleted, and deleted (so run) before anything in `after`: what its leftovers
     still hold on to, or what must stay until they are gone."""

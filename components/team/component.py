@@ -42,7 +42,10 @@ class TeamNamespace(pulumi.ComponentResource):
         super().__init__("eksml:team:TeamNamespace", name, None, opts)
         plan = args.plan
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.cluster.kubernetes_provider)
-        volumes = {key: k8s_objects.create(f"{name}-pv-{key}", volume, k8s_opts) for key, volume in sorted(plan.volumes.items())}
+        volumes = {
+            key: k8s_objects.create(f"{name}-pv-{key}", volume, k8s_opts)
+            for key, volume in sorted(plan.volumes.items())
+        }
         self.name = plan.team.name
         self.namespace = k8s_objects.create(
             f"{name}-namespace",
@@ -63,7 +66,9 @@ class TeamNamespace(pulumi.ComponentResource):
         for key, claim in sorted(plan.claims.items()):
             bound = [volumes[key]] if key in volumes else []
             k8s_objects.create(
-                f"{name}-claim-{key}", claim, pulumi.ResourceOptions.merge(in_namespace, pulumi.ResourceOptions(depends_on=bound))
+                f"{name}-claim-{key}",
+                claim,
+                pulumi.ResourceOptions.merge(in_namespace, pulumi.ResourceOptions(depends_on=bound)),
             )
         self.register_outputs({"namespace": self.name})
 
@@ -90,7 +95,9 @@ class TeamIdentity(pulumi.ComponentResource):
             bucket, prefix, key = plan.bucket, team.s3_prefix, plan.bucket_kms_key_arn
             policies["s3"] = cluster.partition.apply(
                 lambda partition: to_json(
-                    team_s3_policy(partition=partition, region=cluster.region, bucket=bucket, prefix=prefix, kms_key_arn=key)
+                    team_s3_policy(
+                        partition=partition, region=cluster.region, bucket=bucket, prefix=prefix, kms_key_arn=key
+                    )
                 )
             )
         self.role = cluster.irsa_role(
@@ -174,7 +181,10 @@ class TeamProfile(pulumi.ComponentResource):
                 f"{name}-{manifest['metadata']['name']}",
                 manifest,
                 pulumi.ResourceOptions(
-                    parent=self, provider=args.cluster.kubernetes_provider, depends_on=[namespace], deleted_with=namespace
+                    parent=self,
+                    provider=args.cluster.kubernetes_provider,
+                    depends_on=[namespace],
+                    deleted_with=namespace,
                 ),
                 any_custom=True,
             )

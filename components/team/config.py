@@ -33,12 +33,18 @@ from components.team.quantity import QUANTITY_PATTERN
 
 #: `organization/project/stack`, as `pulumi stack ls --all` names a stack of the Pulumi Cloud backend.
 StackName = Annotated[
-    StrictStr, matches(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", "a stack name like 'acme/eks-ml-platform/prod'")
+    StrictStr,
+    matches(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", "a stack name like 'acme/eks-ml-platform/prod'"),
 ]
 #: A namespace name: a DNS label.
-NamespaceName = Annotated[StrictStr, matches(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")]
+NamespaceName = Annotated[
+    StrictStr, matches(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")
+]
 Prefix = Annotated[
-    StrictStr, matches(r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no '/' at either end, no '*')")
+    StrictStr,
+    matches(
+        r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no '/' at either end, no '*')"
+    ),
 ]
 Quantity = Annotated[StrictStr, matches(QUANTITY_PATTERN, "a Kubernetes quantity like '500m', '64' or '256Gi'")]
 Port = Annotated[StrictInt, Field(ge=1, le=65535)]
@@ -52,14 +58,18 @@ CONTEXT_KEYS = ("project", "stack")
 class TeamQuota(ConfigModel):
     """What the namespace may request at once (a ResourceQuota on requests: GPUs only count as requests)."""
 
-    gpus: StrictInt = Field(ge=0, description="GPUs (`requests.nvidia.com/gpu`) the namespace's pods may request at once, on any pool")
+    gpus: StrictInt = Field(
+        ge=0, description="GPUs (`requests.nvidia.com/gpu`) the namespace's pods may request at once, on any pool"
+    )
     cpu: Quantity = Field(default="64", description="CPU the namespace's pods may request at once")
     memory: Quantity = Field(default="256Gi", description="memory the namespace's pods may request at once")
     pods: StrictInt = Field(default=100, ge=1, description="pods the namespace may hold at once")
     load_balancers: StrictInt = Field(
         default=2, ge=0, description="LoadBalancer Services the namespace may hold (each is an NLB the team pays for)"
     )
-    claims: StrictInt = Field(default=10, ge=0, description="PersistentVolumeClaims the namespace may hold, `fsxClaims` included")
+    claims: StrictInt = Field(
+        default=10, ge=0, description="PersistentVolumeClaims the namespace may hold, `fsxClaims` included"
+    )
 
 
 class DefaultRequests(ConfigModel):
@@ -87,20 +97,28 @@ class TeamNetwork(ConfigModel):
 class TeamStorage(ConfigModel):
     """The team's prefix in one of the platform's buckets."""
 
-    bucket: KeyName = Field(description="the platform's bucket (its `storage.buckets` key) the team's role may use a prefix of")
-    prefix: Prefix | None = Field(default=None, description="the team's prefix in the bucket, the only one its role may use; none: `teams/<team>`")
+    bucket: KeyName = Field(
+        description="the platform's bucket (its `storage.buckets` key) the team's role may use a prefix of"
+    )
+    prefix: Prefix | None = Field(
+        default=None, description="the team's prefix in the bucket, the only one its role may use; none: `teams/<team>`"
+    )
 
 
 class TeamPool(ConfigModel):
     """A NodePool for the team alone, of a kind the platform runs (its preset), no larger than the platform's."""
 
-    preset: StrictStr = Field(description="the preset of one of the platform's NodePools: the kind of capacity the pool launches, on that pool's node class")
+    preset: StrictStr = Field(
+        description="the preset of one of the platform's NodePools: the kind of capacity the pool launches, on that pool's node class"
+    )
     limits: dict[StrictStr, Quantity] = Field(
         default_factory=dict,
         description="the most the pool may launch, per resource, no higher than the platform's pool of the kind; "
         "a resource left out: the preset's limit brought down to the platform's",
     )
-    zones: tuple[StrictStr, ...] = Field(default=(), description="zones of the platform the pool launches in; empty: all of them")
+    zones: tuple[StrictStr, ...] = Field(
+        default=(), description="zones of the platform the pool launches in; empty: all of them"
+    )
 
 
 class FsxClaim(ConfigModel):
@@ -120,9 +138,18 @@ class FsxClaim(ConfigModel):
     @model_validator(mode="after")
     def _check(self) -> FsxClaim:
         if not self.storage_class and self.size_gib is not None:
-            raise FieldProblems([("sizeGib", "is not used by a claim on the shared file system (it is not sized by its claim); remove it")])
+            raise FieldProblems(
+                [
+                    (
+                        "sizeGib",
+                        "is not used by a claim on the shared file system (it is not sized by its claim); remove it",
+                    )
+                ]
+            )
         if self.storage_class and self.size_gib is None:
-            raise FieldProblems([("sizeGib", "is required for a file system of its own (1200, 2400 or a multiple of 2400)")])
+            raise FieldProblems(
+                [("sizeGib", "is required for a file system of its own (1200, 2400 or a multiple of 2400)")]
+            )
         if self.storage_class and (problem := fsx_capacity_problem("PERSISTENT_2", self.size_gib or 0)):
             raise FieldProblems([("sizeGib", problem)])
         return self
@@ -144,15 +171,20 @@ class TeamConfig(ConfigModel):
         default=DefaultRequests(), description="requests given to containers that set none (a LimitRange)"
     )
     network: TeamNetwork = Field(
-        default=TeamNetwork(), description="what the namespace's default-deny NetworkPolicy lets through beyond DNS, Prometheus and its own pods"
+        default=TeamNetwork(),
+        description="what the namespace's default-deny NetworkPolicy lets through beyond DNS, Prometheus and its own pods",
     )
     service_account: KeyName | None = Field(
         default=None,
         description="the service account the team's IRSA role is for (its pods run as it); none: the team's name, "
         f"or `{TEAM_SERVICE_ACCOUNT}` with `kubeflow` (the one a Profile's pods run as; another is refused then)",
     )
-    storage: TeamStorage | None = Field(default=None, description="the team's prefix in a platform bucket; none: the role may use no bucket")
-    node_pool: TeamPool | None = Field(default=None, description="a NodePool for the team alone; none: the team's pods use the platform's pools")
+    storage: TeamStorage | None = Field(
+        default=None, description="the team's prefix in a platform bucket; none: the role may use no bucket"
+    )
+    node_pool: TeamPool | None = Field(
+        default=None, description="a NodePool for the team alone; none: the team's pods use the platform's pools"
+    )
     fsx_claims: dict[KeyName, FsxClaim] = Field(
         default_factory=dict,
         description="claims on FSx for Lustre in the team's namespace, keyed by claim name; at most one on the "
@@ -184,7 +216,10 @@ class TeamConfig(ConfigModel):
             problems.append(("fsxClaims", f"{shared} all claim the shared file system; one claim mounts all of it"))
         if self.kubeflow is not None and self.service_account not in (None, TEAM_SERVICE_ACCOUNT):
             problems.append(
-                ("serviceAccount", f"a Profile's pods run as {TEAM_SERVICE_ACCOUNT!r}, which the team's role is for with `kubeflow`; remove it")
+                (
+                    "serviceAccount",
+                    f"a Profile's pods run as {TEAM_SERVICE_ACCOUNT!r}, which the team's role is for with `kubeflow`; remove it",
+                )
             )
         if problems:
             raise FieldProblems(problems)
@@ -200,8 +235,12 @@ class TeamStackConfig(ConfigModel):
         description="AWS CLI profile for the program's AWS provider and for the kubeconfig of the platform's cluster "
         "(one identity for both, with an access entry on the cluster); none: the default credential chain",
     )
-    owner: StrictStr = Field(min_length=1, description="who answers for what the stack creates: `owner` tag on every AWS object")
-    cost_center: StrictStr | None = Field(default=None, description="`cost-center` tag on every AWS object; none: no such tag")
+    owner: StrictStr = Field(
+        min_length=1, description="who answers for what the stack creates: `owner` tag on every AWS object"
+    )
+    cost_center: StrictStr | None = Field(
+        default=None, description="`cost-center` tag on every AWS object; none: no such tag"
+    )
     platform_stack: StackName = Field(description="the platform stack whose outputs the team stack attaches to")
     team: TeamConfig = Field(description="the team: its namespace, identity, NodePool, FSx claims and Kubeflow Profile")
 

@@ -52,7 +52,9 @@ def _policy(team: str, name: str, spec: Mapping[str, Any]) -> Manifest:
     }
 
 
-def network_policies(team: TeamConfig, *, monitoring_namespace: str | None, vpc_cidr: str | None) -> dict[str, Manifest]:
+def network_policies(
+    team: TeamConfig, *, monitoring_namespace: str | None, vpc_cidr: str | None
+) -> dict[str, Manifest]:
     """Default deny, then each allowance as its own policy (policies add up), keyed by name."""
     name = team.name
     policies = {
@@ -79,10 +81,16 @@ def network_policies(team: TeamConfig, *, monitoring_namespace: str | None, vpc_
         policies["allow-https-egress"] = _policy(
             name,
             "allow-https-egress",
-            {"policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}]},
+            {
+                "policyTypes": ["Egress"],
+                "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}],
+            },
         )
     if monitoring_namespace is not None:
-        source = {"namespaceSelector": {"matchLabels": {NAME_LABEL: monitoring_namespace}}, "podSelector": {"matchLabels": PROMETHEUS_POD}}
+        source = {
+            "namespaceSelector": {"matchLabels": {NAME_LABEL: monitoring_namespace}},
+            "podSelector": {"matchLabels": PROMETHEUS_POD},
+        }
         policies["allow-prometheus"] = _policy(
             name, "allow-prometheus", {"policyTypes": ["Ingress"], "ingress": [{"from": [source]}]}
         )
@@ -148,7 +156,10 @@ def namespace_manifests(
             "metadata": {"name": "team-defaults", "namespace": name},
             "spec": {
                 "limits": [
-                    {"type": "Container", "defaultRequest": {"cpu": team.default_requests.cpu, "memory": team.default_requests.memory}}
+                    {
+                        "type": "Container",
+                        "defaultRequest": {"cpu": team.default_requests.cpu, "memory": team.default_requests.memory},
+                    }
                 ]
             },
         },

@@ -78,14 +78,21 @@ class PlatformOffer(_Outputs):
 
     @property
     def has_shared_file_system(self) -> bool:
-        return None not in (self.fsx_file_system_id, self.fsx_dns_name, self.fsx_mount_name, self.fsx_storage_capacity_gib)
+        return None not in (
+            self.fsx_file_system_id,
+            self.fsx_dns_name,
+            self.fsx_mount_name,
+            self.fsx_storage_capacity_gib,
+        )
 
     def pools_of(self, preset: str) -> dict[str, OfferedPool]:
         return {name: pool for name, pool in sorted(self.node_pools.items()) if pool.preset == preset}
 
 
 #: The output names a team stack reads.
-OFFER_OUTPUTS: tuple[str, ...] = tuple(sorted(field.alias or name for name, field in PlatformOffer.model_fields.items()))
+OFFER_OUTPUTS: tuple[str, ...] = tuple(
+    sorted(field.alias or name for name, field in PlatformOffer.model_fields.items())
+)
 
 
 class PlatformContractError(Exception):
@@ -106,7 +113,9 @@ def parse_offer(outputs: Mapping[str, Any], *, stack: str) -> PlatformOffer:
         return PlatformOffer.model_validate(dict(outputs))
     except ValidationError as error:
         # issues_from names a top-level `region` as the stack config key `aws:region`; here it is an output.
-        problems = [f"output {issue.path.removeprefix('aws:')}: {issue.message}" for issue in issues_from(error, PlatformOffer)]
+        problems = [
+            f"output {issue.path.removeprefix('aws:')}: {issue.message}" for issue in issues_from(error, PlatformOffer)
+        ]
         raise PlatformContractError(stack, problems) from None
 
 

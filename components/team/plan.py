@@ -67,25 +67,42 @@ def _namespace_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[st
         return [("name", f"{already}; remove it there, or choose another name")]
     if team.name in offer.kubeflow_teams:
         already = f"the platform's Kubeflow already creates the namespace {team.name!r} (its kubeflow.teams)"
-        return [("name", f"{already}; remove it there and give the team its Profile here (team.kubeflow), or choose another name")]
+        return [
+            (
+                "name",
+                f"{already}; remove it there and give the team its Profile here (team.kubeflow), or choose another name",
+            )
+        ]
     return []
 
 
 def _kubeflow_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str, str]]:
     if team.kubeflow is not None and not offer.kubeflow_enabled:
-        return [("kubeflow", "the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the team's Profile")]
+        return [
+            (
+                "kubeflow",
+                "the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the team's Profile",
+            )
+        ]
     return []
 
 
 def _storage_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str, str]]:
     problems = []
     if team.storage is not None and team.storage.bucket not in offer.buckets:
-        problems.append(("storage.bucket", f"the platform has no bucket {team.storage.bucket!r}; it has {sorted(offer.buckets)}"))
+        problems.append(
+            ("storage.bucket", f"the platform has no bucket {team.storage.bucket!r}; it has {sorted(offer.buckets)}")
+        )
     for key, claim in sorted(team.fsx_claims.items()):
         if not claim.storage_class and not offer.has_shared_file_system:
             problems.append((f"fsxClaims.{key}", "the platform runs no shared FSx file system (its storage.fsx)"))
         if claim.storage_class and offer.fsx_storage_class is None:
-            problems.append((f"fsxClaims.{key}.storageClass", "the platform offers no FSx StorageClass (its storage.fsx.storageClass)"))
+            problems.append(
+                (
+                    f"fsxClaims.{key}.storageClass",
+                    "the platform offers no FSx StorageClass (its storage.fsx.storageClass)",
+                )
+            )
     return problems
 
 
@@ -116,12 +133,20 @@ def _pool(team: TeamConfig, offer: PlatformOffer) -> tuple[NodePoolSpec | None, 
         if resource in ceiling and parse_quantity(value) > parse_quantity(ceiling[resource][1]):
             name, allowed = ceiling[resource]
             problems.append(
-                (f"nodePool.limits.{resource}", f"{value} is more than the platform allows a {config.preset} pool ({allowed}, its pool {name!r})")
+                (
+                    f"nodePool.limits.{resource}",
+                    f"{value} is more than the platform allows a {config.preset} pool ({allowed}, its pool {name!r})",
+                )
             )
         limits[resource] = value
     for index, zone in enumerate(config.zones):
         if zone not in offer.availability_zones:
-            problems.append((f"nodePool.zones[{index}]", f"{zone!r} is not one of the platform's zones {list(offer.availability_zones)}"))
+            problems.append(
+                (
+                    f"nodePool.zones[{index}]",
+                    f"{zone!r} is not one of the platform's zones {list(offer.availability_zones)}",
+                )
+            )
     node_class = offered[min(offered)].node_class  # several pools of the kind: the first by name
     document: dict[str, Any] = {
         "preset": config.preset,
@@ -135,11 +160,23 @@ def _pool(team: TeamConfig, offer: PlatformOffer) -> tuple[NodePoolSpec | None, 
     try:
         spec = NodePoolSpec.model_validate(document)
     except ValidationError as error:
-        return None, problems + [(f"nodePool.{issue.path}", issue.message) for issue in issues_from(error, NodePoolSpec)]
+        return None, problems + [
+            (f"nodePool.{issue.path}", issue.message) for issue in issues_from(error, NodePoolSpec)
+        ]
     if "spot" in spec.capacity_types and offer.karpenter_interruption_queue is None:
-        problems.append(("nodePool.preset", f"{config.preset} allows spot, but the platform handles no spot interruptions (no interruption queue)"))
+        problems.append(
+            (
+                "nodePool.preset",
+                f"{config.preset} allows spot, but the platform handles no spot interruptions (no interruption queue)",
+            )
+        )
     if spec.accelerator == "nvidia" and offer.gpu_taint is None:
-        problems.append(("nodePool.preset", f"{config.preset} launches GPUs, but the platform runs no GPU stack (device plugin, admission)"))
+        problems.append(
+            (
+                "nodePool.preset",
+                f"{config.preset} launches GPUs, but the platform runs no GPU stack (device plugin, admission)",
+            )
+        )
     return spec, problems
 
 
@@ -158,7 +195,9 @@ def _volumes(team: TeamConfig, offer: PlatformOffer) -> tuple[dict[str, Manifest
                 },
             }
             continue
-        assert offer.fsx_file_system_id and offer.fsx_dns_name and offer.fsx_mount_name and offer.fsx_storage_capacity_gib
+        assert (
+            offer.fsx_file_system_id and offer.fsx_dns_name and offer.fsx_mount_name and offer.fsx_storage_capacity_gib
+        )
         volumes[key], claims[key] = fsx_volume(
             name=f"{team.name}-{key}",
             namespace=team.name,
@@ -198,7 +237,11 @@ def plan_team(
     return TeamPlan(
         team=team,
         namespace=namespace_manifests(
-            team, monitoring_namespace=offer.monitoring_namespace, vpc_cidr=offer.vpc_cidr, labels=labels, annotations=annotations
+            team,
+            monitoring_namespace=offer.monitoring_namespace,
+            vpc_cidr=offer.vpc_cidr,
+            labels=labels,
+            annotations=annotations,
         ),
         volumes=volumes,
         claims=claims,

@@ -24,15 +24,26 @@ def main() -> None:
     try:
         config = parse_team_config(raw, project=pulumi.get_project(), stack=pulumi.get_stack())
         platform = pulumi.StackReference("platform", stack_name=config.platform_stack)
-        offer = parse_offer(read_outputs(platform, OFFER_OUTPUTS, stack=config.platform_stack), stack=config.platform_stack)
+        offer = parse_offer(
+            read_outputs(platform, OFFER_OUTPUTS, stack=config.platform_stack), stack=config.platform_stack
+        )
         if offer.region != config.region:
-            raise ConfigError([ConfigIssue(path="aws:region", message=f"the platform runs in {offer.region}; a team stack deploys there too")])
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        path="aws:region",
+                        message=f"the platform runs in {offer.region}; a team stack deploys there too",
+                    )
+                ]
+            )
         plan = plan_team(config.team, offer)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
 
     tags = standard_tags(project=config.project, stack=config.stack, owner=config.owner, cost_center=config.cost_center)
-    provider = aws.Provider("aws", region=config.region, profile=config.profile, default_tags=aws.ProviderDefaultTagsArgs(tags=tags))
+    provider = aws.Provider(
+        "aws", region=config.region, profile=config.profile, default_tags=aws.ProviderDefaultTagsArgs(tags=tags)
+    )
     cluster = ClusterHandle.from_stack_reference(platform, aws_profile=config.profile, provider=provider)
     opts = pulumi.ResourceOptions(providers=[provider])
 
@@ -41,7 +52,9 @@ def main() -> None:
     if plan.node_pool_manifest is not None:
         TeamNodePool("pool", TeamArgs(cluster=cluster, plan=plan), opts)
     if config.team.kubeflow is not None:
-        TeamProfile("profile", TeamProfileArgs(cluster=cluster, plan=plan, namespace=namespace, identity=identity), opts)
+        TeamProfile(
+            "profile", TeamProfileArgs(cluster=cluster, plan=plan, namespace=namespace, identity=identity), opts
+        )
 
     pulumi.export("namespace", namespace.name)
     pulumi.export("serviceAccount", config.team.service_account_name)
