@@ -42,9 +42,9 @@ kubeflow-fetch: $(VENV)/.installed
 benchmark: $(VENV)/.installed kubeflow-fetch
 	$(PY) benchmarks/preview_benchmark.py
 
-## Rewrite the README's configuration reference from the config models (their fields' descriptions and defaults).
+## Rewrite docs/configuration.md's reference tables from the config models (their fields' descriptions and defaults).
 config-reference: $(VENV)/.installed
-	$(PY) -m components.config.reference --write README.md
+	$(PY) -m components.config.reference --write docs/configuration.md
 
 clean:
 	rm -rf build $(VENV)

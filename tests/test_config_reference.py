@@ -1,4 +1,4 @@
-"""The configuration references in the README (the platform stack's and a team stack's) are generated from the config
+"""The configuration references in docs/configuration.md (the platform stack's and a team stack's) are generated from the config
 models: each is current, every key in it is one a stack file can set, its defaults are what a stack gets, and no key
 goes without a meaning."""
 
@@ -14,6 +14,8 @@ from components.config.errors import ConfigError
 from components.config.platform import parse_config
 from components.team.config import parse_team_config
 from tests.conftest import REPO
+
+PAGE = REPO / "docs" / "configuration.md"
 
 NS = "eks-ml-platform"
 ROWS = reference.rows()
@@ -59,10 +61,10 @@ def _probe(key: str) -> dict[str, str]:
     return _issues(raw)
 
 
-def test_the_readme_block_is_what_the_models_generate():
-    readme = (REPO / "README.md").read_text()
-    assert reference.replace_block(readme, reference.table(ROWS)) == readme, (
-        "the README's configuration reference differs from the config models: run `make config-reference`"
+def test_the_reference_page_block_is_what_the_models_generate():
+    page = PAGE.read_text()
+    assert reference.replace_block(page, reference.table(ROWS)) == page, (
+        "docs/configuration.md's platform reference differs from the config models: run `make config-reference`"
     )
 
 
@@ -139,21 +141,21 @@ def test_the_block_is_replaced_between_its_markers_only():
 
 def test_make_config_reference_rewrites_both_blocks(tmp_path):
     team = reference.TEAM
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{START}\n| stale |\n{END}\n\n## team\n\n{team.start}\n| stale |\n{team.end}\n")
-    assert reference.main(["--write", str(readme)]) == 0
-    assert readme.read_text() == (
+    page = tmp_path / "configuration.md"
+    page.write_text(f"# x\n\n{START}\n| stale |\n{END}\n\n## team\n\n{team.start}\n| stale |\n{team.end}\n")
+    assert reference.main(["--write", str(page)]) == 0
+    assert page.read_text() == (
         f"# x\n\n{START}\n{reference.table()}{END}\n\n## team\n\n{team.start}\n{reference.table(stack=team)}{team.end}\n"
     )
-    assert "-m components.config.reference --write README.md" in (REPO / "Makefile").read_text()
+    assert "-m components.config.reference --write docs/configuration.md" in (REPO / "Makefile").read_text()
 
 
-def test_a_readme_without_the_team_block_is_an_error_not_half_written(tmp_path, capsys):
-    readme = tmp_path / "README.md"
+def test_a_page_without_the_team_block_is_an_error_not_half_written(tmp_path, capsys):
+    page = tmp_path / "configuration.md"
     text = f"# x\n\n{START}\n| stale |\n{END}\n"
-    readme.write_text(text)
-    assert reference.main(["--write", str(readme)]) == 1
-    assert reference.TEAM.start in capsys.readouterr().err and readme.read_text() == text
+    page.write_text(text)
+    assert reference.main(["--write", str(page)]) == 1
+    assert reference.TEAM.start in capsys.readouterr().err and page.read_text() == text
 
 
 # ------------------------------------------------------------------------------------------- the team stack's
@@ -179,18 +181,19 @@ def _team_issues(raw: dict[str, str]) -> dict[str, str]:
     return {}
 
 
-def test_the_readme_team_block_is_what_the_team_models_generate():
-    readme = (REPO / "README.md").read_text()
-    assert reference.replace_block(readme, reference.table(TEAM_ROWS, reference.TEAM), reference.TEAM) == readme, (
-        "the README's team stack configuration reference differs from components/team/config.py: run `make config-reference`"
+def test_the_reference_page_team_block_is_what_the_team_models_generate():
+    page = PAGE.read_text()
+    assert reference.replace_block(page, reference.table(TEAM_ROWS, reference.TEAM), reference.TEAM) == page, (
+        "docs/configuration.md's team stack reference differs from components/team/config.py: "
+        "run `make config-reference`"
     )
-    section = readme.split("### A team stack on the platform", 1)[1].split("\n## ", 1)[0]
-    assert reference.TEAM.start in section  # beside the team stack's text, not the platform's
+    section = page.split("\n## A team stack's configuration\n", 1)[1].split("\n## ", 1)[0]
+    assert reference.TEAM.start in section  # under the team stack's heading, not the platform's
 
 
 def test_a_stale_team_block_is_caught():
-    readme = (REPO / "README.md").read_text()
-    stale = reference.replace_block(readme, reference.table(TEAM_ROWS[:-1], reference.TEAM), reference.TEAM)
+    page = PAGE.read_text()
+    stale = reference.replace_block(page, reference.table(TEAM_ROWS[:-1], reference.TEAM), reference.TEAM)
     assert reference.replace_block(stale, reference.table(TEAM_ROWS, reference.TEAM), reference.TEAM) != stale
 
 

@@ -2,12 +2,12 @@
 
 The meaning of a key is its field's `description` on the model; its type, constraints and default are read from the
 field itself, and the defaults that come from `environment` from `environment_defaults`. Nothing here is written by
-hand, so the README's tables cannot drift from what `parse_config` and `parse_team_config` accept. There is one
-table per kind of stack file: the platform's, and a team stack's (`components.team.config`).
+hand, so the tables in docs/configuration.md cannot drift from what `parse_config` and `parse_team_config` accept.
+There is one table per kind of stack file: the platform's, and a team stack's (`components.team.config`).
 
     python -m components.config.reference                    # print the platform's table
     python -m components.config.reference --stack team       # print a team stack's
-    python -m components.config.reference --write README.md  # rewrite both README blocks (make config-reference)
+    python -m components.config.reference --write docs/configuration.md  # rewrite both blocks (make config-reference)
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ SECTION: Any = _Section()
 @dataclass(frozen=True)
 class StackKeys:
     """The keys of one kind of stack file: its config model, the fields the Pulumi context fills in (never stack
-    config), those written in the `aws:` namespace, whether `environment` gives defaults, and the README block its
+    config), those written in the `aws:` namespace, whether `environment` gives defaults, and the reference block its
     table is written between."""
 
     name: str
@@ -349,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components.config.reference", description=__doc__.splitlines()[0])
     parser.add_argument("--stack", choices=sorted(STACKS), default=PLATFORM.name, help="the table to print")
     parser.add_argument(
-        "--write", type=Path, metavar="README", help="rewrite every stack's block between its markers in this file"
+        "--write", type=Path, metavar="FILE", help="rewrite every stack's block between its markers in this file"
     )
     args = parser.parse_args(argv)
     if missing := [key for stack in STACKS.values() for key in undescribed(stack)]:
