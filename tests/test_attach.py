@@ -176,9 +176,9 @@ def test_a_platform_says_whether_it_runs_kubeflow_and_a_profile_needs_it(prod):
     assert [issue.path for issue in caught.value.issues] == ["team.kubeflow"]
 
 
-def test_the_readme_lists_every_output_of_the_contract():
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Using the components in another stack", 1)[1].split("\n## ", 1)[0]
+def test_the_team_stack_page_lists_every_output_of_the_contract():
+    page = (REPO / "docs" / "team-stacks.md").read_text()
+    section = page.split("\n## The platform's outputs: a contract\n", 1)[1].split("\n## ", 1)[0]
     missing = sorted(name for name in {*HANDLE_OUTPUTS, *OFFER_OUTPUTS} if f"`{name}`" not in section)
     assert missing == []
 

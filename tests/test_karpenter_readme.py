@@ -1,4 +1,4 @@
-"""The README's NodePool worked examples are real config: each parses, renders, and passes the pinned Karpenter
+"""The NodePool worked examples of docs/karpenter.md are real config: each parses, renders, and passes the pinned Karpenter
 CRDs (schemas and CEL rules) when refcheck checks the rendered objects, as it checks the preview."""
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from tests.karpenter_support import CONTEXT, REFCHECK, needs_refcheck
 
 
 def examples() -> list[dict]:
-    """Every YAML block of the README's NodePool section that is stack config."""
-    text = (REPO / "README.md").read_text()
-    section = text.split("\n## Karpenter NodePools\n", 1)[1].split("\n## ", 1)[0]
+    """Every YAML block of the NodePool page that is stack config."""
+    section = (REPO / "docs" / "karpenter.md").read_text()
     blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)]
     return [b for b in blocks if isinstance(b, dict) and all(str(k).startswith("eks-ml-platform:") for k in b)]
 

@@ -1,4 +1,4 @@
-"""The README's library example is real code: it must run against the components as they are."""
+"""The library page's example is real code: it must run against the components as they are."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from tests.conftest import REPO
 
 
 def _python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+    return re.findall(r"```python\n(.*?)```", (REPO / "docs" / "library.md").read_text(), flags=re.S)
 
 
-def test_readme_example_builds_a_network_and_cluster():
+def test_the_library_example_builds_a_network_and_cluster():
     (example,) = _python_blocks()
     inventory = mocks.run(lambda: exec(example, {}), project="other", stack="eu", region="eu-west-1", config={})
     cluster = inventory.one("eks:index:Cluster")
@@ -29,10 +29,10 @@ def test_readme_example_builds_a_network_and_cluster():
     assert {s.inputs["tags"]["karpenter.sh/discovery"] for s in private} == {"ml-eu"}
 
 
-def test_readme_lists_every_policy_rule_with_its_level():
+def test_the_policy_page_lists_every_policy_rule_with_its_level():
     from components.policy.rules import RULES
 
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "policy-pack.md").read_text()
     for rule in RULES:
         assert f"| `{rule.name}` | {rule.enforcement} |" in text
 

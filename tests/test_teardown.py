@@ -273,10 +273,11 @@ def test_destroy_batches_follow_the_engine_and_skip_what_goes_with_its_target():
 
 
 def test_the_published_destroy_estimate_is_what_the_graph_gives(dev):
-    """The README's figure; a change to the graph that moves it must update the README."""
+    """The published figure (README and docs/teardown.md); a change to the graph that moves it must update both."""
     from components.preview.destroy_estimate import estimate
 
     from .conftest import REPO
 
     minutes = round(estimate(dev).seconds / 60)
-    assert f"about {minutes} minutes" in (REPO / "README.md").read_text()
+    assert f"about {minutes} minutes" in (REPO / "docs" / "teardown.md").read_text()
+    assert f"about {minutes} minutes for dev" in (REPO / "README.md").read_text()

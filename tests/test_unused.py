@@ -52,7 +52,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "components/sweep/resource.py": {"diff": "dynamic provider method: the engine calls it on every update"},
     "components/versions.py": {
-        "charts": "every chart pin, for tools that list what the platform installs; the README's CRD table is checked "
+        "charts": "every chart pin, for tools that list what the platform installs; docs/versions.md's CRD table is checked "
         "against it",
     },
     "components/observability/render.py": dict.fromkeys(

@@ -145,7 +145,7 @@ def test_only_pods_that_ask_for_the_team_pool_land_there(platform):
 
 def test_efa_is_not_offered_by_the_platforms_pools_today(platform):
     """No EFA device plugin runs on the platform, so a pod asking for EFA would stay Pending: the multi-node Job
-    trains over TCP (README, Workloads)."""
+    trains over TCP (docs/workloads.md)."""
     spec = json.loads(json.dumps(templates()["training-multinode.yaml/Job/train-multi"]["spec"]))
     for where in ("requests", "limits"):
         spec["containers"][0]["resources"][where][EFA_RESOURCE] = "4"
