@@ -90,10 +90,21 @@ def reason_not_run(command: str) -> str | None:
     return next((reason for start, reason in NOT_RUN.items() if command.startswith(start)), None)
 
 
+def prose(text: str) -> str:
+    """The page without its fenced blocks."""
+    return re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
+
+
 def code_spans(text: str) -> list[str]:
     """Inline code of the page, outside fenced blocks."""
-    prose = re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
-    return re.findall(r"`([^`\n]+)`", prose)
+    return re.findall(r"`([^`\n]+)`", prose(text))
+
+
+def repository_files() -> list[str]:
+    """The repository's files as a fresh clone would have them, plus those not committed yet (nothing ignored)."""
+    return subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
 
 
 # ------------------------------------------------------------------------------------------------- pure checks
@@ -124,17 +135,10 @@ def test_every_python_the_docs_show_is_the_virtualenvs():
     assert found == []
 
 
-def tracked_top_level() -> set[str]:
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout.split()
-    return {path.split("/", 1)[0] for path in listed}
-
-
 def named_paths(text: str) -> set[str]:
     """Repository paths the page names: in inline code and in its commands (also after `name=`), when they start
     with a top-level entry of the repository; placeholders and generated folders (`build/`) are not paths."""
-    top = tracked_top_level() - {"build"}
+    top = {path.split("/", 1)[0] for path in repository_files()} - {"build"}
     words = [word for span in code_spans(text) for word in span.split()]
     words += [word for command in commands_of(text) for word in shlex.split(command)]
     paths = set()
@@ -160,10 +164,9 @@ def test_every_repository_path_the_docs_name_exists():
 def anchors(text: str) -> set[str]:
     """GitHub's anchors of a page: one per heading (lowercase, punctuation dropped, spaces as `-`, repeats
     numbered) and every `<a id>`."""
-    prose = re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
-    found: set[str] = set(re.findall(r'<a id="([^"]+)"', prose))
+    found: set[str] = set(re.findall(r'<a id="([^"]+)"', prose(text)))
     counts: dict[str, int] = {}
-    for heading in re.findall(r"^#+ (.+)$", prose, flags=re.MULTILINE):
+    for heading in re.findall(r"^#+ (.+)$", prose(text), flags=re.MULTILINE):
         slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
         found.add(slug if slug not in counts else f"{slug}-{counts[slug]}")
         counts[slug] = counts.get(slug, 0) + 1
@@ -173,8 +176,7 @@ def anchors(text: str) -> set[str]:
 def test_every_link_between_the_pages_reaches_a_file_and_heading():
     broken = []
     for page in PAGES:
-        prose = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.MULTILINE | re.DOTALL)
-        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose(page.read_text())):
             if re.match(r"[a-z]+:", target):
                 continue  # a web address
             path, _, anchor = target.partition("#")
@@ -188,7 +190,7 @@ def test_every_link_between_the_pages_reaches_a_file_and_heading():
 
 def test_the_link_checks_catch_a_missing_file_and_heading(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("# Title\n\n## The platform's outputs: a contract\n\n<a id=\"kept\"></a>\n")
+    page.write_text('# Title\n\n## The platform\'s outputs: a contract\n\n<a id="kept"></a>\n')
     assert anchors(page.read_text()) == {"title", "the-platforms-outputs-a-contract", "kept"}
     assert named_paths("`components/nothing-here.py` and `build/preview/dev` and `helm/<release>.yaml`") == {
         "components/nothing-here.py"
@@ -204,10 +206,7 @@ def clone(tmp_path_factory) -> Path:
     this test runs in and, as in the development checkout, `../shared` beside it."""
     root = tmp_path_factory.mktemp("clone")
     tree = root / REPO.name
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout.splitlines()
-    for path in listed:
+    for path in repository_files():
         if (REPO / path).is_file():
             (tree / path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / path, tree / path)
@@ -228,7 +227,14 @@ def shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
     if command.startswith("make "):
         command = MAKE + command.removeprefix("make ")
     return subprocess.run(
-        command, shell=True, cwd=cwd, env=offline_environment(), capture_output=True, text=True, timeout=900
+        command,
+        shell=True,
+        cwd=cwd,
+        env=offline_environment(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
 
 
@@ -257,7 +263,8 @@ def test_every_command_the_docs_show_runs_as_written_or_is_listed(clone):
         words = shlex.split(command)
         if words[:2] == [".venv/bin/python", "-m"]:
             result = shell(f".venv/bin/python -m {words[2]} --help", clone)
-            unknown = [w.split("=")[0] for w in words[3:] if w.startswith("--") and w.split("=")[0] not in result.stdout]
+            options = [word.split("=")[0] for word in words[3:] if word.startswith("--")]
+            unknown = [option for option in options if option not in result.stdout]
             if result.returncode != 0 or unknown:
                 problems.append(f"{page}: {failure(command, result)}unknown options: {unknown}")
         elif words[0] == "make":
