@@ -32,7 +32,7 @@ from components.network.component import Network, NetworkArgs
 from components.network.plan import plan_subnets
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
-from components.observability.render import GpuPool
+from components.observability.render import gpu_pools
 from components.scheduling import CSI_STARTUP_TAINTS
 from components.storage.component import Storage, StorageArgs, StorageAttachArgs
 from components.storage.render import DEFAULT_CLASS_NAME
@@ -225,17 +225,12 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
     storage.attach(StorageAttachArgs(cluster=cluster.handle, cleanup_controllers=cleanup_controllers))
     observability = None
     if config.observability.enabled:
-        gpu_pools = tuple(
-            GpuPool(name=name, gpu_limit=limit, resource=resource)
-            for name, pool in sorted(config.karpenter.node_pools.items())
-            for resource, limit in pool.accelerator_limits.items()
-        )
         observability = Observability(
             "observability",
             ObservabilityArgs(
                 cluster=cluster.handle,
                 config=config.observability,
-                gpu_pools=gpu_pools,
+                gpu_pools=gpu_pools(config.karpenter.node_pools),
                 storage_class=storage.kept_volume_class,
                 storage_class_name=storage.kept_volume_class_name,
                 delete_volumes=config.stateful_resources is StatefulResources.DESTROY,
