@@ -6,8 +6,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib
+import inspect
+import re
 import subprocess
 import sys
+import textwrap
 import typing
 
 import pulumi
@@ -74,3 +77,38 @@ def test_importing_the_package_creates_nothing_and_loads_no_part():
     code = "import sys, components; print(sorted(m for m in sys.modules if m.startswith(('components', 'pulumi'))))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert result.stdout.strip() == "['components', 'components._lazy']"
+
+
+def field_docs(args: type) -> dict[str, str]:
+    """What documents each field of an args dataclass: the `#:` comment right above it, and the class docstring
+    where it names the field."""
+    source = textwrap.dedent(inspect.getsource(args)).splitlines()
+    docstring = inspect.getdoc(args) or ""
+    fields = {field.name for field in dataclasses.fields(args)}
+    docs: dict[str, str] = {}
+    for index, line in enumerate(source):
+        name = line.strip().split(":", 1)[0]
+        if name not in fields or line.startswith((" " * 5, "#")):
+            continue
+        comment, above = [], index - 1
+        while above > 0 and source[above].strip().startswith("#:"):
+            comment.insert(0, source[above].strip()[2:].strip())
+            above -= 1
+        named = f"`{name}`" in docstring
+        docs[name] = " ".join(comment) + (f" {docstring}" if named else "")
+    return docs
+
+
+def test_every_args_field_says_what_it_is_and_its_default():
+    for name in components.__all__:
+        if not name.endswith("Args"):
+            continue
+        args = getattr(components, name)
+        docs = field_docs(args)
+        assert set(docs) == {field.name for field in dataclasses.fields(args)}, name
+        assert inspect.getdoc(args), f"{name} has no docstring"
+        for field in dataclasses.fields(args):
+            assert docs[field.name].strip(), f"{name}.{field.name} says nothing of itself"
+            has_default = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+            if has_default:
+                assert re.search(r"default|none", docs[field.name], re.IGNORECASE), f"{name}.{field.name}: default?"

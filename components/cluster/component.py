@@ -56,12 +56,22 @@ def stateful_options(policy: StatefulResources) -> pulumi.ResourceOptions:
 
 @dataclass(frozen=True)
 class ClusterArgs:
+    """What the cluster is made from. Fields without a default are required."""
+
+    #: The EKS cluster's name (also its log group's and its subnets' discovery tag value).
     cluster_name: str
+    #: Version, endpoint access, control-plane logs, admin principals and the system node group (`ClusterConfig`).
     config: ClusterConfig
+    #: The VPC the cluster and its nodes use (`Network.vpc_id`).
     vpc_id: pulumi.Input[str]
+    #: Its private subnets, one per zone, where the nodes run (`Network.private_subnet_ids`).
     private_subnet_ids: pulumi.Input[Sequence[str]]
+    #: The zones of those subnets, in their order (`Network.availability_zones`).
     availability_zones: tuple[str, ...]
+    #: The AWS region, as the AWS provider has it.
     region: str
+    #: What `pulumi destroy` does to the secrets key and log group (protect, retain or destroy); PROTECT also turns on
+    #: the cluster's deletion protection.
     stateful_resources: StatefulResources
     #: Tags for what EC2 launches on our behalf (instances and volumes of the system node group): the provider's
     #: default tags do not reach those.
@@ -73,11 +83,11 @@ class ClusterArgs:
     #: The AWS CLI profile the kubeconfig authenticates with (so Kubernetes and Helm act as the same identity as
     #: the AWS provider); None: the ambient credentials.
     aws_profile: str | None = None
-    #: What the cluster and its nodes need from the network first (NAT routes, the network sweep), so that on
-    #: destroy they are deleted before it.
+    #: What the cluster and its nodes need from the network first (NAT routes: `Network.egress`), so that on destroy
+    #: they are deleted before it. Default: none (a VPC whose egress the program does not manage).
     network_ready: Sequence[pulumi.Resource] = ()
     #: Stores the system nodes wait for, so destroy deletes them together with the cluster rather than in a
-    #: batch of their own before it (the FSx file system, which takes as long to delete as the cluster).
+    #: batch of their own before it (the FSx file system, which takes as long to delete as the cluster). Default: none.
     system_nodes_after: Sequence[pulumi.Resource] = ()
     #: The IAM principal (user or role ARN) that created, or is about to create, the cluster (`cluster_creator`):
     #: EKS gives it admin access itself, so it gets no entry of ours, and the cluster is tagged with it so later runs

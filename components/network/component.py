@@ -15,11 +15,13 @@ from components.network.tags import DISCOVERY_TAG, private_subnet_tags, public_s
 
 @dataclass(frozen=True)
 class NetworkArgs:
-    """`cluster_name` goes into the discovery tags; `config` says what to create or which VPC to use; `region` names
-    the S3 gateway endpoint's service."""
+    """What the network is made from; every field is required."""
 
+    #: The cluster the subnets are tagged for (`karpenter.sh/discovery`) and named after.
     cluster_name: str
+    #: The VPC to create (CIDR, zones, NAT gateways) or the existing one to tag (`NetworkConfig.existing`).
     config: NetworkConfig
+    #: The AWS region: it names the S3 gateway endpoint's service.
     region: str
 
 
