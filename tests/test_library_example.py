@@ -147,26 +147,61 @@ def test_the_wheel_ships_every_data_file_of_the_package_and_its_types(wheel):
     assert in_tree - shipped == set()
 
 
-@pytest.mark.slow
-def test_the_example_previews_from_the_wheel_installed_in_a_fresh_virtualenv(wheel, tmp_path):
-    """Not editable and not beside the repository: the dependencies come from the package index (or pip's cache),
-    and the project runs from a folder of its own."""
-    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, cwd=tmp_path, env=env)
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A fresh virtualenv with the wheel installed, not editable, and the environment to run it in. The dependencies
+    come from the package index (or pip's cache)."""
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV", "MYPYPATH")}
+    home = tmp_path_factory.mktemp("installed")
+    venv = home / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, cwd=home, env=env)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True, cwd=tmp_path, env=env)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True, cwd=home, env=env)
     where = subprocess.run(
         [str(python), "-c", "import components; print(components.__file__)"],
         capture_output=True,
         text=True,
         check=True,
-        cwd=tmp_path,
+        cwd=home,
         env=env,
     ).stdout.strip()
     assert Path(where).is_relative_to(venv) and not Path(where).is_relative_to(REPO), where
+    return python, env
 
+
+@pytest.mark.slow
+def test_the_example_previews_from_the_wheel_installed_in_a_fresh_virtualenv(installed, tmp_path):
+    """The project runs from a folder of its own, away from the repository."""
+    python, env = installed
     project = tmp_path / "library"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path / "out"
     check_the_example_preview(out, preview(python, project, out, cwd=tmp_path, env=env))
+
+
+@pytest.mark.slow
+def test_a_type_checker_sees_the_installed_packages_classes(installed, tmp_path):
+    """py.typed and the TYPE_CHECKING exports: without either, mypy takes `from components import ...` as Any."""
+    pytest.importorskip("mypy")
+    python, env = installed
+    program = tmp_path / "program.py"
+    program.write_text(
+        "from components import Cluster, ClusterArgs\n\nreveal_type(Cluster)\nreveal_type(ClusterArgs)\n"
+    )
+    # The provider SDKs are left out: checking them costs minutes and gigabytes, and says nothing of this package.
+    sdks = "pulumi_aws.*,pulumi_eks.*,pulumi_kubernetes.*,pulumi_random.*,boto3.*,botocore.*"
+    (tmp_path / "mypy.ini").write_text(f"[mypy]\nfollow_imports = silent\n[mypy-{sdks}]\nfollow_imports = skip\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--python-executable", str(python)]
+        + ["--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(program)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    revealed = re.findall(r'Revealed type is "(.*)"', result.stdout)
+    assert len(revealed) == 2 and "Any" not in revealed, result.stdout
+    assert revealed[0].endswith("-> components.cluster.component.Cluster")
+    assert "owns_vpc: bool," in revealed[1] and revealed[1].endswith("-> components.cluster.component.ClusterArgs")
