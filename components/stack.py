@@ -14,7 +14,7 @@ import pulumi_aws as aws
 
 from components.certmanager.component import CertManager, CertManagerArgs
 from components.cluster.attach import certificate_authority_of
-from components.cluster.component import CREATOR_TAG, Cluster, ClusterArgs
+from components.cluster.component import Cluster, ClusterArgs, cluster_creator
 from components.config.errors import ConfigError
 from components.config.platform import PlatformConfig, parse_config
 from components.config.types import StatefulResources
@@ -32,7 +32,7 @@ from components.network.component import Network, NetworkArgs
 from components.network.plan import plan_subnets
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
-from components.observability.render import GpuPool
+from components.observability.render import gpu_pools
 from components.scheduling import CSI_STARTUP_TAINTS
 from components.storage.component import Storage, StorageArgs, StorageAttachArgs
 from components.storage.render import DEFAULT_CLASS_NAME
@@ -88,16 +88,6 @@ def part_options(part: str, cluster_name: str, base: pulumi.ResourceOptions) -> 
     assert part in PART_NAMES, part
     legacy = cluster_name if part in ("network", "cluster") else f"{cluster_name}-{part}"
     return pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(aliases=[pulumi.Alias(name=legacy)]))
-
-
-def cluster_creator(cluster_name: str, provider: aws.Provider) -> str | None:
-    """Who created the cluster (read from its tag), or, before it exists, who is about to: the caller's user or role
-    (for an assumed role, the role itself, through its session context)."""
-    invoke = pulumi.InvokeOptions(provider=provider)
-    if cluster_name in aws.eks.get_clusters(opts=invoke).names:
-        return aws.eks.get_cluster(name=cluster_name, opts=invoke).tags.get(CREATOR_TAG)
-    caller = aws.get_caller_identity(opts=invoke).arn
-    return aws.iam.get_session_context(arn=caller, opts=invoke).issuer_arn
 
 
 def csi_drivers(config: PlatformConfig) -> tuple[str, ...]:
@@ -184,7 +174,7 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
             instance_tags=tags,
             aws_profile=config.profile,
             creator_arn=cluster_creator(config.cluster_name, provider),
-            owns_vpc=config.network.existing is None,
+            owns_vpc=network.owns_vpc,
             network_ready=network.egress,
             # why: on destroy the file system (as slow to delete as the cluster) then goes with the cluster, not in
             # a batch of its own before the nodes; it needs nothing of the cluster to be made.
@@ -235,17 +225,12 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
     storage.attach(StorageAttachArgs(cluster=cluster.handle, cleanup_controllers=cleanup_controllers))
     observability = None
     if config.observability.enabled:
-        gpu_pools = tuple(
-            GpuPool(name=name, gpu_limit=limit, resource=resource)
-            for name, pool in sorted(config.karpenter.node_pools.items())
-            for resource, limit in pool.accelerator_limits.items()
-        )
         observability = Observability(
             "observability",
             ObservabilityArgs(
                 cluster=cluster.handle,
                 config=config.observability,
-                gpu_pools=gpu_pools,
+                gpu_pools=gpu_pools(config.karpenter.node_pools),
                 storage_class=storage.kept_volume_class,
                 storage_class_name=storage.kept_volume_class_name,
                 delete_volumes=config.stateful_resources is StatefulResources.DESTROY,

@@ -51,9 +51,12 @@ def chart_values(*, placement: Placement, replicas: int = CERT_MANAGER_REPLICAS)
 
 @dataclass(frozen=True)
 class CertManagerArgs:
+    """cert-manager on a cluster."""
+
+    #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
     cluster: ClusterHandle
-    #: Controllers that delete what objects in the namespace make in AWS (the load balancer controller): the
-    #: namespace goes while they run.
+    #: Controllers that delete what objects in the namespace make in AWS (`Ingress.controller`): the namespace goes
+    #: while they run. Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
 

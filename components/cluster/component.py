@@ -30,6 +30,18 @@ CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterA
 #: with ResourceInUseException. Read back on later runs, so an update by another identity (CI) still skips it.
 CREATOR_TAG = "eksml.io/created-by"
 
+
+def cluster_creator(cluster_name: str, provider: aws.Provider) -> str | None:
+    """Who created the cluster (read from its tag), or, before it exists, who is about to: the caller's user or role
+    (for an assumed role, the role itself, through its session context). What `ClusterArgs.creator_arn` takes;
+    `provider` is the AWS provider the cluster is created with."""
+    invoke = pulumi.InvokeOptions(provider=provider)
+    if cluster_name in aws.eks.get_clusters(opts=invoke).names:
+        return aws.eks.get_cluster(name=cluster_name, opts=invoke).tags.get(CREATOR_TAG)
+    caller = aws.get_caller_identity(opts=invoke).arn
+    return aws.iam.get_session_context(arn=caller, opts=invoke).issuer_arn
+
+
 #: The teardown sweep between the in-cluster layer and the cluster: everything but file systems, which Storage sweeps
 #: before their security group goes.
 IN_CLUSTER_SWEEP = frozenset(STEP_KINDS) - {Kind.FILE_SYSTEM}
@@ -44,29 +56,42 @@ def stateful_options(policy: StatefulResources) -> pulumi.ResourceOptions:
 
 @dataclass(frozen=True)
 class ClusterArgs:
+    """What the cluster is made from. Fields without a default are required."""
+
+    #: The EKS cluster's name (also its log group's and its subnets' discovery tag value).
     cluster_name: str
+    #: Version, endpoint access, control-plane logs, admin principals and the system node group (`ClusterConfig`).
     config: ClusterConfig
+    #: The VPC the cluster and its nodes use (`Network.vpc_id`).
     vpc_id: pulumi.Input[str]
+    #: Its private subnets, one per zone, where the nodes run (`Network.private_subnet_ids`).
     private_subnet_ids: pulumi.Input[Sequence[str]]
+    #: The zones of those subnets, in their order (`Network.availability_zones`).
     availability_zones: tuple[str, ...]
+    #: The AWS region, as the AWS provider has it.
     region: str
+    #: What `pulumi destroy` does to the secrets key and log group (protect, retain or destroy); PROTECT also turns on
+    #: the cluster's deletion protection.
     stateful_resources: StatefulResources
     #: Tags for what EC2 launches on our behalf (instances and volumes of the system node group): the provider's
     #: default tags do not reach those.
     instance_tags: Mapping[str, str]
+    #: Whether the VPC was made for this cluster (`Network.owns_vpc`; False for one brought with network.existing,
+    #: where other clusters may live). No default, since a wrong True is harmful: the teardown sweep then also takes
+    #: the VPC's untagged CNI interfaces and its GuardDuty endpoint and group; with False only what names this cluster.
+    owns_vpc: bool
     #: The AWS CLI profile the kubeconfig authenticates with (so Kubernetes and Helm act as the same identity as
     #: the AWS provider); None: the ambient credentials.
     aws_profile: str | None = None
-    #: False for a VPC brought with network.existing (the teardown sweep then touches only what names this cluster).
-    owns_vpc: bool = True
-    #: What the cluster and its nodes need from the network first (NAT routes, the network sweep), so that on
-    #: destroy they are deleted before it.
+    #: What the cluster and its nodes need from the network first (NAT routes: `Network.egress`), so that on destroy
+    #: they are deleted before it. Default: none (a VPC whose egress the program does not manage).
     network_ready: Sequence[pulumi.Resource] = ()
     #: Stores the system nodes wait for, so destroy deletes them together with the cluster rather than in a
-    #: batch of their own before it (the FSx file system, which takes as long to delete as the cluster).
+    #: batch of their own before it (the FSx file system, which takes as long to delete as the cluster). Default: none.
     system_nodes_after: Sequence[pulumi.Resource] = ()
-    #: The IAM principal (user or role ARN) that created, or is about to create, the cluster: EKS gives it admin
-    #: access itself, so it gets no entry of ours. None when unknown (a cluster created before the tag existed).
+    #: The IAM principal (user or role ARN) that created, or is about to create, the cluster (`cluster_creator`):
+    #: EKS gives it admin access itself, so it gets no entry of ours, and the cluster is tagged with it so later runs
+    #: by another identity know. None: unknown (a cluster created before the tag existed), no tag, every entry made.
     creator_arn: str | None = None
 
 

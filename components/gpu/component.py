@@ -20,14 +20,19 @@ OPERATOR_NAMESPACE = "gpu-operator"
 
 @dataclass(frozen=True)
 class GpuStackArgs:
-    """`node_image` is the AMI family of the GPU nodes; it decides which layers the operator leaves alone."""
+    """The GPU stack on a cluster. Fields without a default are required."""
 
+    #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
     cluster: ClusterHandle
+    #: Operator options (MIG, time-slicing, DCGM), the bin-packing scheduler and the admission policy (`GpuConfig`).
     config: GpuConfig
+    #: The AMI family of the GPU pools' node class (`al2023` or `bottlerocket`): it decides which layers (driver,
+    #: toolkit, device plugin) the operator leaves to the image.
     node_image: NodeImage
-    #: Controllers that delete the AWS side of namespaced objects; the namespace is deleted while they run.
+    #: Controllers that delete the AWS side of namespaced objects (`Ingress.controller`); the namespace is deleted
+    #: while they run. Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
-    #: Kubeflow runs notebooks here (their pods are exempt from the scheduler rule only).
+    #: Kubeflow runs notebooks here (their pods are exempt from the scheduler rule only). Default: False.
     kubeflow_notebooks: bool = False
 
 

@@ -27,8 +27,9 @@ NAMESPACE = "kube-system"
 class NodeDevicesArgs:
     """`neuron_taints`: taints of the pools that launch Neuron instances (None: no such pool); `efa_taints`: those
     of the pools whose node class attaches EFA interfaces (None: no such pool). `admission` is the Neuron pods'
-    policy (None: off)."""
+    policy (None: off). Each defaults to None; `cluster` is required."""
 
+    #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
     cluster: ClusterHandle
     neuron_taints: tuple[Taint, ...] | None = None
     efa_taints: tuple[Taint, ...] | None = None

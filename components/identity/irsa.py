@@ -24,11 +24,17 @@ class IrsaRoleArgs:
     not match the trust policy. Policies are keyed by name so adding one never re-creates the others.
     """
 
+    #: The cluster's IAM OIDC provider (`ClusterHandle.oidc_provider_arn`; `ClusterHandle.irsa_role` fills it).
     oidc_provider_arn: pulumi.Input[str]
+    #: Its issuer, with or without `https://` (`ClusterHandle.oidc_issuer`).
     oidc_issuer: pulumi.Input[str]
+    #: The namespace of the only service account that may assume the role.
     namespace: str
+    #: That service account's name: the role trusts `system:serviceaccount:<namespace>:<service_account>` alone.
     service_account: str
+    #: Managed policies to attach, by a name of their own. Default: none.
     managed_policy_arns: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    #: Inline policy documents (JSON), by name. Default: none.
     inline_policies: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 

@@ -57,7 +57,12 @@ def controller_values(
 
 @dataclass(frozen=True)
 class IngressArgs:
+    """The load balancer controller on a cluster."""
+
+    #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
     cluster: ClusterHandle
+    #: Tags on every load balancer and target group the controller makes (the provider's default tags do not reach
+    #: them). Default: none.
     tags: Mapping[str, str] = field(default_factory=dict)
 
 

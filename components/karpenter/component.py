@@ -86,12 +86,19 @@ def controller_values(
 
 @dataclass(frozen=True)
 class KarpenterArgs:
-    """`tags` go on every instance Karpenter launches; `csi_drivers` (keys of `scheduling.CSI_STARTUP_TAINTS`) are
-    the storage drivers whose node agents must be ready before pods with volumes land on a node."""
+    """Karpenter on a cluster. Fields without a default are required."""
 
+    #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
     cluster: ClusterHandle
+    #: Controller log level, accelerator families, EC2NodeClasses and NodePools (`KarpenterConfig`; its defaults are
+    #: the cpu-general and gpu-inference presets).
     config: KarpenterConfig
+    #: Tags on every instance and volume Karpenter launches (the provider's default tags do not reach them). Default:
+    #: none.
     tags: Mapping[str, str] = field(default_factory=dict)
+    #: The storage drivers (keys of `scheduling.CSI_STARTUP_TAINTS`) whose node agents must be ready before pods with
+    #: volumes land on a node: their startup taints go on every NodePool. Default: `("ebs",)`; `("ebs", "fsx")` with
+    #: an FSx file system.
     csi_drivers: tuple[str, ...] = ("ebs",)
 
 

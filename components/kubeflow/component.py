@@ -49,7 +49,11 @@ def planned_objects(config: KubeflowConfig, facts: plan.Settings) -> list[Staged
 
 @dataclass(frozen=True)
 class KubeflowArgs:
+    """Kubeflow on a cluster. Fields without a default are required; a None default means the feature is off."""
+
+    #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
     cluster: ClusterHandle
+    #: Components, teams, access (port-forward or ALB), notebook culling and the pinned tree (`KubeflowConfig`).
     config: KubeflowConfig
     #: What to register: `planned_objects(config, settings(config, ...))`, with the facts of the resources below.
     objects: Sequence[Staged]
@@ -59,18 +63,20 @@ class KubeflowArgs:
     #: The platform's cert-manager release (`components.certmanager`): Kubeflow's issuers and Certificates wait
     #: for it and go before it.
     cert_manager: pulumi.Resource
-    #: The bucket teams get a prefix of (None: the stack has no such bucket, and then no teams), and its KMS key
-    #: when it has one (teams then may use it through S3).
+    #: The bucket teams get a prefix of. Default: None (the stack has no such bucket, and then no teams).
     bucket_name: pulumi.Input[str] | None = None
+    #: That bucket's KMS key, which teams then may use through S3. Default: None (SSE-S3, or no bucket).
     bucket_kms_key_arn: pulumi.Input[str] | None = None
     #: The platform's file system, for teams with `fsxClaim` (None: the stack has none; config then refuses them).
     fsx: FsxForTeams | None = None
     #: Controllers that delete what Kubeflow's objects make in AWS (the load balancer controller, for the ALB).
+    #: Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
-    #: The CIDRs of an existing VPC, when the plan's ALB allowance could not name the ALB's subnets (`network.existing`).
+    #: The CIDRs of an existing VPC (`Network.existing_cidrs()`), when the plan's ALB allowance could not name the
+    #: ALB's subnets (`network.existing`). Default: None, for a VPC the plan knows or without an ALB.
     vpc_cidrs: pulumi.Input[Sequence[str]] | None = None
     #: Where Kubeflow's pods run (Karpenter's untainted NodePools): its workloads wait for them, and go before them
-    #: on destroy, so its controllers still run while team namespaces and their finalizers are cleared.
+    #: on destroy, so its controllers still run while team namespaces and their finalizers are cleared. Default: none.
     node_pools: tuple[pulumi.Resource, ...] = ()
 
     def __post_init__(self) -> None:

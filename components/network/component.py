@@ -15,11 +15,13 @@ from components.network.tags import DISCOVERY_TAG, private_subnet_tags, public_s
 
 @dataclass(frozen=True)
 class NetworkArgs:
-    """`cluster_name` goes into the discovery tags; `config` says what to create or which VPC to use; `region` names
-    the S3 gateway endpoint's service."""
+    """What the network is made from; every field is required."""
 
+    #: The cluster the subnets are tagged for (`karpenter.sh/discovery`) and named after.
     cluster_name: str
+    #: The VPC to create (CIDR, zones, NAT gateways) or the existing one to tag (`NetworkConfig.existing`).
     config: NetworkConfig
+    #: The AWS region: it names the S3 gateway endpoint's service.
     region: str
 
 
@@ -41,12 +43,16 @@ class Network(pulumi.ComponentResource):
     #: What gives the private subnets their way out (NAT gateways, private routes): nodes and controllers depend on
     #: it, so they join the cluster with egress and are deleted before it goes. Empty for an existing VPC.
     egress: tuple[pulumi.Resource, ...]
+    #: False for a VPC brought with `existing` (`ClusterArgs.owns_vpc`: the teardown sweep leaves other owners' objects
+    #: in it alone).
+    owns_vpc: bool
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:network:Network", name, None, opts)
         self._name = name
         self._existing = args.config.existing
         self.availability_zones = args.config.availability_zones
+        self.owns_vpc = args.config.owns_vpc
         if args.config.existing is None:
             self._create(args)
         else:

@@ -56,6 +56,12 @@ class NetworkConfig(ConfigModel):
         "subnets; none: the stack creates the VPC",
     )
 
+    @property
+    def owns_vpc(self) -> bool:
+        """Whether the VPC is the stack's own (it creates it): the teardown sweep may then clear anything left in it;
+        in a VPC brought with `existing` only what names the stack's cluster."""
+        return self.existing is None
+
     @model_validator(mode="after")
     def _check(self) -> NetworkConfig:
         problems: list[tuple[str, str]] = []

@@ -118,16 +118,26 @@ def stack_values(
 
 @dataclass(frozen=True)
 class ObservabilityArgs:
+    """Prometheus, Alertmanager and Grafana on a cluster. Fields without a default are required."""
+
+    #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
     cluster: ClusterHandle
+    #: Retention, volume size, alert thresholds, the Alertmanager receiver, the metrics adapter
+    #: (`ObservabilityConfig`).
     config: ObservabilityConfig
-    #: NodePools with a GPU ceiling: each gets its near-limit alert.
+    #: NodePools with an accelerator ceiling: each gets its near-limit alert (`render.gpu_pools(node_pools)`).
     gpu_pools: tuple[GpuPool, ...]
-    #: The StorageClass Prometheus' volume uses; the stack waits for it and removes Prometheus first.
+    #: The StorageClass Prometheus' volume uses (`Storage.kept_volume_class`): Prometheus waits for it, and is removed
+    #: first.
     storage_class: pulumi.Resource
+    #: Its name (`Storage.kept_volume_class_name`).
     storage_class_name: str
+    #: Whether `pulumi destroy` deletes Prometheus' volume (with StatefulResources.DESTROY) or leaves it.
     delete_volumes: bool
+    #: Where Karpenter's controller runs, for its ServiceMonitor. Default: `kube-system`, where `Karpenter` puts it.
     karpenter_namespace: str = "kube-system"
-    #: Controllers that delete the AWS side of namespaced objects; the namespace is deleted while they run.
+    #: Controllers that delete the AWS side of namespaced objects (`Ingress.controller`); the namespace is deleted
+    #: while they run. Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
 

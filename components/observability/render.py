@@ -4,9 +4,10 @@ for Karpenter, and dashboard ConfigMaps."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 from components.observability.config import AlertThresholds
 
@@ -82,6 +83,21 @@ class GpuPool:
     name: str
     gpu_limit: int
     resource: str = GPU_RESOURCE_TYPE
+
+
+class _Capped(Protocol):
+    @property
+    def accelerator_limits(self) -> Mapping[str, int]: ...
+
+
+def gpu_pools(node_pools: Mapping[str, _Capped]) -> tuple[GpuPool, ...]:
+    """What `ObservabilityArgs.gpu_pools` takes: a GpuPool for each accelerator ceiling of the NodePools
+    (`KarpenterConfig.node_pools`), by pool name."""
+    return tuple(
+        GpuPool(name=name, gpu_limit=limit, resource=resource)
+        for name, pool in sorted(node_pools.items())
+        for resource, limit in pool.accelerator_limits.items()
+    )
 
 
 #: Alert name and what the devices are called, by capped resource.

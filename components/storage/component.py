@@ -22,22 +22,33 @@ from components.storage.render import bucket_key_policy, gp3_storage_class, tls_
 @dataclass(frozen=True)
 class StorageArgs:
     """What storage needs before the cluster exists: the FSx file system is made alongside the cluster, so the
-    system node group can wait for it and destroy deletes it in the cluster's batch (see `Storage.attach`)."""
+    system node group can wait for it and destroy deletes it in the cluster's batch (see `Storage.attach`). Fields
+    without a default are required."""
 
+    #: Buckets keyed by purpose, and an optional FSx for Lustre file system (`StorageConfig`; default: the `datasets`
+    #: and `artifacts` buckets, no FSx).
     config: StorageConfig
+    #: What `pulumi destroy` does to buckets, keys and the file system: protect, retain or destroy (force-delete).
     stateful_resources: StatefulResources
+    #: The cluster whose names and tags the file system's security group and the teardown sweep use.
     cluster_name: str
+    #: The VPC the file system's security group is made in (`Network.vpc_id`).
     vpc_id: pulumi.Input[str]
-    #: The AZ and private subnet FSx lives in (None without FSx).
+    #: The AZ FSx lives in. Default: None, required with `config.fsx`.
     fsx_zone: str | None = None
+    #: The private subnet of that AZ (`Network.private_subnet_by_zone[fsx_zone]`). Default: None, required with
+    #: `config.fsx`.
     fsx_subnet_id: pulumi.Input[str] | None = None
 
 
 @dataclass(frozen=True)
 class StorageAttachArgs:
+    """What `Storage.attach` needs once the cluster exists."""
+
+    #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
     cluster: ClusterHandle
-    #: Controllers that delete the AWS side of what teams put in namespaces (the load balancer controller): the
-    #: namespaces this component creates depend on them, so they are deleted while those still run.
+    #: Controllers that delete the AWS side of what teams put in namespaces (`Ingress.controller`): the namespaces
+    #: this component creates depend on them, so they are deleted while those still run. Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
 

@@ -27,7 +27,11 @@ from components.team.profile import team_pod_defaults, team_profile
 
 @dataclass(frozen=True)
 class TeamArgs:
+    """A team's namespace or NodePool; both fields are required."""
+
+    #: The platform's cluster: `ClusterHandle.from_stack_reference` (or `Cluster.handle` in the same program).
     cluster: ClusterHandle
+    #: The team checked against what the platform offers (`components.team.plan.plan_team`).
     plan: TeamPlan
 
 
@@ -75,8 +79,13 @@ class TeamNamespace(pulumi.ComponentResource):
 
 @dataclass(frozen=True)
 class TeamIdentityArgs:
+    """A team's identity; every field is required."""
+
+    #: The platform's cluster: `ClusterHandle.from_stack_reference` (or `Cluster.handle` in the same program).
     cluster: ClusterHandle
+    #: The team checked against what the platform offers (`components.team.plan.plan_team`).
     plan: TeamPlan
+    #: The team's namespace: the service account is made in it, and deleted with it.
     namespace: TeamNamespace
 
 
@@ -145,9 +154,15 @@ class TeamNodePool(pulumi.ComponentResource):
 
 @dataclass(frozen=True)
 class TeamProfileArgs:
+    """A team's Kubeflow Profile; every field is required."""
+
+    #: The platform's cluster: `ClusterHandle.from_stack_reference` (or `Cluster.handle` in the same program).
     cluster: ClusterHandle
+    #: The team checked against what the platform offers (`components.team.plan.plan_team`).
     plan: TeamPlan
+    #: The namespace the Profile adopts; the Profile is made after it and deleted before it.
     namespace: TeamNamespace
+    #: The identity whose role the Profile annotates `default-editor` with; made before the Profile, deleted after.
     identity: TeamIdentity
 
 

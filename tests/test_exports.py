@@ -1,0 +1,114 @@
+"""The public API: `from components import X` for every component and its args, the same names for type checkers as
+at run time, and an import of the package that loads none of them."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import inspect
+import re
+import subprocess
+import sys
+import textwrap
+import typing
+
+import pulumi
+
+import components
+
+from .conftest import REPO
+
+
+def type_checking_imports() -> dict[str, str]:
+    """{name: module} of the package's `if TYPE_CHECKING:` block, as type checkers and editors read it."""
+    tree = ast.parse((REPO / "components" / "__init__.py").read_text())
+    (block,) = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    ]
+    found = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.module, ast.unparse(node)
+        for alias in node.names:
+            # `X as X`: re-exported to type checkers whatever they make of the computed __all__
+            assert alias.asname == alias.name, ast.unparse(node)
+            found[alias.name] = node.module
+    return found
+
+
+def test_type_checkers_see_exactly_the_names_the_package_exports_at_run_time():
+    lazy = {name: f"components.{module}" for name, module in components._EXPORTS.items()}
+    assert type_checking_imports() == lazy
+    assert components.__all__ == sorted(lazy)
+
+
+def test_every_export_is_the_class_its_module_defines():
+    for name, module in type_checking_imports().items():
+        exported = getattr(components, name)
+        assert exported is getattr(importlib.import_module(module), name)
+        assert exported.__module__ == module, f"{name} is defined in {exported.__module__}, not {module}"
+
+
+def library_components() -> set[str]:
+    """Every ComponentResource the package defines (read from the source: loaded or not)."""
+    found = set()
+    for path in (REPO / "components").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(ast.unparse(b) == "pulumi.ComponentResource" for b in node.bases):
+                found.add(node.name)
+    return found
+
+
+def test_every_component_and_the_args_it_takes_are_exported():
+    names = library_components()
+    assert {"Cluster", "Network", "Observability", "TeamProfile"} <= names
+    assert names <= set(components.__all__)
+    for name in names:
+        component = getattr(components, name)
+        assert issubclass(component, pulumi.ComponentResource)
+        args = typing.get_type_hints(component.__init__)["args"]
+        assert dataclasses.is_dataclass(args), f"{name} takes {args}, not an args dataclass"
+        assert getattr(components, args.__name__) is args, f"{name}'s {args.__name__} is not exported"
+
+
+def test_importing_the_package_creates_nothing_and_loads_no_part():
+    code = "import sys, components; print(sorted(m for m in sys.modules if m.startswith(('components', 'pulumi'))))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert result.stdout.strip() == "['components', 'components._lazy']"
+
+
+def field_docs(args: type) -> dict[str, str]:
+    """What documents each field of an args dataclass: the `#:` comment right above it, and the class docstring
+    where it names the field."""
+    source = textwrap.dedent(inspect.getsource(args)).splitlines()
+    docstring = inspect.getdoc(args) or ""
+    fields = {field.name for field in dataclasses.fields(args)}
+    docs: dict[str, str] = {}
+    for index, line in enumerate(source):
+        name = line.strip().split(":", 1)[0]
+        if name not in fields or line.startswith((" " * 5, "#")):
+            continue
+        comment, above = [], index - 1
+        while above > 0 and source[above].strip().startswith("#:"):
+            comment.insert(0, source[above].strip()[2:].strip())
+            above -= 1
+        named = f"`{name}`" in docstring
+        docs[name] = " ".join(comment) + (f" {docstring}" if named else "")
+    return docs
+
+
+def test_every_args_field_says_what_it_is_and_its_default():
+    for name in components.__all__:
+        if not name.endswith("Args"):
+            continue
+        args = getattr(components, name)
+        docs = field_docs(args)
+        assert set(docs) == {field.name for field in dataclasses.fields(args)}, name
+        assert inspect.getdoc(args), f"{name} has no docstring"
+        for field in dataclasses.fields(args):
+            assert docs[field.name].strip(), f"{name}.{field.name} says nothing of itself"
+            has_default = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+            if has_default:
+                assert re.search(r"default|none", docs[field.name], re.IGNORECASE), f"{name}.{field.name}: default?"
