@@ -9,9 +9,9 @@ Config checks use the same table for names that derive from configurable keys.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 #: pulumi-terraform-bridge's auto-name suffix: a separator and 7 random hex characters.
 RANDOM_SUFFIX_LENGTH = 7

@@ -6,10 +6,10 @@ controller IAM policy moves in lock-step with the chart version).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Mapping
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime, timezone
 from decimal import Decimal as D
 
 import boto3
@@ -324,7 +324,7 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
             },
         },
     )
-    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 1, tzinfo=UTC)
     pricing = boto3.client("pricing", region_name="us-east-1")
     ec2 = boto3.client("ec2", region_name="us-west-2")
     with Stubber(pricing) as prices, Stubber(ec2) as spot:

@@ -39,7 +39,7 @@ class Recorder(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.seen: dict[str, dict] = {}
 
-    def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
+    def RegisterResource(self, request):  # the gRPC method name
         response = super().RegisterResource(request)
         self.seen[request.name] = {
             "urn": response.urn,

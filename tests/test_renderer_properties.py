@@ -4,7 +4,8 @@ accelerator pools, and config errors for an unknown key at any depth of either s
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import promql_parser
 import pytest

@@ -65,7 +65,7 @@ def test_only_the_stack_wide_rules_the_platform_satisfies_need_the_team_policy_c
     printed = capsys.readouterr().out
     rules = {line.split()[1] for line in printed.splitlines() if line.startswith("  mandatory ")}
     assert rules == {"spot-needs-interruption-queue", "gpu-pools-need-operator-and-dcgm"}
-    assert json.loads((TEAM_STACK / "policy-config.json").read_text()) == {rule: "disabled" for rule in rules}
+    assert json.loads((TEAM_STACK / "policy-config.json").read_text()) == dict.fromkeys(rules, "disabled")
 
 
 def test_the_team_role_trusts_exactly_its_service_account_of_the_platforms_cluster(team):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Collection, Mapping, Sequence
 
 import pulumi
 import pulumi_aws as aws

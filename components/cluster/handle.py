@@ -3,8 +3,8 @@ team stack reads it from the platform stack's outputs or from AWS (`attach`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import pulumi
 import pulumi_aws as aws

@@ -4,7 +4,8 @@ become them (including a did-you-mean for unknown keys)."""
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 

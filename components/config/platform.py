@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import Field, StrictStr, ValidationError, model_validator
 
-from components.cluster import capacity as system_capacity
 from components import versions
+from components.cluster import capacity as system_capacity
 from components.cluster.config import CLUSTER_NAME, ClusterConfig, EndpointAccess, SystemNodeGroup
 from components.config.errors import ConfigError, ConfigIssue, issues_from
 from components.config.types import (
@@ -35,30 +36,30 @@ from components.observability.config import AlertmanagerConfig, AlertThresholds,
 from components.storage.config import BucketConfig, DataRepository, FsxConfig, StorageConfig
 
 __all__ = [
-    "AlertmanagerConfig",
     "AlertThresholds",
-    "ObservabilityConfig",
+    "AlertmanagerConfig",
     "BinPackingScheduler",
     "BucketConfig",
-    "DataRepository",
-    "FsxConfig",
-    "IngressConfig",
-    "StorageConfig",
     "ClusterConfig",
     "ConfigError",
     "ConfigIssue",
     "ControlPlaneLog",
+    "DataRepository",
     "EndpointAccess",
     "Environment",
     "ExistingVpc",
+    "FsxConfig",
     "GpuAdmission",
     "GpuConfig",
+    "IngressConfig",
     "KarpenterConfig",
     "MigOptions",
     "NatGateways",
     "NetworkConfig",
+    "ObservabilityConfig",
     "PlatformConfig",
     "StatefulResources",
+    "StorageConfig",
     "SystemNodeGroup",
     "parse_config",
 ]

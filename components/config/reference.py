@@ -194,7 +194,7 @@ def _default(info: FieldInfo) -> Any:
     if isinstance(value, BaseModel):
         return SECTION
     if isinstance(value, Mapping) and any(isinstance(v, BaseModel) for v in value.values()):
-        return {key: SECTION for key in value}
+        return dict.fromkeys(value, SECTION)
     return to_jsonable_python(value, by_alias=True, exclude_none=True)
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from ipaddress import IPv4Network, ip_network
-from typing import Annotated, Any, Iterable
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,

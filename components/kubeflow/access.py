@@ -4,8 +4,9 @@ nothing is exposed), or an AWS Application Load Balancer terminating TLS with an
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 from .network_policy import Exposed
 from .objects import Manifest

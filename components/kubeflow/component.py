@@ -3,23 +3,23 @@ object by object under one stage component per stage, with generated credentials
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_random as random
 
 from components import k8s_objects
-from components.cluster.handle import ClusterHandle
 from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
+from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
 from components.kubeflow import fetch, plan, render
+from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
 from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
 from components.kubeflow.register import register
 from components.kubeflow.staging import Stage, Staged
-from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
 from components.kubeflow.teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
 
 #: Credentials with a shape of their own (everything else: 32 letters and digits, safe in connection strings).

@@ -14,8 +14,9 @@ the entries to render and the settings of `plan.build`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from itertools import combinations
-from typing import Annotated, Literal, Mapping
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel

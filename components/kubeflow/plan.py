@@ -3,8 +3,8 @@ to Kubeflow, in one pure function."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from components.scheduling import DEFAULT_GPU_SCHEDULER
 
@@ -133,11 +133,11 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
 
 
 __all__ = [
+    "HUB_REGISTRY_NAMESPACE",
     "Admin",
     "Alb",
     "Credentials",
     "FsxShare",
-    "HUB_REGISTRY_NAMESPACE",
     "Part",
     "Settings",
     "Team",

@@ -4,7 +4,8 @@ built-in kinds, `apiextensions.CustomResource` otherwise), with `depends_on` obj
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pulumi
 

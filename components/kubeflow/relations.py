@@ -4,7 +4,10 @@ Certificate's Issuer, a team namespace. `staging` adds these as edges and checks
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from components.certmanager.names import GROUPS as PLATFORM_GROUPS
 
 from .objects import (
     NAME_LABEL,
@@ -21,8 +24,6 @@ from .objects import (
     namespace_labels,
     pod_template,
 )
-
-from components.certmanager.names import GROUPS as PLATFORM_GROUPS
 
 CERT_MANAGER_GROUP = "cert-manager.io"
 

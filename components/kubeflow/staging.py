@@ -28,9 +28,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .entries import Part
 from .objects import Manifest, ObjectKey, group_of, is_crd, is_webhook_configuration, is_workload, key

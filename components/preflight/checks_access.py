@@ -3,7 +3,7 @@ the stack gives AWS objects are free."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from components.config.platform import PlatformConfig
 

@@ -3,7 +3,7 @@ service-linked role, FSx for Lustre storage, the EBS default key)."""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from components.config.platform import PlatformConfig
 from components.config.types import NatGateways

@@ -6,7 +6,7 @@ Without credentials nothing else can be read, so the run stops after the identit
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 

@@ -26,17 +26,18 @@ import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pulumi
 import yaml
 
 from components import aws_names
-from components.kubeflow.fetch import TreeError
 from components.config.errors import ConfigError, ConfigIssue
 from components.config.platform import PlatformConfig, parse_config
 from components.cost import preview_line
+from components.kubeflow.fetch import TreeError
 from components.policy import rules as policy_rules
 from components.preview import mocks
 from components.preview.inventory import Inventory, Recorded

@@ -8,7 +8,8 @@ protect / retain-on-delete / deleted-with options (`inventory`), and answers onl
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import pulumi
 from pulumi.output import Unknown
@@ -120,7 +121,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         obj_proto = _sync_await(rpc.serialize_properties(state, {}))
         return type(response)(urn=response.urn, id=response.id, object=obj_proto)
 
-    def Call(self, request):  # noqa: N802 - the gRPC method name
+    def Call(self, request):  # the gRPC method name
         """A method of a component resource (e.g. pulumi-eks's Cluster.getKubeconfig), answered by the mocks' `call`
         with `__self__` given as the component's logical name (pulumi's MockMonitor has no Call at all)."""
         plain = type(request.args)()
@@ -132,7 +133,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         result = self.mocks.call(pulumi_mocks.MockCallArgs(token=request.tok, args=args, provider=request.provider))
         return provider_pb2.CallResponse(**{"return": _sync_await(rpc.serialize_properties(result, {}))})
 
-    def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
+    def RegisterResource(self, request):  # the gRPC method name
         response = super().RegisterResource(request)
         if request.type == _STACK_TYPE:
             self.stack_urn = response.urn

@@ -3,8 +3,9 @@ default EBS StorageClass."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -14,8 +15,8 @@ from components.cluster.component import stateful_options
 from components.cluster.handle import ClusterHandle
 from components.config.types import StatefulResources
 from components.identity.documents import to_json
-from components.storage.config import BucketConfig, StorageConfig
 from components.storage import lustre
+from components.storage.config import BucketConfig, StorageConfig
 from components.storage.render import bucket_key_policy, gp3_storage_class, tls_only_bucket_policy
 
 

@@ -3,7 +3,8 @@ prefix, the FSx CSI driver, and the volumes team namespaces claim."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
