@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import UTC, date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
 
