@@ -258,8 +258,10 @@ def test_reserved_capacity_needs_a_class_that_selects_a_reservation():
     [
         (
             {"preset": "gpu-training", "nodeClass": "efa"},
-            "node class 'efa' gives every instance 32 network card(s) of EFA interfaces, so the pool must name the instance "
-            "types that have them (a node.kubernetes.io/instance-type In requirement, or instanceFamilies with instanceSizes)",
+            (
+                "node class 'efa' gives every instance 32 network card(s) of EFA interfaces, so the pool must name the instance "
+                "types that have them (a node.kubernetes.io/instance-type In requirement, or instanceFamilies with instanceSizes)"
+            ),
         ),
         (
             {

@@ -39,8 +39,10 @@ def test_the_pinned_table_has_the_families_presets_and_docs_use():
     [
         (
             "g6ee",
-            "'g6ee' is not an accelerated instance family name: did you mean 'g6e'? expected a category, a generation "
-            "digit, at most one of a/g/i, capability letters, optionally '-<accelerator>' (e.g. 'g6e', 'g5g', 'p6-b200')",
+            (
+                "'g6ee' is not an accelerated instance family name: did you mean 'g6e'? expected a category, a generation "
+                "digit, at most one of a/g/i, capability letters, optionally '-<accelerator>' (e.g. 'g6e', 'g5g', 'p6-b200')"
+            ),
         ),
         (
             "dl1",
@@ -50,8 +52,10 @@ def test_the_pinned_table_has_the_families_presets_and_docs_use():
         *(
             (
                 family,
-                f"'{family}' is not an instance family name: expected a category, a generation digit, at most one of "
-                "a/g/i, each of b/d/e/n/z at most once, optionally '-flex' (e.g. 'm7i', 'c6gn', 'm7i-flex')",
+                (
+                    f"'{family}' is not an instance family name: expected a category, a generation digit, at most one of "
+                    "a/g/i, each of b/d/e/n/z at most once, optionally '-flex' (e.g. 'm7i', 'c6gn', 'm7i-flex')"
+                ),
             )
             for family in ("m7ii", "c7x", "r5dd", "m12i", "m7i-max")
         ),

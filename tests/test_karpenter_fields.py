@@ -125,8 +125,10 @@ def test_a_budget_node_count_may_be_written_as_a_number():
     [
         (
             "nine am",
-            "expected a cron schedule of five fields (minute hour day-of-month month day-of-week) like '0 9 * * mon-fri', "
-            "or one of @annually, @yearly, @monthly, @weekly, @daily, @midnight, @hourly; got 'nine am'",
+            (
+                "expected a cron schedule of five fields (minute hour day-of-month month day-of-week) like '0 9 * * mon-fri', "
+                "or one of @annually, @yearly, @monthly, @weekly, @daily, @midnight, @hourly; got 'nine am'"
+            ),
         ),
         (
             "@every 1h",
@@ -135,8 +137,10 @@ def test_a_budget_node_count_may_be_written_as_a_number():
         ("99 99 * * *", "minute '99' is outside 0-59; hour '99' is outside 0-23"),
         (
             "a b c d e",
-            "minute 'a' is not a value in 0-59; hour 'b' is not a value in 0-23; day-of-month 'c' is not a value in 1-31; "
-            "month 'd' is not a value in 1-12 or jan-dec; day-of-week 'e' is not a value in 0-6 or sun-sat",
+            (
+                "minute 'a' is not a value in 0-59; hour 'b' is not a value in 0-23; day-of-month 'c' is not a value in 1-31; "
+                "month 'd' is not a value in 1-12 or jan-dec; day-of-week 'e' is not a value in 0-6 or sun-sat"
+            ),
         ),
         ("0 9 0 * *", "day-of-month '0' is outside 1-31"),
         ("0 9 * 13 *", "month '13' is outside 1-12 or jan-dec"),

@@ -54,8 +54,10 @@ def test_custom_label_keys_are_accepted_and_karpenter_labels_nodes_with_them():
         ),
         (
             "karpenter.k8s.aws/favourite",
-            "'karpenter.k8s.aws/favourite' is in the reserved domain karpenter.k8s.aws; use a domain of your own (e.g. 'eksml.io/...') "
-            "or node.kubernetes.io (the keys Karpenter knows there are listed in the README)",
+            (
+                "'karpenter.k8s.aws/favourite' is in the reserved domain karpenter.k8s.aws; use a domain of your own (e.g. 'eksml.io/...') "
+                "or node.kubernetes.io (the keys Karpenter knows there are listed in the README)"
+            ),
         ),
     ],
 )

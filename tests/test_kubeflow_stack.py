@@ -290,8 +290,10 @@ def test_an_alb_without_the_load_balancer_controller_is_refused():
     section["access"] = ALB
     problems = refused({"kubeflow": section, "ingress": {"loadBalancerController": False}})
     assert problems == [
-        "kubeflow.access.mode: alb needs the AWS Load Balancer Controller to make the ALB; set "
-        "ingress.loadBalancerController: true or use port-forward"
+        (
+            "kubeflow.access.mode: alb needs the AWS Load Balancer Controller to make the ALB; set "
+            "ingress.loadBalancerController: true or use port-forward"
+        )
     ]
 
 
@@ -312,8 +314,10 @@ def test_a_team_that_is_also_an_fsx_namespace_or_claims_fsx_on_a_stack_without_i
     storage = json.loads(stack_config("dev")["eks-ml-platform:storage"])
     storage.pop("fsx")
     assert refused({"kubeflow": section, "storage": storage}) == [
-        "kubeflow.teams.ml-research.fsxClaim: needs the platform's FSx file system (storage.fsx), which this stack "
-        "does not create"
+        (
+            "kubeflow.teams.ml-research.fsxClaim: needs the platform's FSx file system (storage.fsx), which this stack "
+            "does not create"
+        )
     ]
 
 

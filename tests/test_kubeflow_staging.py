@@ -257,8 +257,10 @@ def test_the_checker_catches_a_workload_that_does_not_wait_for_its_certificate(s
     kept = tuple(d for d in deployment.depends_on if d.kind != "Certificate")
     problems = staging.check(replaced(staged, deployment, depends_on=kept))
     assert problems == [
-        "Deployment.apps kubeflow/poddefaults-webhook-deployment: does not wait for "
-        "Certificate.cert-manager.io kubeflow/poddefaults-webhook-cert (the Certificate whose Secret it mounts)"
+        (
+            "Deployment.apps kubeflow/poddefaults-webhook-deployment: does not wait for "
+            "Certificate.cert-manager.io kubeflow/poddefaults-webhook-cert (the Certificate whose Secret it mounts)"
+        )
     ]
 
 

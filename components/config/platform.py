@@ -182,8 +182,10 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 (
                     "cluster.serviceCidr",
-                    f"{self.cluster.service_cidr} overlaps the VPC CIDR {self.network.cidr}; "
-                    "Kubernetes service addresses must not collide with pod and node addresses",
+                    (
+                        f"{self.cluster.service_cidr} overlaps the VPC CIDR {self.network.cidr}; "
+                        "Kubernetes service addresses must not collide with pod and node addresses"
+                    ),
                 )
             )
         images = self._gpu_node_images()
@@ -208,8 +210,10 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 (
                     "cluster.name",
-                    f"the default name {self.cluster_name!r} (project-stack) is not a lowercase DNS-style name of "
-                    "2 to 40 characters; set cluster.name",
+                    (
+                        f"the default name {self.cluster_name!r} (project-stack) is not a lowercase DNS-style name of "
+                        "2 to 40 characters; set cluster.name"
+                    ),
                 )
             )
         if problems:
@@ -247,9 +251,11 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 (
                     "kubeflow.enabled",
-                    f"Kubeflow {versions.KUBEFLOW.version} needs Kubernetes "
-                    f"{' or '.join(KUBEFLOW_KUBERNETES_VERSIONS)}; cluster.kubernetesVersion is "
-                    f"{self.cluster.kubernetes_version}",
+                    (
+                        f"Kubeflow {versions.KUBEFLOW.version} needs Kubernetes "
+                        f"{' or '.join(KUBEFLOW_KUBERNETES_VERSIONS)}; cluster.kubernetesVersion is "
+                        f"{self.cluster.kubernetes_version}"
+                    ),
                 )
             )
         if kubeflow.teams and kubeflow.bucket not in self.storage.buckets:
@@ -260,8 +266,10 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 (
                     "kubeflow.access.mode",
-                    "alb needs the AWS Load Balancer Controller to make the ALB; set ingress.loadBalancerController: true "
-                    "or use port-forward",
+                    (
+                        "alb needs the AWS Load Balancer Controller to make the ALB; set ingress.loadBalancerController: true "
+                        "or use port-forward"
+                    ),
                 )
             )
         ceiling = sum(pool.gpu_limit or 0 for pool in self.karpenter.node_pools.values())
@@ -278,8 +286,10 @@ class PlatformConfig(ConfigModel):
                 problems.append(
                     (
                         f"kubeflow.teams.{team}",
-                        "is also in storage.fsx.namespaces: both would create the namespace; Kubeflow creates its "
-                        "teams' namespaces itself, so name the team differently",
+                        (
+                            "is also in storage.fsx.namespaces: both would create the namespace; Kubeflow creates its "
+                            "teams' namespaces itself, so name the team differently"
+                        ),
                     )
                 )
             if spec.fsx_claim is not None and self.storage.fsx is None:

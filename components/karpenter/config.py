@@ -141,8 +141,10 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
         problems.append(
             (
                 "capacityTypes",
-                f"reserved capacity launches only into a capacity reservation the node class selects, and node class "
-                f"{class_name!r} has no capacityReservationSelectorTerms (add them there, or leave out reserved)",
+                (
+                    f"reserved capacity launches only into a capacity reservation the node class selects, and node class "
+                    f"{class_name!r} has no capacityReservationSelectorTerms (add them there, or leave out reserved)"
+                ),
             )
         )
     cards = efa.cards_needed(node_class.interfaces)
@@ -152,9 +154,11 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
             problems.append(
                 (
                     "requirements",
-                    f"node class {class_name!r} gives every instance {cards} network card(s) of EFA interfaces, so the pool "
-                    "must name the instance types that have them (a node.kubernetes.io/instance-type In requirement, or "
-                    "instanceFamilies with instanceSizes)",
+                    (
+                        f"node class {class_name!r} gives every instance {cards} network card(s) of EFA interfaces, so the pool "
+                        "must name the instance types that have them (a node.kubernetes.io/instance-type In requirement, or "
+                        "instanceFamilies with instanceSizes)"
+                    ),
                 )
             )
         else:

@@ -146,8 +146,10 @@ def accelerator_problems(pool: NodePoolSpec, kind: Accelerator, because: str, sk
             problems.append(
                 (
                     f"taints[{index}]",
-                    f"the {taint.key} taint must be exactly {wanted} (components/scheduling.py): {what} pods tolerate that "
-                    f"value and effect, and any other keeps them off the node; got {_taint_text(got)}",
+                    (
+                        f"the {taint.key} taint must be exactly {wanted} (components/scheduling.py): {what} pods tolerate that "
+                        f"value and effect, and any other keeps them off the node; got {_taint_text(got)}"
+                    ),
                 )
             )
     if "limits" not in skip and not any(r in pool.limits for r in resources):

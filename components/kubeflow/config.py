@@ -196,8 +196,10 @@ def prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, str]]:
         problems.append(
             (
                 f"teams.{inner}.s3Prefix",
-                f"{prefixes[inner]!r} {relation} team {outer}'s prefix {prefixes[outer]!r}, so {outer}'s role could "
-                f"read and write {inner}'s data; give each team a prefix of its own",
+                (
+                    f"{prefixes[inner]!r} {relation} team {outer}'s prefix {prefixes[outer]!r}, so {outer}'s role could "
+                    f"read and write {inner}'s data; give each team a prefix of its own"
+                ),
             )
         )
     return problems
