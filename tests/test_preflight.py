@@ -24,20 +24,24 @@ from components.preflight.reads import Identity
 from components.preflight.report import render_json, render_markdown, render_table
 from components.preflight.results import Status, exit_code
 from components.preflight.runner import name_checks, run_preflight
-from tests.preflight_world import (  # credentials, clients: fixtures
+from tests import preflight_world
+from tests.preflight_world import (
     ACCOUNT,
     PROJECT,
     REPO,
-    account,
     answer_ebs_default_key,
-    clients,
     create_admin_role,
     create_spot_role,
-    credentials,
     fake_credentials,
     platform_config,
     with_quotas,
 )
+
+# The moto world's fixtures, requested by name below: bound here, not imported, since every parameter of the
+# same name would shadow an import.
+credentials = preflight_world.credentials
+clients = preflight_world.clients
+account = preflight_world.account
 
 QUOTA = {f"{c.key}-{kind}": q for c in VCPU_CLASSES for kind, q in (("on-demand", c.on_demand), ("spot", c.spot))}
 

@@ -4,8 +4,6 @@ the EC2 and FSx quota codes and for GetEbsDefaultKmsKeyId, which moto does not s
 
 from __future__ import annotations
 
-import pytest
-
 from components.preflight import reads
 from components.preflight.checks_account import (
     data_repository_check,
@@ -20,16 +18,20 @@ from components.preflight.checks_account import (
 )
 from components.preflight.quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION
 from components.preflight.results import Status
-from tests.preflight_world import (  # credentials, clients: fixtures
+from tests import preflight_world
+from tests.preflight_world import (
     REGION,
-    account,
-    clients,
     create_spot_role,
-    credentials,
     ebs_default_key_client,
     platform_config,
     quota_stubber,
 )
+
+# The moto world's fixtures, requested by name below: bound here, not imported, since every parameter of the
+# same name would shadow an import.
+credentials = preflight_world.credentials
+clients = preflight_world.clients
+account = preflight_world.account
 
 
 def _subnet(clients, zone):

@@ -4,8 +4,6 @@ quota codes)."""
 
 from __future__ import annotations
 
-import pytest
-
 from components.cluster.config import SystemNodeGroup
 from components.karpenter.specs import NodePoolSpec
 from components.preflight import reads
@@ -23,13 +21,17 @@ from components.preflight.quotas import VCPU_CLASSES, vcpu_class
 from components.preflight.results import Status
 from components.preflight.runner import capacity_checks
 from components.preflight.selection import InstanceShape, accelerated_shapes, select
-from tests.preflight_world import (  # credentials, clients: fixtures
-    account,
-    clients,
-    credentials,
+from tests import preflight_world
+from tests.preflight_world import (
     platform_config,
     with_quotas,
 )
+
+# The moto world's fixtures, requested by name below: bound here, not imported, since every parameter of the
+# same name would shadow an import.
+credentials = preflight_world.credentials
+clients = preflight_world.clients
+account = preflight_world.account
 
 STANDARD, G_VT, P = (next(c for c in VCPU_CLASSES if c.key == key) for key in ("standard", "g-vt", "p"))
 
