@@ -192,7 +192,10 @@ def _eval(expression, activation):
     return _ENV.program(_ENV.compile(expression)).evaluate(activation)
 
 
-def admit(pod, *, namespace_labels=None, options=AdmissionOptions(scheduler_name="gpu-binpack")):
+_BIN_PACKING = AdmissionOptions(scheduler_name="gpu-binpack")
+
+
+def admit(pod, *, namespace_labels=None, options=_BIN_PACKING):
     """Evaluate the policy as the API server does: binding selector, match conditions, variables, validations.
 
     Returns what the user is told (empty: admitted): under `deny` the API server reports only the first failed

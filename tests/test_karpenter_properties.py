@@ -50,8 +50,8 @@ def _instance(
         "karpenter.k8s.aws/instance-generation": generation,
         "karpenter.k8s.aws/instance-size": size,
     }
-    labels.update(zip(sorted(GPU_LABELS), gpu))  # count, manufacturer, memory, name
-    labels.update(zip(sorted(NEURON_LABELS), neuron))  # count, manufacturer, name
+    labels.update(zip(sorted(GPU_LABELS), gpu, strict=False))  # count, manufacturer, memory, name; () without GPUs
+    labels.update(zip(sorted(NEURON_LABELS), neuron, strict=False))  # count, manufacturer, name; () without
     return labels
 
 

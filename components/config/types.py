@@ -30,7 +30,9 @@ def _cidr(value: Any) -> IPv4Network:
     try:
         network = ip_network(value, strict=True)
     except ValueError as exc:
-        raise ValueError(f"expected an IPv4 CIDR like '10.0.0.0/16' with no host bits set, got {value!r} ({exc})")
+        raise ValueError(
+            f"expected an IPv4 CIDR like '10.0.0.0/16' with no host bits set, got {value!r} ({exc})"
+        ) from None
     if not isinstance(network, IPv4Network):
         raise ValueError(f"expected an IPv4 CIDR, got the IPv6 network {value!r}")
     return network

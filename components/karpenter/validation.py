@@ -173,7 +173,7 @@ def cron_problem(schedule: str) -> str | None:
             "expected a cron schedule of five fields (minute hour day-of-month month day-of-week) like "
             f"'0 9 * * mon-fri', or one of {macros}; got {schedule!r}"
         )
-    wrong = [problem for spec, text in zip(_FIELDS, fields) if (problem := _field_problem(text, *spec))]
+    wrong = [problem for spec, text in zip(_FIELDS, fields, strict=True) if (problem := _field_problem(text, *spec))]
     return "; ".join(wrong) or None
 
 

@@ -158,7 +158,7 @@ def fetch(
             if target.exists():
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / source.folder, target)
+            (staging / source.folder).replace(target)
         log(f"{source.repository}@{source.ref}: {len(own)} files verified")
     return tree(root, files=files)
 

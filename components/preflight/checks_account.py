@@ -92,7 +92,7 @@ def existing_vpc_check(
 ) -> CheckResult:
     """network.existing: the VPC and its subnets exist, one per AZ in the order of availabilityZones."""
     problems = [] if vpc_found else [f"VPC {existing.vpc_id} does not exist"]
-    for zone, subnet in zip(stack_zones, existing.private_subnet_ids):
+    for zone, subnet in zip(stack_zones, existing.private_subnet_ids, strict=True):
         actual = subnet_zones.get(subnet)
         if actual is None:
             problems.append(f"subnet {subnet} does not exist")

@@ -30,6 +30,9 @@ STEP_KINDS = (
 #: What can still hold the VPC once the cluster and its nodes are deleted: interfaces the CNI freed as the node
 #: group went, GuardDuty's endpoint (which GuardDuty may recreate while the cluster exists), and groups that those
 #: kept in use. A second sweep of these alone belongs between the cluster and the network.
+#: The waits AWS usually needs (a frozen value, shared safely as a default).
+DEFAULT_TIMEOUTS = Timeouts()
+
 NETWORK_KINDS = frozenset({Kind.VPC_ENDPOINT, Kind.NETWORK_INTERFACE, Kind.SECURITY_GROUP})
 
 
@@ -66,7 +69,7 @@ class Sweeper:
         aws: Clients | Any,
         target: SweepTarget,
         *,
-        timeouts: Timeouts = Timeouts(),
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         log: Callable[[str], None] = lambda line: None,

@@ -257,7 +257,7 @@ def _decode(value: Any) -> Any:
 def parse_team_config(raw: Mapping[str, Any], *, project: str, stack: str) -> TeamStackConfig:
     """A team stack's raw config (`namespace:key` -> value) as a TeamStackConfig, or ConfigError with every problem."""
     issues: list[ConfigIssue] = []
-    document: dict[str, Any] = dict(zip(CONTEXT_KEYS, (project, stack)))
+    document: dict[str, Any] = dict(zip(CONTEXT_KEYS, (project, stack), strict=True))
     for full_key in sorted(raw):
         namespace, _, key = full_key.partition(":")
         if namespace == project and key in PROJECT_KEYS:
