@@ -75,7 +75,7 @@ def test_unknown_top_level_key_is_an_error_with_a_suggestion():
 
 
 @pytest.mark.parametrize(
-    "key, source",
+    ("key", "source"),
     [("project", "project's name"), ("stack", "stack's name"), ("region", "aws:region"), ("profile", "aws:profile")],
 )
 def test_a_key_the_program_fills_from_elsewhere_is_refused_not_silently_replaced(key, source):

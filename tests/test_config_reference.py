@@ -133,7 +133,7 @@ def test_a_default_from_the_environment_is_shown_for_each_environment():
 def test_the_block_is_replaced_between_its_markers_only():
     text = f"before\n{START}\nold\n{END}\nafter\n"
     assert reference.replace_block(text, "new\n") == f"before\n{START}\nnew\n{END}\nafter\n"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"expected one .* block"):
         reference.replace_block("no markers", "new\n")
 
 

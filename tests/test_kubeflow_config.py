@@ -88,7 +88,7 @@ def test_an_alb_needs_its_certificate_and_port_forward_takes_no_alb_keys():
 
 
 @pytest.mark.parametrize(
-    "changes, where",
+    ("changes", "where"),
     [
         ({"adminEmail": None}, "adminEmail is required"),
         ({"teams": {"Vision": {"owner": "a@example.org", "s3Prefix": "p"}}}, "DNS label"),

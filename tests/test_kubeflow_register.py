@@ -125,7 +125,7 @@ def test_built_in_kinds_are_typed_and_others_custom_resources(staged, seen):
 
 
 def test_each_typed_class_registers_its_own_kind():
-    for (api_version, kind), cls in k8s_objects._KINDS.items():
+    for (_api_version, kind), cls in k8s_objects._KINDS.items():
         assert cls.__name__ == kind
         assert cls.__module__.startswith("pulumi_kubernetes."), cls
 

@@ -116,7 +116,7 @@ def test_a_tampered_tree_is_not_rendered(tmp_path):
         shutil.copyfile(REFERENCE / relative, tree / relative)
     victim = tree / "community-distribution" / entries.DEX.path / "kustomization.yaml"
     victim.write_text(victim.read_text() + "\n# edited\n")
-    with pytest.raises(fetch.TreeError, match="kustomization.yaml: sha256 differs"):
+    with pytest.raises(fetch.TreeError, match=r"kustomization\.yaml: sha256 differs"):
         render.render(tree, [entries.DEX], cache_dir=tmp_path / "cache")
 
 

@@ -4,6 +4,7 @@ notebook form and team roles built from the stack's own facts, and bad input ref
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import json
 
@@ -39,10 +40,8 @@ WEAK_PASSWORDS = ("", "test", "postgres")
 def texts(value):
     if isinstance(value, str):
         yield value
-        try:
+        with contextlib.suppress(ValueError):  # not base64, or not text once decoded
             yield base64.b64decode(value, validate=True).decode()
-        except Exception:
-            pass
     elif isinstance(value, dict):
         for item in value.values():
             yield from texts(item)
@@ -377,7 +376,7 @@ def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_t
 
 def test_a_missing_tree_stops_the_program_before_anything_is_created(tmp_path):
     section = {**kubeflow_section(), "tree": str(tmp_path / "nowhere")}
-    with pytest.raises(pulumi.RunError, match="kubeflow: .*run `python -m components.kubeflow fetch` first"):
+    with pytest.raises(pulumi.RunError, match=r"kubeflow: .*run `python -m components\.kubeflow fetch` first"):
         run_stack("dev", {"kubeflow": section})
     assert pulumi.runtime.settings.get_monitor().recorded == {}  # not a VPC, not a role
 

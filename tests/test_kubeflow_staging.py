@@ -71,7 +71,7 @@ def test_the_default_set_and_everything_stage_without_a_problem(staged, default_
 
 
 @pytest.mark.parametrize(
-    "kind, namespace, name, stage",
+    ("kind", "namespace", "name", "stage"),
     [
         ("CustomResourceDefinition", "", "profiles.kubeflow.org", Stage.CRDS),
         ("Namespace", "", "kubeflow", Stage.CRDS),

@@ -117,7 +117,7 @@ def test_the_role_reaches_only_the_teams_prefix():
 
 
 @pytest.mark.parametrize(
-    "changes, message",
+    ("changes", "message"),
     [
         ({"name": "Vision"}, "DNS label"),
         ({"gpu_quota": -1}, "negative"),

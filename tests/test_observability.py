@@ -254,7 +254,7 @@ def test_alertmanager_webhook_is_a_secret_receiver():
     config = release.inputs["values"]["alertmanager"]["config"]
     # The whole receiver configuration becomes secret with the URL; its shape is kept.
     assert set(config) == {"route", "receivers"}
-    null_receiver, default_receiver = config["receivers"]
+    _null_receiver, default_receiver = config["receivers"]
     assert default_receiver["webhook_configs"][0]["url"] == "[secret]"
     assert "hooks.example.com" not in json.dumps([r.inputs for r in inventory.resources])
 

@@ -18,7 +18,11 @@ def _python_blocks() -> list[str]:
 
 def test_readme_example_builds_a_network_and_cluster():
     (example,) = _python_blocks()
-    inventory = mocks.run(lambda: exec(example, {}), project="other", stack="eu", region="eu-west-1", config={})
+
+    def program():
+        exec(example, {})  # noqa: S102 - the README's own example, run as a reader would
+
+    inventory = mocks.run(program, project="other", stack="eu", region="eu-west-1", config={})
     cluster = inventory.one("eks:index:Cluster")
     assert cluster.inputs["name"] == "ml-eu"
     assert cluster.inputs["endpointPublicAccess"] is False

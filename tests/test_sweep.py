@@ -212,7 +212,7 @@ def test_a_network_sweep_after_the_cluster_deletes_only_what_holds_the_vpc(world
 
     report = sweeper.run()
 
-    assert {kind for kind in by_kind(report.deleted)} == {
+    assert set(by_kind(report.deleted)) == {
         Kind.VPC_ENDPOINT,
         Kind.NETWORK_INTERFACE,
         Kind.SECURITY_GROUP_RULE,
@@ -226,7 +226,7 @@ def test_a_network_sweep_after_the_cluster_deletes_only_what_holds_the_vpc(world
 def test_the_target_takes_the_policy_as_a_string_and_refuses_what_is_not_a_target():
     assert SweepTarget("ml-dev", "us-west-2", "retain").keeps_data
     assert not SweepTarget("ml-dev", "us-west-2", "destroy").keeps_data
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="'delete' is not a valid StatefulResources"):
         SweepTarget("ml-dev", "us-west-2", "delete")
     with pytest.raises(ValueError, match="vpc_id"):
         SweepTarget("ml-dev", "us-west-2", "destroy", vpc_id="subnet-0123456789abcdef0")

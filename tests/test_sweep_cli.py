@@ -161,7 +161,7 @@ def test_a_shared_vpc_is_taken_from_the_config_and_never_counted_as_a_leak(aws, 
         return boto3.Session(region_name=kwargs["region_name"])
 
     code = main(["--project-dir", str(project), "--stack", "byo"], session_factory=session)
-    out, err = capsys.readouterr()
+    err = capsys.readouterr().err
 
     assert code == 0
     assert sessions == [{"profile_name": "ml-team", "region_name": REGION}]

@@ -270,9 +270,9 @@ def test_one_claim_mounts_the_whole_shared_file_system():
 
 
 def test_a_platform_output_of_the_wrong_shape_is_named():
-    with pytest.raises(PlatformContractError, match="output nodePools.training.nodeClass: is required"):
-        outputs = json.loads(json.dumps(PLATFORM))
-        del outputs["nodePools"]["training"]["nodeClass"]
+    outputs = json.loads(json.dumps(PLATFORM))
+    del outputs["nodePools"]["training"]["nodeClass"]
+    with pytest.raises(PlatformContractError, match=r"output nodePools\.training\.nodeClass: is required"):
         parse_offer(outputs, stack="acme/eks-ml-platform/prod")
 
 
