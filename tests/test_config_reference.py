@@ -153,7 +153,8 @@ def test_a_readme_without_the_team_block_is_an_error_not_half_written(tmp_path, 
     text = f"# x\n\n{START}\n| stale |\n{END}\n"
     readme.write_text(text)
     assert reference.main(["--write", str(readme)]) == 1
-    assert reference.TEAM.start in capsys.readouterr().err and readme.read_text() == text
+    assert reference.TEAM.start in capsys.readouterr().err
+    assert readme.read_text() == text
 
 
 # ------------------------------------------------------------------------------------------- the team stack's
@@ -195,7 +196,8 @@ def test_a_stale_team_block_is_caught():
 
 
 def test_every_field_a_team_stack_file_can_set_has_a_description():
-    assert len(TEAM_ROWS) > 30 and "team.kubeflow.owner" in {row.key for row in TEAM_ROWS}
+    assert len(TEAM_ROWS) > 30
+    assert "team.kubeflow.owner" in {row.key for row in TEAM_ROWS}
     assert reference.undescribed(reference.TEAM) == []
 
 

@@ -92,7 +92,8 @@ def test_the_neuron_device_plugin_tolerates_every_taint_of_the_neuron_pools_and_
             {"key": "eksml.io/dedicated", "operator": "Exists", "effect": "NoSchedule"},
         ],
     }
-    assert values["scheduler"] == {"enabled": False} and values["npd"] == {"enabled": False}
+    assert values["scheduler"] == {"enabled": False}
+    assert values["npd"] == {"enabled": False}
 
 
 def test_the_efa_device_plugin_runs_on_the_labelled_efa_nodes_and_tolerates_their_taints():
@@ -292,4 +293,5 @@ def test_neuron_and_efa_taints_are_derived_once_on_the_config():
     )
     assert config.neuron_taints() == (NEURON_TAINT, DEDICATED)
     assert config.efa_taints() == (GPU_TAINT,)
-    assert karpenter_config({}).neuron_taints() is None and karpenter_config({}).efa_taints() is None
+    assert karpenter_config({}).neuron_taints() is None
+    assert karpenter_config({}).efa_taints() is None

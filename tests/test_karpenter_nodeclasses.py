@@ -81,7 +81,8 @@ def test_the_latest_ami_alias_is_opt_in():
 
 def test_bottlerocket_puts_the_configured_size_on_its_data_volume():
     devices = {d["deviceName"]: d for d in spec_of(preset="gpu", amiFamily="bottlerocket")["blockDeviceMappings"]}
-    assert devices["/dev/xvdb"]["rootVolume"] is True and devices["/dev/xvdb"]["ebs"]["volumeSize"] == "200Gi"
+    assert devices["/dev/xvdb"]["rootVolume"] is True
+    assert devices["/dev/xvdb"]["ebs"]["volumeSize"] == "200Gi"
     assert "rootVolume" not in devices["/dev/xvda"]
 
 

@@ -108,7 +108,8 @@ def test_raw_requirements_that_admit_gpu_instances_make_a_gpu_pool(requirement):
         limits={GPU_RESOURCE: "4"},
     )
     rendered = render_nodepool("p", fixed)
-    assert taints(rendered) == [GPU_TAINT.as_dict()] and rendered["spec"]["limits"][GPU_RESOURCE] == "4"
+    assert taints(rendered) == [GPU_TAINT.as_dict()]
+    assert rendered["spec"]["limits"][GPU_RESOURCE] == "4"
     assert {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "DoesNotExist"} not in rendered["spec"][
         "template"
     ]["spec"]["requirements"]

@@ -66,7 +66,8 @@ def test_private_routes_go_only_through_nat_and_public_routes_through_the_intern
 
 def test_default_security_group_is_emptied(dev):
     group = dev.one("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup")
-    assert not group.inputs.get("ingress") and not group.inputs.get("egress")
+    assert not group.inputs.get("ingress")
+    assert not group.inputs.get("egress")
 
 
 def test_existing_vpc_is_used_as_it_is_and_only_tagged_for_discovery():

@@ -324,7 +324,8 @@ def test_grafana_admin_password_is_never_the_chart_default():
     from_secret = res(
         RELEASE, chart="kube-prometheus-stack", values={"grafana": {"admin": {"existingSecret": "grafana-admin"}}}
     )
-    assert broken("no-default-passwords", [default]) != [] and broken("no-default-passwords", [chart_default]) != []
+    assert broken("no-default-passwords", [default]) != []
+    assert broken("no-default-passwords", [chart_default]) != []
     assert broken("no-default-passwords", [from_secret]) == []
 
 

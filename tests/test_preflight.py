@@ -181,7 +181,8 @@ def test_an_interruption_queue_of_this_stack_without_its_cluster_is_a_leftover(c
     clients.sqs.create_queue(QueueName="karpenter-interruption-0f0f0f0", tags=THEIRS)
     result = _names(clients)["name/interruption-queue"]
     assert result.status is Status.WARN
-    assert "karpenter-interruption-a1b2c3d" in result.evidence and "0f0f0f0" not in result.evidence
+    assert "karpenter-interruption-a1b2c3d" in result.evidence
+    assert "0f0f0f0" not in result.evidence
 
 
 def test_queues_of_other_stacks_and_this_stacks_own_while_deployed_pass(clients):
@@ -305,7 +306,8 @@ def test_the_command_line_exits_1_on_a_failure_and_prints_json(clients, monkeypa
     monkeypatch.setattr(cli.Clients, "from_session", classmethod(lambda cls, session: stubbed))
     assert cli.main(["--stack", "prod", "--project-dir", str(REPO), "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
-    assert document["stack"] == "prod" and document["summary"]["FAIL"] == 4
+    assert document["stack"] == "prod"
+    assert document["summary"]["FAIL"] == 4
 
 
 def test_the_command_line_exits_2_on_an_invalid_stack(tmp_path, capsys):

@@ -131,7 +131,8 @@ def test_a_zone_already_at_its_nat_gateway_quota_fails(clients):
         REGION,
     )
     assert result.status is Status.FAIL
-    assert "us-west-2b 5" in result.evidence and result.fix.startswith("us-west-2b is full")
+    assert "us-west-2b 5" in result.evidence
+    assert result.fix.startswith("us-west-2b is full")
 
 
 def test_an_unknown_nat_gateway_quota_warns():
@@ -260,7 +261,8 @@ def test_a_customer_managed_default_key_warns_that_node_roles_need_grants(client
     arn = clients.kms.create_key()["KeyMetadata"]["Arn"]
     result = ebs_key_check(reads.ebs_default_key(ebs_default_key_client(arn), clients.kms))
     assert result.status is Status.WARN
-    assert "CUSTOMER-managed, Enabled" in result.evidence and "kms:CreateGrant" in result.fix
+    assert "CUSTOMER-managed, Enabled" in result.evidence
+    assert "kms:CreateGrant" in result.fix
 
 
 def test_a_disabled_default_key_fails(clients):

@@ -195,9 +195,10 @@ def _volumes(team: TeamConfig, offer: PlatformOffer) -> tuple[dict[str, Manifest
                 },
             }
             continue
-        assert (
-            offer.fsx_file_system_id and offer.fsx_dns_name and offer.fsx_mount_name and offer.fsx_storage_capacity_gib
-        )
+        assert offer.fsx_file_system_id
+        assert offer.fsx_dns_name
+        assert offer.fsx_mount_name
+        assert offer.fsx_storage_capacity_gib
         volumes[key], claims[key] = fsx_volume(
             name=f"{team.name}-{key}",
             namespace=team.name,
