@@ -163,7 +163,8 @@ def test_the_platform_exports_every_output_a_team_stack_reads(prod):
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_recorded_platform_outputs_are_what_the_preview_exports_now(stack, request):
     """The team stack's offline previews run against these files: they must not drift from the platform. Regenerate
-    with `python examples/team-stack/record_platform_outputs.py --stack prod > examples/team-stack/platform-outputs.prod.json`
+    with `python examples/team-stack/record_platform_outputs.py --stack prod >
+    examples/team-stack/platform-outputs.prod.json`
     (and the same for dev)."""
     contract = {*HANDLE_OUTPUTS, *OFFER_OUTPUTS}
     exported = json.loads(json.dumps(request.getfixturevalue(stack).stack_outputs))

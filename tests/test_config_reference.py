@@ -143,7 +143,8 @@ def test_make_config_reference_rewrites_both_blocks(tmp_path):
     readme.write_text(f"# x\n\n{START}\n| stale |\n{END}\n\n## team\n\n{team.start}\n| stale |\n{team.end}\n")
     assert reference.main(["--write", str(readme)]) == 0
     assert readme.read_text() == (
-        f"# x\n\n{START}\n{reference.table()}{END}\n\n## team\n\n{team.start}\n{reference.table(stack=team)}{team.end}\n"
+        f"# x\n\n{START}\n{reference.table()}{END}\n\n"
+        f"## team\n\n{team.start}\n{reference.table(stack=team)}{team.end}\n"
     )
     assert "-m components.config.reference --write README.md" in (REPO / "Makefile").read_text()
 
@@ -183,7 +184,8 @@ def _team_issues(raw: dict[str, str]) -> dict[str, str]:
 def test_the_readme_team_block_is_what_the_team_models_generate():
     readme = (REPO / "README.md").read_text()
     assert reference.replace_block(readme, reference.table(TEAM_ROWS, reference.TEAM), reference.TEAM) == readme, (
-        "the README's team stack configuration reference differs from components/team/config.py: run `make config-reference`"
+        "the README's team stack configuration reference differs from components/team/config.py: "
+        "run `make config-reference`"
     )
     section = readme.split("### A team stack on the platform", 1)[1].split("\n## ", 1)[0]
     assert reference.TEAM.start in section  # beside the team stack's text, not the platform's

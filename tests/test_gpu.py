@@ -262,7 +262,8 @@ def test_a_pod_without_gpus_is_not_checked():
 def test_default_scheduler_is_denied_with_the_scheduler_to_add():
     (message,) = admit(gpu_pod(schedulerName="default-scheduler"))
     assert message == (
-        "GPU pods are placed by the bin-packing scheduler: add spec.schedulerName: gpu-binpack (this pod has default-scheduler)"
+        "GPU pods are placed by the bin-packing scheduler: add spec.schedulerName: gpu-binpack (this pod has "
+        "default-scheduler)"
     )
 
 
@@ -334,7 +335,10 @@ def test_a_denial_names_the_first_mistake_and_warnings_name_every_one():
     assert [w.split(":")[0] for w in warnings] == [
         "GPU pods are placed by the bin-packing scheduler",
         "GPU nodes are tainted",
-        "set resources.requests and resources.limits of nvidia.com/gpu to the same whole number in every container that uses a GPU",
+        (
+            "set resources.requests and resources.limits of nvidia.com/gpu to the same whole number in every "
+            "container that uses a GPU"
+        ),
     ]
 
 

@@ -58,7 +58,9 @@ def test_zonal_shift_status_is_readable_for_this_cluster_only():
     assert statement["Action"] == "arc-zonal-shift:GetManagedResource"
     assert statement["Condition"] == {
         "StringEquals": {
-            "arc-zonal-shift:ResourceIdentifier": f"arn:aws:eks:{SCOPE.region}:{SCOPE.account_id}:cluster/{SCOPE.cluster_name}"
+            "arc-zonal-shift:ResourceIdentifier": (
+                f"arn:aws:eks:{SCOPE.region}:{SCOPE.account_id}:cluster/{SCOPE.cluster_name}"
+            )
         }
     }
 

@@ -223,7 +223,10 @@ def test_a_neuron_pod_without_the_toleration_or_with_unequal_requests_is_denied(
             {"limits": {"aws.amazon.com/neuron": "1"}, "requests": {"aws.amazon.com/neuron": "1"}}, tolerations=()
         )
     ) == [
-        "Neuron nodes are tainted: add to spec.tolerations {key: aws.amazon.com/neuron, operator: Exists, effect: NoSchedule}"
+        (
+            "Neuron nodes are tainted: add to spec.tolerations {key: aws.amazon.com/neuron, operator: Exists, "
+            "effect: NoSchedule}"
+        )
     ]
     (message,) = admit(
         neuron_pod({"limits": {"aws.amazon.com/neuron": "2"}, "requests": {"aws.amazon.com/neuron": "1"}})
@@ -260,8 +263,9 @@ def test_reserved_capacity_needs_a_class_that_selects_a_reservation():
         (
             {"preset": "gpu-training", "nodeClass": "efa"},
             (
-                "node class 'efa' gives every instance 32 network card(s) of EFA interfaces, so the pool must name the instance "
-                "types that have them (a node.kubernetes.io/instance-type In requirement, or instanceFamilies with instanceSizes)"
+                "node class 'efa' gives every instance 32 network card(s) of EFA interfaces, so the pool must name "
+                "the instance types that have them (a node.kubernetes.io/instance-type In requirement, or "
+                "instanceFamilies with instanceSizes)"
             ),
         ),
         (
@@ -274,7 +278,10 @@ def test_reserved_capacity_needs_a_class_that_selects_a_reservation():
         ),
         (
             {**EFA_POOL, "requirements": [req("node.kubernetes.io/instance-type", "In", "p5.4xlarge")]},
-            "'p5.4xlarge' is not in the EFA table (components/karpenter/efa.py); node class 'efa' needs 32 EFA network cards",
+            (
+                "'p5.4xlarge' is not in the EFA table (components/karpenter/efa.py); node class 'efa' needs 32 EFA "
+                "network cards"
+            ),
         ),
     ],
 )

@@ -292,7 +292,10 @@ def test_crossguard_skips_only_what_is_unknown_during_a_preview(prod):
         ),
         (
             "no-latest-images",
-            f"Helm release {karpenter.name} sets image 'public.ecr.aws/karpenter/controller' at values.controller.image without a pinned tag",
+            (
+                f"Helm release {karpenter.name} sets image 'public.ecr.aws/karpenter/controller' at "
+                "values.controller.image without a pinned tag"
+            ),
             None,
         ),
         ("no-world-ingress", f"{ingress.name} opens ports 22-22 to the internet", None),

@@ -203,7 +203,10 @@ def test_a_team_pool_is_the_platforms_kind_on_its_node_class_tainted_and_labelle
 
 def test_a_team_pool_may_not_be_larger_than_the_platforms_pool_of_its_kind():
     assert problems(team(nodePool={**POOL, "limits": {"nvidia.com/gpu": "64"}})) == [
-        "team.nodePool.limits.nvidia.com/gpu: 64 is more than the platform allows a gpu-inference-a10g-spot pool (32, its pool 'inference-a10g-spot')"
+        (
+            "team.nodePool.limits.nvidia.com/gpu: 64 is more than the platform allows a gpu-inference-a10g-spot pool "
+            "(32, its pool 'inference-a10g-spot')"
+        )
     ]
 
 
@@ -227,14 +230,23 @@ def test_a_team_pool_of_a_kind_the_platform_does_not_run_is_refused():
 def test_spot_and_gpu_team_pools_need_the_platforms_interruption_handling_and_gpu_stack():
     platform = offer(karpenterInterruptionQueue=None, gpuTaint=None)
     assert problems(team(nodePool=POOL), platform) == [
-        "team.nodePool.preset: gpu-inference-a10g-spot allows spot, but the platform handles no spot interruptions (no interruption queue)",
-        "team.nodePool.preset: gpu-inference-a10g-spot launches GPUs, but the platform runs no GPU stack (device plugin, admission)",
+        (
+            "team.nodePool.preset: gpu-inference-a10g-spot allows spot, but the platform handles no spot "
+            "interruptions (no interruption queue)"
+        ),
+        (
+            "team.nodePool.preset: gpu-inference-a10g-spot launches GPUs, but the platform runs no GPU stack (device "
+            "plugin, admission)"
+        ),
     ]
 
 
 def test_team_pool_zones_are_the_platforms():
     assert problems(team(nodePool={**POOL, "zones": ["us-east-1a"]})) == [
-        "team.nodePool.zones[0]: 'us-east-1a' is not one of the platform's zones ['us-west-2a', 'us-west-2b', 'us-west-2c']"
+        (
+            "team.nodePool.zones[0]: 'us-east-1a' is not one of the platform's zones ['us-west-2a', 'us-west-2b', "
+            "'us-west-2c']"
+        )
     ]
 
 
@@ -360,7 +372,10 @@ def test_a_profiles_namespace_reaches_istio_and_kubeflow_both_ways():
 
 def test_a_profile_on_a_platform_without_kubeflow_is_refused_naming_the_key():
     expected = [
-        "team.kubeflow: the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the team's Profile"
+        (
+            "team.kubeflow: the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would "
+            "take the team's Profile"
+        )
     ]
     assert problems(team(kubeflow=KUBEFLOW), offer(kubeflowEnabled=False)) == expected
     assert (

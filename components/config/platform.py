@@ -106,7 +106,10 @@ class PlatformConfig(ConfigModel):
     )
     karpenter: KarpenterConfig = Field(
         default=KarpenterConfig(),
-        description="the Karpenter controller, its node classes and node pools (see [Karpenter NodePools](#karpenter-nodepools))",
+        description=(
+            "the Karpenter controller, its node classes and node pools (see [Karpenter "
+            "NodePools](#karpenter-nodepools))"
+        ),
     )
     gpu: GpuConfig = Field(
         default=GpuConfig(),
@@ -120,7 +123,10 @@ class PlatformConfig(ConfigModel):
     ingress: IngressConfig = Field(default=IngressConfig(), description="what routes traffic into the cluster")
     observability: ObservabilityConfig = Field(
         default=ObservabilityConfig(),
-        description="kube-prometheus-stack with the GPU and Karpenter dashboards and alerts (see [Observability](#observability))",
+        description=(
+            "kube-prometheus-stack with the GPU and Karpenter dashboards and alerts (see "
+            "[Observability](#observability))"
+        ),
     )
     kubeflow: KubeflowConfig = Field(
         default=KubeflowConfig(), description="Kubeflow on the platform (see [Kubeflow](#kubeflow))"
@@ -175,7 +181,10 @@ class PlatformConfig(ConfigModel):
                     problems.append(
                         (
                             f"karpenter.nodePools.{name}.zones[{index}]",
-                            f"{zone!r} is not one of the stack's availability zones {list(self.network.availability_zones)}",
+                            (
+                                f"{zone!r} is not one of the stack's availability zones "
+                                f"{list(self.network.availability_zones)}"
+                            ),
                         )
                     )
         if self.network.existing is None and self.network.cidr.overlaps(self.cluster.service_cidr):
@@ -229,7 +238,10 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 (
                     "storage.fsx.availabilityZone",
-                    f"{fsx.availability_zone!r} is not one of the stack's availability zones {list(self.network.availability_zones)}",
+                    (
+                        f"{fsx.availability_zone!r} is not one of the stack's availability zones "
+                        f"{list(self.network.availability_zones)}"
+                    ),
                 )
             )
         repository = fsx.data_repository
@@ -267,8 +279,8 @@ class PlatformConfig(ConfigModel):
                 (
                     "kubeflow.access.mode",
                     (
-                        "alb needs the AWS Load Balancer Controller to make the ALB; set ingress.loadBalancerController: true "
-                        "or use port-forward"
+                        "alb needs the AWS Load Balancer Controller to make the ALB; set "
+                        "ingress.loadBalancerController: true or use port-forward"
                     ),
                 )
             )
@@ -402,8 +414,9 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
             issues.append(
                 ConfigIssue(
                     path=full_key,
-                    message=f"is not read: the program's AWS provider takes only {', '.join('aws:' + k for k in AWS_KEYS)}; "
-                    "set other provider options through AWS_* environment variables",
+                    message="is not read: the program's AWS provider takes only "
+                    f"{', '.join('aws:' + k for k in AWS_KEYS)}; set other provider options through AWS_* "
+                    "environment variables",
                 )
             )
         elif namespace != "pulumi":

@@ -142,8 +142,9 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
             (
                 "capacityTypes",
                 (
-                    f"reserved capacity launches only into a capacity reservation the node class selects, and node class "
-                    f"{class_name!r} has no capacityReservationSelectorTerms (add them there, or leave out reserved)"
+                    "reserved capacity launches only into a capacity reservation the node class selects, and node "
+                    f"class {class_name!r} has no capacityReservationSelectorTerms (add them there, or leave out "
+                    "reserved)"
                 ),
             )
         )
@@ -155,9 +156,9 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
                 (
                     "requirements",
                     (
-                        f"node class {class_name!r} gives every instance {cards} network card(s) of EFA interfaces, so the pool "
-                        "must name the instance types that have them (a node.kubernetes.io/instance-type In requirement, or "
-                        "instanceFamilies with instanceSizes)"
+                        f"node class {class_name!r} gives every instance {cards} network card(s) of EFA interfaces, "
+                        "so the pool must name the instance types that have them (a node.kubernetes.io/instance-type "
+                        "In requirement, or instanceFamilies with instanceSizes)"
                     ),
                 )
             )
@@ -168,7 +169,10 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
                     problems.append(
                         (
                             "requirements",
-                            f"{instance_type!r} is not in the EFA table (components/karpenter/efa.py); node class {class_name!r} needs {cards} EFA network cards",
+                            (
+                                f"{instance_type!r} is not in the EFA table (components/karpenter/efa.py); node class "
+                                f"{class_name!r} needs {cards} EFA network cards"
+                            ),
                         )
                     )
                 elif known < cards:

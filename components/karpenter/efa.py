@@ -51,7 +51,8 @@ def layout_problems(interfaces: list[Mapping[str, Any]]) -> list[str]:
         (i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) == (0, 0, "interface") for i in interfaces
     ):
         problems.append(
-            "needs a primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface (EFA-only cannot be primary)"
+            "needs a primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface (EFA-only "
+            "cannot be primary)"
         )
     seen: dict[tuple[int, int], int] = {}
     for index, i in enumerate(interfaces):

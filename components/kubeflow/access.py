@@ -91,7 +91,8 @@ def gateway_exposure(objects: list[Manifest]) -> Exposed:
     ]
     if len(services) != 1:
         raise ValueError(
-            f"the ALB needs the Service {GATEWAY_NAMESPACE}/{GATEWAY_SERVICE}; the rendered objects hold {len(services)}"
+            f"the ALB needs the Service {GATEWAY_NAMESPACE}/{GATEWAY_SERVICE}; the rendered objects hold "
+            f"{len(services)}"
         )
     ports = [p for p in services[0]["spec"]["ports"] if p["port"] == GATEWAY_HTTP_PORT]
     if len(ports) != 1:

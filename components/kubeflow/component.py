@@ -67,7 +67,8 @@ class KubeflowArgs:
     fsx: FsxForTeams | None = None
     #: Controllers that delete what Kubeflow's objects make in AWS (the load balancer controller, for the ALB).
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
-    #: The CIDRs of an existing VPC, when the plan's ALB allowance could not name the ALB's subnets (`network.existing`).
+    #: The CIDRs of an existing VPC (`network.existing`), when the plan's ALB allowance could not name the ALB's
+    #: subnets.
     vpc_cidrs: pulumi.Input[Sequence[str]] | None = None
     #: Where Kubeflow's pods run (Karpenter's untainted NodePools): its workloads wait for them, and go before them
     #: on destroy, so its controllers still run while team namespaces and their finalizers are cleared.

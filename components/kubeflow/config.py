@@ -77,7 +77,9 @@ class TeamConfig(_Model):
         default=0, ge=0, description="GPUs the team may request at once; at most every GPU pool's limit together"
     )
     s3_prefix: S3Prefix = Field(
-        description="the team's prefix in `kubeflow.bucket`, the only one its role may use (never within another team's)"
+        description=(
+            "the team's prefix in `kubeflow.bucket`, the only one its role may use (never within another team's)"
+        )
     )
     fsx_claim: TeamName | None = Field(
         default=None,
@@ -91,7 +93,9 @@ class Access(_Model):
 
     mode: Literal["port-forward", "alb"] = Field(
         default="port-forward",
-        description="`port-forward` exposes nothing; `alb` puts an HTTPS Application Load Balancer in front of the gateway",
+        description=(
+            "`port-forward` exposes nothing; `alb` puts an HTTPS Application Load Balancer in front of the gateway"
+        ),
     )
     certificate_arn: CertificateArn | None = Field(
         default=None,
@@ -141,7 +145,9 @@ class KubeflowConfig(_Model):
     )
     hub_registry_team: TeamName | None = Field(
         default=None,
-        description="the team whose namespace gets the Hub's model registry (needs `components.hub`); none: no registry",
+        description=(
+            "the team whose namespace gets the Hub's model registry (needs `components.hub`); none: no registry"
+        ),
     )
     teams: dict[TeamName, TeamConfig] = Field(
         default={},
@@ -152,7 +158,9 @@ class KubeflowConfig(_Model):
     notebooks: Notebooks = Field(default=Notebooks(), description="what happens to idle notebooks")
     bucket: TeamName = Field(
         default="datasets",
-        description="the `storage.buckets` key teams get their `s3Prefix` in (each team's role may use only its prefix)",
+        description=(
+            "the `storage.buckets` key teams get their `s3Prefix` in (each team's role may use only its prefix)"
+        ),
     )
     #: Tests name the reference copy.
     tree: StrictStr | None = Field(
@@ -197,8 +205,8 @@ def prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, str]]:
             (
                 f"teams.{inner}.s3Prefix",
                 (
-                    f"{prefixes[inner]!r} {relation} team {outer}'s prefix {prefixes[outer]!r}, so {outer}'s role could "
-                    f"read and write {inner}'s data; give each team a prefix of its own"
+                    f"{prefixes[inner]!r} {relation} team {outer}'s prefix {prefixes[outer]!r}, so {outer}'s role "
+                    f"could read and write {inner}'s data; give each team a prefix of its own"
                 ),
             )
         )

@@ -66,10 +66,10 @@ def register(
     """Create every staged object under `parent` (one, or one per stage) with `provider`.
 
     `secrets` maps credential names (`credentials.NAMES`) to the generated values, `role_arns` team names to
-    their roles' ARNs (for Profiles built without one), `inputs` other placeholders to their values. `depends_on` (say, the node
-    group) is added to the objects that depend on nothing else; all others reach it through them, so it also
-    outlives every object on destroy. `depends_on_by_kind` adds the controllers that delete what objects of a kind
-    make in AWS: {"PersistentVolumeClaim": [EBS CSI driver], "Ingress": [load balancer controller]};
+    their roles' ARNs (for Profiles built without one), `inputs` other placeholders to their values. `depends_on`
+    (say, the node group) is added to the objects that depend on nothing else; all others reach it through them, so
+    it also outlives every object on destroy. `depends_on_by_kind` adds the controllers that delete what objects of a
+    kind make in AWS: {"PersistentVolumeClaim": [EBS CSI driver], "Ingress": [load balancer controller]};
     `depends_on_by_group` what serves an API group from outside Kubeflow: {"cert-manager.io": [cert-manager]}."""
     values = substitutions(secrets or {}, role_arns or {}, inputs)
     resources: dict[ObjectKey, pulumi.CustomResource] = {}

@@ -70,7 +70,10 @@ def _namespace_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[st
         return [
             (
                 "name",
-                f"{already}; remove it there and give the team its Profile here (team.kubeflow), or choose another name",
+                (
+                    f"{already}; remove it there and give the team its Profile here (team.kubeflow), or choose "
+                    "another name"
+                ),
             )
         ]
     return []
@@ -81,7 +84,10 @@ def _kubeflow_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str
         return [
             (
                 "kubeflow",
-                "the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the team's Profile",
+                (
+                    "the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the "
+                    "team's Profile"
+                ),
             )
         ]
     return []
