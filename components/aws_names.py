@@ -8,6 +8,7 @@ Config checks use the same table for names that derive from configurable keys.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ class NameRule:
     #: The property that takes a prefix instead of a whole name (`namePrefix`), when the type has one.
     prefix_property: str | None = None
 
-    @property
+    @builtins.property  # the field above is named `property`
     def max_length(self) -> int:
         return min(self.provider_max, self.aws_max)
 

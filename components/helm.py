@@ -15,7 +15,7 @@ def release(
     name: str,
     chart: ChartPin,
     *,
-    namespace: str,
+    namespace: pulumi.Input[str],
     values: Mapping[str, Any],
     opts: pulumi.ResourceOptions,
     skip_crds: bool = False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -239,12 +240,19 @@ def _admin_access_entries(args: ClusterArgs, parent: pulumi.Resource) -> dict[st
     return entries
 
 
+class _RuleSource(TypedDict, total=False):
+    """Where an ingress rule admits traffic from: an address range or a security group."""
+
+    cidr_ipv4: str
+    referenced_security_group_id: str
+
+
 def _private_endpoint_ingress(
     name: str, endpoint: EndpointAccess, cluster_security_group_id: pulumi.Input[str], parent: pulumi.Resource
 ) -> None:
     """HTTPS into the cluster security group (which fronts the private API endpoint) from each configured range and
     security group, keyed by the range or group itself."""
-    sources: dict[str, dict[str, str]] = {
+    sources: dict[str, _RuleSource] = {
         str(cidr).replace(".", "-").replace("/", "-"): {"cidr_ipv4": str(cidr)} for cidr in endpoint.private_cidrs
     }
     sources.update({group: {"referenced_security_group_id": group} for group in endpoint.private_security_groups})

@@ -138,7 +138,7 @@ class PlatformConfig(ConfigModel):
         families = self._gpu_node_images()
         return next(iter(families)) if len(families) == 1 else None
 
-    def _gpu_node_images(self) -> set[str]:
+    def _gpu_node_images(self) -> set[Literal["al2023", "bottlerocket"]]:
         classes = self.karpenter.node_classes
         return {
             classes[pool.node_class].ami_family

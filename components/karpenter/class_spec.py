@@ -6,6 +6,7 @@ that never become nodes."""
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
@@ -357,11 +358,14 @@ class NodeClassSpec(Spec):
     @model_validator(mode="after")
     def _check(self) -> NodeClassSpec:
         problems = self._volume_problems()
-        for field, terms in (
+        selector_terms: tuple[
+            tuple[str, Sequence[SubnetTermSpec | SecurityGroupTermSpec | CapacityReservationTermSpec]], ...
+        ] = (
             ("subnetSelectorTerms", self.subnet_selector_terms),
             ("securityGroupSelectorTerms", self.security_group_selector_terms),
             ("capacityReservationSelectorTerms", self.capacity_reservation_selector_terms),
-        ):
+        )
+        for field, terms in selector_terms:
             for index, term in enumerate(terms):
                 problems += [
                     (f"{field}[{index}]" + (f".{key}" if key else ""), message) for key, message in term.problems()

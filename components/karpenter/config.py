@@ -186,7 +186,7 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
 
 
 def _facts(name: str, spec: AcceleratedFamilySpec) -> accelerators.AcceleratedFamily:
-    vendor = "nvidia" if accelerator_of(name) == "nvidia" else "aws"
+    vendor: accelerators.Vendor = "nvidia" if accelerator_of(name) == "nvidia" else "aws"
     return accelerators.AcceleratedFamily(
         name, vendor, name, spec.gpu_name, spec.memory_gib, dict(spec.devices), spec.architecture
     )

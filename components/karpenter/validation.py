@@ -19,7 +19,7 @@ NEURON_KEYS = frozenset(f"karpenter.k8s.aws/instance-accelerator-{name}" for nam
 #: What a pool renders to exclude an accelerator it is not for, unless it already excludes it. Without it a CPU pool
 #: with no category restriction may launch a GPU instance for a pending pod that tolerates the GPU taint, untainted
 #: and outside every GPU limit.
-EXCLUDE = {
+EXCLUDE: Mapping[Accelerator, tuple[str, str]] = {
     "nvidia": ("karpenter.k8s.aws/instance-gpu-count", "DoesNotExist"),
     "neuron": ("karpenter.k8s.aws/instance-accelerator-count", "DoesNotExist"),
 }

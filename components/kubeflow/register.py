@@ -22,7 +22,7 @@ _TOKEN = re.compile(r"<<kubeflow-(secret|input):")
 def substitutions(
     secrets: Mapping[str, pulumi.Input[str]],
     role_arns: Mapping[str, pulumi.Input[str]],
-    inputs: Mapping[str, pulumi.Input[str]] | None = None,
+    inputs: Mapping[str, pulumi.Input[Any]] | None = None,
 ) -> dict[str, pulumi.Input[str]]:
     """Placeholder -> value: the credentials (as secrets), the teams' role ARNs, and `inputs` given by their
     placeholders (the cluster's OIDC issuer URL, the file system's identity)."""
@@ -58,7 +58,7 @@ def register(
     parent: pulumi.Resource | Mapping[Stage, pulumi.Resource],
     secrets: Mapping[str, pulumi.Input[str]] | None = None,
     role_arns: Mapping[str, pulumi.Input[str]] | None = None,
-    inputs: Mapping[str, pulumi.Input[str]] | None = None,
+    inputs: Mapping[str, pulumi.Input[Any]] | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
     depends_on_by_kind: Mapping[str, Sequence[pulumi.Resource]] | None = None,
     depends_on_by_group: Mapping[str, Sequence[pulumi.Resource]] | None = None,

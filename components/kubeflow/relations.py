@@ -176,7 +176,7 @@ class Relations:
 
 
 def _rule_matches(rule: Mapping[str, Any], group: str, version: str, resource: str, namespaced: bool) -> bool:
-    def listed(values: Iterable[str], value: str) -> bool:
+    def listed(values: Iterable[str] | None, value: str) -> bool:
         values = list(values or ())
         return "*" in values or value in values
 

@@ -77,6 +77,8 @@ class Storage(pulumi.ComponentResource):
         self._fsx_group: tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]] | None = None
         fsx = args.config.fsx
         if fsx is not None:
+            if args.fsx_subnet_id is None:
+                raise ValueError("StorageArgs: storage.fsx needs fsx_subnet_id, the private subnet of fsx_zone")
             self._fsx_group = lustre.security_group(
                 name, vpc_id=args.vpc_id, cluster_name=args.cluster_name, parent=self
             )
@@ -214,6 +216,7 @@ def _bucket(
         restrict_public_buckets=True,
         opts=stateful,
     )
+    default: aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgsDict
     if config.encryption == "kms":
         assert key is not None
         default = {"sse_algorithm": "aws:kms", "kms_master_key_id": key.arn}
@@ -227,7 +230,7 @@ def _bucket(
     )
     if config.versioning:
         aws.s3.BucketVersioning(name, bucket=bucket.id, versioning_configuration={"status": "Enabled"}, opts=stateful)
-    rules = [
+    rules: list[aws.s3.BucketLifecycleConfigurationRuleArgsDict] = [
         {
             "id": "abort-incomplete-uploads",
             "status": "Enabled",

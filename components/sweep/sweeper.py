@@ -91,7 +91,7 @@ class Sweeper:
 
     def plan(self) -> SweepPlan:
         """What `run()` would delete and keep now. Deletes nothing."""
-        book, delete = _Book(), []
+        book, delete = _Book(), list[Found]()
         for step in self._steps():
             delete.extend(self._select(step, book))
         return SweepPlan(
@@ -340,8 +340,8 @@ class Sweeper:
                 else:
                     accepted.append(item)
             if waiting and self._clock() >= deadline:
-                for item, error in waiting:
-                    book.fail(item, f"{describe(error)} (still refused after {self._timeouts.dependencies:g} s)")
+                for item, refusal in waiting:
+                    book.fail(item, f"{describe(refusal)} (still refused after {self._timeouts.dependencies:g} s)")
                 break
             if waiting:
                 self._sleep(self._timeouts.poll_interval)
@@ -355,7 +355,7 @@ class Sweeper:
 
         Returns (done, [(not done, last state)]). A failing poll counts as not done, with its error as the state.
         """
-        pending, done = list(found), []
+        pending, done = list(found), list[Found]()
         deadline = self._clock() + timeout
         while pending:
             try:
@@ -385,5 +385,6 @@ class Sweeper:
 
 
 def _refused(operation: str, error: dict[str, Any]) -> ClientError:
-    details = {"Code": error.get("Code", "Unsuccessful"), "Message": error.get("Message", "")}
-    return ClientError({"Error": details}, operation)
+    return ClientError(
+        {"Error": {"Code": error.get("Code", "Unsuccessful"), "Message": error.get("Message", "")}}, operation
+    )

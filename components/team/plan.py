@@ -117,7 +117,9 @@ def _pool(team: TeamConfig, offer: PlatformOffer) -> tuple[NodePoolSpec | None, 
     assert config is not None
     offered = offer.pools_of(config.preset)
     if not offered or config.preset not in NODE_POOL_PRESETS:
-        kinds = sorted({p.preset for p in offer.node_pools.values() if p.preset in NODE_POOL_PRESETS})
+        kinds = sorted(
+            {p.preset for p in offer.node_pools.values() if p.preset is not None and p.preset in NODE_POOL_PRESETS}
+        )
         return None, [("nodePool.preset", f"the platform runs no pool of preset {config.preset!r}; it runs {kinds}")]
     problems: list[tuple[str, str]] = []
     if pool_name(team.name) in offer.node_pools:
