@@ -227,7 +227,7 @@ def type_text(annotation: Any, metadata: Sequence[Any] = ()) -> str:
         return _sized(f"mapping of {key} → {value}", metadata, "entry")
     text = _BASE.get(annotation, getattr(annotation, "__name__", str(annotation)))
     for item in metadata:
-        check = getattr(item, "func", None)
+        check: Any = getattr(item, "func", None)
         if hasattr(check, "choices"):
             return _choices(check.choices)
         if hasattr(check, "expected"):

@@ -41,7 +41,7 @@ def _cidr(value: Any) -> IPv4Network:
 Cidr = Annotated[IPv4Network, BeforeValidator(_cidr)]
 
 
-def one_of(allowed: Iterable[Any], what: str):
+def one_of(allowed: Iterable[Any], what: str) -> AfterValidator:
     choices = tuple(allowed)
 
     def check(value: Any) -> Any:
@@ -53,7 +53,7 @@ def one_of(allowed: Iterable[Any], what: str):
     return AfterValidator(check)
 
 
-def prefix_between(low: int, high: int):
+def prefix_between(low: int, high: int) -> AfterValidator:
     def check(value: IPv4Network) -> IPv4Network:
         if not low <= value.prefixlen <= high:
             raise ValueError(f"expected a prefix length between /{low} and /{high}, got /{value.prefixlen}")

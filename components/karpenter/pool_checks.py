@@ -189,7 +189,7 @@ def idle_budget_message(what: str) -> str:
 
 def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
     """Instance families the pool's own other fields or requirements keep out: it could never launch them."""
-    problems = []
+    problems: Problems = []
     if "instanceFamilies" in skip:
         return problems
     generation_bounds = (
@@ -197,7 +197,7 @@ def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
         if "generationAbove" in skip or pool.generation_above is None
         else [("Gt", pool.generation_above, f"generationAbove {pool.generation_above}")]
     )
-    arch_sets = (
+    arch_sets: list[tuple[set[str], str]] = (
         [] if "architectures" in skip else [(set(pool.architectures), f"architectures {list(pool.architectures)}")]
     )
     excluded: list[tuple[str, str]] = []

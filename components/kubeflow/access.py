@@ -58,7 +58,7 @@ def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
         annotations["alb.ingress.kubernetes.io/tags"] = ",".join(f"{k}={v}" for k, v in sorted(tags.items()))
     if alb.allowed_cidrs:
         annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = ",".join(alb.allowed_cidrs)
-    rule: dict = {
+    rule: dict[str, Any] = {
         "http": {
             "paths": [
                 {

@@ -30,7 +30,7 @@ from .plan import Settings
 from .teams import FsxShare, Team
 
 
-def _pattern(regex: str, what: str):
+def _pattern(regex: str, what: str) -> AfterValidator:
     compiled = re.compile(regex)
 
     def check(value: str) -> str:

@@ -217,7 +217,7 @@ def _bases(document: Mapping[str, Any]) -> list[str]:
 
 def unpinned_remotes(paths: Iterable[Path]) -> list[str]:
     """Every remote base (and chart download) named in these kustomization files, as `<kustomization>: <item>`."""
-    found = []
+    found: list[str] = []
     for path in paths:
         document = _document(path)
         found.extend(f"{path}: {item}" for item in _bases(document) if _REMOTE.match(item))

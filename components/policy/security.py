@@ -248,7 +248,7 @@ def _values_image(values: Mapping[str, Any]) -> str | None:
 
 def _release_images(resource: Resource) -> Iterable[str]:
     for path, values in _mappings(resource.props.get("values") or {}, "values", resource.unknown):
-        image = known(resource, lambda _, values=values: _values_image(values), None)
+        image = known(resource, lambda _: _values_image(values), None)  # noqa: B023 - called at once
         if image is not None:
             yield f"Helm release {resource.name} sets image {image!r} at {path} without a pinned tag"
 
