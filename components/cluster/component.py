@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -240,23 +239,17 @@ def _admin_access_entries(args: ClusterArgs, parent: pulumi.Resource) -> dict[st
     return entries
 
 
-class _RuleSource(TypedDict, total=False):
-    """Where an ingress rule admits traffic from: an address range or a security group."""
-
-    cidr_ipv4: str
-    referenced_security_group_id: str
-
-
 def _private_endpoint_ingress(
     name: str, endpoint: EndpointAccess, cluster_security_group_id: pulumi.Input[str], parent: pulumi.Resource
 ) -> None:
     """HTTPS into the cluster security group (which fronts the private API endpoint) from each configured range and
     security group, keyed by the range or group itself."""
-    sources: dict[str, _RuleSource] = {
-        str(cidr).replace(".", "-").replace("/", "-"): {"cidr_ipv4": str(cidr)} for cidr in endpoint.private_cidrs
+    # key -> (address range, security group): one of the two
+    sources: dict[str, tuple[str | None, str | None]] = {
+        str(cidr).replace(".", "-").replace("/", "-"): (str(cidr), None) for cidr in endpoint.private_cidrs
     }
-    sources.update({group: {"referenced_security_group_id": group} for group in endpoint.private_security_groups})
-    for key, source in sorted(sources.items()):
+    sources.update({group: (None, group) for group in endpoint.private_security_groups})
+    for key, (cidr, group) in sorted(sources.items()):
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-api-from-{key}",
             security_group_id=cluster_security_group_id,
@@ -264,7 +257,8 @@ def _private_endpoint_ingress(
             from_port=443,
             to_port=443,
             description="Kubernetes API (private endpoint)",
-            **source,
+            cidr_ipv4=cidr,
+            referenced_security_group_id=group,
             opts=pulumi.ResourceOptions(parent=parent),
         )
 
