@@ -4,12 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: preview test benchmark preflight cost leak-check kubeflow-fetch config-reference clean
+.PHONY: preview test lint benchmark preflight cost leak-check kubeflow-fetch config-reference clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,lint]'
 	touch $@
 
 ## Offline preview of a stack (default dev): prints the resource tree, writes build/preview/<stack>.
@@ -19,6 +19,12 @@ preview: $(VENV)/.installed kubeflow-fetch
 ## The test suite.
 test: $(VENV)/.installed
 	$(PY) -m pytest
+
+## Lint, formatting and types (ruff check, ruff format --check, mypy on components/), as CI runs them first.
+lint: $(VENV)/.installed
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 ## Read-only checks of the AWS account a stack deploys to (needs its credentials); exit 1 on any FAIL.
 preflight: $(VENV)/.installed

@@ -8,10 +8,11 @@ Config checks use the same table for names that derive from configurable keys.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 #: pulumi-terraform-bridge's auto-name suffix: a separator and 7 random hex characters.
 RANDOM_SUFFIX_LENGTH = 7
@@ -41,7 +42,7 @@ class NameRule:
     #: The property that takes a prefix instead of a whole name (`namePrefix`), when the type has one.
     prefix_property: str | None = None
 
-    @property
+    @builtins.property  # the field above is named `property`
     def max_length(self) -> int:
         return min(self.provider_max, self.aws_max)
 
@@ -81,7 +82,10 @@ NAME_RULES: Mapping[str, NameRule] = MappingProxyType(
             80,
             80,
             f'{_OVERRIDE}WithCustomOptions("name", Maxlen 80)',
-            "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html (QueueName 1-80)",
+            (
+                "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html "
+                "(QueueName 1-80)"
+            ),
             prefix_property="namePrefix",
         ),
         "aws:s3/bucket:Bucket": NameRule(
@@ -122,7 +126,10 @@ NAME_RULES: Mapping[str, NameRule] = MappingProxyType(
             255,
             32,
             _DEFAULT,
-            "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateLoadBalancer.html (Name up to 32)",
+            (
+                "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateLoadBalancer.html "
+                "(Name up to 32)"
+            ),
             prefix_property="namePrefix",
         ),
         "aws:lb/targetGroup:TargetGroup": NameRule(
@@ -130,7 +137,10 @@ NAME_RULES: Mapping[str, NameRule] = MappingProxyType(
             32,
             32,
             'pulumi-aws provider/aliases.go: tfbridge.AutoName("name", 32)',
-            "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateTargetGroup.html (Name up to 32)",
+            (
+                "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateTargetGroup.html "
+                "(Name up to 32)"
+            ),
             prefix_property="namePrefix",
         ),
         "aws:cloudwatch/logGroup:LogGroup": NameRule(
@@ -163,7 +173,8 @@ def random_suffix(logical_name: str, *, seed: str = "") -> str:
 
 def _too_long(type_: str, rule: NameRule, name: str, *, what: str) -> NameTooLong | None:
     if len(name) > rule.provider_max:
-        # The bridge's own wording (pulumi-terraform-bridge: "could not make instance of ..."), seen in `pulumi preview`.
+        # The bridge's own wording (pulumi-terraform-bridge: "could not make instance of ..."), seen in
+        # `pulumi preview`.
         return NameTooLong(
             f"could not make instance of '{type_}': {what} is longer than maximum length {rule.provider_max} "
             f"({rule.provider_source})"

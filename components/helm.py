@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -14,7 +15,7 @@ def release(
     name: str,
     chart: ChartPin,
     *,
-    namespace: str,
+    namespace: pulumi.Input[str],
     values: Mapping[str, Any],
     opts: pulumi.ResourceOptions,
     skip_crds: bool = False,

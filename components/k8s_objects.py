@@ -7,7 +7,8 @@ that turns them into resources.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -143,11 +144,11 @@ def owned_namespace(
     pod_security: str,
     cleaners: Sequence[pulumi.Resource],
     opts: pulumi.ResourceOptions,
-) -> pulumi.CustomResource:
+) -> k8s.core.v1.Namespace:
     """A namespace the stack owns (destroy removes it), with its Pod Security level. It depends on `cleaners`, the
     drivers and controllers that delete the AWS side of what is put in it (volumes, load balancers), so on destroy
     it goes, with everything in it, while they still run."""
-    return create(
+    namespace_ = create(
         name,
         {
             "apiVersion": "v1",
@@ -156,3 +157,5 @@ def owned_namespace(
         },
         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(cleaners))),
     )
+    assert isinstance(namespace_, k8s.core.v1.Namespace)
+    return namespace_

@@ -5,9 +5,10 @@ Karpenter's NodePools, the GPU admission policies and the docs all read these, s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ what would be deployed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws

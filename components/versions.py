@@ -6,10 +6,10 @@ controller IAM policy moves in lock-step with the chart version).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Mapping
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,8 @@ class Pin:
 #: Kubernetes minor versions this package is tested against (Kubeflow 26.03 needs 1.35: config refuses it on 1.34); each
 #: version needs its own coredns / kube-proxy add-on builds below.
 KUBERNETES_VERSIONS: tuple[str, ...] = ("1.34", "1.35")
-#: 1.35: standard EKS support for 1.34 ends on 2026-12-02 (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html).
+#: 1.35: standard EKS support for 1.34 ends on 2026-12-02
+#: (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html).
 DEFAULT_KUBERNETES_VERSION = "1.35"
 
 _EKS_ADDON_DOCS = "https://docs.aws.amazon.com/eks/latest/userguide/managing-{page}.html"

@@ -214,9 +214,15 @@ def _fit(
             continue
         fitting = [i for i in instances if _has_room(i, requests, pool, daemon_sets=daemon_sets, advertised=advertised)]
         if not fitting:
-            why = f"no instance type the pool allows has room for {dict(sorted((k, str(v)) for k, v in requests.items()))}"
+            why = (
+                "no instance type the pool allows has room for "
+                f"{dict(sorted((k, str(v)) for k, v in requests.items()))}"
+            )
             if any(r not in {"cpu", "memory", "pods", GPU_RESOURCE} and r not in advertised for r in requests):
-                why += f" (no device plugin advertises {sorted(r for r in requests if r not in {'cpu', 'memory', 'pods', GPU_RESOURCE})})"
+                why += (
+                    " (no device plugin advertises "
+                    f"{sorted(r for r in requests if r not in {'cpu', 'memory', 'pods', GPU_RESOURCE})})"
+                )
             continue
         fitting.sort(key=lambda i: (i.vcpus, i.memory_mi, i.shape.instance_type))
         return Landing(name, tuple(i.shape.instance_type for i in fitting), tuple(capacity), tuple(pool_zones))

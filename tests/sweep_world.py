@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 
 from components.storage.render import DYNAMIC_FSX_TAG
 from components.sweep import Clients, Found, Kind, Sweeper, SweepTarget, Timeouts
+from components.sweep.sweeper import DEFAULT_TIMEOUTS
 
 REGION = "us-west-2"
 CLUSTER = "ml-dev"
@@ -52,7 +53,11 @@ class World:
         return SweepTarget(self.cluster, REGION, policy, vpc_id=self.vpc if vpc == "stack" else vpc, owns_vpc=owns_vpc)
 
     def sweeper(
-        self, policy: str = "destroy", clock: FakeClock | None = None, timeouts: Timeouts = Timeouts(), **target: Any
+        self,
+        policy: str = "destroy",
+        clock: FakeClock | None = None,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
+        **target: Any,
     ) -> Sweeper:
         clock = clock or FakeClock()
         return Sweeper(self.clients, self.target(policy, **target), timeouts=timeouts, clock=clock, sleep=clock.sleep)

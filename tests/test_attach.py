@@ -58,11 +58,15 @@ def test_a_handle_from_the_platform_stack_names_the_platforms_cluster_oidc_and_s
         lambda: ClusterHandle.from_stack_reference(PLATFORM_STACK), stack_references={PLATFORM_STACK: outputs}
     )
     held = inventory.stack_outputs
-    assert held["name"] == outputs["clusterName"] and held["region"] == outputs["region"]
-    assert held["version"] == outputs["kubernetesVersion"] and held["zones"] == outputs["availabilityZones"]
+    assert held["name"] == outputs["clusterName"]
+    assert held["region"] == outputs["region"]
+    assert held["version"] == outputs["kubernetesVersion"]
+    assert held["zones"] == outputs["availabilityZones"]
     assert (held["partition"], held["account"]) == ("aws", "123456789012")  # the OIDC provider's, where IRSA roles live
-    assert held["issuer"] == outputs["oidcIssuer"] and held["securityGroup"] == outputs["clusterSecurityGroupId"]
-    assert held["systemNodeGroup"] == outputs["systemNodeGroup"] and held["coredns"] == "coredns"
+    assert held["issuer"] == outputs["oidcIssuer"]
+    assert held["securityGroup"] == outputs["clusterSecurityGroupId"]
+    assert held["systemNodeGroup"] == outputs["systemNodeGroup"]
+    assert held["coredns"] == "coredns"
     statement = trust(inventory)["Statement"][0]
     assert statement["Principal"] == {"Federated": outputs["oidcProviderArn"]}
     assert statement["Condition"]["StringEquals"] == {
@@ -106,8 +110,10 @@ def test_a_handle_read_from_an_existing_cluster_matches_what_the_platform_stack_
         existing_clusters={outputs["clusterName"]: {}},
     )
     held = inventory.stack_outputs
-    assert held["issuer"] == outputs["oidcIssuer"] and held["securityGroup"] == outputs["clusterSecurityGroupId"]
-    assert held["zones"] == ["us-west-2a", "us-west-2b", "us-west-2c"] and held["systemNodeGroup"] == "system"
+    assert held["issuer"] == outputs["oidcIssuer"]
+    assert held["securityGroup"] == outputs["clusterSecurityGroupId"]
+    assert held["zones"] == ["us-west-2a", "us-west-2b", "us-west-2c"]
+    assert held["systemNodeGroup"] == "system"
     assert trust(inventory)["Statement"][0]["Principal"] == {"Federated": outputs["oidcProviderArn"]}
 
 
@@ -150,13 +156,15 @@ def test_the_platform_exports_every_output_a_team_stack_reads(prod):
     """Every field of the offer is exported by prod (which runs every part), and a required one by every stack."""
     assert set(OFFER_OUTPUTS) <= set(prod.stack_outputs)
     required = {f.alias for f in PlatformOffer.model_fields.values() if f.is_required()}
-    assert required and required <= set(prod.stack_outputs)
+    assert required
+    assert required <= set(prod.stack_outputs)
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_recorded_platform_outputs_are_what_the_preview_exports_now(stack, request):
     """The team stack's offline previews run against these files: they must not drift from the platform. Regenerate
-    with `python examples/team-stack/record_platform_outputs.py --stack prod > examples/team-stack/platform-outputs.prod.json`
+    with `python examples/team-stack/record_platform_outputs.py --stack prod >
+    examples/team-stack/platform-outputs.prod.json`
     (and the same for dev)."""
     contract = {*HANDLE_OUTPUTS, *OFFER_OUTPUTS}
     exported = json.loads(json.dumps(request.getfixturevalue(stack).stack_outputs))

@@ -61,7 +61,6 @@ def test_every_pod_runs_on_the_system_nodes_with_the_requests_their_sizing_count
         requests = CERT_MANAGER[name]
         assert section["resources"] == {"requests": {"cpu": f"{requests.cpu_m}m", "memory": f"{requests.memory_mi}Mi"}}
         # Two replicas and a budget: draining a system node never leaves the webhook that checks Certificates down.
-        assert section["replicaCount"] == CERT_MANAGER_REPLICAS == 2 and section["podDisruptionBudget"] == {
-            "enabled": True
-        }
+        assert section["replicaCount"] == CERT_MANAGER_REPLICAS == 2
+        assert section["podDisruptionBudget"] == {"enabled": True}
     assert values["startupapicheck"]["nodeSelector"] == dict(SYSTEM_PLACEMENT.node_selector)

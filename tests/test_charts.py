@@ -1,4 +1,5 @@
-"""Every Helm release: how its CRDs follow a version bump, what it waits for, and values that would break the cluster."""
+"""Every Helm release: how its CRDs follow a version bump, what it waits for, and values that would break the
+cluster."""
 
 from __future__ import annotations
 

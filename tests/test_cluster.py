@@ -129,7 +129,8 @@ def test_system_nodes_require_imdsv2_and_encrypt_their_root_volume(dev):
     assert device["ebs"]["volumeType"] == "gp3"
     assert device["ebs"]["volumeSize"] == 50
     tagged = {spec["resourceType"]: spec["tags"] for spec in template.inputs["tagSpecifications"]}
-    assert tagged["instance"]["project"] == "eks-ml-platform" and tagged["volume"]["stack"] == "dev"
+    assert tagged["instance"]["project"] == "eks-ml-platform"
+    assert tagged["volume"]["stack"] == "dev"
 
 
 def test_nodes_join_only_after_networking_addons_and_node_policies(dev):

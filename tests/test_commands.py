@@ -28,7 +28,8 @@ def project(tmp_path: Path) -> Path:
 def test_a_missing_stack_file_exits_2_naming_the_stack_and_the_file(command, project, capsys):
     assert COMMANDS[command](["--stack", "nosuchstack", "--project-dir", str(project)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("Stack 'nosuchstack': ") and "Pulumi.nosuchstack.yaml" in err
+    assert err.startswith("Stack 'nosuchstack': ")
+    assert "Pulumi.nosuchstack.yaml" in err
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -36,7 +37,8 @@ def test_an_invalid_stack_config_exits_2_with_every_problem(command, project, ca
     assert COMMANDS[command](["--stack", "broken", "--project-dir", str(project)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("Stack 'broken': ")
-    assert "environment" in err and "netwrk" in err
+    assert "environment" in err
+    assert "netwrk" in err
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

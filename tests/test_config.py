@@ -75,14 +75,15 @@ def test_unknown_top_level_key_is_an_error_with_a_suggestion():
 
 
 @pytest.mark.parametrize(
-    "key, source",
+    ("key", "source"),
     [("project", "project's name"), ("stack", "stack's name"), ("region", "aws:region"), ("profile", "aws:profile")],
 )
 def test_a_key_the_program_fills_from_elsewhere_is_refused_not_silently_replaced(key, source):
     config = raw()
     config[f"{NS}:{key}"] = "other"
     found = problems(config)
-    assert source in found[f"{NS}:{key}"] and found[f"{NS}:{key}"].endswith("remove it")
+    assert source in found[f"{NS}:{key}"]
+    assert found[f"{NS}:{key}"].endswith("remove it")
 
 
 def test_unknown_nested_key_names_its_full_path():
@@ -356,7 +357,8 @@ def test_every_supported_kubernetes_version_has_all_addons_pinned():
     for version in versions.KUBERNETES_VERSIONS:
         assert set(versions.EKS_ADDONS[version]) == {"vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver"}
         for pin in versions.EKS_ADDONS[version].values():
-            assert pin.version.startswith("v") and "-eksbuild." in pin.version
+            assert pin.version.startswith("v")
+            assert "-eksbuild." in pin.version
             assert pin.source
         assert versions.EKS_ADDONS[version]["kube-proxy"].version.startswith(f"v{version}.")
     assert versions.DEFAULT_KUBERNETES_VERSION in versions.KUBERNETES_VERSIONS
@@ -371,7 +373,8 @@ def test_pulumi_up_stops_with_the_problems_and_no_traceback_before_creating_anyt
     config = raw(network={"cidr": "10.0.0.0/8"})
     with pytest.raises(pulumi.RunError, match=r"network\.cidr: expected a prefix length between /16 and /22") as caught:
         mocks.run(program, project=NS, stack="dev", region="us-west-2", config=config)
-    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__
 
 
 def test_node_pool_must_name_a_configured_node_class():

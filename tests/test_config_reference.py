@@ -135,7 +135,7 @@ def test_a_default_from_the_environment_is_shown_for_each_environment():
 def test_the_block_is_replaced_between_its_markers_only():
     text = f"before\n{START}\nold\n{END}\nafter\n"
     assert reference.replace_block(text, "new\n") == f"before\n{START}\nnew\n{END}\nafter\n"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"expected one .* block"):
         reference.replace_block("no markers", "new\n")
 
 
@@ -198,7 +198,8 @@ def test_a_stale_team_block_is_caught():
 
 
 def test_every_field_a_team_stack_file_can_set_has_a_description():
-    assert len(TEAM_ROWS) > 30 and "team.kubeflow.owner" in {row.key for row in TEAM_ROWS}
+    assert len(TEAM_ROWS) > 30
+    assert "team.kubeflow.owner" in {row.key for row in TEAM_ROWS}
     assert reference.undescribed(reference.TEAM) == []
 
 

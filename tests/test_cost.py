@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal as D
 
 import boto3
@@ -186,7 +186,8 @@ def test_an_instance_type_missing_from_the_table_is_reported_and_left_out_not_pr
 def test_a_region_missing_from_the_table_has_no_price_at_all():
     config = platform_config("dev", {"aws:region": "eu-west-1", "network": {"cidr": "10.20.0.0/16"}})
     result = estimate(config, PINNED, on=ON)
-    assert result.idle_high is None and result.ceiling is None
+    assert result.idle_high is None
+    assert result.ceiling is None
     assert all(line.low is None for line in result.baseline)
     assert result.missing[0].startswith("region eu-west-1: no rates in the pinned table of 2025-05-01")
     assert preview_line(config, on=ON).startswith("cost unknown: region eu-west-1")
@@ -267,7 +268,8 @@ def test_the_estimate_renders_as_a_table_markdown_and_json():
     assert "| **ceiling** (idle + every GPU pool at its limit) | **$399,968.00** | |" in render_markdown(result)
     document = as_json(result)
     assert document["idle"] == {"low": 1652.5, "high": 1680.0}
-    assert document["ceiling"] == 399968.0 and document["prices"]["date"] == "2025-05-01"
+    assert document["ceiling"] == 399968.0
+    assert document["prices"]["date"] == "2025-05-01"
 
 
 def test_the_command_line_prints_json_and_exits_2_on_an_invalid_stack(capsys, tmp_path):
@@ -324,7 +326,7 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
             },
         },
     )
-    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 1, tzinfo=UTC)
     pricing = boto3.client("pricing", region_name="us-east-1")
     ec2 = boto3.client("ec2", region_name="us-west-2")
     with Stubber(pricing) as prices, Stubber(ec2) as spot:

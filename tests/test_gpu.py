@@ -36,7 +36,8 @@ def test_on_al2023_the_ami_owns_driver_and_toolkit_and_the_operator_runs_the_dev
 
 def test_on_bottlerocket_the_operator_runs_no_second_device_plugin():
     rendered = values(node_image="bottlerocket")
-    assert rendered["driver"] == {"enabled": False} and rendered["toolkit"] == {"enabled": False}
+    assert rendered["driver"] == {"enabled": False}
+    assert rendered["toolkit"] == {"enabled": False}
     assert rendered["devicePlugin"]["enabled"] is False
 
 
@@ -81,14 +82,16 @@ EXPORTER_TARGET = {
 def test_dcgm_metrics_keep_the_workloads_pod_and_namespace_and_gain_the_node():
     monitor = values(node_image="al2023")["dcgmExporter"]["serviceMonitor"]
     held = _scrape(monitor, EXPORTER_TARGET, {"gpu": "0", "namespace": "team-a", "pod": "train-0", "container": "main"})
-    assert held["namespace"] == "team-a" and held["pod"] == "train-0"
+    assert held["namespace"] == "team-a"
+    assert held["pod"] == "train-0"
     assert held["node"] == "ip-10-20-1-5.us-west-2.compute.internal"
 
 
 def test_a_free_gpu_is_attributed_to_no_pod_not_to_the_exporter():
     monitor = values(node_image="al2023")["dcgmExporter"]["serviceMonitor"]
     free = _scrape(monitor, EXPORTER_TARGET, {"gpu": "1"})  # the exporter labels only GPUs a pod holds
-    assert "pod" not in free and "namespace" not in free  # so `pod!=""` in dashboards and alerts skips it
+    assert "pod" not in free
+    assert "namespace" not in free
     assert free["node"] == "ip-10-20-1-5.us-west-2.compute.internal"
 
 
@@ -100,7 +103,8 @@ def test_node_feature_discovery_can_be_left_to_an_existing_installation():
 
 def test_time_slicing_advertises_each_gpu_several_times():
     plugin = values(node_image="al2023", time_slicing_replicas=4)["devicePlugin"]
-    assert plugin["config"]["create"] is True and plugin["config"]["default"] == "any"
+    assert plugin["config"]["create"] is True
+    assert plugin["config"]["default"] == "any"
     sharing = yaml.safe_load(plugin["config"]["data"]["any"])
     assert sharing["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
 
@@ -192,7 +196,10 @@ def _eval(expression, activation):
     return _ENV.program(_ENV.compile(expression)).evaluate(activation)
 
 
-def admit(pod, *, namespace_labels=None, options=AdmissionOptions(scheduler_name="gpu-binpack")):
+_BIN_PACKING = AdmissionOptions(scheduler_name="gpu-binpack")
+
+
+def admit(pod, *, namespace_labels=None, options=_BIN_PACKING):
     """Evaluate the policy as the API server does: binding selector, match conditions, variables, validations.
 
     Returns what the user is told (empty: admitted): under `deny` the API server reports only the first failed
@@ -255,7 +262,8 @@ def test_a_pod_without_gpus_is_not_checked():
 def test_default_scheduler_is_denied_with_the_scheduler_to_add():
     (message,) = admit(gpu_pod(schedulerName="default-scheduler"))
     assert message == (
-        "GPU pods are placed by the bin-packing scheduler: add spec.schedulerName: gpu-binpack (this pod has default-scheduler)"
+        "GPU pods are placed by the bin-packing scheduler: add spec.schedulerName: gpu-binpack (this pod has "
+        "default-scheduler)"
     )
 
 
@@ -327,7 +335,10 @@ def test_a_denial_names_the_first_mistake_and_warnings_name_every_one():
     assert [w.split(":")[0] for w in warnings] == [
         "GPU pods are placed by the bin-packing scheduler",
         "GPU nodes are tainted",
-        "set resources.requests and resources.limits of nvidia.com/gpu to the same whole number in every container that uses a GPU",
+        (
+            "set resources.requests and resources.limits of nvidia.com/gpu to the same whole number in every "
+            "container that uses a GPU"
+        ),
     ]
 
 
@@ -350,7 +361,8 @@ def test_exempt_namespaces_from_stack_config_reach_the_binding():
     inventory = run_stack("dev", {"gpu": {"admission": {"exemptNamespaces": ["research"]}}})
     binding = inventory.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
     (by_name, _) = binding.inputs["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
-    assert "research" in by_name["values"] and "kube-system" in by_name["values"]
+    assert "research" in by_name["values"]
+    assert "kube-system" in by_name["values"]
 
 
 def test_without_the_bin_packing_scheduler_any_scheduler_is_accepted():
@@ -402,4 +414,5 @@ def test_the_scheduler_and_operator_are_removed_before_the_system_nodes(dev):
     group = dev.one("aws:eks/nodeGroup:NodeGroup")
     deployment = dev.one("kubernetes:apps/v1:Deployment", "gpu-scheduler-deployment")
     operator = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "gpu-operator")
-    assert dev.depends_on(deployment, group) and dev.depends_on(operator, group)
+    assert dev.depends_on(deployment, group)
+    assert dev.depends_on(operator, group)

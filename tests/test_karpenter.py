@@ -58,7 +58,9 @@ def test_zonal_shift_status_is_readable_for_this_cluster_only():
     assert statement["Action"] == "arc-zonal-shift:GetManagedResource"
     assert statement["Condition"] == {
         "StringEquals": {
-            "arc-zonal-shift:ResourceIdentifier": f"arn:aws:eks:{SCOPE.region}:{SCOPE.account_id}:cluster/{SCOPE.cluster_name}"
+            "arc-zonal-shift:ResourceIdentifier": (
+                f"arn:aws:eks:{SCOPE.region}:{SCOPE.account_id}:cluster/{SCOPE.cluster_name}"
+            )
         }
     }
 
@@ -136,8 +138,10 @@ def test_queue_is_encrypted_short_lived_and_accepts_only_eventbridge_over_tls(de
     policy = json.loads(dev.one("aws:sqs/queuePolicy:QueuePolicy").inputs["policy"])
     allow, deny = policy["Statement"]
     assert allow["Principal"] == {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]}
-    assert allow["Action"] == "sqs:SendMessage" and allow["Resource"] == queue.outputs["arn"]
-    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert allow["Action"] == "sqs:SendMessage"
+    assert allow["Resource"] == queue.outputs["arn"]
+    assert deny["Effect"] == "Deny"
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
 def test_controller_role_trusts_exactly_the_service_account_the_chart_creates(dev):

@@ -92,7 +92,8 @@ def test_the_neuron_device_plugin_tolerates_every_taint_of_the_neuron_pools_and_
             {"key": "eksml.io/dedicated", "operator": "Exists", "effect": "NoSchedule"},
         ],
     }
-    assert values["scheduler"] == {"enabled": False} and values["npd"] == {"enabled": False}
+    assert values["scheduler"] == {"enabled": False}
+    assert values["npd"] == {"enabled": False}
 
 
 def test_the_efa_device_plugin_runs_on_the_labelled_efa_nodes_and_tolerates_their_taints():
@@ -222,7 +223,10 @@ def test_a_neuron_pod_without_the_toleration_or_with_unequal_requests_is_denied(
             {"limits": {"aws.amazon.com/neuron": "1"}, "requests": {"aws.amazon.com/neuron": "1"}}, tolerations=()
         )
     ) == [
-        "Neuron nodes are tainted: add to spec.tolerations {key: aws.amazon.com/neuron, operator: Exists, effect: NoSchedule}"
+        (
+            "Neuron nodes are tainted: add to spec.tolerations {key: aws.amazon.com/neuron, operator: Exists, "
+            "effect: NoSchedule}"
+        )
     ]
     (message,) = admit(
         neuron_pod({"limits": {"aws.amazon.com/neuron": "2"}, "requests": {"aws.amazon.com/neuron": "1"}})
@@ -258,8 +262,11 @@ def test_reserved_capacity_needs_a_class_that_selects_a_reservation():
     [
         (
             {"preset": "gpu-training", "nodeClass": "efa"},
-            "node class 'efa' gives every instance 32 network card(s) of EFA interfaces, so the pool must name the instance "
-            "types that have them (a node.kubernetes.io/instance-type In requirement, or instanceFamilies with instanceSizes)",
+            (
+                "node class 'efa' gives every instance 32 network card(s) of EFA interfaces, so the pool must name "
+                "the instance types that have them (a node.kubernetes.io/instance-type In requirement, or "
+                "instanceFamilies with instanceSizes)"
+            ),
         ),
         (
             {
@@ -271,7 +278,10 @@ def test_reserved_capacity_needs_a_class_that_selects_a_reservation():
         ),
         (
             {**EFA_POOL, "requirements": [req("node.kubernetes.io/instance-type", "In", "p5.4xlarge")]},
-            "'p5.4xlarge' is not in the EFA table (components/karpenter/efa.py); node class 'efa' needs 32 EFA network cards",
+            (
+                "'p5.4xlarge' is not in the EFA table (components/karpenter/efa.py); node class 'efa' needs 32 EFA "
+                "network cards"
+            ),
         ),
     ],
 )
@@ -290,4 +300,5 @@ def test_neuron_and_efa_taints_are_derived_once_on_the_config():
     )
     assert config.neuron_taints() == (NEURON_TAINT, DEDICATED)
     assert config.efa_taints() == (GPU_TAINT,)
-    assert karpenter_config({}).neuron_taints() is None and karpenter_config({}).efa_taints() is None
+    assert karpenter_config({}).neuron_taints() is None
+    assert karpenter_config({}).efa_taints() is None

@@ -39,8 +39,11 @@ def test_the_pinned_table_has_the_families_presets_and_docs_use():
     [
         (
             "g6ee",
-            "'g6ee' is not an accelerated instance family name: did you mean 'g6e'? expected a category, a generation "
-            "digit, at most one of a/g/i, capability letters, optionally '-<accelerator>' (e.g. 'g6e', 'g5g', 'p6-b200')",
+            (
+                "'g6ee' is not an accelerated instance family name: did you mean 'g6e'? expected a category, a "
+                "generation digit, at most one of a/g/i, capability letters, optionally '-<accelerator>' (e.g. "
+                "'g6e', 'g5g', 'p6-b200')"
+            ),
         ),
         (
             "dl1",
@@ -50,8 +53,10 @@ def test_the_pinned_table_has_the_families_presets_and_docs_use():
         *(
             (
                 family,
-                f"'{family}' is not an instance family name: expected a category, a generation digit, at most one of "
-                "a/g/i, each of b/d/e/n/z at most once, optionally '-flex' (e.g. 'm7i', 'c6gn', 'm7i-flex')",
+                (
+                    f"'{family}' is not an instance family name: expected a category, a generation digit, at most one "
+                    "of a/g/i, each of b/d/e/n/z at most once, optionally '-flex' (e.g. 'm7i', 'c6gn', 'm7i-flex')"
+                ),
             )
             for family in ("m7ii", "c7x", "r5dd", "m12i", "m7i-max")
         ),
@@ -189,18 +194,27 @@ def test_added_facts_are_checked_field_by_field():
         ),
         (
             {"instanceFamilies": ["g5"], "requirements": [req("karpenter.k8s.aws/instance-generation", "Gte", "6")]},
-            "'g5' is generation 5, which the requirement karpenter.k8s.aws/instance-generation Gte ['6'] excludes: the pool can never launch it",
+            (
+                "'g5' is generation 5, which the requirement karpenter.k8s.aws/instance-generation Gte ['6'] "
+                "excludes: the pool can never launch it"
+            ),
         ),
         (
             {"instanceFamilies": ["g5"], "requirements": [req("kubernetes.io/arch", "In", "arm64")]},
-            "'g5' runs on amd64, which the requirement kubernetes.io/arch In ['arm64'] excludes: the pool can never launch it",
+            (
+                "'g5' runs on amd64, which the requirement kubernetes.io/arch In ['arm64'] excludes: the pool can "
+                "never launch it"
+            ),
         ),
         (
             {
                 "instanceFamilies": ["g5", "g6"],
                 "requirements": [req("karpenter.k8s.aws/instance-family", "NotIn", "g6")],
             },
-            "'g6' is excluded by the requirement karpenter.k8s.aws/instance-family NotIn ['g6']: the pool can never launch it",
+            (
+                "'g6' is excluded by the requirement karpenter.k8s.aws/instance-family NotIn ['g6']: the pool can "
+                "never launch it"
+            ),
         ),
     ],
 )
@@ -214,7 +228,9 @@ def test_instance_types_whose_gpus_gpu_names_leave_out_are_reported():
         requirements=[req("node.kubernetes.io/instance-type", "In", "p5.48xlarge", "p6-b200.48xlarge")],
     )
     assert found == {
-        f"{P}.requirements[0]": "'p6-b200.48xlarge' has b200 GPUs, which gpuNames ['a100', 'h100'] leaves out: the pool can never launch it"
+        f"{P}.requirements[0]": (
+            "'p6-b200.48xlarge' has b200 GPUs, which gpuNames ['a100', 'h100'] leaves out: the pool can never launch it"
+        )
     }
 
 

@@ -66,7 +66,10 @@ LIMITS = "cpu, memory, nvidia.com/gpu, aws.amazon.com/neuron or aws.amazon.com/n
         (
             {"preset": "cpu-general", "disruption": {"budgets": []}},
             "disruption.budgets",
-            "needs at least one budget; an empty list leaves the pool without any (leave the key out for Karpenter's 10%)",
+            (
+                "needs at least one budget; an empty list leaves the pool without any (leave the key out for "
+                "Karpenter's 10%)"
+            ),
         ),
         (
             {"preset": "cpu-general", "disruption": {"budgets": [{"nodes": "150%"}]}},
@@ -125,18 +128,26 @@ def test_a_budget_node_count_may_be_written_as_a_number():
     [
         (
             "nine am",
-            "expected a cron schedule of five fields (minute hour day-of-month month day-of-week) like '0 9 * * mon-fri', "
-            "or one of @annually, @yearly, @monthly, @weekly, @daily, @midnight, @hourly; got 'nine am'",
+            (
+                "expected a cron schedule of five fields (minute hour day-of-month month day-of-week) like '0 9 * * "
+                "mon-fri', or one of @annually, @yearly, @monthly, @weekly, @daily, @midnight, @hourly; got 'nine am'"
+            ),
         ),
         (
             "@every 1h",
-            "unknown schedule macro '@every 1h'; expected one of @annually, @yearly, @monthly, @weekly, @daily, @midnight, @hourly",
+            (
+                "unknown schedule macro '@every 1h'; expected one of @annually, @yearly, @monthly, @weekly, @daily, "
+                "@midnight, @hourly"
+            ),
         ),
         ("99 99 * * *", "minute '99' is outside 0-59; hour '99' is outside 0-23"),
         (
             "a b c d e",
-            "minute 'a' is not a value in 0-59; hour 'b' is not a value in 0-23; day-of-month 'c' is not a value in 1-31; "
-            "month 'd' is not a value in 1-12 or jan-dec; day-of-week 'e' is not a value in 0-6 or sun-sat",
+            (
+                "minute 'a' is not a value in 0-59; hour 'b' is not a value in 0-23; day-of-month 'c' is not a value "
+                "in 1-31; month 'd' is not a value in 1-12 or jan-dec; day-of-week 'e' is not a value in 0-6 or "
+                "sun-sat"
+            ),
         ),
         ("0 9 0 * *", "day-of-month '0' is outside 1-31"),
         ("0 9 * 13 *", "month '13' is outside 1-12 or jan-dec"),
@@ -189,19 +200,31 @@ def test_schedules_karpenter_accepts_are_accepted(schedule):
         ),
         (
             "karpenter.sh/team",
-            "'karpenter.sh/team' is in the reserved domain karpenter.sh; use a domain of your own (e.g. 'eksml.io/...') or node.kubernetes.io",
+            (
+                "'karpenter.sh/team' is in the reserved domain karpenter.sh; use a domain of your own (e.g. "
+                "'eksml.io/...') or node.kubernetes.io"
+            ),
         ),
         (
             "node-role.kubernetes.io/gpu",
-            "'node-role.kubernetes.io/gpu' is in the reserved domain kubernetes.io; use a domain of your own (e.g. 'eksml.io/...') or node.kubernetes.io",
+            (
+                "'node-role.kubernetes.io/gpu' is in the reserved domain kubernetes.io; use a domain of your own "
+                "(e.g. 'eksml.io/...') or node.kubernetes.io"
+            ),
         ),
         (
             "team.k8s.io/name",
-            "'team.k8s.io/name' is in the reserved domain k8s.io; use a domain of your own (e.g. 'eksml.io/...') or node.kubernetes.io",
+            (
+                "'team.k8s.io/name' is in the reserved domain k8s.io; use a domain of your own (e.g. 'eksml.io/...') "
+                "or node.kubernetes.io"
+            ),
         ),
         (
             "karpenter.k8s.aws/team",
-            "'karpenter.k8s.aws/team' is in the reserved domain karpenter.k8s.aws; use a domain of your own (e.g. 'eksml.io/...') or node.kubernetes.io",
+            (
+                "'karpenter.k8s.aws/team' is in the reserved domain karpenter.k8s.aws; use a domain of your own "
+                "(e.g. 'eksml.io/...') or node.kubernetes.io"
+            ),
         ),
     ],
 )

@@ -31,10 +31,14 @@ def node_config(rendered_user_data: str) -> dict:
 
 def test_node_class_refuses_volumes_ec2_would_refuse_at_launch():
     assert class_problems(preset="default", rootVolumeGib=20, rootVolumeIops=12000) == {
-        f"{C}.rootVolumeIops": "12000 IOPS needs rootVolumeGib of at least 24 (gp3 allows 500 IOPS per GiB); rootVolumeGib is 20",
+        f"{C}.rootVolumeIops": (
+            "12000 IOPS needs rootVolumeGib of at least 24 (gp3 allows 500 IOPS per GiB); rootVolumeGib is 20"
+        ),
     }
     assert class_problems(preset="default", rootVolumeIops=4000, rootVolumeThroughputMibps=1001) == {
-        f"{C}.rootVolumeThroughputMibps": "1001 MiB/s needs rootVolumeIops of at least 4004 (gp3 allows 0.25 MiB/s per IOPS); rootVolumeIops is 4000",
+        f"{C}.rootVolumeThroughputMibps": (
+            "1001 MiB/s needs rootVolumeIops of at least 4004 (gp3 allows 0.25 MiB/s per IOPS); rootVolumeIops is 4000"
+        ),
     }
     assert class_problems(preset="gpu", rootVolumeIops=90000, rootVolumeGib=60000, rootVolumeThroughputMibps=2001) == {
         f"{C}.rootVolumeIops": "Input should be less than or equal to 80000, got 90000",
@@ -81,7 +85,8 @@ def test_the_latest_ami_alias_is_opt_in():
 
 def test_bottlerocket_puts_the_configured_size_on_its_data_volume():
     devices = {d["deviceName"]: d for d in spec_of(preset="gpu", amiFamily="bottlerocket")["blockDeviceMappings"]}
-    assert devices["/dev/xvdb"]["rootVolume"] is True and devices["/dev/xvdb"]["ebs"]["volumeSize"] == "200Gi"
+    assert devices["/dev/xvdb"]["rootVolume"] is True
+    assert devices["/dev/xvdb"]["ebs"]["volumeSize"] == "200Gi"
     assert "rootVolume" not in devices["/dev/xvda"]
 
 
@@ -140,7 +145,9 @@ def test_subnet_terms_replace_the_discovery_tag_and_security_groups_add_to_the_c
         (
             {"subnetSelectorTerms": [{"tags": {"Name": ""}}]},
             {
-                f"{C}.subnetSelectorTerms[0].tags.Name": "empty tag keys and values select nothing (use '*' for any value)"
+                f"{C}.subnetSelectorTerms[0].tags.Name": (
+                    "empty tag keys and values select nothing (use '*' for any value)"
+                )
             },
         ),
     ],
@@ -176,7 +183,9 @@ def test_class_tags_that_collide_are_refused(key, message):
 def test_detailed_monitoring_is_rendered_and_public_addresses_are_refused():
     assert spec_of(detailedMonitoring=True)["detailedMonitoring"] is True
     assert class_problems(associatePublicIPAddress=True) == {
-        f"{C}.associatePublicIPAddress": "nodes get no public addresses: they run in private subnets and reach out through NAT"
+        f"{C}.associatePublicIPAddress": (
+            "nodes get no public addresses: they run in private subnets and reach out through NAT"
+        )
     }
 
 
@@ -194,7 +203,9 @@ def test_capacity_reservations_are_selected_by_id_or_by_tags():
     assert class_problems(
         capacityReservationSelectorTerms=[{"id": "cr-0123456789abcdef0", "instanceMatchCriteria": "open"}]
     ) == {
-        f"{C}.capacityReservationSelectorTerms[0].id": "selects one reservation by itself; leave out tags, ownerID and instanceMatchCriteria"
+        f"{C}.capacityReservationSelectorTerms[0].id": (
+            "selects one reservation by itself; leave out tags, ownerID and instanceMatchCriteria"
+        )
     }
 
 
@@ -222,13 +233,19 @@ def test_a_placement_group_is_selected_by_name_or_id():
         (
             {"efaLayout": "p9.48xlarge"},
             {
-                f"{C}.efaLayout": f"no known EFA layout for 'p9.48xlarge'; expected one of {', '.join(efa.NETWORK_CARDS)} (or list networkInterfaces)"
+                f"{C}.efaLayout": (
+                    f"no known EFA layout for 'p9.48xlarge'; expected one of {', '.join(efa.NETWORK_CARDS)} (or list "
+                    "networkInterfaces)"
+                )
             },
         ),
         (
             {"networkInterfaces": [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa-only"}]},
             {
-                f"{C}.networkInterfaces": "needs a primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface (EFA-only cannot be primary)"
+                f"{C}.networkInterfaces": (
+                    "needs a primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface (EFA-only "
+                    "cannot be primary)"
+                )
             },
         ),
         (

@@ -50,7 +50,9 @@ def test_an_empty_limits_mapping_on_a_gpu_pool_gets_the_gpu_message():
 
 def test_a_cpu_pool_without_any_limit_is_refused():
     assert problems(nodeClass="default", limits={}) == {
-        f"{P}.limits": "set at least one limit (cpu, memory): without one Karpenter launches whatever pending pods ask for"
+        f"{P}.limits": (
+            "set at least one limit (cpu, memory): without one Karpenter launches whatever pending pods ask for"
+        )
     }
 
 
@@ -108,7 +110,8 @@ def test_raw_requirements_that_admit_gpu_instances_make_a_gpu_pool(requirement):
         limits={GPU_RESOURCE: "4"},
     )
     rendered = render_nodepool("p", fixed)
-    assert taints(rendered) == [GPU_TAINT.as_dict()] and rendered["spec"]["limits"][GPU_RESOURCE] == "4"
+    assert taints(rendered) == [GPU_TAINT.as_dict()]
+    assert rendered["spec"]["limits"][GPU_RESOURCE] == "4"
     assert {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "DoesNotExist"} not in rendered["spec"][
         "template"
     ]["spec"]["requirements"]
@@ -164,8 +167,8 @@ def test_a_gpu_pool_that_also_excludes_gpus_is_refused():
 def test_the_gpu_taint_must_be_exactly_the_one_gpu_pods_tolerate(taint, got):
     assert problems(preset="gpu-inference", taints=[taint]) == {
         f"{P}.taints[0]": (
-            "the nvidia.com/gpu taint must be exactly nvidia.com/gpu=true:NoSchedule (components/scheduling.py): GPU pods "
-            f"tolerate that value and effect, and any other keeps them off the node; got {got}"
+            "the nvidia.com/gpu taint must be exactly nvidia.com/gpu=true:NoSchedule (components/scheduling.py): GPU "
+            f"pods tolerate that value and effect, and any other keeps them off the node; got {got}"
         )
     }
 

@@ -42,11 +42,17 @@ def test_custom_label_keys_are_accepted_and_karpenter_labels_nodes_with_them():
     [
         (
             "karpenter.k8s.aws/instance-gpu-nam",
-            "unknown requirement key 'karpenter.k8s.aws/instance-gpu-nam'; did you mean 'karpenter.k8s.aws/instance-gpu-name'?",
+            (
+                "unknown requirement key 'karpenter.k8s.aws/instance-gpu-nam'; did you mean "
+                "'karpenter.k8s.aws/instance-gpu-name'?"
+            ),
         ),
         (
             "node.kubernetes.io/instance-typ",
-            "unknown requirement key 'node.kubernetes.io/instance-typ'; did you mean 'node.kubernetes.io/instance-type'?",
+            (
+                "unknown requirement key 'node.kubernetes.io/instance-typ'; did you mean "
+                "'node.kubernetes.io/instance-type'?"
+            ),
         ),
         (
             "karpenter.sh/nodepool",
@@ -54,8 +60,11 @@ def test_custom_label_keys_are_accepted_and_karpenter_labels_nodes_with_them():
         ),
         (
             "karpenter.k8s.aws/favourite",
-            "'karpenter.k8s.aws/favourite' is in the reserved domain karpenter.k8s.aws; use a domain of your own (e.g. 'eksml.io/...') "
-            "or node.kubernetes.io (the keys Karpenter knows there are listed in the README)",
+            (
+                "'karpenter.k8s.aws/favourite' is in the reserved domain karpenter.k8s.aws; use a domain of your own "
+                "(e.g. 'eksml.io/...') or node.kubernetes.io (the keys Karpenter knows there are listed in the "
+                "README)"
+            ),
         ),
     ],
 )
@@ -120,7 +129,10 @@ def test_min_values_asks_for_flexibility_and_is_rendered():
         (
             req("karpenter.k8s.aws/instance-gpu-name", "In", "a10"),
             "values",
-            f"unknown GPU name 'a10'; expected one of {GPU_NAMES} (add the facts of a newer family under karpenter.acceleratorFamilies)",
+            (
+                f"unknown GPU name 'a10'; expected one of {GPU_NAMES} (add the facts of a newer family under "
+                "karpenter.acceleratorFamilies)"
+            ),
         ),
     ],
 )

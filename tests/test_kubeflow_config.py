@@ -88,7 +88,7 @@ def test_an_alb_needs_its_certificate_and_port_forward_takes_no_alb_keys():
 
 
 @pytest.mark.parametrize(
-    "changes, where",
+    ("changes", "where"),
     [
         ({"adminEmail": None}, "adminEmail is required"),
         ({"teams": {"Vision": {"owner": "a@example.org", "s3Prefix": "p"}}}, "DNS label"),
@@ -127,4 +127,5 @@ def test_the_fetch_command_reports_a_failed_download_without_a_traceback(tmp_pat
     assert cli.main(["fetch", "--cache", str(tmp_path)]) == 1
     error = capsys.readouterr().err
     assert error.startswith("error: could not download https://github.com/kubeflow/community-distribution/archive/")
-    assert "Network is unreachable" in error and "Traceback" not in error
+    assert "Network is unreachable" in error
+    assert "Traceback" not in error

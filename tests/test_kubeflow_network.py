@@ -73,7 +73,8 @@ def test_the_api_server_reaches_every_webhook_behind_its_service(objects):
     assert len({b.webhook for b in backends}) >= 10  # every component's webhooks, not a few
     # Trainer's webhook policy selects a label Istio's injector adds: the pods are judged as they run.
     trainer = next(b for b in backends if b.webhook == "validator.trainer.kubeflow.org")
-    assert trainer.pod.labels["service.istio.io/canonical-name"] == "trainer" and trainer.port == 9443
+    assert trainer.pod.labels["service.istio.io/canonical-name"] == "trainer"
+    assert trainer.port == 9443
     assert network_policy.problems(objects, "monitoring") == []
 
 

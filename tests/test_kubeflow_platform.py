@@ -95,7 +95,8 @@ def test_pipelines_storage_and_databases_get_generated_credentials(cleaned):
     ):
         env = pod_template(find(changed, "Deployment", "kubeflow", name))["spec"]["containers"][0]["env"]
         names = [e["name"] for e in env]
-        assert "MYSQL_ALLOW_EMPTY_PASSWORD" not in names and names.count("MYSQL_ROOT_PASSWORD") == 1
+        assert "MYSQL_ALLOW_EMPTY_PASSWORD" not in names
+        assert names.count("MYSQL_ROOT_PASSWORD") == 1
         root = next(e for e in env if e["name"] == "MYSQL_ROOT_PASSWORD")
         assert root["valueFrom"]["secretKeyRef"] == {"name": secret_name, "key": secret_key}
 

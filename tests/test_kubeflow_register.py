@@ -39,7 +39,7 @@ class Recorder(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.seen: dict[str, dict] = {}
 
-    def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
+    def RegisterResource(self, request):  # the gRPC method name
         response = super().RegisterResource(request)
         self.seen[request.name] = {
             "urn": response.urn,
@@ -125,7 +125,7 @@ def test_built_in_kinds_are_typed_and_others_custom_resources(staged, seen):
 
 
 def test_each_typed_class_registers_its_own_kind():
-    for (api_version, kind), cls in k8s_objects._KINDS.items():
+    for (_api_version, kind), cls in k8s_objects._KINDS.items():
         assert cls.__name__ == kind
         assert cls.__module__.startswith("pulumi_kubernetes."), cls
 

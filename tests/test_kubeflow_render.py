@@ -90,7 +90,8 @@ def test_kubectl_is_the_pinned_wheels_own_never_one_on_path(tmp_path, monkeypatc
 def test_a_second_render_reads_the_disk_cache_and_returns_fresh_objects(render_cache, rendered):
     stats = render.RenderStats()
     again = render.render(REFERENCE, entries.DEFAULT, cache_dir=render_cache, stats=stats)
-    assert stats.rendered == [] and stats.cached == [e.path for e in entries.DEFAULT]
+    assert stats.rendered == []
+    assert stats.cached == [e.path for e in entries.DEFAULT]
     first = again[entries.DEX.path][0]
     first["metadata"]["name"] = "changed"
     assert (
@@ -116,7 +117,7 @@ def test_a_tampered_tree_is_not_rendered(tmp_path):
         shutil.copyfile(REFERENCE / relative, tree / relative)
     victim = tree / "community-distribution" / entries.DEX.path / "kustomization.yaml"
     victim.write_text(victim.read_text() + "\n# edited\n")
-    with pytest.raises(fetch.TreeError, match="kustomization.yaml: sha256 differs"):
+    with pytest.raises(fetch.TreeError, match=r"kustomization\.yaml: sha256 differs"):
         render.render(tree, [entries.DEX], cache_dir=tmp_path / "cache")
 
 

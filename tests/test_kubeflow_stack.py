@@ -4,6 +4,7 @@ notebook form and team roles built from the stack's own facts, and bad input ref
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import json
 
@@ -39,10 +40,8 @@ WEAK_PASSWORDS = ("", "test", "postgres")
 def texts(value):
     if isinstance(value, str):
         yield value
-        try:
+        with contextlib.suppress(ValueError):  # not base64, or not text once decoded
             yield base64.b64decode(value, validate=True).decode()
-        except Exception:
-            pass
     elif isinstance(value, dict):
         for item in value.values():
             yield from texts(item)
@@ -97,7 +96,8 @@ def test_every_planned_kubeflow_object_is_registered_and_the_recorded_order_pass
 
 def test_kubeflow_uses_the_platforms_cert_manager_and_installs_none_of_its_own(stack):
     release = stack.one("kubernetes:helm.sh/v3:Release", "cert-manager")
-    assert release.inputs["chart"] == "cert-manager" and release.inputs["version"] == "v1.20.2"
+    assert release.inputs["chart"] == "cert-manager"
+    assert release.inputs["version"] == "v1.20.2"
     assert release.inputs["values"]["crds"] == {"enabled": True, "keep": False}
     for values in (release.inputs["values"], *(release.inputs["values"][k] for k in ("webhook", "cainjector"))):
         assert values["nodeSelector"] == {"eksml.io/node-role": "system"}
@@ -160,7 +160,8 @@ def test_the_notebook_form_offers_only_the_stacks_gpu_pools_and_exactly_their_ta
     form = yaml.safe_load(config_map.inputs["data"]["spawner_ui_config.yaml"])["spawnerFormDefaults"]
     pools = inventory.of_type("kubernetes:karpenter.sh/v1:NodePool")
     gpu_pools = {p.inputs["metadata"]["name"]: p for p in pools if p.inputs["spec"]["limits"].get("nvidia.com/gpu")}
-    assert gpu_pools and len(gpu_pools) < len(pools)
+    assert gpu_pools
+    assert len(gpu_pools) < len(pools)
     offered = [
         o["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         for o in form["affinityConfig"]["options"]
@@ -180,7 +181,8 @@ def test_the_notebook_form_offers_only_the_stacks_gpu_pools_and_exactly_their_ta
     assert {
         json.dumps({k: v for k, v in t.items() if k != "operator"}, sort_keys=True) for t in group["tolerations"]
     } == taints
-    assert form["gpus"]["value"]["num"] == "none" and form["tolerationGroup"]["value"] == ""  # nothing preselected
+    assert form["gpus"]["value"]["num"] == "none"
+    assert form["tolerationGroup"]["value"] == ""
 
 
 def test_a_team_gets_a_profile_with_its_gpu_quota_and_a_role_only_its_editor_account_may_assume(dev):
@@ -203,7 +205,8 @@ def test_notebook_pods_are_exempt_only_from_the_scheduler_rule_of_the_gpu_admiss
     policy = next(r for r in dev.of_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"))
     expressions = [v["expression"] for v in policy.inputs["spec"]["validations"]]
     scheduler_rules = [e for e in expressions if "schedulerName" in e]
-    assert len(scheduler_rules) == 1 and "notebook-name" in scheduler_rules[0]
+    assert len(scheduler_rules) == 1
+    assert "notebook-name" in scheduler_rules[0]
     assert any("tolerations" in e and "notebook-name" not in e for e in expressions)
 
 
@@ -263,10 +266,12 @@ def test_behind_an_alb_the_gateway_admits_the_albs_subnets_and_the_ingress_goes_
     inventory = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": ALB}})
     subnets = {s.inputs["cidrBlock"]: s.name for s in inventory.of_type("aws:ec2/subnet:Subnet")}
     internal = [peer["ipBlock"]["cidr"] for peer in load_balancer_allowance(inventory)]
-    assert internal and all("private" in subnets[cidr] for cidr in internal)  # an internal ALB: the private subnets
+    assert internal
+    assert all("private" in subnets[cidr] for cidr in internal)
     facing = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": {**ALB, "scheme": "internet-facing"}}})
     public = [peer["ipBlock"]["cidr"] for peer in load_balancer_allowance(facing)]
-    assert len(public) == len(internal) and all("public" in subnets[cidr] for cidr in public)  # no pod lives there
+    assert len(public) == len(internal)
+    assert all("public" in subnets[cidr] for cidr in public)
     (ingress,) = [o for o in kubeflow_objects(inventory) if o.inputs.get("kind") == "Ingress"]
     controller = next(
         r
@@ -290,8 +295,10 @@ def test_an_alb_without_the_load_balancer_controller_is_refused():
     section["access"] = ALB
     problems = refused({"kubeflow": section, "ingress": {"loadBalancerController": False}})
     assert problems == [
-        "kubeflow.access.mode: alb needs the AWS Load Balancer Controller to make the ALB; set "
-        "ingress.loadBalancerController: true or use port-forward"
+        (
+            "kubeflow.access.mode: alb needs the AWS Load Balancer Controller to make the ALB; set "
+            "ingress.loadBalancerController: true or use port-forward"
+        )
     ]
 
 
@@ -312,8 +319,10 @@ def test_a_team_that_is_also_an_fsx_namespace_or_claims_fsx_on_a_stack_without_i
     storage = json.loads(stack_config("dev")["eks-ml-platform:storage"])
     storage.pop("fsx")
     assert refused({"kubeflow": section, "storage": storage}) == [
-        "kubeflow.teams.ml-research.fsxClaim: needs the platform's FSx file system (storage.fsx), which this stack "
-        "does not create"
+        (
+            "kubeflow.teams.ml-research.fsxClaim: needs the platform's FSx file system (storage.fsx), which this stack "
+            "does not create"
+        )
     ]
 
 
@@ -332,10 +341,8 @@ def test_a_teams_fsx_claim_binds_a_static_volume_of_the_platforms_file_system_an
     assert csi["volumeHandle"] == file_system.id == inventory.stack_outputs["fsxFileSystemId"]
     assert csi["volumeAttributes"]["mountname"] == file_system.outputs["mountName"]
     assert volume.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
-    assert (
-        claim.inputs["metadata"]["namespace"] == "ml-research"
-        and claim.inputs["spec"]["volumeName"] == "datasets-ml-research"
-    )
+    assert claim.inputs["metadata"]["namespace"] == "ml-research"
+    assert claim.inputs["spec"]["volumeName"] == "datasets-ml-research"
     # Destroy: the namespace goes (taking the claim, so no pod holds it), then the volume, then the driver.
     assert claim.deleted_with == namespace.urn
     assert inventory.depends_on(namespace, volume)
@@ -373,7 +380,7 @@ def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_t
 
 def test_a_missing_tree_stops_the_program_before_anything_is_created(tmp_path):
     section = {**kubeflow_section(), "tree": str(tmp_path / "nowhere")}
-    with pytest.raises(pulumi.RunError, match="kubeflow: .*run `python -m components.kubeflow fetch` first"):
+    with pytest.raises(pulumi.RunError, match=r"kubeflow: .*run `python -m components\.kubeflow fetch` first"):
         run_stack("dev", {"kubeflow": section})
     assert pulumi.runtime.settings.get_monitor().recorded == {}  # not a VPC, not a role
 
@@ -386,7 +393,8 @@ def test_pipelines_servers_get_time_for_mysql_to_start_and_other_workloads_keep_
     }
     for server in ("mysql", "ml-pipeline", "metadata-grpc-deployment", "cache-server", "ml-pipeline-persistenceagent"):
         assert workloads[server] == "1200", server  # 20 minutes, against Pulumi's default of 10
-    assert workloads["jupyter-web-app-deployment"] is None and workloads["profiles-deployment"] is None
+    assert workloads["jupyter-web-app-deployment"] is None
+    assert workloads["profiles-deployment"] is None
 
 
 def test_users_cannot_register_namespaces_every_profile_is_the_stacks(stack):

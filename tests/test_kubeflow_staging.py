@@ -71,7 +71,7 @@ def test_the_default_set_and_everything_stage_without_a_problem(staged, default_
 
 
 @pytest.mark.parametrize(
-    "kind, namespace, name, stage",
+    ("kind", "namespace", "name", "stage"),
     [
         ("CustomResourceDefinition", "", "profiles.kubeflow.org", Stage.CRDS),
         ("Namespace", "", "kubeflow", Stage.CRDS),
@@ -225,7 +225,8 @@ def test_a_long_name_is_cut_with_a_hash_of_the_whole_identity():
     first = ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", "", "x" * 70 + ".example.com")
     second = ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", "", "x" * 70 + ".example.org")
     a, b = staging.logical_name(Stage.CRDS, first), staging.logical_name(Stage.CRDS, second)
-    assert len(a) == len(b) == staging.MAX_NAME and a != b
+    assert len(a) == len(b) == staging.MAX_NAME
+    assert a != b
     assert staging.logical_name(Stage.CRDS, first) == a  # stable
 
 
@@ -257,8 +258,10 @@ def test_the_checker_catches_a_workload_that_does_not_wait_for_its_certificate(s
     kept = tuple(d for d in deployment.depends_on if d.kind != "Certificate")
     problems = staging.check(replaced(staged, deployment, depends_on=kept))
     assert problems == [
-        "Deployment.apps kubeflow/poddefaults-webhook-deployment: does not wait for "
-        "Certificate.cert-manager.io kubeflow/poddefaults-webhook-cert (the Certificate whose Secret it mounts)"
+        (
+            "Deployment.apps kubeflow/poddefaults-webhook-deployment: does not wait for "
+            "Certificate.cert-manager.io kubeflow/poddefaults-webhook-cert (the Certificate whose Secret it mounts)"
+        )
     ]
 
 
@@ -266,7 +269,8 @@ def test_the_checker_catches_a_webhook_configuration_that_does_not_wait_for_its_
     webhook = one(staged, "MutatingWebhookConfiguration", "", "poddefaults-webhook-mutating-webhook-configuration")
     kept = tuple(d for d in webhook.depends_on if d.kind != "Service")
     problems = staging.check(replaced(staged, webhook, depends_on=kept))
-    assert len(problems) == 1 and "the service behind its webhooks" in problems[0]
+    assert len(problems) == 1
+    assert "the service behind its webhooks" in problems[0]
 
 
 def test_the_checker_catches_a_profile_created_before_its_namespace(staged):

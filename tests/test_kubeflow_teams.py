@@ -82,7 +82,8 @@ def test_an_fsx_claim_binds_a_retained_static_volume_of_the_share_and_needs_one(
     assert volume["spec"]["claimRef"] == {"namespace": "vision", "name": "fsx-lustre"}
     assert volume["spec"]["csi"]["volumeHandle"] == "fs-0123456789abcdef0"
     assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"  # the claim's deletion never touches the share
-    assert claim["spec"]["volumeName"] == "fsx-lustre-vision" and claim["spec"]["storageClassName"] == ""
+    assert claim["spec"]["volumeName"] == "fsx-lustre-vision"
+    assert claim["spec"]["storageClassName"] == ""
     with pytest.raises(ValueError, match="an FSx claim needs the platform's file system"):
         teams.manifests(VISION)
 
@@ -107,7 +108,8 @@ def test_the_pod_defaults_are_valid_and_give_pipelines_access_and_the_fsx_share(
 def test_the_role_reaches_only_the_teams_prefix():
     policy = teams.permission_policy(VISION, bucket="ml-data", partition="aws")
     listing, objects = policy["Statement"]
-    assert listing["Action"] == "s3:ListBucket" and listing["Resource"] == "arn:aws:s3:::ml-data"
+    assert listing["Action"] == "s3:ListBucket"
+    assert listing["Resource"] == "arn:aws:s3:::ml-data"
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["teams/vision", "teams/vision/*"]}}
     assert objects["Resource"] == "arn:aws:s3:::ml-data/teams/vision/*"
     assert sorted(objects["Action"]) == ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
@@ -117,7 +119,7 @@ def test_the_role_reaches_only_the_teams_prefix():
 
 
 @pytest.mark.parametrize(
-    "changes, message",
+    ("changes", "message"),
     [
         ({"name": "Vision"}, "DNS label"),
         ({"gpu_quota": -1}, "negative"),

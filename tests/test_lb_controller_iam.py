@@ -48,7 +48,8 @@ def _reference_actions() -> set[str]:
 def test_policy_is_a_versioned_document_of_allow_statements():
     policy = controller_policy("aws")
     assert policy["Version"] == IAM_VERSION
-    assert policy["Statement"] and all(s["Effect"] == "Allow" for s in policy["Statement"])
+    assert policy["Statement"]
+    assert all(s["Effect"] == "Allow" for s in policy["Statement"])
 
 
 @needs_reference
@@ -128,7 +129,8 @@ def test_load_balancers_and_target_groups_are_tagged_at_creation_only_by_their_c
 )
 def test_deleting_or_reconfiguring_load_balancers_target_groups_and_security_groups_requires_ownership(action):
     statements = _granting(controller_policy("aws"), action)
-    assert statements and all(s["Condition"] == OWNED for s in statements)
+    assert statements
+    assert all(s["Condition"] == OWNED for s in statements)
 
 
 @pytest.mark.parametrize(

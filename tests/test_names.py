@@ -35,7 +35,8 @@ def test_every_resource_of_a_0_1_stack_is_kept_by_an_alias(stack, request):
     for resource in inventory.resources:
         known |= {resource.urn, *inventory.alias_urns(resource)}
     before = set((DATA / f"{stack}-urns-0.1.txt").read_text().split())
-    assert before and before <= known, sorted(before - known)[:5]
+    assert before
+    assert before <= known, sorted(before - known)[:5]
 
 
 def test_alias_expansion_follows_the_engine_rule_for_children(dev):
@@ -135,4 +136,5 @@ def test_every_aws_type_the_program_creates_with_a_name_input_has_its_naming_rul
         parameters = inspect.signature(_aws_class(type_)._internal_init).parameters
         if "name" in parameters or any(p.endswith("name_prefix") or p == "bucket_prefix" for p in parameters):
             named.add(type_)
-    assert named and named <= set(aws_names.NAME_RULES), sorted(named - set(aws_names.NAME_RULES))
+    assert named
+    assert named <= set(aws_names.NAME_RULES), sorted(named - set(aws_names.NAME_RULES))

@@ -37,7 +37,7 @@ def test_subnet_cidrs_follow_the_plan(dev):
 
 
 def test_dev_has_one_nat_gateway_shared_by_all_private_subnets(dev):
-    (nat,) = dev.of_type(NAT)
+    assert len(dev.of_type(NAT)) == 1
     private_tables = [t for t in dev.of_type(ROUTE_TABLE) if "-private-" in t.name]
     assert len(private_tables) == 2
     nat_ids = {t.inputs["routes"][0]["natGatewayId"] for t in private_tables}
@@ -66,7 +66,8 @@ def test_private_routes_go_only_through_nat_and_public_routes_through_the_intern
 
 def test_default_security_group_is_emptied(dev):
     group = dev.one("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup")
-    assert not group.inputs.get("ingress") and not group.inputs.get("egress")
+    assert not group.inputs.get("ingress")
+    assert not group.inputs.get("egress")
 
 
 def test_existing_vpc_is_used_as_it_is_and_only_tagged_for_discovery():

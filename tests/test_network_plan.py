@@ -79,4 +79,4 @@ def test_out_of_range_vpc_is_refused(prefix):
 
 def test_too_many_zones_are_refused():
     with pytest.raises(ValueError, match="1 to 3"):
-        plan_subnets(IPv4Network("10.0.0.0/16"), ZONES + ("us-west-2d",))
+        plan_subnets(IPv4Network("10.0.0.0/16"), (*ZONES, "us-west-2d"))

@@ -63,7 +63,8 @@ def dashboard_queries(name: str) -> list[str]:
 @pytest.mark.parametrize("name", DASHBOARDS)
 def test_every_dashboard_parses_and_queries_only_known_metrics(name):
     board = dashboard(name)
-    assert board["uid"].startswith("eksml-") and board["panels"]
+    assert board["uid"].startswith("eksml-")
+    assert board["panels"]
     for expr in dashboard_queries(name):
         names = metric_names(expr)
         assert names, expr
@@ -78,12 +79,15 @@ def test_every_dcgm_metric_used_is_collected_by_the_exporters_default_counters()
             if line.strip() and not line.startswith("#"):
                 collected.add(line.split(",")[0].strip())
     used = {n for name in DASHBOARDS for e in dashboard_queries(name) for n in metric_names(e) if n.startswith("DCGM_")}
-    assert used and used <= collected and DCGM_METRICS <= collected
+    assert used
+    assert used <= collected
+    assert collected >= DCGM_METRICS
 
 
 def test_dashboards_answer_gpu_use_per_namespace_pod_and_node():
     workloads = " ".join(dashboard_queries("gpu-workloads"))
-    assert "by (namespace)" in workloads and "by (namespace, pod)" in workloads
+    assert "by (namespace)" in workloads
+    assert "by (namespace, pod)" in workloads
     overview = " ".join(dashboard_queries("gpu-overview"))
     assert "by (node, gpu)" in overview
     karpenter = " ".join(dashboard_queries("karpenter"))
@@ -216,7 +220,8 @@ def test_prometheus_volume_goes_with_it_in_dev_and_stays_in_prod(dev, prod):
             "whenDeleted"
         ]
 
-    assert policy(dev) == "Delete" and policy(prod) == "Retain"
+    assert policy(dev) == "Delete"
+    assert policy(prod) == "Retain"
 
 
 def test_monitors_rules_and_dashboards_wait_for_the_release_that_installs_their_crds(dev):
@@ -254,7 +259,7 @@ def test_alertmanager_webhook_is_a_secret_receiver():
     config = release.inputs["values"]["alertmanager"]["config"]
     # The whole receiver configuration becomes secret with the URL; its shape is kept.
     assert set(config) == {"route", "receivers"}
-    null_receiver, default_receiver = config["receivers"]
+    _null_receiver, default_receiver = config["receivers"]
     assert default_receiver["webhook_configs"][0]["url"] == "[secret]"
     assert "hooks.example.com" not in json.dumps([r.inputs for r in inventory.resources])
 
@@ -328,8 +333,10 @@ def test_the_metrics_adapter_is_the_pinned_chart_on_the_system_nodes(stack, requ
     placement = SYSTEM_PLACEMENT.values()
     assert (values["nodeSelector"], values["tolerations"]) == (placement["nodeSelector"], placement["tolerations"])
     # Two replicas and a budget: API discovery of custom.metrics.k8s.io (and namespace deletion) needs one up.
-    assert values["replicas"] == 2 and values["podDisruptionBudget"] == {"enabled": True, "maxUnavailable": 1}
-    assert set(values["resources"]["requests"]) == {"cpu", "memory"} and "memory" in values["resources"]["limits"]
+    assert values["replicas"] == 2
+    assert values["podDisruptionBudget"] == {"enabled": True, "maxUnavailable": 1}
+    assert set(values["resources"]["requests"]) == {"cpu", "memory"}
+    assert "memory" in values["resources"]["limits"]
 
 
 def test_the_adapter_queries_the_service_kube_prometheus_stack_puts_in_front_of_prometheus(dev):
@@ -388,9 +395,9 @@ def test_the_adapter_rule_reads_dcgm_utilisation_per_pod_with_the_labels_prometh
         DCGM_POD_LABEL: {"resource": "pod"},
     }
     query = promql_parser.parse(_rendered(rule["metricsQuery"]))
-    assert (
-        isinstance(query, promql_parser.AggregateExpr) and str(query.op) == "avg" and query.modifier.labels == ["pod"]
-    )
+    assert isinstance(query, promql_parser.AggregateExpr)
+    assert str(query.op) == "avg"
+    assert query.modifier.labels == ["pod"]
     assert metric_names(_rendered(rule["metricsQuery"])) == {DCGM_GPU_UTIL}
     # Those labels reach Prometheus as the workload's: the GPU Operator's ServiceMonitor honours the exporter's and
     # drops the scrape target's own.
@@ -415,7 +422,8 @@ def test_no_network_policy_stands_between_the_adapter_and_prometheus(stack, requ
 def test_the_metrics_adapter_can_be_left_out():
     inventory = run_stack("dev", {"observability": {"metricsAdapter": {"enabled": False}}})
     releases = {r.inputs["name"] for r in inventory.of_type("kubernetes:helm.sh/v3:Release")}
-    assert "kube-prometheus-stack" in releases and "prometheus-adapter" not in releases
+    assert "kube-prometheus-stack" in releases
+    assert "prometheus-adapter" not in releases
 
 
 @pytest.mark.parametrize(
@@ -439,4 +447,5 @@ def test_a_wrong_metrics_adapter_setting_is_refused_with_its_key_path(observabil
     with pytest.raises(ConfigError) as caught:
         parse_config(stack_config("dev", {"observability": observability}), project=PROJECT, stack="dev")
     found = {issue.path: issue.message for issue in caught.value.issues}
-    assert path in found and message in found[path], found
+    assert path in found, found
+    assert message in found[path], found

@@ -7,7 +7,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 from google.protobuf import json_format, struct_pb2
@@ -18,7 +19,7 @@ from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE, Unkno
 from components import preview
 from components.policy import model as policy_model
 from components.policy.rules import RULES, Rule, evaluate, resolve_enforcement
-from components.preview import main, mocks, policy_resources
+from components.preview import main, policy_resources
 from components.preview.inventory import Inventory, Recorded
 from components.scheduling import WORKLOAD_LABEL
 from policies.pack import policies
@@ -291,7 +292,10 @@ def test_crossguard_skips_only_what_is_unknown_during_a_preview(prod):
         ),
         (
             "no-latest-images",
-            f"Helm release {karpenter.name} sets image 'public.ecr.aws/karpenter/controller' at values.controller.image without a pinned tag",
+            (
+                f"Helm release {karpenter.name} sets image 'public.ecr.aws/karpenter/controller' at "
+                "values.controller.image without a pinned tag"
+            ),
             None,
         ),
         ("no-world-ingress", f"{ingress.name} opens ports 22-22 to the internet", None),

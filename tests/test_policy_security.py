@@ -77,8 +77,10 @@ def test_launch_template_volumes_encrypted():
 def test_node_group_without_a_launch_template_is_flagged_as_unverifiable():
     node_group = "aws:eks/nodeGroup:NodeGroup"
     assert broken("volumes-encrypted", [res(node_group, "system", instanceTypes=["m7i.xlarge"])]) == [
-        "node group system has no launch template: its disks are encrypted only if the account's EBS encryption by "
-        "default is on, which the stack cannot show"
+        (
+            "node group system has no launch template: its disks are encrypted only if the account's EBS encryption by "
+            "default is on, which the stack cannot show"
+        )
     ]
     assert broken("volumes-encrypted", [res(node_group, "system", launchTemplate={"id": "lt-1", "version": "1"})]) == []
 
@@ -322,7 +324,8 @@ def test_grafana_admin_password_is_never_the_chart_default():
     from_secret = res(
         RELEASE, chart="kube-prometheus-stack", values={"grafana": {"admin": {"existingSecret": "grafana-admin"}}}
     )
-    assert broken("no-default-passwords", [default]) != [] and broken("no-default-passwords", [chart_default]) != []
+    assert broken("no-default-passwords", [default]) != []
+    assert broken("no-default-passwords", [chart_default]) != []
     assert broken("no-default-passwords", [from_secret]) == []
 
 

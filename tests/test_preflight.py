@@ -24,20 +24,24 @@ from components.preflight.reads import Identity
 from components.preflight.report import render_json, render_markdown, render_table
 from components.preflight.results import Status, exit_code
 from components.preflight.runner import name_checks, run_preflight
-from tests.preflight_world import (  # credentials, clients: fixtures
+from tests import preflight_world
+from tests.preflight_world import (
     ACCOUNT,
     PROJECT,
     REPO,
-    account,
     answer_ebs_default_key,
-    clients,
     create_admin_role,
     create_spot_role,
-    credentials,
     fake_credentials,
     platform_config,
     with_quotas,
 )
+
+# The moto world's fixtures, requested by name below: bound here, not imported, since every parameter of the
+# same name would shadow an import.
+credentials = preflight_world.credentials
+clients = preflight_world.clients
+account = preflight_world.account
 
 QUOTA = {f"{c.key}-{kind}": q for c in VCPU_CLASSES for kind, q in (("on-demand", c.on_demand), ("spot", c.spot))}
 
@@ -177,7 +181,8 @@ def test_an_interruption_queue_of_this_stack_without_its_cluster_is_a_leftover(c
     clients.sqs.create_queue(QueueName="karpenter-interruption-0f0f0f0", tags=THEIRS)
     result = _names(clients)["name/interruption-queue"]
     assert result.status is Status.WARN
-    assert "karpenter-interruption-a1b2c3d" in result.evidence and "0f0f0f0" not in result.evidence
+    assert "karpenter-interruption-a1b2c3d" in result.evidence
+    assert "0f0f0f0" not in result.evidence
 
 
 def test_queues_of_other_stacks_and_this_stacks_own_while_deployed_pass(clients):
@@ -301,7 +306,8 @@ def test_the_command_line_exits_1_on_a_failure_and_prints_json(clients, monkeypa
     monkeypatch.setattr(cli.Clients, "from_session", classmethod(lambda cls, session: stubbed))
     assert cli.main(["--stack", "prod", "--project-dir", str(REPO), "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
-    assert document["stack"] == "prod" and document["summary"]["FAIL"] == 4
+    assert document["stack"] == "prod"
+    assert document["summary"]["FAIL"] == 4
 
 
 def test_the_command_line_exits_2_on_an_invalid_stack(tmp_path, capsys):

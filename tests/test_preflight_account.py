@@ -4,8 +4,6 @@ the EC2 and FSx quota codes and for GetEbsDefaultKmsKeyId, which moto does not s
 
 from __future__ import annotations
 
-import pytest
-
 from components.preflight import reads
 from components.preflight.checks_account import (
     data_repository_check,
@@ -20,16 +18,20 @@ from components.preflight.checks_account import (
 )
 from components.preflight.quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION
 from components.preflight.results import Status
-from tests.preflight_world import (  # credentials, clients: fixtures
+from tests import preflight_world
+from tests.preflight_world import (
     REGION,
-    account,
-    clients,
     create_spot_role,
-    credentials,
     ebs_default_key_client,
     platform_config,
     quota_stubber,
 )
+
+# The moto world's fixtures, requested by name below: bound here, not imported, since every parameter of the
+# same name would shadow an import.
+credentials = preflight_world.credentials
+clients = preflight_world.clients
+account = preflight_world.account
 
 
 def _subnet(clients, zone):
@@ -129,7 +131,8 @@ def test_a_zone_already_at_its_nat_gateway_quota_fails(clients):
         REGION,
     )
     assert result.status is Status.FAIL
-    assert "us-west-2b 5" in result.evidence and result.fix.startswith("us-west-2b is full")
+    assert "us-west-2b 5" in result.evidence
+    assert result.fix.startswith("us-west-2b is full")
 
 
 def test_an_unknown_nat_gateway_quota_warns():
@@ -258,7 +261,8 @@ def test_a_customer_managed_default_key_warns_that_node_roles_need_grants(client
     arn = clients.kms.create_key()["KeyMetadata"]["Arn"]
     result = ebs_key_check(reads.ebs_default_key(ebs_default_key_client(arn), clients.kms))
     assert result.status is Status.WARN
-    assert "CUSTOMER-managed, Enabled" in result.evidence and "kms:CreateGrant" in result.fix
+    assert "CUSTOMER-managed, Enabled" in result.evidence
+    assert "kms:CreateGrant" in result.fix
 
 
 def test_a_disabled_default_key_fails(clients):

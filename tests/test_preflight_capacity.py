@@ -4,8 +4,6 @@ quota codes)."""
 
 from __future__ import annotations
 
-import pytest
-
 from components.cluster.config import SystemNodeGroup
 from components.karpenter.specs import NodePoolSpec
 from components.preflight import reads
@@ -23,13 +21,17 @@ from components.preflight.quotas import VCPU_CLASSES, vcpu_class
 from components.preflight.results import Status
 from components.preflight.runner import capacity_checks
 from components.preflight.selection import InstanceShape, accelerated_shapes, select
-from tests.preflight_world import (  # credentials, clients: fixtures
-    account,
-    clients,
-    credentials,
+from tests import preflight_world
+from tests.preflight_world import (
     platform_config,
     with_quotas,
 )
+
+# The moto world's fixtures, requested by name below: bound here, not imported, since every parameter of the
+# same name would shadow an import.
+credentials = preflight_world.credentials
+clients = preflight_world.clients
+account = preflight_world.account
 
 STANDARD, G_VT, P = (next(c for c in VCPU_CLASSES if c.key == key) for key in ("standard", "g-vt", "p"))
 
@@ -105,7 +107,8 @@ def test_a_gpu_pool_offered_in_every_zone_passes_with_its_types(clients):
 def test_a_pool_pinned_to_one_zone_passes_and_says_so(clients):
     result = _pool_result(clients, platform_config("prod"), "training")
     assert result.status is Status.PASS
-    assert "us-west-2a 4" in result.evidence and "pinned" in result.evidence
+    assert "us-west-2a 4" in result.evidence
+    assert "pinned" in result.evidence
 
 
 def _neuron(zones, families=("trn1",)):
@@ -172,7 +175,8 @@ def test_a_gpu_pool_needs_its_limit_over_gpus_per_instance_times_vcpus_for_its_s
     pool = NodePoolSpec.model_validate({"preset": "gpu-training", "limits": {"nvidia.com/gpu": "32"}})  # on-demand only
     shapes = [_shape("p4d.24xlarge", 96, 8), _shape("p5.4xlarge", 16, 1), _shape("p5.48xlarge", 192, 8)]
     (demand,) = pool_demands("training", pool, select(pool), shapes)
-    assert demand.quota == P.on_demand and demand.sole
+    assert demand.quota == P.on_demand
+    assert demand.sole
     # 32 ÷ 8 × 96 = 384 (p4d.24xlarge); 32 ÷ 1 × 16 = 512 (p5.4xlarge); 32 ÷ 8 × 192 = 768 (p5.48xlarge)
     assert (demand.smallest, demand.largest) == (384, 768)
     assert (demand.smallest_by, demand.largest_by) == ("4 × p4d.24xlarge", "4 × p5.48xlarge")
@@ -263,7 +267,8 @@ def test_a_gpu_quota_below_the_smallest_fill_fails_with_the_increase_command(cli
     results = _quota_results(clients, _one_gpu_pool("on-demand", 8), [(STANDARD.on_demand, 64), (G_VT.on_demand, 0)])
     gpu = results["quota/g-vt-on-demand"]
     assert gpu.status is Status.FAIL
-    assert "= 0 vCPUs" in gpu.evidence and "nodePools.g5 32-256 (8 × g5.xlarge .. 8 × g5.8xlarge)" in gpu.evidence
+    assert "= 0 vCPUs" in gpu.evidence
+    assert "nodePools.g5 32-256 (8 × g5.xlarge .. 8 × g5.8xlarge)" in gpu.evidence
     assert "--quota-code L-DB2E81BA --desired-value 256 --region us-west-2" in gpu.fix
     assert results["quota/standard-on-demand"].status is Status.PASS
 

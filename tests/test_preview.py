@@ -52,7 +52,8 @@ def test_preview_writes_the_contracted_folder(dev_folder):
         assert set(resource) == RESOURCE_FIELDS
         assert resource["parent"] is None or resource["parent"] in urns
         assert set(resource["dependencies"]) <= urns
-        assert isinstance(resource["protect"], bool) and isinstance(resource["retain_on_delete"], bool)
+        assert isinstance(resource["protect"], bool)
+        assert isinstance(resource["retain_on_delete"], bool)
 
 
 def test_iam_folder_holds_every_trust_and_permission_policy_as_aws_receives_it(dev_folder, dev):

@@ -4,7 +4,8 @@ accelerator pools, and config errors for an unknown key at any depth of either s
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import promql_parser
 import pytest
@@ -228,10 +229,7 @@ def test_an_unknown_key_at_any_depth_is_exactly_one_issue_naming_it(stack, key, 
         target[unknown] = "x"
         raw[key] = json.dumps(value)
         expected = _dotted([key.split(":", 1)[1], *path, unknown])
-    try:
+    with pytest.raises(ConfigError) as refused:
         parse_config(raw, project=PROJECT, stack=stack)
-    except ConfigError as error:
-        assert [issue.path for issue in error.issues] == [expected], error
-        assert "unknown key" in error.issues[0].message
-    else:
-        raise AssertionError(f"{stack}: unknown key {expected!r} was accepted")
+    assert [issue.path for issue in refused.value.issues] == [expected], refused.value
+    assert "unknown key" in refused.value.issues[0].message

@@ -83,10 +83,13 @@ def test_prod_buckets_use_a_rotating_kms_key(prod):
 
 def test_dev_buckets_and_file_system_are_destroyable_and_prod_ones_protected(dev, prod):
     for bucket in dev.of_type(BUCKET):
-        assert bucket.inputs["forceDestroy"] is True and bucket.protect is False
+        assert bucket.inputs["forceDestroy"] is True
+        assert bucket.protect is False
     for bucket in prod.of_type(BUCKET):
-        assert bucket.inputs["forceDestroy"] is False and bucket.protect is True
-    assert dev.one(FSX).protect is False and prod.one(FSX).protect is True
+        assert bucket.inputs["forceDestroy"] is False
+        assert bucket.protect is True
+    assert dev.one(FSX).protect is False
+    assert prod.one(FSX).protect is True
     assert prod.one(FSX).inputs["skipFinalBackup"] is False  # a protected prod file system keeps a final backup
 
 

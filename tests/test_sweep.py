@@ -30,7 +30,8 @@ def test_destroy_deletes_every_leftover_of_the_cluster_and_nothing_else(world: W
     deleted = by_kind(report.deleted)
     assert deleted.pop(Kind.SECURITY_GROUP_RULE)  # rules of other groups are revoked, not the groups
     assert deleted == world.ours
-    assert report.failed == () and report.clean
+    assert report.failed == ()
+    assert report.clean
 
 
 def test_deletions_follow_the_dependency_order(world: World):
@@ -56,7 +57,8 @@ def test_a_second_run_finds_nothing_and_changes_nothing(world: World):
     assert sweeper.plan().delete == ()
     second = sweeper.run()
 
-    assert second.deleted == () and second.failed == ()
+    assert second.deleted == ()
+    assert second.failed == ()
     assert present(world.clients) == after_first
 
 
@@ -115,7 +117,8 @@ def test_protect_and_retain_keep_the_claims_data_and_sweep_everything_else(world
     assert not by_kind(report.deleted).keys() & set(STATEFUL)
     # moto lists no interfaces for file systems, so the file system's subnet is what is named as blocking.
     assert [(k.found.kind, k.found.id) for k in report.blockers] == [(Kind.SUBNET, world.subnets[0])]
-    assert report.ok and not report.clean
+    assert report.ok
+    assert not report.clean
     assert any("Back up what you need" in line for line in report.advice)
     assert any("cannot be deleted while those file systems exist" in line for line in report.advice)
 
@@ -212,7 +215,7 @@ def test_a_network_sweep_after_the_cluster_deletes_only_what_holds_the_vpc(world
 
     report = sweeper.run()
 
-    assert {kind for kind in by_kind(report.deleted)} == {
+    assert set(by_kind(report.deleted)) == {
         Kind.VPC_ENDPOINT,
         Kind.NETWORK_INTERFACE,
         Kind.SECURITY_GROUP_RULE,
@@ -226,7 +229,7 @@ def test_a_network_sweep_after_the_cluster_deletes_only_what_holds_the_vpc(world
 def test_the_target_takes_the_policy_as_a_string_and_refuses_what_is_not_a_target():
     assert SweepTarget("ml-dev", "us-west-2", "retain").keeps_data
     assert not SweepTarget("ml-dev", "us-west-2", "destroy").keeps_data
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="'delete' is not a valid StatefulResources"):
         SweepTarget("ml-dev", "us-west-2", "delete")
     with pytest.raises(ValueError, match="vpc_id"):
         SweepTarget("ml-dev", "us-west-2", "destroy", vpc_id="subnet-0123456789abcdef0")

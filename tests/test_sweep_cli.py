@@ -161,7 +161,7 @@ def test_a_shared_vpc_is_taken_from_the_config_and_never_counted_as_a_leak(aws, 
         return boto3.Session(region_name=kwargs["region_name"])
 
     code = main(["--project-dir", str(project), "--stack", "byo"], session_factory=session)
-    out, err = capsys.readouterr()
+    err = capsys.readouterr().err
 
     assert code == 0
     assert sessions == [{"profile_name": "ml-team", "region_name": REGION}]
@@ -188,7 +188,9 @@ def test_two_vpcs_that_look_like_the_stacks_stop_the_sweep_with_exit_2(dev: Worl
     code, _, err = _run(capsys, "--stack", "dev")
 
     assert code == 2
-    assert dev.vpc in err and stray in err and "several VPCs" in err
+    assert dev.vpc in err
+    assert stray in err
+    assert "several VPCs" in err
     assert present(dev.clients) == before
 
 
@@ -201,7 +203,8 @@ def test_an_invalid_stack_config_exits_2_with_every_problem(aws, tmp_path: Path,
 
     assert code == 2
     assert err.startswith("Stack 'bad': ")
-    assert "netwrk" in err and "owner" in err
+    assert "netwrk" in err
+    assert "owner" in err
 
 
 def test_a_missing_stack_file_exits_2(aws, capsys):

@@ -70,7 +70,8 @@ def test_a_group_still_in_use_at_the_bound_is_reported_after_a_bounded_number_of
     report = world.sweeper(clock=clock).run()
 
     error = _failures(report)[(Kind.SECURITY_GROUP, group)]
-    assert error.startswith("DependencyViolation: ") and f"after {DEFAULTS.dependencies:g} s" in error
+    assert error.startswith("DependencyViolation: ")
+    assert f"after {DEFAULTS.dependencies:g} s" in error
     assert len(clock.sleeps) == DEFAULTS.dependencies / DEFAULTS.poll_interval
     assert group in present(world.clients)[Kind.SECURITY_GROUP]
     # The other groups did not wait for it.

@@ -23,7 +23,7 @@ noise = st.dictionaries(
 def _naming(cluster: str) -> dict[str, str]:
     """Every tag by which anything could name `cluster`."""
     owned_key, *value_keys = sel.cluster_tag_keys(cluster)
-    return {owned_key: "owned", **{key: cluster for key in value_keys}}
+    return {owned_key: "owned", **dict.fromkeys(value_keys, cluster)}
 
 
 @given(ours=cluster_names, theirs=cluster_names, extra=noise)

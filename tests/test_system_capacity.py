@@ -35,7 +35,8 @@ def test_the_dev_stack_load_is_summed_from_every_controller_pinned_to_the_system
     capacity = config.system_capacity
     assert capacity.requests == Requests(cpu, memory) == Requests(3850, 6528)
     assert capacity.room(1) == node_capacity("m7i.xlarge")  # dev keeps room for its controllers with a node lost
-    assert capacity.problem() is None and capacity.warning() is None
+    assert capacity.problem() is None
+    assert capacity.warning() is None
 
 
 def with_group(stack: str, **group) -> dict:

@@ -44,7 +44,8 @@ def problems(team_config: TeamConfig, platform=None) -> list[str]:
 def test_the_namespace_enforces_baseline_pod_security_and_is_labelled_for_the_team():
     labels = plan_team(team(), offer()).namespace["namespace"]["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
-    assert labels["pod-security.kubernetes.io/warn"] == "restricted" and labels["eksml.io/team"] == "vision"
+    assert labels["pod-security.kubernetes.io/warn"] == "restricted"
+    assert labels["eksml.io/team"] == "vision"
 
 
 def test_extra_labels_never_weaken_pod_security():
@@ -55,16 +56,16 @@ def test_extra_labels_never_weaken_pod_security():
         annotations={"owner": "a@b"},
     )
     metadata = plan.namespace["namespace"]["metadata"]
-    assert (
-        metadata["labels"]["pod-security.kubernetes.io/enforce"] == "baseline" and metadata["labels"]["owner-ui"] == "x"
-    )
+    assert metadata["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert metadata["labels"]["owner-ui"] == "x"
     assert metadata["annotations"] == {"owner": "a@b"}
 
 
 def test_the_quota_caps_gpu_requests_and_the_limit_range_only_defaults_requests():
     namespace = plan_team(team(quota={"gpus": 4, "cpu": "32"}), offer()).namespace
     hard = namespace["quota"]["spec"]["hard"]
-    assert hard["requests.nvidia.com/gpu"] == "4" and hard["requests.cpu"] == "32"
+    assert hard["requests.nvidia.com/gpu"] == "4"
+    assert hard["requests.cpu"] == "32"
     assert hard["services.loadbalancers"] == "2"
     (limits,) = namespace["limits"]["spec"]["limits"]
     assert set(limits) == {"type", "defaultRequest"}  # a default limit below a request would refuse the pod
@@ -139,19 +140,19 @@ def test_the_team_role_may_use_its_prefix_only_and_the_bucket_key_only_through_s
     )
     listing, objects, key = policy["Statement"]
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["teams/vision", "teams/vision/*"]}}
-    assert objects["Resource"] == "arn:aws:s3:::b/teams/vision/*" and "s3:*" not in objects["Action"]
+    assert objects["Resource"] == "arn:aws:s3:::b/teams/vision/*"
+    assert "s3:*" not in objects["Action"]
     assert key["Resource"] == "arn:aws:kms:us-west-2:1:key/k"
     assert key["Condition"]["StringEquals"] == {"kms:ViaService": "s3.us-west-2.amazonaws.com"}
     no_key = team_s3_policy(partition="aws-cn", region="cn-north-1", bucket="b", prefix="p")
-    assert len(no_key["Statement"]) == 2 and no_key["Statement"][0]["Resource"] == "arn:aws-cn:s3:::b"
+    assert len(no_key["Statement"]) == 2
+    assert no_key["Statement"][0]["Resource"] == "arn:aws-cn:s3:::b"
 
 
 def test_the_plan_uses_the_platforms_bucket_and_its_key():
     plan = plan_team(team(storage={"bucket": "datasets"}), offer())
-    assert (
-        plan.bucket == PLATFORM["buckets"]["datasets"]
-        and plan.bucket_kms_key_arn == PLATFORM["bucketKmsKeyArns"]["datasets"]
-    )
+    assert plan.bucket == PLATFORM["buckets"]["datasets"]
+    assert plan.bucket_kms_key_arn == PLATFORM["bucketKmsKeyArns"]["datasets"]
     assert team(storage={"bucket": "datasets"}).s3_prefix == "teams/vision"
     assert problems(team(storage={"bucket": "models"})) == [
         "team.storage.bucket: the platform has no bucket 'models'; it has ['artifacts', 'datasets']"
@@ -170,10 +171,8 @@ def test_a_shared_claim_is_a_static_volume_of_the_platforms_file_system_bound_to
 
 def test_a_claim_of_its_own_uses_the_platforms_class():
     claim = plan_team(team(fsxClaims={"scratch": {"storageClass": True, "sizeGib": 2400}}), offer()).claims["scratch"]
-    assert (
-        claim["spec"]["storageClassName"] == "fsx-lustre"
-        and claim["spec"]["resources"]["requests"]["storage"] == "2400Gi"
-    )
+    assert claim["spec"]["storageClassName"] == "fsx-lustre"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "2400Gi"
 
 
 def test_claims_the_platform_cannot_serve_are_refused():
@@ -204,7 +203,10 @@ def test_a_team_pool_is_the_platforms_kind_on_its_node_class_tainted_and_labelle
 
 def test_a_team_pool_may_not_be_larger_than_the_platforms_pool_of_its_kind():
     assert problems(team(nodePool={**POOL, "limits": {"nvidia.com/gpu": "64"}})) == [
-        "team.nodePool.limits.nvidia.com/gpu: 64 is more than the platform allows a gpu-inference-a10g-spot pool (32, its pool 'inference-a10g-spot')"
+        (
+            "team.nodePool.limits.nvidia.com/gpu: 64 is more than the platform allows a gpu-inference-a10g-spot pool "
+            "(32, its pool 'inference-a10g-spot')"
+        )
     ]
 
 
@@ -228,14 +230,23 @@ def test_a_team_pool_of_a_kind_the_platform_does_not_run_is_refused():
 def test_spot_and_gpu_team_pools_need_the_platforms_interruption_handling_and_gpu_stack():
     platform = offer(karpenterInterruptionQueue=None, gpuTaint=None)
     assert problems(team(nodePool=POOL), platform) == [
-        "team.nodePool.preset: gpu-inference-a10g-spot allows spot, but the platform handles no spot interruptions (no interruption queue)",
-        "team.nodePool.preset: gpu-inference-a10g-spot launches GPUs, but the platform runs no GPU stack (device plugin, admission)",
+        (
+            "team.nodePool.preset: gpu-inference-a10g-spot allows spot, but the platform handles no spot "
+            "interruptions (no interruption queue)"
+        ),
+        (
+            "team.nodePool.preset: gpu-inference-a10g-spot launches GPUs, but the platform runs no GPU stack (device "
+            "plugin, admission)"
+        ),
     ]
 
 
 def test_team_pool_zones_are_the_platforms():
     assert problems(team(nodePool={**POOL, "zones": ["us-east-1a"]})) == [
-        "team.nodePool.zones[0]: 'us-east-1a' is not one of the platform's zones ['us-west-2a', 'us-west-2b', 'us-west-2c']"
+        (
+            "team.nodePool.zones[0]: 'us-east-1a' is not one of the platform's zones ['us-west-2a', 'us-west-2b', "
+            "'us-west-2c']"
+        )
     ]
 
 
@@ -270,9 +281,9 @@ def test_one_claim_mounts_the_whole_shared_file_system():
 
 
 def test_a_platform_output_of_the_wrong_shape_is_named():
-    with pytest.raises(PlatformContractError, match="output nodePools.training.nodeClass: is required"):
-        outputs = json.loads(json.dumps(PLATFORM))
-        del outputs["nodePools"]["training"]["nodeClass"]
+    outputs = json.loads(json.dumps(PLATFORM))
+    del outputs["nodePools"]["training"]["nodeClass"]
+    with pytest.raises(PlatformContractError, match=r"output nodePools\.training\.nodeClass: is required"):
         parse_offer(outputs, stack="acme/eks-ml-platform/prod")
 
 
@@ -331,7 +342,8 @@ def test_a_profiles_namespace_carries_the_labels_and_owner_the_profile_controlle
     assert metadata["labels"]["eksml.io/team"] == "vision"
     assert metadata["labels"]["pod-security.kubernetes.io/warn"] == "restricted"
     plain = plan_team(team(), offer()).namespace["namespace"]["metadata"]
-    assert "annotations" not in plain and "istio-injection" not in plain["labels"]
+    assert "annotations" not in plain
+    assert "istio-injection" not in plain["labels"]
 
 
 def test_with_a_profile_the_teams_role_is_for_default_editor():
@@ -360,7 +372,10 @@ def test_a_profiles_namespace_reaches_istio_and_kubeflow_both_ways():
 
 def test_a_profile_on_a_platform_without_kubeflow_is_refused_naming_the_key():
     expected = [
-        "team.kubeflow: the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the team's Profile"
+        (
+            "team.kubeflow: the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would "
+            "take the team's Profile"
+        )
     ]
     assert problems(team(kubeflow=KUBEFLOW), offer(kubeflowEnabled=False)) == expected
     assert (
@@ -379,4 +394,5 @@ def test_a_profile_owner_must_be_an_email():
     with pytest.raises(ConfigError) as caught:
         parse_team_config(raw, project="tv", stack="prod")
     ((path, message),) = [(issue.path, issue.message) for issue in caught.value.issues]
-    assert path == "team.kubeflow.owner" and "an email address" in message
+    assert path == "team.kubeflow.owner"
+    assert "an email address" in message

@@ -54,7 +54,8 @@ def test_the_team_stack_previews_offline_with_no_policy_violations(tmp_path, cap
     out = tmp_path / "out"
     assert main(preview_args(out, "--policy-config", str(TEAM_STACK / "policy-config.json"))) == 0
     printed = capsys.readouterr().out
-    assert "no violations" in printed and "Cost:" not in printed  # the platform's cost is not the team's
+    assert "no violations" in printed
+    assert "Cost:" not in printed
     assert {p.name for p in (out / "manifests").iterdir()} == {"namespace.yaml", "identity.yaml", "pool.yaml"}
     assert {p.name for p in (out / "iam").iterdir()} == {"identity-role.trust.json", "identity-s3.json"}
 
@@ -65,7 +66,7 @@ def test_only_the_stack_wide_rules_the_platform_satisfies_need_the_team_policy_c
     printed = capsys.readouterr().out
     rules = {line.split()[1] for line in printed.splitlines() if line.startswith("  mandatory ")}
     assert rules == {"spot-needs-interruption-queue", "gpu-pools-need-operator-and-dcgm"}
-    assert json.loads((TEAM_STACK / "policy-config.json").read_text()) == {rule: "disabled" for rule in rules}
+    assert json.loads((TEAM_STACK / "policy-config.json").read_text()) == dict.fromkeys(rules, "disabled")
 
 
 def test_the_team_role_trusts_exactly_its_service_account_of_the_platforms_cluster(team):
@@ -80,7 +81,8 @@ def test_the_team_role_trusts_exactly_its_service_account_of_the_platforms_clust
         }
     }
     account = team.one("kubernetes:core/v1:ServiceAccount")
-    assert account.inputs["metadata"]["namespace"] == "vision" and account.inputs["metadata"]["name"] == "vision-jobs"
+    assert account.inputs["metadata"]["namespace"] == "vision"
+    assert account.inputs["metadata"]["name"] == "vision-jobs"
     assert account.inputs["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == team.stack_outputs["roleArn"]
 
 
@@ -97,7 +99,8 @@ def test_destroy_removes_the_namespace_with_its_claims_before_the_volume_they_bi
     volume = team.one("kubernetes:core/v1:PersistentVolume")
     assert team.depends_on(namespace, volume)
     for claim in team.of_type("kubernetes:core/v1:PersistentVolumeClaim"):
-        assert claim.deleted_with == namespace.urn and team.depends_on(claim, namespace)
+        assert claim.deleted_with == namespace.urn
+        assert team.depends_on(claim, namespace)
     for kind in ("ResourceQuota", "LimitRange", "ServiceAccount"):
         assert team.one(f"kubernetes:core/v1:{kind}").deleted_with == namespace.urn
 
@@ -105,12 +108,14 @@ def test_destroy_removes_the_namespace_with_its_claims_before_the_volume_they_bi
 def test_everything_in_the_cluster_goes_through_the_platforms_kubernetes_provider(team):
     provider = team.one("pulumi:providers:kubernetes")
     in_cluster = [r for r in team.resources if r.type.startswith("kubernetes:") and not r.type.startswith("pulumi:")]
-    assert in_cluster and all(r.provider == provider.urn for r in in_cluster)
+    assert in_cluster
+    assert all(r.provider == provider.urn for r in in_cluster)
 
 
 def test_the_team_pool_waits_for_its_drain_on_delete(team):
     pool = team.one("kubernetes:karpenter.sh/v1:NodePool")
-    assert pool.inputs["metadata"]["name"] == "team-vision" and pool.delete_timeout is not None
+    assert pool.inputs["metadata"]["name"] == "team-vision"
+    assert pool.delete_timeout is not None
 
 
 def test_a_bad_team_config_exits_2_naming_each_key_and_creates_nothing(tmp_path, capsys):
@@ -127,7 +132,8 @@ def test_a_bad_team_config_exits_2_naming_each_key_and_creates_nothing(tmp_path,
     error = capsys.readouterr().err
     assert "team.name: the platform already creates the namespace 'team-a'" in error
     assert "team.nodePool.limits.nvidia.com/gpu: 64 is more than the platform allows" in error
-    assert "Traceback" not in error and not out.exists()
+    assert "Traceback" not in error
+    assert not out.exists()
 
 
 def test_a_team_stack_in_another_region_than_its_platform_is_refused(tmp_path, capsys):
@@ -219,7 +225,8 @@ def test_a_profile_against_a_platform_without_kubeflow_exits_2_naming_the_key(tm
     assert main([*args, "--stack-reference", f"acme/eks-ml-platform/dev={recorded}"]) == 2
     error = capsys.readouterr().err
     assert "team.kubeflow: the platform runs no Kubeflow (its kubeflow.enabled)" in error
-    assert "Traceback" not in error and not (tmp_path / "out").exists()
+    assert "Traceback" not in error
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
@@ -245,7 +252,8 @@ def test_the_dev_team_preview_and_its_profile_pass_refcheck(tmp_path, capsys):
         text=True,
         check=False,
     )
-    assert result.returncode == 0 and result.stdout.strip().endswith(" 0 errors"), result.stdout
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.strip().endswith(" 0 errors"), result.stdout
     assert "profile" in {p.stem for p in (out / "manifests").iterdir()}
 
 
@@ -260,7 +268,8 @@ def test_the_team_preview_passes_refcheck(tmp_path, capsys, prod):
         text=True,
         check=False,
     )
-    assert result.returncode == 0 and result.stdout.strip().endswith(" 0 errors")
+    assert result.returncode == 0
+    assert result.stdout.strip().endswith(" 0 errors")
     (warning,) = [line for line in result.stdout.splitlines() if line.startswith(("ERROR", "WARN"))]
     assert warning.endswith("nodeClassRef EC2NodeClass/gpu is not among the checked objects")
     platform_classes = {

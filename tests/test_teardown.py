@@ -102,12 +102,14 @@ def test_kubeflow_is_deleted_before_karpenter_drains_the_nodes_its_controllers_r
         if r.name.startswith("kubeflow-")
     ]
     profiles = stack.of_type("kubernetes:kubeflow.org/v1:Profile")
-    assert workloads and profiles
+    assert workloads
+    assert profiles
     for pool in pools:
         # the profile controller still runs while team Profiles (and their namespaces' finalizers) are cleared
         assert [r.name for r in workloads + profiles if not stack.depends_on(r, pool)] == [], pool.name
     gpu_pools = [r for r in stack.of_type("kubernetes:karpenter.sh/v1:NodePool") if r not in pools]
-    assert gpu_pools and not any(stack.depends_on(r, pool) for r in workloads for pool in gpu_pools)
+    assert gpu_pools
+    assert not any(stack.depends_on(r, pool) for r in workloads for pool in gpu_pools)
 
 
 def test_the_nodes_join_with_egress_and_are_deleted_before_the_nat_routes(stack):
@@ -126,13 +128,13 @@ def test_the_file_system_waits_for_its_servers_lustre_rules_and_nothing_of_the_c
     assert len(rules) == 8
     # FSx checks the servers' own rules when it creates the file system: it waits for them.
     servers = [r for r in rules if r.name.endswith("-from-self") or r.name.endswith("-to-self")]
-    assert len(servers) == 3 and all(stack.depends_on(file_system, r) for r in servers)
+    assert len(servers) == 3
+    assert all(stack.depends_on(file_system, r) for r in servers)
     # The client rules name the cluster's security group (an output of the cluster component, which the engine
     # waits for as a whole); the file system needs none of them to be made.
     eks = stack.one("eks:index:Cluster")
-    assert not stack.depends_on(file_system, eks) and not stack.depends_on(
-        file_system, stack.one("aws:eks/cluster:Cluster")
-    )
+    assert not stack.depends_on(file_system, eks)
+    assert not stack.depends_on(file_system, stack.one("aws:eks/cluster:Cluster"))
     assert all(stack.depends_on(r, eks) for r in rules if r not in servers)
 
 
@@ -177,7 +179,8 @@ def test_the_sweep_resource_never_asks_to_be_replaced_and_touches_nothing_until_
     created = provider.create(olds)
     assert created.id == "sweep-c"
     diff = provider.diff(created.id, olds, {**olds, "statefulResources": "protect"})
-    assert diff.changes and not diff.replaces  # a replacement would sweep a live cluster
+    assert diff.changes
+    assert not diff.replaces
     assert provider.update(created.id, olds, {**olds, "region": "eu-west-1"}).outs["region"] == "eu-west-1"
 
 
@@ -216,7 +219,8 @@ def test_the_sweep_resource_deletes_this_clusters_leftovers_when_destroyed():
     states = {
         i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
     }
-    assert states[ours] == "terminated" and states[theirs] == "running"
+    assert states[ours] == "terminated"
+    assert states[theirs] == "running"
 
 
 def test_a_teams_namespace_goes_with_its_claim_before_the_volume_and_the_file_system_it_mounts(stack):
@@ -237,9 +241,9 @@ def test_what_aws_deletes_with_its_parent_is_not_deleted_one_by_one(stack):
     file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
     assert stack.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation").deleted_with == file_system.urn
     eks = stack.one("eks:index:Cluster")
-    assert {a.inputs["addonName"]: a.deleted_with for a in stack.of_type("aws:eks/addon:Addon")} == {
-        name: eks.urn for name in ("vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver")
-    }
+    assert {a.inputs["addonName"]: a.deleted_with for a in stack.of_type("aws:eks/addon:Addon")} == dict.fromkeys(
+        ("vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver"), eks.urn
+    )
     assert stack.one("aws:eks/accessEntry:AccessEntry").deleted_with == eks.urn
 
 

@@ -162,8 +162,10 @@ def test_every_workload_passes_the_team_namespaces_baseline_pod_security(key):
     assert not any("hostPath" in volume for volume in spec.get("volumes") or [])
     for container in spec["containers"]:
         context = container.get("securityContext") or {}
-        assert not context.get("privileged") and not (context.get("capabilities") or {}).get("add")
-        assert ":" in container["image"] and not container["image"].endswith(":latest")  # pinned
+        assert not context.get("privileged")
+        assert not (context.get("capabilities") or {}).get("add")
+        assert ":" in container["image"]
+        assert not container["image"].endswith(":latest")
 
 
 def most_pods(kind: str, name: str) -> int:
@@ -212,7 +214,8 @@ def test_the_inference_service_is_an_internal_nlb_to_pod_ips_through_the_control
     objects = {(d["kind"], d["metadata"]["name"]): d for _, d in documents()}
     service = objects[("Service", "llm")]
     # The platform runs the controller without its Service webhook: the class is the only way to pick it.
-    assert service["spec"]["type"] == "LoadBalancer" and service["spec"]["loadBalancerClass"] == "service.k8s.aws/nlb"
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["spec"]["loadBalancerClass"] == "service.k8s.aws/nlb"
     annotations = service["metadata"]["annotations"]
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"] == "ip"
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
@@ -232,11 +235,13 @@ def test_inference_scales_from_one_on_gpu_utilisation_and_keeps_a_replica_throug
     # From 1: scaling to 0 needs the alpha HPAScaleToZero gate, which EKS does not enable.
     assert (hpa["minReplicas"], hpa["maxReplicas"]) == (1, 4)
     (metric,) = hpa["metrics"]
-    assert metric["type"] == "Pods" and metric["pods"]["metric"]["name"] == GPU_UTILIZATION_METRIC
+    assert metric["type"] == "Pods"
+    assert metric["pods"]["metric"]["name"] == GPU_UTILIZATION_METRIC
     assert 0 < float(metric["pods"]["target"]["averageValue"]) < 100  # a utilisation in percent
     pdb = objects[("PodDisruptionBudget", "llm")]["spec"]
     labels = objects[("Deployment", "llm")]["spec"]["template"]["metadata"]["labels"]
-    assert pdb["minAvailable"] == 1 and pdb["selector"]["matchLabels"].items() <= labels.items()
+    assert pdb["minAvailable"] == 1
+    assert pdb["selector"]["matchLabels"].items() <= labels.items()
 
 
 def test_the_metric_the_inference_hpa_scales_on_is_served_by_the_platform(prod):
@@ -262,8 +267,6 @@ def test_the_workload_manifests_pass_refcheck(tmp_path):
         text=True,
         check=False,
     )
-    assert (
-        result.returncode == 0
-        and [line for line in result.stdout.splitlines() if line.startswith(("ERROR", "WARN"))] == []
-    )
+    assert result.returncode == 0
+    assert [line for line in result.stdout.splitlines() if line.startswith(("ERROR", "WARN"))] == []
     assert result.stdout.strip().endswith(f"refcheck: {len(documents())} objects, 0 errors")

@@ -14,10 +14,10 @@ from typing import Any
 import pulumi
 
 from components import helm, k8s_objects, versions
+from components.certmanager.names import GROUPS, NAMESPACE
 from components.cluster.capacity import CERT_MANAGER as REQUESTS
 from components.cluster.capacity import CERT_MANAGER_REPLICAS, Requests
 from components.cluster.handle import ClusterHandle
-from components.certmanager.names import GROUPS, NAMESPACE
 from components.scheduling import Placement
 
 __all__ = ["GROUPS", "NAMESPACE", "CertManager", "CertManagerArgs", "chart_values"]

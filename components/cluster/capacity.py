@@ -9,9 +9,9 @@ compared with what the nodes can allocate, with every node up and with one lost.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Collection, Mapping, Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -269,11 +269,12 @@ def _private_endpoint_ingress(
 ) -> None:
     """HTTPS into the cluster security group (which fronts the private API endpoint) from each configured range and
     security group, keyed by the range or group itself."""
-    sources: dict[str, dict[str, str]] = {
-        str(cidr).replace(".", "-").replace("/", "-"): {"cidr_ipv4": str(cidr)} for cidr in endpoint.private_cidrs
+    # key -> (address range, security group): one of the two
+    sources: dict[str, tuple[str | None, str | None]] = {
+        str(cidr).replace(".", "-").replace("/", "-"): (str(cidr), None) for cidr in endpoint.private_cidrs
     }
-    sources.update({group: {"referenced_security_group_id": group} for group in endpoint.private_security_groups})
-    for key, source in sorted(sources.items()):
+    sources.update({group: (None, group) for group in endpoint.private_security_groups})
+    for key, (cidr, group) in sorted(sources.items()):
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-api-from-{key}",
             security_group_id=cluster_security_group_id,
@@ -281,7 +282,8 @@ def _private_endpoint_ingress(
             from_port=443,
             to_port=443,
             description="Kubernetes API (private endpoint)",
-            **source,
+            cidr_ipv4=cidr,
+            referenced_security_group_id=group,
             opts=pulumi.ResourceOptions(parent=parent),
         )
 

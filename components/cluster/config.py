@@ -113,8 +113,10 @@ class SystemNodeGroup(ConfigModel):
             problems.append(
                 (
                     "desiredSize",
-                    f"expected minSize <= desiredSize <= maxSize, got {self.min_size} <= "
-                    f"{self.desired_size} <= {self.max_size}",
+                    (
+                        f"expected minSize <= desiredSize <= maxSize, got {self.min_size} <= "
+                        f"{self.desired_size} <= {self.max_size}"
+                    ),
                 )
             )
         if problems:

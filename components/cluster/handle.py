@@ -3,8 +3,9 @@ team stack reads it from the platform stack's outputs or from AWS (`attach`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -46,14 +47,14 @@ class ClusterHandle:
     aws_profile: str | None = None
 
     @classmethod
-    def from_stack_reference(cls, stack: str | pulumi.StackReference, **kwargs) -> ClusterHandle:
+    def from_stack_reference(cls, stack: str | pulumi.StackReference, **kwargs: Any) -> ClusterHandle:
         """The handle of the cluster a platform stack created, from its outputs (see `attach.from_stack_reference`)."""
         from components.cluster.attach import from_stack_reference  # attach builds on this module
 
         return from_stack_reference(stack, **kwargs)
 
     @classmethod
-    def from_existing(cls, *, cluster_name: str, region: str, **kwargs) -> ClusterHandle:
+    def from_existing(cls, *, cluster_name: str, region: str, **kwargs: Any) -> ClusterHandle:
         """The handle of an existing cluster, read from AWS (see `attach.from_existing`)."""
         from components.cluster.attach import from_existing
 

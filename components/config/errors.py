@@ -4,7 +4,8 @@ become them (including a did-you-mean for unknown keys)."""
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -114,10 +115,8 @@ def _known_keys(model: type[BaseModel], path: tuple[Any, ...]) -> set[str]:
         if target is None:
             return set()
         fields = {field.alias or name: field for name, field in target.model_fields.items()}
-        if part in fields:
-            current = fields[part].annotation
-        else:  # a mapping key: the value type carries on
-            current = target
+        # a mapping key: the value type carries on
+        current = fields[part].annotation if part in fields else target
     target = _model_in(current)
     if target is None:
         return set()

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import Field, StrictStr, ValidationError, model_validator
 
-from components.cluster import capacity as system_capacity
 from components import versions
+from components.cluster import capacity as system_capacity
 from components.cluster.config import CLUSTER_NAME, ClusterConfig, EndpointAccess, SystemNodeGroup
 from components.config.errors import ConfigError, ConfigIssue, issues_from
 from components.config.types import (
@@ -35,30 +36,30 @@ from components.observability.config import AlertmanagerConfig, AlertThresholds,
 from components.storage.config import BucketConfig, DataRepository, FsxConfig, StorageConfig
 
 __all__ = [
-    "AlertmanagerConfig",
     "AlertThresholds",
-    "ObservabilityConfig",
+    "AlertmanagerConfig",
     "BinPackingScheduler",
     "BucketConfig",
-    "DataRepository",
-    "FsxConfig",
-    "IngressConfig",
-    "StorageConfig",
     "ClusterConfig",
     "ConfigError",
     "ConfigIssue",
     "ControlPlaneLog",
+    "DataRepository",
     "EndpointAccess",
     "Environment",
     "ExistingVpc",
+    "FsxConfig",
     "GpuAdmission",
     "GpuConfig",
+    "IngressConfig",
     "KarpenterConfig",
     "MigOptions",
     "NatGateways",
     "NetworkConfig",
+    "ObservabilityConfig",
     "PlatformConfig",
     "StatefulResources",
+    "StorageConfig",
     "SystemNodeGroup",
     "parse_config",
 ]
@@ -105,7 +106,10 @@ class PlatformConfig(ConfigModel):
     )
     karpenter: KarpenterConfig = Field(
         default=KarpenterConfig(),
-        description="the Karpenter controller, its node classes and node pools (see [Karpenter NodePools](#karpenter-nodepools))",
+        description=(
+            "the Karpenter controller, its node classes and node pools (see [Karpenter "
+            "NodePools](#karpenter-nodepools))"
+        ),
     )
     gpu: GpuConfig = Field(
         default=GpuConfig(),
@@ -119,7 +123,10 @@ class PlatformConfig(ConfigModel):
     ingress: IngressConfig = Field(default=IngressConfig(), description="what routes traffic into the cluster")
     observability: ObservabilityConfig = Field(
         default=ObservabilityConfig(),
-        description="kube-prometheus-stack with the GPU and Karpenter dashboards and alerts (see [Observability](#observability))",
+        description=(
+            "kube-prometheus-stack with the GPU and Karpenter dashboards and alerts (see "
+            "[Observability](#observability))"
+        ),
     )
     kubeflow: KubeflowConfig = Field(
         default=KubeflowConfig(), description="Kubeflow on the platform (see [Kubeflow](#kubeflow))"
@@ -131,7 +138,7 @@ class PlatformConfig(ConfigModel):
         families = self._gpu_node_images()
         return next(iter(families)) if len(families) == 1 else None
 
-    def _gpu_node_images(self) -> set[str]:
+    def _gpu_node_images(self) -> set[Literal["al2023", "bottlerocket"]]:
         classes = self.karpenter.node_classes
         return {
             classes[pool.node_class].ami_family
@@ -174,15 +181,20 @@ class PlatformConfig(ConfigModel):
                     problems.append(
                         (
                             f"karpenter.nodePools.{name}.zones[{index}]",
-                            f"{zone!r} is not one of the stack's availability zones {list(self.network.availability_zones)}",
+                            (
+                                f"{zone!r} is not one of the stack's availability zones "
+                                f"{list(self.network.availability_zones)}"
+                            ),
                         )
                     )
         if self.network.existing is None and self.network.cidr.overlaps(self.cluster.service_cidr):
             problems.append(
                 (
                     "cluster.serviceCidr",
-                    f"{self.cluster.service_cidr} overlaps the VPC CIDR {self.network.cidr}; "
-                    "Kubernetes service addresses must not collide with pod and node addresses",
+                    (
+                        f"{self.cluster.service_cidr} overlaps the VPC CIDR {self.network.cidr}; "
+                        "Kubernetes service addresses must not collide with pod and node addresses"
+                    ),
                 )
             )
         images = self._gpu_node_images()
@@ -207,8 +219,10 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 (
                     "cluster.name",
-                    f"the default name {self.cluster_name!r} (project-stack) is not a lowercase DNS-style name of "
-                    "2 to 40 characters; set cluster.name",
+                    (
+                        f"the default name {self.cluster_name!r} (project-stack) is not a lowercase DNS-style name of "
+                        "2 to 40 characters; set cluster.name"
+                    ),
                 )
             )
         if problems:
@@ -224,7 +238,10 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 (
                     "storage.fsx.availabilityZone",
-                    f"{fsx.availability_zone!r} is not one of the stack's availability zones {list(self.network.availability_zones)}",
+                    (
+                        f"{fsx.availability_zone!r} is not one of the stack's availability zones "
+                        f"{list(self.network.availability_zones)}"
+                    ),
                 )
             )
         repository = fsx.data_repository
@@ -246,9 +263,11 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 (
                     "kubeflow.enabled",
-                    f"Kubeflow {versions.KUBEFLOW.version} needs Kubernetes "
-                    f"{' or '.join(KUBEFLOW_KUBERNETES_VERSIONS)}; cluster.kubernetesVersion is "
-                    f"{self.cluster.kubernetes_version}",
+                    (
+                        f"Kubeflow {versions.KUBEFLOW.version} needs Kubernetes "
+                        f"{' or '.join(KUBEFLOW_KUBERNETES_VERSIONS)}; cluster.kubernetesVersion is "
+                        f"{self.cluster.kubernetes_version}"
+                    ),
                 )
             )
         if kubeflow.teams and kubeflow.bucket not in self.storage.buckets:
@@ -259,8 +278,10 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 (
                     "kubeflow.access.mode",
-                    "alb needs the AWS Load Balancer Controller to make the ALB; set ingress.loadBalancerController: true "
-                    "or use port-forward",
+                    (
+                        "alb needs the AWS Load Balancer Controller to make the ALB; set "
+                        "ingress.loadBalancerController: true or use port-forward"
+                    ),
                 )
             )
         ceiling = sum(pool.gpu_limit or 0 for pool in self.karpenter.node_pools.values())
@@ -277,8 +298,10 @@ class PlatformConfig(ConfigModel):
                 problems.append(
                     (
                         f"kubeflow.teams.{team}",
-                        "is also in storage.fsx.namespaces: both would create the namespace; Kubeflow creates its "
-                        "teams' namespaces itself, so name the team differently",
+                        (
+                            "is also in storage.fsx.namespaces: both would create the namespace; Kubeflow creates its "
+                            "teams' namespaces itself, so name the team differently"
+                        ),
                     )
                 )
             if spec.fsx_claim is not None and self.storage.fsx is None:
@@ -391,8 +414,9 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
             issues.append(
                 ConfigIssue(
                     path=full_key,
-                    message=f"is not read: the program's AWS provider takes only {', '.join('aws:' + k for k in AWS_KEYS)}; "
-                    "set other provider options through AWS_* environment variables",
+                    message="is not read: the program's AWS provider takes only "
+                    f"{', '.join('aws:' + k for k in AWS_KEYS)}; set other provider options through AWS_* "
+                    "environment variables",
                 )
             )
         elif namespace != "pulumi":

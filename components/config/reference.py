@@ -194,7 +194,7 @@ def _default(info: FieldInfo) -> Any:
     if isinstance(value, BaseModel):
         return SECTION
     if isinstance(value, Mapping) and any(isinstance(v, BaseModel) for v in value.values()):
-        return {key: SECTION for key in value}
+        return dict.fromkeys(value, SECTION)
     return to_jsonable_python(value, by_alias=True, exclude_none=True)
 
 
@@ -227,7 +227,7 @@ def type_text(annotation: Any, metadata: Sequence[Any] = ()) -> str:
         return _sized(f"mapping of {key} → {value}", metadata, "entry")
     text = _BASE.get(annotation, getattr(annotation, "__name__", str(annotation)))
     for item in metadata:
-        check = getattr(item, "func", None)
+        check: Any = getattr(item, "func", None)
         if hasattr(check, "choices"):
             return _choices(check.choices)
         if hasattr(check, "expected"):

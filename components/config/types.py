@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from ipaddress import IPv4Network, ip_network
-from typing import Annotated, Any, Iterable
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -29,7 +30,9 @@ def _cidr(value: Any) -> IPv4Network:
     try:
         network = ip_network(value, strict=True)
     except ValueError as exc:
-        raise ValueError(f"expected an IPv4 CIDR like '10.0.0.0/16' with no host bits set, got {value!r} ({exc})")
+        raise ValueError(
+            f"expected an IPv4 CIDR like '10.0.0.0/16' with no host bits set, got {value!r} ({exc})"
+        ) from None
     if not isinstance(network, IPv4Network):
         raise ValueError(f"expected an IPv4 CIDR, got the IPv6 network {value!r}")
     return network
@@ -38,7 +41,7 @@ def _cidr(value: Any) -> IPv4Network:
 Cidr = Annotated[IPv4Network, BeforeValidator(_cidr)]
 
 
-def one_of(allowed: Iterable[Any], what: str):
+def one_of(allowed: Iterable[Any], what: str) -> AfterValidator:
     choices = tuple(allowed)
 
     def check(value: Any) -> Any:
@@ -50,7 +53,7 @@ def one_of(allowed: Iterable[Any], what: str):
     return AfterValidator(check)
 
 
-def prefix_between(low: int, high: int):
+def prefix_between(low: int, high: int) -> AfterValidator:
     def check(value: IPv4Network) -> IPv4Network:
         if not low <= value.prefixlen <= high:
             raise ValueError(f"expected a prefix length between /{low} and /{high}, got /{value.prefixlen}")

@@ -13,7 +13,7 @@ from components.config.platform import PlatformConfig
 from .calculator import Estimate, estimate, headline
 from .prices import PINNED, PriceTable
 
-__all__ = ["Estimate", "PINNED", "PriceTable", "estimate", "headline", "preview_line"]
+__all__ = ["PINNED", "Estimate", "PriceTable", "estimate", "headline", "preview_line"]
 
 
 def preview_line(config: PlatformConfig, *, on: date | None = None) -> str:

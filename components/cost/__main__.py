@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                 config,
                 pricing=session.client("pricing", region_name=PRICING_REGION),
                 ec2=session.client("ec2"),
-                now=datetime.now(timezone.utc),
+                now=datetime.now(UTC),
             )
         except (ClientError, BotoCoreError) as error:
             print(f"error: could not read live prices: {error}", file=sys.stderr)

@@ -12,10 +12,10 @@ A price missing from the table is reported and left out of the sums, never count
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
-from typing import Mapping
 
 from components.config.platform import PlatformConfig
 from components.config.types import ControlPlaneLog

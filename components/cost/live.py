@@ -8,10 +8,11 @@ NAT, EBS, FSx, CloudWatch, KMS) stays the pinned table's, and the source says so
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from components.config.platform import PlatformConfig
 from components.preflight.selection import accelerated_shapes, device_limit, select

@@ -12,11 +12,11 @@ after the snapshot and is missing on purpose.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Mapping
 
 SNAPSHOT_DATE = date(2025, 5, 1)
 HOURS_PER_MONTH = Decimal(730)

@@ -33,8 +33,10 @@ def _limit(pool: PoolCeiling) -> str:
 
 def render_table(estimate: Estimate) -> str:
     lines = [
-        f"Cost of stack '{estimate.stack}' in {estimate.region}: prices from the {estimate.price_source}, "
-        f"{HOURS_PER_MONTH} h a month, USD",
+        (
+            f"Cost of stack '{estimate.stack}' in {estimate.region}: prices from the {estimate.price_source}, "
+            f"{HOURS_PER_MONTH} h a month, USD"
+        ),
         "",
         "Idle baseline, per month",
     ]

@@ -41,8 +41,8 @@ TOLERATES_GPU_TAINT = (
 )
 
 REQUESTS_EQUAL_LIMITS = (
-    "variables.gpuContainers.all(c, has(c.resources.limits) && "
-    f"'{GPU_RESOURCE}' in c.resources.limits && has(c.resources.requests) && '{GPU_RESOURCE}' in c.resources.requests && "
+    f"variables.gpuContainers.all(c, has(c.resources.limits) && '{GPU_RESOURCE}' in c.resources.limits && "
+    f"has(c.resources.requests) && '{GPU_RESOURCE}' in c.resources.requests && "
     f"c.resources.requests['{GPU_RESOURCE}'] == c.resources.limits['{GPU_RESOURCE}'])"
 )
 
@@ -65,8 +65,9 @@ def validations(options: AdmissionOptions) -> list[dict[str, Any]]:
             {
                 "expression": uses_scheduler(options.scheduler_name),
                 "messageExpression": (
-                    f"'GPU pods are placed by the bin-packing scheduler: add spec.schedulerName: {options.scheduler_name} "
-                    "(this pod has ' + (has(object.spec.schedulerName) ? object.spec.schedulerName : 'none') + ')'"
+                    "'GPU pods are placed by the bin-packing scheduler: add spec.schedulerName: "
+                    f"{options.scheduler_name} (this pod has ' + (has(object.spec.schedulerName) ? "
+                    "object.spec.schedulerName : 'none') + ')'"
                 ),
                 "reason": "Forbidden",
             }

@@ -22,7 +22,9 @@ class MigOptions(ConfigModel):
     default_profile: Annotated[StrictStr, matches(r"[a-z0-9][a-z0-9.-]*", "a MIG profile name like 'all-1g.10gb'")] = (
         Field(
             default="all-disabled",
-            description="the profile of nodes without an `nvidia.com/mig.config` label (set it in a NodePool's `labels`)",
+            description=(
+                "the profile of nodes without an `nvidia.com/mig.config` label (set it in a NodePool's `labels`)"
+            ),
         )
     )
 

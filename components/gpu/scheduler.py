@@ -90,7 +90,10 @@ def scheduler_manifests(options: SchedulerOptions, *, placement: Placement) -> d
     """Every object of the scheduler, keyed by a stable short name."""
     name = options.name
     labels = {"app.kubernetes.io/name": name}
-    probe = {"httpGet": {"path": "/healthz", "port": SECURE_PORT, "scheme": "HTTPS"}, "periodSeconds": 10}
+    probe: dict[str, Any] = {
+        "httpGet": {"path": "/healthz", "port": SECURE_PORT, "scheme": "HTTPS"},
+        "periodSeconds": 10,
+    }
     pod_spec: dict[str, Any] = {
         "serviceAccountName": name,
         "priorityClassName": name,

@@ -4,7 +4,8 @@ preview shows them exactly as AWS receives them."""
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 IAM_VERSION = "2012-10-17"
 STS_AUDIENCE = "sts.amazonaws.com"

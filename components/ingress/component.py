@@ -6,8 +6,9 @@ Service or Ingress (and the controller deletes its load balancer) while the cont
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import pulumi
 

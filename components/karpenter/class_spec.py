@@ -6,6 +6,7 @@ that never become nodes."""
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
@@ -283,7 +284,9 @@ class NodeClassSpec(Spec):
     )
     kubelet: KubeletSpec | None = Field(
         default=None,
-        description="kubelet settings Karpenter passes to the node and uses in its own capacity maths; none: Karpenter's",
+        description=(
+            "kubelet settings Karpenter passes to the node and uses in its own capacity maths; none: Karpenter's"
+        ),
     )
     user_data: UserDataSpec | None = Field(
         default=None, description="what nodes run at boot beyond what Karpenter configures"
@@ -355,11 +358,14 @@ class NodeClassSpec(Spec):
     @model_validator(mode="after")
     def _check(self) -> NodeClassSpec:
         problems = self._volume_problems()
-        for field, terms in (
+        selector_terms: tuple[
+            tuple[str, Sequence[SubnetTermSpec | SecurityGroupTermSpec | CapacityReservationTermSpec]], ...
+        ] = (
             ("subnetSelectorTerms", self.subnet_selector_terms),
             ("securityGroupSelectorTerms", self.security_group_selector_terms),
             ("capacityReservationSelectorTerms", self.capacity_reservation_selector_terms),
-        ):
+        )
+        for field, terms in selector_terms:
             for index, term in enumerate(terms):
                 problems += [
                     (f"{field}[{index}]" + (f".{key}" if key else ""), message) for key, message in term.problems()
@@ -384,7 +390,10 @@ class NodeClassSpec(Spec):
             problems.append(
                 (
                     "efaLayout",
-                    f"no known EFA layout for {self.efa_layout!r}; expected one of {', '.join(efa.NETWORK_CARDS)} (or list networkInterfaces)",
+                    (
+                        f"no known EFA layout for {self.efa_layout!r}; expected one of {', '.join(efa.NETWORK_CARDS)} "
+                        "(or list networkInterfaces)"
+                    ),
                 )
             )
         problems += [
@@ -403,14 +412,20 @@ class NodeClassSpec(Spec):
             problems.append(
                 (
                     "rootVolumeIops",
-                    f"{iops} IOPS needs rootVolumeGib of at least {-(-iops // 500)} (gp3 allows 500 IOPS per GiB); rootVolumeGib is {gib}",
+                    (
+                        f"{iops} IOPS needs rootVolumeGib of at least {-(-iops // 500)} (gp3 allows 500 IOPS per "
+                        f"GiB); rootVolumeGib is {gib}"
+                    ),
                 )
             )
         if mibps * 4 > iops:
             problems.append(
                 (
                     "rootVolumeThroughputMibps",
-                    f"{mibps} MiB/s needs rootVolumeIops of at least {mibps * 4} (gp3 allows 0.25 MiB/s per IOPS); rootVolumeIops is {iops}",
+                    (
+                        f"{mibps} MiB/s needs rootVolumeIops of at least {mibps * 4} (gp3 allows 0.25 MiB/s per "
+                        f"IOPS); rootVolumeIops is {iops}"
+                    ),
                 )
             )
         return problems
@@ -449,7 +464,9 @@ class NodeClassSpec(Spec):
             if key not in _NODECONFIG_KEYS:
                 why = {
                     "cluster": "Karpenter sets it from the cluster",
-                    "kubelet": "set the class's kubelet instead: Karpenter merges it into the NodeConfig and counts with it",
+                    "kubelet": (
+                        "set the class's kubelet instead: Karpenter merges it into the NodeConfig and counts with it"
+                    ),
                 }.get(key, f"expected {', '.join(sorted(_NODECONFIG_KEYS))}")
                 problems.append((f"userData.nodeConfig.{key}", why))
         local_storage = (user_data.node_config or {}).get("instance") or {}
@@ -457,7 +474,10 @@ class NodeClassSpec(Spec):
             problems.append(
                 (
                     "userData.nodeConfig.instance.localStorage",
-                    "set instanceStorePolicy: RAID0 instead, which Karpenter also counts as the node's ephemeral storage",
+                    (
+                        "set instanceStorePolicy: RAID0 instead, which Karpenter also counts as the node's ephemeral "
+                        "storage"
+                    ),
                 )
             )
         containerd = (user_data.node_config or {}).get("containerd") or {}
@@ -484,7 +504,10 @@ class NodeClassSpec(Spec):
                 problems.append(
                     (
                         f"tags.{key}",
-                        "is one of the stack's standard tags, which every instance carries already (set owner or costCenter)",
+                        (
+                            "is one of the stack's standard tags, which every instance carries already (set owner or "
+                            "costCenter)"
+                        ),
                     )
                 )
             elif key in restricted or key.startswith(("kubernetes.io/cluster", "aws:")):

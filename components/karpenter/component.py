@@ -8,6 +8,7 @@ can terminate the instances it launched.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ from components.karpenter.iam import (
     queue_policy,
 )
 from components.karpenter.render import NodeClassContext, render_nodeclass, render_nodepool
+from components.karpenter.specs import NodeClassSpec
 from components.karpenter.validation import delete_timeout
 from components.network.tags import DISCOVERY_TAG
 from components.scheduling import CSI_STARTUP_TAINTS, Placement
@@ -82,6 +84,13 @@ def controller_values(
         },
         "logLevel": config.log_level,
     }
+
+
+def _node_class_spec(class_name: str, spec: NodeClassSpec, tags: Mapping[str, str], names: list[str]) -> dict[str, Any]:
+    """An EC2NodeClass's spec, once the cluster's and the node role's names (`names`) are known."""
+    context = NodeClassContext(cluster_name=names[0], node_role_name=names[1], tags=tags)
+    spec_: dict[str, Any] = render_nodeclass(class_name, spec, context)["spec"]
+    return spec_
 
 
 @dataclass(frozen=True)
@@ -251,17 +260,13 @@ class Karpenter(pulumi.ComponentResource):
         context = pulumi.Output.all(cluster.name, self.node_role.name)
         self.node_classes = {}
         for class_name, spec in sorted(config.node_classes.items()):
-            rendered = context.apply(
-                lambda v, class_name=class_name, spec=spec: render_nodeclass(
-                    class_name, spec, NodeClassContext(cluster_name=v[0], node_role_name=v[1], tags=args.tags)
-                )["spec"]
-            )
+            node_class_spec = context.apply(functools.partial(_node_class_spec, class_name, spec, args.tags))
             self.node_classes[class_name] = k8s.apiextensions.CustomResource(
                 f"{name}-class-{class_name}",
                 api_version="karpenter.k8s.aws/v1",
                 kind="EC2NodeClass",
                 metadata={"name": class_name},
-                spec=rendered,
+                spec=node_class_spec,
                 opts=pulumi.ResourceOptions.merge(
                     after_controller,
                     # why: without the tagged security group Karpenter finds none and launches nothing.

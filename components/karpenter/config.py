@@ -141,8 +141,11 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
         problems.append(
             (
                 "capacityTypes",
-                f"reserved capacity launches only into a capacity reservation the node class selects, and node class "
-                f"{class_name!r} has no capacityReservationSelectorTerms (add them there, or leave out reserved)",
+                (
+                    "reserved capacity launches only into a capacity reservation the node class selects, and node "
+                    f"class {class_name!r} has no capacityReservationSelectorTerms (add them there, or leave out "
+                    "reserved)"
+                ),
             )
         )
     cards = efa.cards_needed(node_class.interfaces)
@@ -152,9 +155,11 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
             problems.append(
                 (
                     "requirements",
-                    f"node class {class_name!r} gives every instance {cards} network card(s) of EFA interfaces, so the pool "
-                    "must name the instance types that have them (a node.kubernetes.io/instance-type In requirement, or "
-                    "instanceFamilies with instanceSizes)",
+                    (
+                        f"node class {class_name!r} gives every instance {cards} network card(s) of EFA interfaces, "
+                        "so the pool must name the instance types that have them (a node.kubernetes.io/instance-type "
+                        "In requirement, or instanceFamilies with instanceSizes)"
+                    ),
                 )
             )
         else:
@@ -164,7 +169,10 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
                     problems.append(
                         (
                             "requirements",
-                            f"{instance_type!r} is not in the EFA table (components/karpenter/efa.py); node class {class_name!r} needs {cards} EFA network cards",
+                            (
+                                f"{instance_type!r} is not in the EFA table (components/karpenter/efa.py); node class "
+                                f"{class_name!r} needs {cards} EFA network cards"
+                            ),
                         )
                     )
                 elif known < cards:
@@ -178,7 +186,7 @@ def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeCla
 
 
 def _facts(name: str, spec: AcceleratedFamilySpec) -> accelerators.AcceleratedFamily:
-    vendor = "nvidia" if accelerator_of(name) == "nvidia" else "aws"
+    vendor: accelerators.Vendor = "nvidia" if accelerator_of(name) == "nvidia" else "aws"
     return accelerators.AcceleratedFamily(
         name, vendor, name, spec.gpu_name, spec.memory_gib, dict(spec.devices), spec.architecture
     )

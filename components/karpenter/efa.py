@@ -12,7 +12,7 @@ addresses, so a p5 node does not drain the subnet of 32 interfaces' worth of war
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -44,14 +44,15 @@ def layout(network_cards: int) -> list[dict[str, Any]]:
     return interfaces
 
 
-def layout_problems(interfaces: list[Mapping[str, Any]]) -> list[str]:
+def layout_problems(interfaces: Sequence[Mapping[str, Any]]) -> list[str]:
     """What the EC2NodeClass CRD (and EC2) would refuse in a list of interfaces."""
     problems = []
     if interfaces and not any(
         (i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) == (0, 0, "interface") for i in interfaces
     ):
         problems.append(
-            "needs a primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface (EFA-only cannot be primary)"
+            "needs a primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface (EFA-only "
+            "cannot be primary)"
         )
     seen: dict[tuple[int, int], int] = {}
     for index, i in enumerate(interfaces):
@@ -71,5 +72,5 @@ def layout_problems(interfaces: list[Mapping[str, Any]]) -> list[str]:
     return problems
 
 
-def cards_needed(interfaces: list[Mapping[str, Any]]) -> int:
+def cards_needed(interfaces: Sequence[Mapping[str, Any]]) -> int:
     return max((i["networkCardIndex"] for i in interfaces), default=-1) + 1

@@ -44,8 +44,14 @@ _ACCELERATED_FAMILY = re.compile(
     r"(?P<category>[a-z]+?)(?P<generation>[1-9])(?P<processor>[agi]?)(?P<capabilities>[bdenuz]*)(-(?P<accelerator>[a-z]+[0-9]+))?"
 )
 _CATEGORY = re.compile(r"[a-z]+?(?=[0-9])")
-_SHAPE_HINT = "a category, a generation digit, at most one of a/g/i, each of b/d/e/n/z at most once, optionally '-flex' (e.g. 'm7i', 'c6gn', 'm7i-flex')"
-_ACCELERATED_HINT = "a category, a generation digit, at most one of a/g/i, capability letters, optionally '-<accelerator>' (e.g. 'g6e', 'g5g', 'p6-b200')"
+_SHAPE_HINT = (
+    "a category, a generation digit, at most one of a/g/i, each of b/d/e/n/z at most once, optionally '-flex' (e.g. "
+    "'m7i', 'c6gn', 'm7i-flex')"
+)
+_ACCELERATED_HINT = (
+    "a category, a generation digit, at most one of a/g/i, capability letters, optionally '-<accelerator>' (e.g. "
+    "'g6e', 'g5g', 'p6-b200')"
+)
 
 
 def category_of(family: str) -> str | None:

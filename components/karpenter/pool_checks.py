@@ -137,7 +137,10 @@ def accelerator_problems(pool: NodePoolSpec, kind: Accelerator, because: str, sk
         problems.append(
             (
                 "taints",
-                f"a {what} pool must carry the {wanted} taint, or ordinary pods fill it and it never scales to zero (this is a {what} pool because of {because})",
+                (
+                    f"a {what} pool must carry the {wanted} taint, or ordinary pods fill it and it never scales to "
+                    f"zero (this is a {what} pool because of {because})"
+                ),
             )
         )
     for index, t in same_key:
@@ -146,8 +149,11 @@ def accelerator_problems(pool: NodePoolSpec, kind: Accelerator, because: str, sk
             problems.append(
                 (
                     f"taints[{index}]",
-                    f"the {taint.key} taint must be exactly {wanted} (components/scheduling.py): {what} pods tolerate that "
-                    f"value and effect, and any other keeps them off the node; got {_taint_text(got)}",
+                    (
+                        f"the {taint.key} taint must be exactly {wanted} (components/scheduling.py): {what} pods "
+                        "tolerate that value and effect, and any other keeps them off the node; got "
+                        f"{_taint_text(got)}"
+                    ),
                 )
             )
     if "limits" not in skip and not any(r in pool.limits for r in resources):
@@ -155,7 +161,10 @@ def accelerator_problems(pool: NodePoolSpec, kind: Accelerator, because: str, sk
         problems.append(
             (
                 "limits",
-                f"a {what} pool must set a limit on {named}: it is the ceiling on {what} spend (this is a {what} pool because of {because})",
+                (
+                    f"a {what} pool must set a limit on {named}: it is the ceiling on {what} spend (this is a {what} "
+                    f"pool because of {because})"
+                ),
             )
         )
     for index, r in enumerate(pool.requirements):
@@ -180,7 +189,7 @@ def idle_budget_message(what: str) -> str:
 
 def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
     """Instance families the pool's own other fields or requirements keep out: it could never launch them."""
-    problems = []
+    problems: Problems = []
     if "instanceFamilies" in skip:
         return problems
     generation_bounds = (
@@ -188,7 +197,7 @@ def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
         if "generationAbove" in skip or pool.generation_above is None
         else [("Gt", pool.generation_above, f"generationAbove {pool.generation_above}")]
     )
-    arch_sets = (
+    arch_sets: list[tuple[set[str], str]] = (
         [] if "architectures" in skip else [(set(pool.architectures), f"architectures {list(pool.architectures)}")]
     )
     excluded: list[tuple[str, str]] = []
@@ -235,7 +244,10 @@ def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
                     problems.append(
                         (
                             f"requirements[{index}]",
-                            f"{value!r} has {known.gpu_name} GPUs, which gpuNames {list(pool.gpu_names)} leaves out: the pool can never launch it",
+                            (
+                                f"{value!r} has {known.gpu_name} GPUs, which gpuNames {list(pool.gpu_names)} leaves "
+                                "out: the pool can never launch it"
+                            ),
                         )
                     )
     return problems

@@ -142,7 +142,10 @@ class DisruptionSpec(Spec):
             problems.append(
                 (
                     "budgets",
-                    "needs at least one budget; an empty list leaves the pool without any (leave the key out for Karpenter's 10%)",
+                    (
+                        "needs at least one budget; an empty list leaves the pool without any (leave the key out for "
+                        "Karpenter's 10%)"
+                    ),
                 )
             )
         for index, budget in enumerate(self.budgets):

@@ -19,7 +19,7 @@ NEURON_KEYS = frozenset(f"karpenter.k8s.aws/instance-accelerator-{name}" for nam
 #: What a pool renders to exclude an accelerator it is not for, unless it already excludes it. Without it a CPU pool
 #: with no category restriction may launch a GPU instance for a pending pod that tolerates the GPU taint, untainted
 #: and outside every GPU limit.
-EXCLUDE = {
+EXCLUDE: Mapping[Accelerator, tuple[str, str]] = {
     "nvidia": ("karpenter.k8s.aws/instance-gpu-count", "DoesNotExist"),
     "neuron": ("karpenter.k8s.aws/instance-accelerator-count", "DoesNotExist"),
 }
@@ -173,7 +173,7 @@ def cron_problem(schedule: str) -> str | None:
             "expected a cron schedule of five fields (minute hour day-of-month month day-of-week) like "
             f"'0 9 * * mon-fri', or one of {macros}; got {schedule!r}"
         )
-    wrong = [problem for spec, text in zip(_FIELDS, fields) if (problem := _field_problem(text, *spec))]
+    wrong = [problem for spec, text in zip(_FIELDS, fields, strict=True) if (problem := _field_problem(text, *spec))]
     return "; ".join(wrong) or None
 
 

@@ -4,8 +4,9 @@ nothing is exposed), or an AWS Application Load Balancer terminating TLS with an
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 from .network_policy import Exposed
 from .objects import Manifest
@@ -57,7 +58,7 @@ def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
         annotations["alb.ingress.kubernetes.io/tags"] = ",".join(f"{k}={v}" for k, v in sorted(tags.items()))
     if alb.allowed_cidrs:
         annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = ",".join(alb.allowed_cidrs)
-    rule: dict = {
+    rule: dict[str, Any] = {
         "http": {
             "paths": [
                 {
@@ -90,7 +91,8 @@ def gateway_exposure(objects: list[Manifest]) -> Exposed:
     ]
     if len(services) != 1:
         raise ValueError(
-            f"the ALB needs the Service {GATEWAY_NAMESPACE}/{GATEWAY_SERVICE}; the rendered objects hold {len(services)}"
+            f"the ALB needs the Service {GATEWAY_NAMESPACE}/{GATEWAY_SERVICE}; the rendered objects hold "
+            f"{len(services)}"
         )
     ports = [p for p in services[0]["spec"]["ports"] if p["port"] == GATEWAY_HTTP_PORT]
     if len(ports) != 1:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from . import entries, fetch, plan, render
 from .credentials import Admin

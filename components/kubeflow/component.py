@@ -3,23 +3,25 @@ object by object under one stage component per stage, with generated credentials
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_random as random
 
 from components import k8s_objects
-from components.cluster.handle import ClusterHandle
 from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
+from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
+from components.identity.irsa import IrsaRole
 from components.kubeflow import fetch, plan, render
+from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
 from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
 from components.kubeflow.register import register
 from components.kubeflow.staging import Stage, Staged
-from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
 from components.kubeflow.teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
 
 #: Credentials with a shape of their own (everything else: 32 letters and digits, safe in connection strings).
@@ -133,11 +135,11 @@ class Kubeflow(pulumi.ComponentResource):
         self.register_outputs({"adminPassword": self.admin_password, "teamRoles": self.team_roles})
 
     @staticmethod
-    def _inputs(args: KubeflowArgs) -> dict[str, pulumi.Input[str]]:
+    def _inputs(args: KubeflowArgs) -> dict[str, pulumi.Input[Any]]:
         """Values of the placeholders the pure modules leave for outputs: the cluster's OIDC issuer (as tokens name
         it, `iss`, with the scheme the handle's value leaves out), an existing VPC's CIDRs and the file system's
         identity."""
-        inputs: dict[str, pulumi.Input[str]] = {
+        inputs: dict[str, pulumi.Input[Any]] = {
             OIDC_ISSUER_PLACEHOLDER: args.cluster.oidc_issuer.apply(lambda i: f"https://{i.removeprefix('https://')}")
         }
         if args.vpc_cidrs is not None:
@@ -168,7 +170,7 @@ class Kubeflow(pulumi.ComponentResource):
         assert _COOKIE in secrets  # 32 characters: one of the lengths oauth2-proxy accepts
         return secrets, admin
 
-    def _team_role(self, name: str, team: str, args: KubeflowArgs):
+    def _team_role(self, name: str, team: str, args: KubeflowArgs) -> IrsaRole:
         """The team's IRSA role: assumable only by its namespace's default-editor account, limited to its prefix."""
         cluster, config = args.cluster, args.config.teams[team]
         assert args.bucket_name is not None, "config refuses teams without kubeflow.bucket"

@@ -14,8 +14,9 @@ the entries to render and the settings of `plan.build`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from itertools import combinations
-from typing import Annotated, Literal, Mapping
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
@@ -29,7 +30,7 @@ from .plan import Settings
 from .teams import FsxShare, Team
 
 
-def _pattern(regex: str, what: str):
+def _pattern(regex: str, what: str) -> AfterValidator:
     compiled = re.compile(regex)
 
     def check(value: str) -> str:
@@ -76,7 +77,9 @@ class TeamConfig(_Model):
         default=0, ge=0, description="GPUs the team may request at once; at most every GPU pool's limit together"
     )
     s3_prefix: S3Prefix = Field(
-        description="the team's prefix in `kubeflow.bucket`, the only one its role may use (never within another team's)"
+        description=(
+            "the team's prefix in `kubeflow.bucket`, the only one its role may use (never within another team's)"
+        )
     )
     fsx_claim: TeamName | None = Field(
         default=None,
@@ -90,7 +93,9 @@ class Access(_Model):
 
     mode: Literal["port-forward", "alb"] = Field(
         default="port-forward",
-        description="`port-forward` exposes nothing; `alb` puts an HTTPS Application Load Balancer in front of the gateway",
+        description=(
+            "`port-forward` exposes nothing; `alb` puts an HTTPS Application Load Balancer in front of the gateway"
+        ),
     )
     certificate_arn: CertificateArn | None = Field(
         default=None,
@@ -140,7 +145,9 @@ class KubeflowConfig(_Model):
     )
     hub_registry_team: TeamName | None = Field(
         default=None,
-        description="the team whose namespace gets the Hub's model registry (needs `components.hub`); none: no registry",
+        description=(
+            "the team whose namespace gets the Hub's model registry (needs `components.hub`); none: no registry"
+        ),
     )
     teams: dict[TeamName, TeamConfig] = Field(
         default={},
@@ -151,7 +158,9 @@ class KubeflowConfig(_Model):
     notebooks: Notebooks = Field(default=Notebooks(), description="what happens to idle notebooks")
     bucket: TeamName = Field(
         default="datasets",
-        description="the `storage.buckets` key teams get their `s3Prefix` in (each team's role may use only its prefix)",
+        description=(
+            "the `storage.buckets` key teams get their `s3Prefix` in (each team's role may use only its prefix)"
+        ),
     )
     #: Tests name the reference copy.
     tree: StrictStr | None = Field(
@@ -195,8 +204,10 @@ def prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, str]]:
         problems.append(
             (
                 f"teams.{inner}.s3Prefix",
-                f"{prefixes[inner]!r} {relation} team {outer}'s prefix {prefixes[outer]!r}, so {outer}'s role could "
-                f"read and write {inner}'s data; give each team a prefix of its own",
+                (
+                    f"{prefixes[inner]!r} {relation} team {outer}'s prefix {prefixes[outer]!r}, so {outer}'s role "
+                    f"could read and write {inner}'s data; give each team a prefix of its own"
+                ),
             )
         )
     return problems

@@ -15,8 +15,9 @@ import base64
 import dataclasses
 import json
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -74,7 +75,7 @@ class Admin:
     username: str = "admin"
 
 
-def _string_data(values: dict[str, str]):
+def _string_data(values: dict[str, str]) -> Callable[[Manifest], Manifest]:
     """Set a Secret's content as stringData (plain values or placeholders), dropping upstream's base64 data."""
 
     def change(obj: Manifest) -> Manifest:
@@ -85,7 +86,7 @@ def _string_data(values: dict[str, str]):
     return change
 
 
-def _dex_config(admin: Admin):
+def _dex_config(admin: Admin) -> Callable[[Manifest], Manifest]:
     def change(obj: Manifest) -> Manifest:
         config = yaml.safe_load(obj["data"]["config.yaml"])
         config["staticPasswords"] = [
@@ -103,7 +104,7 @@ def _dex_config(admin: Admin):
     return change
 
 
-def _mysql_root_password(secret: str, secret_key: str):
+def _mysql_root_password(secret: str, secret_key: str) -> Callable[[Manifest], Manifest]:
     """MySQL root with the password of a Secret, never MYSQL_ALLOW_EMPTY_PASSWORD (KFP's MySQL ships with only
     that; Katib's with both). Read only when the data directory is first initialised: it applies to new installs."""
 

@@ -15,8 +15,8 @@ import shutil
 import tarfile
 import tempfile
 import urllib.request
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
 
 from .pins import KUBEFLOW, SOURCES, SourcePin
 from .tree_digests import FILES
@@ -158,7 +158,7 @@ def fetch(
             if target.exists():
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / source.folder, target)
+            (staging / source.folder).replace(target)
         log(f"{source.repository}@{source.ref}: {len(own)} files verified")
     return tree(root, files=files)
 
@@ -195,6 +195,6 @@ def digests_module(files_sha256: str) -> str:
         f'"""sha256 of every file of the Kubeflow {KUBEFLOW.version} tree the renders read, by path in the tree.\n\n'
         "Metadata, not upstream content. Regenerate it from the reference tree's FILES.sha256 when a pin moves:\n"
         f'`python -m components.kubeflow digests FILES.sha256 > components/kubeflow/tree_digests.py`.\n"""\n\n'
-        "from types import MappingProxyType\nfrom typing import Mapping\n\n"
+        "from collections.abc import Mapping\nfrom types import MappingProxyType\n\n"
         f"FILES: Mapping[str, str] = MappingProxyType(\n    {{\n{body}\n    }}\n)\n"
     )

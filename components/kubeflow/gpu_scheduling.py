@@ -17,7 +17,8 @@ scheduler. Kubeflow creates GPU pods three ways, and each gets the scheduler whe
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import yaml
 

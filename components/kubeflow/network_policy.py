@@ -8,8 +8,9 @@ enforces them, so a scrape from the monitoring namespace is dropped unless a pol
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .objects import (
     NAME_LABEL,

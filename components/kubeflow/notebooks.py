@@ -7,7 +7,8 @@ StorageClass, and the access-ml-pipeline PodDefault (present in every team names
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import yaml
 

@@ -3,8 +3,8 @@ to Kubeflow, in one pure function."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from components.scheduling import DEFAULT_GPU_SCHEDULER
 
@@ -90,11 +90,11 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     left = credentials_.defaults_left(objects)
     if left:
         raise ValueError("upstream default credentials left:\n" + "\n".join(f"  - {line}" for line in left))
-    items = [Item(obj, part) for obj, part in zip(objects, parts)]
+    items = [Item(obj, part) for obj, part in zip(objects, parts, strict=True)]
     if settings.monitoring_namespace is not None:
         part_of = {
             obj["metadata"].get("namespace"): part
-            for obj, part in zip(objects, parts)
+            for obj, part in zip(objects, parts, strict=True)
             if network_policy.is_network_policy(obj)
         }
         items += [
@@ -105,7 +105,9 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     if settings.access is not None:
         exposed = access_.gateway_exposure(objects)
         gateway_part = next(
-            part for obj, part in zip(objects, parts) if obj["metadata"].get("namespace") == exposed.namespace
+            part
+            for obj, part in zip(objects, parts, strict=True)
+            if obj["metadata"].get("namespace") == exposed.namespace
         )
         items.append(Item(access_.load_balancer_allowance(exposed, settings.access.source_cidrs), gateway_part))
     closed = network_policy.problems([item.manifest for item in items], settings.monitoring_namespace, exposed)
@@ -133,11 +135,11 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
 
 
 __all__ = [
+    "HUB_REGISTRY_NAMESPACE",
     "Admin",
     "Alb",
     "Credentials",
     "FsxShare",
-    "HUB_REGISTRY_NAMESPACE",
     "Part",
     "Settings",
     "Team",

@@ -4,7 +4,8 @@ built-in kinds, `apiextensions.CustomResource` otherwise), with `depends_on` obj
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pulumi
 
@@ -21,7 +22,7 @@ _TOKEN = re.compile(r"<<kubeflow-(secret|input):")
 def substitutions(
     secrets: Mapping[str, pulumi.Input[str]],
     role_arns: Mapping[str, pulumi.Input[str]],
-    inputs: Mapping[str, pulumi.Input[str]] | None = None,
+    inputs: Mapping[str, pulumi.Input[Any]] | None = None,
 ) -> dict[str, pulumi.Input[str]]:
     """Placeholder -> value: the credentials (as secrets), the teams' role ARNs, and `inputs` given by their
     placeholders (the cluster's OIDC issuer URL, the file system's identity)."""
@@ -57,7 +58,7 @@ def register(
     parent: pulumi.Resource | Mapping[Stage, pulumi.Resource],
     secrets: Mapping[str, pulumi.Input[str]] | None = None,
     role_arns: Mapping[str, pulumi.Input[str]] | None = None,
-    inputs: Mapping[str, pulumi.Input[str]] | None = None,
+    inputs: Mapping[str, pulumi.Input[Any]] | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
     depends_on_by_kind: Mapping[str, Sequence[pulumi.Resource]] | None = None,
     depends_on_by_group: Mapping[str, Sequence[pulumi.Resource]] | None = None,
@@ -65,10 +66,10 @@ def register(
     """Create every staged object under `parent` (one, or one per stage) with `provider`.
 
     `secrets` maps credential names (`credentials.NAMES`) to the generated values, `role_arns` team names to
-    their roles' ARNs (for Profiles built without one), `inputs` other placeholders to their values. `depends_on` (say, the node
-    group) is added to the objects that depend on nothing else; all others reach it through them, so it also
-    outlives every object on destroy. `depends_on_by_kind` adds the controllers that delete what objects of a kind
-    make in AWS: {"PersistentVolumeClaim": [EBS CSI driver], "Ingress": [load balancer controller]};
+    their roles' ARNs (for Profiles built without one), `inputs` other placeholders to their values. `depends_on`
+    (say, the node group) is added to the objects that depend on nothing else; all others reach it through them, so
+    it also outlives every object on destroy. `depends_on_by_kind` adds the controllers that delete what objects of a
+    kind make in AWS: {"PersistentVolumeClaim": [EBS CSI driver], "Ingress": [load balancer controller]};
     `depends_on_by_group` what serves an API group from outside Kubeflow: {"cert-manager.io": [cert-manager]}."""
     values = substitutions(secrets or {}, role_arns or {}, inputs)
     resources: dict[ObjectKey, pulumi.CustomResource] = {}

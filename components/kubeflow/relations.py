@@ -4,7 +4,10 @@ Certificate's Issuer, a team namespace. `staging` adds these as edges and checks
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from components.certmanager.names import GROUPS as PLATFORM_GROUPS
 
 from .objects import (
     NAME_LABEL,
@@ -21,8 +24,6 @@ from .objects import (
     namespace_labels,
     pod_template,
 )
-
-from components.certmanager.names import GROUPS as PLATFORM_GROUPS
 
 CERT_MANAGER_GROUP = "cert-manager.io"
 
@@ -175,7 +176,7 @@ class Relations:
 
 
 def _rule_matches(rule: Mapping[str, Any], group: str, version: str, resource: str, namespaced: bool) -> bool:
-    def listed(values: Iterable[str], value: str) -> bool:
+    def listed(values: Iterable[str] | None, value: str) -> bool:
         values = list(values or ())
         return "*" in values or value in values
 

@@ -19,11 +19,12 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 
@@ -183,7 +184,7 @@ class Assets:
             if not asset.exists():  # written whole, then renamed: no render ever reads half of it
                 partial = asset.with_suffix(".partial")
                 partial.write_bytes(_run_kustomize(self.work / remote.build_from))
-                os.replace(partial, asset)
+                partial.replace(asset)
 
 
 def kustomizations(folder: Path, seen: set[Path] | None = None) -> list[Path]:
@@ -216,7 +217,7 @@ def _bases(document: Mapping[str, Any]) -> list[str]:
 
 def unpinned_remotes(paths: Iterable[Path]) -> list[str]:
     """Every remote base (and chart download) named in these kustomization files, as `<kustomization>: <item>`."""
-    found = []
+    found: list[str] = []
     for path in paths:
         document = _document(path)
         found.extend(f"{path}: {item}" for item in _bases(document) if _REMOTE.match(item))
@@ -290,7 +291,7 @@ def render(
             assets = Assets(work)
             with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 2) as pool:
                 rendered = list(pool.map(lambda e: _render_one(work, e, assets), missing))
-        for entry, objects in zip(missing, rendered):
+        for entry, objects in zip(missing, rendered, strict=True):
             _write_cache(cache_dir, entry, objects)
             result[entry.path] = objects
             stats.rendered.append(entry.path)
@@ -322,7 +323,7 @@ def _write_cache(cache_dir: Path | None, entry: Entry, objects: list[dict[str, A
     # Written whole then renamed, so a concurrent run never reads half a file.
     with tempfile.NamedTemporaryFile("w", dir=cache_dir, suffix=".tmp", delete=False) as out:
         json.dump({"entry": entry.path, "objects": objects}, out, separators=(",", ":"))
-    os.replace(out.name, path)
+    Path(out.name).replace(path)
 
 
 def default_render_cache(cache: Path | None = None) -> Path:

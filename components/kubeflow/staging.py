@@ -28,9 +28,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .entries import Part
 from .objects import Manifest, ObjectKey, group_of, is_crd, is_webhook_configuration, is_workload, key
@@ -105,7 +106,7 @@ def stage_of(item: Item, team_namespaces: frozenset[str]) -> Stage:
         return Stage.AUTH
     if is_webhook_configuration(obj):
         return Stage.APP_WEBHOOKS
-    if is_custom(obj) and not (group_of(obj["apiVersion"]) == CERT_MANAGER_GROUP):
+    if is_custom(obj) and group_of(obj["apiVersion"]) != CERT_MANAGER_GROUP:
         return Stage.APP_RESOURCES
     return Stage.APPS
 
@@ -178,7 +179,7 @@ def stage(items: Sequence[Item], team_namespaces: Iterable[str] = ()) -> list[St
     duplicates = sorted({str(k) for k in keys if keys.count(k) > 1})
     if duplicates:
         raise ValueError(f"objects rendered twice: {', '.join(duplicates)}")
-    stages = {key(m): stage_of(Item(m, item.part), teams) for m, item in zip(manifests, items)}
+    stages = {key(m): stage_of(Item(m, item.part), teams) for m, item in zip(manifests, items, strict=True)}
     relations = Relations(manifests)
     by_stage = gate_stages(stages, {key(m) for m in manifests if is_gate(m)})
     held = held_namespaces(stages, by_stage)

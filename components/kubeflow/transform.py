@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from .objects import Manifest, Scopes, containers, group_of, is_crd, is_webhook_configuration, key, pod_template
 

@@ -4,8 +4,8 @@ Metadata, not upstream content. Regenerate it from the reference tree's FILES.sh
 `python -m components.kubeflow digests FILES.sha256 > components/kubeflow/tree_digests.py`.
 """
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 FILES: Mapping[str, str] = MappingProxyType(
     {

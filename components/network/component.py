@@ -195,7 +195,7 @@ class Network(pulumi.ComponentResource):
         self.egress = ()
         self.private_subnet_by_zone = {
             az: pulumi.Output.from_input(subnet_id)
-            for az, subnet_id in zip(args.config.availability_zones, existing.private_subnet_ids)
+            for az, subnet_id in zip(args.config.availability_zones, existing.private_subnet_ids, strict=True)
         }
         self.private_subnet_ids = pulumi.Output.from_input(list(existing.private_subnet_ids))
         self.public_subnet_ids = pulumi.Output.from_input([])  # an existing VPC's public subnets stay its owner's

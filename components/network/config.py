@@ -72,8 +72,10 @@ class NetworkConfig(ConfigModel):
                 problems.append(
                     (
                         "existing.privateSubnetIds",
-                        f"lists {len(self.existing.private_subnet_ids)} subnets for {len(self.availability_zones)} "
-                        "availability zones; give one per AZ, in the order of availabilityZones",
+                        (
+                            f"lists {len(self.existing.private_subnet_ids)} subnets for {len(self.availability_zones)} "
+                            "availability zones; give one per AZ, in the order of availabilityZones"
+                        ),
                     )
                 )
             for key in ("cidr", "nat_gateways"):

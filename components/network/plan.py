@@ -12,9 +12,9 @@ The plan for an AZ depends only on the CIDR and the AZ's position, so adding a t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
-from typing import Sequence
 
 #: Allowed VPC prefix lengths: /16 is the largest VPC AWS allows; /22 still leaves /28 public subnets, the smallest
 #: subnet AWS allows.

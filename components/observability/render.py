@@ -152,10 +152,16 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
     gpu_rules = [
         _alert(
             "GpuIdle",
-            f'avg by (namespace, pod, node, gpu) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{{pod!=""}}[{thresholds.gpu_idle_for}])) < {idle}',
+            (
+                "avg by (namespace, pod, node, gpu) "
+                f'(avg_over_time(DCGM_FI_DEV_GPU_UTIL{{pod!=""}}[{thresholds.gpu_idle_for}])) < {idle}'
+            ),
             "5m",
             "info",
-            f"{{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} holds a GPU under {idle}% busy for {thresholds.gpu_idle_for}",
+            (
+                f"{{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} holds a GPU under {idle}% busy for "
+                f"{thresholds.gpu_idle_for}"
+            ),
             "The GPU is paid for but idle. Ask the owner to stop the pod or move it to a smaller GPU; notebooks left "
             "running are the usual cause.",
         ),
@@ -165,8 +171,8 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
             "0m",
             "critical",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} reported hardware XID {{ $value }}",
-            "The GPU itself is failing (48/63/64/92/94/95: memory ECC, 74: NVLink, 79: fell off the bus, 119/120: GSP). "
-            "Cordon the node (kubectl cordon) so Karpenter replaces it; its workloads must restart elsewhere.",
+            "The GPU itself is failing (48/63/64/92/94/95: memory ECC, 74: NVLink, 79: fell off the bus, 119/120: "
+            "GSP). Cordon the node (kubectl cordon) so Karpenter replaces it; its workloads must restart elsewhere.",
         ),
         _alert(
             "GpuXidError",
@@ -183,7 +189,10 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
             f'(sum by (namespace, pod) (kube_pod_container_resource_requests{{resource="{KSM_GPU_RESOURCE}"}}) > 0)',
             thresholds.pending_gpu_pods_for,
             "warning",
-            f"GPU pod {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} pending for over {thresholds.pending_gpu_pods_for}",
+            (
+                f"GPU pod {{{{ $labels.namespace }}}}/{{{{ $labels.pod }}}} pending for over "
+                f"{thresholds.pending_gpu_pods_for}"
+            ),
             "Check `kubectl describe pod` events: a NodePool at its GPU limit, no capacity for the instance types "
             "(spot or on-demand quotas), or a pod that no pool's requirements fit.",
         ),
@@ -191,7 +200,11 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
     karpenter_rules = [
         _alert(
             "KarpenterLaunchFailures",
-            f'sum by (nodepool, reason) (increase(karpenter_nodeclaims_disrupted_total{{reason=~"{"|".join(LAUNCH_FAILURE_REASONS)}"}}[15m])) > 0',
+            (
+                "sum by (nodepool, reason) "
+                f'(increase(karpenter_nodeclaims_disrupted_total{{reason=~"{"|".join(LAUNCH_FAILURE_REASONS)}"}}'
+                "[15m])) > 0"
+            ),
             "15m",
             "warning",
             "Karpenter fails to launch nodes for NodePool {{ $labels.nodepool }} ({{ $labels.reason }})",

@@ -7,8 +7,8 @@ Properties may be pulumi-policy's read-only proxies under CrossGuard: structure 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from components.karpenter.validation import requirement_accelerators
 from components.policy.model import Resource, known, releases

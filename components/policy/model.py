@@ -7,9 +7,9 @@ Properties may be pulumi-policy's read-only proxies under CrossGuard: structure 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 Enforcement = Literal["mandatory", "advisory", "disabled"]
 

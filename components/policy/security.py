@@ -4,8 +4,8 @@ pinned charts and images, default passwords, Pod Security levels."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from components.policy.iam import document, statements
 from components.policy.model import (
@@ -110,7 +110,7 @@ def eks_encryption_and_logs(resource: Resource) -> Iterable[str]:
     if not known(resource, _secrets_encrypted, True):  # a key ARN not known yet is a key
         yield f"cluster {resource.name} does not encrypt Kubernetes secrets with a KMS key"
     logs = set(resource.props.get("enabledClusterLogTypes") or [])
-    if not _REQUIRED_LOGS <= logs:
+    if not logs >= _REQUIRED_LOGS:
         yield f"cluster {resource.name} does not send {sorted(_REQUIRED_LOGS - logs)} control-plane logs"
 
 
@@ -248,7 +248,7 @@ def _values_image(values: Mapping[str, Any]) -> str | None:
 
 def _release_images(resource: Resource) -> Iterable[str]:
     for path, values in _mappings(resource.props.get("values") or {}, "values", resource.unknown):
-        image = known(resource, lambda _: _values_image(values), None)
+        image = known(resource, lambda _: _values_image(values), None)  # noqa: B023 - called at once
         if image is not None:
             yield f"Helm release {resource.name} sets image {image!r} at {path} without a pinned tag"
 

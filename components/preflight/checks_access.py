@@ -3,7 +3,7 @@ the stack gives AWS objects are free."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from components.config.platform import PlatformConfig
 
@@ -130,7 +130,8 @@ def cluster_name_check(config: PlatformConfig, tags: Mapping[str, str] | None) -
 
 
 def control_plane_log_group(cluster_name: str) -> str:
-    """The group EKS writes control-plane logs to (components/cluster/component.py creates it itself, with a retention)."""
+    """The group EKS writes control-plane logs to (components/cluster/component.py creates it itself, with a
+    retention)."""
     return f"/aws/eks/{cluster_name}/cluster"
 
 
@@ -150,8 +151,8 @@ def log_group_check(config: PlatformConfig, tags: Mapping[str, str] | None) -> C
 
 def interruption_queue_prefixes(cluster_name: str) -> tuple[str, ...]:
     """Name prefixes of the Karpenter interruption queue. Pulumi names it `<logical name>-<7 hex>`: the Karpenter
-    part's name (`karpenter`, components/stack.py) plus `-interruption` (components/karpenter/component.py); stacks first
-    deployed with 0.1 keep their `<cluster name>-karpenter-interruption-` queue through the part's alias."""
+    part's name (`karpenter`, components/stack.py) plus `-interruption` (components/karpenter/component.py); stacks
+    first deployed with 0.1 keep their `<cluster name>-karpenter-interruption-` queue through the part's alias."""
     return ("karpenter-interruption-", f"{cluster_name}-karpenter-interruption-")
 
 

@@ -3,7 +3,7 @@ service-linked role, FSx for Lustre storage, the EBS default key)."""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from components.config.platform import PlatformConfig
 from components.config.types import NatGateways
@@ -92,7 +92,7 @@ def existing_vpc_check(
 ) -> CheckResult:
     """network.existing: the VPC and its subnets exist, one per AZ in the order of availabilityZones."""
     problems = [] if vpc_found else [f"VPC {existing.vpc_id} does not exist"]
-    for zone, subnet in zip(stack_zones, existing.private_subnet_ids):
+    for zone, subnet in zip(stack_zones, existing.private_subnet_ids, strict=True):
         actual = subnet_zones.get(subnet)
         if actual is None:
             problems.append(f"subnet {subnet} does not exist")

@@ -3,8 +3,9 @@ EC2 vCPU quotas cover what the pools may run at their limits."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from components.cluster.config import SystemNodeGroup
 from components.karpenter.specs import NodePoolSpec

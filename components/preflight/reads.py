@@ -5,8 +5,9 @@ Only Describe/Get/List calls live here; nothing creates, changes or deletes anyt
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from botocore.exceptions import ClientError
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import textwrap
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .results import CheckResult, Status
 

@@ -6,11 +6,12 @@ Without credentials nothing else can be read, so the run stops after the identit
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from components.config.platform import PlatformConfig
+from components.karpenter.specs import NodePoolSpec
 
 from . import reads
 from .checks_access import (
@@ -51,6 +52,9 @@ from .clients import Clients
 from .quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION, Quota
 from .results import CheckResult, failed, warned
 from .selection import InstanceShape, select
+
+#: DescribeInstanceTypes filters in their hashable form (`describe_filters`).
+_Filters = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 def _guarded(name: str, produce: Callable[[], Iterable[CheckResult | None]]) -> list[CheckResult]:
@@ -115,9 +119,9 @@ def _principals(config: PlatformConfig, identity: reads.Identity, clients: Clien
 def capacity_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
     zones, group = config.network.availability_zones, config.cluster.system_node_group
     results = _guarded("availability-zones", lambda: [zones_check(zones, reads.availability_zones(clients.ec2))])
-    catalog: dict[tuple, list[InstanceShape]] = {}
+    catalog: dict[_Filters, list[InstanceShape]] = {}
 
-    def shapes(filters: tuple) -> list[InstanceShape]:
+    def shapes(filters: _Filters) -> list[InstanceShape]:
         if filters not in catalog:
             catalog[filters] = reads.instance_shapes(clients.ec2, as_ec2_filters(filters))
         return catalog[filters]
@@ -137,7 +141,7 @@ def capacity_checks(config: PlatformConfig, clients: Clients) -> list[CheckResul
         return results
     for name, pool in sorted(config.karpenter.node_pools.items()):
 
-        def pool_check(name=name, pool=pool) -> list[CheckResult]:
+        def pool_check(name: str = name, pool: NodePoolSpec = pool) -> list[CheckResult]:
             selection = select(pool)
             pool_zones = selection.zones(zones)
             allowed = selection.allowed(shapes(describe_filters(selection)))
@@ -152,12 +156,11 @@ def capacity_checks(config: PlatformConfig, clients: Clients) -> list[CheckResul
     for demand in demands:
         by_quota.setdefault(demand.quota, []).append(demand)
     for quota, quota_demands in sorted(by_quota.items(), key=lambda item: quota_order(item[0])):
-        results += _guarded(
-            quota_check_name(quota),
-            lambda quota=quota, quota_demands=quota_demands: [
-                vcpu_quota_check(quota, reads.quota_value(clients.quotas, quota), quota_demands, config.region)
-            ],
-        )
+
+        def quota_check(quota: Quota = quota, quota_demands: list[Demand] = quota_demands) -> list[CheckResult]:
+            return [vcpu_quota_check(quota, reads.quota_value(clients.quotas, quota), quota_demands, config.region)]
+
+        results += _guarded(quota_check_name(quota), quota_check)
     return results
 
 

@@ -11,8 +11,9 @@ they are reported, and the instance types they would remove stay in.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from components.karpenter import accelerators as gpu_facts
 from components.karpenter.families import category_of, family_of_type

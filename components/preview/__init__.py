@@ -15,7 +15,8 @@ It then runs the platform's policy rules (`components.policy.rules`, the same co
 
 Exit status: 0 on success; 1 when a mandatory policy is violated (the folder is still written); 2 when the stack
 configuration is invalid (the problems go to stderr and nothing is written); 3 when the program creates something
-the provider or AWS would refuse (a name past its type's limit, a second access entry for the cluster's creator), as `pulumi preview` or `pulumi up` would fail.
+the provider or AWS would refuse (a name past its type's limit, a second access entry for the cluster's creator),
+as `pulumi preview` or `pulumi up` would fail.
 """
 
 from __future__ import annotations
@@ -26,17 +27,18 @@ import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pulumi
 import yaml
 
 from components import aws_names
-from components.kubeflow.fetch import TreeError
 from components.config.errors import ConfigError, ConfigIssue
 from components.config.platform import PlatformConfig, parse_config
 from components.cost import preview_line
+from components.kubeflow.fetch import TreeError
 from components.policy import rules as policy_rules
 from components.preview import mocks
 from components.preview.inventory import Inventory, Recorded
@@ -279,7 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--policy-config",
         type=Path,
-        help='JSON policy pack config, as for `pulumi preview --policy-pack-config` (e.g. {"no-latest-images": "advisory"})',
+        help=(
+            'JSON policy pack config, as for `pulumi preview --policy-pack-config` (e.g. {"no-latest-images": '
+            '"advisory"})'
+        ),
     )
     parser.add_argument(
         "--stack-reference",

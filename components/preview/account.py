@@ -120,7 +120,7 @@ class ExistingAccount:
             return {"arn": arn, "id": arn, "url": url, "clientIdLists": ["sts.amazonaws.com"]}
         if token == "aws:ec2/getSubnet:getSubnet":
             for name in self.clusters:
-                if (zone := self.subnets(name).get(args.get("id"))) is not None:
+                if (zone := self.subnets(name).get(args.get("id", ""))) is not None:
                     return {"id": args["id"], "availabilityZone": zone, "mapPublicIpOnLaunch": False}
             raise UnknownToAccount(f"no subnet {args.get('id')!r} in the account")
         cluster_name = args.get("clusterName")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pulumi.runtime import mocks as pulumi_mocks
 
@@ -102,7 +103,7 @@ class PlatformMocks(pulumi_mocks.Mocks):
             return self.existing_clusters[cluster_name].get("eksml.io/created-by")
         return self.issuer_arn(self.caller_arn)
 
-    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict]:
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         try:
             if args.typ == "pulumi:pulumi:StackReference":
                 return self.account.stack_reference(args.inputs["name"])
@@ -133,7 +134,7 @@ class PlatformMocks(pulumi_mocks.Mocks):
             return f"arn:{self.partition}:iam::{ACCOUNT_ID}:{kind}/{name}"
         return f"arn:{self.partition}:{service}:{self.region}:{ACCOUNT_ID}:{kind}/{resource_id}"
 
-    def _outputs(self, type_: str, name: str, inputs: dict, resource_id: str) -> dict[str, Any]:
+    def _outputs(self, type_: str, name: str, inputs: dict[str, Any], resource_id: str) -> dict[str, Any]:
         if type_ == "eks:index:Cluster":
             cluster_name = inputs.get("name", name)
             issuer = f"oidc.eks.{self.region}.amazonaws.com/id/{_short_hex(cluster_name, length=32).upper()}"
@@ -183,7 +184,9 @@ class PlatformMocks(pulumi_mocks.Mocks):
             return {"defaultSecurityGroupId": "sg-" + _short_hex(name, "default")}
         return {}
 
-    def eks_inner_cluster(self, *, urn: str, component_name: str, inputs: dict) -> tuple[str, dict, dict]:
+    def eks_inner_cluster(
+        self, *, urn: str, component_name: str, inputs: dict[str, Any]
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """Id, inputs and outputs of the aws.eks.Cluster a pulumi-eks Cluster component creates.
 
         pulumi-eks runs as a remote component, so its children never reach these mocks. This one is needed because
@@ -219,7 +222,11 @@ class PlatformMocks(pulumi_mocks.Mocks):
         outputs = {**cluster_inputs, "arn": arn, "id": cluster_name}
         return cluster_name, {k: v for k, v in cluster_inputs.items() if v is not None}, outputs
 
-    def call(self, args: pulumi_mocks.MockCallArgs) -> dict:
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """The data source's answer, and no check failures."""
+        return self.answer(args), []
+
+    def answer(self, args: pulumi_mocks.MockCallArgs) -> dict[str, Any]:
         if args.token == "aws:index/getPartition:getPartition":
             return {"id": self.partition, "partition": self.partition, "dnsSuffix": dns_suffix(self.partition)}
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, TypeVar, overload
 
 from components.config.errors import ConfigError
 from components.config.platform import PlatformConfig
@@ -38,7 +39,11 @@ def stack_config(project_dir: Path, stack: str) -> PlatformConfig:
     return load_stack(project_dir, stack)[0]
 
 
-def read_stack(args: argparse.Namespace, read: Callable[[Path, str], T] = stack_config) -> T | None:
+@overload
+def read_stack(args: argparse.Namespace) -> PlatformConfig | None: ...
+@overload
+def read_stack(args: argparse.Namespace, read: Callable[[Path, str], T]) -> T | None: ...
+def read_stack(args: argparse.Namespace, read: Callable[[Path, str], Any] = stack_config) -> Any:
     """What `read` (by default: the parsed config) makes of the stack the command line names; None once stderr says
     why that stack cannot be read, and the command should exit with INVALID_STACK."""
     try:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping, Sequence
 
 from components.preview.inventory import Inventory, Recorded
 
@@ -126,8 +126,10 @@ def estimate(inventory: Inventory) -> Estimate:
 def report(estimate_: Estimate, stack: str) -> str:
     minutes = estimate_.seconds / 60
     lines = [
-        f"Estimated `pulumi destroy` of stack '{stack}': about {minutes:.0f} minutes in {len(estimate_.batches)} "
-        f"batches ({len(estimate_.skipped)} resources go with their deleted_with target)",
+        (
+            f"Estimated `pulumi destroy` of stack '{stack}': about {minutes:.0f} minutes in {len(estimate_.batches)} "
+            f"batches ({len(estimate_.skipped)} resources go with their deleted_with target)"
+        ),
         "Critical path (the slowest delete of each batch that takes time):",
     ]
     for seconds, resource in estimate_.critical_path():

@@ -3,8 +3,9 @@ the preview's checks (dependency reach, children, the URNs the engine matches a 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)

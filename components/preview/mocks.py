@@ -8,7 +8,8 @@ protect / retain-on-delete / deleted-with options (`inventory`), and answers onl
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import pulumi
 from pulumi.output import Unknown
@@ -83,7 +84,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             type_ = f"{parent.split('::')[2]}${type_}"
         return f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{type_}::{name}"
 
-    def _with_inner_cluster(self, request, response, dependencies: tuple[str, ...]):
+    def _with_inner_cluster(
+        self, mocks: PlatformMocks, request: Any, response: Any, dependencies: tuple[str, ...]
+    ) -> Any:
         """Record pulumi-eks's inner aws.eks.Cluster and hand it back as the component's `eksCluster` output.
 
         The reference is what the engine sends for a remote component's resource output; the registration lets the
@@ -92,14 +95,14 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         name = f"{request.name}-eksCluster"
         urn = self.make_urn(response.urn, "aws:eks/cluster:Cluster", name)
         inputs = _unwrap_secrets(rpc.deserialize_properties(request.object))
-        creator = self.mocks.creator_of(inputs.get("name", request.name))
+        creator = mocks.creator_of(inputs.get("name", request.name))
         for key, entry in sorted((inputs.get("accessEntries") or {}).items()):
             if creator and same_principal(entry.get("principalArn", ""), creator):
                 raise RefusedByAws(
                     f"access entry {key!r} of {request.name}: ResourceInUseException: the cluster's creator {creator} "
                     "already has an access entry (pulumi-eks always bootstraps the creator's admin access)"
                 )
-        id_, cluster_inputs, outputs = self.mocks.eks_inner_cluster(urn=urn, component_name=request.name, inputs=inputs)
+        id_, cluster_inputs, outputs = mocks.eks_inner_cluster(urn=urn, component_name=request.name, inputs=inputs)
         self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, outputs)
         self.recorded[urn] = Recorded(
             urn=urn,
@@ -120,7 +123,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         obj_proto = _sync_await(rpc.serialize_properties(state, {}))
         return type(response)(urn=response.urn, id=response.id, object=obj_proto)
 
-    def Call(self, request):  # noqa: N802 - the gRPC method name
+    def Call(self, request: Any) -> Any:  # the gRPC method name
         """A method of a component resource (e.g. pulumi-eks's Cluster.getKubeconfig), answered by the mocks' `call`
         with `__self__` given as the component's logical name (pulumi's MockMonitor has no Call at all)."""
         plain = type(request.args)()
@@ -129,10 +132,12 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self_urn = plain.fields.pop("__self__").struct_value.fields["urn"].string_value
         args = rpc.deserialize_properties(plain)
         args["__self__"] = self_urn.rsplit("::", 1)[1]
-        result = self.mocks.call(pulumi_mocks.MockCallArgs(token=request.tok, args=args, provider=request.provider))
+        answer = self.mocks.call(pulumi_mocks.MockCallArgs(token=request.tok, args=args, provider=request.provider))
+        # A bare dict or (dict, check failures), as pulumi's MockMonitor.Invoke takes them.
+        result = answer if isinstance(answer, dict) else answer[0]
         return provider_pb2.CallResponse(**{"return": _sync_await(rpc.serialize_properties(result, {}))})
 
-    def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
+    def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
         response = super().RegisterResource(request)
         if request.type == _STACK_TYPE:
             self.stack_urn = response.urn
@@ -145,7 +150,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         if parent == self.stack_urn:
             parent = None
         if request.type == "eks:index:Cluster" and isinstance(self.mocks, PlatformMocks):
-            response = self._with_inner_cluster(request, response, tuple(sorted(dependencies)))
+            response = self._with_inner_cluster(self.mocks, request, response, tuple(sorted(dependencies)))
         registration = self.resources.get(response.urn)
         aliases = tuple(_alias(alias) for alias in request.aliases) + tuple({"urn": urn} for urn in request.aliasURNs)
         self.recorded[response.urn] = Recorded(

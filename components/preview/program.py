@@ -52,9 +52,13 @@ def run_program(
         raise ConfigError([ConfigIssue(path="aws:region", message="is required (e.g. 'us-west-2')")])
     main = project_dir.resolve() / "__main__.py"
     sys.path.insert(0, str(main.parent))  # its own modules, as the Pulumi language host finds them
+
+    def program() -> None:
+        runpy.run_path(str(main), run_name="__main__")
+
     try:
         return mocks.run(
-            lambda: runpy.run_path(str(main), run_name="__main__"),
+            program,
             project=project,
             stack=stack,
             region=config["aws:region"],

@@ -3,8 +3,9 @@ default EBS StorageClass."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -14,8 +15,8 @@ from components.cluster.component import stateful_options
 from components.cluster.handle import ClusterHandle
 from components.config.types import StatefulResources
 from components.identity.documents import to_json
-from components.storage.config import BucketConfig, StorageConfig
 from components.storage import lustre
+from components.storage.config import BucketConfig, StorageConfig
 from components.storage.render import bucket_key_policy, gp3_storage_class, tls_only_bucket_policy
 
 
@@ -87,6 +88,8 @@ class Storage(pulumi.ComponentResource):
         self._fsx_group: tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]] | None = None
         fsx = args.config.fsx
         if fsx is not None:
+            if args.fsx_subnet_id is None:
+                raise ValueError("StorageArgs: storage.fsx needs fsx_subnet_id, the private subnet of fsx_zone")
             self._fsx_group = lustre.security_group(
                 name, vpc_id=args.vpc_id, cluster_name=args.cluster_name, parent=self
             )
@@ -224,6 +227,7 @@ def _bucket(
         restrict_public_buckets=True,
         opts=stateful,
     )
+    default: aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgsDict
     if config.encryption == "kms":
         assert key is not None
         default = {"sse_algorithm": "aws:kms", "kms_master_key_id": key.arn}
@@ -237,7 +241,7 @@ def _bucket(
     )
     if config.versioning:
         aws.s3.BucketVersioning(name, bucket=bucket.id, versioning_configuration={"status": "Enabled"}, opts=stateful)
-    rules = [
+    rules: list[aws.s3.BucketLifecycleConfigurationRuleArgsDict] = [
         {
             "id": "abort-incomplete-uploads",
             "status": "Enabled",

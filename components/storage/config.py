@@ -104,8 +104,10 @@ class FsxConfig(ConfigModel):
             problems.append(
                 (
                     "perUnitStorageThroughput",
-                    f"{self.deployment_type} needs one of {', '.join(map(str, allowed))} MB/s per TiB, "
-                    f"got {self.per_unit_storage_throughput}",
+                    (
+                        f"{self.deployment_type} needs one of {', '.join(map(str, allowed))} MB/s per TiB, "
+                        f"got {self.per_unit_storage_throughput}"
+                    ),
                 )
             )
         if len(set(self.namespaces)) != len(self.namespaces):
@@ -137,8 +139,10 @@ class StorageConfig(ConfigModel):
         problems = [
             (
                 "buckets",
-                f"the key {key!r} is {len(key)} characters long; at most {MAX_BUCKET_KEY} fit in the bucket's "
-                "auto-generated name (S3 allows 63 characters)",
+                (
+                    f"the key {key!r} is {len(key)} characters long; at most {MAX_BUCKET_KEY} fit in the bucket's "
+                    "auto-generated name (S3 allows 63 characters)"
+                ),
             )
             for key in sorted(self.buckets)
             if len(key) > MAX_BUCKET_KEY

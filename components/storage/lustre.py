@@ -3,7 +3,8 @@ prefix, the FSx CSI driver, and the volumes team namespaces claim."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -117,7 +118,7 @@ def file_system(
     config: FsxConfig,
     *,
     cluster_name: str,
-    subnet_id: pulumi.Input[str] | None,
+    subnet_id: pulumi.Input[str],
     group: aws.ec2.SecurityGroup,
     rules: Sequence[pulumi.Resource],
     logs: aws.cloudwatch.LogGroup | None,
@@ -125,7 +126,9 @@ def file_system(
     stateful: pulumi.ResourceOptions,
 ) -> aws.fsx.LustreFileSystem:
     """The file system, in one subnet, created once the servers' own rules are in place."""
-    log_configuration = {"level": config.log_level, "destination": logs.arn} if logs else {"level": "DISABLED"}
+    log_configuration: aws.fsx.LustreFileSystemLogConfigurationArgsDict = (
+        {"level": config.log_level, "destination": logs.arn} if logs else {"level": "DISABLED"}
+    )
     destroy = stateful_resources is StatefulResources.DESTROY
     return aws.fsx.LustreFileSystem(
         f"{name}-fsx",

@@ -8,8 +8,9 @@ run the sweep against a live cluster.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Collection, Sequence
+from typing import Any
 
 import pulumi
 import pulumi.dynamic as dynamic

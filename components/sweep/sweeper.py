@@ -30,6 +30,9 @@ STEP_KINDS = (
 #: What can still hold the VPC once the cluster and its nodes are deleted: interfaces the CNI freed as the node
 #: group went, GuardDuty's endpoint (which GuardDuty may recreate while the cluster exists), and groups that those
 #: kept in use. A second sweep of these alone belongs between the cluster and the network.
+#: The waits AWS usually needs (a frozen value, shared safely as a default).
+DEFAULT_TIMEOUTS = Timeouts()
+
 NETWORK_KINDS = frozenset({Kind.VPC_ENDPOINT, Kind.NETWORK_INTERFACE, Kind.SECURITY_GROUP})
 
 
@@ -66,7 +69,7 @@ class Sweeper:
         aws: Clients | Any,
         target: SweepTarget,
         *,
-        timeouts: Timeouts = Timeouts(),
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         log: Callable[[str], None] = lambda line: None,
@@ -88,7 +91,7 @@ class Sweeper:
 
     def plan(self) -> SweepPlan:
         """What `run()` would delete and keep now. Deletes nothing."""
-        book, delete = _Book(), []
+        book, delete = _Book(), list[Found]()
         for step in self._steps():
             delete.extend(self._select(step, book))
         return SweepPlan(
@@ -337,8 +340,8 @@ class Sweeper:
                 else:
                     accepted.append(item)
             if waiting and self._clock() >= deadline:
-                for item, error in waiting:
-                    book.fail(item, f"{describe(error)} (still refused after {self._timeouts.dependencies:g} s)")
+                for item, refusal in waiting:
+                    book.fail(item, f"{describe(refusal)} (still refused after {self._timeouts.dependencies:g} s)")
                 break
             if waiting:
                 self._sleep(self._timeouts.poll_interval)
@@ -352,7 +355,7 @@ class Sweeper:
 
         Returns (done, [(not done, last state)]). A failing poll counts as not done, with its error as the state.
         """
-        pending, done = list(found), []
+        pending, done = list(found), list[Found]()
         deadline = self._clock() + timeout
         while pending:
             try:
@@ -382,5 +385,6 @@ class Sweeper:
 
 
 def _refused(operation: str, error: dict[str, Any]) -> ClientError:
-    details = {"Code": error.get("Code", "Unsuccessful"), "Message": error.get("Message", "")}
-    return ClientError({"Error": details}, operation)
+    return ClientError(
+        {"Error": {"Code": error.get("Code", "Unsuccessful"), "Message": error.get("Message", "")}}, operation
+    )

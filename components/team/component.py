@@ -137,7 +137,8 @@ class TeamNodePool(pulumi.ComponentResource):
     def __init__(self, name: str, args: TeamArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:team:TeamNodePool", name, None, opts)
         plan = args.plan
-        assert plan.node_pool is not None and plan.node_pool_manifest is not None, "the team has no nodePool"
+        assert plan.node_pool is not None, "the team has no nodePool"
+        assert plan.node_pool_manifest is not None, "the team has no nodePool"
         self.node_pool = k8s_objects.create(
             f"{name}-nodepool",
             plan.node_pool_manifest,

@@ -109,7 +109,10 @@ class TeamPool(ConfigModel):
     """A NodePool for the team alone, of a kind the platform runs (its preset), no larger than the platform's."""
 
     preset: StrictStr = Field(
-        description="the preset of one of the platform's NodePools: the kind of capacity the pool launches, on that pool's node class"
+        description=(
+            "the preset of one of the platform's NodePools: the kind of capacity the pool launches, on that pool's "
+            "node class"
+        )
     )
     limits: dict[StrictStr, Quantity] = Field(
         default_factory=dict,
@@ -172,7 +175,9 @@ class TeamConfig(ConfigModel):
     )
     network: TeamNetwork = Field(
         default=TeamNetwork(),
-        description="what the namespace's default-deny NetworkPolicy lets through beyond DNS, Prometheus and its own pods",
+        description=(
+            "what the namespace's default-deny NetworkPolicy lets through beyond DNS, Prometheus and its own pods"
+        ),
     )
     service_account: KeyName | None = Field(
         default=None,
@@ -218,7 +223,10 @@ class TeamConfig(ConfigModel):
             problems.append(
                 (
                     "serviceAccount",
-                    f"a Profile's pods run as {TEAM_SERVICE_ACCOUNT!r}, which the team's role is for with `kubeflow`; remove it",
+                    (
+                        f"a Profile's pods run as {TEAM_SERVICE_ACCOUNT!r}, which the team's role is for with "
+                        "`kubeflow`; remove it"
+                    ),
                 )
             )
         if problems:
@@ -257,7 +265,7 @@ def _decode(value: Any) -> Any:
 def parse_team_config(raw: Mapping[str, Any], *, project: str, stack: str) -> TeamStackConfig:
     """A team stack's raw config (`namespace:key` -> value) as a TeamStackConfig, or ConfigError with every problem."""
     issues: list[ConfigIssue] = []
-    document: dict[str, Any] = dict(zip(CONTEXT_KEYS, (project, stack)))
+    document: dict[str, Any] = dict(zip(CONTEXT_KEYS, (project, stack), strict=True))
     for full_key in sorted(raw):
         namespace, _, key = full_key.partition(":")
         if namespace == project and key in PROJECT_KEYS:

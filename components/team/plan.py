@@ -70,7 +70,10 @@ def _namespace_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[st
         return [
             (
                 "name",
-                f"{already}; remove it there and give the team its Profile here (team.kubeflow), or choose another name",
+                (
+                    f"{already}; remove it there and give the team its Profile here (team.kubeflow), or choose "
+                    "another name"
+                ),
             )
         ]
     return []
@@ -81,7 +84,10 @@ def _kubeflow_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str
         return [
             (
                 "kubeflow",
-                "the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the team's Profile",
+                (
+                    "the platform runs no Kubeflow (its kubeflow.enabled), so no profile controller would take the "
+                    "team's Profile"
+                ),
             )
         ]
     return []
@@ -111,7 +117,9 @@ def _pool(team: TeamConfig, offer: PlatformOffer) -> tuple[NodePoolSpec | None, 
     assert config is not None
     offered = offer.pools_of(config.preset)
     if not offered or config.preset not in NODE_POOL_PRESETS:
-        kinds = sorted({p.preset for p in offer.node_pools.values() if p.preset in NODE_POOL_PRESETS})
+        kinds = sorted(
+            {p.preset for p in offer.node_pools.values() if p.preset is not None and p.preset in NODE_POOL_PRESETS}
+        )
         return None, [("nodePool.preset", f"the platform runs no pool of preset {config.preset!r}; it runs {kinds}")]
     problems: list[tuple[str, str]] = []
     if pool_name(team.name) in offer.node_pools:
@@ -195,9 +203,10 @@ def _volumes(team: TeamConfig, offer: PlatformOffer) -> tuple[dict[str, Manifest
                 },
             }
             continue
-        assert (
-            offer.fsx_file_system_id and offer.fsx_dns_name and offer.fsx_mount_name and offer.fsx_storage_capacity_gib
-        )
+        assert offer.fsx_file_system_id
+        assert offer.fsx_dns_name
+        assert offer.fsx_mount_name
+        assert offer.fsx_storage_capacity_gib
         volumes[key], claims[key] = fsx_volume(
             name=f"{team.name}-{key}",
             namespace=team.name,

@@ -2,7 +2,8 @@
 network policies, FSx claims), its IRSA identity, its NodePool and its Kubeflow Profile.
 
 `pulumi up` here runs after the platform's; offline: `python -m components.preview --project-dir examples/team-stack
---stack prod --out build/preview/team-prod --stack-reference acme/eks-ml-platform/prod=examples/team-stack/platform-outputs.prod.json`
+--stack prod --out build/preview/team-prod
+--stack-reference acme/eks-ml-platform/prod=examples/team-stack/platform-outputs.prod.json`
 (and the same with `dev` for the dev stack, which has the Profile).
 """
 
