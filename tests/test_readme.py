@@ -6,6 +6,7 @@ import re
 import typing
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 from components.preview import mocks
@@ -16,6 +17,7 @@ def _python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
 
 
+@pytest.mark.stack
 def test_readme_example_builds_a_network_and_cluster():
     (example,) = _python_blocks()
     inventory = mocks.run(lambda: exec(example, {}), project="other", stack="eu", region="eu-west-1", config={})
