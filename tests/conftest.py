@@ -20,9 +20,11 @@ must not pay): `offline_preview()` imports them on first use.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import SimpleNamespace
@@ -168,6 +170,22 @@ def _kubeflow_tree_for_previews(request: pytest.FixtureRequest) -> None:
     # A preview renders Kubeflow from the installed tree; a pure test neither needs it nor waits for its install.
     if request.node.get_closest_marker("stack"):
         request.getfixturevalue("kubeflow_tree")
+
+
+# ----------------------------------------------------------------------------------------------------- AWS
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_moto() -> Iterator[None]:
+    """moto without its two costs no test needs, each about a second per test: every `mock_aws()` gives boto3 a
+    fresh default session, which would parse AWS's service models again (all sessions share one loader here), and
+    its EC2 would create a catalogue of ~1,300 public images with their snapshots (no test lists images)."""
+    session = sys.modules.get("botocore.session")  # imported at collection by the modules that use boto3
+    with pytest.MonkeyPatch.context() as patch:
+        if session is not None:
+            patch.setattr(session, "create_loader", functools.cache(session.create_loader))
+        patch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        yield
 
 
 # ------------------------------------------------------------------------------------------------ previews
