@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
+WORKERS ?= 2
 
-.PHONY: preview test lint benchmark preflight cost leak-check kubeflow-fetch config-reference clean
+.PHONY: preview test test-fast lint benchmark preflight cost leak-check kubeflow-fetch config-reference clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +17,16 @@ $(VENV)/.installed: pyproject.toml
 preview: $(VENV)/.installed kubeflow-fetch
 	$(PY) -m components.preview --stack $(STACK) --out build/preview/$(STACK)
 
-## The test suite.
+## The whole suite, spread over WORKERS processes (pytest-xdist; WORKERS=auto: one per core). A test module stays
+## on one process (--dist loadscope), so its module fixtures are computed once.
 test: $(VENV)/.installed
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(WORKERS) --dist loadscope
+
+## The pure tests, the loop to run while editing: all but those marked `slow` (stack previews, processes,
+## refcheck, Kubeflow renders, whole preflight runs; see tests/conftest.py). T=tests/test_x.py runs one file;
+## WORKERS=0 runs in this process, quicker for a file or two.
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -n $(WORKERS) -m "not slow" $(T)
 
 ## Lint, formatting and types (ruff check, ruff format --check, mypy on components/), as CI runs them first.
 lint: $(VENV)/.installed

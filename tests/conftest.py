@@ -1,45 +1,199 @@
-"""Shared fixtures: the dev and prod stacks run once each under the package's mocks."""
+"""Shared fixtures, and the markers that keep the pure tests fast.
+
+A test is pure unless it is marked: config parsing, renderers, IAM documents and the boto3 code against moto run in
+well under a second each. What takes seconds carries one of these markers, each of which implies `slow`, the one
+`make test-fast` (`pytest -m "not slow"`) leaves out:
+
+- `stack`: runs a Pulumi program under the mocks: a stack preview (the `dev` and `prod` fixtures, `run_stack`), a
+  team stack, or a component on its own;
+- `subprocess`: starts a process (the preview's command line, refcheck, a fresh interpreter);
+- `refcheck`: checks objects with ../shared/tools/refcheck (skipped when it is not beside the repository);
+- `render`: renders the Kubeflow manifests with the pinned kustomize.
+
+A fixture named in FIXTURE_MARKERS marks every test that uses it; modules that preview throughout set `pytestmark`.
+SlowWorkGuard fails a test that runs a Pulumi program or starts a process without its marker, so the fast target
+cannot grow slow unnoticed.
+
+Nothing here imports the stack program or the preview at load (they pull in every provider SDK, seconds a pure test
+must not pay): `offline_preview()` imports them on first use.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Mapping
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
+import pulumi.runtime
 import pytest
+import yaml
 
-from components.preview import mocks, read_project_name, read_stack_config, run_preview
-from components.preview.inventory import Inventory
-from components.stack import program
+if TYPE_CHECKING:
+    from components.preview.inventory import Inventory
+
+#: tests/test_markers.py runs sessions of its own to check the markers.
+pytest_plugins = ("pytester",)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
-PROJECT = read_project_name(REPO)
+PROJECT: str = yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"]
 #: The pinned Kubeflow tree, as shared test data beside the repository (real runs fetch it into the user's cache).
 KUBEFLOW_TREE = REPO.parent / "shared" / "reference" / "kubeflow" / "26.03.1"
+REFCHECK = REPO.parent / "shared" / "tools" / "refcheck" / "refcheck.py"
+
+#: The markers for slow work, each implying `slow` (registered, with their meaning, in pyproject.toml).
+SLOW_MARKERS = ("stack", "subprocess", "refcheck", "render")
+#: Fixtures whose use makes a test slow, and the marker it gets for them.
+FIXTURE_MARKERS = {"dev": "stack", "prod": "stack", "render_cache": "render"}
+
+
+def offline_preview() -> SimpleNamespace:
+    """The names the tests' shared helpers take from the offline preview and the stack program, imported here only."""
+    from components.preview import mocks, read_stack_config, run_preview
+    from components.stack import program
+
+    return SimpleNamespace(mocks=mocks, read_stack_config=read_stack_config, run_preview=run_preview, program=program)
+
+
+# ----------------------------------------------------------------------------------------------------- markers
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, marker in FIXTURE_MARKERS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+        if any(item.get_closest_marker(marker) for marker in SLOW_MARKERS):
+            item.add_marker("slow")
+        if item.get_closest_marker("refcheck") and not REFCHECK.exists():
+            item.add_marker(pytest.mark.skip(reason="../shared/tools/refcheck is not beside the repository"))
+
+
+class SlowWorkGuard:
+    """While one test runs (its fixtures included), notes a Pulumi program run under the mocks without `stack`, and a
+    process started without `subprocess` (a kustomize render: `render` or `stack`). The work still runs, since the
+    code under test may catch what is raised inside it; the test fails at teardown instead."""
+
+    def __init__(self, item: pytest.Item) -> None:
+        self.markers = {marker.name for marker in item.iter_markers()}
+        self.unmarked: list[str] = []
+        self.set_mocks, self.popen = pulumi.runtime.set_mocks, subprocess.Popen
+
+    def install(self) -> None:
+        guard = self
+
+        def set_mocks(*args: Any, **kwargs: Any) -> None:
+            guard.check("stack", "runs a Pulumi program under the mocks")
+            guard.set_mocks(*args, **kwargs)
+
+        class Popen(self.popen):  # type: ignore[name-defined,misc]
+            def __init__(self, args: Any, *more: Any, **options: Any) -> None:
+                command = [args] if isinstance(args, str | os.PathLike) else list(args)
+                if command[1:2] == ["kustomize"]:
+                    guard.check("render", "renders Kubeflow with kustomize", also=("stack",))
+                else:
+                    guard.check("subprocess", f"starts a process ({' '.join(map(str, command))[:100]})")
+                super().__init__(args, *more, **options)
+
+        pulumi.runtime.set_mocks, subprocess.Popen = set_mocks, Popen
+
+    def remove(self) -> None:
+        pulumi.runtime.set_mocks, subprocess.Popen = self.set_mocks, self.popen
+
+    def check(self, marker: str, what: str, also: tuple[str, ...] = ()) -> None:
+        if not self.markers & {marker, *also}:
+            self.unmarked.append(f"{what}: mark it @pytest.mark.{marker}")
+
+
+GUARD = pytest.StashKey[SlowWorkGuard]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    guard = item.stash[GUARD] = SlowWorkGuard(item)  # before the first fixture, module and session ones included
+    guard.install()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    guard = item.stash.get(GUARD, None)
+    try:
+        result = yield
+    finally:
+        if guard is not None:
+            guard.remove()
+    if guard is not None and guard.unmarked:
+        pytest.fail(f"{item.nodeid}: " + "; ".join(sorted(set(guard.unmarked))), pytrace=False)
+    return result
+
+
+# -------------------------------------------------------------------------------------------- Kubeflow tree
 
 
 @pytest.fixture(scope="session", autouse=True)
-def kubeflow_tree_in_a_fresh_cache(tmp_path_factory):
-    """The reference tree installed (digest-checked) into a cache of this session's own, found as a real run finds
-    the fetched tree; renders are cached there too, so the session renders each entry once."""
+def fresh_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A cache of this session's own (of this worker's, under xdist) in place of the user's: the Kubeflow tree and
+    its renders are found there as a real run finds them, and nothing a test caches outlives the session."""
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(cache))
+        yield cache
+
+
+@pytest.fixture(scope="session")
+def kubeflow_tree(fresh_cache: Path) -> None:
+    """The reference tree installed (digest-checked) into the session's cache; renders are cached there too, so the
+    session renders each entry once."""
     from components.kubeflow.fetch import install_from
 
-    before = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
     install_from(KUBEFLOW_TREE)
-    yield
-    if before is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = before
+
+
+@pytest.fixture(scope="session")
+def render_cache(fresh_cache: Path) -> Path:
+    """The session's Kubeflow render cache, the one previews read too: each entry is rendered once per session."""
+    from components.kubeflow.render import default_render_cache
+
+    return default_render_cache()
+
+
+@pytest.fixture(autouse=True)
+def _kubeflow_tree_for_previews(request: pytest.FixtureRequest) -> None:
+    # A preview renders Kubeflow from the installed tree; a pure test neither needs it nor waits for its install.
+    if request.node.get_closest_marker("stack"):
+        request.getfixturevalue("kubeflow_tree")
+
+
+# ----------------------------------------------------------------------------------------------------- AWS
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_moto() -> Iterator[None]:
+    """moto without its two costs no test needs, each about a second per test: every `mock_aws()` gives boto3 a
+    fresh default session, which would parse AWS's service models again (all sessions share one loader here), and
+    its EC2 would create a catalogue of ~1,300 public images with their snapshots (no test lists images)."""
+    session = sys.modules.get("botocore.session")  # imported at collection by the modules that use boto3
+    with pytest.MonkeyPatch.context() as patch:
+        if session is not None:
+            patch.setattr(session, "create_loader", functools.cache(session.create_loader))
+        patch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+        yield
+
+
+# ------------------------------------------------------------------------------------------------ previews
 
 
 def stack_config(stack: str, overrides: Mapping[str, Any] | None = None, drop: tuple[str, ...] = ()) -> dict[str, str]:
     """The raw config of a stack file with some keys replaced (objects given as dicts) or dropped."""
-    config, _ = read_stack_config(REPO, PROJECT, stack)
+    config, _ = offline_preview().read_stack_config(REPO, PROJECT, stack)
     for key in drop:
         config.pop(key)
     for key, value in (overrides or {}).items():
@@ -54,17 +208,20 @@ def run_stack(
     """Run the real stack program under mocks with a stack file's config, changed as given; `account` describes
     the AWS account (`caller_arn`, `existing_clusters`, as `mocks.run` takes them)."""
     config = stack_config(stack, overrides, drop)
-    return mocks.run(program, project=PROJECT, stack=stack, region=config["aws:region"], config=config, **account)
+    preview = offline_preview()
+    return preview.mocks.run(
+        preview.program, project=PROJECT, stack=stack, region=config["aws:region"], config=config, **account
+    )
 
 
 @pytest.fixture(scope="session")
-def dev() -> Inventory:
-    return run_preview(REPO, "dev")
+def dev(kubeflow_tree: None) -> Inventory:
+    return offline_preview().run_preview(REPO, "dev")
 
 
 @pytest.fixture(scope="session")
-def prod() -> Inventory:
-    return run_preview(REPO, "prod")
+def prod(kubeflow_tree: None) -> Inventory:
+    return offline_preview().run_preview(REPO, "prod")
 
 
 @pytest.fixture

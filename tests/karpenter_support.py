@@ -15,15 +15,11 @@ from components.config.errors import ConfigError
 from components.config.platform import parse_config
 from components.karpenter.render import NodeClassContext
 from components.karpenter.specs import NodeClassSpec, NodePoolSpec
-from tests.conftest import REPO
+from tests.conftest import REFCHECK
 
 CONTEXT = NodeClassContext(cluster_name="ml", node_role_name="ml-node", tags={"team": "ml", "owner": "ml-platform"})
 P = "karpenter.nodePools.p"
 C = "karpenter.nodeClasses.c"
-REFCHECK = REPO.parent / "shared" / "tools" / "refcheck" / "refcheck.py"
-needs_refcheck = pytest.mark.skipif(
-    not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository"
-)
 
 
 def pool(**fields: Any) -> NodePoolSpec:

@@ -52,6 +52,7 @@ def trust(inventory: Inventory) -> dict:
     return json.loads(inventory.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
 
 
+@pytest.mark.stack
 def test_a_handle_from_the_platform_stack_names_the_platforms_cluster_oidc_and_system_nodes():
     outputs = recorded()
     inventory = attach(
@@ -75,6 +76,7 @@ def test_a_handle_from_the_platform_stack_names_the_platforms_cluster_oidc_and_s
     }
 
 
+@pytest.mark.stack
 def test_the_platforms_resources_are_read_never_managed_by_the_attaching_stack():
     inventory = attach(
         lambda: ClusterHandle.from_stack_reference(PLATFORM_STACK), stack_references={PLATFORM_STACK: recorded()}
@@ -88,12 +90,14 @@ def test_the_platforms_resources_are_read_never_managed_by_the_attaching_stack()
     }
 
 
+@pytest.mark.stack
 def test_a_platform_without_an_output_the_handle_needs_is_named():
     outputs = {k: v for k, v in recorded().items() if k not in ("oidcIssuer", "clusterEndpoint")}
     with pytest.raises(AttachError, match="has no output clusterEndpoint, oidcIssuer"):
         attach(lambda: ClusterHandle.from_stack_reference(PLATFORM_STACK), stack_references={PLATFORM_STACK: outputs})
 
 
+@pytest.mark.stack
 def test_a_stack_reference_the_mocks_have_no_outputs_for_fails_loudly():
     with pytest.raises(UnexpectedCall, match="no recorded outputs for the stack reference 'acme/other/prod'"):
         attach(
@@ -101,6 +105,7 @@ def test_a_stack_reference_the_mocks_have_no_outputs_for_fails_loudly():
         )
 
 
+@pytest.mark.stack
 def test_a_handle_read_from_an_existing_cluster_matches_what_the_platform_stack_exports_for_it():
     """Both ways of attaching see the same cluster: the mocks describe an existing cluster with the stand-ins a
     created one of that name gets."""
@@ -117,6 +122,7 @@ def test_a_handle_read_from_an_existing_cluster_matches_what_the_platform_stack_
     assert trust(inventory)["Statement"][0]["Principal"] == {"Federated": outputs["oidcProviderArn"]}
 
 
+@pytest.mark.stack
 def test_reading_a_cluster_that_does_not_exist_fails_loudly():
     with pytest.raises(UnexpectedCall, match="aws:eks/getCluster:getCluster"):
         attach(lambda: ClusterHandle.from_existing(cluster_name="nope", region="us-west-2"))
@@ -146,6 +152,7 @@ def test_the_attaching_kubeconfig_carries_no_credentials_and_acts_as_the_given_p
 # ------------------------------------------------------------------------------------------- the contract
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_platform_exports_every_output_a_handle_is_made_of(stack, request):
     outputs = request.getfixturevalue(stack).stack_outputs
@@ -160,6 +167,7 @@ def test_the_platform_exports_every_output_a_team_stack_reads(prod):
     assert required <= set(prod.stack_outputs)
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_recorded_platform_outputs_are_what_the_preview_exports_now(stack, request):
     """The team stack's offline previews run against these files: they must not drift from the platform. Regenerate
@@ -171,6 +179,7 @@ def test_the_recorded_platform_outputs_are_what_the_preview_exports_now(stack, r
     assert recorded(stack) == {name: value for name, value in exported.items() if name in contract}
 
 
+@pytest.mark.stack
 def test_a_platform_says_whether_it_runs_kubeflow_and_a_profile_needs_it(prod):
     assert prod.stack_outputs["kubeflowEnabled"] is True
     without = run_stack("dev", {"kubeflow": {"enabled": False}}).stack_outputs
@@ -191,6 +200,7 @@ def test_the_team_stack_page_lists_every_output_of_the_contract():
     assert missing == []
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_record_script_writes_the_file_the_team_stack_previews_against(stack):
     import runpy

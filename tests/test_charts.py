@@ -39,6 +39,7 @@ def test_the_versions_page_states_the_crd_upgrade_of_every_chart():
         assert f"| `{chart.name}` | {chart.crds.value} |" in page, chart.name
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_what_each_chart_needs_for_its_crd_answer_is_set(stack, request):
     deployed = releases(request.getfixturevalue(stack))
@@ -54,6 +55,7 @@ def test_what_each_chart_needs_for_its_crd_answer_is_set(stack, request):
     assert job["nodeSelector"] == {"eksml.io/node-role": "system"}
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_release_waits_for_cluster_dns_and_is_deleted_before_it(stack, request):
     inventory = request.getfixturevalue(stack)

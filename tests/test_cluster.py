@@ -89,6 +89,7 @@ def test_managed_addons_are_pinned_from_the_versions_module(dev):
         assert addon.inputs["clusterName"] == "eks-ml-platform-dev"
 
 
+@pytest.mark.stack
 def test_addons_follow_the_configured_kubernetes_version():
     # Kubeflow needs 1.35 (config refuses it on 1.34)
     inventory = run_stack(
@@ -180,6 +181,7 @@ def test_a_replacing_change_cannot_delete_the_prod_cluster(dev, prod):
     assert dev.one(CLUSTER).inputs["deletionProtection"] is False
 
 
+@pytest.mark.stack
 def test_the_system_node_group_follows_the_cluster_version_on_a_pinned_ami_release(dev):
     group = dev.one(NODE_GROUP).inputs
     assert group["version"] == "1.35"
@@ -199,6 +201,7 @@ def _dev_cluster() -> dict:
     return json.loads(stack_config("dev")[f"{PROJECT}:cluster"])
 
 
+@pytest.mark.stack
 def test_the_private_endpoint_admits_https_only_from_the_configured_ranges_and_groups(prod):
     assert not [r for r in prod.resources if r.name.startswith("cluster-api-from")]  # nothing configured, none open
     endpoint = {"public": False, "privateCidrs": ["10.99.0.0/16"], "privateSecurityGroups": ["sg-0123456789abcdef0"]}
@@ -228,6 +231,7 @@ def test_network_policies_are_enforced_by_the_vpc_cni_agent(dev):
     assert json.loads(cni.inputs["configurationValues"]) == {"enableNetworkPolicy": "true"}
 
 
+@pytest.mark.stack
 def test_retain_keeps_stateful_resources_in_aws_on_destroy():
     inventory = run_stack("dev", {"statefulResources": "retain"})
     for kind, suffix in (("aws:kms/key:Key", "secrets"), ("aws:cloudwatch/logGroup:LogGroup", "control-plane")):
@@ -262,6 +266,7 @@ def test_what_lives_in_the_cluster_depends_on_the_eks_cluster_itself_so_it_is_de
         assert inner.urn in resource.dependencies, resource.name
 
 
+@pytest.mark.stack
 def test_kubernetes_and_helm_authenticate_with_the_same_aws_profile_as_the_aws_provider(dev):
     inventory = run_stack("dev", {"aws:profile": "ml-admin"})
     assert inventory.one("pulumi:providers:aws").inputs["profile"] == "ml-admin"
@@ -286,6 +291,7 @@ def with_admins(stack: str = "dev") -> dict:
     return {"cluster": {**cluster, "adminPrincipals": ADMINS}}
 
 
+@pytest.mark.stack
 def test_the_creator_listed_in_admin_principals_gets_no_second_access_entry_and_is_recorded_on_the_cluster():
     """EKS admits the creator itself; a second entry for it would fail with ResourceInUseException."""
     inventory = run_stack("dev", with_admins(), caller_arn="arn:aws:sts::123456789012:assumed-role/PlatformAdmin/alice")
@@ -294,6 +300,7 @@ def test_the_creator_listed_in_admin_principals_gets_no_second_access_entry_and_
     assert cluster.inputs["clusterTags"] == {"eksml.io/created-by": ADMIN}
 
 
+@pytest.mark.stack
 def test_a_later_update_by_another_listed_identity_keeps_its_own_entry_and_still_skips_the_creator():
     inventory = run_stack(
         "dev",
@@ -306,6 +313,7 @@ def test_a_later_update_by_another_listed_identity_keeps_its_own_entry_and_still
     assert cluster.inputs["clusterTags"] == {"eksml.io/created-by": ADMIN}
 
 
+@pytest.mark.stack
 def test_a_second_entry_for_the_creator_fails_the_offline_preview_as_eks_would(monkeypatch):
     from components import stack
     from components.preview import mocks

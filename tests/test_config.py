@@ -364,6 +364,7 @@ def test_every_supported_kubernetes_version_has_all_addons_pinned():
     assert versions.DEFAULT_KUBERNETES_VERSION in versions.KUBERNETES_VERSIONS
 
 
+@pytest.mark.stack
 def test_pulumi_up_stops_with_the_problems_and_no_traceback_before_creating_anything():
     import pulumi
 

@@ -357,6 +357,7 @@ def test_namespaces_listed_in_config_are_exempt_too():
     assert len(admit(bad, options=options)) == 1
 
 
+@pytest.mark.stack
 def test_exempt_namespaces_from_stack_config_reach_the_binding():
     inventory = run_stack("dev", {"gpu": {"admission": {"exemptNamespaces": ["research"]}}})
     binding = inventory.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
@@ -369,6 +370,7 @@ def test_without_the_bin_packing_scheduler_any_scheduler_is_accepted():
     assert admit(gpu_pod(schedulerName="default-scheduler"), options=AdmissionOptions(scheduler_name=None)) == []
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize(("action", "expected"), [("deny", ["Deny"]), ("warn", ["Warn"]), ("audit", ["Audit"])])
 def test_enforcement_mode_comes_from_config(action, expected):
     inventory = run_stack("dev", {"gpu": {"admission": {"action": action}}})
@@ -379,6 +381,7 @@ def test_enforcement_mode_comes_from_config(action, expected):
 # ---------------------------------------------------------------------------------------------------- stack
 
 
+@pytest.mark.stack
 def test_gpu_stack_is_installed_when_a_pool_launches_gpus_and_not_otherwise(dev):
     assert dev.one("eksml:gpu:GpuStack")
     operator = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "gpu-operator")
@@ -397,6 +400,7 @@ def test_gpu_stack_is_installed_when_a_pool_launches_gpus_and_not_otherwise(dev)
     assert not cpu_only.of_type("eksml:gpu:GpuStack")
 
 
+@pytest.mark.stack
 def test_bottlerocket_gpu_nodes_turn_the_operators_device_plugin_off():
     inventory = run_stack(
         "dev",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from components.identity.documents import irsa_trust_policy
 
 ISSUER = "oidc.eks.us-west-2.amazonaws.com/id/ABC123"
@@ -87,6 +89,7 @@ def test_system_nodes_trust_only_ec2_and_do_not_carry_the_cni_policy(dev):
     assert node_policies == ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy"]
 
 
+@pytest.mark.stack
 def test_whatever_is_given_an_irsa_roles_arn_waits_for_its_policies_with_no_depends_on():
     """The ARN resolves only once the policies are attached, so a chart given it never starts a pod whose first AWS
     call is denied."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from components import versions
 from tests.conftest import run_stack
 
@@ -50,6 +52,7 @@ def test_controller_runs_pinned_on_system_nodes_and_goes_before_them(dev):
     assert dev.depends_on(release, dev.one("aws:iam/rolePolicy:RolePolicy", "ingress-controller-controller"))
 
 
+@pytest.mark.stack
 def test_controller_can_be_left_out():
     inventory = run_stack("dev", {"ingress": {"loadBalancerController": False}})
     assert not inventory.of_type("eksml:ingress:Ingress")

@@ -217,6 +217,7 @@ def test_controller_release_waits_for_everything_it_needs_so_destroy_removes_it_
         assert dev.depends_on(controller, needed), needed.name
 
 
+@pytest.mark.stack
 def test_log_level_comes_from_config():
     from tests.conftest import run_stack
 
@@ -280,6 +281,7 @@ def test_stack_file_pools_become_node_pools_with_their_gpu_ceilings(dev, prod):
     assert {"nodes": "0", "schedule": "0 6 * * mon-fri", "duration": "14h"} in training["disruption"]["budgets"]
 
 
+@pytest.mark.stack
 def test_without_fsx_pools_wait_only_for_the_ebs_csi_agent():
     from tests.conftest import run_stack
 

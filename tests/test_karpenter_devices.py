@@ -132,6 +132,7 @@ def accelerated():
     return run_stack("dev", {"karpenter": karpenter})
 
 
+@pytest.mark.stack
 def test_neuron_pools_get_the_neuron_device_plugin_tolerating_their_taints(accelerated):
     release = releases(accelerated)["neuron-helm-chart"]
     assert release.inputs["chart"] == "oci://public.ecr.aws/neuron/neuron-helm-chart"
@@ -140,6 +141,7 @@ def test_neuron_pools_get_the_neuron_device_plugin_tolerating_their_taints(accel
     assert {(NEURON_TAINT.key, "NoSchedule"), (DEDICATED.key, "NoSchedule")} <= tolerated
 
 
+@pytest.mark.stack
 def test_efa_pools_get_the_efa_device_plugin_and_their_nodes_its_label(accelerated):
     release = releases(accelerated)["aws-efa-k8s-device-plugin"]
     assert release.inputs["values"]["tolerations"] == [
@@ -150,12 +152,14 @@ def test_efa_pools_get_the_efa_device_plugin_and_their_nodes_its_label(accelerat
     assert EFA_LABEL not in pools["inf"].inputs["spec"]["template"]["metadata"]["labels"]
 
 
+@pytest.mark.stack
 def test_device_plugins_wait_for_cluster_dns_like_every_release(accelerated):
     coredns = next(r for r in accelerated.of_type("aws:eks/addon:Addon") if r.inputs["addonName"] == "coredns")
     for name in ("neuron-helm-chart", "aws-efa-k8s-device-plugin"):
         assert accelerated.depends_on(releases(accelerated)[name], coredns), name
 
 
+@pytest.mark.stack
 def test_neuron_pools_get_an_accelerator_limits_output_and_near_limit_alerts(accelerated):
     assert accelerated.stack_outputs["nodePoolAcceleratorLimits"]["inf"] == {
         "aws.amazon.com/neuron": 16,
@@ -170,6 +174,7 @@ def test_neuron_pools_get_an_accelerator_limits_output_and_near_limit_alerts(acc
     assert "NodePoolGpuNearLimit_train" in alerts
 
 
+@pytest.mark.stack
 def test_neuron_pods_are_judged_by_their_own_admission_policy(accelerated):
     policies = {
         r.inputs["metadata"]["name"]

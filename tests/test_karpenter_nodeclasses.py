@@ -14,7 +14,7 @@ from components import versions
 from components.karpenter import efa
 from components.karpenter.render import render_nodeclass
 from components.karpenter.specs import NODE_CLASS_PRESETS
-from tests.karpenter_support import CONTEXT, C, class_problems, crd_findings, needs_refcheck, node_class
+from tests.karpenter_support import CONTEXT, C, class_problems, crd_findings, node_class
 
 
 def spec_of(**fields):
@@ -396,7 +396,7 @@ def test_user_data_that_karpenter_owns_or_the_ami_family_cannot_read_is_refused(
     assert class_problems(**fields) == {f"{C}.{path}": message}
 
 
-@needs_refcheck
+@pytest.mark.refcheck
 def test_a_class_with_every_field_set_passes_the_ec2nodeclass_crd():
     classes = [
         render_nodeclass(

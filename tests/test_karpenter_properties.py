@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,7 @@ from components.scheduling import (
     NEURON_RESOURCE,
     NEURON_TAINT,
 )
-from tests.karpenter_support import CONTEXT, crd_findings, needs_refcheck, raw, req
+from tests.karpenter_support import CONTEXT, crd_findings, raw, req
 
 #: A sample of instance types with the labels Karpenter gives them (karpenter-provider-aws instancetype/types.go),
 #: written out here rather than derived from the facts table, so the property checks the code against facts.
@@ -219,7 +220,7 @@ def test_every_accepted_pool_that_can_launch_accelerators_is_tainted_capped_and_
 REQUIRES_RESERVATION_EXAMPLE = [req("karpenter.k8s.aws/instance-family", "In", "p5", "p5e", minValues=2)]
 
 
-@needs_refcheck
+@pytest.mark.refcheck
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(st.sampled_from(sorted(NODE_POOL_PRESETS)), overrides)
 @example(

@@ -8,14 +8,15 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from components.config.platform import parse_config
 from components.karpenter.render import render_nodeclass, render_nodepool
 from components.karpenter.specs import NODE_POOL_PRESETS
 from components.scheduling import CSI_STARTUP_TAINTS
-from tests.conftest import REPO
-from tests.karpenter_support import CONTEXT, REFCHECK, needs_refcheck
+from tests.conftest import REFCHECK, REPO
+from tests.karpenter_support import CONTEXT
 
 
 def examples() -> list[dict]:
@@ -59,7 +60,8 @@ def test_the_worked_examples_cover_what_the_best_gpu_platforms_run():
     )
 
 
-@needs_refcheck
+@pytest.mark.refcheck
+@pytest.mark.subprocess
 def test_every_worked_example_renders_objects_refcheck_accepts(tmp_path):
     manifests = []
     for index, example in enumerate(examples()):
@@ -78,7 +80,8 @@ def test_every_worked_example_renders_objects_refcheck_accepts(tmp_path):
         assert any(re.search(r"CEL x-kubernetes-validations: [1-9]\d* evaluated \(0 failed\)", line) for line in report)
 
 
-@needs_refcheck
+@pytest.mark.refcheck
+@pytest.mark.subprocess
 def test_every_preset_renders_objects_refcheck_accepts(tmp_path):
     example = {"eks-ml-platform:karpenter": {"nodePools": {name: {"preset": name} for name in NODE_POOL_PRESETS}}}
     manifest = tmp_path / "presets.yaml"

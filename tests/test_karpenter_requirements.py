@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from components.karpenter.render import render_nodeclass, render_nodepool, requirements
-from tests.karpenter_support import CONTEXT, P, crd_findings, needs_refcheck, node_class, pool, problems, req
+from tests.karpenter_support import CONTEXT, P, crd_findings, node_class, pool, problems, req
 
 GPU_NAMES = "a100, a10g, b200, h100, h200, l4, l40s, t4, t4g, v100"
 CATEGORIES = "a, c, d, g, gr, h, hpc, i, im, inf, is, m, p, r, t, trn, x, z"
@@ -140,7 +140,7 @@ def test_mistakes_in_a_requirement_are_reported_with_their_key_path(requirement,
     assert problems(preset="gpu-inference", requirements=[requirement]) == {f"{P}.requirements[0].{path}": message}
 
 
-@needs_refcheck
+@pytest.mark.refcheck
 def test_requirements_with_crd_keys_custom_keys_and_min_values_pass_the_nodepool_crd():
     spec = pool(
         preset="gpu-training",

@@ -110,6 +110,7 @@ def test_wrong_values_are_refused_naming_the_key(changes, where):
     assert where in text or where.replace(".", " ") in text, text
 
 
+@pytest.mark.render
 @pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
 def test_the_benchmark_hook_times_cold_and_warm_renders():
     # Two small entries keep the test quick; `python -m components.kubeflow bench` times the default set.

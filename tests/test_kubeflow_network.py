@@ -22,8 +22,8 @@ PROMETHEUS = Source(
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
-    return render.render(REFERENCE, EVERYTHING, cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+def rendered(render_cache):
+    return render.render(REFERENCE, EVERYTHING, cache_dir=render_cache)
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,8 @@ REAL = Credentials(**{name: f"generated-{name}" for name in credentials.NAMES})
 
 
 @pytest.fixture(scope="session")
-def cleaned(tmp_path_factory) -> list[dict]:
-    rendered = render.render(REFERENCE, EVERYTHING, cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+def cleaned(render_cache) -> list[dict]:
+    rendered = render.render(REFERENCE, EVERYTHING, cache_dir=render_cache)
     return transform.stable_names(transform.cleanup([o for objects in rendered.values() for o in objects]))
 
 

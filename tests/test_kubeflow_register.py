@@ -63,8 +63,8 @@ def run(program) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def staged(tmp_path_factory) -> list[staging.Staged]:
-    rendered = render.render(REFERENCE, entries.DEFAULT, cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+def staged(render_cache) -> list[staging.Staged]:
+    rendered = render.render(REFERENCE, entries.DEFAULT, cache_dir=render_cache)
     return plan.build(rendered, plan.Settings(admin=Admin("platform@example.org"), storage_class="gp3", teams=(TEAM,)))
 
 
@@ -102,11 +102,13 @@ def plain(value):
     return value
 
 
+@pytest.mark.stack
 def test_every_object_is_one_resource_with_its_logical_name(staged, seen):
     for item in staged:
         assert item.name in seen, item.key
 
 
+@pytest.mark.stack
 def test_built_in_kinds_are_typed_and_others_custom_resources(staged, seen):
     for item in staged:
         api_version, kind = item.manifest["apiVersion"], item.manifest["kind"]
@@ -130,6 +132,7 @@ def test_each_typed_class_registers_its_own_kind():
         assert cls.__module__.startswith("pulumi_kubernetes."), cls
 
 
+@pytest.mark.stack
 def test_dependencies_are_exactly_the_staged_ones(staged, seen):
     names = {item.key: item.name for item in staged}
     urn_names = {record["urn"]: name for name, record in seen.items()}
@@ -141,6 +144,7 @@ def test_dependencies_are_exactly_the_staged_ones(staged, seen):
         assert recorded == expected, item.key
 
 
+@pytest.mark.stack
 def test_each_object_is_a_child_of_its_stage_with_the_given_provider(staged, seen):
     stage_urns = {name: record["urn"] for name, record in seen.items() if record["type"] == "test:kubeflow:Stage"}
     for item in staged:
@@ -148,6 +152,7 @@ def test_each_object_is_a_child_of_its_stage_with_the_given_provider(staged, see
         assert seen[item.name]["provider"].startswith(seen["cluster"]["urn"])
 
 
+@pytest.mark.stack
 def test_credentials_and_role_arns_are_resolved_and_nothing_else_is(staged, seen):
     dex = seen[next(s.name for s in staged if s.key.name == "dex-passwords")]["inputs"]
     assert plain(plain(dex["stringData"])["DEX_USER_PASSWORD"]) == SECRETS["admin_password_bcrypt"]

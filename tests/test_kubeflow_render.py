@@ -17,12 +17,6 @@ pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Ku
 
 
 @pytest.fixture(scope="session")
-def render_cache(tmp_path_factory) -> Path:
-    # One disk cache per test session, shared by every Kubeflow test module: the first render is the only cold one.
-    return tmp_path_factory.getbasetemp() / "kubeflow-renders"
-
-
-@pytest.fixture(scope="session")
 def rendered(render_cache):
     return render.render(REFERENCE, entries.ALL, cache_dir=render_cache)
 

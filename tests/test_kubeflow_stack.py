@@ -80,6 +80,7 @@ def recorded_plan(inventory) -> list[staging.Staged]:
     ]
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("name", ["dev", "prod"])
 def test_every_planned_kubeflow_object_is_registered_and_the_recorded_order_passes_the_checks(name, request):
     inventory = request.getfixturevalue(name)
@@ -94,6 +95,7 @@ def test_every_planned_kubeflow_object_is_registered_and_the_recorded_order_pass
     assert any("Profile" in p for p in staging.check([cut if s is profile else s for s in recorded]))
 
 
+@pytest.mark.stack
 def test_kubeflow_uses_the_platforms_cert_manager_and_installs_none_of_its_own(stack):
     release = stack.one("kubernetes:helm.sh/v3:Release", "cert-manager")
     assert release.inputs["chart"] == "cert-manager"
@@ -128,11 +130,13 @@ def leaked_credentials(inventory) -> list[tuple[str, str]]:
     return leaked
 
 
+@pytest.mark.stack
 def test_no_upstream_default_credential_appears_in_any_resource_input(stack):
     assert leaked_credentials(stack) == []
     assert stack.stack_outputs["kubeflowAdminPassword"] == "[secret]"
 
 
+@pytest.mark.stack
 def test_with_every_optional_component_no_upstream_default_credential_appears_either():
     section = kubeflow_section()
     section.update(
@@ -149,6 +153,7 @@ def test_with_every_optional_component_no_upstream_default_credential_appears_ei
     assert leaked_credentials(inventory) == []
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("name", ["dev", "prod"])
 def test_the_notebook_form_offers_only_the_stacks_gpu_pools_and_exactly_their_taint(name, request):
     inventory = request.getfixturevalue(name)
@@ -220,6 +225,7 @@ def refused(overrides: dict, stack: str = "dev") -> list[str]:
     return [str(issue) for issue in error.value.issues]
 
 
+@pytest.mark.stack
 def test_kubeflow_on_kubernetes_1_34_is_refused_with_the_reason():
     cluster = json.loads(stack_config("dev")[f"{PROJECT}:cluster"])
     assert refused({"cluster": {**cluster, "kubernetesVersion": "1.34"}}) == [
@@ -227,6 +233,7 @@ def test_kubeflow_on_kubernetes_1_34_is_refused_with_the_reason():
     ]
 
 
+@pytest.mark.stack
 def test_a_team_quota_above_every_gpu_pools_limit_together_is_refused():
     section = kubeflow_section()
     section["teams"]["ml-research"]["gpuQuota"] = 5
@@ -235,6 +242,7 @@ def test_a_team_quota_above_every_gpu_pools_limit_together_is_refused():
     ]
 
 
+@pytest.mark.stack
 def test_teams_whose_s3_prefixes_overlap_are_refused_naming_the_inner_one():
     section = kubeflow_section()
     prefix = section["teams"]["ml-research"]["s3Prefix"]
@@ -262,6 +270,7 @@ def load_balancer_allowance(inventory):
     return policy.inputs["spec"]["ingress"][0]["from"]
 
 
+@pytest.mark.stack
 def test_behind_an_alb_the_gateway_admits_the_albs_subnets_and_the_ingress_goes_before_its_controller():
     inventory = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": ALB}})
     subnets = {s.inputs["cidrBlock"]: s.name for s in inventory.of_type("aws:ec2/subnet:Subnet")}
@@ -281,6 +290,7 @@ def test_behind_an_alb_the_gateway_admits_the_albs_subnets_and_the_ingress_goes_
     assert inventory.depends_on(ingress, controller)  # the controller deletes the ALB it made
 
 
+@pytest.mark.stack
 def test_behind_an_alb_in_an_existing_vpc_the_gateway_admits_that_vpcs_cidrs():
     existing = {
         "availabilityZones": ["us-west-2a", "us-west-2b"],
@@ -290,6 +300,7 @@ def test_behind_an_alb_in_an_existing_vpc_the_gateway_admits_that_vpcs_cidrs():
     assert load_balancer_allowance(inventory) == [{"ipBlock": {"cidr": "[unknown]"}}]  # every CIDR, read from AWS
 
 
+@pytest.mark.stack
 def test_an_alb_without_the_load_balancer_controller_is_refused():
     section = kubeflow_section()
     section["access"] = ALB
@@ -302,6 +313,7 @@ def test_an_alb_without_the_load_balancer_controller_is_refused():
     ]
 
 
+@pytest.mark.stack
 def test_an_unknown_component_name_is_refused_by_its_key():
     section = kubeflow_section()
     section["components"] = {"kserve": True}
@@ -309,6 +321,7 @@ def test_an_unknown_component_name_is_refused_by_its_key():
     assert problem.startswith("kubeflow.components.kserve: unknown key")
 
 
+@pytest.mark.stack
 def test_a_team_that_is_also_an_fsx_namespace_or_claims_fsx_on_a_stack_without_it_is_refused():
     section = kubeflow_section("prod")
     section["teams"]["team-a"] = {"owner": "a@example.org", "gpuQuota": 1, "s3Prefix": "teams/a"}
@@ -326,6 +339,7 @@ def test_a_team_that_is_also_an_fsx_namespace_or_claims_fsx_on_a_stack_without_i
     ]
 
 
+@pytest.mark.stack
 def test_a_teams_fsx_claim_binds_a_static_volume_of_the_platforms_file_system_and_goes_with_its_namespace():
     section = kubeflow_section()
     section["teams"]["ml-research"]["fsxClaim"] = "datasets"
@@ -351,6 +365,7 @@ def test_a_teams_fsx_claim_binds_a_static_volume_of_the_platforms_file_system_an
     assert mount.inputs["spec"]["volumes"] == [{"name": "fsx", "persistentVolumeClaim": {"claimName": "datasets"}}]
 
 
+@pytest.mark.stack
 def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_tokens():
     section = kubeflow_section()
     section["access"] = {"clusterTokens": True}
@@ -378,6 +393,7 @@ def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_t
     ]
 
 
+@pytest.mark.stack
 def test_a_missing_tree_stops_the_program_before_anything_is_created(tmp_path):
     section = {**kubeflow_section(), "tree": str(tmp_path / "nowhere")}
     with pytest.raises(pulumi.RunError, match=r"kubeflow: .*run `python -m components\.kubeflow fetch` first"):
@@ -397,6 +413,7 @@ def test_pipelines_servers_get_time_for_mysql_to_start_and_other_workloads_keep_
     assert workloads["profiles-deployment"] is None
 
 
+@pytest.mark.stack
 def test_users_cannot_register_namespaces_every_profile_is_the_stacks(stack):
     (config,) = [
         o

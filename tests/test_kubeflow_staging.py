@@ -33,14 +33,14 @@ SETTINGS = plan.Settings(
 
 
 @pytest.fixture(scope="session")
-def staged(tmp_path_factory) -> list[staging.Staged]:
-    rendered = render.render(REFERENCE, EVERYTHING, cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+def staged(render_cache) -> list[staging.Staged]:
+    rendered = render.render(REFERENCE, EVERYTHING, cache_dir=render_cache)
     return plan.build(rendered, SETTINGS)
 
 
 @pytest.fixture(scope="session")
-def default_set(tmp_path_factory) -> list[staging.Staged]:
-    rendered = render.render(REFERENCE, entries.DEFAULT, cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+def default_set(render_cache) -> list[staging.Staged]:
+    rendered = render.render(REFERENCE, entries.DEFAULT, cache_dir=render_cache)
     return plan.build(rendered, dataclasses.replace(SETTINGS, hub_registry_team=None))
 
 

@@ -25,11 +25,9 @@ VISION = Team(
 
 
 @pytest.fixture(scope="module")
-def schemas(tmp_path_factory) -> dict[tuple[str, str], dict]:
+def schemas(render_cache) -> dict[tuple[str, str], dict]:
     """The openAPIV3Schema of each served CRD version of the dashboard entry (Profile, PodDefault)."""
-    rendered = render.render(
-        REFERENCE, [entries.DASHBOARD], cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders"
-    )
+    rendered = render.render(REFERENCE, [entries.DASHBOARD], cache_dir=render_cache)
     found = {}
     for crd in rendered[entries.DASHBOARD.path]:
         if crd["kind"] != "CustomResourceDefinition":

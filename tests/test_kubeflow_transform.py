@@ -20,9 +20,8 @@ EVERYTHING = entries.selected(katib=True, spark=True, hub=True, knative=True, hu
 
 
 @pytest.fixture(scope="session")
-def upstream(tmp_path_factory) -> list[dict]:
-    # The render cache is shared by every Kubeflow test module of the session: only the first render is cold.
-    rendered = render.render(REFERENCE, EVERYTHING, cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders")
+def upstream(render_cache) -> list[dict]:
+    rendered = render.render(REFERENCE, EVERYTHING, cache_dir=render_cache)
     return [o for objects in rendered.values() for o in objects]
 
 
@@ -72,10 +71,8 @@ def test_cluster_scoped_objects_carry_no_namespace(upstream, cleaned):
     assert misplaced(cleaned) == []
 
 
-def test_controller_filled_secrets_are_exactly_the_empty_ones_and_stay_empty(upstream, cleaned, tmp_path_factory):
-    data_cache = render.render(
-        REFERENCE, [entries.TRAINER_DATA_CACHE], cache_dir=tmp_path_factory.getbasetemp() / "kubeflow-renders"
-    )
+def test_controller_filled_secrets_are_exactly_the_empty_ones_and_stay_empty(upstream, cleaned, render_cache):
+    data_cache = render.render(REFERENCE, [entries.TRAINER_DATA_CACHE], cache_dir=render_cache)
     empty = {
         (o["metadata"]["namespace"], o["metadata"]["name"])
         for o in [*upstream, *data_cache[entries.TRAINER_DATA_CACHE.path]]

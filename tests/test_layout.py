@@ -11,6 +11,8 @@ import sys
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 from .conftest import REPO
 
 PACKAGE = REPO / "components"
@@ -79,6 +81,7 @@ def reachable(module: str) -> set[str]:
     return seen
 
 
+@pytest.mark.subprocess
 def test_importing_the_library_loads_no_tool_and_no_policy_sdk():
     code = (
         "import sys, components, components.stack;"

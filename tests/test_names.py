@@ -27,6 +27,7 @@ def with_cluster_name(stack: str, name: str) -> dict:
     return {"cluster": {**cluster, "name": name}}
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_resource_of_a_0_1_stack_is_kept_by_an_alias(stack, request):
     """Renamed parts carry aliases to their 0.1 names: `pulumi up` after the upgrade replaces nothing."""
@@ -48,6 +49,7 @@ def test_alias_expansion_follows_the_engine_rule_for_children(dev):
     ) in dev.alias_urns(role)
 
 
+@pytest.mark.stack
 def test_logical_names_do_not_grow_with_the_cluster_name(dev):
     longest = run_stack("dev", with_cluster_name("dev", "c" * LONGEST_CLUSTER_NAME))
     assert sorted((r.type, r.name) for r in longest.resources) == sorted((r.type, r.name) for r in dev.resources)
@@ -56,6 +58,7 @@ def test_logical_names_do_not_grow_with_the_cluster_name(dev):
 _DNS = string.ascii_lowercase + string.digits
 
 
+@pytest.mark.stack
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     name=st.builds(
@@ -73,6 +76,7 @@ def test_the_longest_cluster_names_config_accepts_preview_under_the_providers_na
     assert inventory.one("aws:eks/cluster:Cluster").inputs["name"] == name
 
 
+@pytest.mark.stack
 def test_the_mocks_refuse_an_auto_name_past_the_providers_limit_as_pulumi_preview_does():
     def program():
         aws.cloudwatch.EventRule("x" * 57, event_pattern="{}")  # 57 + "-" + 7 hex = 65 > 64
@@ -81,6 +85,7 @@ def test_the_mocks_refuse_an_auto_name_past_the_providers_limit_as_pulumi_previe
         mocks.run(program, project="p", stack="s", region="us-west-2", config={})
 
 
+@pytest.mark.stack
 def test_the_mocks_refuse_a_name_the_provider_accepts_but_aws_refuses():
     def program():
         aws.eks.NodeGroup(
@@ -107,6 +112,7 @@ def test_s3_auto_names_are_lowercase_and_a_prefix_leaves_room_for_its_unique_suf
         aws_names.checked_name("aws:s3/bucket:Bucket", "b", {"bucketPrefix": "p" * 38})  # 38 + 26 > 63
 
 
+@pytest.mark.stack
 def test_the_longest_bucket_key_fits_its_auto_name_and_one_more_character_is_a_config_error():
     longest = "b" * MAX_BUCKET_KEY
     inventory = run_stack("dev", {"storage": {"buckets": {longest: {}}}, "kubeflow": {"enabled": False}})
@@ -125,6 +131,7 @@ def _aws_class(type_: str):
     return getattr(package, cls)
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_aws_type_the_program_creates_with_a_name_input_has_its_naming_rule(stack, request):
     """pulumi-aws auto-names every `name` input (and the few named otherwise); an AWS type the program creates that

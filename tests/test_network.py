@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import run_stack
 
 SUBNET = "aws:ec2/subnet:Subnet"
@@ -70,6 +72,7 @@ def test_default_security_group_is_emptied(dev):
     assert not group.inputs.get("egress")
 
 
+@pytest.mark.stack
 def test_existing_vpc_is_used_as_it_is_and_only_tagged_for_discovery():
     inventory = run_stack(
         "dev",

@@ -159,6 +159,7 @@ def test_there_is_a_near_limit_alert_for_every_gpu_pool_of_the_stack(prod):
     assert training["expr"].endswith("> 0.9")
 
 
+@pytest.mark.stack
 def test_alerts_change_when_the_pools_and_thresholds_change():
     inventory = run_stack(
         "dev",
@@ -249,6 +250,7 @@ def test_karpenter_is_scraped_through_its_charts_service(dev):
     assert monitor.inputs["spec"]["endpoints"][0]["port"] == "http-metrics"
 
 
+@pytest.mark.stack
 def test_alertmanager_webhook_is_a_secret_receiver():
     inventory = run_stack(
         "dev", {"observability": {"alertmanager": {"webhookUrl": "https://hooks.example.com/T0/B0/x"}}}
@@ -277,6 +279,7 @@ def test_alertmanager_webhook_is_a_secret_receiver():
     assert [r["name"] for r in plain["receivers"]] == ["null", "default"]  # the chart's routes still find "null"
 
 
+@pytest.mark.stack
 def test_observability_can_be_left_out():
     inventory = run_stack("dev", {"observability": {"enabled": False}})
     assert not inventory.of_type("eksml:observability:Observability")
@@ -322,6 +325,7 @@ def _key_paths(values: dict, prefix: str = "") -> set[str]:
     return paths
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_metrics_adapter_is_the_pinned_chart_on_the_system_nodes(stack, request):
     inventory = request.getfixturevalue(stack)
@@ -407,6 +411,7 @@ def test_the_adapter_rule_reads_dcgm_utilisation_per_pod_with_the_labels_prometh
     assert all(re.fullmatch(drop["regex"], label) for label in (DCGM_POD_LABEL, DCGM_NAMESPACE_LABEL))
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_no_network_policy_stands_between_the_adapter_and_prometheus(stack, request):
     """The monitoring namespace has no NetworkPolicy (the platform creates none there and kube-prometheus-stack's
@@ -419,6 +424,7 @@ def test_no_network_policy_stands_between_the_adapter_and_prometheus(stack, requ
     assert not prometheus.get("networkPolicy", {}).get("enabled", False)
 
 
+@pytest.mark.stack
 def test_the_metrics_adapter_can_be_left_out():
     inventory = run_stack("dev", {"observability": {"metricsAdapter": {"enabled": False}}})
     releases = {r.inputs["name"] for r in inventory.of_type("kubernetes:helm.sh/v3:Release")}

@@ -68,6 +68,7 @@ def test_every_rule_has_a_test_in_the_module_of_its_kind():
 # ------------------------------------------------------------------------------------- stacks and enforcement
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_stacks_pass_every_mandatory_rule(stack, request):
     violations = evaluate(policy_resources(request.getfixturevalue(stack)))
@@ -150,6 +151,7 @@ def offline_run(inventory: Inventory, out, monkeypatch, capsys, *options: str) -
     return status, capsys.readouterr().out
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("name", [r.name for r in RULES])
 def test_seeding_a_violation_into_the_prod_stack_is_reported_by_the_offline_run(
     name, prod, tmp_path, monkeypatch, capsys
@@ -160,6 +162,7 @@ def test_seeding_a_violation_into_the_prod_stack_is_reported_by_the_offline_run(
     assert status == (1 if level == "mandatory" else 0)
 
 
+@pytest.mark.stack
 def test_the_offline_run_of_the_unseeded_prod_stack_passes(prod, tmp_path, monkeypatch, capsys):
     status, printed = offline_run(prod, tmp_path, monkeypatch, capsys)
     assert (status, printed.rstrip().endswith("no violations")) == (0, True)
@@ -179,6 +182,7 @@ def test_enforcement_levels_follow_pack_config():
     }
 
 
+@pytest.mark.stack
 def test_a_mandatory_violation_fails_the_offline_preview_and_advisory_does_not(prod, tmp_path, monkeypatch, capsys):
     public = changed(prod, of_type(CLUSTER), lambda p: p.update(PUBLIC_ENDPOINT))
     status, printed = offline_run(public, tmp_path / "out", monkeypatch, capsys)

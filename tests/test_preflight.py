@@ -235,6 +235,8 @@ def prod_against_moto(clients):
     return results
 
 
+# A whole preflight of a stack is slow under moto (seconds): it answers every pool's describe_instance_types with
+# its whole catalogue.
 @pytest.fixture(scope="module")
 def prod_results():
     with pytest.MonkeyPatch.context() as monkeypatch:
@@ -243,6 +245,7 @@ def prod_results():
             return prod_against_moto(clients)
 
 
+@pytest.mark.slow
 def test_the_prod_stack_on_a_new_account_fails_on_gpu_quotas_and_the_spot_role(prod_results):
     statuses = {r.name: r.status for r in prod_results}
     assert {name for name, status in statuses.items() if status is Status.FAIL} == {
@@ -266,6 +269,7 @@ def test_the_prod_stack_on_a_new_account_fails_on_gpu_quotas_and_the_spot_role(p
     assert exit_code(prod_results) == 1
 
 
+@pytest.mark.slow
 def test_the_prod_stack_passes_once_the_spot_role_exists_and_the_quotas_are_raised(clients):
     create_admin_role(clients)
     create_spot_role(clients)
@@ -288,6 +292,7 @@ def test_the_prod_stack_passes_once_the_spot_role_exists_and_the_quotas_are_rais
     assert exit_code(results) == 0
 
 
+@pytest.mark.slow
 def test_the_report_renders_as_a_table_markdown_and_json(prod_results):
     results = prod_results
     table = render_table(results, title="Preflight of stack 'prod'")
@@ -299,6 +304,7 @@ def test_the_report_renders_as_a_table_markdown_and_json(prod_results):
     assert {"name", "status", "evidence", "fix"} == set(document["checks"][0])
 
 
+@pytest.mark.slow
 def test_the_command_line_exits_1_on_a_failure_and_prints_json(clients, monkeypatch, capsys):
     create_admin_role(clients)
     answer_ebs_default_key(clients.ec2, "alias/aws/ebs")

@@ -97,6 +97,7 @@ def test_a_zone_without_any_system_type_fails(clients):
 # -------------------------------------------------------------------------------------------- node pools
 
 
+@pytest.mark.slow  # moto answers a pool's describe_instance_types with its whole catalogue (seconds)
 def test_a_gpu_pool_offered_in_every_zone_passes_with_its_types(clients):
     result = _pool_result(clients, platform_config("dev"), "gpu-inference")
     assert result.status is Status.PASS
@@ -104,6 +105,7 @@ def test_a_gpu_pool_offered_in_every_zone_passes_with_its_types(clients):
     assert result.evidence.startswith("21 instance types allowed (g4dn.xlarge .. gr6f.4xlarge)")
 
 
+@pytest.mark.slow
 def test_a_pool_pinned_to_one_zone_passes_and_says_so(clients):
     result = _pool_result(clients, platform_config("prod"), "training")
     assert result.status is Status.PASS
@@ -139,6 +141,7 @@ def test_a_pool_offered_in_none_of_its_zones_fails(clients):
     assert "us-west-2a 0, us-west-2c 0" in result.evidence
 
 
+@pytest.mark.slow
 def test_a_pool_whose_requirements_match_no_instance_type_fails(clients):
     config = platform_config(
         "dev",

@@ -18,6 +18,8 @@ import yaml
 from components.preview import SECRET_PLACEHOLDER, main, mocks
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.stack
+
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 RESOURCE_FIELDS = {
     "urn",
@@ -86,6 +88,7 @@ def test_two_runs_write_byte_identical_folders(dev_folder, tmp_path):
     assert _files(again) == _files(dev_folder)
 
 
+@pytest.mark.subprocess
 def test_preview_runs_as_a_module_from_the_repository(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "components.preview", "--stack", "prod", "--out", str(tmp_path / "prod")],

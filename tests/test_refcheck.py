@@ -13,9 +13,8 @@ import yaml
 
 from components.kubeflow import entries, render
 from components.preview import main
-from tests.conftest import KUBEFLOW_TREE, REPO
+from tests.conftest import KUBEFLOW_TREE, REFCHECK, REPO
 
-REFCHECK = REPO.parent / "shared" / "tools" / "refcheck" / "refcheck.py"
 #: Charts refcheck knows, by the chart name a preview's helm/<release>.yaml gives.
 CHECKED_CHARTS = {
     "karpenter",
@@ -26,7 +25,7 @@ CHECKED_CHARTS = {
     "aws-load-balancer-controller",
 }
 
-pytestmark = pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
+pytestmark = [pytest.mark.stack, pytest.mark.subprocess, pytest.mark.refcheck]
 
 
 def refcheck_arguments(folder: Path, scratch: Path) -> list[str]:

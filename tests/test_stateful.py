@@ -86,6 +86,7 @@ def baseline(prod):
     return replacing_inputs(prod)
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("change", sorted(EVERYDAY_CHANGES))
 def test_an_everyday_change_replaces_no_stateful_resource(change, baseline):
     assert replacing_inputs(run_stack("prod", EVERYDAY_CHANGES[change])) == baseline

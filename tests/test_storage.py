@@ -93,6 +93,7 @@ def test_dev_buckets_and_file_system_are_destroyable_and_prod_ones_protected(dev
     assert prod.one(FSX).inputs["skipFinalBackup"] is False  # a protected prod file system keeps a final backup
 
 
+@pytest.mark.stack
 def test_retained_buckets_keep_their_guards():
     inventory = run_stack("dev", {"statefulResources": "retain"})
     for resource in inventory.resources:
@@ -333,6 +334,7 @@ def test_fsx_may_use_the_bucket_key_of_a_kms_encrypted_data_repository_through_s
     assert key_policy.protect  # shares the fate of the key it belongs to
 
 
+@pytest.mark.stack
 def test_without_a_kms_data_repository_the_bucket_key_keeps_only_the_account_statement():
     inventory = run_stack(
         "dev", {"storage": {"buckets": {"models": {"encryption": "kms"}}}, "kubeflow": {"enabled": False}}

@@ -62,6 +62,7 @@ def test_the_smallest_type_the_group_may_launch_decides(tmp_path):
     assert config.system_capacity.instance_type == "m7i.large"
 
 
+@pytest.mark.stack
 def test_the_preview_prints_the_figure_and_warns_when_a_lost_node_would_leave_controllers_pending(tmp_path, capsys):
     (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
     stack_file = (

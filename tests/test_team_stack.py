@@ -16,9 +16,10 @@ from components.kubeflow import entries, render
 from components.preview import main, read_project_name, read_stack_config
 from components.preview.program import run_program
 
-from .conftest import KUBEFLOW_TREE, REPO
+from .conftest import KUBEFLOW_TREE, REFCHECK, REPO
 from .test_preview import SNAPSHOTS
-from .test_refcheck import REFCHECK
+
+pytestmark = pytest.mark.stack
 
 TEAM_STACK = REPO / "examples" / "team-stack"
 PLATFORM_STACK = "acme/eks-ml-platform/prod"
@@ -229,7 +230,8 @@ def test_a_profile_against_a_platform_without_kubeflow_exits_2_naming_the_key(tm
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
+@pytest.mark.refcheck
+@pytest.mark.subprocess
 def test_the_dev_team_preview_and_its_profile_pass_refcheck(tmp_path, capsys):
     """The Profile against Kubeflow's CRD and the PodDefault against the one the platform's Kubeflow installs (from
     the pinned tree: their schemas make an unknown field an error), the rest against Kubernetes."""
@@ -257,7 +259,8 @@ def test_the_dev_team_preview_and_its_profile_pass_refcheck(tmp_path, capsys):
     assert "profile" in {p.stem for p in (out / "manifests").iterdir()}
 
 
-@pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
+@pytest.mark.refcheck
+@pytest.mark.subprocess
 def test_the_team_preview_passes_refcheck(tmp_path, capsys, prod):
     """Every object against the upstream schemas and CEL rules; the pool's node class is the platform's, not here."""
     out = tmp_path / "out"

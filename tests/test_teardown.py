@@ -35,6 +35,7 @@ def stack(request):
     return request.getfixturevalue(request.param)
 
 
+@pytest.mark.stack
 def test_everything_in_the_cluster_is_deleted_before_the_sweep_runs(stack):
     sweep = one(stack, SWEEP, "cluster-sweep")
     in_cluster = [r for r in stack.resources if r.type.startswith("kubernetes:") and not r.type.startswith("pulumi:")]
@@ -42,6 +43,7 @@ def test_everything_in_the_cluster_is_deleted_before_the_sweep_runs(stack):
     assert [r.name for r in in_cluster if not stack.depends_on(r, sweep)] == []
 
 
+@pytest.mark.stack
 def test_the_sweep_runs_before_the_nodes_add_ons_cluster_and_network_it_cleans_up_for(stack):
     sweep = one(stack, SWEEP, "cluster-sweep")
     for kept in (
@@ -68,6 +70,7 @@ def test_the_sweep_runs_before_the_nodes_add_ons_cluster_and_network_it_cleans_u
     )
 
 
+@pytest.mark.stack
 def test_the_network_sweep_runs_after_the_cluster_and_before_the_vpc(stack):
     network_sweep = one(stack, SWEEP, "cluster-network-sweep")
     assert stack.depends_on(stack.one("aws:eks/cluster:Cluster"), network_sweep)
@@ -76,6 +79,7 @@ def test_the_network_sweep_runs_after_the_cluster_and_before_the_vpc(stack):
     assert network_sweep.inputs["kinds"] == ["network-interface", "security-group", "vpc-endpoint"]
 
 
+@pytest.mark.stack
 def test_namespaces_go_while_the_controllers_and_drivers_that_clean_up_after_their_contents_still_run(stack):
     lb_controller = release(stack, "aws-load-balancer-controller")
     ebs = addon(stack, "aws-ebs-csi-driver")
@@ -89,6 +93,7 @@ def test_namespaces_go_while_the_controllers_and_drivers_that_clean_up_after_the
         assert stack.depends_on(team, fsx_driver)
 
 
+@pytest.mark.stack
 def test_kubeflow_is_deleted_before_karpenter_drains_the_nodes_its_controllers_run_on(stack):
     pools = [
         r
@@ -112,6 +117,7 @@ def test_kubeflow_is_deleted_before_karpenter_drains_the_nodes_its_controllers_r
     assert not any(stack.depends_on(r, pool) for r in workloads for pool in gpu_pools)
 
 
+@pytest.mark.stack
 def test_the_nodes_join_with_egress_and_are_deleted_before_the_nat_routes(stack):
     group = stack.one("aws:eks/nodeGroup:NodeGroup")
     for route in (
@@ -122,6 +128,7 @@ def test_the_nodes_join_with_egress_and_are_deleted_before_the_nat_routes(stack)
         assert stack.depends_on(group, nat)
 
 
+@pytest.mark.stack
 def test_the_file_system_waits_for_its_servers_lustre_rules_and_nothing_of_the_cluster(stack):
     file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
     rules = [r for r in stack.resources if r.type.startswith("aws:vpc/securityGroup") and r.name.startswith("storage-")]
@@ -138,6 +145,7 @@ def test_the_file_system_waits_for_its_servers_lustre_rules_and_nothing_of_the_c
     assert all(stack.depends_on(r, eks) for r in rules if r not in servers)
 
 
+@pytest.mark.stack
 def test_the_system_nodes_wait_for_the_file_system_so_destroy_deletes_it_with_the_cluster(stack):
     file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
     nodes = stack.one("aws:eks/nodeGroup:NodeGroup")
@@ -189,7 +197,7 @@ def test_the_sweep_resource_deletes_this_clusters_leftovers_when_destroyed():
     ec2 = boto3.client("ec2", region_name="us-west-2")
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.1.0/24")["Subnet"]["SubnetId"]
-    image = ec2.describe_images()["Images"][0]["ImageId"]
+    image = "ami-0123456789abcdef0"  # moto launches any image id (the suite loads no catalogue of images)
 
     def launch(cluster):
         tags = [
@@ -223,6 +231,7 @@ def test_the_sweep_resource_deletes_this_clusters_leftovers_when_destroyed():
     assert states[theirs] == "running"
 
 
+@pytest.mark.stack
 def test_a_teams_namespace_goes_with_its_claim_before_the_volume_and_the_file_system_it_mounts(stack):
     """Deleting the claim first would wait on its pvc-protection finalizer for pods only the namespace removes."""
     team = next(r for r in stack.of_type(NAMESPACE) if r.inputs["metadata"]["name"] == "team-a")
@@ -237,6 +246,7 @@ def test_a_teams_namespace_goes_with_its_claim_before_the_volume_and_the_file_sy
     assert stack.depends_on(volume, stack.one("aws:fsx/lustreFileSystem:LustreFileSystem"))
 
 
+@pytest.mark.stack
 def test_what_aws_deletes_with_its_parent_is_not_deleted_one_by_one(stack):
     file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
     assert stack.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation").deleted_with == file_system.urn

@@ -18,10 +18,9 @@ from components.preview import read_project_name, read_stack_config
 from components.preview.program import run_program
 from components.team.quantity import parse_quantity
 
-from .conftest import REPO
+from .conftest import REFCHECK, REPO
 from .karpenter_fit import EFA_RESOURCE, Unschedulable, place, pod_requests
 from .test_gpu import admit
-from .test_refcheck import REFCHECK
 
 WORKLOADS = REPO / "examples" / "workloads"
 TEAM_STACK = REPO / "examples" / "team-stack"
@@ -102,6 +101,7 @@ def test_every_workload_is_listed_with_where_it_lands():
     assert set(templates()) == set(EXPECTED)
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_every_workload_is_admitted_by_the_platforms_gpu_policy(key, platform):
     template = templates()[key]
@@ -109,6 +109,7 @@ def test_every_workload_is_admitted_by_the_platforms_gpu_policy(key, platform):
     assert admit(pod, namespace_labels=platform["labels"], options=platform["options"]) == []
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_every_workload_lands_on_a_pool_of_the_platform(key, platform):
     landing = land(templates()[key]["spec"], platform)
@@ -116,6 +117,7 @@ def test_every_workload_lands_on_a_pool_of_the_platform(key, platform):
     assert landing.instance_types  # some instance type the pool allows has room for it
 
 
+@pytest.mark.stack
 def test_the_landings_are_the_instances_each_workload_was_sized_for(platform):
     by_key = {key: land(templates()[key]["spec"], platform) for key in EXPECTED}
     assert by_key["inference.yaml/Deployment/llm"].instance_types[0] == "g5.xlarge"  # one A10G, the smallest that fits
@@ -126,6 +128,7 @@ def test_the_landings_are_the_instances_each_workload_was_sized_for(platform):
     assert training.zones == ("us-west-2a",)  # next to the FSx file system
 
 
+@pytest.mark.stack
 def test_a_gpu_pod_without_the_toleration_is_refused_by_admission_and_by_every_gpu_pool(platform):
     spec = dict(templates()["inference.yaml/Deployment/llm"]["spec"], tolerations=[])
     (denied,) = admit({"metadata": {}, "spec": spec}, namespace_labels=platform["labels"], options=platform["options"])
@@ -135,6 +138,7 @@ def test_a_gpu_pod_without_the_toleration_is_refused_by_admission_and_by_every_g
     assert caught.value.reasons["inference-a10g-spot"] == "does not tolerate the taint nvidia.com/gpu=true:NoSchedule"
 
 
+@pytest.mark.stack
 def test_only_pods_that_ask_for_the_team_pool_land_there(platform):
     spec = templates()["inference.yaml/Deployment/llm"]["spec"]
     team_toleration = {"key": "eksml.io/team", "operator": "Equal", "value": "vision", "effect": "NoSchedule"}
@@ -143,6 +147,7 @@ def test_only_pods_that_ask_for_the_team_pool_land_there(platform):
     assert land(dict(spec, tolerations=[GPU_TOLERATION, team_toleration]), platform).pool == "inference-a10g-spot"
 
 
+@pytest.mark.stack
 def test_efa_is_not_offered_by_the_platforms_pools_today(platform):
     """No EFA device plugin runs on the platform, so a pod asking for EFA would stay Pending: the multi-node Job
     trains over TCP (docs/workloads.md)."""
@@ -182,6 +187,7 @@ def most_pods(kind: str, name: str) -> int:
     return spec.get("parallelism", 1) if kind == "Job" else spec.get("replicas", 1)
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize("key", sorted(EXPECTED))
 def test_every_workload_fits_the_team_quota_at_its_largest(key, platform):
     _, kind, name = key.split("/")
@@ -191,6 +197,7 @@ def test_every_workload_fits_the_team_quota_at_its_largest(key, platform):
         assert requests.get(resource, 0) * most_pods(kind, name) <= allowed, resource
 
 
+@pytest.mark.stack
 def test_workloads_use_the_team_stacks_claims_and_service_account(platform):
     for key, template in templates().items():
         spec = template["spec"]
@@ -210,6 +217,7 @@ def test_training_and_notebooks_are_never_disrupted_voluntarily():
         assert templates()[key]["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
 
 
+@pytest.mark.stack
 def test_the_inference_service_is_an_internal_nlb_to_pod_ips_through_the_controller(platform):
     objects = {(d["kind"], d["metadata"]["name"]): d for _, d in documents()}
     service = objects[("Service", "llm")]
@@ -256,7 +264,8 @@ def test_the_metric_the_inference_hpa_scales_on_is_served_by_the_platform(prod):
     assert served[asked]["resources"]["overrides"]["pod"] == {"resource": "pod"}  # a Pods metric needs the pod label
 
 
-@pytest.mark.skipif(not REFCHECK.exists(), reason="../shared/tools/refcheck is not beside the repository")
+@pytest.mark.refcheck
+@pytest.mark.subprocess
 def test_the_workload_manifests_pass_refcheck(tmp_path):
     """Every object against the Kubernetes schemas of the versions the platform runs (refcheck, as for the preview)."""
     for path in WORKLOADS.glob("*.yaml"):
