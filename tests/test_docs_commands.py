@@ -242,7 +242,7 @@ def failure(command: str, result: subprocess.CompletedProcess) -> str:
     return f"`{command}` exited {result.returncode}:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_every_command_the_docs_show_runs_as_written_or_is_listed(clone):
     commands = all_commands()
     # the preview first: later commands read its folder

@@ -14,6 +14,7 @@ import textwrap
 import typing
 
 import pulumi
+import pytest
 
 import components
 
@@ -73,6 +74,7 @@ def test_every_component_and_the_args_it_takes_are_exported():
         assert getattr(components, args.__name__) is args, f"{name}'s {args.__name__} is not exported"
 
 
+@pytest.mark.subprocess
 def test_importing_the_package_creates_nothing_and_loads_no_part():
     code = "import sys, components; print(sorted(m for m in sys.modules if m.startswith(('components', 'pulumi'))))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)

@@ -108,7 +108,7 @@ def check_the_example_preview(out: Path, printed: str) -> None:
     ]
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_example_previews_from_this_tree(tmp_path):
     out = tmp_path / "out"
     check_the_example_preview(out, preview(sys.executable, EXAMPLE, out, cwd=REPO))
@@ -134,7 +134,7 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_wheel_ships_every_data_file_of_the_package_and_its_types(wheel):
     in_tree = {
         path.relative_to(REPO).as_posix()
@@ -169,7 +169,7 @@ def installed(wheel, tmp_path_factory) -> tuple[Path, dict[str, str]]:
     return python, env
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_example_previews_from_the_wheel_installed_in_a_fresh_virtualenv(installed, tmp_path):
     """The project runs from a folder of its own, away from the repository."""
     python, env = installed
@@ -179,7 +179,7 @@ def test_the_example_previews_from_the_wheel_installed_in_a_fresh_virtualenv(ins
     check_the_example_preview(out, preview(python, project, out, cwd=tmp_path, env=env))
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_type_checker_sees_the_installed_packages_classes(installed, tmp_path):
     """py.typed and the TYPE_CHECKING exports: without either, mypy takes `from components import ...` as Any."""
     pytest.importorskip("mypy")

@@ -4,6 +4,8 @@ quota codes)."""
 
 from __future__ import annotations
 
+import pytest
+
 from components.cluster.config import SystemNodeGroup
 from components.karpenter.specs import NodePoolSpec
 from components.preflight import reads
