@@ -1,0 +1,331 @@
+"""The model of the running platform: Kubernetes' scheduling rules as the cluster applies them, each rule caught on a
+seeded break, and the shipped stacks judged by it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.tools.model import check_previews
+from components.tools.model.images import architectures, split
+from components.tools.model.kube import Taint, expression_matches, tolerates
+
+CHARTS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "charts"
+SYSTEM_GROUP = {
+    "type": "aws:eks/nodeGroup:NodeGroup",
+    "name": "system",
+    "inputs": {
+        "labels": {"eksml.io/node-role": "system"},
+        "taints": [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}],
+        "amiType": "AL2023_x86_64_STANDARD",
+        "capacityType": "ON_DEMAND",
+    },
+}
+SYSTEM = {
+    "nodeSelector": {"eksml.io/node-role": "system"},
+    "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+}
+EVERYWHERE = {"tolerations": [{"operator": "Exists"}]}
+#: Node agents every node needs, as minimal DaemonSets that run everywhere.
+AGENTS = [
+    ("aws-node", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1"),
+    ("kube-proxy", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/kube-proxy:v1"),
+    ("ebs-csi-node", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-ebs-csi-driver:v1"),
+    ("node-exporter", "quay.io/prometheus/node-exporter:v1.12.1-distroless"),
+]
+
+
+def pod_template(image: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": image.rsplit("/", 1)[-1].split(":")[0]}},
+        "spec": {**spec, "containers": [{"name": "c", "image": image}]},
+    }
+
+
+def workload(
+    kind: str, name: str, image: str, namespace: str = "apps", replicas: int = 2, **spec: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"template": pod_template(image, **spec)}
+    if kind != "DaemonSet":
+        body["replicas"] = replicas
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": namespace}, "spec": body}
+
+
+def node_pool(
+    name: str, *, arch=("amd64",), capacity=("on-demand",), taints=(), labels=None, gpu=False, consolidate="WhenEmpty"
+) -> dict[str, Any]:
+    requirements = [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": list(arch)},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity)},
+    ]
+    if gpu:
+        requirements.append({"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g5"]})
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "metadata": {"labels": labels or {}},
+                "spec": {"taints": list(taints), "requirements": requirements},
+            },
+            "disruption": {"consolidationPolicy": consolidate},
+        },
+    }
+
+
+def agents() -> list[dict[str, Any]]:
+    return [workload("DaemonSet", name, image, namespace="kube-system", **EVERYWHERE) for name, image in AGENTS]
+
+
+def preview(
+    folder: Path, objects: list[dict[str, Any]], resources: tuple[dict[str, Any], ...] = (SYSTEM_GROUP,)
+) -> Path:
+    """A folder shaped like the offline preview's output, holding these objects."""
+    (folder / "manifests").mkdir(parents=True)
+    (folder / "helm").mkdir()
+    (folder / "manifests" / "all.yaml").write_text(yaml.safe_dump_all(objects))
+    (folder / "resources.json").write_text(json.dumps({"resources": list(resources)}))
+    return folder
+
+
+def problems(tmp_path: Path, objects: list[dict[str, Any]]) -> list[str]:
+    _, found = check_previews([preview(tmp_path / "p", objects)], None)
+    return [str(p) for p in found]
+
+
+# ---------------------------------------------------------------------------------------------- Kubernetes' rules
+
+
+@pytest.mark.parametrize(
+    ("toleration", "expected"),
+    [
+        ({"operator": "Exists"}, True),  # an empty key with Exists tolerates everything
+        ({"key": "nvidia.com/gpu", "operator": "Exists"}, True),
+        ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}, False),  # wrong effect
+        ({"key": "nvidia.com/gpu", "value": "true"}, True),  # Equal is the default operator
+        ({"key": "nvidia.com/gpu", "value": "false"}, False),
+        ({"key": "other", "operator": "Exists"}, False),
+        ({"operator": "Equal"}, False),  # an empty key needs Exists
+    ],
+)
+def test_tolerations_match_taints_as_kubernetes_matches_them(toleration, expected):
+    assert tolerates(toleration, Taint("nvidia.com/gpu", "true", "NoSchedule")) is expected
+
+
+def test_selector_requirements_match_what_a_node_of_the_kind_could_carry():
+    domains = {"kubernetes.io/arch": frozenset({"amd64", "arm64"}), "node.kubernetes.io/instance-type": None}
+    assert expression_matches({"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}, domains)
+    assert not expression_matches({"key": "kubernetes.io/arch", "operator": "In", "values": ["s390x"]}, domains)
+    assert expression_matches({"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["arm64"]}, domains)
+    assert expression_matches(
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m7i.large"]}, domains
+    )
+    assert not expression_matches({"key": "eksml.io/team", "operator": "Exists"}, domains)
+    assert expression_matches({"key": "eksml.io/team", "operator": "DoesNotExist"}, domains)
+
+
+def test_image_facts_hold_for_the_tag_they_were_read_for_and_unknown_images_are_amd64_only():
+    assert split("ghcr.io/kubeflow/kfp-api-server:2.16.1") == ("ghcr.io/kubeflow/kfp-api-server", "2.16.1")
+    assert split("localhost:5000/x@sha256:abc") == ("localhost:5000/x", "latest")
+    assert architectures("ghcr.io/kubeflow/kfp-api-server:2.16.1") == {"amd64"}  # kubeflow/pipelines#13957
+    assert {"amd64", "arm64"} <= architectures("quay.io/jetstack/cert-manager-controller:v1.20.2")
+    assert architectures("quay.io/jetstack/cert-manager-controller:v0.1.0") == {"amd64"}  # not read for that tag
+    assert architectures("example.org/never-seen:1") == {"amd64"}
+
+
+# ---------------------------------------------------------------------------------------------- seeded breaks
+
+
+def test_a_clean_small_platform_has_no_problem(tmp_path):
+    objects = [
+        *agents(),
+        node_pool("general", capacity=("on-demand",)),
+        workload("Deployment", "api", "quay.io/jetstack/cert-manager-controller:v1.20.2"),
+    ]
+    assert problems(tmp_path, objects) == []
+
+
+def test_a_team_gpu_pool_whose_taint_the_operator_does_not_tolerate_gets_no_device_plugin(tmp_path):
+    team_pool = node_pool(
+        "team-vision",
+        gpu=True,
+        taints=[
+            {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+            {"key": "eksml.io/team", "value": "vision", "effect": "NoSchedule"},
+        ],
+    )
+    policy = {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": {
+            "daemonsets": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+            "devicePlugin": {
+                "enabled": True,
+                "repository": "nvcr.io/nvidia",
+                "image": "k8s-device-plugin",
+                "version": "v0.20.0",
+            },
+            "dcgmExporter": {
+                "enabled": True,
+                "repository": "nvcr.io/nvidia/k8s",
+                "image": "dcgm-exporter",
+                "version": "4.6.0-4.8.3-distroless",
+            },
+        },
+    }
+    nfd = workload(
+        "DaemonSet",
+        "node-feature-discovery-worker",
+        "registry.k8s.io/nfd/node-feature-discovery:v0.19.0",
+        namespace="gpu-operator",
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    )
+    found = problems(tmp_path, [*agents(), team_pool, policy, nfd])
+    assert any(
+        "NodePool team-vision gets no NVIDIA device plugin" in p and "eksml.io/team=vision:NoSchedule" in p
+        for p in found
+    )
+    assert any("NodePool team-vision gets no DCGM exporter" in p for p in found)
+
+    # Tolerated by key and effect, as the platform now renders it: the operands run there.
+    team = {"key": "eksml.io/team", "operator": "Exists", "effect": "NoSchedule"}
+    policy["spec"]["daemonsets"]["tolerations"].append(team)
+    nfd["spec"]["template"]["spec"]["tolerations"].append(team)
+    assert problems(tmp_path / "fixed", [*agents(), team_pool, policy, nfd]) == []
+
+
+def test_an_amd64_only_image_that_can_land_on_arm64_nodes_is_caught_and_pinning_the_architecture_fixes_it(tmp_path):
+    pool = node_pool("general", arch=("amd64", "arm64"))
+    api = workload("Deployment", "ml-pipeline", "ghcr.io/kubeflow/kfp-api-server:2.16.1")
+    found = problems(tmp_path, [*agents(), pool, api])
+    assert found == [
+        "[architecture] Deployment apps/ml-pipeline (manifests/all.yaml) can run on NodePool general as arm64, "
+        "which its image ghcr.io/kubeflow/kfp-api-server:2.16.1 is not built for"
+    ]
+    pinned = workload(
+        "Deployment",
+        "ml-pipeline",
+        "ghcr.io/kubeflow/kfp-api-server:2.16.1",
+        nodeSelector={"kubernetes.io/arch": "amd64"},
+    )
+    assert problems(tmp_path / "pinned", [*agents(), pool, pinned]) == []
+
+
+def test_a_pod_no_node_kind_admits_is_caught_naming_each_kind_and_why(tmp_path):
+    gpu_pool = node_pool("gpu", gpu=True, taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}])
+    job = workload(
+        "Deployment",
+        "trainer",
+        "quay.io/jetstack/cert-manager-controller:v1.20.2",
+        nodeSelector={"eksml.io/workload": "training"},
+    )
+    (found,) = [p for p in problems(tmp_path, [*agents(), gpu_pool, job]) if "lands-nowhere" in p]
+    assert "Deployment apps/trainer" in found
+    assert "node group system: does not tolerate CriticalAddonsOnly=true:NoSchedule" in found
+    assert "NodePool gpu: does not tolerate nvidia.com/gpu=true:NoSchedule" in found
+
+
+def test_a_pod_asking_for_a_scheduler_nobody_runs_is_caught(tmp_path):
+    pod = workload(
+        "Deployment", "infer", "quay.io/jetstack/cert-manager-controller:v1.20.2", schedulerName="gpu-binpack", **SYSTEM
+    )
+    found = problems(tmp_path, [*agents(), pod])
+    assert found == [
+        "[scheduler] Deployment apps/infer (manifests/all.yaml) asks for scheduler 'gpu-binpack', which no scheduler "
+        "of the platform serves (served: default-scheduler)"
+    ]
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "gpu-binpack", "namespace": "kube-system"},
+        "data": {
+            "config.yaml": yaml.safe_dump(
+                {"kind": "KubeSchedulerConfiguration", "profiles": [{"schedulerName": "gpu-binpack"}]}
+            )
+        },
+    }
+    assert problems(tmp_path / "served", [*agents(), pod, config]) == []
+
+
+def test_a_fail_closed_webhook_on_one_spot_replica_without_a_budget_is_caught(tmp_path):
+    pool = node_pool("general", capacity=("spot", "on-demand"), consolidate="WhenEmptyOrUnderutilized")
+    backend = workload("Deployment", "poddefaults", "quay.io/jetstack/cert-manager-webhook:v1.20.2", replicas=1)
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "poddefaults", "namespace": "apps"},
+        "spec": {"selector": {"app": "cert-manager-webhook"}},
+    }
+    hook = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "poddefaults"},
+        "webhooks": [
+            {
+                "name": "poddefaults.kubeflow.org",
+                "clientConfig": {"service": {"name": "poddefaults", "namespace": "apps"}},
+            }
+        ],
+    }
+    found = problems(tmp_path, [*agents(), pool, backend, service, hook])
+    assert {p.split(") ", 2)[-1] for p in found} == {
+        "runs 1 replica",
+        "has no PodDisruptionBudget",
+        "can run on spot nodes of NodePool general",
+    }
+    # Ignore instead of Fail: its outage refuses nothing.
+    hook["webhooks"][0]["failurePolicy"] = "Ignore"
+    assert problems(tmp_path / "ignore", [*agents(), pool, backend, service, hook]) == []
+
+
+def test_a_pod_that_asks_for_efa_where_no_efa_plugin_runs_is_caught(tmp_path):
+    gpu_pool = node_pool(
+        "training", gpu=True, taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    )
+    spec = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
+    job = workload("Deployment", "nccl", "quay.io/jetstack/cert-manager-controller:v1.20.2", **spec)
+    job["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"vpc.amazonaws.com/efa": "4", "nvidia.com/gpu": "8"}
+    }
+    found = problems(tmp_path, [*agents(), gpu_pool, job])
+    assert any("NodePool training gets no EFA device plugin" in p for p in found)
+
+
+def test_a_node_kind_missing_a_node_agent_is_caught(tmp_path):
+    pool = node_pool("special", taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
+    exporter_only_untainted = [
+        *[w for w in agents() if w["metadata"]["name"] != "node-exporter"],
+        workload(
+            "DaemonSet", "node-exporter", "quay.io/prometheus/node-exporter:v1.12.1-distroless", namespace="monitoring"
+        ),
+    ]
+    found = problems(tmp_path, [*exporter_only_untainted, pool])
+    assert len(found) == 2  # the system group and the pool, both tainted
+    assert any(
+        "NodePool special gets no node exporter" in p and "does not tolerate dedicated=x:NoSchedule" in p for p in found
+    )
+
+
+# ---------------------------------------------------------------------------------------------- shipped stacks
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+def test_the_team_stacks_gpu_pool_gets_the_operands_and_every_node_agent(prod, tmp_path):
+    from components.preview import main, write_preview
+
+    from .test_team_stack import TEAM_STACK, preview_args
+
+    write_preview(prod, tmp_path / "prod")
+    assert main(preview_args(tmp_path / "team", "--policy-config", str(TEAM_STACK / "policy-config.json"))) == 0
+    platform, found = check_previews([tmp_path / "prod", tmp_path / "team"], CHARTS)
+    assert platform.unrendered == {}
+    team_pool = next(n for n in platform.nodes if n.name == "NodePool team-vision")
+    assert "nvidia" in team_pool.accelerators
+    assert [p for p in found if p.rule == "node-agents"] == []
