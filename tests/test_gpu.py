@@ -18,6 +18,8 @@ from tests.conftest import run_stack
 SYSTEM = {"eksml.io/node-role": "system"}
 SYSTEM_TOLERATIONS = ({"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"},)
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+#: Team stacks' GPU pools add this taint; the operator replaces its operands' tolerations with its list.
+TEAM_TOLERATION = {"key": "eksml.io/team", "operator": "Exists", "effect": "NoSchedule"}
 
 
 def values(**options):
@@ -43,10 +45,10 @@ def test_on_bottlerocket_the_operator_runs_no_second_device_plugin():
 @pytest.mark.parametrize("image", ["al2023", "bottlerocket"])
 def test_gpu_daemonsets_tolerate_the_gpu_taint_and_controllers_run_on_system_nodes(image):
     rendered = values(node_image=image)
-    assert rendered["daemonsets"]["tolerations"] == [GPU_TOLERATION]
+    assert rendered["daemonsets"]["tolerations"] == [GPU_TOLERATION, TEAM_TOLERATION]
     assert rendered["operator"]["nodeSelector"] == {"kubernetes.io/os": "linux", **SYSTEM}
     assert rendered["operator"]["tolerations"] == list(SYSTEM_TOLERATIONS)
-    assert rendered["node-feature-discovery"]["worker"]["tolerations"] == [GPU_TOLERATION]
+    assert rendered["node-feature-discovery"]["worker"]["tolerations"] == [GPU_TOLERATION, TEAM_TOLERATION]
     assert rendered["node-feature-discovery"]["master"]["nodeSelector"]["eksml.io/node-role"] == "system"
 
 

@@ -18,6 +18,8 @@ from tests.karpenter_support import P, config_problems, karpenter_config, req
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEDICATED = Taint("eksml.io/dedicated", "vision", "NoSchedule")
+#: Every device plugin also runs on the team stacks' pools, whose taint is the team's.
+TEAM_TOLERATION = {"key": "eksml.io/team", "operator": "Exists", "effect": "NoSchedule"}
 NEURON_POOL = {
     "preset": "neuron",
     "instanceFamilies": ["inf2"],
@@ -90,6 +92,7 @@ def test_the_neuron_device_plugin_tolerates_every_taint_of_the_neuron_pools_and_
             {"key": "CriticalAddonsOnly", "operator": "Exists"},
             {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"},
             {"key": "eksml.io/dedicated", "operator": "Exists", "effect": "NoSchedule"},
+            TEAM_TOLERATION,
         ],
     }
     assert values["scheduler"] == {"enabled": False} and values["npd"] == {"enabled": False}
@@ -100,6 +103,7 @@ def test_the_efa_device_plugin_runs_on_the_labelled_efa_nodes_and_tolerates_thei
     assert values["supportedInstanceLabels"] == {"keys": [EFA_LABEL], "values": ["true"]}
     assert values["tolerations"] == [
         {"key": "eksml.io/dedicated", "operator": "Exists", "effect": "NoSchedule"},
+        TEAM_TOLERATION,
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     ]
 
@@ -142,7 +146,8 @@ def test_neuron_pools_get_the_neuron_device_plugin_tolerating_their_taints(accel
 def test_efa_pools_get_the_efa_device_plugin_and_their_nodes_its_label(accelerated):
     release = releases(accelerated)["aws-efa-k8s-device-plugin"]
     assert release.inputs["values"]["tolerations"] == [
-        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+        TEAM_TOLERATION,
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     ]
     pools = {r.inputs["metadata"]["name"]: r for r in accelerated.of_type("kubernetes:karpenter.sh/v1:NodePool")}
     assert pools["train"].inputs["spec"]["template"]["metadata"]["labels"][EFA_LABEL] == "true"

@@ -10,9 +10,9 @@ from components import helm, k8s_objects, versions
 from components.cluster.handle import ClusterHandle
 from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.gpu.config import GpuConfig
-from components.kubeflow.gpu_scheduling import notebook_exemption
 from components.gpu.operator import GpuOperatorOptions, NodeImage, operator_values
 from components.gpu.scheduler import SchedulerOptions, scheduler_manifests
+from components.kubeflow.gpu_scheduling import notebook_exemption
 from components.scheduling import GPU_TAINT
 
 OPERATOR_NAMESPACE = "gpu-operator"

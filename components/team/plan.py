@@ -21,7 +21,7 @@ from components.karpenter.presets import NODE_POOL_PRESETS
 from components.karpenter.render import render_nodepool
 from components.karpenter.specs import NodePoolSpec
 from components.kubeflow.teams import OWNER_ANNOTATION, PROFILE_NAMESPACE_LABELS
-from components.scheduling import Taint
+from components.scheduling import TEAM_TAINT_KEY, Taint
 from components.storage.render import fsx_volume
 from components.team.config import TeamConfig
 from components.team.namespace import TEAM_LABEL, Manifest, namespace_manifests
@@ -33,7 +33,7 @@ RESERVED_NAMESPACES = frozenset({"default", *SYSTEM_NAMESPACES})
 
 
 def team_taint(team: str) -> Taint:
-    return Taint(TEAM_LABEL, team, "NoSchedule")
+    return Taint(TEAM_TAINT_KEY, team, "NoSchedule")
 
 
 def pool_name(team: str) -> str:
