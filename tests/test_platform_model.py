@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from components.images import architectures, split
 from components.tools.model import check_previews
-from components.tools.model.images import architectures, split
 from components.tools.model.kube import Taint, expression_matches, tolerates
 
 CHARTS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "charts"
@@ -329,3 +329,13 @@ def test_the_team_stacks_gpu_pool_gets_the_operands_and_every_node_agent(prod, t
     team_pool = next(n for n in platform.nodes if n.name == "NodePool team-vision")
     assert "nvidia" in team_pool.accelerators
     assert [p for p in found if p.rule == "node-agents"] == []
+
+
+def test_kubeflow_pods_whose_images_are_amd64_only_select_amd64_nodes_and_others_are_left_free():
+    from components.kubeflow.transform import pinned_architectures
+
+    api = workload("Deployment", "ml-pipeline", "ghcr.io/kubeflow/kfp-api-server:2.16.1")
+    dex = workload("Deployment", "dex", "ghcr.io/dexidp/dex:v2.45.1")
+    pinned, free = pinned_architectures([api, dex])
+    assert pinned["spec"]["template"]["spec"]["nodeSelector"] == {"kubernetes.io/arch": "amd64"}
+    assert "nodeSelector" not in free["spec"]["template"]["spec"]

@@ -81,6 +81,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     objects = gpu_scheduling.apply(objects, settings.gpu_scheduler)
     objects = transform.storage_class(objects, settings.storage_class)
     objects = transform.stateful_placement(objects)
+    objects = transform.pinned_architectures(objects)
     objects = access_.cookies(objects, secure=settings.access is not None)
     if settings.access is not None:
         objects = access_.readiness_gates(objects)

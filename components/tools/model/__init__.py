@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from components.tools.model.images import architectures
+from components.images import architectures
 from components.tools.model.platform import Platform, load
 from components.tools.model.rules import Problem, check
 

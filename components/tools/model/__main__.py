@@ -23,6 +23,11 @@ def main(argv: list[str] | None = None) -> int:
         help="folder of unpacked upstream charts named <chart>-<version> (default: ../shared/reference/charts)",
     )
     args = parser.parse_args(argv)
+    for folder in args.previews:
+        if not (folder / "resources.json").is_file():
+            parser.error(
+                f"{folder} is not a preview folder (no resources.json): write one with python -m components.preview --out"
+            )
     platform, problems = check_previews(args.previews, args.charts)
     for release, why in sorted(platform.unrendered.items()):
         print(f"not judged: the pods of Helm release {release} ({why})")
