@@ -339,3 +339,46 @@ def test_kubeflow_pods_whose_images_are_amd64_only_select_amd64_nodes_and_others
     pinned, free = pinned_architectures([api, dex])
     assert pinned["spec"]["template"]["spec"]["nodeSelector"] == {"kubernetes.io/arch": "amd64"}
     assert "nodeSelector" not in free["spec"]["template"]["spec"]
+
+
+def test_kubeflow_deployments_behind_fail_closed_webhooks_get_two_spread_on_demand_replicas_and_a_budget():
+    from components.kubeflow import resilience
+    from components.kubeflow.staging import Item
+
+    backend = workload("Deployment", "poddefaults", "ghcr.io/kubeflow/dashboard/poddefaults-webhook:v2.0.0", replicas=1)
+    backend["spec"]["selector"] = {"matchLabels": {"app": "poddefaults-webhook"}}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "pd", "namespace": "apps"},
+        "spec": {"selector": {"app": "poddefaults-webhook"}},
+    }
+    hook = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "pd"},
+        "webhooks": [{"name": "pd.kubeflow.org", "clientConfig": {"service": {"name": "pd", "namespace": "apps"}}}],
+    }
+    other = workload("Deployment", "ui", "ghcr.io/kubeflow/kfp-frontend:2.16.1", replicas=1)
+    hardened, *_, untouched = resilience.harden([backend, service, hook, other])
+    assert untouched is other
+    assert hardened["spec"]["replicas"] == 2
+    pod = hardened["spec"]["template"]
+    assert pod["spec"]["nodeSelector"] == {"karpenter.sh/capacity-type": "on-demand"}
+    assert pod["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+    (spread,) = pod["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert spread["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    (budget,) = resilience.budgets([Item(o, None) for o in (hardened, service, hook, other)])
+    assert budget.manifest["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "poddefaults-webhook"}}}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_shipped_stacks_break_no_rule_of_the_model(stack, request, tmp_path):
+    from components.preview import write_preview
+
+    write_preview(request.getfixturevalue(stack), tmp_path / stack)
+    platform, found = check_previews([tmp_path / stack], CHARTS)
+    assert platform.unrendered == {}
+    assert [str(p) for p in found] == []

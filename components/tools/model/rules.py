@@ -10,12 +10,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from components.control_plane import blocking_deployments
 from components.tools.model.kube import affinity_matches, narrowed, selector_matches, untolerated
 from components.tools.model.nodes import NodeKind
 from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
 from components.tools.model.workloads import DEFAULT_SCHEDULER, Workload
 
 ARCH = "kubernetes.io/arch"
+CAPACITY = "karpenter.sh/capacity-type"
+#: Karpenter neither consolidates nor drifts a node running a pod with this annotation (karpenter.sh docs, Disruption).
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
 @dataclass(frozen=True)
@@ -172,14 +176,9 @@ def served_schedulers(platform: Platform) -> set[str]:
     return names
 
 
-#: Pods whose outage refuses or stalls other pods' creation, besides every fail-closed webhook's backend: the mesh's
-#: control plane and gateway (sidecar injection, sign-in) and the identity provider behind it.
-BLOCKING_IMAGES = {"istiod": "/pilot:", "the ingress gateway": "/proxyv2:", "Dex": "dexidp/dex"}
-
-
 def control_plane_survives(platform: Platform, nodes: list[NodeKind], **_: Any) -> list[Problem]:
     """A workload whose outage blocks pod creation runs two or more replicas, under a PodDisruptionBudget, on
-    on-demand nodes Karpenter does not consolidate away."""
+    on-demand nodes that Karpenter does not take away to consolidate (or with its pods marked do-not-disrupt)."""
     problems = []
     for workload, why in blocking_workloads(platform):
         replicas = _min_replicas(platform, workload)
@@ -187,12 +186,14 @@ def control_plane_survives(platform: Platform, nodes: list[NodeKind], **_: Any) 
             problems.append(Problem("control-plane", f"{workload.ref} ({why}) runs {replicas} replica"))
         if not _has_budget(platform, workload):
             problems.append(Problem("control-plane", f"{workload.ref} ({why}) has no PodDisruptionBudget"))
+        undisruptable = workload.annotations.get(DO_NOT_DISRUPT) == "true"
         for node in lands_on(workload, nodes):
-            if node.capacity_types - {"on-demand", "reserved"}:
+            capacity = narrowed(node.labels, workload.node_selector, workload.affinity, CAPACITY) or node.capacity_types
+            if capacity - {"on-demand", "reserved"}:
                 problems.append(
                     Problem("control-plane", f"{workload.ref} ({why}) can run on spot nodes of {node.name}")
                 )
-            elif node.consolidates_busy_nodes:
+            elif node.consolidates_busy_nodes and not undisruptable:
                 problems.append(
                     Problem(
                         "control-plane", f"{workload.ref} ({why}) can run on {node.name}, which consolidates busy nodes"
@@ -202,32 +203,11 @@ def control_plane_survives(platform: Platform, nodes: list[NodeKind], **_: Any) 
 
 
 def blocking_workloads(platform: Platform) -> list[tuple[Workload, str]]:
-    found: dict[int, tuple[Workload, str]] = {}
-    services = {
-        (obj["metadata"].get("namespace", "default"), obj["metadata"]["name"]): obj
-        for obj in platform.of_kind("Service")
-    }
-    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-        for config in platform.of_kind(kind):
-            for hook in config.get("webhooks") or ():
-                service = (hook.get("clientConfig") or {}).get("service")
-                if not service or hook.get("failurePolicy", "Fail") != "Fail":
-                    continue
-                target = services.get((service.get("namespace", "default"), service["name"]))
-                selector = ((target or {}).get("spec") or {}).get("selector") or {}
-                for workload in platform.workloads:
-                    if (
-                        not workload.is_daemon
-                        and selector
-                        and workload.namespace == service.get("namespace")
-                        and all(workload.labels.get(k) == v for k, v in selector.items())
-                    ):
-                        found.setdefault(id(workload), (workload, f"backs fail-closed webhook {hook['name']}"))
-    for workload in platform.workloads:
-        for what, image_part in BLOCKING_IMAGES.items():
-            if workload.kind == "Deployment" and any(image_part in i for i in workload.images):
-                found.setdefault(id(workload), (workload, what))
-    return list(found.values())
+    by_name = {(w.kind, w.namespace, w.name): w for w in platform.workloads}
+    return [
+        (by_name[("Deployment", obj["metadata"].get("namespace", "default"), obj["metadata"]["name"])], why)
+        for obj, why in blocking_deployments(obj for _, obj in platform.objects)
+    ]
 
 
 def _min_replicas(platform: Platform, workload: Workload) -> int:
