@@ -382,3 +382,28 @@ def test_the_shipped_stacks_break_no_rule_of_the_model(stack, request, tmp_path)
     platform, found = check_previews([tmp_path / stack], CHARTS)
     assert platform.unrendered == {}
     assert [str(p) for p in found] == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+def test_the_preview_fails_naming_both_sides_when_kubeflow_can_land_on_no_pool():
+    from components.preview import model_report
+
+    from .conftest import run_stack
+
+    pools = {
+        "cpu-general": {
+            "preset": "cpu-general",
+            "architectures": ["arm64"],
+            "limits": {"cpu": "64", "memory": "256Gi"},
+        },
+        "gpu-inference": {"preset": "gpu-inference", "capacityTypes": ["spot"], "limits": {"nvidia.com/gpu": "4"}},
+    }
+    karpenter = {"nodeClasses": {"default": {"preset": "default"}, "gpu": {"preset": "gpu"}}, "nodePools": pools}
+    report, broken = model_report(run_stack("dev", {"karpenter": karpenter}), CHARTS)
+    assert broken
+    assert (
+        "[lands-nowhere] Deployment kubeflow/ml-pipeline (manifests/kubeflow-apps.yaml) can run on no node "
+        "(node group cluster-system: does not tolerate CriticalAddonsOnly=true:NoSchedule; "
+        "NodePool cpu-general: nodeSelector {'kubernetes.io/arch': 'amd64'} matches no node of it;" in report
+    )

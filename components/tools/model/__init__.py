@@ -9,13 +9,19 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from components.images import architectures
-from components.tools.model.platform import Platform, load
+from components.tools.model.platform import Platform, StackView, build, load
 from components.tools.model.rules import Problem, check
 
-__all__ = ["Platform", "Problem", "check_previews", "load"]
+__all__ = ["Platform", "Problem", "StackView", "check_previews", "check_views", "load"]
 
 
 def check_previews(previews: Iterable[Path], charts: Path | None) -> tuple[Platform, list[Problem]]:
     """The model of what the preview folders put in one cluster, and every rule it breaks."""
     platform = load(previews, charts)
+    return platform, check(platform, architectures)
+
+
+def check_views(views: Iterable[StackView], charts: Path | None) -> tuple[Platform, list[Problem]]:
+    """The same, from what a preview holds in memory (no folder read back)."""
+    platform = build(views, charts)
     return platform, check(platform, architectures)

@@ -115,23 +115,47 @@ def operand_workloads(origin: str, policy: Mapping[str, Any]) -> list[Workload]:
     return found
 
 
+@dataclass(frozen=True)
+class StackView:
+    """What one stack's offline preview recorded, as the model reads it: its resources (type, name, inputs), the
+    Kubernetes objects it creates itself (with where each was written) and its Helm releases."""
+
+    resources: list[Mapping[str, Any]]
+    manifests: list[tuple[str, dict[str, Any]]]
+    releases: list[Mapping[str, Any]]
+
+
+def read_folder(folder: Path) -> StackView:
+    """A preview folder (`python -m components.preview --out`) read back."""
+    listed = json.loads((folder / "resources.json").read_text())["resources"]
+    manifests = [
+        (f"manifests/{path.name}", doc)
+        for path in sorted((folder / "manifests").glob("*.yaml"))
+        for doc in _yaml_documents(path)
+    ]
+    releases = [yaml.safe_load(path.read_text()) for path in sorted((folder / "helm").glob("*.yaml"))]
+    return StackView(listed, manifests, releases)
+
+
 def load(previews: Iterable[Path], charts: Path | None) -> Platform:
     """Read preview folders (the platform's first, then team stacks') into one model of the cluster."""
+    return build([read_folder(folder) for folder in previews], charts)
+
+
+def build(views: Iterable[StackView], charts: Path | None) -> Platform:
+    """One model of the cluster the stacks share (the platform's first, then team stacks')."""
     platform = Platform()
     node_groups: dict[str, Mapping[str, Any]] = {}
     addons: list[str] = []
-    for folder in previews:
-        listed = json.loads((folder / "resources.json").read_text())["resources"]
-        kube_version = _kubernetes_version(listed)
-        for resource in listed:
+    for view in views:
+        kube_version = _kubernetes_version(view.resources)
+        for resource in view.resources:
             if resource["type"] == "aws:eks/nodeGroup:NodeGroup":
                 node_groups[resource["name"]] = resource["inputs"]
             elif resource["type"] == "aws:eks/addon:Addon":
                 addons.append(resource["inputs"]["addonName"])
-        for path in sorted((folder / "manifests").glob("*.yaml")):
-            platform.objects += [(f"manifests/{path.name}", doc) for doc in _yaml_documents(path)]
-        for path in sorted((folder / "helm").glob("*.yaml")):
-            release = yaml.safe_load(path.read_text())
+        platform.objects += view.manifests
+        for release in view.releases:
             if charts is None:
                 platform.unrendered[release["name"]] = "no folder of chart copies was given"
                 continue
