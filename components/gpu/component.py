@@ -12,7 +12,7 @@ from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.gpu.config import GpuConfig
 from components.gpu.operator import GpuOperatorOptions, NodeImage, operator_values
 from components.gpu.scheduler import SchedulerOptions, scheduler_manifests
-from components.kubeflow.gpu_scheduling import notebook_exemption
+from components.kubeflow.gpu_scheduling import kubeflow_exemption
 from components.scheduling import GPU_TAINT
 
 OPERATOR_NAMESPACE = "gpu-operator"
@@ -101,7 +101,7 @@ class GpuStack(pulumi.ComponentResource):
             )
             if args.kubeflow_notebooks and self.scheduler_name is not None:
                 # Notebook pods cannot name the scheduler (PodDefaults do not set it): exempt them from that rule only.
-                policies["policy"] = notebook_exemption(policies["policy"], self.scheduler_name)
+                policies["policy"] = kubeflow_exemption(policies["policy"], self.scheduler_name)
             policy = k8s_objects.create(f"{name}-admission-policy", policies["policy"], k8s_opts)
             k8s_objects.create(
                 f"{name}-admission-binding",
