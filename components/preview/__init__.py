@@ -33,10 +33,11 @@ import pulumi
 import yaml
 
 from components import aws_names
-from components.kubeflow.fetch import TreeError
 from components.config.errors import ConfigError, ConfigIssue
 from components.config.platform import PlatformConfig, parse_config
+from components.config.stack_file import load_stack_file
 from components.cost import preview_line
+from components.kubeflow.fetch import TreeError
 from components.policy import rules as policy_rules
 from components.preview import mocks
 from components.preview.inventory import Inventory, Recorded
@@ -63,7 +64,7 @@ def read_stack_config(project_dir: Path, project: str, stack: str) -> tuple[dict
     path = project_dir / f"Pulumi.{stack}.yaml"
     if not path.exists():
         raise FileNotFoundError(f"no stack file {path.name} in {project_dir}")
-    document = yaml.safe_load(path.read_text()) or {}
+    document = load_stack_file(path) or {}
     entries = document.get("config") if isinstance(document, Mapping) else document
     if not isinstance(entries, Mapping | None):
         raise ConfigError([ConfigIssue(path="config", message=f"expected a mapping of config keys in {path.name}")])
