@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from components.images import architectures, split
-from components.tools.model import check_previews
+from components.tools.model import StackView, check_previews
 from components.tools.model.kube import Taint, expression_matches, tolerates
 
 CHARTS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "charts"
@@ -317,18 +317,28 @@ def test_a_node_kind_missing_a_node_agent_is_caught(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
-def test_the_team_stacks_gpu_pool_gets_the_operands_and_every_node_agent(prod, tmp_path):
+def test_prod_its_team_stack_and_the_example_workloads_break_no_rule_and_the_team_pool_gets_its_operands(
+    prod, tmp_path
+):
     from components.preview import main, write_preview
+    from components.tools.model import check_views
+    from components.tools.model.platform import read_folder
 
     from .test_team_stack import TEAM_STACK, preview_args
 
     write_preview(prod, tmp_path / "prod")
     assert main(preview_args(tmp_path / "team", "--policy-config", str(TEAM_STACK / "policy-config.json"))) == 0
-    platform, found = check_previews([tmp_path / "prod", tmp_path / "team"], CHARTS)
+    examples = sorted((Path(__file__).resolve().parents[1] / "examples" / "workloads").glob("*.yaml"))
+    documented = [
+        (f"examples/workloads/{p.name}", doc) for p in examples for doc in yaml.safe_load_all(p.read_text()) if doc
+    ]
+    views = [read_folder(tmp_path / "prod"), read_folder(tmp_path / "team"), StackView([], documented, [])]
+    platform, found = check_views(views, CHARTS)
     assert platform.unrendered == {}
     team_pool = next(n for n in platform.nodes if n.name == "NodePool team-vision")
     assert "nvidia" in team_pool.accelerators
-    assert [p for p in found if p.rule == "node-agents"] == []
+    assert {w.name for w in platform.workloads if w.origin.startswith("examples/")} >= {"llm", "train-single"}
+    assert [str(p) for p in found] == []
 
 
 def test_kubeflow_pods_whose_images_are_amd64_only_select_amd64_nodes_and_others_are_left_free():
