@@ -417,3 +417,36 @@ def test_the_preview_fails_naming_both_sides_when_kubeflow_can_land_on_no_pool()
         "(node group cluster-system: does not tolerate CriticalAddonsOnly=true:NoSchedule; "
         "NodePool cpu-general: nodeSelector {'kubernetes.io/arch': 'amd64'} matches no node of it;" in report
     )
+
+
+def test_a_gpu_trainjob_from_a_runtime_without_the_gpu_toleration_is_refused_by_the_platforms_own_policy(tmp_path):
+    from components.gpu.admission import AdmissionOptions, admission_manifests
+    from components.kubeflow.gpu_scheduling import trainer_runtimes
+
+    admission = admission_manifests(AdmissionOptions(scheduler_name="gpu-binpack"))
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "gpu-binpack", "namespace": "kube-system"},
+        "data": {
+            "c": yaml.safe_dump({"kind": "KubeSchedulerConfiguration", "profiles": [{"schedulerName": "gpu-binpack"}]})
+        },
+    }
+    pod = {"spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime"}]}}
+    upstream = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch-distributed"},
+        "spec": {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": pod}}}]}}},
+    }
+    gpu_pool = node_pool("gpu", gpu=True, taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}])
+    base = [*agents(), gpu_pool, config, admission["policy"], admission["binding"]]
+    found = problems(tmp_path / "upstream", [*base, upstream])
+    assert (
+        "[admission] a GPU TrainJob's trainer pod from runtime torch-distributed is refused by policy gpu-pods: GPU nodes are tainted"
+        in "\n".join(found)
+    )
+    assert any(p.startswith("[lands-nowhere] Pod team/torch-distributed-node-0-0") for p in found)
+    (ours,) = trainer_runtimes([upstream], "gpu-binpack")
+    # The pool has no device plugin here (no operator in this small platform); nothing else is wrong.
+    assert {p.split("]")[0] for p in problems(tmp_path / "ours", [*base, ours])} == {"[node-agents"}

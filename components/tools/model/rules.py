@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.control_plane import blocking_deployments
+from components.tools.model.admission import JudgedPod, bound_policies, documented_pods, refusals, trainer_pods
 from components.tools.model.kube import affinity_matches, narrowed, selector_matches, untolerated
 from components.tools.model.nodes import NodeKind
 from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
@@ -228,12 +229,35 @@ def _has_budget(platform: Platform, workload: Workload) -> bool:
     return False
 
 
+def judged_pods(platform: Platform) -> list[JudgedPod]:
+    """Pods the platform's documented workflows create: a GPU TrainJob's trainer pod from every runtime, and the
+    example workloads (objects read from `examples/`), each in its namespace."""
+    objects = [obj for _, obj in platform.objects]
+    labels = {
+        o["metadata"]["name"]: dict(o["metadata"].get("labels") or {}) for o in objects if o.get("kind") == "Namespace"
+    }
+    examples = [obj for origin, obj in platform.objects if origin.startswith("examples/")]
+    return trainer_pods(objects) + documented_pods(examples, labels)
+
+
+def workflows_are_admitted(platform: Platform, **_: Any) -> list[Problem]:
+    """The platform's own admission policies let its documented workflows' pods in."""
+    policies = bound_policies(obj for _, obj in platform.objects)
+    return [
+        Problem("admission", f"{judged.what} is refused by policy {policy['metadata']['name']}: {reason}")
+        for judged in judged_pods(platform)
+        for policy, binding in policies
+        for reason in refusals(policy, binding, judged)
+    ]
+
+
 RULES: tuple[Callable[..., list[Problem]], ...] = (
     every_pod_lands,
     images_fit_architectures,
     nodes_get_their_agents,
     schedulers_serve_their_pods,
     control_plane_survives,
+    workflows_are_admitted,
 )
 
 
