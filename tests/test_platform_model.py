@@ -450,3 +450,37 @@ def test_a_gpu_trainjob_from_a_runtime_without_the_gpu_toleration_is_refused_by_
     (ours,) = trainer_runtimes([upstream], "gpu-binpack")
     # The pool has no device plugin here (no operator in this small platform); nothing else is wrong.
     assert {p.split("]")[0] for p in problems(tmp_path / "ours", [*base, ours])} == {"[node-agents"}
+
+
+def test_a_notebook_form_without_the_gpu_toleration_offers_notebooks_that_are_refused_and_land_nowhere(tmp_path):
+    from components.gpu.admission import AdmissionOptions, admission_manifests
+
+    admission = admission_manifests(AdmissionOptions(scheduler_name="gpu-binpack"))
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["gpu"]}]}
+                ]
+            }
+        }
+    }
+    form = {
+        "spawnerFormDefaults": {
+            "image": {
+                "value": "jupyter",
+                "options": ["ghcr.io/kubeflow/kubeflow/notebook-servers/jupyter-pytorch-cuda-full:v1.11.0"],
+            },
+            "affinityConfig": {"options": [{"configKey": "gpu", "displayName": "NodePool gpu", "affinity": affinity}]},
+        }
+    }
+    spawner = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "jupyter-web-app-config", "namespace": "kubeflow"},
+        "data": {"spawner_ui_config.yaml": yaml.safe_dump(form)},
+    }
+    gpu_pool = node_pool("gpu", gpu=True, taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}])
+    found = "\n".join(problems(tmp_path, [*agents(), gpu_pool, spawner, admission["policy"], admission["binding"]]))
+    assert "[admission] a GPU notebook on NodePool gpu is refused by policy gpu-pods: GPU nodes are tainted" in found
+    assert "[lands-nowhere] Pod team/nb-gpu-0 (a GPU notebook on NodePool gpu)" in found

@@ -115,6 +115,49 @@ def trainer_pods(objects: Iterable[Mapping[str, Any]]) -> list[JudgedPod]:
     return found
 
 
+SPAWNER_CONFIG = "spawner_ui_config.yaml"
+
+
+def notebook_pods(objects: Iterable[Mapping[str, Any]]) -> list[JudgedPod]:
+    """A GPU notebook's pod for each pool the notebook form offers, as the notebook controller makes it from the
+    form's choices: the CUDA image, one GPU (requests defaulted from limits), the GPU toleration group and the pool's
+    affinity, owned and labelled by the notebook's StatefulSet, in a team namespace."""
+    import yaml
+
+    objects = list(objects)
+    namespace, labels = _team_namespace(objects)
+    found = []
+    for config_map in objects:
+        text = (config_map.get("data") or {}).get(SPAWNER_CONFIG) if config_map.get("kind") == "ConfigMap" else None
+        if not text:
+            continue
+        form = yaml.safe_load(text)["spawnerFormDefaults"]
+        images = form["image"]["options"]
+        image = next((i for i in images if "cuda" in i), form["image"]["value"])
+        tolerations = [
+            t for group in form.get("tolerationGroup", {}).get("options") or () for t in group["tolerations"]
+        ]
+        for option in form.get("affinityConfig", {}).get("options") or ():
+            name = f"nb-{option['configKey']}"[:50]
+            pod = {
+                "metadata": {
+                    "name": f"{name}-0",
+                    "namespace": namespace,
+                    "labels": {"notebook-name": name, "statefulset": name},
+                    "ownerReferences": [
+                        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name, "controller": True, "uid": "u"}
+                    ],
+                },
+                "spec": {
+                    "containers": [{"name": name, "image": image, "resources": GPU}],
+                    "tolerations": tolerations,
+                    "affinity": option["affinity"],
+                },
+            }
+            found.append(JudgedPod(f"a GPU notebook on {option['displayName']}", pod, labels))
+    return found
+
+
 def documented_pods(
     objects: Iterable[Mapping[str, Any]], namespace_labels: Mapping[str, Mapping[str, str]]
 ) -> list[JudgedPod]:

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from components.tools.model import helm
-from components.tools.model.admission import trainer_pods
+from components.tools.model.admission import notebook_pods, trainer_pods
 from components.tools.model.nodes import NodeKind, node_kinds
 from components.tools.model.workloads import Workload, from_object, from_pod_template
 
@@ -175,11 +175,11 @@ def build(views: Iterable[StackView], charts: Path | None) -> Platform:
         if obj.get("kind") == "ClusterPolicy":
             platform.workloads += operand_workloads(f"operator/{origin}", obj)
     platform.workloads += _addon_workloads(addons)
-    # A GPU TrainJob's trainer pods, as each runtime makes them: they must land and find their scheduler too.
-    for judged in trainer_pods(obj for _, obj in platform.objects):
+    # The pods GPU TrainJobs and notebooks get from the runtimes and the notebook form: they must land and find
+    # their scheduler too.
+    objects = [obj for _, obj in platform.objects]
+    for judged in trainer_pods(objects) + notebook_pods(objects):
         meta = judged.pod["metadata"]
-        platform.workloads.append(
-            from_pod_template("trainer runtime", "Pod", meta["namespace"], meta["name"], 1, judged.pod)
-        )
+        platform.workloads.append(from_pod_template(judged.what, "Pod", meta["namespace"], meta["name"], 1, judged.pod))
     platform.nodes = node_kinds(platform.of_kind("NodePool"), node_groups)
     return platform

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.control_plane import blocking_deployments
-from components.tools.model.admission import JudgedPod, bound_policies, documented_pods, refusals, trainer_pods
+from components.tools.model.admission import (
+    JudgedPod,
+    bound_policies,
+    documented_pods,
+    notebook_pods,
+    refusals,
+    trainer_pods,
+)
 from components.tools.model.kube import affinity_matches, narrowed, selector_matches, untolerated
 from components.tools.model.nodes import NodeKind
 from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
@@ -237,7 +244,7 @@ def judged_pods(platform: Platform) -> list[JudgedPod]:
         o["metadata"]["name"]: dict(o["metadata"].get("labels") or {}) for o in objects if o.get("kind") == "Namespace"
     }
     examples = [obj for origin, obj in platform.objects if origin.startswith("examples/")]
-    return trainer_pods(objects) + documented_pods(examples, labels)
+    return trainer_pods(objects) + notebook_pods(objects) + documented_pods(examples, labels)
 
 
 def workflows_are_admitted(platform: Platform, **_: Any) -> list[Problem]:
