@@ -484,3 +484,28 @@ def test_a_notebook_form_without_the_gpu_toleration_offers_notebooks_that_are_re
     found = "\n".join(problems(tmp_path, [*agents(), gpu_pool, spawner, admission["policy"], admission["binding"]]))
     assert "[admission] a GPU notebook on NodePool gpu is refused by policy gpu-pods: GPU nodes are tainted" in found
     assert "[lands-nowhere] Pod team/nb-gpu-0 (a GPU notebook on NodePool gpu)" in found
+
+
+def test_a_pod_asking_for_efa_must_select_the_nodes_that_run_the_efa_plugin():
+    from components.gpu.admission import AdmissionOptions
+    from components.gpu.efa_admission import efa_admission_manifests
+    from components.tools.model.admission import JudgedPod, refusals
+
+    efa = efa_admission_manifests(AdmissionOptions())
+    resources = {
+        "limits": {"vpc.amazonaws.com/efa": "4", "nvidia.com/gpu": "8"},
+        "requests": {"vpc.amazonaws.com/efa": "4", "nvidia.com/gpu": "8"},
+    }
+    pod = {
+        "metadata": {"name": "nccl-0", "namespace": "vision"},
+        "spec": {"containers": [{"name": "t", "image": "x", "resources": resources}]},
+    }
+    team = {"app.kubernetes.io/part-of": "kubeflow-profile"}
+    (refused,) = refusals(efa["policy"], efa["binding"], JudgedPod("nccl", pod, team))
+    assert "only nodes labelled eksml.io/efa=true run the EFA device plugin" in refused
+    selecting = {**pod, "spec": {**pod["spec"], "nodeSelector": {"eksml.io/efa": "true"}}}
+    assert refusals(efa["policy"], efa["binding"], JudgedPod("nccl", selecting, team)) == []
+    plain = {**pod, "spec": {"containers": [{"name": "t", "image": "x"}]}}
+    assert refusals(efa["policy"], efa["binding"], JudgedPod("cpu", plain, team)) == []  # not an EFA pod
+    system = {**pod, "metadata": {"name": "x", "namespace": "kube-system"}}
+    assert refusals(efa["policy"], efa["binding"], JudgedPod("system", system, {})) == []  # exempt namespace
