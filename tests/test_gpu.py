@@ -350,7 +350,9 @@ def test_namespaces_listed_in_config_are_exempt_too():
 
 def test_exempt_namespaces_from_stack_config_reach_the_binding():
     inventory = run_stack("dev", {"gpu": {"admission": {"exemptNamespaces": ["research"]}}})
-    binding = inventory.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+    binding = inventory.one(
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "gpu-admission-binding"
+    )
     (by_name, _) = binding.inputs["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
     assert "research" in by_name["values"] and "kube-system" in by_name["values"]
 
@@ -362,7 +364,9 @@ def test_without_the_bin_packing_scheduler_any_scheduler_is_accepted():
 @pytest.mark.parametrize(("action", "expected"), [("deny", ["Deny"]), ("warn", ["Warn"]), ("audit", ["Audit"])])
 def test_enforcement_mode_comes_from_config(action, expected):
     inventory = run_stack("dev", {"gpu": {"admission": {"action": action}}})
-    binding = inventory.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+    binding = inventory.one(
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "gpu-admission-binding"
+    )
     assert binding.inputs["spec"]["validationActions"] == expected
 
 

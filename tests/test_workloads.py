@@ -71,7 +71,9 @@ def platform(prod, team):
     team namespace's labels, quota and default requests."""
     outputs = prod.stack_outputs
     options = AdmissionOptions(scheduler_name=outputs["gpuSchedulerName"])
-    deployed = prod.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy").inputs["spec"]
+    deployed = prod.one(
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "gpu-admission-policy"
+    ).inputs["spec"]
     # What is deployed: this policy, with Kubeflow's notebook pods exempt from the scheduler rule only. None of
     # these workloads is a notebook controller's pod, so evaluating the policy itself is evaluating what they meet.
     plain = admission_manifests(options)["policy"]
