@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import celpy
 import pytest
 import yaml
 
@@ -13,6 +12,7 @@ from components.gpu.admission import EXEMPT_LABEL, AdmissionOptions, admission_m
 from components.gpu.operator import GpuOperatorOptions, operator_values
 from components.gpu.scheduler import SchedulerOptions, scheduler_configuration, scheduler_manifests
 from components.scheduling import Placement
+from components.tools.model.admission import JudgedPod, refusals
 from tests.conftest import run_stack
 
 SYSTEM = {"eksml.io/node-role": "system"}
@@ -187,41 +187,15 @@ def test_scheduler_image_matches_the_cluster_minor_version(dev):
 
 # ------------------------------------------------------------------------------------------------ admission
 
-_ENV = celpy.Environment()
-
-
-def _eval(expression, activation):
-    return _ENV.program(_ENV.compile(expression)).evaluate(activation)
-
 
 def admit(pod, *, namespace_labels=None, options=AdmissionOptions(scheduler_name="gpu-binpack")):
-    """Evaluate the policy as the API server does: binding selector, match conditions, variables, validations.
-
-    Returns what the user is told (empty: admitted): under `deny` the API server reports only the first failed
-    validation (deniedDecisions[0] in the apiserver's validating policy dispatcher); under `warn` every one comes
-    back as a warning."""
+    """What the user is told when creating the pod in namespace team-a (empty: admitted): under `deny` the API
+    server reports only the first failed validation (deniedDecisions[0] in the apiserver's validating policy
+    dispatcher); under `warn` every one comes back as a warning."""
     manifests = admission_manifests(options)
-    labels = {"kubernetes.io/metadata.name": "team-a", **(namespace_labels or {})}
-    for expression in manifests["binding"]["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]:
-        assert expression["operator"] == "NotIn"
-        if labels.get(expression["key"]) in expression["values"]:
-            return []
-    spec = manifests["policy"]["spec"]
-    activation = {"object": celpy.json_to_cel(pod)}
-    if not all(_eval(c["expression"], activation) for c in spec["matchConditions"]):
-        return []
-    variables = {}
-    for variable in spec["variables"]:
-        variables[celpy.celtypes.StringType(variable["name"])] = _eval(
-            variable["expression"], {**activation, "variables": celpy.celtypes.MapType(variables)}
-        )
-    activation["variables"] = celpy.celtypes.MapType(variables)
-    denied = []
-    for rule in spec["validations"]:
-        if not _eval(rule["expression"], activation):
-            denied.append(
-                str(_eval(rule["messageExpression"], activation)) if "messageExpression" in rule else rule["message"]
-            )
+    binding = {**manifests["binding"], "spec": {**manifests["binding"]["spec"], "validationActions": ["Deny"]}}
+    pod = {**pod, "metadata": {"namespace": "team-a", **(pod.get("metadata") or {})}}
+    denied = refusals(manifests["policy"], binding, JudgedPod("pod", pod, namespace_labels or {}))
     return denied[:1] if options.action == "deny" else denied
 
 

@@ -4,7 +4,6 @@ what a pool asks of its node class (reserved capacity, EFA layouts)."""
 
 from __future__ import annotations
 
-import celpy
 import pytest
 
 from components import versions
@@ -13,6 +12,7 @@ from components.gpu.efa import efa_values
 from components.gpu.neuron import neuron_values
 from components.gpu.neuron_admission import neuron_admission_manifests
 from components.scheduling import EFA_LABEL, GPU_TAINT, NEURON_TAINT, Taint
+from components.tools.model.admission import JudgedPod, refusals
 from tests.conftest import run_stack
 from tests.karpenter_support import P, config_problems, karpenter_config, req
 
@@ -184,25 +184,11 @@ def test_neuron_pods_are_judged_by_their_own_admission_policy(accelerated):
 
 # --------------------------------------------------------------------------------------- Neuron admission CEL
 
-_ENV = celpy.Environment()
-
-
-def _eval(expression, activation):
-    return _ENV.program(_ENV.compile(expression)).evaluate(activation)
-
 
 def admit(pod):
-    spec = neuron_admission_manifests(AdmissionOptions())["policy"]["spec"]
-    activation = {"object": celpy.json_to_cel(pod)}
-    if not all(_eval(c["expression"], activation) for c in spec["matchConditions"]):
-        return []
-    variables = {}
-    for variable in spec["variables"]:
-        variables[celpy.celtypes.StringType(variable["name"])] = _eval(
-            variable["expression"], {**activation, "variables": celpy.celtypes.MapType(variables)}
-        )
-    activation["variables"] = celpy.celtypes.MapType(variables)
-    return [rule["message"] for rule in spec["validations"] if not _eval(rule["expression"], activation)]
+    manifests = neuron_admission_manifests(AdmissionOptions())
+    pod = {**pod, "metadata": {"namespace": "team-a", **(pod.get("metadata") or {})}}
+    return refusals(manifests["policy"], manifests["binding"], JudgedPod("pod", pod, {}))
 
 
 def neuron_pod(

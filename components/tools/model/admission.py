@@ -42,10 +42,12 @@ def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> b
 
 
 def refusals(policy: Mapping[str, Any], binding: Mapping[str, Any], judged: JudgedPod) -> list[str]:
-    """Why the policy, as bound, denies creating the pod (empty: admitted)."""
+    """Why the policy, as bound, denies creating the pod (empty: admitted): the message of every validation that
+    fails (the API server reports the first under Deny, every one under Warn)."""
     if "Deny" not in (binding["spec"].get("validationActions") or ()):
         return []
-    labels = {"kubernetes.io/metadata.name": judged.pod["metadata"]["namespace"], **judged.namespace_labels}
+    namespace_name = (judged.pod.get("metadata") or {}).get("namespace", "default")
+    labels = {"kubernetes.io/metadata.name": namespace_name, **judged.namespace_labels}
     spec = policy["spec"]
     for selector in (
         (binding["spec"].get("matchResources") or {}).get("namespaceSelector"),
@@ -67,7 +69,7 @@ def refusals(policy: Mapping[str, Any], binding: Mapping[str, Any], judged: Judg
         )
     activation["variables"] = celpy.celtypes.MapType(variables)
     return [
-        rule.get("message") or rule.get("messageExpression") or rule["expression"]
+        str(_run(rule["messageExpression"], activation)) if "messageExpression" in rule else rule.get("message", "")
         for rule in spec.get("validations") or ()
         if not _run(rule["expression"], activation)
     ]
