@@ -44,6 +44,15 @@ CSI_STARTUP_TAINTS: dict[str, Taint] = {
     "fsx": Taint("fsx.csi.aws.com/agent-not-ready", "", "NoExecute"),
 }
 
+#: Team NodePools (made by team stacks, after the platform) carry `eksml.io/team=<team>:NoSchedule` besides their
+#: accelerator taint, so only the team's pods land there. Node-level agents the platform installs tolerate it by key
+#: and effect, whatever the team: the GPU Operator *replaces* its operands' tolerations with its list
+#: (gpu-operator controllers/object_controls.go), so an agent that does not list it never runs on a team's nodes.
+TEAM_TAINT_KEY = "eksml.io/team"
+TEAM_TAINT_TOLERATION: Mapping[str, str] = MappingProxyType(
+    {"key": TEAM_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+)
+
 #: Name of the secondary bin-packing scheduler GPU pods are placed by (overridable in stack config).
 DEFAULT_GPU_SCHEDULER = "gpu-binpack"
 

@@ -36,7 +36,7 @@ from components.observability.component import Observability, ObservabilityArgs
 from components.observability.render import gpu_pools
 from components.scheduling import CSI_STARTUP_TAINTS
 from components.storage.component import Storage, StorageArgs, StorageAttachArgs
-from components.storage.render import DEFAULT_CLASS_NAME
+from components.storage.render import kept_volume_class_name
 from components.tags import standard_tags
 from components.team.offer import offered_pool
 
@@ -106,7 +106,8 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
     kubeflow = config.kubeflow
     facts = settings(
         kubeflow,
-        storage_class=DEFAULT_CLASS_NAME,
+        # Kubeflow's MySQL, SeaweedFS and notebook workspaces hold users' data: kept as the stack keeps its stores.
+        storage_class=kept_volume_class_name(config.stateful_resources),
         gpu_node_pools=tuple(name for name, pool in sorted(config.karpenter.node_pools.items()) if pool.gpu_limit),
         gpu_scheduler=config.gpu.scheduler_name if config.gpu_node_image is not None else None,
         tags=platform_tags(config),
@@ -247,7 +248,8 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
     kubeflow = None
     if config.kubeflow.enabled:
         assert cert_manager is not None  # config.cert_manager follows kubeflow.enabled
-        assert storage.default_storage_class_name == DEFAULT_CLASS_NAME  # the class kubeflow_objects planned with
+        # the class kubeflow_objects planned with
+        assert storage.kept_volume_class_name == kept_volume_class_name(config.stateful_resources)
         # Teams get prefixes of this bucket (config refuses teams without it), and may use its key through S3.
         team_bucket = config.kubeflow.bucket
         encrypted = team_bucket in config.storage.buckets and config.storage.buckets[team_bucket].encryption == "kms"

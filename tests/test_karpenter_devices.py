@@ -4,7 +4,6 @@ what a pool asks of its node class (reserved capacity, EFA layouts)."""
 
 from __future__ import annotations
 
-import celpy
 import pytest
 
 from components import versions
@@ -13,11 +12,14 @@ from components.gpu.efa import efa_values
 from components.gpu.neuron import neuron_values
 from components.gpu.neuron_admission import neuron_admission_manifests
 from components.scheduling import EFA_LABEL, GPU_TAINT, NEURON_TAINT, Taint
+from components.tools.model.admission import JudgedPod, refusals
 from tests.conftest import run_stack
 from tests.karpenter_support import P, config_problems, karpenter_config, req
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEDICATED = Taint("eksml.io/dedicated", "vision", "NoSchedule")
+#: Every device plugin also runs on the team stacks' pools, whose taint is the team's.
+TEAM_TOLERATION = {"key": "eksml.io/team", "operator": "Exists", "effect": "NoSchedule"}
 NEURON_POOL = {
     "preset": "neuron",
     "instanceFamilies": ["inf2"],
@@ -90,6 +92,7 @@ def test_the_neuron_device_plugin_tolerates_every_taint_of_the_neuron_pools_and_
             {"key": "CriticalAddonsOnly", "operator": "Exists"},
             {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"},
             {"key": "eksml.io/dedicated", "operator": "Exists", "effect": "NoSchedule"},
+            TEAM_TOLERATION,
         ],
     }
     assert values["scheduler"] == {"enabled": False}
@@ -101,6 +104,7 @@ def test_the_efa_device_plugin_runs_on_the_labelled_efa_nodes_and_tolerates_thei
     assert values["supportedInstanceLabels"] == {"keys": [EFA_LABEL], "values": ["true"]}
     assert values["tolerations"] == [
         {"key": "eksml.io/dedicated", "operator": "Exists", "effect": "NoSchedule"},
+        TEAM_TOLERATION,
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     ]
 
@@ -145,7 +149,8 @@ def test_neuron_pools_get_the_neuron_device_plugin_tolerating_their_taints(accel
 def test_efa_pools_get_the_efa_device_plugin_and_their_nodes_its_label(accelerated):
     release = releases(accelerated)["aws-efa-k8s-device-plugin"]
     assert release.inputs["values"]["tolerations"] == [
-        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+        TEAM_TOLERATION,
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
     ]
     pools = {r.inputs["metadata"]["name"]: r for r in accelerated.of_type("kubernetes:karpenter.sh/v1:NodePool")}
     assert pools["train"].inputs["spec"]["template"]["metadata"]["labels"][EFA_LABEL] == "true"
@@ -185,25 +190,11 @@ def test_neuron_pods_are_judged_by_their_own_admission_policy(accelerated):
 
 # --------------------------------------------------------------------------------------- Neuron admission CEL
 
-_ENV = celpy.Environment()
-
-
-def _eval(expression, activation):
-    return _ENV.program(_ENV.compile(expression)).evaluate(activation)
-
 
 def admit(pod):
-    spec = neuron_admission_manifests(AdmissionOptions())["policy"]["spec"]
-    activation = {"object": celpy.json_to_cel(pod)}
-    if not all(_eval(c["expression"], activation) for c in spec["matchConditions"]):
-        return []
-    variables = {}
-    for variable in spec["variables"]:
-        variables[celpy.celtypes.StringType(variable["name"])] = _eval(
-            variable["expression"], {**activation, "variables": celpy.celtypes.MapType(variables)}
-        )
-    activation["variables"] = celpy.celtypes.MapType(variables)
-    return [rule["message"] for rule in spec["validations"] if not _eval(rule["expression"], activation)]
+    manifests = neuron_admission_manifests(AdmissionOptions())
+    pod = {**pod, "metadata": {"namespace": "team-a", **(pod.get("metadata") or {})}}
+    return refusals(manifests["policy"], manifests["binding"], JudgedPod("pod", pod, {}))
 
 
 def neuron_pod(

@@ -327,7 +327,9 @@ def test_al2023_user_data_is_a_nodeconfig_part_nodeadm_merges():
     assert text.startswith('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n')
     config = node_config(text)
     assert (config["apiVersion"], config["kind"]) == ("node.eks.aws/v1alpha1", "NodeConfig")
-    assert config["spec"]["featureGates"] == {"FastContainerImagePull": True}
+    # nodeadm ignores gates it does not know: the name is one of nodeadm's own (awslabs/amazon-eks-ami
+    # nodeadm/internal/api, featureVerifiers: InstanceIdNodeName, FastImagePull).
+    assert config["spec"]["featureGates"] == {"FastImagePull": True}
     assert tomllib.loads(config["spec"]["containerd"]["config"]) == {
         "plugins": {"io.containerd.cri.v1.images": {"max_concurrent_downloads": 10}}
     }

@@ -8,7 +8,6 @@ import copy
 import json
 from pathlib import Path
 
-import celpy
 import pytest
 import yaml
 
@@ -16,6 +15,7 @@ from components.kubeflow import access, credentials, entries, gpu_scheduling, no
 from components.kubeflow.credentials import Admin, Credentials
 from components.kubeflow.objects import pod_template
 from components.scheduling import DEFAULT_GPU_SCHEDULER, GPU_TAINT
+from components.tools.model.admission import JudgedPod, refusals
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
@@ -182,31 +182,13 @@ def test_idle_notebooks_are_culled_after_the_configured_time(with_notebooks):
 
 # ------------------------------------------------------------------------------------------------ GPU admission
 
-_ENV = celpy.Environment()
+#: The policy as the platform binds it in a team namespace: denials reported.
+DENY = {"spec": {"validationActions": ["Deny"]}}
 
 
 def admit(policy: dict, pod: dict, namespace_labels: dict[str, str]) -> list[str]:
     """Evaluate a ValidatingAdmissionPolicy on a pod creation, as the API server does (empty: admitted)."""
-
-    def run(expression, activation):
-        return _ENV.program(_ENV.compile(expression)).evaluate(activation)
-
-    namespace = {"metadata": {"name": pod["metadata"]["namespace"], "labels": namespace_labels}}
-    activation = {"object": celpy.json_to_cel(pod), "namespaceObject": celpy.json_to_cel(namespace)}
-    spec = policy["spec"]
-    if not all(run(c["expression"], activation) for c in spec["matchConditions"]):
-        return []
-    variables = {}
-    for variable in spec["variables"]:
-        variables[celpy.celtypes.StringType(variable["name"])] = run(
-            variable["expression"], {**activation, "variables": celpy.celtypes.MapType(variables)}
-        )
-    activation["variables"] = celpy.celtypes.MapType(variables)
-    return [
-        rule.get("message", rule["expression"][:60])
-        for rule in spec["validations"]
-        if not run(rule["expression"], activation)
-    ]
+    return refusals(policy, DENY, JudgedPod("pod", pod, namespace_labels))
 
 
 @pytest.fixture(scope="module")
@@ -222,18 +204,18 @@ TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedu
 
 
 def trainer_pod(runtime: dict) -> dict:
-    """A TrainJob's node pod: the runtime's pod template, with the resources and toleration the TrainJob adds."""
+    """A TrainJob's node pod: the runtime's pod template, with the resources the TrainJob adds."""
     job = next(j for j in runtime["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
     spec = copy.deepcopy(job["template"]["spec"]["template"]["spec"])
-    spec["containers"][0]["resources"] = GPU
-    spec["tolerations"] = [TOLERATION]
+    spec["containers"][0]["resources"] = GPU  # a TrainJob adds resources, never tolerations
     labels = {"jobset.sigs.k8s.io/jobset-name": "llm", "jobset.sigs.k8s.io/replicatedjob-name": "node"}
     return {"metadata": {"name": "llm-node-0-0", "namespace": "vision", "labels": labels}, "spec": spec}
 
 
 def argo_pod(objects) -> dict:
-    """A pipeline task's pod: Argo fills the workflow's missing fields from workflowDefaults and copies
-    spec.schedulerName to every pod it creates; KFP's compiled workflows name no scheduler."""
+    """A pipeline task's GPU pod: Argo fills the workflow's missing fields from workflowDefaults and copies
+    spec.schedulerName to every pod it creates; KFP's compiled workflows name no scheduler; the step adds the GPU
+    toleration (kfp-kubernetes add_toleration)."""
     defaults = (
         yaml.safe_load(
             find(objects, "ConfigMap", "kubeflow", "workflow-controller-configmap")["data"].get("workflowDefaults")
@@ -249,10 +231,9 @@ def argo_pod(objects) -> dict:
     }
     if "schedulerName" in spec:
         pod_spec["schedulerName"] = spec["schedulerName"]
-    return {
-        "metadata": {"name": "train-step", "namespace": "vision", "labels": {"workflows.argoproj.io/workflow": "run"}},
-        "spec": pod_spec,
-    }
+    owner = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": "run", "controller": True, "uid": "u"}
+    metadata = {"name": "train-step", "namespace": "vision", "labels": {"workflows.argoproj.io/workflow": "run"}}
+    return {"metadata": {**metadata, "ownerReferences": [owner]}, "spec": pod_spec}
 
 
 def notebook_pod(*, owner: str | None = "nb", toleration: bool = True) -> dict:
@@ -268,32 +249,47 @@ def notebook_pod(*, owner: str | None = "nb", toleration: bool = True) -> dict:
     return {"metadata": metadata, "spec": spec}
 
 
-def test_training_pods_carry_the_bin_packing_scheduler(cleaned, policy):
+def test_training_pods_are_admitted_run_as_the_team_without_sidecars_and_only_trainers_tolerate_gpus(cleaned, policy):
     runtime = find(cleaned, "ClusterTrainingRuntime", "", "torch-distributed")
-    assert admit(policy, trainer_pod(runtime), TEAM_LABELS) != []  # upstream's runtimes name no scheduler
+    assert admit(policy, trainer_pod(runtime), TEAM_LABELS) != []  # upstream's runtimes: no scheduler, no toleration
     changed = gpu_scheduling.apply(cleaned, DEFAULT_GPU_SCHEDULER)
     runtimes = [o for o in changed if o["kind"] == "ClusterTrainingRuntime"]
     assert len(runtimes) == 8
     for runtime in runtimes:
         for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
-            assert job["template"]["spec"]["template"]["spec"]["schedulerName"] == DEFAULT_GPU_SCHEDULER
+            template = job["template"]["spec"]["template"]
+            assert template["spec"]["schedulerName"] == DEFAULT_GPU_SCHEDULER
+            assert template["spec"]["serviceAccountName"] == "default-editor"  # the one the team role trusts
+            assert template["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"  # kubeflow/trainer#2794
+            # Only the trainers may land on GPU nodes; initializers and launchers stay off them.
+            assert (TOLERATION in (template["spec"].get("tolerations") or [])) is (job["name"] == "node")
     assert (
         admit(policy, trainer_pod(find(changed, "ClusterTrainingRuntime", "", "torch-distributed")), TEAM_LABELS) == []
     )
 
 
-def test_pipeline_pods_carry_the_bin_packing_scheduler(cleaned, policy):
-    assert admit(policy, argo_pod(cleaned), TEAM_LABELS) != []
+def test_pipeline_pods_keep_the_default_scheduler_and_gpu_steps_are_admitted_with_their_toleration(cleaned, policy):
     changed = gpu_scheduling.apply(cleaned, DEFAULT_GPU_SCHEDULER)
-    assert admit(policy, argo_pod(changed), TEAM_LABELS) == []
+    pod = argo_pod(changed)
+    assert "schedulerName" not in pod["spec"]  # a stalled bin-packing scheduler stalls no pipeline
+    assert admit(policy, pod, TEAM_LABELS) != []  # the plain policy would refuse the GPU step
+    exempted = gpu_scheduling.kubeflow_exemption(policy, DEFAULT_GPU_SCHEDULER)
+    assert admit(exempted, pod, TEAM_LABELS) == []
+    untolerated = {**pod, "spec": {**pod["spec"], "tolerations": []}}
+    assert admit(exempted, untolerated, TEAM_LABELS) != []  # the toleration is still required
+    orphan = {**pod, "metadata": {k: v for k, v in pod["metadata"].items() if k != "ownerReferences"}}
+    assert admit(exempted, orphan, TEAM_LABELS) != []  # a bare pod with the label is not a pipeline step
 
 
-def test_without_the_bin_packing_scheduler_nothing_is_routed(cleaned):
-    assert gpu_scheduling.apply(cleaned, None) == cleaned
+def test_without_the_bin_packing_scheduler_no_runtime_names_one(cleaned):
+    changed = gpu_scheduling.apply(cleaned, None)
+    for runtime in (o for o in changed if o["kind"] == "ClusterTrainingRuntime"):
+        for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+            assert "schedulerName" not in job["template"]["spec"]["template"]["spec"]
 
 
 def test_gpu_notebooks_are_exempt_from_the_scheduler_rule_only(policy):
-    exempted = gpu_scheduling.notebook_exemption(policy, DEFAULT_GPU_SCHEDULER)
+    exempted = gpu_scheduling.kubeflow_exemption(policy, DEFAULT_GPU_SCHEDULER)
     assert admit(policy, notebook_pod(), TEAM_LABELS) != []  # what JWA makes is denied without the exemption
     assert admit(exempted, notebook_pod(), TEAM_LABELS) == []
     assert admit(exempted, notebook_pod(toleration=False), TEAM_LABELS) != []  # the toleration is still required
@@ -332,7 +328,7 @@ def test_gpu_notebooks_are_exempt_from_the_scheduler_rule_only(policy):
 
 def test_an_exemption_for_a_policy_without_the_scheduler_rule_is_an_error(policy):
     with pytest.raises(ValueError, match="no rule requiring schedulerName other"):
-        gpu_scheduling.notebook_exemption(policy, "other")
+        gpu_scheduling.kubeflow_exemption(policy, "other")
 
 
 # ------------------------------------------------------------------------------------------------ access

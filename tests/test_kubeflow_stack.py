@@ -207,7 +207,7 @@ def test_a_team_gets_a_profile_with_its_gpu_quota_and_a_role_only_its_editor_acc
 
 
 def test_notebook_pods_are_exempt_only_from_the_scheduler_rule_of_the_gpu_admission_policy(dev):
-    policy = next(r for r in dev.of_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"))
+    policy = dev.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "gpu-admission-policy")
     expressions = [v["expression"] for v in policy.inputs["spec"]["validations"]]
     scheduler_rules = [e for e in expressions if "schedulerName" in e]
     assert len(scheduler_rules) == 1

@@ -66,8 +66,9 @@ def test_the_default_set_and_everything_stage_without_a_problem(staged, default_
     assert staging.check(staged) == []
     assert staging.check(default_set) == []
     # Upstream's 471 objects less cert-manager's 49 (the platform's) and the 2 NetworkPolicies of its namespace; two
-    # teams' namespace, Profile and PodDefault; one team's FSx volume, claim and PodDefault.
-    assert len(default_set) == 471 - 49 - 2 + 3 * 2 + 3
+    # teams' namespace, Profile and PodDefault; one team's FSx volume, claim and PodDefault; a PodDisruptionBudget
+    # for each of the 7 Deployments whose outage blocks pod creation (components.control_plane).
+    assert len(default_set) == 471 - 49 - 2 + 3 * 2 + 3 + 7
 
 
 @pytest.mark.parametrize(

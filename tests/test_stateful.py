@@ -114,3 +114,30 @@ def test_the_table_covers_every_stateful_resource_prod_protects(prod):
         "aws:kms/keyPolicy:KeyPolicy",
     }
     assert protected - settings <= set(REPLACING)
+
+
+@pytest.mark.parametrize(("stack", "kept"), [("dev", False), ("prod", True)])
+def test_kubeflows_volumes_outlive_their_claims_exactly_where_the_stack_keeps_its_stores(stack, kept, request):
+    """MySQL's and SeaweedFS' claims, and every notebook workspace the spawner makes, use the class whose volumes
+    stay in AWS when a claim goes (prod: statefulResources protect), and the plain class where stores may go (dev)."""
+    inventory = request.getfixturevalue(stack)
+    wanted = "gp3-retain" if kept else "gp3"
+    chosen = next(
+        r
+        for r in inventory.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+        if r.inputs["metadata"]["name"] == wanted
+    )
+    assert chosen.inputs["reclaimPolicy"] == ("Retain" if kept else "Delete")
+    claims = [
+        r
+        for r in inventory.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+        if r.inputs["metadata"].get("namespace") == "kubeflow"
+    ]
+    assert {c.inputs["metadata"]["name"] for c in claims} >= {"mysql-pv-claim"}
+    assert {c.inputs["spec"]["storageClassName"] for c in claims} == {wanted}
+    (spawner,) = [
+        r
+        for r in inventory.of_type("kubernetes:core/v1:ConfigMap")
+        if "spawner_ui_config.yaml" in (r.inputs.get("data") or {})
+    ]
+    assert f"storageClassName: {wanted}\n" in spawner.inputs["data"]["spawner_ui_config.yaml"]

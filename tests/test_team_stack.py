@@ -279,3 +279,20 @@ def test_the_team_preview_passes_refcheck(tmp_path, capsys, prod):
         r.inputs["metadata"]["name"] for r in prod.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
     }
     assert "gpu" in platform_classes
+
+
+def test_a_team_quota_no_pool_can_fill_is_refused_naming_what_the_pools_allow(tmp_path, capsys):
+    """dev's platform allows 4 GPUs (gpu-inference) and the dev team has no pool of its own: 12 would stay Pending."""
+    project = tmp_path / "team"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        (project / name).write_text((TEAM_STACK / name).read_text())
+    stack_file = yaml.safe_load((TEAM_STACK / "Pulumi.dev.yaml").read_text())
+    stack_file["config"]["team-vision:team"]["quota"]["gpus"] = 12
+    (project / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack_file))
+    assert main(preview_args(tmp_path / "o", stack="dev")[2:] + ["--project-dir", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "team.quota.gpus: asks for 12 GPUs at once, more than every pool it can use allows together (4: the "
+        "platform's GPU pools gpu-inference: 4; the team's own pool 0)"
+    ) in err

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components.gpu.admission import AdmissionOptions, admission_manifests
-from components.kubeflow.gpu_scheduling import notebook_exemption
+from components.kubeflow.gpu_scheduling import kubeflow_exemption
 from components.observability.adapter import GPU_UTILIZATION_METRIC
 from components.preview import read_project_name, read_stack_config
 from components.preview.program import run_program
@@ -70,11 +70,13 @@ def platform(prod, team):
     team namespace's labels, quota and default requests."""
     outputs = prod.stack_outputs
     options = AdmissionOptions(scheduler_name=outputs["gpuSchedulerName"])
-    deployed = prod.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy").inputs["spec"]
+    deployed = prod.one(
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "gpu-admission-policy"
+    ).inputs["spec"]
     # What is deployed: this policy, with Kubeflow's notebook pods exempt from the scheduler rule only. None of
     # these workloads is a notebook controller's pod, so evaluating the policy itself is evaluating what they meet.
     plain = admission_manifests(options)["policy"]
-    assert deployed == notebook_exemption(plain, outputs["gpuSchedulerName"])["spec"]
+    assert deployed == kubeflow_exemption(plain, outputs["gpuSchedulerName"])["spec"]
     namespace = team.one("kubernetes:core/v1:Namespace").inputs["metadata"]
     (limits,) = team.one("kubernetes:core/v1:LimitRange").inputs["spec"]["limits"]
     return {

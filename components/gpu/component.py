@@ -10,9 +10,10 @@ from components import helm, k8s_objects, versions
 from components.cluster.handle import ClusterHandle
 from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.gpu.config import GpuConfig
+from components.gpu.efa_admission import efa_admission_manifests
 from components.gpu.operator import GpuOperatorOptions, NodeImage, operator_values
 from components.gpu.scheduler import SchedulerOptions, scheduler_manifests
-from components.kubeflow.gpu_scheduling import notebook_exemption
+from components.kubeflow.gpu_scheduling import kubeflow_exemption
 from components.scheduling import GPU_TAINT
 
 OPERATOR_NAMESPACE = "gpu-operator"
@@ -106,14 +107,18 @@ class GpuStack(pulumi.ComponentResource):
             )
             if args.kubeflow_notebooks and self.scheduler_name is not None:
                 # Notebook pods cannot name the scheduler (PodDefaults do not set it): exempt them from that rule only.
-                policies["policy"] = notebook_exemption(policies["policy"], self.scheduler_name)
-            policy = k8s_objects.create(f"{name}-admission-policy", policies["policy"], k8s_opts)
-            k8s_objects.create(
-                f"{name}-admission-binding",
-                policies["binding"],
-                # why: a binding whose policy does not exist yet is rejected by nothing but enforces nothing either.
-                pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[policy])),
+                policies["policy"] = kubeflow_exemption(policies["policy"], self.scheduler_name)
+            efa = efa_admission_manifests(
+                AdmissionOptions(action=config.admission.action, exempt_namespaces=config.admission.exempt_namespaces)
             )
+            for prefix, manifests in ((f"{name}-admission", policies), (f"{name}-efa-admission", efa)):
+                policy = k8s_objects.create(f"{prefix}-policy", manifests["policy"], k8s_opts)
+                k8s_objects.create(
+                    f"{prefix}-binding",
+                    manifests["binding"],
+                    # why: a binding whose policy does not exist yet is rejected by nothing but enforces nothing.
+                    pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[policy])),
+                )
 
         self.gpu_taint = f"{GPU_TAINT.key}={GPU_TAINT.value}:{GPU_TAINT.effect}"
         self.register_outputs({"schedulerName": self.scheduler_name, "gpuTaint": self.gpu_taint})

@@ -22,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.scheduling import NEURON_TAINT, SYSTEM_TAINT, Taint
+from components.scheduling import NEURON_TAINT, SYSTEM_TAINT, TEAM_TAINT_KEY, Taint
 
 
 def tolerations(taints: Iterable[Taint]) -> list[dict[str, str]]:
-    """Tolerations of every taint given (by key and effect, whatever its value), without repeats, in a stable
-    order."""
+    """Tolerations of every taint given and of the team pools' taint (by key and effect, whatever its value),
+    without repeats, in a stable order: device plugins run on the teams' pools too."""
+    taints = (*taints, Taint(TEAM_TAINT_KEY, "", "NoSchedule"))
     return [
         {"key": key, "operator": "Exists", "effect": effect}
         for key, effect in sorted({(t.key, t.effect) for t in taints})

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from components.scheduling import GPU_RESOURCE, GPU_TAINT, Placement
+from components.scheduling import GPU_RESOURCE, GPU_TAINT, TEAM_TAINT_TOLERATION, Placement
 
 NodeImage = Literal["al2023", "bottlerocket"]
 TIME_SLICING_CONFIG = "time-slicing"
@@ -52,7 +52,11 @@ def operator_values(
     *,
     system_placement: Placement,
 ) -> dict[str, Any]:
-    gpu_toleration = {"key": GPU_TAINT.key, "operator": "Exists", "effect": GPU_TAINT.effect}
+    # The operands and NFD's worker run on every GPU node: the platform's pools and the teams' (team taint).
+    node_tolerations = [
+        {"key": GPU_TAINT.key, "operator": "Exists", "effect": GPU_TAINT.effect},
+        dict(TEAM_TAINT_TOLERATION),
+    ]
     bottlerocket = options.node_image == "bottlerocket"
     device_plugin: dict[str, Any] = {"enabled": not bottlerocket}
     if options.time_slicing_replicas is not None:
@@ -70,7 +74,7 @@ def operator_values(
         "driver": {"enabled": False},
         "toolkit": {"enabled": False},
         "devicePlugin": device_plugin,
-        "daemonsets": {"tolerations": [gpu_toleration]},
+        "daemonsets": {"tolerations": node_tolerations},
         "nfd": {"enabled": options.node_feature_discovery},
         "dcgmExporter": {
             "enabled": True,
@@ -92,6 +96,6 @@ def operator_values(
         values["node-feature-discovery"] = {
             "master": {**controllers},
             "gc": {**controllers},
-            "worker": {"tolerations": [gpu_toleration]},
+            "worker": {"tolerations": node_tolerations},
         }
     return values

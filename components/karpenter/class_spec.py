@@ -227,7 +227,7 @@ class UserDataSpec(Spec):
     )
     parallel_image_pull: StrictBool = Field(
         default=False,
-        description="AL2023: SOCI parallel pull and unpack (nodeadm's `FastContainerImagePull`), much faster for "
+        description="AL2023: SOCI parallel pull and unpack (nodeadm's `FastImagePull` feature gate), much faster for "
         "multi-GB CUDA images",
     )
     node_config: dict[StrictStr, Any] | None = Field(

@@ -22,9 +22,10 @@ MIME_BOUNDARY = "//"
 #: The containerd 2 (config version 3) CRI images plugin, which owns image pulls on the AL2023 AMIs of Kubernetes
 #: 1.33 and later (nodeadm internal/containerd/config2.template.toml).
 CONTAINERD_IMAGES_PLUGIN = "plugins.'io.containerd.cri.v1.images'"
-#: nodeadm's feature gate for SOCI parallel pull and unpack (nodeadm internal/api, FastContainerImagePull): layers
-#: are fetched and unpacked concurrently, which shortens pulls of multi-GB CUDA images.
-FAST_IMAGE_PULL_GATE = "FastContainerImagePull"
+#: nodeadm's feature gate for SOCI parallel pull and unpack: layers are fetched and unpacked concurrently, which
+#: shortens pulls of multi-GB CUDA images. nodeadm ignores a gate it does not know, so the name must be exact:
+#: awslabs/amazon-eks-ami nodeadm/internal/api (`FastImagePull`, beside `InstanceIdNodeName`, the only other gate).
+FAST_IMAGE_PULL_GATE = "FastImagePull"
 
 
 def containerd_config(max_concurrent_downloads: int) -> str:

@@ -1,18 +1,24 @@
 """GPU pods Kubeflow creates, placed by the platform's bin-packing scheduler.
 
 The platform's ValidatingAdmissionPolicy denies a GPU pod whose `spec.schedulerName` is not the bin-packing
-scheduler. Kubeflow creates GPU pods three ways, and each gets the scheduler where it can:
+scheduler, or that lacks the GPU toleration. Kubeflow creates GPU pods three ways:
 
-- Trainer: every ClusterTrainingRuntime's pod templates name the scheduler (TrainJobs inherit them);
-- Pipelines: Argo's `workflowDefaults` name it for every workflow pod (Argo's Workflow spec has schedulerName);
+- Trainer: every ClusterTrainingRuntime's pod templates name the scheduler, and the trainer nodes' pods tolerate
+  the GPU taint (TrainJobs inherit both; a TrainJob adds resources, not tolerations). The runtimes' pods also run
+  as the team's `default-editor` (the one service account the team's IAM role trusts) and without Istio sidecars:
+  the mesh's deny-all and mTLS break the trainers' plaintext rendezvous (kubeflow/trainer#2794, #2872).
+- Pipelines: Argo copies a workflow's `schedulerName` to all of its pods, CPU steps included, so naming the
+  bin-packing scheduler there would stall every pipeline whenever that one scheduler does. Pipeline pods keep the
+  default scheduler and are exempt from the scheduler rule; a GPU step still needs the toleration
+  (kfp-kubernetes `add_toleration`).
 - Notebooks: JWA builds the pod itself and PodDefaults cannot set schedulerName, so no configuration reaches it.
-  Two ways out: exempt Kubeflow's team namespaces from the scheduler rule (broad: TrainJob and pipeline pods,
-  which do carry it, would lose the check too), or exempt only notebook pods (`notebook_exemption`): pods in a
-  team namespace that the notebook controller's StatefulSet owns and labels. We take the narrow one. Such a pod
-  is still denied without the GPU toleration or with requests differing from limits; the exemption costs packing,
-  not isolation (a user who builds a look-alike StatefulSet only skips the bin-packing scheduler, within the
-  team's GPU quota). A MutatingAdmissionPolicy setting schedulerName would remove the exemption, once the
-  cluster serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (not on EKS 1.35).
+
+So two kinds of pods in team namespaces are exempt from the scheduler rule only (`kubeflow_exemption`): notebook
+pods (owned and labelled by the notebook controller's StatefulSet) and pipeline pods (owned and labelled by an
+Argo Workflow). Such a pod is still denied without the GPU toleration or with requests differing from limits; the
+exemption costs packing, not isolation (a user who builds a look-alike owner only skips the bin-packing scheduler,
+within the team's GPU quota). A MutatingAdmissionPolicy setting schedulerName would remove the exemption, once the
+cluster serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (not on EKS 1.35).
 """
 
 from __future__ import annotations
@@ -20,75 +26,79 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
+from components.scheduling import GPU_TAINT
 
 from .objects import Manifest
-from .transform import clone, replace
+from .teams import TEAM_SERVICE_ACCOUNT
+from .transform import clone
 
 RUNTIME_KINDS = frozenset({"ClusterTrainingRuntime", "TrainingRuntime"})
-ARGO_CONFIG = ("ConfigMap", "kubeflow", "workflow-controller-configmap")
+#: The replicated job of a runtime whose pods train (and get the GPUs a TrainJob asks for); the others initialise.
+TRAINER_JOB = "node"
+SIDECAR_INJECT = "sidecar.istio.io/inject"
+GPU_TOLERATION = {"key": GPU_TAINT.key, "operator": "Exists", "effect": GPU_TAINT.effect}
 #: The label the profile controller puts on every team namespace.
 PROFILE_NAMESPACE_LABEL = ("app.kubernetes.io/part-of", "kubeflow-profile")
 #: The label the notebook controller puts on a notebook's pods (its value is the Notebook's, and StatefulSet's, name).
 NOTEBOOK_LABEL = "notebook-name"
+#: The label Argo puts on a workflow's pods (its value is the Workflow's name).
+WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
 
 
-def _runtime_pod_specs(runtime: Manifest) -> Iterable[dict[str, Any]]:
-    """The pod spec of every replicated job of a (Cluster)TrainingRuntime (JobSet template)."""
+def _runtime_pod_templates(runtime: Manifest) -> Iterable[tuple[str, dict[str, Any]]]:
+    """The pod template of every replicated job of a (Cluster)TrainingRuntime (JobSet template), by job name."""
     for job in runtime.get("spec", {}).get("template", {}).get("spec", {}).get("replicatedJobs") or ():
-        yield job.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {})
+        yield job["name"], job.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
 
 
-def trainer_runtimes(objects: Iterable[Manifest], scheduler: str) -> list[Manifest]:
-    """Every training runtime's pods placed by `scheduler` (initializers too: one scheduler per TrainJob keeps its
-    pods packed together)."""
+def trainer_runtimes(objects: Iterable[Manifest], scheduler: str | None) -> list[Manifest]:
+    """Every training runtime's pods as the platform runs them: placed by `scheduler` (initializers too, so one
+    scheduler packs a TrainJob's pods together; None: the bin-packing scheduler is off), the trainer nodes'
+    tolerating the GPU taint, all as the team's service account and without sidecars."""
     result = []
     for obj in objects:
         if obj["kind"] in RUNTIME_KINDS and obj["apiVersion"].startswith("trainer.kubeflow.org/"):
             obj = clone(obj)
-            for spec in _runtime_pod_specs(obj):
-                spec["schedulerName"] = scheduler
+            for job, template in _runtime_pod_templates(obj):
+                spec = template.setdefault("spec", {})
+                if scheduler is not None:
+                    spec["schedulerName"] = scheduler
+                spec["serviceAccountName"] = TEAM_SERVICE_ACCOUNT
+                template.setdefault("metadata", {}).setdefault("annotations", {})[SIDECAR_INJECT] = "false"
+                if job == TRAINER_JOB and GPU_TOLERATION not in (spec.get("tolerations") or []):
+                    spec.setdefault("tolerations", []).append(dict(GPU_TOLERATION))
         result.append(obj)
     return result
 
 
-def argo_workflow_defaults(objects: list[Manifest], scheduler: str) -> list[Manifest]:
-    """Argo's workflowDefaults name `scheduler` for every pipeline pod (a workflow that names its own keeps it)."""
-
-    def change(obj: Manifest) -> Manifest:
-        defaults = yaml.safe_load(obj["data"].get("workflowDefaults") or "") or {}
-        defaults.setdefault("spec", {})["schedulerName"] = scheduler
-        obj["data"]["workflowDefaults"] = yaml.safe_dump(defaults, sort_keys=True)
-        return obj
-
-    return replace(objects, {ARGO_CONFIG: change})
-
-
 def apply(objects: list[Manifest], scheduler: str | None) -> list[Manifest]:
-    """Route Trainer and Pipelines GPU pods to the bin-packing scheduler; nothing when it is off (None)."""
-    if scheduler is None:
-        return list(objects)
-    present = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects}
-    objects = trainer_runtimes(objects, scheduler)
-    if ARGO_CONFIG in present:
-        objects = argo_workflow_defaults(objects, scheduler)
-    return objects
+    """Training runtimes as the platform runs them (see `trainer_runtimes`)."""
+    return trainer_runtimes(objects, scheduler)
 
 
-def notebook_pod_expression() -> str:
-    """CEL, in a ValidatingAdmissionPolicy's environment: the pod is a Kubeflow notebook's, in a team namespace."""
+def _owned_pod_expression(label: str, owner_kind: str) -> str:
+    return (
+        f"has(object.metadata.labels) && '{label}' in object.metadata.labels && "
+        "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
+        f"r.kind == '{owner_kind}' && r.name == object.metadata.labels['{label}'])"
+    )
+
+
+def kubeflow_pod_expression() -> str:
+    """CEL, in a ValidatingAdmissionPolicy's environment: the pod is a Kubeflow notebook's or pipeline step's, in a
+    team namespace."""
     label, value = PROFILE_NAMESPACE_LABEL
     return (
         f"has(namespaceObject.metadata.labels) && '{label}' in namespaceObject.metadata.labels && "
         f"namespaceObject.metadata.labels['{label}'] == '{value}' && "
-        f"has(object.metadata.labels) && '{NOTEBOOK_LABEL}' in object.metadata.labels && "
-        "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
-        f"r.kind == 'StatefulSet' && r.name == object.metadata.labels['{NOTEBOOK_LABEL}'])"
+        f"(({_owned_pod_expression(NOTEBOOK_LABEL, 'StatefulSet')}) || "
+        f"({_owned_pod_expression(WORKFLOW_LABEL, 'Workflow')}))"
     )
 
 
-def notebook_exemption(policy: Manifest, scheduler: str) -> Manifest:
-    """The platform's GPU ValidatingAdmissionPolicy with notebook pods exempt from its scheduler rule only.
+def kubeflow_exemption(policy: Manifest, scheduler: str) -> Manifest:
+    """The platform's GPU ValidatingAdmissionPolicy with notebook and pipeline pods exempt from its scheduler rule
+    only.
 
     The rule is found by its expression (`spec.schedulerName == '<scheduler>'`); a policy without it is an error,
     since then there is nothing to exempt from and the caller's wiring is wrong."""
@@ -97,5 +107,5 @@ def notebook_exemption(policy: Manifest, scheduler: str) -> Manifest:
     found = [v for v in policy["spec"].get("validations") or () if v.get("expression") == rule]
     if len(found) != 1:
         raise ValueError(f"the policy {policy['metadata']['name']} has no rule requiring schedulerName {scheduler}")
-    found[0]["expression"] = f"({notebook_pod_expression()}) || ({rule})"
+    found[0]["expression"] = f"({kubeflow_pod_expression()}) || ({rule})"
     return policy

@@ -10,7 +10,7 @@ from components.scheduling import DEFAULT_GPU_SCHEDULER
 
 from . import access as access_
 from . import credentials as credentials_
-from . import gpu_scheduling, network_policy, notebooks, staging, transform
+from . import gpu_scheduling, network_policy, notebooks, resilience, staging, transform
 from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
@@ -81,6 +81,8 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     objects = gpu_scheduling.apply(objects, settings.gpu_scheduler)
     objects = transform.storage_class(objects, settings.storage_class)
     objects = transform.stateful_placement(objects)
+    objects = transform.pinned_architectures(objects)
+    objects = resilience.harden(objects)
     objects = access_.cookies(objects, secure=settings.access is not None)
     if settings.access is not None:
         objects = access_.readiness_gates(objects)
@@ -91,6 +93,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     if left:
         raise ValueError("upstream default credentials left:\n" + "\n".join(f"  - {line}" for line in left))
     items = [Item(obj, part) for obj, part in zip(objects, parts, strict=True)]
+    items += resilience.budgets(items)
     if settings.monitoring_namespace is not None:
         part_of = {
             obj["metadata"].get("namespace"): part

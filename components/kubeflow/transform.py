@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from components.images import POOL_ARCHITECTURES, common_architectures
+
 from .objects import Manifest, Scopes, containers, group_of, is_crd, is_webhook_configuration, key, pod_template
 
 #: The only objects whose whole content a controller writes: webhook serving certificates the JobSet, Trainer and
@@ -33,6 +35,7 @@ _INJECT_CA = "cert-manager.io/inject-ca-from"
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
+ARCHITECTURE = "kubernetes.io/arch"
 #: A digest of the ConfigMaps and Secrets a pod template reads, so a change to them rolls the workload (what
 #: kustomize's name suffixes did, which stable names give up).
 CONFIG_DIGEST = "eksml.io/config-digest"
@@ -302,6 +305,27 @@ def stateful_placement(objects: Iterable[Manifest]) -> list[Manifest]:
         return obj
 
     return _edit(objects, change, keeps_state)
+
+
+def pinned_architectures(objects: Iterable[Manifest]) -> list[Manifest]:
+    """Pods whose images are not built for every architecture the platform's pools launch select the one(s) they
+    are: Karpenter picks the cheapest allowed instance, and an amd64-only image (KFP 2.16.1, ML Metadata 1.14.0:
+    kubeflow/pipelines#13957, #12705) on a Graviton node fails with `exec format error`."""
+
+    def change(obj: Manifest) -> Manifest | None:
+        template = pod_template(obj)
+        if template is None:
+            return None
+        images = [c["image"] for c in containers(template.get("spec", {})) if c.get("image")]
+        supported = common_architectures(images)
+        if not images or supported >= POOL_ARCHITECTURES:
+            return None
+        if len(supported) != 1:
+            raise ValueError(f"{key(obj)}: its images share no architecture the platform's pools launch")
+        template.setdefault("spec", {}).setdefault("nodeSelector", {})[ARCHITECTURE] = next(iter(supported))
+        return obj
+
+    return _edit(objects, change, lambda obj: pod_template(obj) is not None)
 
 
 #: How long Pulumi waits for a workload to become ready (its own default for a Deployment: 10 minutes).

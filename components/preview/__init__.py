@@ -37,11 +37,13 @@ import yaml
 from components import aws_names
 from components.config.errors import ConfigError, ConfigIssue
 from components.config.platform import PlatformConfig, parse_config
+from components.config.stack_file import load_stack_file
 from components.cost import preview_line
 from components.kubeflow.fetch import TreeError
 from components.policy import rules as policy_rules
 from components.preview import mocks
 from components.preview.inventory import Inventory, Recorded
+from components.tools.model import StackView, check_views
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
 SECRET_PLACEHOLDER = "preview-secret-placeholder"
@@ -64,7 +66,7 @@ def read_stack_config(project_dir: Path, project: str, stack: str) -> tuple[dict
     path = project_dir / f"Pulumi.{stack}.yaml"
     if not path.exists():
         raise FileNotFoundError(f"no stack file {path.name} in {project_dir}")
-    document = yaml.safe_load(path.read_text()) or {}
+    document = load_stack_file(path) or {}
     entries = document.get("config") if isinstance(document, Mapping) else document
     if not isinstance(entries, Mapping | None):
         raise ConfigError([ConfigIssue(path="config", message=f"expected a mapping of config keys in {path.name}")])
@@ -176,6 +178,30 @@ def write_preview(inventory: Inventory, out: Path) -> None:
             documents, key=lambda d: (d["kind"], d.get("metadata", {}).get("namespace") or "", d["metadata"]["name"])
         )
         (out / "manifests" / f"{component}.yaml").write_text(_dump_yaml(ordered))
+
+
+def stack_view(inventory: Inventory) -> StackView:
+    """What the model of the running platform reads, straight from the recorded run (no folder read back)."""
+    manifests = [
+        (f"manifests/{_owning_component(inventory, r)}.yaml", _manifest(r))
+        for r in inventory.resources
+        if _is_manifest(r)
+    ]
+    releases = [_helm_release(r) for r in inventory.resources if r.type == HELM_RELEASE_TYPE]
+    return StackView([r.as_json() for r in inventory.resources], manifests, releases)
+
+
+def model_report(inventory: Inventory, charts: Path | None) -> tuple[str, bool]:
+    """The model's verdict on the platform this stack runs, and whether it found a problem."""
+    platform, problems = check_views([stack_view(inventory)], charts)
+    lines = [
+        f"  not judged: the pods of Helm release {name} ({why})" for name, why in sorted(platform.unrendered.items())
+    ]
+    lines += [f"  {problem}" for problem in problems]
+    head = f"Platform model: {len(platform.workloads)} workloads on {len(platform.nodes)} kinds of node, " + (
+        f"{len(problems)} problem(s)" if problems else "every pod lands, gets its devices and survives node loss"
+    )
+    return "\n".join([head, *lines]), bool(problems)
 
 
 # --------------------------------------------------------------------------------------------------- summary
@@ -299,6 +325,12 @@ def main(argv: list[str] | None = None) -> int:
         help="read Kubeflow from this verified copy of the pinned tree instead of the fetched one "
         "(`python -m components.kubeflow fetch` fills the cache)",
     )
+    parser.add_argument(
+        "--charts",
+        type=Path,
+        help="folder of the pinned upstream charts (<chart>-<version>) the model of the running platform renders "
+        "(default: ../shared/reference/charts beside the project, when it is there)",
+    )
     args = parser.parse_args(argv)
     overrides = json.loads(args.policy_config.read_text()) if args.policy_config else {}
     from components.preview import program as other_program  # imported late: it builds on this module
@@ -336,4 +368,9 @@ def main(argv: list[str] | None = None) -> int:
         print(capacity_report(parsed))
         print(f"Cost: {preview_line(parsed)}")
     print(policy_report(violations))
-    return 1 if any(v.enforcement == "mandatory" for v in violations) else 0
+    broken = False
+    if platform:
+        beside = args.project_dir.resolve().parent / "shared" / "reference" / "charts"
+        report, broken = model_report(inventory, args.charts or (beside if beside.is_dir() else None))
+        print(report)
+    return 1 if broken or any(v.enforcement == "mandatory" for v in violations) else 0

@@ -17,7 +17,7 @@ from components.config.types import StatefulResources
 from components.identity.documents import to_json
 from components.storage import lustre
 from components.storage.config import BucketConfig, StorageConfig
-from components.storage.render import bucket_key_policy, gp3_storage_class, tls_only_bucket_policy
+from components.storage.render import RETAIN_CLASS_NAME, bucket_key_policy, gp3_storage_class, tls_only_bucket_policy
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class Storage(pulumi.ComponentResource):
         if args.stateful_resources is not StatefulResources.DESTROY:
             # Its volumes stay in AWS when their claims go.
             self.kept_volume_class, self.kept_volume_class_name = _ebs_storage_class(
-                f"{name}-gp3-retain", gp3_storage_class("gp3-retain", retain=True), cluster, k8s_opts
+                f"{name}-gp3-retain", gp3_storage_class(RETAIN_CLASS_NAME, retain=True), cluster, k8s_opts
             )
         key_policy = None
         if self.bucket_key is not None:

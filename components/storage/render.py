@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.config.types import StatefulResources
 from components.identity.documents import IAM_VERSION, dns_suffix
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
@@ -167,6 +168,14 @@ def fsx_volume(
 
 #: The platform's default StorageClass (what every claim without a class, and every Kubeflow claim, gets).
 DEFAULT_CLASS_NAME = "gp3"
+#: The class of volumes the stack keeps through `pulumi destroy` (statefulResources protect or retain).
+RETAIN_CLASS_NAME = "gp3-retain"
+
+
+def kept_volume_class_name(stateful: StatefulResources) -> str:
+    """The class of the volumes that hold data (databases, object stores, workspaces, metrics): their volumes
+    outlive their claims unless the stack says its stores may be destroyed."""
+    return DEFAULT_CLASS_NAME if stateful is StatefulResources.DESTROY else RETAIN_CLASS_NAME
 
 
 def gp3_storage_class(name: str = DEFAULT_CLASS_NAME, *, retain: bool = False) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from components.karpenter.presets import NODE_POOL_PRESETS
 from components.karpenter.render import render_nodepool
 from components.karpenter.specs import NodePoolSpec
 from components.kubeflow.teams import OWNER_ANNOTATION, PROFILE_NAMESPACE_LABELS
-from components.scheduling import Taint
+from components.scheduling import GPU_RESOURCE, TEAM_TAINT_KEY, Taint
 from components.storage.render import fsx_volume
 from components.team.config import TeamConfig
 from components.team.namespace import TEAM_LABEL, Manifest, namespace_manifests
@@ -33,7 +33,7 @@ RESERVED_NAMESPACES = frozenset({"default", *SYSTEM_NAMESPACES})
 
 
 def team_taint(team: str) -> Taint:
-    return Taint(TEAM_LABEL, team, "NoSchedule")
+    return Taint(TEAM_TAINT_KEY, team, "NoSchedule")
 
 
 def pool_name(team: str) -> str:
@@ -220,6 +220,28 @@ def _volumes(team: TeamConfig, offer: PlatformOffer) -> tuple[dict[str, Manifest
     return volumes, claims
 
 
+def _gpus(limits: Mapping[str, str]) -> int:
+    amount = limits.get(GPU_RESOURCE, "0")
+    return int(amount) if str(amount).isdigit() else 0
+
+
+def _quota_problems(team: TeamConfig, offer: PlatformOffer, spec: NodePoolSpec | None) -> list[tuple[str, str]]:
+    """A GPU quota no pool can fill is a promise the platform cannot keep: the team's pods would stay Pending."""
+    platform = {name: _gpus(pool.limits) for name, pool in sorted(offer.node_pools.items()) if _gpus(pool.limits)}
+    own = _gpus(spec.limits) if spec is not None else 0
+    available = sum(platform.values()) + own
+    if team.quota.gpus <= available:
+        return []
+    pools = ", ".join(f"{name}: {gpus}" for name, gpus in platform.items()) or "none"
+    return [
+        (
+            "quota.gpus",
+            f"asks for {team.quota.gpus} GPUs at once, more than every pool it can use allows together ({available}: "
+            f"the platform's GPU pools {pools}; the team's own pool {own})",
+        )
+    ]
+
+
 def plan_team(
     team: TeamConfig,
     offer: PlatformOffer,
@@ -233,6 +255,7 @@ def plan_team(
     if team.node_pool is not None:
         spec, pool_problems = _pool(team, offer)
         problems += pool_problems
+    problems += _quota_problems(team, offer, spec)
     if problems:
         raise ConfigError(_issues(problems))
     volumes, claims = _volumes(team, offer)

@@ -1,0 +1,183 @@
+"""The platform's own admission policies applied to the pods its documented workflows create, as the API server
+applies a ValidatingAdmissionPolicy: its binding's namespace selector, match conditions, variables, then every
+validation (kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import celpy
+
+from components.tools.model.kube import expression_matches
+
+_ENV = celpy.Environment()
+GPU = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
+#: What the profile controller labels a team namespace with.
+PROFILE_LABELS = {"app.kubernetes.io/part-of": "kubeflow-profile"}
+
+
+@dataclass(frozen=True)
+class JudgedPod:
+    """A pod a documented workflow creates, where it is created, and from what."""
+
+    what: str
+    pod: Mapping[str, Any]
+    namespace_labels: Mapping[str, str]
+
+
+def _run(expression: str, activation: Mapping[str, Any]) -> Any:
+    return _ENV.program(_ENV.compile(expression)).evaluate(dict(activation))
+
+
+def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    if not selector:
+        return True
+    domains = {k: frozenset({v}) for k, v in labels.items()}
+    return all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items()) and all(
+        expression_matches(e, domains) for e in selector.get("matchExpressions") or ()
+    )
+
+
+def refusals(policy: Mapping[str, Any], binding: Mapping[str, Any], judged: JudgedPod) -> list[str]:
+    """Why the policy, as bound, denies creating the pod (empty: admitted): the message of every validation that
+    fails (the API server reports the first under Deny, every one under Warn)."""
+    if "Deny" not in (binding["spec"].get("validationActions") or ()):
+        return []
+    namespace_name = (judged.pod.get("metadata") or {}).get("namespace", "default")
+    labels = {"kubernetes.io/metadata.name": namespace_name, **judged.namespace_labels}
+    spec = policy["spec"]
+    for selector in (
+        (binding["spec"].get("matchResources") or {}).get("namespaceSelector"),
+        (spec.get("matchConstraints") or {}).get("namespaceSelector"),
+    ):
+        if not _selects(selector, labels):
+            return []
+    namespace = {"metadata": {"name": labels["kubernetes.io/metadata.name"], "labels": labels}}
+    activation: dict[str, Any] = {
+        "object": celpy.json_to_cel(dict(judged.pod)),
+        "namespaceObject": celpy.json_to_cel(namespace),
+    }
+    if not all(_run(c["expression"], activation) for c in spec.get("matchConditions") or ()):
+        return []
+    variables: dict[Any, Any] = {}
+    for variable in spec.get("variables") or ():
+        variables[celpy.celtypes.StringType(variable["name"])] = _run(
+            variable["expression"], {**activation, "variables": celpy.celtypes.MapType(variables)}
+        )
+    activation["variables"] = celpy.celtypes.MapType(variables)
+    return [
+        str(_run(rule["messageExpression"], activation)) if "messageExpression" in rule else rule.get("message", "")
+        for rule in spec.get("validations") or ()
+        if not _run(rule["expression"], activation)
+    ]
+
+
+def bound_policies(objects: Iterable[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    objects = list(objects)
+    policies = {o["metadata"]["name"]: o for o in objects if o.get("kind") == "ValidatingAdmissionPolicy"}
+    return [
+        (policies[b["spec"]["policyName"]], b)
+        for b in objects
+        if b.get("kind") == "ValidatingAdmissionPolicyBinding" and b["spec"].get("policyName") in policies
+    ]
+
+
+def _team_namespace(objects: list[Mapping[str, Any]]) -> tuple[str, dict[str, str]]:
+    """A Kubeflow team namespace of the platform (its labels as the cluster will have them), else a stand-in."""
+    for obj in objects:
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if obj.get("kind") == "Namespace" and all(labels.get(k) == v for k, v in PROFILE_LABELS.items()):
+            return obj["metadata"]["name"], dict(labels)
+    return "team", dict(PROFILE_LABELS)
+
+
+def trainer_pods(objects: Iterable[Mapping[str, Any]]) -> list[JudgedPod]:
+    """The trainer pod a GPU TrainJob gets from each training runtime: the runtime's `node` pod template, with the GPU
+    resources the TrainJob adds (it adds no toleration), in a team namespace."""
+    objects = list(objects)
+    namespace, labels = _team_namespace(objects)
+    found = []
+    for runtime in objects:
+        if runtime.get("kind") not in ("ClusterTrainingRuntime", "TrainingRuntime"):
+            continue
+        for job in runtime["spec"]["template"]["spec"].get("replicatedJobs") or ():
+            if job["name"] != "node":
+                continue
+            template = copy.deepcopy(job["template"]["spec"]["template"])
+            template["spec"]["containers"][0]["resources"] = GPU
+            name = runtime["metadata"]["name"]
+            pod = {
+                "metadata": {**template.get("metadata", {}), "name": f"{name}-node-0-0", "namespace": namespace},
+                "spec": template["spec"],
+            }
+            found.append(JudgedPod(f"a GPU TrainJob's trainer pod from runtime {name}", pod, labels))
+    return found
+
+
+SPAWNER_CONFIG = "spawner_ui_config.yaml"
+
+
+def notebook_pods(objects: Iterable[Mapping[str, Any]]) -> list[JudgedPod]:
+    """A GPU notebook's pod for each pool the notebook form offers, as the notebook controller makes it from the
+    form's choices: the CUDA image, one GPU (requests defaulted from limits), the GPU toleration group and the pool's
+    affinity, owned and labelled by the notebook's StatefulSet, in a team namespace."""
+    import yaml
+
+    objects = list(objects)
+    namespace, labels = _team_namespace(objects)
+    found = []
+    for config_map in objects:
+        text = (config_map.get("data") or {}).get(SPAWNER_CONFIG) if config_map.get("kind") == "ConfigMap" else None
+        if not text:
+            continue
+        form = yaml.safe_load(text)["spawnerFormDefaults"]
+        images = form["image"]["options"]
+        image = next((i for i in images if "cuda" in i), form["image"]["value"])
+        tolerations = [
+            t for group in form.get("tolerationGroup", {}).get("options") or () for t in group["tolerations"]
+        ]
+        for option in form.get("affinityConfig", {}).get("options") or ():
+            name = f"nb-{option['configKey']}"[:50]
+            pod = {
+                "metadata": {
+                    "name": f"{name}-0",
+                    "namespace": namespace,
+                    "labels": {"notebook-name": name, "statefulset": name},
+                    "ownerReferences": [
+                        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name, "controller": True, "uid": "u"}
+                    ],
+                },
+                "spec": {
+                    "containers": [{"name": name, "image": image, "resources": GPU}],
+                    "tolerations": tolerations,
+                    "affinity": option["affinity"],
+                },
+            }
+            found.append(JudgedPod(f"a GPU notebook on {option['displayName']}", pod, labels))
+    return found
+
+
+def documented_pods(
+    objects: Iterable[Mapping[str, Any]], namespace_labels: Mapping[str, Mapping[str, str]]
+) -> list[JudgedPod]:
+    """The pods of documented example workloads, in the namespace they are applied to."""
+    from components.tools.model.workloads import _TEMPLATE_PATHS, _dig
+
+    found = []
+    for obj in objects:
+        path = _TEMPLATE_PATHS.get(str(obj.get("kind")))
+        if path is None:
+            continue
+        template = _dig(obj, path)
+        namespace = obj["metadata"].get("namespace") or "default"
+        pod = {
+            "metadata": {**(template.get("metadata") or {}), "name": obj["metadata"]["name"], "namespace": namespace},
+            "spec": template["spec"],
+        }
+        found.append(
+            JudgedPod(f"{obj['kind']} {namespace}/{obj['metadata']['name']}", pod, namespace_labels.get(namespace, {}))
+        )
+    return found

@@ -1,0 +1,276 @@
+"""What must hold for the platform to work as a whole, judged on the model (`platform.Platform`).
+
+Each rule names both sides of a break: the workload and the node kind (or the policy, or the scheduler) it fails
+against, so the message says what to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from components.control_plane import blocking_deployments
+from components.tools.model.admission import (
+    JudgedPod,
+    bound_policies,
+    documented_pods,
+    notebook_pods,
+    refusals,
+    trainer_pods,
+)
+from components.tools.model.kube import affinity_matches, narrowed, selector_matches, untolerated
+from components.tools.model.nodes import NodeKind
+from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
+from components.tools.model.workloads import DEFAULT_SCHEDULER, Workload
+
+ARCH = "kubernetes.io/arch"
+CAPACITY = "karpenter.sh/capacity-type"
+#: Karpenter neither consolidates nor drifts a node running a pod with this annotation (karpenter.sh docs, Disruption).
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
+@dataclass(frozen=True)
+class Problem:
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.message}"
+
+
+# ------------------------------------------------------------------------------------------- where pods can run
+
+
+def why_not(workload: Workload, node: NodeKind) -> str | None:
+    """Why the workload's pods cannot run on this kind of node, or None if they can."""
+    blocking = untolerated(workload.tolerations, node.taints)
+    if blocking:
+        return "does not tolerate " + ", ".join(str(t) for t in blocking)
+    if not selector_matches(workload.node_selector, node.labels):
+        return f"nodeSelector {dict(workload.node_selector)} matches no node of it"
+    if not affinity_matches(workload.affinity, node.labels):
+        return "its required node affinity matches no node of it"
+    for resource in sorted(workload.extended):
+        if resource.startswith("nvidia.com/") and "nvidia" not in node.accelerators:
+            return f"asks for {resource}, which its instances do not have"
+        if resource.startswith("aws.amazon.com/neuron") and "neuron" not in node.accelerators:
+            return f"asks for {resource}, which its instances do not have"
+    return None
+
+
+def lands_on(workload: Workload, nodes: Iterable[NodeKind]) -> list[NodeKind]:
+    return [n for n in nodes if why_not(workload, n) is None]
+
+
+def with_operator_labels(platform: Platform) -> list[NodeKind]:
+    """Node kinds as the GPU Operator leaves them: an NVIDIA node on which Node Feature Discovery's worker runs gets
+    the PCI label and, from the operator, every operand's deploy label. Where the worker cannot run, nothing does."""
+    workers = [w for w in platform.workloads if w.is_daemon and "node-feature-discovery" in " ".join(w.images)]
+    workers = [w for w in workers if w.name.endswith("worker")]
+    labelled = []
+    for node in platform.nodes:
+        if "nvidia" in node.accelerators and lands_on_any(workers, node):
+            extra: dict[str, frozenset[str] | None] = {NVIDIA_PCI_LABEL: frozenset({"true"})}
+            extra.update({GPU_DEPLOY_LABEL.format(label): frozenset({"true"}) for label in GPU_OPERANDS.values()})
+            node = node.with_labels(extra)
+        labelled.append(node)
+    return labelled
+
+
+def lands_on_any(workloads: Iterable[Workload], node: NodeKind) -> bool:
+    return any(why_not(w, node) is None for w in workloads)
+
+
+# ------------------------------------------------------------------------------------------------------- rules
+
+
+def every_pod_lands(platform: Platform, nodes: list[NodeKind], **_: Any) -> list[Problem]:
+    problems = []
+    for workload in platform.workloads:
+        if workload.is_daemon or lands_on(workload, nodes):
+            continue
+        reasons = "; ".join(f"{n.name}: {why_not(workload, n)}" for n in nodes)
+        problems.append(Problem("lands-nowhere", f"{workload.ref} can run on no node ({reasons})"))
+    return problems
+
+
+def images_fit_architectures(
+    platform: Platform, nodes: list[NodeKind], architectures: Callable[[str], frozenset[str]], **_: Any
+) -> list[Problem]:
+    problems = []
+    for workload in platform.workloads:
+        for node in lands_on(workload, nodes):
+            possible = narrowed(node.labels, workload.node_selector, workload.affinity, ARCH) or frozenset()
+            for image in workload.images:
+                missing = possible - architectures(image)
+                if missing:
+                    problems.append(
+                        Problem(
+                            "architecture",
+                            f"{workload.ref} can run on {node.name} as {', '.join(sorted(missing))}, "
+                            f"which its image {image} is not built for",
+                        )
+                    )
+    return problems
+
+
+#: Node-level agents, by what they do and how their image names them: every node needs the first group, an
+#: accelerated node the device plugin of its accelerator (and GPU nodes the DCGM exporter), a node that can get EFA
+#: interfaces the EFA plugin.
+EVERY_NODE = {
+    "VPC CNI (aws-node)": "amazon-k8s-cni",
+    "kube-proxy": "kube-proxy",
+    "EBS CSI node driver": "aws-ebs-csi-driver",
+    "node exporter": "node-exporter",
+}
+FSX_NODE = {"FSx CSI node driver": "aws-fsx-csi-driver"}
+BY_ACCELERATOR = {
+    "nvidia": {"NVIDIA device plugin": "k8s-device-plugin", "DCGM exporter": "dcgm-exporter"},
+    "neuron": {"Neuron device plugin": "neuron-device-plugin"},
+}
+EFA_NODE = {"EFA device plugin": "aws-efa-k8s-device-plugin"}
+
+
+def nodes_get_their_agents(platform: Platform, nodes: list[NodeKind], **_: Any) -> list[Problem]:
+    daemons = [w for w in platform.workloads if w.is_daemon]
+    uses_fsx = any("aws-fsx-csi-driver" in i for w in platform.workloads for i in w.images)
+    problems = []
+    for node in nodes:
+        needed = dict(EVERY_NODE) | (FSX_NODE if uses_fsx else {})
+        for accelerator in sorted(node.accelerators):
+            needed |= BY_ACCELERATOR.get(accelerator, {})
+        if node.efa or _efa_can_be_asked_on(platform, node, nodes):
+            needed |= EFA_NODE
+        running = [w for w in daemons if why_not(w, node) is None]
+        for what, image_part in needed.items():
+            if any(image_part in i for w in running for i in w.images):
+                continue
+            candidates = [w for w in daemons if any(image_part in i for i in w.images)]
+            why = "; ".join(f"{w.ref}: {why_not(w, node)}" for w in candidates) or "nothing installs it"
+            problems.append(Problem("node-agents", f"{node.name} gets no {what} ({why})"))
+    return problems
+
+
+def _efa_can_be_asked_on(platform: Platform, node: NodeKind, nodes: list[NodeKind]) -> bool:
+    """Karpenter attaches EFA interfaces to a node it launches for a pod that asks for them, on any pool."""
+    return any("vpc.amazonaws.com/efa" in w.extended and why_not(w, node) is None for w in platform.workloads)
+
+
+def schedulers_serve_their_pods(platform: Platform, **_: Any) -> list[Problem]:
+    served = {DEFAULT_SCHEDULER} | served_schedulers(platform)
+    return [
+        Problem(
+            "scheduler",
+            f"{w.ref} asks for scheduler {w.scheduler!r}, which no scheduler of the platform serves "
+            f"(served: {', '.join(sorted(served))})",
+        )
+        for w in platform.workloads
+        if w.scheduler not in served
+    ]
+
+
+def served_schedulers(platform: Platform) -> set[str]:
+    """Scheduler names of every KubeSchedulerConfiguration the platform ships in a ConfigMap."""
+    import yaml
+
+    names = set()
+    for config_map in platform.of_kind("ConfigMap"):
+        for text in (config_map.get("data") or {}).values():
+            if "KubeSchedulerConfiguration" not in str(text):
+                continue
+            parsed = yaml.safe_load(text)
+            names |= {p.get("schedulerName", DEFAULT_SCHEDULER) for p in parsed.get("profiles") or ()}
+    return names
+
+
+def control_plane_survives(platform: Platform, nodes: list[NodeKind], **_: Any) -> list[Problem]:
+    """A workload whose outage blocks pod creation runs two or more replicas, under a PodDisruptionBudget, on
+    on-demand nodes that Karpenter does not take away to consolidate (or with its pods marked do-not-disrupt)."""
+    problems = []
+    for workload, why in blocking_workloads(platform):
+        replicas = _min_replicas(platform, workload)
+        if replicas < 2:
+            problems.append(Problem("control-plane", f"{workload.ref} ({why}) runs {replicas} replica"))
+        if not _has_budget(platform, workload):
+            problems.append(Problem("control-plane", f"{workload.ref} ({why}) has no PodDisruptionBudget"))
+        undisruptable = workload.annotations.get(DO_NOT_DISRUPT) == "true"
+        for node in lands_on(workload, nodes):
+            capacity = narrowed(node.labels, workload.node_selector, workload.affinity, CAPACITY) or node.capacity_types
+            if capacity - {"on-demand", "reserved"}:
+                problems.append(
+                    Problem("control-plane", f"{workload.ref} ({why}) can run on spot nodes of {node.name}")
+                )
+            elif node.consolidates_busy_nodes and not undisruptable:
+                problems.append(
+                    Problem(
+                        "control-plane", f"{workload.ref} ({why}) can run on {node.name}, which consolidates busy nodes"
+                    )
+                )
+    return problems
+
+
+def blocking_workloads(platform: Platform) -> list[tuple[Workload, str]]:
+    by_name = {(w.kind, w.namespace, w.name): w for w in platform.workloads}
+    return [
+        (by_name[("Deployment", obj["metadata"].get("namespace", "default"), obj["metadata"]["name"])], why)
+        for obj, why in blocking_deployments(obj for _, obj in platform.objects)
+    ]
+
+
+def _min_replicas(platform: Platform, workload: Workload) -> int:
+    for hpa in platform.of_kind("HorizontalPodAutoscaler"):
+        target = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+        if hpa["metadata"].get("namespace") == workload.namespace and target.get("name") == workload.name:
+            return int(hpa["spec"].get("minReplicas", 1))
+    return workload.replicas or 0
+
+
+def _has_budget(platform: Platform, workload: Workload) -> bool:
+    for budget in platform.of_kind("PodDisruptionBudget"):
+        if budget["metadata"].get("namespace", "default") != workload.namespace:
+            continue
+        match = ((budget.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        if match and all(workload.labels.get(k) == v for k, v in match.items()):
+            return True
+    return False
+
+
+def judged_pods(platform: Platform) -> list[JudgedPod]:
+    """Pods the platform's documented workflows create: a GPU TrainJob's trainer pod from every runtime, and the
+    example workloads (objects read from `examples/`), each in its namespace."""
+    objects = [obj for _, obj in platform.objects]
+    labels = {
+        o["metadata"]["name"]: dict(o["metadata"].get("labels") or {}) for o in objects if o.get("kind") == "Namespace"
+    }
+    examples = [obj for origin, obj in platform.objects if origin.startswith("examples/")]
+    return trainer_pods(objects) + notebook_pods(objects) + documented_pods(examples, labels)
+
+
+def workflows_are_admitted(platform: Platform, **_: Any) -> list[Problem]:
+    """The platform's own admission policies let its documented workflows' pods in."""
+    policies = bound_policies(obj for _, obj in platform.objects)
+    return [
+        Problem("admission", f"{judged.what} is refused by policy {policy['metadata']['name']}: {reason}")
+        for judged in judged_pods(platform)
+        for policy, binding in policies
+        for reason in refusals(policy, binding, judged)
+    ]
+
+
+RULES: tuple[Callable[..., list[Problem]], ...] = (
+    every_pod_lands,
+    images_fit_architectures,
+    nodes_get_their_agents,
+    schedulers_serve_their_pods,
+    control_plane_survives,
+    workflows_are_admitted,
+)
+
+
+def check(platform: Platform, architectures: Callable[[str], frozenset[str]]) -> list[Problem]:
+    nodes = with_operator_labels(platform)
+    found: list[Problem] = []
+    for rule in RULES:
+        found += rule(platform=platform, nodes=nodes, architectures=architectures)
+    return found

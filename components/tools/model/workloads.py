@@ -1,0 +1,149 @@
+"""Workloads: the pods a Kubernetes object makes, reduced to what decides where they can run.
+
+Read from rendered objects only (the stack's own, Kubeflow's, and each Helm release's render), so what is judged is
+what the cluster would get.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+#: Where each kind keeps its pod template.
+_TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
+    "Deployment": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "DaemonSet": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+#: Resources a pod asks for that only some nodes have: the device plugins advertise them.
+EXTENDED_PREFIXES = ("nvidia.com/", "aws.amazon.com/neuron", "vpc.amazonaws.com/efa")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One pod template and how many pods run from it."""
+
+    origin: str  # where it was read: "helm/<release>", "manifests/<file>", "operator/<release>", "eks-addon/<name>"
+    kind: str
+    namespace: str
+    name: str
+    replicas: int | None  # None: one per matching node (DaemonSet)
+    scheduler: str
+    node_selector: Mapping[str, str]
+    affinity: tuple[tuple[Mapping[str, Any], ...], ...]
+    tolerations: tuple[Mapping[str, Any], ...]
+    images: tuple[str, ...]
+    extended: frozenset[str]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name} ({self.origin})"
+
+    @property
+    def is_daemon(self) -> bool:
+        return self.kind == "DaemonSet"
+
+
+def _dig(obj: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    current: Any = obj
+    for key in path:
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(key)
+    return current
+
+
+def _required_terms(pod_spec: Mapping[str, Any]) -> tuple[tuple[Mapping[str, Any], ...], ...]:
+    required = _dig(pod_spec, ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")) or {}
+    return tuple(tuple(term.get("matchExpressions") or ()) for term in required.get("nodeSelectorTerms") or ())
+
+
+def _extended(pod_spec: Mapping[str, Any]) -> frozenset[str]:
+    names: set[str] = set()
+    for container in [*(pod_spec.get("containers") or ()), *(pod_spec.get("initContainers") or ())]:
+        resources = container.get("resources") or {}
+        for section in ("requests", "limits"):
+            for name, amount in (resources.get(section) or {}).items():
+                if name.startswith(EXTENDED_PREFIXES) and str(amount) not in ("0", ""):
+                    names.add(name)
+    return frozenset(names)
+
+
+def from_pod_template(
+    origin: str, kind: str, namespace: str, name: str, replicas: int | None, template: Mapping[str, Any]
+) -> Workload:
+    pod_spec = template.get("spec") or {}
+    meta = template.get("metadata") or {}
+    containers = [*(pod_spec.get("initContainers") or ()), *(pod_spec.get("containers") or ())]
+    return Workload(
+        origin=origin,
+        kind=kind,
+        namespace=namespace,
+        name=name,
+        replicas=replicas,
+        scheduler=pod_spec.get("schedulerName") or DEFAULT_SCHEDULER,
+        node_selector={str(k): str(v) for k, v in (pod_spec.get("nodeSelector") or {}).items()},
+        affinity=_required_terms(pod_spec),
+        tolerations=tuple(pod_spec.get("tolerations") or ()),
+        images=tuple(str(c["image"]) for c in containers if c.get("image")),
+        extended=_extended(pod_spec),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
+        annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+    )
+
+
+#: Custom resources an operator turns into a StatefulSet, with the pod fields it copies from their spec
+#: (prometheus-operator: Documentation/api-reference, PrometheusSpec / AlertmanagerSpec).
+OPERATOR_KINDS = ("Prometheus", "Alertmanager")
+
+
+def _operator_pods(origin: str, obj: Mapping[str, Any], namespace: str) -> Workload:
+    spec = obj.get("spec") or {}
+    image = spec.get("image") or f"quay.io/prometheus/{str(obj['kind']).lower()}"
+    template = {
+        "metadata": {"labels": {"app.kubernetes.io/name": str(obj["kind"]).lower()}},
+        "spec": {
+            "nodeSelector": spec.get("nodeSelector") or {},
+            "tolerations": spec.get("tolerations") or [],
+            "affinity": spec.get("affinity") or {},
+            "containers": [{"name": str(obj["kind"]).lower(), "image": image}],
+        },
+    }
+    name = f"{str(obj['kind']).lower()}-{obj['metadata']['name']}"
+    return from_pod_template(
+        f"operator/{origin}", "StatefulSet", namespace, name, int(spec.get("replicas", 1)), template
+    )
+
+
+def from_object(origin: str, obj: Mapping[str, Any], default_namespace: str = "default") -> Workload | None:
+    """The workload an object runs, or None for an object that runs no pods. `default_namespace` is where an object
+    without one lands (a Helm release's namespace)."""
+    kind = obj.get("kind")
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") or default_namespace
+    if kind == "Pod":
+        return from_pod_template(origin, "Pod", namespace, meta.get("name", ""), 1, obj)
+    if kind in OPERATOR_KINDS and str(obj.get("apiVersion", "")).startswith("monitoring.coreos.com/"):
+        return _operator_pods(origin, obj, namespace)
+    path = _TEMPLATE_PATHS.get(str(kind))
+    if path is None:
+        return None
+    template = _dig(obj, path)
+    if not isinstance(template, Mapping):
+        return None
+    replicas: int | None
+    if kind == "DaemonSet":
+        replicas = None
+    elif kind in ("Job", "CronJob"):
+        replicas = 1
+    else:
+        replicas = int(_dig(obj, ("spec", "replicas")) if _dig(obj, ("spec", "replicas")) is not None else 1)
+    return from_pod_template(origin, str(kind), namespace, meta.get("name", ""), replicas, template)

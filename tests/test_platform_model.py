@@ -1,0 +1,511 @@
+"""The model of the running platform: Kubernetes' scheduling rules as the cluster applies them, each rule caught on a
+seeded break, and the shipped stacks judged by it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.images import architectures, split
+from components.tools.model import StackView, check_previews
+from components.tools.model.kube import Taint, expression_matches, tolerates
+
+CHARTS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "charts"
+SYSTEM_GROUP = {
+    "type": "aws:eks/nodeGroup:NodeGroup",
+    "name": "system",
+    "inputs": {
+        "labels": {"eksml.io/node-role": "system"},
+        "taints": [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}],
+        "amiType": "AL2023_x86_64_STANDARD",
+        "capacityType": "ON_DEMAND",
+    },
+}
+SYSTEM = {
+    "nodeSelector": {"eksml.io/node-role": "system"},
+    "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+}
+EVERYWHERE = {"tolerations": [{"operator": "Exists"}]}
+#: Node agents every node needs, as minimal DaemonSets that run everywhere.
+AGENTS = [
+    ("aws-node", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1"),
+    ("kube-proxy", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/kube-proxy:v1"),
+    ("ebs-csi-node", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-ebs-csi-driver:v1"),
+    ("node-exporter", "quay.io/prometheus/node-exporter:v1.12.1-distroless"),
+]
+
+
+def pod_template(image: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": image.rsplit("/", 1)[-1].split(":")[0]}},
+        "spec": {**spec, "containers": [{"name": "c", "image": image}]},
+    }
+
+
+def workload(
+    kind: str, name: str, image: str, namespace: str = "apps", replicas: int = 2, **spec: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"template": pod_template(image, **spec)}
+    if kind != "DaemonSet":
+        body["replicas"] = replicas
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": namespace}, "spec": body}
+
+
+def node_pool(
+    name: str, *, arch=("amd64",), capacity=("on-demand",), taints=(), labels=None, gpu=False, consolidate="WhenEmpty"
+) -> dict[str, Any]:
+    requirements = [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": list(arch)},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity)},
+    ]
+    if gpu:
+        requirements.append({"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g5"]})
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "metadata": {"labels": labels or {}},
+                "spec": {"taints": list(taints), "requirements": requirements},
+            },
+            "disruption": {"consolidationPolicy": consolidate},
+        },
+    }
+
+
+def agents() -> list[dict[str, Any]]:
+    return [workload("DaemonSet", name, image, namespace="kube-system", **EVERYWHERE) for name, image in AGENTS]
+
+
+def preview(
+    folder: Path, objects: list[dict[str, Any]], resources: tuple[dict[str, Any], ...] = (SYSTEM_GROUP,)
+) -> Path:
+    """A folder shaped like the offline preview's output, holding these objects."""
+    (folder / "manifests").mkdir(parents=True)
+    (folder / "helm").mkdir()
+    (folder / "manifests" / "all.yaml").write_text(yaml.safe_dump_all(objects))
+    (folder / "resources.json").write_text(json.dumps({"resources": list(resources)}))
+    return folder
+
+
+def problems(tmp_path: Path, objects: list[dict[str, Any]]) -> list[str]:
+    _, found = check_previews([preview(tmp_path / "p", objects)], None)
+    return [str(p) for p in found]
+
+
+# ---------------------------------------------------------------------------------------------- Kubernetes' rules
+
+
+@pytest.mark.parametrize(
+    ("toleration", "expected"),
+    [
+        ({"operator": "Exists"}, True),  # an empty key with Exists tolerates everything
+        ({"key": "nvidia.com/gpu", "operator": "Exists"}, True),
+        ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}, False),  # wrong effect
+        ({"key": "nvidia.com/gpu", "value": "true"}, True),  # Equal is the default operator
+        ({"key": "nvidia.com/gpu", "value": "false"}, False),
+        ({"key": "other", "operator": "Exists"}, False),
+        ({"operator": "Equal"}, False),  # an empty key needs Exists
+    ],
+)
+def test_tolerations_match_taints_as_kubernetes_matches_them(toleration, expected):
+    assert tolerates(toleration, Taint("nvidia.com/gpu", "true", "NoSchedule")) is expected
+
+
+def test_selector_requirements_match_what_a_node_of_the_kind_could_carry():
+    domains = {"kubernetes.io/arch": frozenset({"amd64", "arm64"}), "node.kubernetes.io/instance-type": None}
+    assert expression_matches({"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}, domains)
+    assert not expression_matches({"key": "kubernetes.io/arch", "operator": "In", "values": ["s390x"]}, domains)
+    assert expression_matches({"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["arm64"]}, domains)
+    assert expression_matches(
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m7i.large"]}, domains
+    )
+    assert not expression_matches({"key": "eksml.io/team", "operator": "Exists"}, domains)
+    assert expression_matches({"key": "eksml.io/team", "operator": "DoesNotExist"}, domains)
+
+
+def test_image_facts_hold_for_the_tag_they_were_read_for_and_unknown_images_are_amd64_only():
+    assert split("ghcr.io/kubeflow/kfp-api-server:2.16.1") == ("ghcr.io/kubeflow/kfp-api-server", "2.16.1")
+    assert split("localhost:5000/x@sha256:abc") == ("localhost:5000/x", "latest")
+    assert architectures("ghcr.io/kubeflow/kfp-api-server:2.16.1") == {"amd64"}  # kubeflow/pipelines#13957
+    assert {"amd64", "arm64"} <= architectures("quay.io/jetstack/cert-manager-controller:v1.20.2")
+    assert architectures("quay.io/jetstack/cert-manager-controller:v0.1.0") == {"amd64"}  # not read for that tag
+    assert architectures("example.org/never-seen:1") == {"amd64"}
+
+
+# ---------------------------------------------------------------------------------------------- seeded breaks
+
+
+def test_a_clean_small_platform_has_no_problem(tmp_path):
+    objects = [
+        *agents(),
+        node_pool("general", capacity=("on-demand",)),
+        workload("Deployment", "api", "quay.io/jetstack/cert-manager-controller:v1.20.2"),
+    ]
+    assert problems(tmp_path, objects) == []
+
+
+def test_a_team_gpu_pool_whose_taint_the_operator_does_not_tolerate_gets_no_device_plugin(tmp_path):
+    team_pool = node_pool(
+        "team-vision",
+        gpu=True,
+        taints=[
+            {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+            {"key": "eksml.io/team", "value": "vision", "effect": "NoSchedule"},
+        ],
+    )
+    policy = {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": {
+            "daemonsets": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+            "devicePlugin": {
+                "enabled": True,
+                "repository": "nvcr.io/nvidia",
+                "image": "k8s-device-plugin",
+                "version": "v0.20.0",
+            },
+            "dcgmExporter": {
+                "enabled": True,
+                "repository": "nvcr.io/nvidia/k8s",
+                "image": "dcgm-exporter",
+                "version": "4.6.0-4.8.3-distroless",
+            },
+        },
+    }
+    nfd = workload(
+        "DaemonSet",
+        "node-feature-discovery-worker",
+        "registry.k8s.io/nfd/node-feature-discovery:v0.19.0",
+        namespace="gpu-operator",
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    )
+    found = problems(tmp_path, [*agents(), team_pool, policy, nfd])
+    assert any(
+        "NodePool team-vision gets no NVIDIA device plugin" in p and "eksml.io/team=vision:NoSchedule" in p
+        for p in found
+    )
+    assert any("NodePool team-vision gets no DCGM exporter" in p for p in found)
+
+    # Tolerated by key and effect, as the platform now renders it: the operands run there.
+    team = {"key": "eksml.io/team", "operator": "Exists", "effect": "NoSchedule"}
+    policy["spec"]["daemonsets"]["tolerations"].append(team)
+    nfd["spec"]["template"]["spec"]["tolerations"].append(team)
+    assert problems(tmp_path / "fixed", [*agents(), team_pool, policy, nfd]) == []
+
+
+def test_an_amd64_only_image_that_can_land_on_arm64_nodes_is_caught_and_pinning_the_architecture_fixes_it(tmp_path):
+    pool = node_pool("general", arch=("amd64", "arm64"))
+    api = workload("Deployment", "ml-pipeline", "ghcr.io/kubeflow/kfp-api-server:2.16.1")
+    found = problems(tmp_path, [*agents(), pool, api])
+    assert found == [
+        "[architecture] Deployment apps/ml-pipeline (manifests/all.yaml) can run on NodePool general as arm64, "
+        "which its image ghcr.io/kubeflow/kfp-api-server:2.16.1 is not built for"
+    ]
+    pinned = workload(
+        "Deployment",
+        "ml-pipeline",
+        "ghcr.io/kubeflow/kfp-api-server:2.16.1",
+        nodeSelector={"kubernetes.io/arch": "amd64"},
+    )
+    assert problems(tmp_path / "pinned", [*agents(), pool, pinned]) == []
+
+
+def test_a_pod_no_node_kind_admits_is_caught_naming_each_kind_and_why(tmp_path):
+    gpu_pool = node_pool("gpu", gpu=True, taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}])
+    job = workload(
+        "Deployment",
+        "trainer",
+        "quay.io/jetstack/cert-manager-controller:v1.20.2",
+        nodeSelector={"eksml.io/workload": "training"},
+    )
+    (found,) = [p for p in problems(tmp_path, [*agents(), gpu_pool, job]) if "lands-nowhere" in p]
+    assert "Deployment apps/trainer" in found
+    assert "node group system: does not tolerate CriticalAddonsOnly=true:NoSchedule" in found
+    assert "NodePool gpu: does not tolerate nvidia.com/gpu=true:NoSchedule" in found
+
+
+def test_a_pod_asking_for_a_scheduler_nobody_runs_is_caught(tmp_path):
+    pod = workload(
+        "Deployment", "infer", "quay.io/jetstack/cert-manager-controller:v1.20.2", schedulerName="gpu-binpack", **SYSTEM
+    )
+    found = problems(tmp_path, [*agents(), pod])
+    assert found == [
+        "[scheduler] Deployment apps/infer (manifests/all.yaml) asks for scheduler 'gpu-binpack', which no scheduler "
+        "of the platform serves (served: default-scheduler)"
+    ]
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "gpu-binpack", "namespace": "kube-system"},
+        "data": {
+            "config.yaml": yaml.safe_dump(
+                {"kind": "KubeSchedulerConfiguration", "profiles": [{"schedulerName": "gpu-binpack"}]}
+            )
+        },
+    }
+    assert problems(tmp_path / "served", [*agents(), pod, config]) == []
+
+
+def test_a_fail_closed_webhook_on_one_spot_replica_without_a_budget_is_caught(tmp_path):
+    pool = node_pool("general", capacity=("spot", "on-demand"), consolidate="WhenEmptyOrUnderutilized")
+    backend = workload("Deployment", "poddefaults", "quay.io/jetstack/cert-manager-webhook:v1.20.2", replicas=1)
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "poddefaults", "namespace": "apps"},
+        "spec": {"selector": {"app": "cert-manager-webhook"}},
+    }
+    hook = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "poddefaults"},
+        "webhooks": [
+            {
+                "name": "poddefaults.kubeflow.org",
+                "clientConfig": {"service": {"name": "poddefaults", "namespace": "apps"}},
+            }
+        ],
+    }
+    found = problems(tmp_path, [*agents(), pool, backend, service, hook])
+    assert {p.split(") ", 2)[-1] for p in found} == {
+        "runs 1 replica",
+        "has no PodDisruptionBudget",
+        "can run on spot nodes of NodePool general",
+    }
+    # Ignore instead of Fail: its outage refuses nothing.
+    hook["webhooks"][0]["failurePolicy"] = "Ignore"
+    assert problems(tmp_path / "ignore", [*agents(), pool, backend, service, hook]) == []
+
+
+def test_a_pod_that_asks_for_efa_where_no_efa_plugin_runs_is_caught(tmp_path):
+    gpu_pool = node_pool(
+        "training", gpu=True, taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    )
+    spec = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
+    job = workload("Deployment", "nccl", "quay.io/jetstack/cert-manager-controller:v1.20.2", **spec)
+    job["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"vpc.amazonaws.com/efa": "4", "nvidia.com/gpu": "8"}
+    }
+    found = problems(tmp_path, [*agents(), gpu_pool, job])
+    assert any("NodePool training gets no EFA device plugin" in p for p in found)
+
+
+def test_a_node_kind_missing_a_node_agent_is_caught(tmp_path):
+    pool = node_pool("special", taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
+    exporter_only_untainted = [
+        *[w for w in agents() if w["metadata"]["name"] != "node-exporter"],
+        workload(
+            "DaemonSet", "node-exporter", "quay.io/prometheus/node-exporter:v1.12.1-distroless", namespace="monitoring"
+        ),
+    ]
+    found = problems(tmp_path, [*exporter_only_untainted, pool])
+    assert len(found) == 2  # the system group and the pool, both tainted
+    assert any(
+        "NodePool special gets no node exporter" in p and "does not tolerate dedicated=x:NoSchedule" in p for p in found
+    )
+
+
+# ---------------------------------------------------------------------------------------------- shipped stacks
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+def test_prod_its_team_stack_and_the_example_workloads_break_no_rule_and_the_team_pool_gets_its_operands(
+    prod, tmp_path
+):
+    from components.preview import main, write_preview
+    from components.tools.model import check_views
+    from components.tools.model.platform import read_folder
+
+    from .test_team_stack import TEAM_STACK, preview_args
+
+    write_preview(prod, tmp_path / "prod")
+    assert main(preview_args(tmp_path / "team", "--policy-config", str(TEAM_STACK / "policy-config.json"))) == 0
+    examples = sorted((Path(__file__).resolve().parents[1] / "examples" / "workloads").glob("*.yaml"))
+    documented = [
+        (f"examples/workloads/{p.name}", doc) for p in examples for doc in yaml.safe_load_all(p.read_text()) if doc
+    ]
+    views = [read_folder(tmp_path / "prod"), read_folder(tmp_path / "team"), StackView([], documented, [])]
+    platform, found = check_views(views, CHARTS)
+    assert platform.unrendered == {}
+    team_pool = next(n for n in platform.nodes if n.name == "NodePool team-vision")
+    assert "nvidia" in team_pool.accelerators
+    assert {w.name for w in platform.workloads if w.origin.startswith("examples/")} >= {"llm", "train-single"}
+    assert [str(p) for p in found] == []
+
+
+def test_kubeflow_pods_whose_images_are_amd64_only_select_amd64_nodes_and_others_are_left_free():
+    from components.kubeflow.transform import pinned_architectures
+
+    api = workload("Deployment", "ml-pipeline", "ghcr.io/kubeflow/kfp-api-server:2.16.1")
+    dex = workload("Deployment", "dex", "ghcr.io/dexidp/dex:v2.45.1")
+    pinned, free = pinned_architectures([api, dex])
+    assert pinned["spec"]["template"]["spec"]["nodeSelector"] == {"kubernetes.io/arch": "amd64"}
+    assert "nodeSelector" not in free["spec"]["template"]["spec"]
+
+
+def test_kubeflow_deployments_behind_fail_closed_webhooks_get_two_spread_on_demand_replicas_and_a_budget():
+    from components.kubeflow import resilience
+    from components.kubeflow.staging import Item
+
+    backend = workload("Deployment", "poddefaults", "ghcr.io/kubeflow/dashboard/poddefaults-webhook:v2.0.0", replicas=1)
+    backend["spec"]["selector"] = {"matchLabels": {"app": "poddefaults-webhook"}}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "pd", "namespace": "apps"},
+        "spec": {"selector": {"app": "poddefaults-webhook"}},
+    }
+    hook = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "pd"},
+        "webhooks": [{"name": "pd.kubeflow.org", "clientConfig": {"service": {"name": "pd", "namespace": "apps"}}}],
+    }
+    other = workload("Deployment", "ui", "ghcr.io/kubeflow/kfp-frontend:2.16.1", replicas=1)
+    hardened, *_, untouched = resilience.harden([backend, service, hook, other])
+    assert untouched is other
+    assert hardened["spec"]["replicas"] == 2
+    pod = hardened["spec"]["template"]
+    assert pod["spec"]["nodeSelector"] == {"karpenter.sh/capacity-type": "on-demand"}
+    assert pod["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+    (spread,) = pod["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert spread["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    (budget,) = resilience.budgets([Item(o, None) for o in (hardened, service, hook, other)])
+    assert budget.manifest["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "poddefaults-webhook"}}}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_shipped_stacks_break_no_rule_of_the_model(stack, request, tmp_path):
+    from components.preview import write_preview
+
+    write_preview(request.getfixturevalue(stack), tmp_path / stack)
+    platform, found = check_previews([tmp_path / stack], CHARTS)
+    assert platform.unrendered == {}
+    assert [str(p) for p in found] == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+def test_the_preview_fails_naming_both_sides_when_kubeflow_can_land_on_no_pool():
+    from components.preview import model_report
+
+    from .conftest import run_stack
+
+    pools = {
+        "cpu-general": {
+            "preset": "cpu-general",
+            "architectures": ["arm64"],
+            "limits": {"cpu": "64", "memory": "256Gi"},
+        },
+        "gpu-inference": {"preset": "gpu-inference", "capacityTypes": ["spot"], "limits": {"nvidia.com/gpu": "4"}},
+    }
+    karpenter = {"nodeClasses": {"default": {"preset": "default"}, "gpu": {"preset": "gpu"}}, "nodePools": pools}
+    report, broken = model_report(run_stack("dev", {"karpenter": karpenter}), CHARTS)
+    assert broken
+    assert (
+        "[lands-nowhere] Deployment kubeflow/ml-pipeline (manifests/kubeflow-apps.yaml) can run on no node "
+        "(node group cluster-system: does not tolerate CriticalAddonsOnly=true:NoSchedule; "
+        "NodePool cpu-general: nodeSelector {'kubernetes.io/arch': 'amd64'} matches no node of it;" in report
+    )
+
+
+def test_a_gpu_trainjob_from_a_runtime_without_the_gpu_toleration_is_refused_by_the_platforms_own_policy(tmp_path):
+    from components.gpu.admission import AdmissionOptions, admission_manifests
+    from components.kubeflow.gpu_scheduling import trainer_runtimes
+
+    admission = admission_manifests(AdmissionOptions(scheduler_name="gpu-binpack"))
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "gpu-binpack", "namespace": "kube-system"},
+        "data": {
+            "c": yaml.safe_dump({"kind": "KubeSchedulerConfiguration", "profiles": [{"schedulerName": "gpu-binpack"}]})
+        },
+    }
+    pod = {"spec": {"containers": [{"name": "node", "image": "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime"}]}}
+    upstream = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch-distributed"},
+        "spec": {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": pod}}}]}}},
+    }
+    gpu_pool = node_pool("gpu", gpu=True, taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}])
+    base = [*agents(), gpu_pool, config, admission["policy"], admission["binding"]]
+    found = problems(tmp_path / "upstream", [*base, upstream])
+    assert (
+        "[admission] a GPU TrainJob's trainer pod from runtime torch-distributed is refused by policy gpu-pods: GPU nodes are tainted"
+        in "\n".join(found)
+    )
+    assert any(p.startswith("[lands-nowhere] Pod team/torch-distributed-node-0-0") for p in found)
+    (ours,) = trainer_runtimes([upstream], "gpu-binpack")
+    # The pool has no device plugin here (no operator in this small platform); nothing else is wrong.
+    assert {p.split("]")[0] for p in problems(tmp_path / "ours", [*base, ours])} == {"[node-agents"}
+
+
+def test_a_notebook_form_without_the_gpu_toleration_offers_notebooks_that_are_refused_and_land_nowhere(tmp_path):
+    from components.gpu.admission import AdmissionOptions, admission_manifests
+
+    admission = admission_manifests(AdmissionOptions(scheduler_name="gpu-binpack"))
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["gpu"]}]}
+                ]
+            }
+        }
+    }
+    form = {
+        "spawnerFormDefaults": {
+            "image": {
+                "value": "jupyter",
+                "options": ["ghcr.io/kubeflow/kubeflow/notebook-servers/jupyter-pytorch-cuda-full:v1.11.0"],
+            },
+            "affinityConfig": {"options": [{"configKey": "gpu", "displayName": "NodePool gpu", "affinity": affinity}]},
+        }
+    }
+    spawner = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "jupyter-web-app-config", "namespace": "kubeflow"},
+        "data": {"spawner_ui_config.yaml": yaml.safe_dump(form)},
+    }
+    gpu_pool = node_pool("gpu", gpu=True, taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}])
+    found = "\n".join(problems(tmp_path, [*agents(), gpu_pool, spawner, admission["policy"], admission["binding"]]))
+    assert "[admission] a GPU notebook on NodePool gpu is refused by policy gpu-pods: GPU nodes are tainted" in found
+    assert "[lands-nowhere] Pod team/nb-gpu-0 (a GPU notebook on NodePool gpu)" in found
+
+
+def test_a_pod_asking_for_efa_must_select_the_nodes_that_run_the_efa_plugin():
+    from components.gpu.admission import AdmissionOptions
+    from components.gpu.efa_admission import efa_admission_manifests
+    from components.tools.model.admission import JudgedPod, refusals
+
+    efa = efa_admission_manifests(AdmissionOptions())
+    resources = {
+        "limits": {"vpc.amazonaws.com/efa": "4", "nvidia.com/gpu": "8"},
+        "requests": {"vpc.amazonaws.com/efa": "4", "nvidia.com/gpu": "8"},
+    }
+    pod = {
+        "metadata": {"name": "nccl-0", "namespace": "vision"},
+        "spec": {"containers": [{"name": "t", "image": "x", "resources": resources}]},
+    }
+    team = {"app.kubernetes.io/part-of": "kubeflow-profile"}
+    (refused,) = refusals(efa["policy"], efa["binding"], JudgedPod("nccl", pod, team))
+    assert "only nodes labelled eksml.io/efa=true run the EFA device plugin" in refused
+    selecting = {**pod, "spec": {**pod["spec"], "nodeSelector": {"eksml.io/efa": "true"}}}
+    assert refusals(efa["policy"], efa["binding"], JudgedPod("nccl", selecting, team)) == []
+    plain = {**pod, "spec": {"containers": [{"name": "t", "image": "x"}]}}
+    assert refusals(efa["policy"], efa["binding"], JudgedPod("cpu", plain, team)) == []  # not an EFA pod
+    system = {**pod, "metadata": {"name": "x", "namespace": "kube-system"}}
+    assert refusals(efa["policy"], efa["binding"], JudgedPod("system", system, {})) == []  # exempt namespace
