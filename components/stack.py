@@ -16,7 +16,7 @@ from components.certmanager.component import CertManager, CertManagerArgs
 from components.cluster.attach import certificate_authority_of
 from components.cluster.component import CREATOR_TAG, Cluster, ClusterArgs
 from components.config.errors import ConfigError
-from components.config.platform import PlatformConfig, parse_config
+from components.platform_config import PlatformConfig, parse_config
 from components.config.types import StatefulResources
 from components.gpu.admission import AdmissionOptions
 from components.gpu.component import GpuStack, GpuStackArgs

@@ -9,8 +9,8 @@ from typing import Any, Mapping
 
 import pytest
 
-from components.preview import mocks, read_project_name, read_stack_config, run_preview
-from components.preview.inventory import Inventory
+from components.tools.preview import mocks, read_project_name, read_stack_config, run_preview
+from components.tools.preview.inventory import Inventory
 from components.stack import program
 
 REPO = Path(__file__).resolve().parents[1]

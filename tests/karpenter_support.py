@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from components.config.errors import ConfigError
-from components.config.platform import parse_config
+from components.platform_config import parse_config
 from components.karpenter.render import NodeClassContext
 from components.karpenter.specs import NodeClassSpec, NodePoolSpec
 from tests.conftest import REPO

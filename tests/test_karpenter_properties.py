@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from components.config.errors import ConfigError
-from components.config.platform import parse_config
+from components.platform_config import parse_config
 from components.gpu.neuron import neuron_values
 from components.karpenter import accelerators
 from components.karpenter.render import render_nodeclass, render_nodepool

@@ -10,7 +10,7 @@ import sys
 
 import yaml
 
-from components.config.platform import parse_config
+from components.platform_config import parse_config
 from components.karpenter.render import render_nodeclass, render_nodepool
 from components.karpenter.specs import NODE_POOL_PRESETS
 from components.scheduling import CSI_STARTUP_TAINTS

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components.config import ConfigError
-from components.config.platform import parse_config
+from components.platform_config import parse_config
 from components.kubeflow import staging
 from components.kubeflow.objects import key
 from components.kubeflow.staging import Stage

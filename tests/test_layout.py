@@ -16,7 +16,7 @@ from .conftest import REPO
 PACKAGE = REPO / "components"
 #: Tools: they run the library (under mocks, or against AWS with boto3); the library never imports them. (The
 #: teardown sweep is a part of the library, run by `pulumi destroy`; only its command line is a tool.)
-TOOLS = ("components.preview", "components.sweep.__main__", "components.preflight", "components.cost")
+TOOLS = ("components.tools", "components.preview")
 #: Importing one of these creates or registers resources.
 RESOURCE_LIBRARIES = ("pulumi_aws", "pulumi_eks", "pulumi_kubernetes", "pulumi_random", "pulumi.dynamic")
 
@@ -82,8 +82,8 @@ def reachable(module: str) -> set[str]:
 def test_importing_the_library_loads_no_tool_and_no_policy_sdk():
     code = (
         "import sys, components, components.stack;"
-        "loaded = [m for m in sys.modules if m.startswith(('components.preview', 'components.sweep.__main__', "
-        "'components.preflight', 'components.cost', 'pulumi_policy', 'moto'))];"
+        "loaded = [m for m in sys.modules if m.startswith(('components.tools', 'components.preview', "
+        "'pulumi_policy', 'moto'))];"
         "print(loaded)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)

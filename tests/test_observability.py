@@ -15,7 +15,7 @@ import yaml
 
 from components import versions
 from components.config.errors import ConfigError
-from components.config.platform import parse_config
+from components.platform_config import parse_config
 from components.observability.adapter import (
     DCGM_GPU_UTIL,
     DCGM_NAMESPACE_LABEL,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.preflight import reads
-from components.preflight.checks_account import (
+from components.tools.preflight import reads
+from components.tools.preflight.checks_account import (
     data_repository_check,
     ebs_key_check,
     elastic_ip_check,
@@ -18,8 +18,8 @@ from components.preflight.checks_account import (
     spot_role_check,
     vpc_quota_check,
 )
-from components.preflight.quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION
-from components.preflight.results import Status
+from components.tools.preflight.quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION
+from components.tools.preflight.results import Status
 from tests.preflight_world import (  # credentials, clients: fixtures
     REGION,
     account,

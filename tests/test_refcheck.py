@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components.kubeflow import entries, render
-from components.preview import main
+from components.tools.preview import main
 from tests.conftest import KUBEFLOW_TREE, REPO
 
 REFCHECK = REPO.parent / "shared" / "tools" / "refcheck" / "refcheck.py"

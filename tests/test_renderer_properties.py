@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from components.cluster.config import CLUSTER_NAME
 from components.config import ConfigError
-from components.config.platform import parse_config
+from components.platform_config import parse_config
 from components.identity.documents import irsa_trust_policy, node_trust_policy
 from components.ingress.iam import controller_policy as lb_controller_policy
 from components.karpenter.iam import ControllerScope, queue_policy

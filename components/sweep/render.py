@@ -67,5 +67,5 @@ def leak_text(report: LeakReport) -> str:
     lines += _section("Left behind", _found_lines(report.leaks))
     lines += _section("Kept", _kept_lines(report.retained))
     lines += _section("Could not list", _failure_lines(report.failed))
-    lines += ["", "No leaks." if report.ok else "Leaks found: run `python -m components.sweep --stack <stack>`."]
+    lines += ["", "No leaks." if report.ok else "Leaks found: run `python -m components.tools.sweep --stack <stack>`."]
     return "\n".join(lines)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from components.config.platform import PlatformConfig
+from components.platform_config import PlatformConfig
 from components.config.types import NatGateways
 from components.network.config import ExistingVpc, NetworkConfig
 

@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from components.config.platform import PlatformConfig
+from components.platform_config import PlatformConfig
 
 from . import reads
 from .checks_access import (
