@@ -16,7 +16,6 @@ from components.certmanager.component import CertManager, CertManagerArgs
 from components.cluster.attach import certificate_authority_of
 from components.cluster.component import CREATOR_TAG, Cluster, ClusterArgs
 from components.config.errors import ConfigError
-from components.platform_config import PlatformConfig, parse_config
 from components.config.types import StatefulResources
 from components.gpu.admission import AdmissionOptions
 from components.gpu.component import GpuStack, GpuStackArgs
@@ -33,6 +32,7 @@ from components.network.plan import plan_subnets
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
 from components.observability.render import GpuPool
+from components.platform_config import PlatformConfig, parse_config
 from components.scheduling import CSI_STARTUP_TAINTS
 from components.storage.component import Storage, StorageArgs, StorageAttachArgs
 from components.storage.render import DEFAULT_CLASS_NAME

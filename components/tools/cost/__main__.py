@@ -15,8 +15,8 @@ from datetime import date, datetime, timezone
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from components.tools.preflight.clients import PRICING_REGION, session_for
 from components.tools.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
+from components.tools.preflight.clients import PRICING_REGION, session_for
 
 from .calculator import estimate
 from .live import live_table

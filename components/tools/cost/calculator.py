@@ -17,8 +17,8 @@ from datetime import date
 from decimal import Decimal
 from typing import Mapping
 
-from components.platform_config import PlatformConfig
 from components.config.types import ControlPlaneLog
+from components.platform_config import PlatformConfig
 from components.tools.preflight.checks_account import nat_zones
 from components.tools.preflight.selection import InstanceShape, accelerated_shapes, device_limit, select
 

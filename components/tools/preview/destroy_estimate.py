@@ -136,8 +136,8 @@ def report(estimate_: Estimate, stack: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from components.tools.preview import run_preview
     from components.tools.commands import INVALID_STACK, add_stack_arguments, read_stack
+    from components.tools.preview import run_preview
 
     parser = argparse.ArgumentParser(
         prog="python -m components.tools.preview.destroy_estimate", description=__doc__.split("\n\n")[0]
