@@ -50,6 +50,9 @@ ALLOWED: dict[str, dict[str, str]] = {
     "components/tools/preview/inventory.py": {
         "one": "the inventory helper (with of_type) that tests of this and users' programs read resources with",
     },
+    "components/cluster/handle.py": {
+        "from_existing": "how a program on a cluster the platform did not create gets its handle (README, library use)",
+    },
     "components/sweep/resource.py": {"diff": "dynamic provider method: the engine calls it on every update"},
     "components/versions.py": {
         "charts": "every chart pin, for tools that list what the platform installs; the README's CRD table is checked "
