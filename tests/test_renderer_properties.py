@@ -29,7 +29,7 @@ from components.storage.render import (
     fsx_csi_controller_policy,
     tls_only_bucket_policy,
 )
-from components.team.iam import team_s3_policy
+from components.identity.team_policy import team_s3_policy
 
 from .conftest import PROJECT, stack_config
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from components.karpenter import accelerators
-from components.karpenter.families import (
+from components.instances import accelerators
+from components.instances.families import (
     ACCELERATED_CATEGORIES,
     Accelerator,
     architecture_of,

@@ -18,7 +18,7 @@ from pydantic.alias_generators import to_camel
 
 from components.config.errors import issues_from
 from components.config.validation import FieldProblems
-from components.karpenter.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of
+from components.instances.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of
 from components.karpenter.pool_checks import pool_problems
 from components.karpenter.pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
 from components.karpenter.presets import NODE_POOL_PRESETS

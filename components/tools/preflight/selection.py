@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from components.karpenter import accelerators as gpu_facts
-from components.karpenter.families import category_of, family_of_type
+from components.instances import accelerators as gpu_facts
+from components.instances.families import category_of, family_of_type
 from components.karpenter.render import requirements as rendered_requirements
 from components.karpenter.specs import NodePoolSpec
 from components.scheduling import GPU_RESOURCE, NEURON_RESOURCE
