@@ -69,6 +69,11 @@ class KarpenterConfig(ConfigModel):
             return handler(data)
 
     @property
+    def untainted_pools(self) -> tuple[str, ...]:
+        """The pools any pod may land on (no taint), by name: what runs on them must be deleted before them."""
+        return tuple(name for name, pool in sorted(self.node_pools.items()) if not pool.taints)
+
+    @property
     def added_families(self) -> dict[str, accelerators.AcceleratedFamily]:
         return {name: _facts(name, spec) for name, spec in self.accelerator_families.items()}
 
