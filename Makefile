@@ -36,15 +36,15 @@ lint: $(VENV)/.installed
 
 ## Read-only checks of the AWS account a stack deploys to (needs its credentials); exit 1 on any FAIL.
 preflight: $(VENV)/.installed
-	$(PY) -m components.preflight --stack $(STACK)
+	$(PY) -m components.tools.preflight --stack $(STACK)
 
 ## What a stack costs idle and with every GPU pool at its limit, at the pinned prices (no credentials).
 cost: $(VENV)/.installed
-	$(PY) -m components.cost --stack $(STACK)
+	$(PY) -m components.tools.cost --stack $(STACK)
 
 ## After `pulumi destroy`: exit 1 if anything tagged for the stack's cluster is left in AWS (needs credentials).
 leak-check: $(VENV)/.installed
-	$(PY) -m components.sweep --stack $(STACK) --check
+	$(PY) -m components.tools.sweep --stack $(STACK) --check
 
 ## The pinned Kubeflow tree, digest-checked, into the per-user cache: from ../shared when it is beside the
 ## repository (this workplace's test data), else downloaded from GitHub.
@@ -58,7 +58,7 @@ benchmark: $(VENV)/.installed kubeflow-fetch
 
 ## Rewrite docs/configuration.md's reference tables from the config models (their fields' descriptions and defaults).
 config-reference: $(VENV)/.installed
-	$(PY) -m components.config.reference --write docs/configuration.md
+	$(PY) -m components.tools.config_reference --write docs/configuration.md
 
 clean:
 	rm -rf build $(VENV)

@@ -17,9 +17,7 @@ from components.certmanager.component import CertManager, CertManagerArgs
 from components.cluster.attach import certificate_authority_of
 from components.cluster.component import Cluster, ClusterArgs, cluster_creator
 from components.config.errors import ConfigError
-from components.config.platform import PlatformConfig, parse_config
 from components.config.types import StatefulResources
-from components.gpu.admission import AdmissionOptions
 from components.gpu.component import GpuStack, GpuStackArgs
 from components.gpu.devices import NodeDevices, NodeDevicesArgs
 from components.ingress.component import Ingress, IngressArgs
@@ -30,14 +28,12 @@ from components.kubeflow.fetch import TreeError
 from components.kubeflow.render import RenderError
 from components.kubeflow.staging import Staged
 from components.network.component import Network, NetworkArgs
-from components.network.plan import plan_subnets
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
-from components.observability.render import gpu_pools
+from components.platform_config import PlatformConfig, parse_config
 from components.scheduling import CSI_STARTUP_TAINTS
 from components.storage.component import Storage, StorageArgs, StorageAttachArgs
 from components.storage.render import kept_volume_class_name
-from components.tags import standard_tags
 from components.team.offer import offered_pool
 
 
@@ -91,13 +87,6 @@ def part_options(part: str, cluster_name: str, base: pulumi.ResourceOptions) -> 
     return pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(aliases=[pulumi.Alias(name=legacy)]))
 
 
-def csi_drivers(config: PlatformConfig) -> tuple[str, ...]:
-    """The CSI drivers every Karpenter node starts with (their startup taints go on every NodePool)."""
-    return ("ebs", "fsx") if config.storage.fsx is not None else ("ebs",)
-
-
-def platform_tags(config: PlatformConfig) -> dict[str, str]:
-    return standard_tags(project=config.project, stack=config.stack, owner=config.owner, cost_center=config.cost_center)
 
 
 def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
@@ -110,29 +99,17 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
         storage_class=kept_volume_class_name(config.stateful_resources),
         gpu_node_pools=tuple(name for name, pool in sorted(config.karpenter.node_pools.items()) if pool.gpu_limit),
         gpu_scheduler=config.gpu.scheduler_name if config.gpu_node_image is not None else None,
-        tags=platform_tags(config),
+        tags=config.tags,
         monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
         fsx_capacity_gib=config.storage.fsx.storage_capacity_gib if config.storage.fsx is not None else None,
-        load_balancer_cidrs=load_balancer_cidrs(config),
+        load_balancer_cidrs=config.load_balancer_cidrs,
     )
     return planned_objects(kubeflow, facts)
 
 
-def load_balancer_cidrs(config: PlatformConfig) -> tuple[str, ...]:
-    """The CIDRs of the subnets the Kubeflow ALB lives in, in a VPC the stack creates: the public ones for an
-    internet-facing ALB (no pod lives there), the private ones for an internal ALB (where the nodes live too). In
-    an existing VPC only its owner knows: none (the allowance then takes the VPC's CIDRs, read at deploy time)."""
-    network = config.network
-    if network.existing is not None:
-        return ()
-    pairs = plan_subnets(network.cidr, network.availability_zones)
-    public = config.kubeflow.access.scheme == "internet-facing"
-    return tuple(str(pair.public if public else pair.private) for pair in pairs)
-
-
 def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ()) -> Platform:
     """Every part of the stack (Kubeflow's objects from `kubeflow_objects`, when it is on)."""
-    tags = platform_tags(config)
+    tags = config.tags
     provider = aws.Provider(
         "aws",
         region=config.region,
@@ -186,7 +163,7 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
     )
     karpenter = Karpenter(
         "karpenter",
-        KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags, csi_drivers=csi_drivers(config)),
+        KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags, csi_drivers=config.csi_drivers),
         part("karpenter"),
     )
     ingress = None
@@ -211,16 +188,13 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
     devices = None
     neuron_taints, efa_taints = config.karpenter.neuron_taints(), config.karpenter.efa_taints()
     if neuron_taints is not None or efa_taints is not None:
-        admission = config.gpu.admission
         devices = NodeDevices(
             "devices",
             NodeDevicesArgs(
                 cluster=cluster.handle,
                 neuron_taints=neuron_taints,
                 efa_taints=efa_taints,
-                admission=AdmissionOptions(action=admission.action, exempt_namespaces=admission.exempt_namespaces)
-                if admission.enabled
-                else None,
+                admission=config.gpu.admission.device_options,
             ),
             part("devices"),
         )
@@ -232,7 +206,7 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
             ObservabilityArgs(
                 cluster=cluster.handle,
                 config=config.observability,
-                gpu_pools=gpu_pools(config.karpenter.node_pools),
+                gpu_pools=config.gpu_pools,
                 storage_class=storage.kept_volume_class,
                 storage_class_name=storage.kept_volume_class_name,
                 delete_volumes=config.stateful_resources is StatefulResources.DESTROY,
@@ -252,7 +226,6 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
         assert storage.kept_volume_class_name == kept_volume_class_name(config.stateful_resources)
         # Teams get prefixes of this bucket (config refuses teams without it), and may use its key through S3.
         team_bucket = config.kubeflow.bucket
-        encrypted = team_bucket in config.storage.buckets and config.storage.buckets[team_bucket].encryption == "kms"
         kubeflow = Kubeflow(
             "kubeflow",
             KubeflowArgs(
@@ -262,20 +235,16 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
                 storage_class=storage.default_storage_class,
                 cert_manager=cert_manager.release,
                 bucket_name=storage.buckets[team_bucket].bucket if team_bucket in storage.buckets else None,
-                bucket_kms_key_arn=storage.bucket_key.arn if encrypted and storage.bucket_key is not None else None,
+                bucket_kms_key_arn=storage.bucket_key.arn
+                if config.team_bucket_encrypted and storage.bucket_key is not None
+                else None,
                 fsx=FsxForTeams(storage.file_system, storage.fsx_driver)
                 if storage.file_system is not None and storage.fsx_driver is not None
                 else None,
                 cleanup_controllers=cleanup_controllers,
                 # the ALB's sources the plan could not name (it left a placeholder for them)
-                vpc_cidrs=network.existing_cidrs()
-                if config.kubeflow.access.mode == "alb" and not load_balancer_cidrs(config)
-                else None,
-                node_pools=tuple(
-                    karpenter.node_pools[name]
-                    for name, pool in sorted(config.karpenter.node_pools.items())
-                    if not pool.taints
-                ),
+                vpc_cidrs=network.existing_cidrs() if config.alb_reads_vpc_cidrs else None,
+                node_pools=tuple(karpenter.node_pools[name] for name in config.karpenter.untainted_pools),
             ),
             part("kubeflow"),
         )
@@ -341,7 +310,7 @@ def export_team_contract(platform: Platform) -> None:
     if config.network.existing is None:
         pulumi.export("vpcCidr", str(config.network.cidr))
     pulumi.export("nodePools", {name: offered_pool(pool) for name, pool in sorted(config.karpenter.node_pools.items())})
-    pulumi.export("nodePoolStartupTaints", [CSI_STARTUP_TAINTS[driver].as_dict() for driver in csi_drivers(config)])
+    pulumi.export("nodePoolStartupTaints", [CSI_STARTUP_TAINTS[driver].as_dict() for driver in config.csi_drivers])
     storage = platform.storage
     if storage.bucket_key is not None:
         pulumi.export(

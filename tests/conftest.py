@@ -35,7 +35,7 @@ import pytest
 import yaml
 
 if TYPE_CHECKING:
-    from components.preview.inventory import Inventory
+    from components.tools.preview.inventory import Inventory
 
 #: tests/test_markers.py runs sessions of its own to check the markers.
 pytest_plugins = ("pytester",)
@@ -55,8 +55,8 @@ FIXTURE_MARKERS = {"dev": "stack", "prod": "stack", "render_cache": "render"}
 
 def offline_preview() -> SimpleNamespace:
     """The names the tests' shared helpers take from the offline preview and the stack program, imported here only."""
-    from components.preview import mocks, read_stack_config, run_preview
     from components.stack import program
+    from components.tools.preview import mocks, read_stack_config, run_preview
 
     return SimpleNamespace(mocks=mocks, read_stack_config=read_stack_config, run_preview=run_preview, program=program)
 

@@ -25,9 +25,9 @@ from typing import Any
 import moto
 
 from components.cluster.capacity import BASE_WORKLOADS, FSX_WORKLOADS, Requests, allocatable
-from components.preflight.selection import InstanceShape, PoolSelection, holds, shape_from_ec2
 from components.scheduling import GPU_RESOURCE
 from components.team.quantity import parse_quantity
+from components.tools.preflight.selection import InstanceShape, PoolSelection, holds, shape_from_ec2
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 #: Karpenter's default `vmMemoryOverheadPercent`: what the hypervisor keeps of an instance's memory.

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from components.config.errors import ConfigError
-from components.config.platform import parse_config
 from components.karpenter.render import NodeClassContext
 from components.karpenter.specs import NodeClassSpec, NodePoolSpec
+from components.platform_config import parse_config
 from tests.conftest import REFCHECK
 
 CONTEXT = NodeClassContext(cluster_name="ml", node_role_name="ml-node", tags={"team": "ml", "owner": "ml-platform"})

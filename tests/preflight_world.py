@@ -15,10 +15,10 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from components.config.platform import PlatformConfig, parse_config
-from components.preflight.clients import Clients
-from components.preflight.quotas import Quota
-from components.preview import read_project_name, read_stack_config
+from components.platform_config import PlatformConfig, parse_config
+from components.tools.preflight.clients import Clients
+from components.tools.preflight.quotas import Quota
+from components.tools.preview import read_project_name, read_stack_config
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = read_project_name(REPO)

@@ -16,9 +16,9 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from components.storage.render import DYNAMIC_FSX_TAG
 from components.sweep import Clients, Found, Kind, Sweeper, SweepTarget, Timeouts
 from components.sweep.sweeper import DEFAULT_TIMEOUTS
+from components.tags import DYNAMIC_FSX_TAG
 
 REGION = "us-west-2"
 CLUSTER = "ml-dev"

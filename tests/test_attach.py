@@ -11,12 +11,12 @@ import pytest
 from components.cluster.attach import HANDLE_OUTPUTS, AttachError, kubeconfig
 from components.cluster.handle import ClusterHandle
 from components.config.errors import ConfigError
-from components.preview import mocks
-from components.preview.answers import UnexpectedCall
-from components.preview.inventory import Inventory
 from components.team.config import TeamConfig
 from components.team.offer import OFFER_OUTPUTS, PlatformOffer, parse_offer
 from components.team.plan import plan_team
+from components.tools.preview import mocks
+from components.tools.preview.answers import UnexpectedCall
+from components.tools.preview.inventory import Inventory
 
 from .conftest import REPO, run_stack
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from components.cost.__main__ import main as cost
-from components.preflight.__main__ import main as preflight
-from components.preview.destroy_estimate import main as destroy_estimate
-from components.sweep.__main__ import main as sweep
+from components.tools.cost.__main__ import main as cost
+from components.tools.preflight.__main__ import main as preflight
+from components.tools.preview.destroy_estimate import main as destroy_estimate
+from components.tools.sweep.__main__ import main as sweep
 
 COMMANDS = {"cost": cost, "preflight": preflight, "sweep": sweep, "destroy_estimate": destroy_estimate}
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.config.errors import ConfigError
-from components.config.platform import parse_config
+from components.platform_config import parse_config
 
 from .conftest import PROJECT, stack_config
 
@@ -81,7 +81,7 @@ def test_a_wrong_shape_at_any_key_is_a_config_error_naming_that_key(stack, full_
 
 @pytest.mark.parametrize("document", ["config: [1, 2]\n", "- just\n- a list\n", "config: plain text\n"])
 def test_a_stack_file_whose_config_is_not_a_mapping_is_a_config_error(document, tmp_path, capsys):
-    from components.preview import main
+    from components.tools.preview import main
 
     from .conftest import REPO
 

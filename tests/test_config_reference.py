@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from components.config import reference
 from components.config.errors import ConfigError
-from components.config.platform import parse_config
+from components.platform_config import parse_config
 from components.team.config import parse_team_config
+from components.tools import config_reference as reference
 from tests.conftest import REPO
 
 PAGE = REPO / "docs" / "configuration.md"
@@ -147,7 +147,7 @@ def test_make_config_reference_rewrites_both_blocks(tmp_path):
     assert page.read_text() == (
         f"# x\n\n{START}\n{reference.table()}{END}\n\n## team\n\n{team.start}\n{reference.table(stack=team)}{team.end}\n"
     )
-    assert "-m components.config.reference --write docs/configuration.md" in (REPO / "Makefile").read_text()
+    assert "-m components.tools.config_reference --write docs/configuration.md" in (REPO / "Makefile").read_text()
 
 
 def test_a_page_without_the_team_block_is_an_error_not_half_written(tmp_path, capsys):

@@ -12,11 +12,11 @@ from decimal import Decimal as D
 import boto3
 from botocore.stub import Stubber
 
-from components.cost import PINNED, estimate, preview_line
-from components.cost import __main__ as cli
-from components.cost.live import live_table, on_demand_hourly, product_filters
-from components.cost.render import as_json, render_markdown, render_table
-from components.preflight.checks_account import nat_zones
+from components.tools.cost import PINNED, estimate, preview_line
+from components.tools.cost import __main__ as cli
+from components.tools.cost.live import live_table, on_demand_hourly, product_filters
+from components.tools.cost.render import as_json, render_markdown, render_table
+from components.tools.preflight.checks_account import nat_zones
 from tests.preflight_world import REPO, fake_credentials, platform_config
 
 ON = date(2026, 11, 1)
@@ -159,7 +159,7 @@ def test_the_preview_line_names_idle_and_ceiling():
     )
     assert preview_line(platform_config("prod"), on=ON) == (
         "about $1,680/month idle; up to $399,968/month with every GPU pool at its limit "
-        "(1 price(s) missing: python -m components.cost --stack prod)"
+        "(1 price(s) missing: python -m components.tools.cost --stack prod)"
     )
 
 

@@ -96,7 +96,7 @@ def test_whatever_is_given_an_irsa_roles_arn_waits_for_its_policies_with_no_depe
     import pulumi_aws as aws
 
     from components.identity.irsa import IrsaRole, IrsaRoleArgs
-    from components.preview import mocks
+    from components.tools.preview import mocks
 
     def program():
         role = IrsaRole(

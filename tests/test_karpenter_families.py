@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.karpenter import accelerators
-from components.karpenter.families import architecture_of, generation_of
+from components.instances import accelerators
+from components.instances.families import architecture_of, generation_of
 from components.karpenter.render import requirements
 from components.scheduling import GPU_RESOURCE, GPU_TAINT
 from tests.karpenter_support import P, config_problems, karpenter_config, pool, problems, req
@@ -147,7 +147,7 @@ def test_gpu_names_must_agree_with_the_families_whose_facts_are_known():
 @pytest.mark.parametrize(
     ("name", "facts", "message"),
     [
-        ("g5", G7E, "'g5' is in the pinned table (components/karpenter/accelerators.py); remove it here"),
+        ("g5", G7E, "'g5' is in the pinned table (components/instances/accelerators.py); remove it here"),
         ("m9i", G7E, "'m9i' is not an accelerated family name (category g, gr, p, inf or trn, like 'g7e')"),
         (
             "g7e",

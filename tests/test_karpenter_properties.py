@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from components.config.errors import ConfigError
-from components.config.platform import parse_config
 from components.gpu.neuron import neuron_values
-from components.karpenter import accelerators
+from components.instances import accelerators
 from components.karpenter.render import render_nodeclass, render_nodepool
 from components.karpenter.specs import NODE_POOL_PRESETS
+from components.platform_config import parse_config
 from components.scheduling import (
     CSI_STARTUP_TAINTS,
     GPU_RESOURCE,

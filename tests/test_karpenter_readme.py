@@ -11,9 +11,9 @@ import sys
 import pytest
 import yaml
 
-from components.config.platform import parse_config
 from components.karpenter.render import render_nodeclass, render_nodepool
 from components.karpenter.specs import NODE_POOL_PRESETS
+from components.platform_config import parse_config
 from components.scheduling import CSI_STARTUP_TAINTS
 from tests.conftest import REFCHECK, REPO
 from tests.karpenter_support import CONTEXT

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from components.config import ConfigError
-from components.config.platform import parse_config
 from components.kubeflow import staging
 from components.kubeflow.objects import key
 from components.kubeflow.staging import Stage
+from components.platform_config import parse_config
 from components.stack import kubeflow_objects as kubeflow_objects_of
 
 from .conftest import PROJECT, run_stack, stack_config

@@ -1,6 +1,16 @@
-"""The package's shape: what `import components` loads, which modules may create resources, and no import circles.
+"""The package's shape: its floors, what `import components` loads, which modules may create resources, no circles.
 
 Read from the source (imports resolved statically), so the rules hold for every module, imported by a test or not.
+Every import counts: at the top of a module, inside a function (it runs later, but it runs), under `TYPE_CHECKING`,
+and `importlib.import_module` of a literal name.
+
+The floors, bottom to top; a module may import its own floor and those below, never one above:
+
+1. the ground: contracts and facts the parts share (versions, tags, names, scheduling facts, instance facts, the
+   Kubernetes object and Helm factories, config base types and errors);
+2. the platform parts, one folder each; they may build on one another, but never in a circle;
+3. the stack program and the config aggregate (`PlatformConfig`), and the package's lazy exports;
+4. the tools, which run the library and which it never imports.
 """
 
 from __future__ import annotations
@@ -8,7 +18,9 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from functools import cache
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pytest
@@ -16,77 +28,282 @@ import pytest
 from .conftest import REPO
 
 PACKAGE = REPO / "components"
-#: Tools: they run the library (under mocks, or against AWS with boto3); the library never imports them. (The
-#: teardown sweep is a part of the library, run by `pulumi destroy`; only its command line is a tool.)
-TOOLS = ("components.preview", "components.sweep.__main__", "components.preflight", "components.cost")
+
+GROUND, PARTS, PROGRAM, TOOLS = "ground", "parts", "program", "tools"
+#: Each floor's modules, by name prefix (a prefix takes its submodules too), bottom to top.
+FLOORS: dict[str, tuple[str, ...]] = {
+    GROUND: (
+        "components._lazy",
+        "components.aws_names",
+        "components.config",
+        "components.helm",
+        "components.instances",
+        "components.k8s_objects",
+        "components.pod_security",
+        "components.scheduling",
+        "components.tags",
+        "components.versions",
+    ),
+    PARTS: (
+        "components.certmanager",
+        "components.cluster",
+        "components.gpu",
+        "components.identity",
+        "components.ingress",
+        "components.karpenter",
+        "components.kubeflow",
+        "components.network",
+        "components.observability",
+        "components.policy",
+        "components.storage",
+        "components.sweep",
+        "components.team",
+    ),
+    PROGRAM: ("components.platform_config", "components.stack"),
+    TOOLS: ("components.preview", "components.tools"),
+}
+ROOT = "components"
 #: Importing one of these creates or registers resources.
 RESOURCE_LIBRARIES = ("pulumi_aws", "pulumi_eks", "pulumi_kubernetes", "pulumi_random", "pulumi.dynamic")
 
 
-def module_name(path: Path) -> str:
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def floor_of(module: str) -> str | None:
+    if module == ROOT:
+        return PROGRAM
+    return next((floor for floor, prefixes in FLOORS.items() if any(_within(module, p) for p in prefixes)), None)
+
+
+def room_of(module: str) -> str:
+    """The folder (or top-level module) a module belongs to: `components.karpenter`, `components.tools.cost`."""
+    parts = module.split(".")
+    return ".".join(parts[: 3 if parts[1:2] == ["tools"] and len(parts) > 2 else 2])
+
+
+@dataclass(frozen=True)
+class Source:
+    text: str
+    is_package: bool
+
+
+class Package:
+    """The modules of a package (name -> source), and what each imports of them."""
+
+    def __init__(self, sources: Mapping[str, Source]):
+        self.sources = dict(sources)
+
+    def imports(self, module: str, *, deferred: bool = True) -> frozenset[str]:
+        """The modules `module` imports (of this package, resolved; and third-party names as written), with every
+        enclosing package of each, which Python runs first (but not `module`'s own, already running, nor the root
+        package, which holds only lazy exports: see `test_the_root_package_loads_only_the_ground`)."""
+        return self._imports(deferred)[module]
+
+    @cached_property
+    def _all(self) -> dict[str, frozenset[str]]:
+        return {m: self._read(m, deferred=True) for m in self.sources}
+
+    @cached_property
+    def _top(self) -> dict[str, frozenset[str]]:
+        return {m: self._read(m, deferred=False) for m in self.sources}
+
+    def _imports(self, deferred: bool) -> dict[str, frozenset[str]]:
+        return self._all if deferred else self._top
+
+    def _read(self, module: str, *, deferred: bool) -> frozenset[str]:
+        source = self.sources[module]
+        tree = ast.parse(source.text)
+        nodes = ast.walk(tree) if deferred else iter(tree.body)
+        found: set[str] = set()
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    package = module if source.is_package else module.rsplit(".", 1)[0]
+                    for _ in range(node.level - 1):
+                        package = package.rsplit(".", 1)[0]
+                    base = f"{package}.{node.module}" if node.module else package
+                found.add(base)
+                found.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in self.sources)
+            elif isinstance(node, ast.Call) and _calls_import_module(node):
+                found.add(node.args[0].value)  # type: ignore[attr-defined]
+        for name in list(found):
+            parts = name.split(".")
+            found.update(".".join(parts[:i]) for i in range(2, len(parts)) if ".".join(parts[:i]) in self.sources)
+        own = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 2)}
+        return frozenset(found - own - {ROOT})
+
+    def internal(self, module: str, *, deferred: bool = True) -> list[str]:
+        return sorted(name for name in self.imports(module, deferred=deferred) if name in self.sources)
+
+    def reachable(self, module: str, *, deferred: bool = True) -> set[str]:
+        seen, todo = set(), [module]
+        while todo:
+            for name in self.internal(todo.pop(), deferred=deferred):
+                if name not in seen:
+                    seen.add(name)
+                    todo.append(name)
+        return seen
+
+    def layout_problems(self) -> list[str]:
+        """Every module without a floor, every import of a higher floor, every circle of modules or of rooms."""
+        order = list(FLOORS)
+        problems = [f"{m} is on no floor (add it to FLOORS)" for m in sorted(self.sources) if floor_of(m) is None]
+        for module in sorted(self.sources):
+            here = floor_of(module)
+            for name in self.internal(module):
+                there = floor_of(name)
+                if here and there and order.index(there) > order.index(here):
+                    problems.append(f"{module} ({here}) imports {name} ({there}), a higher floor")
+        problems += [f"import circle: {' -> '.join(c)}" for c in _circles(self._edges(lambda m: m))]
+        problems += [f"circle of folders: {' -> '.join(c)}" for c in _circles(self._edges(room_of))]
+        return problems
+
+    def _edges(self, key) -> dict[str, set[str]]:
+        edges: dict[str, set[str]] = {}
+        for module in self.sources:
+            for name in self.internal(module):
+                if name != ROOT and key(name) != key(module):
+                    edges.setdefault(key(module), set()).add(key(name))
+        return edges
+
+
+def _calls_import_module(node: ast.Call) -> bool:
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return (
+        name in ("import_module", "__import__")
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    )
+
+
+def _circles(edges: Mapping[str, Iterable[str]]) -> list[tuple[str, ...]]:
+    """One circle through each node that lies on one (depth-first, in name order): every module of a circle of
+    modules, or room of a circle of rooms, is named at least once."""
+    found: list[tuple[str, ...]] = []
+    on_one: set[str] = set()
+    done: set[str] = set()
+
+    def visit(node: str, path: tuple[str, ...]) -> None:
+        for name in sorted(edges.get(node, ())):
+            if name in path:
+                circle = (*path[path.index(name) :], name)
+                if not on_one.issuperset(circle):
+                    found.append(circle)
+                    on_one.update(circle)
+            elif name not in done:
+                visit(name, (*path, name))
+        done.add(node)
+
+    for node in sorted(edges):
+        if node not in done:
+            visit(node, (node,))
+    return found
+
+
+def _module_name(path: Path) -> str:
     parts = path.relative_to(REPO).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-
-
-@cache
-def imports(module: str) -> frozenset[str]:
-    """The modules `module` imports at its top level (components modules resolved; a package's lazy exports are not
-    imports), and the third-party roots."""
-    tree = ast.parse(MODULES[module].read_text())
-    found = set()
-    for node in tree.body:  # top level only: imports inside functions run late, on use
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            base = node.module
-            if node.level:
-                package = module if MODULES[module].name == "__init__.py" else module.rsplit(".", 1)[0]
-                for _ in range(node.level - 1):
-                    package = package.rsplit(".", 1)[0]
-                base = f"{package}.{node.module}"
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in MODULES)
-    # Python runs every enclosing package's __init__ first (the importing module's own are already running).
-    own = {".".join(module.split(".")[:i]) for i in range(1, len(module.split(".")) + 1)}
-    for name in list(found):
-        parts = name.split(".")
-        found.update(".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in MODULES)
-    found -= own
-    return frozenset(found)
+PKG = Package({_module_name(p): Source(p.read_text(), p.name == "__init__.py") for p in PACKAGE.rglob("*.py")})
+MODULES = PKG.sources
 
 
 def is_resource_module(module: str) -> bool:
     """A module that creates resources: it uses a provider SDK, defines or builds components, or gives resources
     their options (through `k8s_objects` or `helm`, the package's own factories)."""
-    text = MODULES[module].read_text()
+    text = MODULES[module].text
     return (
-        any(name == lib or name.startswith(lib + ".") for name in imports(module) for lib in RESOURCE_LIBRARIES)
+        any(_within(name, lib) for name in PKG.imports(module) for lib in RESOURCE_LIBRARIES)
         or "pulumi.ComponentResource" in text
         or "pulumi.ResourceOptions(" in text
-        or module in ("components.stack", "components")
+        or module in ("components.stack", ROOT)
     )
 
 
-def reachable(module: str) -> set[str]:
-    seen, todo = set(), [module]
-    while todo:
-        current = todo.pop()
-        for name in imports(current):
-            if name in MODULES and name not in seen:
-                seen.add(name)
-                todo.append(name)
-    return seen
+def _synthetic(**modules: str) -> Package:
+    """A small package of the given modules (`__` for a dot; every enclosing package exists, empty)."""
+    sources = {name.replace("__", "."): Source(text, False) for name, text in modules.items()}
+    for name in list(sources):
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            sources.setdefault(".".join(parts[:i]), Source("", True))
+    return Package(sources)
+
+
+# ------------------------------------------------------------------------------------------------------- floors
+
+
+def test_the_package_stands_on_its_floors_without_a_circle():
+    assert PKG.layout_problems() == []
+
+
+def test_an_import_of_a_higher_floor_is_caught_even_inside_a_function():
+    package = _synthetic(
+        components__versions="def pins():\n    from components.stack import program\n",
+        components__stack="from components.versions import pins\n",
+        components__tools__cost="import components.stack\n",
+    )
+    assert package.layout_problems() == [
+        "components.versions (ground) imports components.stack (program), a higher floor",
+        "import circle: components.stack -> components.versions -> components.stack",
+        "circle of folders: components.stack -> components.versions -> components.stack",
+    ]
+
+
+def test_a_circle_of_parts_is_caught_though_no_two_modules_import_each_other():
+    package = _synthetic(
+        components__cluster__config="from components.karpenter.families import family_of_type\n",
+        components__karpenter__families="",
+        components__karpenter__component="import importlib\nimportlib.import_module('components.cluster.handle')\n",
+        components__cluster__handle="",
+    )
+    assert package.layout_problems() == [
+        "circle of folders: components.cluster -> components.karpenter -> components.cluster"
+    ]
+
+
+def test_an_import_only_for_type_checkers_counts_and_a_module_off_every_floor_is_named():
+    package = _synthetic(
+        components__gpu__render="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from components.tools import x\n",
+        components__tools__x="",
+        components__extras="",
+    )
+    assert package.layout_problems() == [
+        "components.extras is on no floor (add it to FLOORS)",
+        "components.gpu.render (parts) imports components.tools (tools), a higher floor",
+        "components.gpu.render (parts) imports components.tools.x (tools), a higher floor",
+    ]
+
+
+def test_the_root_package_loads_only_the_ground():
+    """Every module runs `components/__init__.py` first; it names the public classes lazily and imports nothing
+    above the ground, so the floors hold for whoever imports a submodule."""
+    assert {floor_of(m) for m in PKG.internal(ROOT)} <= {GROUND}
+
+
+def test_every_data_file_of_the_package_is_json_or_yaml():
+    """Data ships as files read with importlib.resources, never as modules; the wheel packs these suffixes."""
+    data = [p for p in PACKAGE.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc") and p.name != "py.typed"]
+    assert data and {p.suffix for p in data} <= {".json", ".yaml"}
+
+
+# ------------------------------------------------------------------------------------------ library and tools
 
 
 @pytest.mark.subprocess
 def test_importing_the_library_loads_no_tool_and_no_policy_sdk():
     code = (
         "import sys, components, components.stack;"
-        "loaded = [m for m in sys.modules if m.startswith(('components.preview', 'components.sweep.__main__', "
-        "'components.preflight', 'components.cost', 'pulumi_policy', 'moto'))];"
+        "loaded = [m for m in sys.modules if m.startswith(('components.tools', 'components.preview', "
+        "'pulumi_policy', 'moto'))];"
         "print(loaded)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
@@ -94,30 +311,15 @@ def test_importing_the_library_loads_no_tool_and_no_policy_sdk():
 
 
 def test_no_library_module_imports_a_tool():
-    library = [m for m in MODULES if not m.startswith(TOOLS)]
-    offenders = {m: sorted(t for t in reachable(m) if t.startswith(TOOLS)) for m in library}
+    library = [m for m in MODULES if floor_of(m) != TOOLS]
+    offenders = {m: sorted(t for t in PKG.reachable(m) if floor_of(t) == TOOLS) for m in library}
     assert {m: found for m, found in offenders.items() if found} == {}
 
 
 def test_no_pure_module_stands_on_a_resource_module():
-    """Renderers, specs, config models and IAM documents create nothing and load nothing that does."""
-    pure = [m for m in MODULES if not m.startswith(TOOLS) and not is_resource_module(m)]
+    """Renderers, specs, config models and IAM documents create nothing and load nothing that does when imported
+    (a function may load resource code when it runs: that is what its caller asked for)."""
+    pure = [m for m in MODULES if floor_of(m) != TOOLS and not is_resource_module(m)]
     assert len(pure) > 20
-    offenders = {m: sorted(r for r in reachable(m) if is_resource_module(r)) for m in pure}
+    offenders = {m: sorted(r for r in PKG.reachable(m, deferred=False) if is_resource_module(r)) for m in pure}
     assert {m: found for m, found in offenders.items() if found} == {}
-
-
-def test_there_is_no_import_circle():
-    def visit(module: str, path: tuple[str, ...]) -> tuple[str, ...] | None:
-        for name in sorted(imports(module)):
-            if name not in MODULES:
-                continue
-            if name in path:
-                return (*path, name)
-            found = visit(name, (*path, name))
-            if found:
-                return found
-        return None
-
-    for module in sorted(MODULES):
-        assert visit(module, (module,)) is None, module

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from components import aws_names
 from components.config.errors import ConfigError
-from components.config.platform import parse_config
-from components.preview import mocks
+from components.platform_config import parse_config
 from components.storage.config import MAX_BUCKET_KEY
+from components.tools.preview import mocks
 
 from .conftest import DATA, PROJECT, run_stack, stack_config
 

@@ -15,7 +15,6 @@ import yaml
 
 from components import versions
 from components.config.errors import ConfigError
-from components.config.platform import parse_config
 from components.observability.adapter import (
     DCGM_GPU_UTIL,
     DCGM_NAMESPACE_LABEL,
@@ -34,6 +33,7 @@ from components.observability.render import (
     alert_rules,
     dashboard,
 )
+from components.platform_config import parse_config
 from components.scheduling import SYSTEM_PLACEMENT, Placement
 from tests.conftest import PROJECT, run_stack, stack_config
 

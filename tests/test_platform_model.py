@@ -315,7 +315,8 @@ def test_a_node_kind_missing_a_node_agent_is_caught(tmp_path):
 # ---------------------------------------------------------------------------------------------- shipped stacks
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.stack
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 def test_prod_its_team_stack_and_the_example_workloads_break_no_rule_and_the_team_pool_gets_its_operands(
     prod, tmp_path
@@ -382,7 +383,8 @@ def test_kubeflow_deployments_behind_fail_closed_webhooks_get_two_spread_on_dema
     assert budget.manifest["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "poddefaults-webhook"}}}
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.stack
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_shipped_stacks_break_no_rule_of_the_model(stack, request, tmp_path):
@@ -394,7 +396,8 @@ def test_the_shipped_stacks_break_no_rule_of_the_model(stack, request, tmp_path)
     assert [str(p) for p in found] == []
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.stack
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 def test_the_preview_fails_naming_both_sides_when_kubeflow_can_land_on_no_pool():
     from components.preview import model_report

@@ -19,9 +19,9 @@ from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE, Unkno
 from components import preview
 from components.policy import model as policy_model
 from components.policy.rules import RULES, Rule, evaluate, resolve_enforcement
-from components.preview import main, policy_resources
-from components.preview.inventory import Inventory, Recorded
 from components.scheduling import WORKLOAD_LABEL
+from components.tools.preview import main, policy_resources
+from components.tools.preview.inventory import Inventory, Recorded
 from policies.pack import policies
 from tests.conftest import REPO
 from tests.policy_support import (

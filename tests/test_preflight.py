@@ -8,9 +8,9 @@ import json
 import boto3
 import pytest
 
-from components.preflight import __main__ as cli
-from components.preflight import reads
-from components.preflight.checks_access import (
+from components.tools.preflight import __main__ as cli
+from components.tools.preflight import reads
+from components.tools.preflight.checks_access import (
     cluster_access_check,
     creator_principal,
     identity_check,
@@ -18,12 +18,18 @@ from components.preflight.checks_access import (
     log_group_check,
     region_check,
 )
-from components.preflight.clients import Clients
-from components.preflight.quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VCPU_CLASSES, VPCS_PER_REGION
-from components.preflight.reads import Identity
-from components.preflight.report import render_json, render_markdown, render_table
-from components.preflight.results import Status, exit_code
-from components.preflight.runner import name_checks, run_preflight
+from components.tools.preflight.clients import Clients
+from components.tools.preflight.quotas import (
+    ELASTIC_IPS,
+    FSX_STORAGE,
+    NAT_GATEWAYS_PER_AZ,
+    VCPU_CLASSES,
+    VPCS_PER_REGION,
+)
+from components.tools.preflight.reads import Identity
+from components.tools.preflight.report import render_json, render_markdown, render_table
+from components.tools.preflight.results import Status, exit_code
+from components.tools.preflight.runner import name_checks, run_preflight
 from tests import preflight_world
 from tests.preflight_world import (
     ACCOUNT,

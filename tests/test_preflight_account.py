@@ -4,8 +4,8 @@ the EC2 and FSx quota codes and for GetEbsDefaultKmsKeyId, which moto does not s
 
 from __future__ import annotations
 
-from components.preflight import reads
-from components.preflight.checks_account import (
+from components.tools.preflight import reads
+from components.tools.preflight.checks_account import (
     data_repository_check,
     ebs_key_check,
     elastic_ip_check,
@@ -16,8 +16,8 @@ from components.preflight.checks_account import (
     spot_role_check,
     vpc_quota_check,
 )
-from components.preflight.quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION
-from components.preflight.results import Status
+from components.tools.preflight.quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION
+from components.tools.preflight.results import Status
 from tests import preflight_world
 from tests.preflight_world import (
     REGION,

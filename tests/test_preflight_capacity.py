@@ -8,8 +8,8 @@ import pytest
 
 from components.cluster.config import SystemNodeGroup
 from components.karpenter.specs import NodePoolSpec
-from components.preflight import reads
-from components.preflight.checks_capacity import (
+from components.tools.preflight import reads
+from components.tools.preflight.checks_capacity import (
     as_ec2_filters,
     describe_filters,
     pool_demands,
@@ -19,10 +19,10 @@ from components.preflight.checks_capacity import (
     vcpu_quota_check,
     zones_check,
 )
-from components.preflight.quotas import VCPU_CLASSES, vcpu_class
-from components.preflight.results import Status
-from components.preflight.runner import capacity_checks
-from components.preflight.selection import InstanceShape, accelerated_shapes, select
+from components.tools.preflight.quotas import VCPU_CLASSES, vcpu_class
+from components.tools.preflight.results import Status
+from components.tools.preflight.runner import capacity_checks
+from components.tools.preflight.selection import InstanceShape, accelerated_shapes, select
 from tests import preflight_world
 from tests.preflight_world import (
     platform_config,

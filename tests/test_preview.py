@@ -15,7 +15,8 @@ import pulumi_aws as aws
 import pytest
 import yaml
 
-from components.preview import SECRET_PLACEHOLDER, main, mocks
+from components.tools.preview import main, mocks
+from components.tools.stack_files import SECRET_PLACEHOLDER
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.stack

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components.kubeflow import entries, render
-from components.preview import main
+from components.tools.preview import main
 from tests.conftest import KUBEFLOW_TREE, REFCHECK, REPO
 
 #: Charts refcheck knows, by the chart name a preview's helm/<release>.yaml gives.

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from components.cluster.config import CLUSTER_NAME
 from components.config import ConfigError
-from components.config.platform import parse_config
 from components.identity.documents import irsa_trust_policy, node_trust_policy
+from components.identity.team_policy import team_s3_policy
 from components.ingress.iam import controller_policy as lb_controller_policy
 from components.karpenter.iam import ControllerScope, queue_policy
 from components.karpenter.iam import controller_policy as karpenter_policy
@@ -23,6 +23,7 @@ from components.kubeflow.teams import Team
 from components.kubeflow.teams import permission_policy as kubeflow_team_policy
 from components.observability.config import AlertThresholds
 from components.observability.render import GpuPool, alert_rules
+from components.platform_config import parse_config
 from components.scheduling import ACCELERATOR_RESOURCES
 from components.storage.render import (
     bucket_key_policy,
@@ -30,7 +31,6 @@ from components.storage.render import (
     fsx_csi_controller_policy,
     tls_only_bucket_policy,
 )
-from components.team.iam import team_s3_policy
 
 from .conftest import PROJECT, stack_config
 

@@ -1,4 +1,4 @@
-"""`python -m components.sweep`: a stack's cluster and VPC from its stack file, dry run, sweep, the leak check for CI
+"""`python -m components.tools.sweep`: a stack's cluster and VPC from its stack file, dry run, sweep, the leak check for CI
 after `pulumi destroy`, and exit status 2 for what no sweep should start from."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import yaml
 from moto import mock_aws
 
 from components.sweep import Found, Kind
-from components.sweep.__main__ import main
+from components.tools.sweep.__main__ import main
 from tests.conftest import REPO
 from tests.sweep_world import REGION, World, build_world, by_kind, present
 

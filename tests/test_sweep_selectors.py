@@ -7,9 +7,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from components.storage.render import DYNAMIC_FSX_TAG
 from components.sweep import selectors as sel
 from components.sweep.selectors import ProfileMatch
+from components.tags import DYNAMIC_FSX_TAG
 
 REGION = "us-west-2"
 cluster_names = st.from_regex(r"\A[a-z][a-z0-9-]{0,20}[a-z0-9]\Z")

@@ -8,8 +8,8 @@ import pytest
 
 from components.cluster.capacity import Requests, node_capacity
 from components.config.errors import ConfigError
-from components.config.platform import parse_config
-from components.preview import main
+from components.platform_config import parse_config
+from components.tools.preview import main
 
 from .conftest import PROJECT, REPO, stack_config
 

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from components.config.errors import ConfigError
+from components.identity.team_policy import team_s3_policy
 from components.kubeflow.teams import PROFILE_NAMESPACE_LABELS
 from components.team.config import TeamConfig, parse_team_config
-from components.team.iam import team_s3_policy
 from components.team.offer import PlatformContractError, parse_offer
 from components.team.plan import plan_team
 from components.team.profile import team_profile

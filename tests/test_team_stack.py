@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from components.kubeflow import entries, render
-from components.preview import main, read_project_name, read_stack_config
-from components.preview.program import run_program
+from components.tools.preview import main, read_project_name, read_stack_config
+from components.tools.preview.program import run_program
 
 from .conftest import KUBEFLOW_TREE, REFCHECK, REPO
 from .test_preview import SNAPSHOTS

@@ -258,8 +258,8 @@ def test_what_aws_deletes_with_its_parent_is_not_deleted_one_by_one(stack):
 
 
 def test_destroy_batches_follow_the_engine_and_skip_what_goes_with_its_target():
-    from components.preview.destroy_estimate import estimate
-    from components.preview.inventory import Inventory, Recorded
+    from components.tools.preview.destroy_estimate import estimate
+    from components.tools.preview.inventory import Inventory, Recorded
 
     def res(name, type_, deps=(), deleted_with=None):
         return Recorded(
@@ -288,7 +288,7 @@ def test_destroy_batches_follow_the_engine_and_skip_what_goes_with_its_target():
 
 def test_the_published_destroy_estimate_is_what_the_graph_gives(dev):
     """The published figure (README and docs/teardown.md); a change to the graph that moves it must update both."""
-    from components.preview.destroy_estimate import estimate
+    from components.tools.preview.destroy_estimate import estimate
 
     from .conftest import REPO
 

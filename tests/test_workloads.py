@@ -14,9 +14,9 @@ import yaml
 from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.kubeflow.gpu_scheduling import kubeflow_exemption
 from components.observability.adapter import GPU_UTILIZATION_METRIC
-from components.preview import read_project_name, read_stack_config
-from components.preview.program import run_program
 from components.team.quantity import parse_quantity
+from components.tools.preview import read_project_name, read_stack_config
+from components.tools.preview.program import run_program
 
 from .conftest import REFCHECK, REPO
 from .karpenter_fit import EFA_RESOURCE, Unschedulable, place, pod_requests

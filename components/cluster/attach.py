@@ -1,4 +1,4 @@
-"""A ClusterHandle for a cluster this program did not create: from the platform stack's outputs, or read from AWS.
+"""What a ClusterHandle for a cluster this program did not create is read from: the platform stack's outputs, or AWS.
 
     handle = ClusterHandle.from_stack_reference("acme/eks-ml-platform/prod")
     handle = ClusterHandle.from_existing(cluster_name="ml-prod", region="us-west-2")
@@ -17,10 +17,8 @@ from typing import Any
 
 import pulumi
 import pulumi_aws as aws
-import pulumi_kubernetes as k8s
 from pulumi.runtime.sync_await import _sync_await
 
-from components.cluster.handle import ClusterHandle
 from components.scheduling import SYSTEM_PLACEMENT
 
 #: The platform stack's outputs a handle is made of (README, "Using the components in another stack").
@@ -107,75 +105,15 @@ def read_outputs(
     return values
 
 
-def _handle(
-    name: str,
-    *,
-    values: dict[str, Any],
-    aws_profile: str | None,
-    provider: aws.Provider | None,
-    opts: pulumi.ResourceOptions | None,
-) -> ClusterHandle:
-    cluster_name = values["clusterName"]
-    account_id, partition = arn_account_and_partition(values["oidcProviderArn"])
-    read = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=provider))
-
-    def addon(key: str, addon_name: str) -> aws.eks.Addon:
-        return aws.eks.Addon.get(f"{name}-{key}", id=f"{cluster_name}:{addon_name}", opts=read)
-
-    kubernetes_provider = k8s.Provider(
-        f"{name}-k8s",
-        kubeconfig=kubeconfig(
-            cluster_name=cluster_name,
-            endpoint=values["clusterEndpoint"],
-            certificate_authority=values["clusterCertificateAuthority"],
-            region=values["region"],
-            profile=aws_profile,
-        ),
-        # Objects whose namespace is not set go to 'default' explicitly, never to a kubeconfig context.
-        namespace="default",
-        opts=opts,
-    )
-    return ClusterHandle(
-        name=pulumi.Output.from_input(cluster_name),
-        kubernetes_version=str(values["kubernetesVersion"]),
-        region=str(values["region"]),
-        partition=pulumi.Output.from_input(partition),
-        account_id=pulumi.Output.from_input(account_id),
-        endpoint=pulumi.Output.from_input(values["clusterEndpoint"]),
-        oidc_provider_arn=pulumi.Output.from_input(values["oidcProviderArn"]),
-        oidc_issuer=pulumi.Output.from_input(str(values["oidcIssuer"]).removeprefix("https://")),
-        cluster_security_group_id=pulumi.Output.from_input(values["clusterSecurityGroupId"]),
-        vpc_id=pulumi.Output.from_input(values["vpcId"]),
-        private_subnet_ids=pulumi.Output.from_input(list(values["privateSubnetIds"])),
-        availability_zones=tuple(values["availabilityZones"]),
-        kubernetes_provider=kubernetes_provider,
-        system_node_group=aws.eks.NodeGroup.get(
-            f"{name}-system", id=f"{cluster_name}:{values['systemNodeGroup']}", opts=read
-        ),
-        system_placement=SYSTEM_PLACEMENT,
-        ebs_csi_driver=addon("ebs-csi", "aws-ebs-csi-driver"),
-        coredns=addon("coredns", "coredns"),
-        eks_cluster=None,
-        aws_profile=aws_profile,
-    )
-
-
-def from_stack_reference(
-    stack: str | pulumi.StackReference,
-    *,
-    aws_profile: str | None = None,
-    provider: aws.Provider | None = None,
-    opts: pulumi.ResourceOptions | None = None,
-) -> ClusterHandle:
-    """The handle of the cluster a platform stack (`org/project/stack`, or a StackReference to it) created."""
+def stack_outputs(stack: str | pulumi.StackReference, *, opts: pulumi.ResourceOptions | None = None) -> dict[str, Any]:
+    """The handle's outputs of a platform stack (`org/project/stack`, or a StackReference to it)."""
     ref = (
         stack
         if isinstance(stack, pulumi.StackReference)
         else pulumi.StackReference("platform", stack_name=stack, opts=opts)
     )
     stack_name = _sync_await(ref.name.future()) if isinstance(stack, pulumi.StackReference) else stack
-    values = read_outputs(ref, HANDLE_OUTPUTS, stack=str(stack_name), required=HANDLE_OUTPUTS)
-    return _handle("platform", values=values, aws_profile=aws_profile, provider=provider, opts=opts)
+    return read_outputs(ref, HANDLE_OUTPUTS, stack=str(stack_name), required=HANDLE_OUTPUTS)
 
 
 def _system_node_group(cluster_name: str, invoke: pulumi.InvokeOptions) -> str:
@@ -191,18 +129,12 @@ def _system_node_group(cluster_name: str, invoke: pulumi.InvokeOptions) -> str:
     )
 
 
-def from_existing(
-    *,
-    cluster_name: str,
-    region: str,
-    aws_profile: str | None = None,
-    system_node_group: str | None = None,
-    provider: aws.Provider | None = None,
-    opts: pulumi.ResourceOptions | None = None,
-) -> ClusterHandle:
-    """The handle of an existing cluster, read from AWS: the cluster, its IAM OIDC provider (which must exist: IRSA
-    needs it), its private subnets' zones and its system node group (labelled as the platform labels it, unless
-    named)."""
+def existing_outputs(
+    *, cluster_name: str, region: str, system_node_group: str | None = None, provider: aws.Provider | None = None
+) -> dict[str, Any]:
+    """What a platform stack's outputs would say of an existing cluster, read from AWS: the cluster, its IAM OIDC
+    provider (which must exist: IRSA needs it), its private subnets' zones and its system node group (labelled as the
+    platform labels it, unless named)."""
     invoke = pulumi.InvokeOptions(provider=provider)
     cluster = aws.eks.get_cluster(name=cluster_name, opts=invoke)
     issuer = cluster.identities[0].oidcs[0].issuer
@@ -223,4 +155,4 @@ def from_existing(
         "availabilityZones": sorted({subnet.availability_zone for subnet in private}),
         "systemNodeGroup": system_node_group or _system_node_group(cluster_name, invoke),
     }
-    return _handle("cluster", values=values, aws_profile=aws_profile, provider=provider, opts=opts)
+    return values

@@ -20,7 +20,7 @@ from components.config.types import (
     prefix_between,
 )
 from components.config.validation import FieldProblems, matches
-from components.karpenter.families import family_of_type, is_graviton, type_problem
+from components.instances.families import family_of_type, is_graviton, type_problem
 
 #: A lowercase DNS-style name of 2 to 40 characters (EKS allows 100; the tags and names derived from it stay short).
 CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")

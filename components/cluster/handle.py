@@ -1,5 +1,5 @@
 """What other components need from the cluster, as one typed value: the platform's own Cluster builds it, and a
-team stack reads it from the platform stack's outputs or from AWS (`attach`)."""
+team stack reads it from the platform stack's outputs or from AWS (`from_stack_reference`, `from_existing`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components.cluster import attach
 from components.identity.irsa import IrsaRole, IrsaRoleArgs
-from components.scheduling import Placement
+from components.scheduling import SYSTEM_PLACEMENT, Placement
 
 
 @dataclass(frozen=True)
@@ -47,18 +48,35 @@ class ClusterHandle:
     aws_profile: str | None = None
 
     @classmethod
-    def from_stack_reference(cls, stack: str | pulumi.StackReference, **kwargs: Any) -> ClusterHandle:
-        """The handle of the cluster a platform stack created, from its outputs (see `attach.from_stack_reference`)."""
-        from components.cluster.attach import from_stack_reference  # attach builds on this module
-
-        return from_stack_reference(stack, **kwargs)
+    def from_stack_reference(
+        cls,
+        stack: str | pulumi.StackReference,
+        *,
+        aws_profile: str | None = None,
+        provider: aws.Provider | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> ClusterHandle:
+        """The handle of the cluster a platform stack (`org/project/stack`, or a StackReference to it) created, from
+        its outputs."""
+        values = attach.stack_outputs(stack, opts=opts)
+        return _handle("platform", values=values, aws_profile=aws_profile, provider=provider, opts=opts)
 
     @classmethod
-    def from_existing(cls, *, cluster_name: str, region: str, **kwargs: Any) -> ClusterHandle:
-        """The handle of an existing cluster, read from AWS (see `attach.from_existing`)."""
-        from components.cluster.attach import from_existing
-
-        return from_existing(cluster_name=cluster_name, region=region, **kwargs)
+    def from_existing(
+        cls,
+        *,
+        cluster_name: str,
+        region: str,
+        aws_profile: str | None = None,
+        system_node_group: str | None = None,
+        provider: aws.Provider | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> ClusterHandle:
+        """The handle of an existing cluster, read from AWS (see `attach.existing_outputs`)."""
+        values = attach.existing_outputs(
+            cluster_name=cluster_name, region=region, system_node_group=system_node_group, provider=provider
+        )
+        return _handle("cluster", values=values, aws_profile=aws_profile, provider=provider, opts=opts)
 
     @property
     def system_ready(self) -> tuple[pulumi.Resource, ...]:
@@ -89,3 +107,56 @@ class ClusterHandle:
             ),
             opts,
         )
+
+
+def _handle(
+    name: str,
+    *,
+    values: dict[str, Any],
+    aws_profile: str | None,
+    provider: aws.Provider | None,
+    opts: pulumi.ResourceOptions | None,
+) -> ClusterHandle:
+    cluster_name = values["clusterName"]
+    account_id, partition = attach.arn_account_and_partition(values["oidcProviderArn"])
+    read = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=provider))
+
+    def addon(key: str, addon_name: str) -> aws.eks.Addon:
+        return aws.eks.Addon.get(f"{name}-{key}", id=f"{cluster_name}:{addon_name}", opts=read)
+
+    kubernetes_provider = k8s.Provider(
+        f"{name}-k8s",
+        kubeconfig=attach.kubeconfig(
+            cluster_name=cluster_name,
+            endpoint=values["clusterEndpoint"],
+            certificate_authority=values["clusterCertificateAuthority"],
+            region=values["region"],
+            profile=aws_profile,
+        ),
+        # Objects whose namespace is not set go to 'default' explicitly, never to a kubeconfig context.
+        namespace="default",
+        opts=opts,
+    )
+    return ClusterHandle(
+        name=pulumi.Output.from_input(cluster_name),
+        kubernetes_version=str(values["kubernetesVersion"]),
+        region=str(values["region"]),
+        partition=pulumi.Output.from_input(partition),
+        account_id=pulumi.Output.from_input(account_id),
+        endpoint=pulumi.Output.from_input(values["clusterEndpoint"]),
+        oidc_provider_arn=pulumi.Output.from_input(values["oidcProviderArn"]),
+        oidc_issuer=pulumi.Output.from_input(str(values["oidcIssuer"]).removeprefix("https://")),
+        cluster_security_group_id=pulumi.Output.from_input(values["clusterSecurityGroupId"]),
+        vpc_id=pulumi.Output.from_input(values["vpcId"]),
+        private_subnet_ids=pulumi.Output.from_input(list(values["privateSubnetIds"])),
+        availability_zones=tuple(values["availabilityZones"]),
+        kubernetes_provider=kubernetes_provider,
+        system_node_group=aws.eks.NodeGroup.get(
+            f"{name}-system", id=f"{cluster_name}:{values['systemNodeGroup']}", opts=read
+        ),
+        system_placement=SYSTEM_PLACEMENT,
+        ebs_csi_driver=addon("ebs-csi", "aws-ebs-csi-driver"),
+        coredns=addon("coredns", "coredns"),
+        eks_cluster=None,
+        aws_profile=aws_profile,
+    )

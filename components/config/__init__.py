@@ -1,12 +1,11 @@
-"""Stack configuration: parsed once, at the edge, into frozen typed models (each part owns its own model)."""
+"""What every part's config model builds on: the error type that names each problem's key path, the shared field
+types and validators. Each part owns its own model; `components.platform_config` gathers them into a stack's."""
 
 from components._lazy import lazy_exports
 
 __getattr__ = lazy_exports(
     __name__,
     {
-        "PlatformConfig": "platform",
-        "parse_config": "platform",
         "ConfigError": "errors",
         "ConfigIssue": "errors",
         "StatefulResources": "types",

@@ -8,6 +8,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from components.config.types import ConfigModel, KeyName, Switchable
 from components.config.validation import FieldProblems, matches
+from components.gpu.admission import AdmissionOptions
 from components.scheduling import DEFAULT_GPU_SCHEDULER
 
 
@@ -56,6 +57,12 @@ class GpuAdmission(Switchable):
         default=(),
         description="namespaces not checked, beside the system ones and those labelled `eksml.io/gpu-admission=exempt`",
     )
+
+    @property
+    def device_options(self) -> AdmissionOptions | None:
+        """The checks on pods that request Neuron or EFA devices (no scheduler rule: they are not GPU pods); None
+        when admission is off."""
+        return AdmissionOptions(action=self.action, exempt_namespaces=self.exempt_namespaces) if self.enabled else None
 
 
 class GpuConfig(ConfigModel):

@@ -11,8 +11,9 @@ from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validat
 from components.config.types import ConfigModel, KeyName
 from components.config.validation import FieldProblems
 from components.config.validation import matches as _matches
-from components.karpenter import accelerators, efa
-from components.karpenter.families import accelerator_of, family_problem
+from components.instances import accelerators
+from components.instances.families import accelerator_of, family_problem
+from components.karpenter import efa
 from components.karpenter.pool_checks import idle_budget_message, instance_types
 from components.karpenter.specs import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, NodePoolSpec
 from components.scheduling import Taint
@@ -46,7 +47,7 @@ class KarpenterConfig(ConfigModel):
     log_level: Literal["debug", "info", "error"] = Field(default="info", description="controller log level")
     accelerator_families: dict[StrictStr, AcceleratedFamilySpec] = Field(
         default_factory=dict,
-        description="facts about accelerated families the pinned table (`components/karpenter/accelerators.py`) "
+        description="facts about accelerated families the pinned table (`components/instances/accelerators.py`) "
         "lacks, keyed by family (e.g. `g7e`)",
     )
     node_classes: dict[KeyName, NodeClassSpec] = Field(
@@ -66,6 +67,11 @@ class KarpenterConfig(ConfigModel):
         """Pools are validated knowing the families this config adds (their GPU names, sizes)."""
         with accelerators.added_families(_added_families(data)):
             return handler(data)
+
+    @property
+    def untainted_pools(self) -> tuple[str, ...]:
+        """The pools any pod may land on (no taint), by name: what runs on them must be deleted before them."""
+        return tuple(name for name, pool in sorted(self.node_pools.items()) if not pool.taints)
 
     @property
     def added_families(self) -> dict[str, accelerators.AcceleratedFamily]:
@@ -194,7 +200,7 @@ def _facts(name: str, spec: AcceleratedFamilySpec) -> accelerators.AcceleratedFa
 
 def _family_problems(name: str, spec: AcceleratedFamilySpec) -> list[str]:
     if name in accelerators.ACCELERATED_FAMILIES:
-        return [f"{name!r} is in the pinned table (components/karpenter/accelerators.py); remove it here"]
+        return [f"{name!r} is in the pinned table (components/instances/accelerators.py); remove it here"]
     kind = accelerator_of(name)
     if kind is None or family_problem(name) is not None:
         return [f"{name!r} is not an accelerated family name (category g, gr, p, inf or trn, like 'g7e')"]

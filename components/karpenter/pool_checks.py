@@ -4,11 +4,11 @@ accelerators running. Each problem is (key path within the pool, message)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
-from components.karpenter import accelerators
-from components.karpenter.families import (
+from components.instances import accelerators
+from components.instances.families import (
     ACCELERATED_CATEGORIES,
     Accelerator,
     architecture_of,
@@ -19,6 +19,7 @@ from components.karpenter.families import (
     generation_of,
     type_problem,
 )
+from components.karpenter.pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
 from components.karpenter.spec_types import LABEL_VALUE, LABEL_VALUE_HINT, QUANTITY, QUANTITY_HINT
 from components.karpenter.validation import excludes, label_problem, requirement_key_problem
 from components.scheduling import (
@@ -31,8 +32,36 @@ from components.scheduling import (
     Taint,
 )
 
-if TYPE_CHECKING:
-    from components.karpenter.pool_spec import NodePoolSpec, RequirementSpec
+
+class Pool(Protocol):
+    """What the checks read of a pool (`pool_spec.NodePoolSpec`, which runs them as it validates)."""
+
+    @property
+    def architectures(self) -> tuple[str, ...]: ...
+    @property
+    def instance_categories(self) -> tuple[str, ...]: ...
+    @property
+    def generation_above(self) -> int | None: ...
+    @property
+    def instance_families(self) -> tuple[str, ...]: ...
+    @property
+    def instance_sizes(self) -> tuple[str, ...]: ...
+    @property
+    def gpu_names(self) -> tuple[str, ...]: ...
+    @property
+    def requirements(self) -> tuple[RequirementSpec, ...]: ...
+    @property
+    def taints(self) -> tuple[TaintSpec, ...]: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+    @property
+    def limits(self) -> Mapping[str, Any]: ...
+    @property
+    def disruption(self) -> DisruptionSpec: ...
+    @property
+    def accelerator(self) -> Accelerator | None: ...
+    def accelerator_sources(self) -> list[tuple[str, Accelerator, str]]: ...
+
 
 Problems = list[tuple[str, str]]
 
@@ -90,7 +119,7 @@ def requirement_problems(r: RequirementSpec) -> Problems:
     return problems
 
 
-def limit_problems(pool: NodePoolSpec) -> Problems:
+def limit_problems(pool: Pool) -> Problems:
     problems = []
     for key, value in pool.limits.items():
         if key == "aws.amazon.com/neurondevice":
@@ -128,7 +157,7 @@ _KINDS: dict[Accelerator, tuple[Taint, tuple[str, ...], str]] = {
 }
 
 
-def accelerator_problems(pool: NodePoolSpec, kind: Accelerator, because: str, skip: frozenset[str]) -> Problems:
+def accelerator_problems(pool: Pool, kind: Accelerator, because: str, skip: frozenset[str]) -> Problems:
     taint, resources, what = _KINDS[kind]
     wanted = _taint_text(taint)
     problems = []
@@ -187,7 +216,7 @@ def idle_budget_message(what: str) -> str:
     )
 
 
-def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
+def contradictions(pool: Pool, skip: frozenset[str]) -> Problems:
     """Instance families the pool's own other fields or requirements keep out: it could never launch them."""
     problems: Problems = []
     if "instanceFamilies" in skip:
@@ -253,7 +282,7 @@ def contradictions(pool: NodePoolSpec, skip: frozenset[str]) -> Problems:
     return problems
 
 
-def _unreachable_families(pool: NodePoolSpec) -> list[str]:
+def _unreachable_families(pool: Pool) -> list[str]:
     """Families in the pool whose GPUs are none of its gpuNames (facts known only)."""
     unreachable = []
     for family in pool.instance_families:
@@ -263,7 +292,7 @@ def _unreachable_families(pool: NodePoolSpec) -> list[str]:
     return sorted(unreachable)
 
 
-def pool_problems(pool: NodePoolSpec, skip: frozenset[str] = frozenset()) -> Problems:
+def pool_problems(pool: Pool, skip: frozenset[str] = frozenset()) -> Problems:
     """Every problem of a pool whose fields have their shapes; checks that read a field in `skip` (one that failed
     to validate) are left out."""
     problems: Problems = []
@@ -303,7 +332,7 @@ def pool_problems(pool: NodePoolSpec, skip: frozenset[str] = frozenset()) -> Pro
     return list(dict.fromkeys(problems))
 
 
-def instance_types(pool: NodePoolSpec) -> tuple[str, ...] | None:
+def instance_types(pool: Pool) -> tuple[str, ...] | None:
     """The instance types a pool names (a requirement on node.kubernetes.io/instance-type In, or families times
     sizes), or None when it leaves them open."""
     for r in pool.requirements:

@@ -18,14 +18,11 @@ from pydantic.alias_generators import to_camel
 
 from components.config.errors import issues_from
 from components.config.validation import FieldProblems
-from components.karpenter.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of
+from components.instances.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of
 from components.karpenter.pool_checks import pool_problems
+from components.karpenter.pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
 from components.karpenter.presets import NODE_POOL_PRESETS
 from components.karpenter.spec_types import (
-    BUDGET_DURATION,
-    BUDGET_NODES,
-    DURATION,
-    DURATION_HINT,
     NOT_EMPTY,
     Duration,
     GracePeriod,
@@ -36,122 +33,8 @@ from components.karpenter.spec_types import (
     Spec,
     apply_preset,
 )
-from components.karpenter.validation import cron_problem, requirement_accelerators
+from components.karpenter.validation import requirement_accelerators
 from components.scheduling import ACCELERATOR_RESOURCES, GPU_RESOURCE
-
-
-class TaintSpec(Spec):
-    key: LabelKey = Field(description="taint key")
-    value: StrictStr = Field(default="", description="taint value")
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
-        description="what the taint does to pods that do not tolerate it"
-    )
-
-
-Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
-
-
-class RequirementSpec(Spec):
-    """An extra scheduling requirement, beyond the typed fields of a pool. `minValues` asks Karpenter to keep at least
-    that many distinct values of the key among the instance types it may choose from (spot flexibility)."""
-
-    key: StrictStr = Field(
-        description="a well-known key (listed under [Karpenter NodePools](#karpenter-nodepools)) or a label key of "
-        "your own domain, which Karpenter sets on the nodes"
-    )
-    operator: Operator = Field(description="how the node's value of `key` is compared with `values`")
-    values: tuple[StrictStr, ...] = Field(default=(), description="what `operator` compares with")
-    min_values: StrictInt | None = Field(
-        default=None,
-        ge=1,
-        le=50,
-        description="keep at least this many distinct values of `key` among the instance types Karpenter may choose "
-        "from: on instance families it keeps spot pools flexible",
-    )
-
-    def shown(self) -> str:
-        return f"{self.key} {self.operator}" + (f" {list(self.values)}" if self.values else "")
-
-
-class BudgetSpec(Spec):
-    """At most `nodes` of the pool may be disrupted at once (while `schedule` + `duration` is active, if given)."""
-
-    #: Checked by the budget itself; a count written as a number becomes the string Karpenter expects.
-    nodes: LooseQuantity = Field(
-        default="10%", description="how many of the pool's nodes: a count like `1` or a percentage like `10%`"
-    )
-    schedule: StrictStr | None = Field(
-        default=None,
-        description="when the budget becomes active: standard cron in UTC (minute, hour, day of month, month or "
-        "`jan`-`dec`, day of week or `sun`-`sat`; `*`, lists, ranges, steps) or `@yearly`, `@monthly`, `@weekly`, "
-        "`@daily`, `@hourly` and their aliases; needs `duration`; none: always active",
-    )
-    duration: StrictStr | None = Field(
-        default=None, description="how long it stays active after each `schedule` start, like `8h` or `1h30m`"
-    )
-    reasons: tuple[Literal["Underutilized", "Empty", "Drifted"], ...] | None = Field(
-        default=None, description="the disruptions it limits; none: all of them"
-    )
-
-    @property
-    def blocks_empty_removal(self) -> bool:
-        """Always active, zero nodes, and for every reason including Empty: not even an idle node is ever removed."""
-        zero = self.nodes in ("0", "0%")
-        return zero and self.schedule is None and (self.reasons is None or "Empty" in self.reasons)
-
-    def problems(self) -> list[tuple[str, str]]:
-        problems = []
-        if not BUDGET_NODES.fullmatch(self.nodes):
-            problems.append(("nodes", f"expected a node count like '1' or a percentage like '10%', got {self.nodes!r}"))
-        if (self.schedule is None) != (self.duration is None):
-            problems.append(("duration" if self.duration is None else "schedule", "schedule and duration go together"))
-        if self.schedule is not None and (problem := cron_problem(self.schedule)):
-            problems.append(("schedule", problem))
-        if self.duration is not None and not BUDGET_DURATION.fullmatch(self.duration):
-            problems.append(
-                ("duration", f"expected a duration in hours and minutes like '8h' or '1h30m', got {self.duration!r}")
-            )
-        return problems
-
-
-class DisruptionSpec(Spec):
-    """Karpenter's defaults where a pool leaves a field out: consolidate empty or underused nodes at once (`0s`),
-    at most 10% of the pool at a time."""
-
-    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
-        default="WhenEmptyOrUnderutilized",
-        description="which nodes Karpenter consolidates: `WhenEmpty` only empty ones; the others also underused ones, "
-        "repacking their pods onto fewer nodes",
-    )
-    consolidate_after: StrictStr = Field(
-        default="0s",
-        description="how long a node stays empty or underused before it is consolidated, e.g. `5m` or `Never`; "
-        "shorter releases idle GPUs sooner",
-    )
-    budgets: tuple[BudgetSpec, ...] = Field(
-        default=(BudgetSpec(),),
-        description="how many nodes may be disrupted at once; the most restrictive active budget wins, so budgets "
-        "protect running jobs from voluntary disruption",
-    )
-
-    def problems(self) -> list[tuple[str, str]]:
-        problems = []
-        if not DURATION.fullmatch(self.consolidate_after):
-            problems.append(("consolidateAfter", f"expected {DURATION_HINT}, got {self.consolidate_after!r}"))
-        if not self.budgets:
-            problems.append(
-                (
-                    "budgets",
-                    (
-                        "needs at least one budget; an empty list leaves the pool without any (leave the key out for "
-                        "Karpenter's 10%)"
-                    ),
-                )
-            )
-        for index, budget in enumerate(self.budgets):
-            problems += [(f"budgets[{index}].{key}", message) for key, message in budget.problems()]
-        return problems
-
 
 #: Field aliases whose values did not validate while a pool's problems are collected: checks that read them are
 #: skipped rather than run on stand-ins (see `NodePoolSpec._every_problem`).
@@ -315,4 +198,4 @@ class NodePoolSpec(Spec):
         return self.accelerator_limits.get(GPU_RESOURCE)
 
 
-__all__ = ["BudgetSpec", "DisruptionSpec", "NodePoolSpec", "RequirementSpec", "TaintSpec"]
+__all__ = ["NodePoolSpec"]

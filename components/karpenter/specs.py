@@ -24,7 +24,8 @@ from components.karpenter.class_spec import (
     SubnetTermSpec,
     UserDataSpec,
 )
-from components.karpenter.pool_spec import BudgetSpec, DisruptionSpec, NodePoolSpec, RequirementSpec, TaintSpec
+from components.karpenter.pool_fields import BudgetSpec, DisruptionSpec, RequirementSpec, TaintSpec
+from components.karpenter.pool_spec import NodePoolSpec
 from components.karpenter.presets import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NODE_CLASS_PRESETS, NODE_POOL_PRESETS
 
 __all__ = [

@@ -7,7 +7,7 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from components.karpenter.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of, family_of_type
+from components.instances.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of, family_of_type
 
 # ------------------------------------------------------------------------------------------------- accelerators
 

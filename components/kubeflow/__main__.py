@@ -1,7 +1,7 @@
 """`python -m components.kubeflow fetch [--cache DIR] [--no-render]`: download and verify the pinned Kubeflow tree
 (and fill the render cache, so the first preview does not pay for kustomize).
 `python -m components.kubeflow bench [--tree DIR]`: time rendering the default set cold and warm.
-`python -m components.kubeflow digests FILES.sha256`: print `tree_digests.py` for a new pin."""
+`python -m components.kubeflow digests FILES.sha256`: print `tree_digests.json` for a new pin."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     bench_cmd = commands.add_parser("bench", help="time rendering the default set cold and warm")
     bench_cmd.add_argument("--tree", type=Path, help="a verified tree (default: the fetched one)")
-    digests_cmd = commands.add_parser("digests", help="print tree_digests.py from a sha256sum listing")
+    digests_cmd = commands.add_parser("digests", help="print tree_digests.json from a sha256sum listing")
     digests_cmd.add_argument("listing", type=Path)
     args = parser.parse_args(argv)
     try:
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, value in bench.measure(args.tree).items():
                 print(f"{name}: {value:.0f}" if name == "objects" else f"{name}: {value:.2f}")
         else:
-            sys.stdout.write(fetch.digests_module(args.listing.read_text()))
+            sys.stdout.write(fetch.digests_json(args.listing.read_text()))
     except (fetch.TreeError, render.RenderError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

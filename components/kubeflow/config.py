@@ -71,7 +71,10 @@ class Components(_Model):
     )
 
 
-class TeamConfig(_Model):
+class KubeflowTeamConfig(_Model):
+    """A team of the platform's Kubeflow: its Profile, GPU quota, S3 prefix and FSx claim (a team stack's own settings
+    are `components.team.config.TeamConfig`)."""
+
     owner: Email = Field(description="the email that owns the team's Profile")
     gpu_quota: StrictInt = Field(
         default=0, ge=0, description="GPUs the team may request at once; at most every GPU pool's limit together"
@@ -149,7 +152,7 @@ class KubeflowConfig(_Model):
             "the team whose namespace gets the Hub's model registry (needs `components.hub`); none: no registry"
         ),
     )
-    teams: dict[TeamName, TeamConfig] = Field(
+    teams: dict[TeamName, KubeflowTeamConfig] = Field(
         default={},
         description="teams keyed by name: each gets a namespace, a Profile, a GPU quota and an IAM role for its S3 "
         "prefix; not a name in `storage.fsx.namespaces`",

@@ -178,23 +178,23 @@ def install_from(directory: Path, cache: Path | None = None, files: Mapping[str,
     return tree(root, files=files)
 
 
-def digests_module(files_sha256: str) -> str:
-    """The source of `tree_digests.py` from a sha256sum listing of the reference tree (its own metadata files and
+def digests_json(files_sha256: str) -> str:
+    """The text of `tree_digests.json` from a sha256sum listing of the reference tree (its own metadata files and
     anything outside the pinned sources' folders are left out)."""
     folders = tuple(source.folder + "/" for source in SOURCES)
-    entries = []
+    entries = {}
     for line in files_sha256.splitlines():
         if not line.strip():
             continue
         digest, path = line.split(maxsplit=1)
         path = path.lstrip("*")
         if path.startswith(folders):
-            entries.append((path, digest))
-    body = "\n".join(f"        {json.dumps(path)}: {json.dumps(digest)}," for path, digest in sorted(entries))
-    return (
-        f'"""sha256 of every file of the Kubeflow {KUBEFLOW.version} tree the renders read, by path in the tree.\n\n'
-        "Metadata, not upstream content. Regenerate it from the reference tree's FILES.sha256 when a pin moves:\n"
-        f'`python -m components.kubeflow digests FILES.sha256 > components/kubeflow/tree_digests.py`.\n"""\n\n'
-        "from collections.abc import Mapping\nfrom types import MappingProxyType\n\n"
-        f"FILES: Mapping[str, str] = MappingProxyType(\n    {{\n{body}\n    }}\n)\n"
-    )
+            entries[path] = digest
+    document = {
+        "about": f"sha256 of every file of the Kubeflow {KUBEFLOW.version} tree the renders read, by path in the "
+        "tree. Metadata, not upstream content.",
+        "source": "FILES.sha256 of the reference tree of the pinned sources (components/kubeflow/pins.py). Regenerate "
+        "when a pin moves: python -m components.kubeflow digests FILES.sha256 > components/kubeflow/tree_digests.json",
+        "files": dict(sorted(entries.items())),
+    }
+    return json.dumps(document, indent=2) + "\n"

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from components.identity.team_policy import team_s3_policy
 from components.scheduling import GPU_RESOURCE
 from components.storage.render import fsx_volume
-from components.team.iam import team_s3_policy
 
 from .notebooks import ACCESS_ML_PIPELINE
 from .objects import Manifest
@@ -213,7 +213,7 @@ def permission_policy(
     team: Team, *, bucket: str, partition: str = "aws", region: str = "", kms_key_arn: str | None = None
 ) -> dict[str, Any]:
     """Read, write and delete objects under the team's prefix of the bucket, and list only that prefix (with the
-    bucket's KMS key through S3 when it has one): the same policy as a team stack's (`components.team.iam`)."""
+    bucket's KMS key through S3 when it has one): the same policy as a team stack's (`components.identity.team_policy`)."""
     return team_s3_policy(
         partition=partition, region=region, bucket=bucket, prefix=team.s3_prefix, kms_key_arn=kms_key_arn
     )

@@ -14,9 +14,9 @@ from components.cluster.handle import ClusterHandle
 from components.config.types import StatefulResources
 from components.identity.documents import to_json
 from components.identity.irsa import IrsaRole
+from components.pod_security import TEAM_POD_SECURITY
 from components.storage.config import DataRepository, FsxConfig
 from components.storage.render import (
-    DYNAMIC_FSX_TAG,
     data_repository_policy,
     fsx_csi_controller_policy,
     fsx_storage_class,
@@ -24,7 +24,7 @@ from components.storage.render import (
 )
 from components.sweep.model import Kind
 from components.sweep.resource import SweepArgs, sweep_step
-from components.team.namespace import TEAM_POD_SECURITY
+from components.tags import DYNAMIC_FSX_TAG
 
 #: Lustre network ports: 988 for the file system, 1018-1023 for the servers' replies (FSx for Lustre docs,
 #: "File system access control with Amazon VPC").

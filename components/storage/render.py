@@ -6,6 +6,7 @@ from typing import Any
 
 from components.config.types import StatefulResources
 from components.identity.documents import IAM_VERSION, dns_suffix
+from components.tags import DYNAMIC_FSX_TAG
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 EBS_CSI_DRIVER = "ebs.csi.aws.com"
@@ -194,10 +195,6 @@ def gp3_storage_class(name: str = DEFAULT_CLASS_NAME, *, retain: bool = False) -
         "reclaimPolicy": "Retain" if retain else "Delete",
         "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
     }
-
-
-#: Tag the FSx CSI driver puts on the file systems it creates; its IAM role may only delete those.
-DYNAMIC_FSX_TAG = "eksml.io/fsx-csi-cluster"
 
 
 def fsx_storage_class(

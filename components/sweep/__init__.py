@@ -8,14 +8,24 @@ are touched, in dependency order, with bounded waits; the stateful policy decide
     report = Sweeper(boto3.Session(), SweepTarget("ml-dev", "us-west-2", "destroy", vpc_id="vpc-0abc...")).run()
     report.raise_unless_clean()
 
-`python -m components.sweep --stack <name> [--dry-run | --check] [--json]` runs it for a stack (see `__main__`).
+`python -m components.tools.sweep --stack <name> [--dry-run | --check] [--json]` runs it for a stack.
 """
 
 from .clients import Clients
-from .leaks import LeakReport, find_leaks
-from .locate import VpcLocation, VpcLookupError, locate_vpc, target_for
-from .model import Failure, Found, Kept, Kind, SweepFailed, SweepPlan, SweepReport, SweepTarget, Timeouts
-from .render import leak_text, plan_text, report_text
+from .leaks import LeakReport, find_leaks, leak_text
+from .model import (
+    Failure,
+    Found,
+    Kept,
+    Kind,
+    SweepFailed,
+    SweepPlan,
+    SweepReport,
+    SweepTarget,
+    Timeouts,
+    plan_text,
+    report_text,
+)
 from .sweeper import NETWORK_KINDS, STEP_KINDS, Sweeper
 
 __all__ = [
@@ -33,12 +43,8 @@ __all__ = [
     "SweepTarget",
     "Sweeper",
     "Timeouts",
-    "VpcLocation",
-    "VpcLookupError",
     "find_leaks",
     "leak_text",
-    "locate_vpc",
     "plan_text",
     "report_text",
-    "target_for",
 ]

@@ -15,7 +15,18 @@ from typing import Any
 from . import selectors as sel
 from .clients import AWS_ERRORS, Clients, describe
 from .discovery import Finder
-from .model import Failure, Found, Kept, Kind, SweepTarget
+from .model import (
+    Failure,
+    Found,
+    Kept,
+    Kind,
+    SweepTarget,
+    _failure_lines,
+    _found_lines,
+    _heading,
+    _kept_lines,
+    _section,
+)
 
 
 @dataclass(frozen=True)
@@ -184,3 +195,12 @@ class _LeakCheck:
         self._leak(
             Found(Kind.VPC, v["VpcId"], f"{v.get('CidrBlock', '')}, the stack's VPC") for v in self._find.vpcs(filters)
         )
+
+
+def leak_text(report: LeakReport) -> str:
+    lines = [_heading(report.target, "Leak check")]
+    lines += _section("Left behind", _found_lines(report.leaks))
+    lines += _section("Kept", _kept_lines(report.retained))
+    lines += _section("Could not list", _failure_lines(report.failed))
+    lines += ["", "No leaks." if report.ok else "Leaks found: run `python -m components.tools.sweep --stack <stack>`."]
+    return "\n".join(lines)

@@ -18,8 +18,8 @@ from components import k8s_objects
 from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
 from components.identity.irsa import IrsaRole
+from components.identity.team_policy import team_s3_policy
 from components.karpenter.validation import delete_timeout
-from components.team.iam import team_s3_policy
 from components.team.namespace import service_account
 from components.team.plan import TeamPlan
 from components.team.profile import team_pod_defaults, team_profile

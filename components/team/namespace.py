@@ -15,18 +15,12 @@ from typing import Any
 
 from components.kubeflow.access import GATEWAY_NAMESPACE
 from components.kubeflow.objects import NAME_LABEL
+from components.pod_security import TEAM_POD_SECURITY
 from components.scheduling import GPU_RESOURCE
 from components.team.config import TeamConfig
 
 Manifest = dict[str, Any]
 
-#: Team namespaces enforce `baseline`: no host network, PID, paths or privilege (a hostNetwork pod would read the
-#: node's instance credentials whatever the IMDS hop limit); `restricted` is warned about and audited.
-TEAM_POD_SECURITY: Mapping[str, str] = {
-    "pod-security.kubernetes.io/enforce": "baseline",
-    "pod-security.kubernetes.io/warn": "restricted",
-    "pod-security.kubernetes.io/audit": "restricted",
-}
 #: Marks what belongs to a team: its namespace, its NodePool's nodes (label and taint).
 TEAM_LABEL = "eksml.io/team"
 GPU_QUOTA_KEY = f"requests.{GPU_RESOURCE}"

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from components.cluster.attach import HANDLE_OUTPUTS
-from components.preview import run_preview
 from components.team.offer import OFFER_OUTPUTS
+from components.tools.preview import run_preview
 
 PLATFORM = Path(__file__).resolve().parents[2]
 

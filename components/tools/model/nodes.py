@@ -69,7 +69,7 @@ def from_node_pool(pool: Mapping[str, Any]) -> NodeKind:
     name = pool["metadata"]["name"]
     template = pool["spec"]["template"]
     spec = template["spec"]
-    labels: dict[str, frozenset[str] | None] = {key: ANY for key in _KARPENTER_LABELS}
+    labels: dict[str, frozenset[str] | None] = dict.fromkeys(_KARPENTER_LABELS, ANY)
     labels["kubernetes.io/os"] = frozenset({"linux"})
     labels["kubernetes.io/arch"] = frozenset({"amd64"})
     labels["karpenter.sh/capacity-type"] = _DEFAULT_CAPACITY

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from components.config.platform import PlatformConfig
 from components.karpenter.specs import NodePoolSpec
+from components.platform_config import PlatformConfig
 
 from . import reads
 from .checks_access import (

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from components.config.errors import ConfigError, ConfigIssue
-from components.config.platform import PROJECT_NAMESPACE
-from components.preview import mocks
-from components.preview.inventory import Inventory
+from components.platform_config import PROJECT_NAMESPACE
+from components.tools.preview import mocks
+from components.tools.preview.inventory import Inventory
 
 
 def is_platform(project: str) -> bool:

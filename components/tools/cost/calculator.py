@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
-from components.config.platform import PlatformConfig
 from components.config.types import ControlPlaneLog
-from components.preflight.checks_account import nat_zones
-from components.preflight.selection import InstanceShape, accelerated_shapes, device_limit, select
+from components.platform_config import PlatformConfig
+from components.tools.preflight.checks_account import nat_zones
+from components.tools.preflight.selection import InstanceShape, accelerated_shapes, device_limit, select
 
 from .prices import HOURS_PER_MONTH, STANDARD_SUPPORT_ENDS, PriceTable, RegionRates
 
@@ -350,5 +350,5 @@ def headline(estimate: Estimate) -> str:
         return f"cost unknown: {estimate.missing[0]}"
     line = f"about ${idle:,.0f}/month idle; up to ${ceiling:,.0f}/month with every GPU pool at its limit"
     if estimate.missing:
-        line += f" ({len(estimate.missing)} price(s) missing: python -m components.cost --stack {estimate.stack})"
+        line += f" ({len(estimate.missing)} price(s) missing: python -m components.tools.cost --stack {estimate.stack})"
     return line

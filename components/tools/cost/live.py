@@ -14,8 +14,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from components.config.platform import PlatformConfig
-from components.preflight.selection import accelerated_shapes, device_limit, select
+from components.platform_config import PlatformConfig
+from components.tools.preflight.selection import accelerated_shapes, device_limit, select
 
 from .prices import PriceTable
 

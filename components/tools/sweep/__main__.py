@@ -1,8 +1,8 @@
 """Sweep a stack's cluster leftovers, or check that none remain.
 
-    python -m components.sweep --stack dev              # delete them (what the teardown step does)
-    python -m components.sweep --stack dev --dry-run    # list what would be deleted and kept
-    python -m components.sweep --stack dev --check      # leak check after `pulumi destroy` (CI)
+    python -m components.tools.sweep --stack dev              # delete them (what the teardown step does)
+    python -m components.tools.sweep --stack dev --dry-run    # list what would be deleted and kept
+    python -m components.tools.sweep --stack dev --check      # leak check after `pulumi destroy` (CI)
 
 The stack file gives the cluster name, region, AWS profile, `statefulResources` and, with network.existing, the VPC;
 a VPC the stack created is found by its tags. Exit status: 0 done (nothing failed, nothing blocks the network; for
@@ -20,19 +20,18 @@ from typing import Any
 
 import boto3
 
-from components.preview.commands import INVALID_STACK, add_stack_arguments, read_stack
-
-from .clients import AWS_ERRORS, Clients, describe
-from .leaks import find_leaks
-from .locate import VpcLookupError, locate_vpc, target_for
-from .render import leak_text, plan_text, report_text
-from .sweeper import Sweeper
+from components.sweep.clients import AWS_ERRORS, Clients, describe
+from components.sweep.leaks import find_leaks, leak_text
+from components.sweep.model import plan_text, report_text
+from components.sweep.sweeper import Sweeper
+from components.tools.commands import INVALID_STACK, add_stack_arguments, read_stack
+from components.tools.sweep.locate import VpcLookupError, locate_vpc, target_for
 
 SessionFactory = Callable[..., Any]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m components.sweep", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m components.tools.sweep", description=__doc__.split("\n\n")[0])
     add_stack_arguments(parser)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="list what would be deleted and kept; delete nothing")

@@ -1,6 +1,6 @@
 """What a stack costs, from its config: the idle baseline per month and the GPU spend ceiling of every NodePool.
 
-`python -m components.cost --stack <name>` prints the table (or `--json`); `preview_line(config)` is the one line
+`python -m components.tools.cost --stack <name>` prints the table (or `--json`); `preview_line(config)` is the one line
 the offline preview prints. Prices come from the pinned table in `prices` (its date and sources beside it).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from components.config.platform import PlatformConfig
+from components.platform_config import PlatformConfig
 
 from .calculator import Estimate, estimate, headline
 from .prices import PINNED, PriceTable

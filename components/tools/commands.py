@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar, overload
 
 from components.config.errors import ConfigError
-from components.config.platform import PlatformConfig
-from components.preview import load_stack
+from components.platform_config import PlatformConfig
+from components.tools.stack_files import load_stack
 
 #: The exit status of a command whose stack file is missing or whose config is invalid.
 INVALID_STACK = 2

@@ -32,8 +32,11 @@ from components.ingress.config import IngressConfig
 from components.karpenter.config import KarpenterConfig
 from components.kubeflow.config import KubeflowConfig
 from components.network.config import ExistingVpc, NetworkConfig
+from components.network.plan import plan_subnets
 from components.observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
+from components.observability.render import GpuPool, gpu_pools
 from components.storage.config import BucketConfig, DataRepository, FsxConfig, StorageConfig
+from components.tags import standard_tags
 
 __all__ = [
     "AlertThresholds",
@@ -318,6 +321,45 @@ class PlatformConfig(ConfigModel):
         """The AZ FSx lives in (training pools that read from it belong there too)."""
         fsx = self.storage.fsx
         return None if fsx is None else fsx.availability_zone or self.network.availability_zones[0]
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """The standard tags of every AWS object of the stack."""
+        return standard_tags(project=self.project, stack=self.stack, owner=self.owner, cost_center=self.cost_center)
+
+    @property
+    def csi_drivers(self) -> tuple[str, ...]:
+        """The CSI drivers every Karpenter node starts with (their startup taints go on every NodePool)."""
+        return ("ebs", "fsx") if self.storage.fsx is not None else ("ebs",)
+
+    @property
+    def gpu_pools(self) -> tuple[GpuPool, ...]:
+        """Every accelerator limit of every pool, for the dashboards and alerts that compare use with it."""
+        return gpu_pools(self.karpenter.node_pools)
+
+    @property
+    def load_balancer_cidrs(self) -> tuple[str, ...]:
+        """The CIDRs of the subnets the Kubeflow ALB lives in, in a VPC the stack creates: the public ones for an
+        internet-facing ALB (no pod lives there), the private ones for an internal ALB (where the nodes live too). In
+        an existing VPC only its owner knows: none (the allowance then takes the VPC's CIDRs, read at deploy time)."""
+        network = self.network
+        if network.existing is not None:
+            return ()
+        pairs = plan_subnets(network.cidr, network.availability_zones)
+        public = self.kubeflow.access.scheme == "internet-facing"
+        return tuple(str(pair.public if public else pair.private) for pair in pairs)
+
+    @property
+    def alb_reads_vpc_cidrs(self) -> bool:
+        """Whether the Kubeflow ALB's sources must be read from the VPC at deploy time (the plan could not name
+        them, and left a placeholder)."""
+        return self.kubeflow.access.mode == "alb" and not self.load_balancer_cidrs
+
+    @property
+    def team_bucket_encrypted(self) -> bool:
+        """Whether the bucket Kubeflow teams get prefixes of uses the stack's KMS key (teams may use it through S3)."""
+        bucket = self.storage.buckets.get(self.kubeflow.bucket or "")
+        return bucket is not None and bucket.encryption == "kms"
 
 
 def _region_problems(region: Any, zones: Any) -> list[tuple[str, str]]:

@@ -1,6 +1,6 @@
 """Preflight of a stack against its AWS account: read-only checks of what `pulumi up` will need.
 
-    python -m components.preflight --stack prod [--json | --markdown]
+    python -m components.tools.preflight --stack prod [--json | --markdown]
 
 Exit status: 0 when no check failed (warnings allowed), 1 when one did, 2 when the stack config is invalid.
 """
@@ -12,7 +12,7 @@ import sys
 
 from botocore.exceptions import BotoCoreError
 
-from components.preview.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
+from components.tools.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
 
 from .clients import Clients, session_for
 from .report import render_json, render_markdown, render_table
@@ -21,7 +21,7 @@ from .runner import run_preflight
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.preflight", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m components.tools.preflight", description=__doc__.split("\n\n")[0])
     add_stack_arguments(parser)
     add_format_arguments(parser, "the results")
     args = parser.parse_args(argv)

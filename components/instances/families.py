@@ -15,7 +15,7 @@ import difflib
 import re
 from typing import Literal
 
-from components.karpenter import accelerators
+from components.instances import accelerators
 
 Accelerator = Literal["nvidia", "neuron"]
 

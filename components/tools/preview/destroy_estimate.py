@@ -1,6 +1,6 @@
 """How long `pulumi destroy` of a stack takes, estimated from the offline preview's graph.
 
-    python -m components.preview.destroy_estimate --stack dev
+    python -m components.tools.preview.destroy_estimate --stack dev
 
 The engine deletes in batches: each batch holds every resource that nothing still to be deleted depends on (its
 dependents, the children of a component, the users of a provider), and a batch finishes before the next one starts
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from components.preview.inventory import Inventory, Recorded
+from components.tools.preview.inventory import Inventory, Recorded
 
 #: Seconds a delete typically takes, by type (anything else: DEFAULT_SECONDS). Sources: the AWS docs' and the
 #: providers' stated durations, and the default delete timeouts terraform-provider-aws sets for slow types.
@@ -138,11 +138,11 @@ def report(estimate_: Estimate, stack: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from components.preview import run_preview
-    from components.preview.commands import INVALID_STACK, add_stack_arguments, read_stack
+    from components.tools.commands import INVALID_STACK, add_stack_arguments, read_stack
+    from components.tools.preview import run_preview
 
     parser = argparse.ArgumentParser(
-        prog="python -m components.preview.destroy_estimate", description=__doc__.split("\n\n")[0]
+        prog="python -m components.tools.preview.destroy_estimate", description=__doc__.split("\n\n")[0]
     )
     add_stack_arguments(parser)
     args = parser.parse_args(argv)

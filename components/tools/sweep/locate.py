@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.config.platform import PlatformConfig
+from components.platform_config import PlatformConfig
+from components.sweep.model import SweepTarget
+from components.sweep.selectors import DISCOVERY_TAG
 from components.tags import standard_tags
-
-from .model import SweepTarget
-from .selectors import DISCOVERY_TAG
 
 #: The provider's default tags that say which stack created an object (`owner` and `cost-center` may change).
 STACK_TAG_KEYS = ("project", "stack", "managed-by")

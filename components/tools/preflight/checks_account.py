@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from components.config.platform import PlatformConfig
 from components.config.types import NatGateways
 from components.network.config import ExistingVpc, NetworkConfig
+from components.platform_config import PlatformConfig
 
 from .quotas import (
     ELASTIC_IPS,

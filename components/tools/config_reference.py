@@ -5,9 +5,9 @@ field itself, and the defaults that come from `environment` from `environment_de
 hand, so the tables in docs/configuration.md cannot drift from what `parse_config` and `parse_team_config` accept.
 There is one table per kind of stack file: the platform's, and a team stack's (`components.team.config`).
 
-    python -m components.config.reference                    # print the platform's table
-    python -m components.config.reference --stack team       # print a team stack's
-    python -m components.config.reference --write docs/configuration.md  # rewrite both blocks (make config-reference)
+    python -m components.tools.config_reference                    # print the platform's table
+    python -m components.tools.config_reference --stack team       # print a team stack's
+    python -m components.tools.config_reference --write docs/configuration.md  # rewrite both blocks (make config-reference)
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from components.config import platform as platform_config
-from components.config.platform import PlatformConfig, environment_defaults
+from components import platform_config
 from components.config.types import Environment
+from components.platform_config import PlatformConfig, environment_defaults
 from components.team import config as team_config
 from components.team.config import TeamStackConfig
 
@@ -346,7 +346,7 @@ def replace_block(text: str, block: str, stack: StackKeys = PLATFORM) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.config.reference", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m components.tools.config_reference", description=__doc__.splitlines()[0])
     parser.add_argument("--stack", choices=sorted(STACKS), default=PLATFORM.name, help="the table to print")
     parser.add_argument(
         "--write", type=Path, metavar="FILE", help="rewrite every stack's block between its markers in this file"

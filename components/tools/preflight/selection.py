@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.karpenter import accelerators as gpu_facts
-from components.karpenter.families import category_of, family_of_type
+from components.instances import accelerators as gpu_facts
+from components.instances.families import category_of, family_of_type
 from components.karpenter.render import requirements as rendered_requirements
 from components.karpenter.specs import NodePoolSpec
 from components.scheduling import GPU_RESOURCE, NEURON_RESOURCE

@@ -1,8 +1,8 @@
 """What a stack costs: the idle baseline and the GPU spend ceiling of every NodePool, from its config alone.
 
-    python -m components.cost --stack prod [--json | --markdown] [--live] [--on 2026-12-15]
+    python -m components.tools.cost --stack prod [--json | --markdown] [--live] [--on 2026-12-15]
 
-Prices come from the pinned table (`components/cost/prices.py`, no credentials needed); `--live` reads EC2 instance
+Prices come from the pinned table (`components/tools/cost/prices.py`, no credentials needed); `--live` reads EC2 instance
 prices from the AWS Price List API and the spot price history instead, with the stack's credentials. Exit status: 0;
 1 when `--live` cannot read prices; 2 when the stack config is invalid.
 """
@@ -15,8 +15,8 @@ from datetime import UTC, date, datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from components.preflight.clients import PRICING_REGION, session_for
-from components.preview.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
+from components.tools.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
+from components.tools.preflight.clients import PRICING_REGION, session_for
 
 from .calculator import estimate
 from .live import live_table
@@ -25,7 +25,7 @@ from .render import render_json, render_markdown, render_table
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.cost", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m components.tools.cost", description=__doc__.split("\n\n")[0])
     add_stack_arguments(parser)
     parser.add_argument(
         "--live", action="store_true", help="read EC2 prices from the AWS Price List API (needs credentials)"

@@ -20,8 +20,8 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from components.identity.documents import same_principal
-from components.preview.answers import DEFAULT_CALLER, UNKNOWN, PlatformMocks
-from components.preview.inventory import Inventory, Recorded
+from components.tools.preview.answers import DEFAULT_CALLER, UNKNOWN, PlatformMocks
+from components.tools.preview.inventory import Inventory, Recorded
 
 REDACTED = "[secret]"
 _STACK_TYPE = "pulumi:pulumi:Stack"
