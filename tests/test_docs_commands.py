@@ -151,6 +151,7 @@ def named_paths(text: str) -> set[str]:
     return paths
 
 
+@pytest.mark.subprocess  # git ls-files: what a fresh clone has
 def test_every_repository_path_the_docs_name_exists():
     missing = [
         f"{page.relative_to(REPO)}: {path}"
@@ -188,6 +189,7 @@ def test_every_link_between_the_pages_reaches_a_file_and_heading():
     assert broken == []
 
 
+@pytest.mark.subprocess  # git ls-files
 def test_the_link_checks_catch_a_missing_file_and_heading(tmp_path):
     page = tmp_path / "page.md"
     page.write_text('# Title\n\n## The platform\'s outputs: a contract\n\n<a id="kept"></a>\n')

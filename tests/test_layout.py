@@ -36,7 +36,9 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "components._lazy",
         "components.aws_names",
         "components.config",
+        "components.control_plane",
         "components.helm",
+        "components.images",
         "components.instances",
         "components.k8s_objects",
         "components.pod_security",
@@ -77,6 +79,10 @@ def floor_of(module: str) -> str | None:
     return next((floor for floor, prefixes in FLOORS.items() if any(_within(module, p) for p in prefixes)), None)
 
 
+def _type_checking_only(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
 def room_of(module: str) -> str:
     """The folder (or top-level module) a module belongs to: `components.karpenter`, `components.tools.cost`."""
     parts = module.split(".")
@@ -115,6 +121,10 @@ class Package:
     def _read(self, module: str, *, deferred: bool) -> frozenset[str]:
         source = self.sources[module]
         tree = ast.parse(source.text)
+        if module == ROOT:
+            # The package's face names every export for type checkers (`if TYPE_CHECKING:`); those imports never
+            # run, and only there may the ground floor name what stands on it.
+            tree.body = [node for node in tree.body if not _type_checking_only(node)]
         nodes = ast.walk(tree) if deferred else iter(tree.body)
         found: set[str] = set()
         for node in nodes:

@@ -321,7 +321,7 @@ def test_a_node_kind_missing_a_node_agent_is_caught(tmp_path):
 def test_prod_its_team_stack_and_the_example_workloads_break_no_rule_and_the_team_pool_gets_its_operands(
     prod, tmp_path
 ):
-    from components.preview import main, write_preview
+    from components.tools.preview import main, write_preview
     from components.tools.model import check_views
     from components.tools.model.platform import read_folder
 
@@ -388,7 +388,7 @@ def test_kubeflow_deployments_behind_fail_closed_webhooks_get_two_spread_on_dema
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_shipped_stacks_break_no_rule_of_the_model(stack, request, tmp_path):
-    from components.preview import write_preview
+    from components.tools.preview import write_preview
 
     write_preview(request.getfixturevalue(stack), tmp_path / stack)
     platform, found = check_previews([tmp_path / stack], CHARTS)
@@ -400,7 +400,7 @@ def test_the_shipped_stacks_break_no_rule_of_the_model(stack, request, tmp_path)
 @pytest.mark.stack
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 def test_the_preview_fails_naming_both_sides_when_kubeflow_can_land_on_no_pool():
-    from components.preview import model_report
+    from components.tools.preview import model_report
 
     from .conftest import run_stack
 

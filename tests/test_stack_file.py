@@ -47,7 +47,7 @@ def test_a_syntax_error_is_one_issue_with_file_line_and_column(tmp_path):
 
 
 def test_the_preview_exits_with_the_config_status_and_no_traceback(tmp_path, capsys):
-    from components.preview import main
+    from components.tools.preview import main
 
     (tmp_path / "Pulumi.yaml").write_text("name: eks-ml-platform\nruntime: python\n")
     (tmp_path / "Pulumi.dev.yaml").write_text(POOLS)

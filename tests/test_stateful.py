@@ -116,6 +116,7 @@ def test_the_table_covers_every_stateful_resource_prod_protects(prod):
     assert protected - settings <= set(REPLACING)
 
 
+@pytest.mark.stack
 @pytest.mark.parametrize(("stack", "kept"), [("dev", False), ("prod", True)])
 def test_kubeflows_volumes_outlive_their_claims_exactly_where_the_stack_keeps_its_stores(stack, kept, request):
     """MySQL's and SeaweedFS' claims, and every notebook workspace the spawner makes, use the class whose volumes

@@ -54,10 +54,6 @@ ALLOWED: dict[str, dict[str, str]] = {
         "from_existing": "how a program on a cluster the platform did not create gets its handle (README, library use)",
     },
     "components/sweep/resource.py": {"diff": "dynamic provider method: the engine calls it on every update"},
-    "components/versions.py": {
-        "charts": "every chart pin, for tools that list what the platform installs; docs/versions.md's CRD table is checked "
-        "against it",
-    },
     "components/observability/render.py": dict.fromkeys(
         ("DCGM_METRICS", "KARPENTER_METRICS", "KUBE_STATE_METRICS"),
         "the metrics each exporter collects; only the tests read them, to check every rule and panel against them",

@@ -57,9 +57,6 @@ class Platform:
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [obj for _, obj in self.objects if obj.get("kind") == kind]
 
-    @property
-    def gpu_operator_nodes(self) -> list[NodeKind]:
-        return [n for n in self.nodes if "nvidia" in n.accelerators]
 
 
 def _yaml_documents(path: Path) -> list[dict[str, Any]]:
