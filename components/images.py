@@ -1,6 +1,6 @@
 """Which CPU architectures each image the platform runs is built for: pinned facts, each with its source
-(`image_architectures.json` beside this module). A fact holds for the tag it was read for; an image it does not cover is taken to
-be amd64-only, the one architecture every image here is built for."""
+(`image_architectures.json` beside this module). A fact holds for the tag it was read for; an image it does not cover
+is taken to be amd64-only, the one architecture every image here is built for."""
 
 from __future__ import annotations
 

@@ -87,8 +87,6 @@ def part_options(part: str, cluster_name: str, base: pulumi.ResourceOptions) -> 
     return pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(aliases=[pulumi.Alias(name=legacy)]))
 
 
-
-
 def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
     """Kubeflow's objects, planned from the config alone (the facts `build_platform` gives the other parts come from
     the same config), so a missing tree or a refused plan stops the run before anything is created."""

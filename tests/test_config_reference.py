@@ -1,6 +1,6 @@
-"""The configuration references in docs/configuration.md (the platform stack's and a team stack's) are generated from the config
-models: each is current, every key in it is one a stack file can set, its defaults are what a stack gets, and no key
-goes without a meaning."""
+"""The configuration references in docs/configuration.md (the platform stack's and a team stack's) are generated from
+the config models: each is current, every key in it is one a stack file can set, its defaults are what a stack gets,
+and no key goes without a meaning."""
 
 from __future__ import annotations
 
@@ -145,7 +145,8 @@ def test_make_config_reference_rewrites_both_blocks(tmp_path):
     page.write_text(f"# x\n\n{START}\n| stale |\n{END}\n\n## team\n\n{team.start}\n| stale |\n{team.end}\n")
     assert reference.main(["--write", str(page)]) == 0
     assert page.read_text() == (
-        f"# x\n\n{START}\n{reference.table()}{END}\n\n## team\n\n{team.start}\n{reference.table(stack=team)}{team.end}\n"
+        f"# x\n\n{START}\n{reference.table()}{END}\n\n"
+        f"## team\n\n{team.start}\n{reference.table(stack=team)}{team.end}\n"
     )
     assert "-m components.tools.config_reference --write docs/configuration.md" in (REPO / "Makefile").read_text()
 
@@ -155,7 +156,8 @@ def test_a_page_without_the_team_block_is_an_error_not_half_written(tmp_path, ca
     text = f"# x\n\n{START}\n| stale |\n{END}\n"
     page.write_text(text)
     assert reference.main(["--write", str(page)]) == 1
-    assert reference.TEAM.start in capsys.readouterr().err and page.read_text() == text
+    assert reference.TEAM.start in capsys.readouterr().err
+    assert page.read_text() == text
 
 
 # ------------------------------------------------------------------------------------------- the team stack's

@@ -31,7 +31,8 @@ def type_checking_imports() -> dict[str, str]:
     ]
     found = {}
     for node in block.body:
-        assert isinstance(node, ast.ImportFrom) and node.module, ast.unparse(node)
+        assert isinstance(node, ast.ImportFrom), ast.unparse(node)
+        assert node.module, ast.unparse(node)
         for alias in node.names:
             # `X as X`: re-exported to type checkers whatever they make of the computed __all__
             assert alias.asname == alias.name, ast.unparse(node)

@@ -1,5 +1,5 @@
-"""The NodePool worked examples of docs/karpenter.md are real config: each parses, renders, and passes the pinned Karpenter
-CRDs (schemas and CEL rules) when refcheck checks the rendered objects, as it checks the preview."""
+"""The NodePool worked examples of docs/karpenter.md are real config: each parses, renders, and passes the pinned
+Karpenter CRDs (schemas and CEL rules) when refcheck checks the rendered objects, as it checks the preview."""
 
 from __future__ import annotations
 

@@ -282,7 +282,9 @@ def test_a_circle_of_parts_is_caught_though_no_two_modules_import_each_other():
 
 def test_an_import_only_for_type_checkers_counts_and_a_module_off_every_floor_is_named():
     package = _synthetic(
-        components__gpu__render="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from components.tools import x\n",
+        components__gpu__render=(
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from components.tools import x\n"
+        ),
         components__tools__x="",
         components__extras="",
     )
@@ -302,7 +304,8 @@ def test_the_root_package_loads_only_the_ground():
 def test_every_data_file_of_the_package_is_json_or_yaml():
     """Data ships as files read with importlib.resources, never as modules; the wheel packs these suffixes."""
     data = [p for p in PACKAGE.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc") and p.name != "py.typed"]
-    assert data and {p.suffix for p in data} <= {".json", ".yaml"}
+    assert data
+    assert {p.suffix for p in data} <= {".json", ".yaml"}
 
 
 # ------------------------------------------------------------------------------------------ library and tools

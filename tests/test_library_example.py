@@ -96,7 +96,8 @@ def check_the_example_preview(out: Path, printed: str) -> None:
     assert reaches(resources, monitoring, one("kubernetes:helm.sh/v3:Release", "ingress"))
     # What the program asks for
     cluster = one("eks:index:Cluster", "cluster-eks")
-    assert cluster["inputs"]["name"] == "ml-eu" and cluster["inputs"]["endpointPublicAccess"] is False
+    assert cluster["inputs"]["name"] == "ml-eu"
+    assert cluster["inputs"]["endpointPublicAccess"] is False
     assert one("aws:kms/key:Key", "cluster-secrets")["protect"] is True
     private = [r for r in resources.values() if r["type"] == "aws:ec2/subnet:Subnet" and "-private-" in r["name"]]
     assert {subnet["inputs"]["tags"]["karpenter.sh/discovery"] for subnet in private} == {"ml-eu"}
@@ -141,7 +142,8 @@ def test_the_wheel_ships_every_data_file_of_the_package_and_its_types(wheel):
         for path in (REPO / "components").rglob("*")
         if path.is_file() and path.suffix not in (".py", ".pyc")
     }
-    assert "components/py.typed" in in_tree and "components/observability/dashboards/karpenter.json" in in_tree
+    assert "components/py.typed" in in_tree
+    assert "components/observability/dashboards/karpenter.json" in in_tree
     with zipfile.ZipFile(wheel) as archive:
         shipped = set(archive.namelist())
     assert in_tree - shipped == set()
@@ -165,7 +167,8 @@ def installed(wheel, tmp_path_factory) -> tuple[Path, dict[str, str]]:
         cwd=home,
         env=env,
     ).stdout.strip()
-    assert Path(where).is_relative_to(venv) and not Path(where).is_relative_to(REPO), where
+    assert Path(where).is_relative_to(venv), where
+    assert not Path(where).is_relative_to(REPO), where
     return python, env
 
 
@@ -192,8 +195,19 @@ def test_a_type_checker_sees_the_installed_packages_classes(installed, tmp_path)
     sdks = "pulumi_aws.*,pulumi_eks.*,pulumi_kubernetes.*,pulumi_random.*,boto3.*,botocore.*"
     (tmp_path / "mypy.ini").write_text(f"[mypy]\nfollow_imports = silent\n[mypy-{sdks}]\nfollow_imports = skip\n")
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--python-executable", str(python)]
-        + ["--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(program)],
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            "mypy.ini",
+            "--python-executable",
+            str(python),
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(program),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -202,6 +216,8 @@ def test_a_type_checker_sees_the_installed_packages_classes(installed, tmp_path)
     )
     assert result.returncode == 0, result.stdout + result.stderr
     revealed = re.findall(r'Revealed type is "(.*)"', result.stdout)
-    assert len(revealed) == 2 and "Any" not in revealed, result.stdout
+    assert len(revealed) == 2, result.stdout
+    assert "Any" not in revealed, result.stdout
     assert revealed[0].endswith("-> components.cluster.component.Cluster")
-    assert "owns_vpc: bool," in revealed[1] and revealed[1].endswith("-> components.cluster.component.ClusterArgs")
+    assert "owns_vpc: bool," in revealed[1]
+    assert revealed[1].endswith("-> components.cluster.component.ClusterArgs")

@@ -76,7 +76,10 @@ def test_uses_aoffline_preview_fixture(dev):
 
 UNMARKED = [
     "*testoffline_previews_unmarked: runs a Pulumi program under the mocks: mark it @pytest.mark.stack",
-    "*testoffline_previews_unmarked_in_a_module_fixture: runs a Pulumi program under the mocks: mark it @pytest.mark.stack",
+    (
+        "*testoffline_previews_unmarked_in_a_module_fixture: runs a Pulumi program under the mocks: "
+        "mark it @pytest.mark.stack"
+    ),
     "*test_starts_a_process_unmarked: starts a process (*): mark it @pytest.mark.subprocess",
 ]
 

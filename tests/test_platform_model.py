@@ -205,8 +205,10 @@ def test_an_amd64_only_image_that_can_land_on_arm64_nodes_is_caught_and_pinning_
     api = workload("Deployment", "ml-pipeline", "ghcr.io/kubeflow/kfp-api-server:2.16.1")
     found = problems(tmp_path, [*agents(), pool, api])
     assert found == [
-        "[architecture] Deployment apps/ml-pipeline (manifests/all.yaml) can run on NodePool general as arm64, "
-        "which its image ghcr.io/kubeflow/kfp-api-server:2.16.1 is not built for"
+        (
+            "[architecture] Deployment apps/ml-pipeline (manifests/all.yaml) can run on NodePool general as arm64, "
+            "which its image ghcr.io/kubeflow/kfp-api-server:2.16.1 is not built for"
+        )
     ]
     pinned = workload(
         "Deployment",
@@ -237,8 +239,10 @@ def test_a_pod_asking_for_a_scheduler_nobody_runs_is_caught(tmp_path):
     )
     found = problems(tmp_path, [*agents(), pod])
     assert found == [
-        "[scheduler] Deployment apps/infer (manifests/all.yaml) asks for scheduler 'gpu-binpack', which no scheduler "
-        "of the platform serves (served: default-scheduler)"
+        (
+            "[scheduler] Deployment apps/infer (manifests/all.yaml) asks for scheduler 'gpu-binpack', "
+            "which no scheduler of the platform serves (served: default-scheduler)"
+        )
     ]
     config = {
         "apiVersion": "v1",
@@ -321,9 +325,9 @@ def test_a_node_kind_missing_a_node_agent_is_caught(tmp_path):
 def test_prod_its_team_stack_and_the_example_workloads_break_no_rule_and_the_team_pool_gets_its_operands(
     prod, tmp_path
 ):
-    from components.tools.preview import main, write_preview
     from components.tools.model import check_views
     from components.tools.model.platform import read_folder
+    from components.tools.preview import main, write_preview
 
     from .test_team_stack import TEAM_STACK, preview_args
 
@@ -446,8 +450,8 @@ def test_a_gpu_trainjob_from_a_runtime_without_the_gpu_toleration_is_refused_by_
     base = [*agents(), gpu_pool, config, admission["policy"], admission["binding"]]
     found = problems(tmp_path / "upstream", [*base, upstream])
     assert (
-        "[admission] a GPU TrainJob's trainer pod from runtime torch-distributed is refused by policy gpu-pods: GPU nodes are tainted"
-        in "\n".join(found)
+        "[admission] a GPU TrainJob's trainer pod from runtime torch-distributed is refused by policy gpu-pods: "
+        "GPU nodes are tainted" in "\n".join(found)
     )
     assert any(p.startswith("[lands-nowhere] Pod team/torch-distributed-node-0-0") for p in found)
     (ours,) = trainer_runtimes([upstream], "gpu-binpack")

@@ -217,8 +217,8 @@ def test_a_read_the_identity_may_not_make_warns_and_names_the_call(clients):
 
 # ------------------------------------------------------------------------------- the shipped prod stack, whole
 
-#: The table of docs/preflight-and-cost.md: moto's us-west-2, with the stack's admin role created and nothing else; the quotas moto does
-#: not serve answered as a new account might have them (0 vCPUs for G and VT and for P).
+#: The table of docs/preflight-and-cost.md: moto's us-west-2, with the stack's admin role created and nothing else; the
+#: quotas moto does not serve answered as a new account might have them (0 vCPUs for G and VT and for P).
 PROD_QUOTAS = [
     (QUOTA["standard-on-demand"], 64.0),
     (QUOTA["standard-spot"], 64.0),

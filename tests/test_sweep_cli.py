@@ -1,5 +1,5 @@
-"""`python -m components.tools.sweep`: a stack's cluster and VPC from its stack file, dry run, sweep, the leak check for CI
-after `pulumi destroy`, and exit status 2 for what no sweep should start from."""
+"""`python -m components.tools.sweep`: a stack's cluster and VPC from its stack file, dry run, sweep, the leak check
+for CI after `pulumi destroy`, and exit status 2 for what no sweep should start from."""
 
 from __future__ import annotations
 

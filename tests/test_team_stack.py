@@ -290,7 +290,7 @@ def test_a_team_quota_no_pool_can_fill_is_refused_naming_what_the_pools_allow(tm
     stack_file = yaml.safe_load((TEAM_STACK / "Pulumi.dev.yaml").read_text())
     stack_file["config"]["team-vision:team"]["quota"]["gpus"] = 12
     (project / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack_file))
-    assert main(preview_args(tmp_path / "o", stack="dev")[2:] + ["--project-dir", str(project)]) == 2
+    assert main([*preview_args(tmp_path / "o", stack="dev")[2:], "--project-dir", str(project)]) == 2
     err = capsys.readouterr().err
     assert (
         "team.quota.gpus: asks for 12 GPUs at once, more than every pool it can use allows together (4: the "

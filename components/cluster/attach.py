@@ -141,7 +141,7 @@ def existing_outputs(
     oidc = aws.iam.get_open_id_connect_provider(url=issuer, opts=invoke)
     subnets = [aws.ec2.get_subnet(id=subnet, opts=invoke) for subnet in sorted(cluster.vpc_config.subnet_ids)]
     private = [subnet for subnet in subnets if not subnet.map_public_ip_on_launch]
-    values = {
+    return {
         "clusterName": cluster_name,
         "region": region,
         "kubernetesVersion": cluster.version,
@@ -155,4 +155,3 @@ def existing_outputs(
         "availabilityZones": sorted({subnet.availability_zone for subnet in private}),
         "systemNodeGroup": system_node_group or _system_node_group(cluster_name, invoke),
     }
-    return values

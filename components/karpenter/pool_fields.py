@@ -124,11 +124,15 @@ class DisruptionSpec(Spec):
             problems.append(
                 (
                     "budgets",
-                    "needs at least one budget; an empty list leaves the pool without any (leave the key out for Karpenter's 10%)",
+                    (
+                        "needs at least one budget; an empty list leaves the pool without any "
+                        "(leave the key out for Karpenter's 10%)"
+                    ),
                 )
             )
         for index, budget in enumerate(self.budgets):
             problems += [(f"budgets[{index}].{key}", message) for key, message in budget.problems()]
         return problems
+
 
 __all__ = ["BudgetSpec", "DisruptionSpec", "RequirementSpec", "TaintSpec"]

@@ -213,7 +213,8 @@ def permission_policy(
     team: Team, *, bucket: str, partition: str = "aws", region: str = "", kms_key_arn: str | None = None
 ) -> dict[str, Any]:
     """Read, write and delete objects under the team's prefix of the bucket, and list only that prefix (with the
-    bucket's KMS key through S3 when it has one): the same policy as a team stack's (`components.identity.team_policy`)."""
+    bucket's KMS key through S3 when it has one): the same policy as a team stack's
+    (`components.identity.team_policy`)."""
     return team_s3_policy(
         partition=partition, region=region, bucket=bucket, prefix=team.s3_prefix, kms_key_arn=kms_key_arn
     )

@@ -236,8 +236,10 @@ def _quota_problems(team: TeamConfig, offer: PlatformOffer, spec: NodePoolSpec |
     return [
         (
             "quota.gpus",
-            f"asks for {team.quota.gpus} GPUs at once, more than every pool it can use allows together ({available}: "
-            f"the platform's GPU pools {pools}; the team's own pool {own})",
+            (
+                f"asks for {team.quota.gpus} GPUs at once, more than every pool it can use allows together "
+                f"({available}: the platform's GPU pools {pools}; the team's own pool {own})"
+            ),
         )
     ]
 

@@ -7,7 +7,8 @@ There is one table per kind of stack file: the platform's, and a team stack's (`
 
     python -m components.tools.config_reference                    # print the platform's table
     python -m components.tools.config_reference --stack team       # print a team stack's
-    python -m components.tools.config_reference --write docs/configuration.md  # rewrite both blocks (make config-reference)
+    # rewrite both blocks (make config-reference):
+    python -m components.tools.config_reference --write docs/configuration.md
 """
 
 from __future__ import annotations
@@ -346,7 +347,9 @@ def replace_block(text: str, block: str, stack: StackKeys = PLATFORM) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.tools.config_reference", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m components.tools.config_reference", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--stack", choices=sorted(STACKS), default=PLATFORM.name, help="the table to print")
     parser.add_argument(
         "--write", type=Path, metavar="FILE", help="rewrite every stack's block between its markers in this file"

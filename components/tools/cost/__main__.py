@@ -2,9 +2,9 @@
 
     python -m components.tools.cost --stack prod [--json | --markdown] [--live] [--on 2026-12-15]
 
-Prices come from the pinned table (`components/tools/cost/prices.py`, no credentials needed); `--live` reads EC2 instance
-prices from the AWS Price List API and the spot price history instead, with the stack's credentials. Exit status: 0;
-1 when `--live` cannot read prices; 2 when the stack config is invalid.
+Prices come from the pinned table (`components/tools/cost/prices.py`, no credentials needed); `--live` reads EC2
+instance prices from the AWS Price List API and the spot price history instead, with the stack's credentials. Exit
+status: 0; 1 when `--live` cannot read prices; 2 when the stack config is invalid.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     for folder in args.previews:
         if not (folder / "resources.json").is_file():
             parser.error(
-                f"{folder} is not a preview folder (no resources.json): write one with python -m components.preview --out"
+                f"{folder} is not a preview folder (no resources.json): "
+                "write one with python -m components.preview --out"
             )
     platform, problems = check_previews(args.previews, args.charts)
     for release, why in sorted(platform.unrendered.items()):

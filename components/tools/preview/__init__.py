@@ -15,7 +15,8 @@ It then runs the platform's policy rules (`components.policy.rules`, the same co
 
 Exit status: 0 on success; 1 when a mandatory policy is violated (the folder is still written); 2 when the stack
 configuration is invalid (the problems go to stderr and nothing is written); 3 when the program creates something
-the provider or AWS would refuse (a name past its type's limit, a second access entry for the cluster's creator), as `pulumi preview` or `pulumi up` would fail.
+the provider or AWS would refuse (a name past its type's limit, a second access entry for the cluster's creator), as
+`pulumi preview` or `pulumi up` would fail.
 """
 
 from __future__ import annotations
