@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 #: Any value: the key is always set on such nodes, to a value chosen at launch.
-ANY: frozenset[str] | None = None
+ANY: Final = None
 Domains = Mapping[str, frozenset[str] | None]
 
 #: Effects that keep a pod off a node (PreferNoSchedule only discourages).

@@ -9,7 +9,7 @@ configuration (`data/eks_addons.json`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -58,12 +58,11 @@ class Platform:
         return [obj for _, obj in self.objects if obj.get("kind") == kind]
 
 
-
 def _yaml_documents(path: Path) -> list[dict[str, Any]]:
     return [doc for doc in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader) if isinstance(doc, dict)]
 
 
-def _kubernetes_version(resources_json: list[Mapping[str, Any]]) -> str:
+def _kubernetes_version(resources_json: Iterable[Mapping[str, Any]]) -> str:
     for resource in resources_json:
         if resource["type"] == "aws:eks/cluster:Cluster":
             return f"{resource['inputs'].get('version') or '1.35'}.0"
@@ -118,9 +117,9 @@ class StackView:
     """What one stack's offline preview recorded, as the model reads it: its resources (type, name, inputs), the
     Kubernetes objects it creates itself (with where each was written) and its Helm releases."""
 
-    resources: list[Mapping[str, Any]]
-    manifests: list[tuple[str, dict[str, Any]]]
-    releases: list[Mapping[str, Any]]
+    resources: Sequence[Mapping[str, Any]]
+    manifests: Sequence[tuple[str, dict[str, Any]]]
+    releases: Sequence[Mapping[str, Any]]
 
 
 def read_folder(folder: Path) -> StackView:
