@@ -19,7 +19,8 @@ from components.tools.preview import main, mocks
 from components.tools.stack_files import SECRET_PLACEHOLDER
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.stack
+# Every test here previews a stack; the platform previews also render its Helm releases (a process) for the model.
+pytestmark = [pytest.mark.stack, pytest.mark.subprocess]
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 RESOURCE_FIELDS = {
@@ -36,7 +37,7 @@ RESOURCE_FIELDS = {
 
 
 @pytest.fixture(scope="module")
-def dev_folder(tmp_path_factory) -> Path:
+def dev_folder(tmp_path_factory, kubeflow_tree) -> Path:
     out = tmp_path_factory.mktemp("preview") / "dev"
     assert main(["--stack", "dev", "--out", str(out), "--project-dir", str(REPO)]) == 0
     return out
@@ -80,7 +81,8 @@ def test_preview_prints_the_resource_tree_counts_and_time(capsys, tmp_path):
     assert 'kubeconfig: "[secret]"' in printed
     assert "\nCost: about $607/month idle; up to $7,755/month with every GPU pool at its limit\n" in printed
     assert re.search(r"^Wrote .+ in \d+\.\d\d s$", printed, flags=re.M)
-    assert printed.rstrip().endswith("no violations")
+    assert "\nPolicies: 23 rules, no violations\n" in printed
+    assert printed.rstrip().endswith("every pod lands, gets its devices and survives node loss")
 
 
 def test_two_runs_write_byte_identical_folders(dev_folder, tmp_path):

@@ -152,6 +152,8 @@ def model_report(inventory: Inventory, charts: Path | None) -> tuple[str, bool]:
     lines = [
         f"  not judged: the pods of Helm release {name} ({why})" for name, why in sorted(platform.unrendered.items())
     ]
+    if platform.unrendered:
+        lines.append("  not judged: each node's agents and device plugins (give --charts with the pinned charts)")
     lines += [f"  {problem}" for problem in problems]
     head = f"Platform model: {len(platform.workloads)} workloads on {len(platform.nodes)} kinds of node, " + (
         f"{len(problems)} problem(s)" if problems else "every pod lands, gets its devices and survives node loss"
