@@ -5,6 +5,7 @@ validation (kubernetes.io/docs/reference/access-authn-authz/validating-admission
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,6 @@ import celpy
 
 from components.tools.model.kube import expression_matches
 
-_ENV = celpy.Environment()
 GPU = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
 #: What the profile controller labels a team namespace with.
 PROFILE_LABELS = {"app.kubernetes.io/part-of": "kubeflow-profile"}
@@ -28,8 +28,20 @@ class JudgedPod:
     namespace_labels: Mapping[str, str]
 
 
+@functools.cache
+def _environment() -> Any:
+    return celpy.Environment()  # builds its parser: a quarter of a second, paid once and only when a policy is judged
+
+
+@functools.cache
+def _program(expression: str) -> Any:
+    # Parsing is most of the cost (a LALR parse in pure Python), and a policy's few expressions are evaluated for
+    # every judged pod.
+    return _environment().program(_environment().compile(expression))
+
+
 def _run(expression: str, activation: Mapping[str, Any]) -> Any:
-    return _ENV.program(_ENV.compile(expression)).evaluate(dict(activation))
+    return _program(expression).evaluate(dict(activation))
 
 
 def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
