@@ -137,3 +137,30 @@ def admission_manifests(options: AdmissionOptions) -> dict[str, dict[str, Any]]:
         },
     }
     return {"policy": policy, "binding": binding}
+
+
+def sibling_manifests(
+    options: AdmissionOptions,
+    name: str,
+    *,
+    match: dict[str, str],
+    validations: list[dict[str, Any]],
+    variables: list[dict[str, str]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """A policy for other pods judged as GPU pods are: the same pods matched (pod creation), the same exempt
+    namespaces and action in its binding; its own match condition, variables and validations."""
+    gpu = admission_manifests(
+        AdmissionOptions(action=options.action, scheduler_name=None, exempt_namespaces=options.exempt_namespaces)
+    )
+    spec = {**gpu["policy"]["spec"], "matchConditions": [match], "validations": validations}
+    spec.pop("variables")
+    if variables:
+        spec["variables"] = variables
+    return {
+        "policy": {**gpu["policy"], "metadata": {"name": name}, "spec": spec},
+        "binding": {
+            **gpu["binding"],
+            "metadata": {"name": name},
+            "spec": {**gpu["binding"]["spec"], "policyName": name},
+        },
+    }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.gpu.admission import AdmissionOptions, admission_manifests
+from components.gpu.admission import AdmissionOptions, sibling_manifests
 from components.scheduling import EFA_LABEL
 
 POLICY_NAME = "efa-pods"
@@ -30,31 +30,18 @@ SELECTS_EFA_NODES = (
 
 def efa_admission_manifests(options: AdmissionOptions) -> dict[str, dict[str, Any]]:
     """The policy and its binding (the GPU policy's binding: same exempt namespaces and action)."""
-    gpu = admission_manifests(
-        AdmissionOptions(action=options.action, scheduler_name=None, exempt_namespaces=options.exempt_namespaces)
+    return sibling_manifests(
+        options,
+        POLICY_NAME,
+        match={"name": "requests-efa", "expression": MATCH_EFA_PODS},
+        validations=[
+            {
+                "expression": SELECTS_EFA_NODES,
+                "message": (
+                    f"only nodes labelled {EFA_LABEL}=true run the EFA device plugin: add spec.nodeSelector "
+                    f"{{{EFA_LABEL}: 'true'}} (a pool gets them with a node class that attaches EFA)"
+                ),
+                "reason": "Forbidden",
+            }
+        ],
     )
-    policy = {
-        **gpu["policy"],
-        "metadata": {"name": POLICY_NAME},
-        "spec": {
-            **gpu["policy"]["spec"],
-            "matchConditions": [{"name": "requests-efa", "expression": MATCH_EFA_PODS}],
-            "validations": [
-                {
-                    "expression": SELECTS_EFA_NODES,
-                    "message": (
-                        f"only nodes labelled {EFA_LABEL}=true run the EFA device plugin: add spec.nodeSelector "
-                        f"{{{EFA_LABEL}: 'true'}} (a pool gets them with a node class that attaches EFA)"
-                    ),
-                    "reason": "Forbidden",
-                }
-            ],
-        },
-    }
-    policy["spec"].pop("variables", None)
-    binding = {
-        **gpu["binding"],
-        "metadata": {"name": POLICY_NAME},
-        "spec": {**gpu["binding"]["spec"], "policyName": POLICY_NAME},
-    }
-    return {"policy": policy, "binding": binding}

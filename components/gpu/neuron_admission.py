@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.gpu.admission import AdmissionOptions, admission_manifests
+from components.gpu.admission import AdmissionOptions, sibling_manifests
 from components.scheduling import NEURON_CORE_RESOURCE, NEURON_RESOURCE, NEURON_TAINT
 
 POLICY_NAME = "neuron-pods"
@@ -75,25 +75,13 @@ def validations() -> list[dict[str, Any]]:
 
 def neuron_admission_manifests(options: AdmissionOptions) -> dict[str, dict[str, Any]]:
     """The policy and its binding (the GPU policy's binding: same exempt namespaces and action)."""
-    gpu = admission_manifests(
-        AdmissionOptions(action=options.action, scheduler_name=None, exempt_namespaces=options.exempt_namespaces)
+    return sibling_manifests(
+        options,
+        POLICY_NAME,
+        match={"name": "requests-neuron", "expression": MATCH_NEURON_PODS},
+        variables=[
+            {"name": "containers", "expression": _ALL_CONTAINERS},
+            {"name": "neuronContainers", "expression": f"variables.containers.filter(c, {_uses_neuron('c')})"},
+        ],
+        validations=validations(),
     )
-    policy = {
-        **gpu["policy"],
-        "metadata": {"name": POLICY_NAME},
-        "spec": {
-            **gpu["policy"]["spec"],
-            "matchConditions": [{"name": "requests-neuron", "expression": MATCH_NEURON_PODS}],
-            "variables": [
-                {"name": "containers", "expression": _ALL_CONTAINERS},
-                {"name": "neuronContainers", "expression": f"variables.containers.filter(c, {_uses_neuron('c')})"},
-            ],
-            "validations": validations(),
-        },
-    }
-    binding = {
-        **gpu["binding"],
-        "metadata": {"name": POLICY_NAME},
-        "spec": {**gpu["binding"]["spec"], "policyName": POLICY_NAME},
-    }
-    return {"policy": policy, "binding": binding}
