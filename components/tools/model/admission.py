@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import celpy
+import yaml
 
 from components.tools.model.kube import expression_matches
+from components.tools.model.workloads import pod_template
 
 GPU = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
 #: What the profile controller labels a team namespace with.
@@ -136,8 +138,6 @@ def notebook_pods(objects: Iterable[Mapping[str, Any]]) -> list[JudgedPod]:
     """A GPU notebook's pod for each pool the notebook form offers, as the notebook controller makes it from the
     form's choices: the CUDA image, one GPU (requests defaulted from limits), the GPU toleration group and the pool's
     affinity, owned and labelled by the notebook's StatefulSet, in a team namespace."""
-    import yaml
-
     objects = list(objects)
     namespace, labels = _team_namespace(objects)
     found = []
@@ -176,14 +176,11 @@ def documented_pods(
     objects: Iterable[Mapping[str, Any]], namespace_labels: Mapping[str, Mapping[str, str]]
 ) -> list[JudgedPod]:
     """The pods of documented example workloads, in the namespace they are applied to."""
-    from components.tools.model.workloads import _TEMPLATE_PATHS, _dig
-
     found = []
     for obj in objects:
-        path = _TEMPLATE_PATHS.get(str(obj.get("kind")))
-        if path is None:
+        template = pod_template(obj)
+        if template is None:
             continue
-        template = _dig(obj, path)
         namespace = obj["metadata"].get("namespace") or "default"
         pod = {
             "metadata": {**(template.get("metadata") or {}), "name": obj["metadata"]["name"], "namespace": namespace},

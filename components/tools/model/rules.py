@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from components.control_plane import blocking_deployments
 from components.tools.model.admission import (
     JudgedPod,
@@ -70,16 +72,12 @@ def with_operator_labels(platform: Platform) -> list[NodeKind]:
     workers = [w for w in workers if w.name.endswith("worker")]
     labelled = []
     for node in platform.nodes:
-        if "nvidia" in node.accelerators and lands_on_any(workers, node):
+        if "nvidia" in node.accelerators and any(lands_on(w, [node]) for w in workers):
             extra: dict[str, frozenset[str] | None] = {NVIDIA_PCI_LABEL: frozenset({"true"})}
             extra.update({GPU_DEPLOY_LABEL.format(label): frozenset({"true"}) for label in GPU_OPERANDS.values()})
             node = node.with_labels(extra)
         labelled.append(node)
     return labelled
-
-
-def lands_on_any(workloads: Iterable[Workload], node: NodeKind) -> bool:
-    return any(why_not(w, node) is None for w in workloads)
 
 
 # ------------------------------------------------------------------------------------------------------- rules
@@ -140,7 +138,7 @@ def nodes_get_their_agents(platform: Platform, nodes: list[NodeKind], **_: Any) 
         needed = dict(EVERY_NODE) | (FSX_NODE if uses_fsx else {})
         for accelerator in sorted(node.accelerators):
             needed |= BY_ACCELERATOR.get(accelerator, {})
-        if node.efa or _efa_can_be_asked_on(platform, node, nodes):
+        if node.efa or _efa_can_be_asked_on(platform, node):
             needed |= EFA_NODE
         running = [w for w in daemons if why_not(w, node) is None]
         for what, image_part in needed.items():
@@ -152,7 +150,7 @@ def nodes_get_their_agents(platform: Platform, nodes: list[NodeKind], **_: Any) 
     return problems
 
 
-def _efa_can_be_asked_on(platform: Platform, node: NodeKind, nodes: list[NodeKind]) -> bool:
+def _efa_can_be_asked_on(platform: Platform, node: NodeKind) -> bool:
     """Karpenter attaches EFA interfaces to a node it launches for a pod that asks for them, on any pool."""
     return any("vpc.amazonaws.com/efa" in w.extended and why_not(w, node) is None for w in platform.workloads)
 
@@ -172,8 +170,6 @@ def schedulers_serve_their_pods(platform: Platform, **_: Any) -> list[Problem]:
 
 def served_schedulers(platform: Platform) -> set[str]:
     """Scheduler names of every KubeSchedulerConfiguration the platform ships in a ConfigMap."""
-    import yaml
-
     names = set()
     for config_map in platform.of_kind("ConfigMap"):
         for text in (config_map.get("data") or {}).values():

@@ -61,6 +61,13 @@ def _dig(obj: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     return current
 
 
+def pod_template(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod template of a workload (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob), else None."""
+    path = _TEMPLATE_PATHS.get(str(obj.get("kind")))
+    template = _dig(obj, path) if path is not None else None
+    return template if isinstance(template, Mapping) else None
+
+
 def _required_terms(pod_spec: Mapping[str, Any]) -> tuple[tuple[Mapping[str, Any], ...], ...]:
     required = _dig(pod_spec, ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")) or {}
     return tuple(tuple(term.get("matchExpressions") or ()) for term in required.get("nodeSelectorTerms") or ())
@@ -133,11 +140,8 @@ def from_object(origin: str, obj: Mapping[str, Any], default_namespace: str = "d
         return from_pod_template(origin, "Pod", namespace, meta.get("name", ""), 1, obj)
     if kind in OPERATOR_KINDS and str(obj.get("apiVersion", "")).startswith("monitoring.coreos.com/"):
         return _operator_pods(origin, obj, namespace)
-    path = _TEMPLATE_PATHS.get(str(kind))
-    if path is None:
-        return None
-    template = _dig(obj, path)
-    if not isinstance(template, Mapping):
+    template = pod_template(obj)
+    if template is None:
         return None
     replicas: int | None
     if kind == "DaemonSet":
@@ -145,5 +149,5 @@ def from_object(origin: str, obj: Mapping[str, Any], default_namespace: str = "d
     elif kind in ("Job", "CronJob"):
         replicas = 1
     else:
-        replicas = int(_dig(obj, ("spec", "replicas")) if _dig(obj, ("spec", "replicas")) is not None else 1)
+        replicas = int((obj.get("spec") or {}).get("replicas", 1))
     return from_pod_template(origin, str(kind), namespace, meta.get("name", ""), replicas, template)
