@@ -33,7 +33,8 @@ _EXPORTS = {
     "ObservabilityArgs": "observability.component",
     "Storage": "storage.component",
     "StorageArgs": "storage.component",
-    "StorageAttachArgs": "storage.component",
+    "FsxFileSystem": "storage.file_system",
+    "FsxFileSystemArgs": "storage.file_system",
     "TeamArgs": "team.component",
     "TeamIdentity": "team.component",
     "TeamIdentityArgs": "team.component",
@@ -69,7 +70,8 @@ if TYPE_CHECKING:  # never run: the same names as _EXPORTS (a test holds them to
     from components.observability.component import ObservabilityArgs as ObservabilityArgs
     from components.storage.component import Storage as Storage
     from components.storage.component import StorageArgs as StorageArgs
-    from components.storage.component import StorageAttachArgs as StorageAttachArgs
+    from components.storage.file_system import FsxFileSystem as FsxFileSystem
+    from components.storage.file_system import FsxFileSystemArgs as FsxFileSystemArgs
     from components.team.component import TeamArgs as TeamArgs
     from components.team.component import TeamIdentity as TeamIdentity
     from components.team.component import TeamIdentityArgs as TeamIdentityArgs

@@ -32,7 +32,8 @@ from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
 from components.platform_config import PlatformConfig, parse_config
 from components.scheduling import CSI_STARTUP_TAINTS
-from components.storage.component import Storage, StorageArgs, StorageAttachArgs
+from components.storage.component import Storage, StorageArgs
+from components.storage.file_system import FsxFileSystem, FsxFileSystemArgs
 from components.storage.render import kept_volume_class_name
 from components.team.offer import offered_pool
 
@@ -87,6 +88,32 @@ def part_options(part: str, cluster_name: str, base: pulumi.ResourceOptions) -> 
     return pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(aliases=[pulumi.Alias(name=legacy)]))
 
 
+def adopted_from_part(
+    part: str, part_type: str, cluster_name: str, base: pulumi.ResourceOptions
+) -> pulumi.ResourceOptions:
+    """Options of a component whose children earlier releases made as children of the part `part` (of type
+    `part_type`): each child keeps its name, and gets aliases to its URN under that part as 0.2 named it (`part`) and
+    as 0.1 did (`<cluster>-<part>`, the child's name starting with it in place of `part`), so no child is replaced.
+
+    A transformation, run by the SDK for every child, because a child's own alias to another parent is not
+    multiplied by that parent's aliases (only by its present parent's)."""
+    assert part in PART_NAMES, part
+    legacy = f"{cluster_name}-{part}"
+
+    def adopt(args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
+        if args.type_.startswith("eksml:"):  # the adopting component itself is new
+            return None
+        assert args.name.startswith(part), (args.name, part)
+        aliases: list[pulumi.Input[str] | pulumi.Alias] = [
+            pulumi.Alias(parent=pulumi.create_urn(part, part_type)),
+            pulumi.Alias(name=legacy + args.name[len(part) :], parent=pulumi.create_urn(legacy, part_type)),
+        ]
+        merged = pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(aliases=aliases))
+        return pulumi.ResourceTransformationResult(args.props, merged)
+
+    return pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(transformations=[adopt]))
+
+
 def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
     """Kubeflow's objects, planned from the config alone (the facts `build_platform` gives the other parts come from
     the same config), so a missing tree or a refused plan stops the run before anything is created."""
@@ -124,20 +151,21 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
         NetworkArgs(cluster_name=config.cluster_name, config=config.network, region=config.region),
         part("network"),
     )
-    fsx_zone = config.fsx_zone
-    # Its file system needs only the network, so it is made alongside the cluster (see Storage.attach).
-    storage = Storage(
-        "storage",
-        StorageArgs(
-            config=config.storage,
-            stateful_resources=config.stateful_resources,
-            cluster_name=config.cluster_name,
-            vpc_id=network.vpc_id,
-            fsx_zone=fsx_zone,
-            fsx_subnet_id=network.private_subnet_by_zone[fsx_zone] if fsx_zone else None,
-        ),
-        part("storage"),
-    )
+    # Needs only the network, so it is made before the cluster, whose system nodes wait for it.
+    fsx = None
+    if config.storage.fsx is not None and (fsx_zone := config.fsx_zone) is not None:
+        fsx = FsxFileSystem(
+            "storage-fsx",
+            FsxFileSystemArgs(
+                config=config.storage.fsx,
+                stateful_resources=config.stateful_resources,
+                cluster_name=config.cluster_name,
+                vpc_id=network.vpc_id,
+                zone=fsx_zone,
+                subnet_id=network.private_subnet_by_zone[fsx_zone],
+            ),
+            adopted_from_part("storage", "eksml:storage:Storage", config.cluster_name, opts),
+        )
     cluster = Cluster(
         "cluster",
         ClusterArgs(
@@ -155,7 +183,7 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
             network_ready=network.egress,
             # why: on destroy the file system (as slow to delete as the cluster) then goes with the cluster, not in
             # a batch of its own before the nodes; it needs nothing of the cluster to be made.
-            system_nodes_after=(storage.file_system,) if storage.file_system is not None else (),
+            system_nodes_after=(fsx.file_system,) if fsx is not None else (),
         ),
         part("cluster"),
     )
@@ -196,7 +224,17 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
             ),
             part("devices"),
         )
-    storage.attach(StorageAttachArgs(cluster=cluster.handle, cleanup_controllers=cleanup_controllers))
+    storage = Storage(
+        "storage",
+        StorageArgs(
+            config=config.storage,
+            stateful_resources=config.stateful_resources,
+            cluster=cluster.handle,
+            file_system=fsx,
+            cleanup_controllers=cleanup_controllers,
+        ),
+        part("storage"),
+    )
     observability = None
     if config.observability.enabled:
         observability = Observability(

@@ -8,7 +8,10 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from components.storage.config import FsxConfig, fsx_capacity_problem
+from components.config.types import StatefulResources
+from components.storage.component import Storage, StorageArgs
+from components.storage.config import FsxConfig, StorageConfig, fsx_capacity_problem
+from components.storage.file_system import FsxFileSystem
 from tests.conftest import run_stack
 
 BUCKET = "aws:s3/bucket:Bucket"
@@ -102,6 +105,31 @@ def test_retained_buckets_keep_their_guards():
 
 
 # ---------------------------------------------------------------------------------------------------- FSx
+
+
+class _MadeFileSystem(FsxFileSystem):
+    """An FsxFileSystem as `Storage` reads it (its config), without registering anything."""
+
+    def __init__(self, config: FsxConfig):  # no super().__init__: Storage refuses before using it
+        self.config = config
+
+
+@pytest.mark.parametrize(
+    ("config", "file_system"),
+    [
+        (StorageConfig(fsx=FsxConfig()), None),  # FSx asked for, no file system given
+        (StorageConfig(), _MadeFileSystem(FsxConfig())),  # a file system given, no FSx asked for
+        (StorageConfig(fsx=FsxConfig(namespaces=["team-a"])), _MadeFileSystem(FsxConfig())),  # made from other config
+    ],
+)
+def test_storage_refuses_a_file_system_that_is_not_the_one_its_config_describes(config, file_system):
+    """Before registering anything: a library program that forgets the file system, or passes another one, learns
+    which argument is wrong instead of getting a Storage without volumes."""
+    args = StorageArgs(
+        config=config, stateful_resources=StatefulResources.DESTROY, cluster=None, file_system=file_system
+    )
+    with pytest.raises(ValueError, match=r"StorageArgs.file_system: expected the FsxFileSystem made from config.fsx"):
+        Storage("storage", args)
 
 
 @pytest.mark.parametrize("capacity", [1200, 2400, 4800, 9600, 24000])

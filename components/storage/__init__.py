@@ -2,4 +2,12 @@
 
 from components._lazy import lazy_exports
 
-__getattr__ = lazy_exports(__name__, {"Storage": "component", "StorageArgs": "component"})
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Storage": "component",
+        "StorageArgs": "component",
+        "FsxFileSystem": "file_system",
+        "FsxFileSystemArgs": "file_system",
+    },
+)

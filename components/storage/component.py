@@ -1,5 +1,5 @@
-"""Storage: S3 buckets, FSx for Lustre linked to a bucket prefix, the FSx CSI driver and its volumes, and the
-default EBS StorageClass."""
+"""Storage: S3 buckets, the gp3 StorageClasses, and the cluster's side of FSx for Lustre (its link to a bucket prefix,
+the CSI driver and the team volumes); the file system itself is `FsxFileSystem`, made before the cluster."""
 
 from __future__ import annotations
 
@@ -16,45 +16,34 @@ from components.cluster.handle import ClusterHandle
 from components.config.types import StatefulResources
 from components.identity.documents import to_json
 from components.storage import lustre
-from components.storage.config import BucketConfig, StorageConfig
+from components.storage.config import BucketConfig, FsxConfig, StorageConfig
+from components.storage.file_system import FsxFileSystem
 from components.storage.render import RETAIN_CLASS_NAME, bucket_key_policy, gp3_storage_class, tls_only_bucket_policy
 
 
 @dataclass(frozen=True)
 class StorageArgs:
-    """What storage needs before the cluster exists: the FSx file system is made alongside the cluster, so the
-    system node group can wait for it and destroy deletes it in the cluster's batch (see `Storage.attach`). Fields
-    without a default are required."""
+    """Fields without a default are required."""
 
     #: Buckets keyed by purpose, and an optional FSx for Lustre file system (`StorageConfig`; default: the `datasets`
     #: and `artifacts` buckets, no FSx).
     config: StorageConfig
-    #: What `pulumi destroy` does to buckets, keys and the file system: protect, retain or destroy (force-delete).
+    #: What `pulumi destroy` does to buckets and keys: protect, retain or destroy (force-delete); also decides the
+    #: class of volumes the stack keeps (`Storage.kept_volume_class`) and what the claim file systems' sweep deletes.
     stateful_resources: StatefulResources
-    #: The cluster whose names and tags the file system's security group and the teardown sweep use.
-    cluster_name: str
-    #: The VPC the file system's security group is made in (`Network.vpc_id`).
-    vpc_id: pulumi.Input[str]
-    #: The AZ FSx lives in. Default: None, required with `config.fsx`.
-    fsx_zone: str | None = None
-    #: The private subnet of that AZ (`Network.private_subnet_by_zone[fsx_zone]`). Default: None, required with
-    #: `config.fsx`.
-    fsx_subnet_id: pulumi.Input[str] | None = None
-
-
-@dataclass(frozen=True)
-class StorageAttachArgs:
-    """What `Storage.attach` needs once the cluster exists."""
-
     #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
     cluster: ClusterHandle
+    #: The file system `config.fsx` describes, made before the cluster (`FsxFileSystem`). Default: None, required
+    #: with `config.fsx` and refused without it.
+    file_system: FsxFileSystem | None = None
     #: Controllers that delete the AWS side of what teams put in namespaces (`Ingress.controller`): the namespaces
     #: this component creates depend on them, so they are deleted while those still run. Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
 
 class Storage(pulumi.ComponentResource):
-    """Buckets keyed by purpose, and optionally one FSx for Lustre file system with its Kubernetes volumes."""
+    """Buckets keyed by purpose, the gp3 StorageClasses, and what the cluster needs of an FSx for Lustre file system:
+    its nodes' network rules, the link to a bucket prefix, the CSI driver and the team volumes."""
 
     buckets: dict[str, aws.s3.Bucket]
     file_system: aws.fsx.LustreFileSystem | None
@@ -77,41 +66,16 @@ class Storage(pulumi.ComponentResource):
     fsx_driver: pulumi.Resource | None
 
     def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None):
-        """The file system and its servers' rules; everything that needs the cluster comes with `attach`."""
+        fsx = args.config.fsx
+        if (fsx is None) != (args.file_system is None) or (args.file_system and args.file_system.config != fsx):
+            raise ValueError(
+                "StorageArgs.file_system: expected the FsxFileSystem made from config.fsx (and None without it)"
+            )
         super().__init__("eksml:storage:Storage", name, None, opts)
-        self._name, self._args = name, args
-        self._stateful = pulumi.ResourceOptions.merge(
+        config, cluster = args.config, args.cluster
+        stateful = pulumi.ResourceOptions.merge(
             pulumi.ResourceOptions(parent=self), stateful_options(args.stateful_resources)
         )
-        self.fsx_zone = args.fsx_zone
-        self.file_system = None
-        self._fsx_group: tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]] | None = None
-        fsx = args.config.fsx
-        if fsx is not None:
-            if args.fsx_subnet_id is None:
-                raise ValueError("StorageArgs: storage.fsx needs fsx_subnet_id, the private subnet of fsx_zone")
-            self._fsx_group = lustre.security_group(
-                name, vpc_id=args.vpc_id, cluster_name=args.cluster_name, parent=self
-            )
-            group, rules = self._fsx_group
-            logs = lustre.log_group(name, self._stateful) if fsx.log_level != "DISABLED" else None
-            self.file_system = lustre.file_system(
-                name,
-                fsx,
-                cluster_name=args.cluster_name,
-                subnet_id=args.fsx_subnet_id,
-                group=group,
-                rules=rules,
-                logs=logs,
-                stateful_resources=args.stateful_resources,
-                stateful=self._stateful,
-            )
-
-    def attach(self, attach: StorageAttachArgs) -> None:
-        """Buckets, storage classes, the FSx side that needs the cluster (client rules, data repository, CSI driver,
-        team volumes); then the component's outputs."""
-        name, args, stateful, cluster = self._name, self._args, self._stateful, attach.cluster
-        config = args.config
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
 
         uses_kms = any(bucket.encryption == "kms" for bucket in config.buckets.values())
@@ -134,38 +98,50 @@ class Storage(pulumi.ComponentResource):
         if self.bucket_key is not None:
             key_policy = _bucket_key_policy(name, self.bucket_key, config, self.buckets, cluster, stateful)
 
+        self.file_system = args.file_system.file_system if args.file_system is not None else None
+        self.fsx_zone = args.file_system.zone if args.file_system is not None else None
         self.data_repository_policy_arn = None
         self.fsx_storage_class_name = None
         self.fsx_driver = None
-        fsx = config.fsx
-        if fsx is not None and self.file_system is not None and self._fsx_group is not None:
-            group, server_rules = self._fsx_group
-            rules = [*server_rules, *lustre.client_rules(name, group, cluster, parent=self)]
-            if fsx.data_repository is not None:
-                bucket = self.buckets[fsx.data_repository.bucket]
-                self.data_repository_policy_arn = lustre.data_repository(
-                    name, fsx.data_repository, cluster, bucket, self.file_system, key_policy, parent=self
-                )
-            controller_role, file_system_sweeps = None, []
-            if fsx.storage_class:
-                # Only dynamic provisioning needs AWS access: file systems for claims, tagged for this cluster.
-                controller_role = lustre.csi_role(name, cluster, parent=self)
-                # Deleted after the driver (which depends on it) and before the security group the claims' file
-                # systems use: whatever file system the driver had not deleted yet goes here, or stays under
-                # protect/retain.
-                file_system_sweeps.append(
-                    lustre.sweep(name, cluster, args.stateful_resources, after=[group, *rules], parent=self)
-                )
-            driver = self.fsx_driver = lustre.csi_driver(name, cluster, controller_role, file_system_sweeps, k8s_opts)
-            if fsx.storage_class:
-                self.fsx_storage_class_name = lustre.storage_class(
-                    name, fsx, args.fsx_subnet_id, group, driver, k8s_opts
-                )
-            for namespace in fsx.namespaces:
-                lustre.team_volume(
-                    name, namespace, fsx, self.file_system, driver, cluster, attach.cleanup_controllers, k8s_opts
-                )
+        if fsx is not None and args.file_system is not None:
+            self._fsx(name, fsx, args.file_system, args, key_policy, k8s_opts)
         self.register_outputs({"buckets": {k: b.bucket for k, b in self.buckets.items()}, "fsxZone": self.fsx_zone})
+
+    def _fsx(
+        self,
+        name: str,
+        fsx: FsxConfig,
+        made: FsxFileSystem,
+        args: StorageArgs,
+        key_policy: aws.kms.KeyPolicy | None,
+        k8s_opts: pulumi.ResourceOptions,
+    ) -> None:
+        """The nodes' rules, the data repository, the CSI driver (with the claim sweep under a StorageClass) and the
+        team volumes of the file system."""
+        cluster, group = args.cluster, made.security_group
+        rules = lustre.client_rules(name, group, cluster, parent=self)
+        if fsx.data_repository is not None:
+            bucket = self.buckets[fsx.data_repository.bucket]
+            self.data_repository_policy_arn = lustre.data_repository(
+                name, fsx.data_repository, cluster, bucket, made.file_system, key_policy, parent=self
+            )
+        controller_role, file_system_sweeps = None, []
+        if fsx.storage_class:
+            # Only dynamic provisioning needs AWS access: file systems for claims, tagged for this cluster.
+            controller_role = lustre.csi_role(name, cluster, parent=self)
+            # Deleted after the driver (which depends on it) and before the security group the claims' file
+            # systems use: whatever file system the driver had not deleted yet goes here, or stays under
+            # protect/retain.
+            file_system_sweeps.append(
+                lustre.sweep(name, cluster, args.stateful_resources, after=[group, *rules], parent=self)
+            )
+        driver = self.fsx_driver = lustre.csi_driver(name, cluster, controller_role, file_system_sweeps, k8s_opts)
+        if fsx.storage_class:
+            self.fsx_storage_class_name = lustre.storage_class(name, fsx, made.subnet_id, group, driver, k8s_opts)
+        for namespace in fsx.namespaces:
+            lustre.team_volume(
+                name, namespace, fsx, made.file_system, driver, cluster, args.cleanup_controllers, k8s_opts
+            )
 
 
 # ------------------------------------------------------------------------------------------------------- buckets

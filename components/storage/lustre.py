@@ -1,5 +1,5 @@
-"""FSx for Lustre, as the Storage component builds it: the file system and its security group, its link to a bucket
-prefix, the FSx CSI driver, and the volumes team namespaces claim."""
+"""FSx for Lustre, as the storage components build it: the file system and its security group (`FsxFileSystem`), its
+link to a bucket prefix, the FSx CSI driver, and the volumes team namespaces claim (`Storage`)."""
 
 from __future__ import annotations
 
@@ -41,21 +41,21 @@ IMPORT_TIMEOUTS = pulumi.CustomTimeouts(create="6h", update="6h", delete="2h")
 def security_group(
     name: str, *, vpc_id: pulumi.Input[str], cluster_name: str, parent: pulumi.Resource
 ) -> tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]]:
-    """The file servers' security group and the rules between the servers themselves, which FSx checks when it
-    creates the file system. They need nothing of the cluster, so the file system is made alongside it."""
+    """The file servers' security group (`name`) and the rules between the servers themselves, which FSx checks when
+    it creates the file system. They need nothing of the cluster, so the file system is made alongside it."""
     child = pulumi.ResourceOptions(parent=parent)
     group = aws.ec2.SecurityGroup(
-        f"{name}-fsx",
+        name,
         vpc_id=vpc_id,
         description="FSx for Lustre: Lustre traffic from the cluster's nodes and between file servers",
         tags={"Name": f"{cluster_name}-fsx"},
         opts=child,
     )
     rules: list[pulumi.Resource] = [
-        _ingress(name, ("fsx", group.id), ("self", group.id), port_key, ports, child)
+        _ingress(f"{name}-{port_key}-from-self", group.id, ("self", group.id), ports, child)
         for port_key, ports in LUSTRE_PORTS.items()
     ]
-    rules.append(_egress(name, group, ("self", group.id), child))
+    rules.append(_egress(f"{name}-to-self", group, ("self", group.id), child))
     return group, rules
 
 
@@ -63,28 +63,27 @@ def client_rules(
     name: str, group: aws.ec2.SecurityGroup, cluster: ClusterHandle, *, parent: pulumi.Resource
 ) -> list[pulumi.Resource]:
     """Lustre both ways between the file servers and the cluster's nodes (clients accept connections back from
-    the servers on the same ports)."""
+    the servers on the same ports); rule names start with `name`."""
     child = pulumi.ResourceOptions(parent=parent)
-    nodes = ("nodes", cluster.cluster_security_group_id)
+    nodes = cluster.cluster_security_group_id
     rules: list[pulumi.Resource] = []
     for port_key, ports in LUSTRE_PORTS.items():
-        rules.append(_ingress(name, ("fsx", group.id), nodes, port_key, ports, child))
-        rules.append(_ingress(name, nodes, ("fsx", group.id), port_key, ports, child))
-    rules.append(_egress(name, group, nodes, child))
+        rules.append(_ingress(f"{name}-fsx-{port_key}-from-nodes", group.id, ("nodes", nodes), ports, child))
+        rules.append(_ingress(f"{name}-nodes-{port_key}-from-fsx", nodes, ("fsx", group.id), ports, child))
+    rules.append(_egress(f"{name}-fsx-to-nodes", group, ("nodes", nodes), child))
     return rules
 
 
 def _ingress(
     name: str,
-    target: tuple[str, pulumi.Input[str]],
+    target_id: pulumi.Input[str],
     source: tuple[str, pulumi.Input[str]],
-    port_key: str,
     ports: tuple[int, int],
     opts: pulumi.ResourceOptions,
 ) -> aws.vpc.SecurityGroupIngressRule:
-    (target_key, target_id), (source_key, source_id), (low, high) = target, source, ports
+    (source_key, source_id), (low, high) = source, ports
     return aws.vpc.SecurityGroupIngressRule(
-        f"{name}-{target_key}-{port_key}-from-{source_key}",
+        name,
         security_group_id=target_id,
         referenced_security_group_id=source_id,
         ip_protocol="tcp",
@@ -100,7 +99,7 @@ def _egress(
 ) -> aws.vpc.SecurityGroupEgressRule:
     peer_key, peer_id = peer
     return aws.vpc.SecurityGroupEgressRule(
-        f"{name}-fsx-to-{peer_key}",
+        name,
         security_group_id=group.id,
         referenced_security_group_id=peer_id,
         ip_protocol="-1",
@@ -110,7 +109,7 @@ def _egress(
 
 
 def log_group(name: str, stateful: pulumi.ResourceOptions) -> aws.cloudwatch.LogGroup:
-    return aws.cloudwatch.LogGroup(f"{name}-fsx", name_prefix="/aws/fsx/", retention_in_days=90, opts=stateful)
+    return aws.cloudwatch.LogGroup(name, name_prefix="/aws/fsx/", retention_in_days=90, opts=stateful)
 
 
 def file_system(
@@ -131,7 +130,7 @@ def file_system(
     )
     destroy = stateful_resources is StatefulResources.DESTROY
     return aws.fsx.LustreFileSystem(
-        f"{name}-fsx",
+        name,
         deployment_type=config.deployment_type,
         storage_capacity=config.storage_capacity_gib,
         per_unit_storage_throughput=config.per_unit_storage_throughput,

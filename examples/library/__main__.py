@@ -19,7 +19,6 @@ from components import (
     ObservabilityArgs,
     Storage,
     StorageArgs,
-    StorageAttachArgs,
 )
 from components.cluster.component import cluster_creator
 from components.cluster.config import ClusterConfig, EndpointAccess
@@ -49,11 +48,6 @@ network = Network(
         config=NetworkConfig(cidr="10.40.0.0/16", availability_zones=(f"{region}a", f"{region}b")),
         region=region,
     ),
-    opts,
-)
-storage = Storage(
-    "storage",
-    StorageArgs(config=StorageConfig(), stateful_resources=stateful, cluster_name=cluster_name, vpc_id=network.vpc_id),
     opts,
 )
 cluster = Cluster(
@@ -96,7 +90,13 @@ gpu = GpuStack(
     ),
     opts,
 )
-storage.attach(StorageAttachArgs(cluster=handle, cleanup_controllers=cleanup_controllers))
+storage = Storage(
+    "storage",
+    StorageArgs(
+        config=StorageConfig(), stateful_resources=stateful, cluster=handle, cleanup_controllers=cleanup_controllers
+    ),
+    opts,
+)
 observability = Observability(
     "observability",
     ObservabilityArgs(
