@@ -355,12 +355,6 @@ class PlatformConfig(ConfigModel):
         them, and left a placeholder)."""
         return self.kubeflow.access.mode == "alb" and not self.load_balancer_cidrs
 
-    @property
-    def team_bucket_encrypted(self) -> bool:
-        """Whether the bucket Kubeflow teams get prefixes of uses the stack's KMS key (teams may use it through S3)."""
-        bucket = self.storage.buckets.get(self.kubeflow.bucket or "")
-        return bucket is not None and bucket.encryption == "kms"
-
 
 def _region_problems(region: Any, zones: Any) -> list[tuple[str, str]]:
     if not region:  # missing: reported once, as required

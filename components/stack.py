@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pulumi
 import pulumi_aws as aws
@@ -16,6 +16,7 @@ import pulumi_aws as aws
 from components.certmanager.component import CertManager, CertManagerArgs
 from components.cluster.attach import certificate_authority_of
 from components.cluster.component import Cluster, ClusterArgs, cluster_creator
+from components.cluster.handle import ClusterHandle
 from components.config.errors import ConfigError
 from components.config.types import StatefulResources
 from components.gpu.component import GpuStack, GpuStackArgs
@@ -133,160 +134,54 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
 
 
 def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ()) -> Platform:
-    """Every part of the stack (Kubeflow's objects from `kubeflow_objects`, when it is on)."""
-    tags = config.tags
+    """Every part of the stack in the order of creation (Kubeflow's objects from `kubeflow_objects`, when it is on).
+    Which parts exist is the config's decision; what each part is given, its `_<part>_args` below."""
     provider = aws.Provider(
-        "aws",
-        region=config.region,
-        profile=config.profile,
-        default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
+        "aws", region=config.region, profile=config.profile, default_tags=aws.ProviderDefaultTagsArgs(tags=config.tags)
     )
     opts = pulumi.ResourceOptions(providers=[provider])
 
     def part(name: str) -> pulumi.ResourceOptions:
         return part_options(name, config.cluster_name, opts)
 
-    network = Network(
-        "network",
-        NetworkArgs(cluster_name=config.cluster_name, config=config.network, region=config.region),
-        part("network"),
-    )
-    # Needs only the network, so it is made before the cluster, whose system nodes wait for it.
+    network = Network("network", _network_args(config), part("network"))
     fsx = None
-    if config.storage.fsx is not None and (fsx_zone := config.fsx_zone) is not None:
+    if (fsx_args := _file_system_args(config, network)) is not None:  # made before the cluster: it needs no more
         fsx = FsxFileSystem(
-            "storage-fsx",
-            FsxFileSystemArgs(
-                config=config.storage.fsx,
-                stateful_resources=config.stateful_resources,
-                cluster_name=config.cluster_name,
-                vpc_id=network.vpc_id,
-                zone=fsx_zone,
-                subnet_id=network.private_subnet_by_zone[fsx_zone],
-            ),
-            adopted_from_part("storage", "eksml:storage:Storage", config.cluster_name, opts),
+            "storage-fsx", fsx_args, adopted_from_part("storage", "eksml:storage:Storage", config.cluster_name, opts)
         )
-    cluster = Cluster(
-        "cluster",
-        ClusterArgs(
-            cluster_name=config.cluster_name,
-            config=config.cluster,
-            vpc_id=network.vpc_id,
-            private_subnet_ids=network.private_subnet_ids,
-            availability_zones=network.availability_zones,
-            region=config.region,
-            stateful_resources=config.stateful_resources,
-            instance_tags=tags,
-            aws_profile=config.profile,
-            creator_arn=cluster_creator(config.cluster_name, provider),
-            owns_vpc=network.owns_vpc,
-            network_ready=network.egress,
-            # why: on destroy the file system (as slow to delete as the cluster) then goes with the cluster, not in
-            # a batch of its own before the nodes; it needs nothing of the cluster to be made.
-            system_nodes_after=(fsx.file_system,) if fsx is not None else (),
-        ),
-        part("cluster"),
-    )
-    karpenter = Karpenter(
-        "karpenter",
-        KarpenterArgs(cluster=cluster.handle, config=config.karpenter, tags=tags, csi_drivers=config.csi_drivers),
-        part("karpenter"),
-    )
+    cluster = Cluster("cluster", _cluster_args(config, network, fsx, provider), part("cluster"))
+    handle = cluster.handle
+    karpenter = Karpenter("karpenter", _karpenter_args(config, handle), part("karpenter"))
     ingress = None
     if config.ingress.load_balancer_controller:
-        ingress = Ingress("ingress", IngressArgs(cluster=cluster.handle, tags=tags), part("ingress"))
+        ingress = Ingress("ingress", IngressArgs(cluster=handle, tags=config.tags), part("ingress"))
     # Namespaces the stack creates are deleted while these still run, so what teams put in them (load balancers)
     # is cleaned up in AWS.
-    cleanup_controllers = (ingress.controller,) if ingress is not None else ()
+    cleanup = (ingress.controller,) if ingress is not None else ()
     gpu = None
     if config.gpu_node_image is not None:
-        gpu = GpuStack(
-            "gpu",
-            GpuStackArgs(
-                cluster=cluster.handle,
-                kubeflow_notebooks=config.kubeflow.enabled,
-                config=config.gpu,
-                node_image=config.gpu_node_image,
-                cleanup_controllers=cleanup_controllers,
-            ),
-            part("gpu"),
-        )
+        gpu = GpuStack("gpu", _gpu_args(config, config.gpu_node_image, handle, cleanup), part("gpu"))
     devices = None
-    neuron_taints, efa_taints = config.karpenter.neuron_taints(), config.karpenter.efa_taints()
-    if neuron_taints is not None or efa_taints is not None:
-        devices = NodeDevices(
-            "devices",
-            NodeDevicesArgs(
-                cluster=cluster.handle,
-                neuron_taints=neuron_taints,
-                efa_taints=efa_taints,
-                admission=config.gpu.admission.device_options,
-            ),
-            part("devices"),
-        )
-    storage = Storage(
-        "storage",
-        StorageArgs(
-            config=config.storage,
-            stateful_resources=config.stateful_resources,
-            cluster=cluster.handle,
-            file_system=fsx,
-            cleanup_controllers=cleanup_controllers,
-        ),
-        part("storage"),
-    )
+    if (devices_args := _devices_args(config, handle)) is not None:
+        devices = NodeDevices("devices", devices_args, part("devices"))
+    storage = Storage("storage", _storage_args(config, handle, fsx, cleanup), part("storage"))
     observability = None
     if config.observability.enabled:
         observability = Observability(
-            "observability",
-            ObservabilityArgs(
-                cluster=cluster.handle,
-                config=config.observability,
-                gpu_pools=config.gpu_pools,
-                storage_class=storage.kept_volume_class,
-                storage_class_name=storage.kept_volume_class_name,
-                delete_volumes=config.stateful_resources is StatefulResources.DESTROY,
-                cleanup_controllers=cleanup_controllers,
-            ),
-            part("observability"),
+            "observability", _observability_args(config, handle, storage, cleanup), part("observability")
         )
     cert_manager = None
-    if config.cert_manager:
-        cert_manager = CertManager(  # new in 0.2: no 0.1 name to alias
-            "cert-manager", CertManagerArgs(cluster=cluster.handle, cleanup_controllers=cleanup_controllers), opts
-        )
+    if config.cert_manager:  # new in 0.2: no 0.1 name to alias
+        cert_manager = CertManager("cert-manager", CertManagerArgs(cluster=handle, cleanup_controllers=cleanup), opts)
     kubeflow = None
     if config.kubeflow.enabled:
         assert cert_manager is not None  # config.cert_manager follows kubeflow.enabled
-        # the class kubeflow_objects planned with
-        assert storage.kept_volume_class_name == kept_volume_class_name(config.stateful_resources)
-        # Teams get prefixes of this bucket (config refuses teams without it), and may use its key through S3.
-        team_bucket = config.kubeflow.bucket
-        kubeflow = Kubeflow(
-            "kubeflow",
-            KubeflowArgs(
-                cluster=cluster.handle,
-                config=config.kubeflow,
-                objects=kubeflow_plan,
-                storage_class=storage.default_storage_class,
-                cert_manager=cert_manager.release,
-                bucket_name=storage.buckets[team_bucket].bucket if team_bucket in storage.buckets else None,
-                bucket_kms_key_arn=storage.bucket_key.arn
-                if config.team_bucket_encrypted and storage.bucket_key is not None
-                else None,
-                fsx=FsxForTeams(storage.file_system, storage.fsx_driver)
-                if storage.file_system is not None and storage.fsx_driver is not None
-                else None,
-                cleanup_controllers=cleanup_controllers,
-                # the ALB's sources the plan could not name (it left a placeholder for them)
-                vpc_cidrs=network.existing_cidrs() if config.alb_reads_vpc_cidrs else None,
-                node_pools=tuple(karpenter.node_pools[name] for name in config.karpenter.untainted_pools),
-            ),
-            part("kubeflow"),
+        kubeflow_args = _kubeflow_args(
+            config, kubeflow_plan, handle, network, karpenter, storage, cert_manager, cleanup
         )
+        kubeflow = Kubeflow("kubeflow", kubeflow_args, part("kubeflow"))
     return Platform(
-        kubeflow=kubeflow,
-        cert_manager=cert_manager,
         config=config,
         network=network,
         cluster=cluster,
@@ -295,7 +190,140 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
         storage=storage,
         ingress=ingress,
         observability=observability,
+        kubeflow=kubeflow,
+        cert_manager=cert_manager,
         devices=devices,
+    )
+
+
+def _network_args(config: PlatformConfig) -> NetworkArgs:
+    return NetworkArgs(cluster_name=config.cluster_name, config=config.network, region=config.region)
+
+
+def _file_system_args(config: PlatformConfig, network: Network) -> FsxFileSystemArgs | None:
+    """The FSx file system's, in the private subnet of its zone; None without `storage.fsx`."""
+    if config.storage.fsx is None or config.fsx_zone is None:
+        return None
+    return FsxFileSystemArgs(
+        config=config.storage.fsx,
+        stateful_resources=config.stateful_resources,
+        cluster_name=config.cluster_name,
+        vpc_id=network.vpc_id,
+        zone=config.fsx_zone,
+        subnet_id=network.private_subnet_by_zone[config.fsx_zone],
+    )
+
+
+def _cluster_args(
+    config: PlatformConfig, network: Network, fsx: FsxFileSystem | None, provider: aws.Provider
+) -> ClusterArgs:
+    return ClusterArgs(
+        cluster_name=config.cluster_name,
+        config=config.cluster,
+        vpc_id=network.vpc_id,
+        private_subnet_ids=network.private_subnet_ids,
+        availability_zones=network.availability_zones,
+        region=config.region,
+        stateful_resources=config.stateful_resources,
+        instance_tags=config.tags,
+        aws_profile=config.profile,
+        creator_arn=cluster_creator(config.cluster_name, provider),
+        owns_vpc=network.owns_vpc,
+        network_ready=network.egress,
+        # why: on destroy the file system (as slow to delete as the cluster) then goes with the cluster, not in a
+        # batch of its own before the nodes; it needs nothing of the cluster to be made.
+        system_nodes_after=(fsx.file_system,) if fsx is not None else (),
+    )
+
+
+def _karpenter_args(config: PlatformConfig, handle: ClusterHandle) -> KarpenterArgs:
+    return KarpenterArgs(cluster=handle, config=config.karpenter, tags=config.tags, csi_drivers=config.csi_drivers)
+
+
+def _gpu_args(
+    config: PlatformConfig,
+    node_image: Literal["al2023", "bottlerocket"],
+    handle: ClusterHandle,
+    cleanup: tuple[pulumi.Resource, ...],
+) -> GpuStackArgs:
+    return GpuStackArgs(
+        cluster=handle,
+        kubeflow_notebooks=config.kubeflow.enabled,
+        config=config.gpu,
+        node_image=node_image,
+        cleanup_controllers=cleanup,
+    )
+
+
+def _devices_args(config: PlatformConfig, handle: ClusterHandle) -> NodeDevicesArgs | None:
+    """The Neuron and EFA plugins', tolerating every taint of the pools that need them; None when no pool does."""
+    neuron_taints, efa_taints = config.karpenter.neuron_taints(), config.karpenter.efa_taints()
+    if neuron_taints is None and efa_taints is None:
+        return None
+    return NodeDevicesArgs(
+        cluster=handle,
+        neuron_taints=neuron_taints,
+        efa_taints=efa_taints,
+        admission=config.gpu.admission.device_options,
+    )
+
+
+def _storage_args(
+    config: PlatformConfig, handle: ClusterHandle, fsx: FsxFileSystem | None, cleanup: tuple[pulumi.Resource, ...]
+) -> StorageArgs:
+    return StorageArgs(
+        config=config.storage,
+        stateful_resources=config.stateful_resources,
+        cluster=handle,
+        file_system=fsx,
+        cleanup_controllers=cleanup,
+    )
+
+
+def _observability_args(
+    config: PlatformConfig, handle: ClusterHandle, storage: Storage, cleanup: tuple[pulumi.Resource, ...]
+) -> ObservabilityArgs:
+    return ObservabilityArgs(
+        cluster=handle,
+        config=config.observability,
+        gpu_pools=config.gpu_pools,
+        # Prometheus' volume is kept as the stack keeps its stores.
+        storage_class=storage.kept_volume_class,
+        storage_class_name=storage.kept_volume_class_name,
+        delete_volumes=config.stateful_resources is StatefulResources.DESTROY,
+        cleanup_controllers=cleanup,
+    )
+
+
+def _kubeflow_args(
+    config: PlatformConfig,
+    plan: Sequence[Staged],
+    handle: ClusterHandle,
+    network: Network,
+    karpenter: Karpenter,
+    storage: Storage,
+    cert_manager: CertManager,
+    cleanup: tuple[pulumi.Resource, ...],
+) -> KubeflowArgs:
+    # the class kubeflow_objects planned with
+    assert storage.kept_volume_class_name == kept_volume_class_name(config.stateful_resources)
+    # Teams get prefixes of this bucket (config refuses teams without it), and may use its key through S3.
+    team_bucket = config.kubeflow.bucket
+    return KubeflowArgs(
+        cluster=handle,
+        config=config.kubeflow,
+        objects=plan,
+        storage_class=storage.default_storage_class,
+        cert_manager=cert_manager.release,
+        bucket_name=storage.bucket_name(team_bucket),
+        bucket_kms_key_arn=storage.bucket_key_arn(team_bucket),
+        fsx=FsxForTeams(storage.file_system, storage.fsx_driver)
+        if storage.file_system is not None and storage.fsx_driver is not None
+        else None,
+        cleanup_controllers=cleanup,
+        # the ALB's sources the plan could not name (it left a placeholder for them)
+        vpc_cidrs=network.existing_cidrs() if config.alb_reads_vpc_cidrs else None,
+        node_pools=tuple(karpenter.node_pools[name] for name in config.karpenter.untainted_pools),
     )
 
 

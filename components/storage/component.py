@@ -73,6 +73,7 @@ class Storage(pulumi.ComponentResource):
             )
         super().__init__("eksml:storage:Storage", name, None, opts)
         config, cluster = args.config, args.cluster
+        self._config = config
         stateful = pulumi.ResourceOptions.merge(
             pulumi.ResourceOptions(parent=self), stateful_options(args.stateful_resources)
         )
@@ -106,6 +107,15 @@ class Storage(pulumi.ComponentResource):
         if fsx is not None and args.file_system is not None:
             self._fsx(name, fsx, args.file_system, args, key_policy, k8s_opts)
         self.register_outputs({"buckets": {k: b.bucket for k, b in self.buckets.items()}, "fsxZone": self.fsx_zone})
+
+    def bucket_name(self, key: str | None) -> pulumi.Output[str] | None:
+        """The name of the bucket kept under `key` (`storage.buckets`), None for no key or an unknown one."""
+        return self.buckets[key].bucket if key is not None and key in self.buckets else None
+
+    def bucket_key_arn(self, key: str | None) -> pulumi.Output[str] | None:
+        """The KMS key whoever uses the bucket under `key` needs too: None unless that bucket uses `encryption: kms`."""
+        encrypted = key is not None and key in self._config.buckets and self._config.buckets[key].encryption == "kms"
+        return self.bucket_key.arn if encrypted and self.bucket_key is not None else None
 
     def _fsx(
         self,
