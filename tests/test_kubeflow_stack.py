@@ -423,3 +423,17 @@ def test_users_cannot_register_namespaces_every_profile_is_the_stacks(stack):
     assert config.inputs["data"]["REGISTRATION_FLOW"] == "false"
     # and no upstream example Profile or user namespace is installed
     assert not [o.name for o in kubeflow_objects(stack) if "kubeflow-user-example-com" in json.dumps(o.inputs)]
+
+
+def test_a_team_may_use_the_bucket_key_through_s3_only_where_its_bucket_is_kms_encrypted(dev, prod):
+    """prod's team bucket (`datasets`) uses the stack's KMS key: without the key the team can neither read nor write
+    its prefix; dev's uses S3-managed keys, so its teams get no KMS permission at all."""
+
+    def kms_statements(inventory, team):
+        policy = json.loads(inventory.one("aws:iam/rolePolicy:RolePolicy", f"kubeflow-team-{team}-s3").inputs["policy"])
+        return [s for s in policy["Statement"] if any(str(a).startswith("kms:") for a in s["Action"])]
+
+    (statement,) = kms_statements(prod, "research")
+    assert statement["Resource"] == prod.one("aws:kms/key:Key", "storage-buckets").outputs["arn"]
+    assert statement["Condition"]["StringEquals"] == {"kms:ViaService": "s3.us-west-2.amazonaws.com"}
+    assert kms_statements(dev, "ml-research") == []
