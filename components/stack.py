@@ -32,7 +32,7 @@ from components.network.component import Network, NetworkArgs
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
 from components.platform_config import PlatformConfig, parse_config
-from components.scheduling import CSI_STARTUP_TAINTS
+from components.scheduling import CSI_STARTUP_TAINTS, GPU_TAINT, Taint
 from components.storage.component import Storage, StorageArgs
 from components.storage.file_system import FsxFileSystem, FsxFileSystemArgs
 from components.storage.render import kept_volume_class_name
@@ -124,6 +124,11 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
         # Kubeflow's MySQL, SeaweedFS and notebook workspaces hold users' data: kept as the stack keeps its stores.
         storage_class=kept_volume_class_name(config.stateful_resources),
         gpu_node_pools=tuple(name for name, pool in sorted(config.karpenter.node_pools.items()) if pool.gpu_limit),
+        gpu_pool_taints={
+            name: tuple(Taint(t.key, t.value, t.effect) for t in pool.taints if t.key != GPU_TAINT.key)
+            for name, pool in sorted(config.karpenter.node_pools.items())
+            if pool.gpu_limit
+        },
         gpu_scheduler=config.gpu.scheduler_name if config.gpu_node_image is not None else None,
         tags=config.tags,
         monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
@@ -252,6 +257,7 @@ def _gpu_args(
         config=config.gpu,
         node_image=node_image,
         cleanup_controllers=cleanup,
+        pool_taints=config.karpenter.gpu_taints(),
     )
 
 

@@ -516,3 +516,35 @@ def test_a_pod_asking_for_efa_must_select_the_nodes_that_run_the_efa_plugin():
     assert refusals(efa["policy"], efa["binding"], JudgedPod("cpu", plain, team)) == []  # not an EFA pod
     system = {**pod, "metadata": {"name": "x", "namespace": "kube-system"}}
     assert refusals(efa["policy"], efa["binding"], JudgedPod("system", system, {})) == []  # exempt namespace
+
+
+@pytest.mark.subprocess
+@pytest.mark.stack
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+def test_a_platform_gpu_pool_with_a_taint_of_its_own_still_gets_its_operands(tmp_path):
+    """A GPU pool may carry taints besides the GPU one (a pool kept for one kind of work): the GPU Operator replaces
+    its operands' tolerations with `daemonsets.tolerations`, so unless that list covers the pool's own taint its
+    nodes get no device plugin and never offer a GPU. The preview's model is the judge."""
+    from components.tools.model import check_views
+    from components.tools.model.platform import read_folder
+    from components.tools.preview import write_preview
+
+    from .conftest import run_stack, stack_config
+
+    karpenter = json.loads(stack_config("dev")["eks-ml-platform:karpenter"])
+    karpenter["nodePools"]["gpu-dedicated"] = {
+        "preset": "gpu-inference",
+        "limits": {"nvidia.com/gpu": "2"},
+        "taints": [
+            {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+            {"key": "dedicated", "value": "inference", "effect": "NoSchedule"},
+        ],
+    }
+    write_preview(run_stack("dev", {"karpenter": karpenter}), tmp_path / "dev")
+    platform, found = check_views([read_folder(tmp_path / "dev")], CHARTS)
+    pool = next(n for n in platform.nodes if n.name == "NodePool gpu-dedicated")
+    assert ("dedicated", "inference", "NoSchedule") in {(t.key, t.value, t.effect) for t in pool.taints}
+    assert "nvidia" in pool.accelerators
+    # its notebooks too: the form offers the pool with a toleration group of its own
+    assert any(w.name == "nb-nodepool-gpu-dedicated-0" for w in platform.workloads)
+    assert [str(p) for p in found] == []

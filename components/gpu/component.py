@@ -14,7 +14,7 @@ from components.gpu.efa_admission import efa_admission_manifests
 from components.gpu.operator import GpuOperatorOptions, NodeImage, operator_values
 from components.gpu.scheduler import SchedulerOptions, scheduler_manifests
 from components.kubeflow.gpu_scheduling import kubeflow_exemption
-from components.scheduling import GPU_TAINT
+from components.scheduling import GPU_TAINT, Taint
 
 OPERATOR_NAMESPACE = "gpu-operator"
 
@@ -35,6 +35,9 @@ class GpuStackArgs:
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
     #: Kubeflow runs notebooks here (their pods are exempt from the scheduler rule only). Default: False.
     kubeflow_notebooks: bool = False
+    #: Every taint of the GPU pools the operands must run on besides the GPU and team taints
+    #: (`KarpenterConfig.gpu_taints()`). Default: none.
+    pool_taints: tuple[Taint, ...] = ()
 
 
 class GpuStack(pulumi.ComponentResource):
@@ -73,6 +76,7 @@ class GpuStack(pulumi.ComponentResource):
                     mig_strategy=mig.strategy if mig else None,
                     mig_default_profile=mig.default_profile if mig else "all-disabled",
                     time_slicing_replicas=config.time_slicing_replicas,
+                    pool_taints=args.pool_taints,
                 ),
                 system_placement=cluster.system_placement,
             ),

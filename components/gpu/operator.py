@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from components.scheduling import GPU_RESOURCE, GPU_TAINT, TEAM_TAINT_TOLERATION, Placement
+from components.scheduling import GPU_RESOURCE, GPU_TAINT, TEAM_TAINT_TOLERATION, Placement, Taint
 
 NodeImage = Literal["al2023", "bottlerocket"]
 TIME_SLICING_CONFIG = "time-slicing"
@@ -28,6 +28,17 @@ class GpuOperatorOptions:
     mig_strategy: Literal["single", "mixed"] | None = None
     mig_default_profile: str = "all-disabled"
     time_slicing_replicas: int | None = None
+    #: Every taint the platform's GPU pools carry (the GPU taint and any of their own): the operator replaces its
+    #: operands' tolerations with `daemonsets.tolerations`, so a taint missing there keeps the device plugin off.
+    pool_taints: tuple[Taint, ...] = ()
+
+
+def node_tolerations(pool_taints: tuple[Taint, ...] = ()) -> list[dict[str, str]]:
+    """What the operands and NFD's worker tolerate: the GPU taint, the team taint (team pools) and every taint of the
+    platform's GPU pools, each by key and effect whatever its value (as the operator's docs do for the GPU taint)."""
+    first = [(GPU_TAINT.key, GPU_TAINT.effect), (TEAM_TAINT_TOLERATION["key"], TEAM_TAINT_TOLERATION["effect"])]
+    more = sorted({(t.key, t.effect) for t in pool_taints} - set(first))
+    return [{"key": key, "operator": "Exists", "effect": effect} for key, effect in first + more]
 
 
 def _linux(placement: Placement) -> dict[str, Any]:
@@ -53,10 +64,7 @@ def operator_values(
     system_placement: Placement,
 ) -> dict[str, Any]:
     # The operands and NFD's worker run on every GPU node: the platform's pools and the teams' (team taint).
-    node_tolerations = [
-        {"key": GPU_TAINT.key, "operator": "Exists", "effect": GPU_TAINT.effect},
-        dict(TEAM_TAINT_TOLERATION),
-    ]
+    tolerations = node_tolerations(options.pool_taints)
     bottlerocket = options.node_image == "bottlerocket"
     device_plugin: dict[str, Any] = {"enabled": not bottlerocket}
     if options.time_slicing_replicas is not None:
@@ -74,7 +82,7 @@ def operator_values(
         "driver": {"enabled": False},
         "toolkit": {"enabled": False},
         "devicePlugin": device_plugin,
-        "daemonsets": {"tolerations": node_tolerations},
+        "daemonsets": {"tolerations": tolerations},
         "nfd": {"enabled": options.node_feature_discovery},
         "dcgmExporter": {
             "enabled": True,
@@ -96,6 +104,6 @@ def operator_values(
         values["node-feature-discovery"] = {
             "master": {**controllers},
             "gc": {**controllers},
-            "worker": {"tolerations": node_tolerations},
+            "worker": {"tolerations": tolerations},
         }
     return values

@@ -120,6 +120,10 @@ class KarpenterConfig(ConfigModel):
             if p.node_class in self.node_classes and self.node_classes[p.node_class].efa_interfaces
         }
 
+    def gpu_taints(self) -> tuple[Taint, ...]:
+        """Every taint of the pools that launch NVIDIA GPUs (what the GPU Operator's operands must tolerate)."""
+        return _taints([p for p in self.node_pools.values() if p.accelerator == "nvidia"]) or ()
+
     def neuron_taints(self) -> tuple[Taint, ...] | None:
         """Every taint of the pools that launch Neuron instances (what their device plugin must tolerate); None when
         no pool does."""

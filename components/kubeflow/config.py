@@ -22,6 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 from pydantic.alias_generators import to_camel
 
 from components.config.validation import FieldProblems
+from components.scheduling import Taint
 
 from . import entries
 from .access import Alb
@@ -234,6 +235,7 @@ def settings(
     storage_class: str,
     gpu_node_pools: tuple[str, ...],
     gpu_scheduler: str | None,
+    gpu_pool_taints: Mapping[str, tuple[Taint, ...]] | None = None,
     tags: dict[str, str] | None = None,
     monitoring_namespace: str | None = None,
     fsx_capacity_gib: int | None = None,
@@ -259,6 +261,7 @@ def settings(
         admin=Admin(config.admin_email),
         storage_class=storage_class,
         gpu_node_pools=gpu_node_pools,
+        gpu_pool_taints=dict(gpu_pool_taints or {}),
         gpu_scheduler=gpu_scheduler,
         notebook_idle_minutes=config.notebooks.idle_minutes,
         teams=tuple(

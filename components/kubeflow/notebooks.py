@@ -7,12 +7,12 @@ StorageClass, and the access-ml-pipeline PodDefault (present in every team names
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
 
-from components.scheduling import GPU_RESOURCE, GPU_TAINT
+from components.scheduling import GPU_RESOURCE, GPU_TAINT, Taint
 
 from .objects import Manifest
 from .transform import replace
@@ -48,9 +48,26 @@ def pool_affinity(pool: str) -> dict[str, Any]:
     }
 
 
-def spawner_config(upstream: str, *, gpu_pools: Sequence[str], storage_class: str) -> dict[str, Any]:
+def pool_toleration_group(pool: str, taints: Sequence[Taint]) -> dict[str, Any]:
+    """The toleration group of a GPU pool with taints of its own: the GPU taint and those, exactly."""
+    own = [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in taints]
+    return {
+        "groupKey": f"{GPU_TOLERATION_GROUP}-{pool}",
+        "displayName": f"NVIDIA GPU nodes of NodePool {pool}",
+        "tolerations": [gpu_toleration(), *own],
+    }
+
+
+def spawner_config(
+    upstream: str,
+    *,
+    gpu_pools: Sequence[str],
+    storage_class: str,
+    pool_taints: Mapping[str, Sequence[Taint]] | None = None,
+) -> dict[str, Any]:
     """The spawner form (`spawner_ui_config.yaml`) as a dict; `upstream` is the released file, read only for its
-    image choices."""
+    image choices. `pool_taints`: the taints GPU pools carry besides the GPU taint, each then a toleration group of
+    its own (a notebook for such a pool picks the pool and its group)."""
     released = (yaml.safe_load(upstream) or {}).get("spawnerFormDefaults", {})
     missing = [k for k in _IMAGE_KEYS if k not in released]
     if missing:
@@ -93,7 +110,12 @@ def spawner_config(upstream: str, *, gpu_pools: Sequence[str], storage_class: st
                         "groupKey": GPU_TOLERATION_GROUP,
                         "displayName": "NVIDIA GPU nodes",
                         "tolerations": [gpu_toleration()],
-                    }
+                    },
+                    *(
+                        pool_toleration_group(pool, taints)
+                        for pool, taints in sorted((pool_taints or {}).items())
+                        if pool in gpu_pools and taints
+                    ),
                 ],
             },
             "shm": {**editable, "value": True},
@@ -104,7 +126,12 @@ def spawner_config(upstream: str, *, gpu_pools: Sequence[str], storage_class: st
 
 
 def apply(
-    objects: list[Manifest], *, gpu_pools: Sequence[str], storage_class: str, idle_minutes: int
+    objects: list[Manifest],
+    *,
+    gpu_pools: Sequence[str],
+    storage_class: str,
+    idle_minutes: int,
+    pool_taints: Mapping[str, Sequence[Taint]] | None = None,
 ) -> list[Manifest]:
     """Our spawner form in JWA's ConfigMap, and culling of notebooks idle for `idle_minutes` (upstream ships it
     off, so a forgotten GPU notebook holds its GPU, and its node, forever)."""
@@ -112,7 +139,9 @@ def apply(
         raise ValueError("idle_minutes must be at least 1")
 
     def form(obj: Manifest) -> Manifest:
-        config = spawner_config(obj["data"][SPAWNER_KEY], gpu_pools=gpu_pools, storage_class=storage_class)
+        config = spawner_config(
+            obj["data"][SPAWNER_KEY], gpu_pools=gpu_pools, storage_class=storage_class, pool_taints=pool_taints
+        )
         obj["data"][SPAWNER_KEY] = yaml.safe_dump(config, sort_keys=False)
         return obj
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from components.scheduling import DEFAULT_GPU_SCHEDULER
+from components.scheduling import DEFAULT_GPU_SCHEDULER, Taint
 
 from . import access as access_
 from . import credentials as credentials_
@@ -30,6 +30,8 @@ class Settings:
     admin: Admin
     storage_class: str  # every claim Kubeflow makes (databases, SeaweedFS, notebook workspaces)
     gpu_node_pools: tuple[str, ...] = ()  # NodePools offered to notebooks, by name
+    #: The taints of those pools besides the GPU taint, by pool (a toleration group of its own for each).
+    gpu_pool_taints: Mapping[str, tuple[Taint, ...]] = field(default_factory=dict)
     gpu_scheduler: str | None = DEFAULT_GPU_SCHEDULER  # None: the bin-packing scheduler is off
     notebook_idle_minutes: int = 60
     teams: tuple[Team, ...] = ()
@@ -77,6 +79,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
         gpu_pools=settings.gpu_node_pools,
         storage_class=settings.storage_class,
         idle_minutes=settings.notebook_idle_minutes,
+        pool_taints=settings.gpu_pool_taints,
     )
     objects = gpu_scheduling.apply(objects, settings.gpu_scheduler)
     objects = transform.storage_class(objects, settings.storage_class)
