@@ -146,17 +146,11 @@ class Storage(pulumi.ComponentResource):
                 self.data_repository_policy_arn = lustre.data_repository(
                     name, fsx.data_repository, cluster, bucket, self.file_system, key_policy, parent=self
                 )
-            controller_role, file_system_sweeps = None, []
-            if fsx.storage_class:
-                # Only dynamic provisioning needs AWS access: file systems for claims, tagged for this cluster.
-                controller_role = lustre.csi_role(name, cluster, parent=self)
-                # Deleted after the driver (which depends on it) and before the security group the claims' file
-                # systems use: whatever file system the driver had not deleted yet goes here, or stays under
-                # protect/retain.
-                file_system_sweeps.append(
-                    lustre.sweep(name, cluster, args.stateful_resources, after=[group, *rules], parent=self)
-                )
-            driver = self.fsx_driver = lustre.csi_driver(name, cluster, controller_role, file_system_sweeps, k8s_opts)
+            # Only dynamic provisioning needs AWS access: file systems for claims, tagged for this cluster.
+            controller_role = lustre.csi_role(name, cluster, parent=self) if fsx.storage_class else None
+            # With the file system, not with storageClass: see lustre.sweep.
+            claims_sweep = lustre.sweep(name, cluster, args.stateful_resources, after=[group, *rules], parent=self)
+            driver = self.fsx_driver = lustre.csi_driver(name, cluster, controller_role, [claims_sweep], k8s_opts)
             if fsx.storage_class:
                 self.fsx_storage_class_name = lustre.storage_class(
                     name, fsx, args.fsx_subnet_id, group, driver, k8s_opts

@@ -218,7 +218,14 @@ def sweep(
     after: Sequence[pulumi.Resource],
     parent: pulumi.Resource,
 ) -> pulumi.Resource:
-    """The teardown sweep of the file systems the driver made for claims."""
+    """The teardown sweep of the file systems the driver made for claims (`storage.fsx.storageClass`).
+
+    Declare it whenever the platform's file system exists, with the Storage component as `parent` and its name
+    kept (a new URN without an alias deletes it in `pulumi up`, and its delete sweeps), and pass it in the driver's
+    `after`: it is deleted after the driver and before the security group those file systems use (`after`: the
+    group and every rule of it). Declaring it only while `storageClass` is on would let turning the class off delete
+    it, and so sweep the live claims' file systems, in that same `pulumi up`; and file systems made under the class
+    outlive it, so destroy must still sweep them."""
     return sweep_step(
         f"{name}-fsx-sweep",
         SweepArgs(
