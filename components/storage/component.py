@@ -153,7 +153,7 @@ class Storage(pulumi.ComponentResource):
             driver = self.fsx_driver = lustre.csi_driver(name, cluster, controller_role, [claims_sweep], k8s_opts)
             if fsx.storage_class:
                 self.fsx_storage_class_name = lustre.storage_class(
-                    name, fsx, args.fsx_subnet_id, group, driver, k8s_opts
+                    name, fsx, args.fsx_subnet_id, group, driver, k8s_opts, stateful_resources=args.stateful_resources
                 )
             for namespace in fsx.namespaces:
                 lustre.team_volume(

@@ -277,9 +277,12 @@ def storage_class(
     group: aws.ec2.SecurityGroup,
     driver: pulumi.Resource,
     k8s_opts: pulumi.ResourceOptions,
+    *,
+    stateful_resources: StatefulResources,
 ) -> str:
     """The StorageClass that makes a file system per claim, in the platform file system's subnet and security group;
-    returns its name."""
+    returns its name. Its file systems hold teams' data, so they outlive their claims unless `stateful_resources` is
+    destroy (as the gp3-retain class's volumes do); the sweep then keeps them through `pulumi destroy` too."""
     k8s_objects.create(
         f"{name}-fsx-class",
         fsx_storage_class(
@@ -290,6 +293,7 @@ def storage_class(
             throughput=config.per_unit_storage_throughput,
             compression=config.compression,
             lustre_version=versions.FSX_LUSTRE_VERSION,
+            retain=stateful_resources is not StatefulResources.DESTROY,
         ),
         # why: file systems of this class are deleted by the driver; it must outlive them.
         pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver])),
