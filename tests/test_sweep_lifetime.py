@@ -3,7 +3,8 @@ most), the network sweep refuses while its cluster exists, and the sweeps' URNs 
 
 The engine is played here as it decides for the sweeps: a resource the new program declares under its URN (or an
 alias of it) is diffed and updated; one it no longer declares is deleted in that same `pulumi up`, with its last
-state; `pulumi destroy` deletes each, dependents first. The provider is the one the state holds (`__provider`).
+state; `pulumi destroy` deletes each, dependents first. The provider is loaded as the engine's dynamic-provider host
+loads the one the state holds (`__provider`).
 """
 
 from __future__ import annotations
@@ -163,3 +164,12 @@ def test_the_network_sweep_refuses_while_its_cluster_exists_and_sweeps_once_it_i
     eks.delete_cluster(name=DEV_CLUSTER)
     _provider().delete("sweep", props)
     assert world.names["guardduty_endpoint"] not in present(world.clients)[Kind.VPC_ENDPOINT]
+
+
+def test_the_state_holds_the_provider_by_reference_so_a_delete_runs_the_installed_code():
+    """What the module docstring promises: a fix to the provider (the refusal above) reaches stacks deployed before
+    it, and renaming the class or its module would break their destroy."""
+    serialized = base64.b64decode(serialize_provider(_SweepProvider()))
+    assert b"components.sweep.resource" in serialized
+    assert b"_SweepProvider" in serialized
+    assert len(serialized) < 200  # a reference, not the pickled code
