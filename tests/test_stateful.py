@@ -142,3 +142,22 @@ def test_kubeflows_volumes_outlive_their_claims_exactly_where_the_stack_keeps_it
         if "spawner_ui_config.yaml" in (r.inputs.get("data") or {})
     ]
     assert f"storageClassName: {wanted}\n" in spawner.inputs["data"]["spawner_ui_config.yaml"]
+
+
+def _fsx_class(inventory: Any) -> Any:
+    return next(
+        r
+        for r in inventory.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+        if r.inputs["metadata"]["name"] == "fsx-lustre"
+    )
+
+
+@pytest.mark.stack
+def test_teams_file_systems_of_the_fsx_class_outlive_their_claims_exactly_where_the_stack_keeps_its_stores(prod):
+    """A team's own file system (team.fsxClaims with storageClass, or any claim of the class) holds its data: under
+    prod's protect its claim going, or its namespace going in a destroy, must not delete it; under destroy it goes."""
+    assert _fsx_class(prod).inputs["reclaimPolicy"] == "Retain"
+    retained = run_stack("prod", {"statefulResources": "retain"})
+    assert _fsx_class(retained).inputs["reclaimPolicy"] == "Retain"
+    destroyed = run_stack("prod", {"statefulResources": "destroy"})
+    assert _fsx_class(destroyed).inputs["reclaimPolicy"] == "Delete"

@@ -1,5 +1,6 @@
-"""`python -m components.tools.sweep`: a stack's cluster and VPC from its stack file, dry run, sweep, the leak check
-for CI after `pulumi destroy`, and exit status 2 for what no sweep should start from."""
+"""`python -m components.tools.sweep`: a stack's cluster and VPC from its stack file, a dry run unless --yes, a sweep
+that lists what it will delete first, the leak check for CI after `pulumi destroy`, and exit status 2 for what no
+sweep should start from."""
 
 from __future__ import annotations
 
@@ -85,18 +86,58 @@ def test_dry_run_finds_the_stacks_vpc_by_its_subnets_and_lists_without_deleting(
     assert present(dev.clients) == before
 
 
-def test_the_sweep_deletes_the_dev_clusters_leftovers_and_exits_0(dev: World, capsys):
+def test_without_yes_the_sweep_is_a_dry_run_that_says_nothing_was_deleted_and_how_to_delete(dev: World, capsys):
+    before = present(dev.clients)
+
     code, out, err = _run(capsys, "--stack", "dev")
+
+    assert code == 0
+    assert present(dev.clients) == before
+    assert out.startswith(f"Dry run of the sweep of cluster '{DEV_CLUSTER}'")
+    for ids in dev.ours.values():
+        assert all(i in out for i in ids)
+    assert "Nothing was deleted" in err
+    assert f"--project-dir {REPO} --stack dev --yes" in err.splitlines()[-1]
+
+
+def test_an_explicit_dry_run_deletes_nothing_either_and_says_so(dev: World, capsys):
+    before = present(dev.clients)
+
+    code, _, err = _run(capsys, "--stack", "dev", "--dry-run")
+
+    assert code == 0
+    assert present(dev.clients) == before
+    assert "Nothing was deleted" in err
+    assert "--dry-run" not in err.splitlines()[-1]  # the command it gives deletes
+
+
+def test_with_yes_the_sweep_lists_what_it_will_delete_then_deletes_it_and_exits_0(dev: World, capsys):
+    code, out, err = _run(capsys, "--stack", "dev", "--yes")
 
     assert code == 0
     assert dev.remaining(dev.ours) == {}
     assert dev.missing(dev.theirs) == {}
     assert out.startswith(f"Sweep of cluster '{DEV_CLUSTER}' in {REGION} ({dev.vpc}; statefulResources: destroy)")
     assert f"VPC: {dev.vpc} (its subnets' discovery tag)" in err
+    announced = err.index(f"About to sweep of cluster '{DEV_CLUSTER}'")
+    assert announced < err.index("instance: deleting")  # the first deletion's progress line
+    listing = err[announced : err.index("instance: deleting")]
+    assert "Will delete (" in listing
+    for kind, ids in dev.ours.items():
+        assert all(i in listing for i in ids), kind
+    assert "Nothing was deleted" not in err
+
+
+@pytest.mark.parametrize("other", ["--dry-run", "--check"])
+def test_yes_cannot_be_combined_with_a_mode_that_deletes_nothing(other, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--stack", "dev", "--yes", other])
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_the_leak_check_lists_what_still_names_the_cluster_after_the_sweep(dev: World, capsys):
-    assert _run(capsys, "--stack", "dev")[0] == 0
+    assert _run(capsys, "--stack", "dev", "--yes")[0] == 0
 
     code, out, _ = _run(capsys, "--stack", "dev", "--check", "--json")
 
@@ -137,7 +178,7 @@ def test_the_leak_check_passes_when_only_another_stacks_objects_remain(aws, caps
 def test_under_protect_the_claims_are_kept_reported_as_blocking_and_not_counted_as_leaks(aws, capsys):
     prod = build_world("eks-ml-platform-prod", stack="prod")
 
-    code, out, _ = _run(capsys, "--stack", "prod")
+    code, out, _ = _run(capsys, "--stack", "prod", "--yes")
 
     assert code == 1  # the kept file system holds its subnet: `pulumi destroy` could not delete the network
     assert prod.missing(prod.claims) == {}
@@ -160,7 +201,7 @@ def test_a_shared_vpc_is_taken_from_the_config_and_never_counted_as_a_leak(aws, 
         sessions.append(kwargs)
         return boto3.Session(region_name=kwargs["region_name"])
 
-    code = main(["--project-dir", str(project), "--stack", "byo"], session_factory=session)
+    code = main(["--project-dir", str(project), "--stack", "byo", "--yes"], session_factory=session)
     err = capsys.readouterr().err
 
     assert code == 0
@@ -185,7 +226,7 @@ def test_two_vpcs_that_look_like_the_stacks_stop_the_sweep_with_exit_2(dev: Worl
     )["Vpc"]["VpcId"]
     before = present(dev.clients)
 
-    code, _, err = _run(capsys, "--stack", "dev")
+    code, _, err = _run(capsys, "--stack", "dev", "--yes")
 
     assert code == 2
     assert dev.vpc in err

@@ -154,12 +154,13 @@ def test_the_system_nodes_wait_for_the_file_system_so_destroy_deletes_it_with_th
     assert not stack.depends_on(file_system, stack.one("eks:index:Cluster"))
 
 
-def test_claims_file_systems_are_swept_after_the_fsx_driver_and_before_their_security_group(prod, dev):
-    fsx_sweep = one(prod, SWEEP, "storage-fsx-sweep")
+@pytest.mark.stack
+def test_claims_file_systems_are_swept_after_the_fsx_driver_and_before_their_security_group(stack):
+    """With the file system, whether or not the class is on (dev's is off): see test_sweep_lifetime."""
+    fsx_sweep = one(stack, SWEEP, "storage-fsx-sweep")
     assert fsx_sweep.inputs["kinds"] == ["file-system"]
-    assert prod.depends_on(release(prod, "aws-fsx-csi-driver"), fsx_sweep)
-    assert prod.depends_on(fsx_sweep, prod.one("aws:ec2/securityGroup:SecurityGroup", "storage-fsx"))
-    assert not [r for r in dev.of_type(SWEEP) if r.name == "storage-fsx-sweep"]  # dev has no dynamic file systems
+    assert stack.depends_on(release(stack, "aws-fsx-csi-driver"), fsx_sweep)
+    assert stack.depends_on(fsx_sweep, stack.one("aws:ec2/securityGroup:SecurityGroup", "storage-fsx"))
 
 
 def test_prometheus_keeps_its_volume_where_the_stack_keeps_data_and_deletes_it_where_it_does_not(dev, prod):

@@ -110,8 +110,11 @@ class Cluster(pulumi.ComponentResource):
         # Deleted after the cluster and its nodes, before the network: what only the VPC still holds then (interfaces
         # the CNI freed as the nodes went, GuardDuty's endpoint).
         # Its vpc_id is its edge to the network; NAT and routes may go while the cluster is being deleted.
+        # It refuses to act while the cluster exists: only destroy (or dropping the whole cluster) gets it that far.
         network_sweep = sweep_step(
-            f"{name}-network-sweep", _sweep_args(args, NETWORK_KINDS, args.cluster_name), parent=self
+            f"{name}-network-sweep",
+            _sweep_args(args, NETWORK_KINDS, args.cluster_name, after_cluster=True),
+            parent=self,
         )
         self.eks_cluster = cluster = _control_plane(name, args, network_sweep=network_sweep, parent=self)
         _private_endpoint_ingress(name, config.endpoint, cluster.cluster_security_group_id, self)
@@ -167,7 +170,9 @@ class Cluster(pulumi.ComponentResource):
 # ------------------------------------------------------------------------------------------------ control plane
 
 
-def _sweep_args(args: ClusterArgs, kinds: Collection[Kind], cluster_name: pulumi.Input[str]) -> SweepArgs:
+def _sweep_args(
+    args: ClusterArgs, kinds: Collection[Kind], cluster_name: pulumi.Input[str], *, after_cluster: bool = False
+) -> SweepArgs:
     return SweepArgs(
         cluster_name=cluster_name,
         region=args.region,
@@ -176,6 +181,7 @@ def _sweep_args(args: ClusterArgs, kinds: Collection[Kind], cluster_name: pulumi
         owns_vpc=args.owns_vpc,
         profile=args.aws_profile,
         kinds=kinds,
+        after_cluster=after_cluster,
     )
 
 

@@ -126,8 +126,8 @@ class Storage(pulumi.ComponentResource):
         key_policy: aws.kms.KeyPolicy | None,
         k8s_opts: pulumi.ResourceOptions,
     ) -> None:
-        """The nodes' rules, the data repository, the CSI driver (with the claim sweep under a StorageClass) and the
-        team volumes of the file system."""
+        """The nodes' rules, the data repository, the CSI driver with the sweep of its claims' file systems, the
+        StorageClass (with `storageClass`) and the team volumes of the file system."""
         cluster, group = args.cluster, made.security_group
         rules = lustre.client_rules(name, group, cluster, parent=self)
         if fsx.data_repository is not None:
@@ -135,19 +135,17 @@ class Storage(pulumi.ComponentResource):
             self.data_repository_policy_arn = lustre.data_repository(
                 name, fsx.data_repository, cluster, bucket, made.file_system, key_policy, parent=self
             )
-        controller_role, file_system_sweeps = None, []
+        # Only dynamic provisioning needs AWS access: file systems for claims, tagged for this cluster.
+        controller_role = lustre.csi_role(name, cluster, parent=self) if fsx.storage_class else None
+        # With the file system, not with storageClass: see lustre.sweep.
+        claims_sweep = lustre.sweep(
+            name, cluster, args.stateful_resources, after=[group, *made.server_rules, *rules], parent=self
+        )
+        driver = self.fsx_driver = lustre.csi_driver(name, cluster, controller_role, [claims_sweep], k8s_opts)
         if fsx.storage_class:
-            # Only dynamic provisioning needs AWS access: file systems for claims, tagged for this cluster.
-            controller_role = lustre.csi_role(name, cluster, parent=self)
-            # Deleted after the driver (which depends on it) and before the security group the claims' file
-            # systems use: whatever file system the driver had not deleted yet goes here, or stays under
-            # protect/retain.
-            file_system_sweeps.append(
-                lustre.sweep(name, cluster, args.stateful_resources, after=[group, *rules], parent=self)
+            self.fsx_storage_class_name = lustre.storage_class(
+                name, fsx, made.subnet_id, group, driver, k8s_opts, stateful_resources=args.stateful_resources
             )
-        driver = self.fsx_driver = lustre.csi_driver(name, cluster, controller_role, file_system_sweeps, k8s_opts)
-        if fsx.storage_class:
-            self.fsx_storage_class_name = lustre.storage_class(name, fsx, made.subnet_id, group, driver, k8s_opts)
         for namespace in fsx.namespaces:
             lustre.team_volume(
                 name, namespace, fsx, made.file_system, driver, cluster, args.cleanup_controllers, k8s_opts

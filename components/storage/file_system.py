@@ -44,6 +44,8 @@ class FsxFileSystem(pulumi.ComponentResource):
     #: The servers' security group: `Storage` admits the cluster's nodes to it, and the FSx StorageClass's file
     #: systems use it too.
     security_group: aws.ec2.SecurityGroup
+    #: The rules between the file servers themselves (the claims' sweep runs before they go).
+    server_rules: tuple[pulumi.Resource, ...]
     zone: str
     subnet_id: pulumi.Input[str]
 
@@ -57,6 +59,7 @@ class FsxFileSystem(pulumi.ComponentResource):
         self.security_group, rules = lustre.security_group(
             name, vpc_id=args.vpc_id, cluster_name=args.cluster_name, parent=self
         )
+        self.server_rules = tuple(rules)
         logs = lustre.log_group(name, stateful) if args.config.log_level != "DISABLED" else None
         self.file_system = lustre.file_system(
             name,

@@ -217,7 +217,14 @@ def sweep(
     after: Sequence[pulumi.Resource],
     parent: pulumi.Resource,
 ) -> pulumi.Resource:
-    """The teardown sweep of the file systems the driver made for claims."""
+    """The teardown sweep of the file systems the driver made for claims (`storage.fsx.storageClass`).
+
+    Declare it whenever the platform's file system exists, with the Storage component as `parent` and its name
+    kept (a new URN without an alias deletes it in `pulumi up`, and its delete sweeps), and pass it in the driver's
+    `after`: it is deleted after the driver and before the security group those file systems use (`after`: the
+    group and every rule of it). Declaring it only while `storageClass` is on would let turning the class off delete
+    it, and so sweep the live claims' file systems, in that same `pulumi up`; and file systems made under the class
+    outlive it, so destroy must still sweep them."""
     return sweep_step(
         f"{name}-fsx-sweep",
         SweepArgs(
@@ -269,9 +276,12 @@ def storage_class(
     group: aws.ec2.SecurityGroup,
     driver: pulumi.Resource,
     k8s_opts: pulumi.ResourceOptions,
+    *,
+    stateful_resources: StatefulResources,
 ) -> str:
     """The StorageClass that makes a file system per claim, in the platform file system's subnet and security group;
-    returns its name."""
+    returns its name. Its file systems hold teams' data, so they outlive their claims unless `stateful_resources` is
+    destroy (as the gp3-retain class's volumes do); the sweep then keeps them through `pulumi destroy` too."""
     k8s_objects.create(
         f"{name}-fsx-class",
         fsx_storage_class(
@@ -282,6 +292,7 @@ def storage_class(
             throughput=config.per_unit_storage_throughput,
             compression=config.compression,
             lustre_version=versions.FSX_LUSTRE_VERSION,
+            retain=stateful_resources is not StatefulResources.DESTROY,
         ),
         # why: file systems of this class are deleted by the driver; it must outlive them.
         pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver])),

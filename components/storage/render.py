@@ -206,8 +206,10 @@ def fsx_storage_class(
     throughput: int | None,
     compression: str,
     lustre_version: str,
+    retain: bool,
 ) -> dict[str, Any]:
-    """A StorageClass that creates a file system per claim, in the same subnet and security group as the static one.
+    """A StorageClass that creates a file system per claim, in the same subnet and security group as the static one;
+    with `retain`, a file system outlives its claim (for stacks that keep their stores through `pulumi destroy`).
 
     `subnet_id` and `security_group_id` may be values or Pulumi outputs; they are only placed, never read. The
     driver takes every parameter as a string (aws-fsx-csi-driver, "Dynamic Provisioning")."""
@@ -225,8 +227,8 @@ def fsx_storage_class(
         "kind": "StorageClass",
         "metadata": {"name": name},
         "provisioner": FSX_CSI_DRIVER,
-        # A claim's file system goes with the claim; growing a claim grows the file system (fsx:UpdateFileSystem).
-        "reclaimPolicy": "Delete",
+        # Growing a claim grows the file system (fsx:UpdateFileSystem).
+        "reclaimPolicy": "Retain" if retain else "Delete",
         "allowVolumeExpansion": True,
         # The file system's subnet, not the pod, fixes its AZ: waiting for a consumer would gain nothing.
         "volumeBindingMode": "Immediate",

@@ -8,7 +8,8 @@ are touched, in dependency order, with bounded waits; the stateful policy decide
     report = Sweeper(boto3.Session(), SweepTarget("ml-dev", "us-west-2", "destroy", vpc_id="vpc-0abc...")).run()
     report.raise_unless_clean()
 
-`python -m components.tools.sweep --stack <name> [--dry-run | --check] [--json]` runs it for a stack.
+`python -m components.tools.sweep --stack <name> [--yes | --dry-run | --check] [--json]` runs it for a stack
+(without --yes it only lists).
 """
 
 from .clients import Clients

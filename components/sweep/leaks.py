@@ -202,5 +202,9 @@ def leak_text(report: LeakReport) -> str:
     lines += _section("Left behind", _found_lines(report.leaks))
     lines += _section("Kept", _kept_lines(report.retained))
     lines += _section("Could not list", _failure_lines(report.failed))
-    lines += ["", "No leaks." if report.ok else "Leaks found: run `python -m components.tools.sweep --stack <stack>`."]
+    found = (
+        "Leaks found: `python -m components.tools.sweep --stack <stack>` lists what the sweep would delete, "
+        "and deletes it with --yes."
+    )
+    lines += ["", "No leaks." if report.ok else found]
     return "\n".join(lines)

@@ -223,11 +223,18 @@ def _advice(advice: Sequence[str]) -> list[str]:
     return ["", "What to do:", *(f"  - {line}" for line in advice)] if advice else []
 
 
-def plan_text(plan: SweepPlan) -> str:
-    lines = [_heading(plan.target, "Dry run of the sweep")]
-    lines += _section("Would delete", _found_lines(plan.delete))
-    lines += _section("Would keep", _kept_lines(plan.keep))
-    lines += _section("Would block deleting the network", _kept_lines(plan.blockers))
+def plan_text(plan: SweepPlan, *, about_to_delete: bool = False) -> str:
+    """The plan as a dry run shows it, or, `about_to_delete`, as a sweep announces it before it deletes."""
+    if about_to_delete:
+        lines = [_heading(plan.target, "About to sweep")]
+        lines += _section("Will delete", _found_lines(plan.delete))
+        lines += _section("Will keep", _kept_lines(plan.keep))
+        lines += _section("Will block deleting the network", _kept_lines(plan.blockers))
+    else:
+        lines = [_heading(plan.target, "Dry run of the sweep")]
+        lines += _section("Would delete", _found_lines(plan.delete))
+        lines += _section("Would keep", _kept_lines(plan.keep))
+        lines += _section("Would block deleting the network", _kept_lines(plan.blockers))
     lines += _section("Could not list", _failure_lines(plan.failed))
     if not (plan.delete or plan.keep or plan.failed):
         lines += ["", "Nothing of the cluster's is left to sweep."]

@@ -130,7 +130,8 @@ class FsxClaim(ConfigModel):
     storage_class: StrictBool = Field(
         default=False,
         description="false: a claim on the platform's shared file system (its `storage.fsx`); true: a file system of "
-        "the team's own from the platform's FSx class, deleted with the claim",
+        "the team's own from the platform's FSx class, deleted with the claim where the platform's "
+        "`statefulResources` is destroy, kept in AWS otherwise",
     )
     size_gib: StrictInt | None = Field(
         default=None,

@@ -1,19 +1,21 @@
 """Sweep a stack's cluster leftovers, or check that none remain.
 
-    python -m components.tools.sweep --stack dev              # delete them (what the teardown step does)
-    python -m components.tools.sweep --stack dev --dry-run    # list what would be deleted and kept
+    python -m components.tools.sweep --stack dev              # list what would be deleted and kept (a dry run)
+    python -m components.tools.sweep --stack dev --yes        # list it, then delete it (what the teardown step does)
     python -m components.tools.sweep --stack dev --check      # leak check after `pulumi destroy` (CI)
 
-The stack file gives the cluster name, region, AWS profile, `statefulResources` and, with network.existing, the VPC;
-a VPC the stack created is found by its tags. Exit status: 0 done (nothing failed, nothing blocks the network; for
---check: no leaks); 1 something could not be deleted or listed, kept file systems block the network, or (--check)
-something is left; 2 the stack's configuration is invalid or its VPC cannot be told apart.
+Nothing is deleted without --yes. The stack file gives the cluster name, region, AWS profile, `statefulResources`
+and, with network.existing, the VPC; a VPC the stack created is found by its tags. Exit status: 0 done (nothing
+failed, nothing blocks the network; for --check: no leaks); 1 something could not be deleted or listed, kept file
+systems block the network, or (--check) something is left; 2 the stack's configuration is invalid or its VPC cannot
+be told apart.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +36,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m components.tools.sweep", description=__doc__.split("\n\n")[0])
     add_stack_arguments(parser)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true", help="list what would be deleted and kept; delete nothing")
+    mode.add_argument("--yes", action="store_true", help="delete: list what will be deleted and kept, then delete it")
+    mode.add_argument(
+        "--dry-run", action="store_true", help="list what would be deleted and kept; delete nothing (the default)"
+    )
     mode.add_argument("--check", action="store_true", help="exit 1 if anything tagged for the cluster remains")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     return parser
@@ -66,13 +71,25 @@ def main(argv: list[str] | None = None, *, session_factory: SessionFactory = bot
         return 0 if leaks.ok else 1
     progress = (lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr))
     sweeper = Sweeper(clients, target, log=progress)
-    if args.dry_run:
-        plan = sweeper.plan()
+    plan = sweeper.plan()
+    if not args.yes:
         _emit(args.json, plan.as_json(), plan_text(plan))
+        print(
+            f"Nothing was deleted (a dry run). To delete what is listed: {_command(argv)} --yes",
+            file=sys.stderr,
+        )
         return 1 if plan.failed else 0
+    # What it is about to remove, before it does (on stderr, so that stdout stays the report).
+    print(plan_text(plan, about_to_delete=True), file=sys.stderr)
     report = sweeper.run()
     _emit(args.json, report.as_json(), report_text(report))
     return 0 if report.clean else 1
+
+
+def _command(argv: list[str] | None) -> str:
+    """This command line as the user gave it, without --dry-run."""
+    given = sys.argv[1:] if argv is None else argv
+    return " ".join(["python -m components.tools.sweep", *(shlex.quote(a) for a in given if a != "--dry-run")])
 
 
 def _emit(as_json: bool, document: dict[str, Any], text: str) -> None:
