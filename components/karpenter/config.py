@@ -12,7 +12,7 @@ from components.config.types import ConfigModel, KeyName
 from components.config.validation import FieldProblems
 from components.config.validation import matches as _matches
 from components.instances import accelerators
-from components.instances.families import accelerator_of, family_problem
+from components.instances.families import accelerator_of, name_problem
 from components.karpenter import efa
 from components.karpenter.pool_checks import idle_budget_message, instance_types
 from components.karpenter.specs import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, NodePoolSpec
@@ -202,7 +202,7 @@ def _family_problems(name: str, spec: AcceleratedFamilySpec) -> list[str]:
     if name in accelerators.ACCELERATED_FAMILIES:
         return [f"{name!r} is in the pinned table (components/instances/accelerators.py); remove it here"]
     kind = accelerator_of(name)
-    if kind is None or family_problem(name) is not None:
+    if kind is None or name_problem(name) is not None:
         return [f"{name!r} is not an accelerated family name (category g, gr, p, inf or trn, like 'g7e')"]
     if kind == "nvidia" and spec.gpu_name is None:
         return ["an NVIDIA family needs gpuName: the value of karpenter.k8s.aws/instance-gpu-name on its instances"]

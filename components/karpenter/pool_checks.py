@@ -17,6 +17,8 @@ from components.instances.families import (
     family_of_type,
     family_problem,
     generation_of,
+    size_problem,
+    sizes_of,
     type_problem,
 )
 from components.karpenter.pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
@@ -260,6 +262,17 @@ def contradictions(pool: Pool, skip: frozenset[str]) -> Problems:
                 out.append(f"runs on {arch}, which {source} excludes")
         out += [f"is excluded by {source}" for value, source in excluded if value == family]
         problems += [("instanceFamilies", f"{family!r} {reason}: the pool can never launch it") for reason in out]
+    offered = [sizes_of(family) for family in pool.instance_families]
+    if "instanceSizes" not in skip and offered and all(offered):
+        for size in pool.instance_sizes:
+            if not size_problem(size) and not any(size in sizes for sizes in offered):
+                problems.append(
+                    (
+                        "instanceSizes",
+                        f"{size!r} is a size none of instanceFamilies {list(pool.instance_families)} comes in: the "
+                        "pool can never launch it",
+                    )
+                )
     if pool.gpu_names and not {"gpuNames", "requirements"} & skip:
         for index, r in enumerate(pool.requirements):
             if r.operator != "In" or r.key not in (
@@ -301,6 +314,7 @@ def pool_problems(pool: Pool, skip: frozenset[str] = frozenset()) -> Problems:
     )
     problems += _unknown("gpuNames", pool.gpu_names, accelerators.nvidia_gpu_names())
     problems += [("instanceFamilies", problem) for f in pool.instance_families if (problem := family_problem(f))]
+    problems += [("instanceSizes", problem) for size in pool.instance_sizes if (problem := size_problem(size))]
     problems += [(f"labels.{key}", problem) for key in pool.labels if (problem := label_problem(key))]
     problems += limit_problems(pool)
     for index, r in enumerate(pool.requirements):
