@@ -263,8 +263,10 @@ def test_families_without_device_facts_are_reported_not_dropped_and_added_facts_
     assert pools["added"].unpriced == ("p9.48xlarge",)
     assert "added: no allowed instance type fits within its limit of 16 nvidia.com/gpu" not in result.notes
     assert {
-        "b300: devices per instance of p6-b300 (components/instances/accelerated_families.yaml or "
-        "karpenter.acceleratorFamilies)",
+        (
+            "b300: devices per instance of p6-b300 (components/instances/accelerated_families.yaml or "
+            "karpenter.acceleratorFamilies)"
+        ),
         "us-west-2 p9.48xlarge on-demand",
     } <= set(result.missing)
 

@@ -269,8 +269,10 @@ def contradictions(pool: Pool, skip: frozenset[str]) -> Problems:
                 problems.append(
                     (
                         "instanceSizes",
-                        f"{size!r} is a size none of instanceFamilies {list(pool.instance_families)} comes in: the "
-                        "pool can never launch it",
+                        (
+                            f"{size!r} is a size none of instanceFamilies {list(pool.instance_families)} comes in: "
+                            "the pool can never launch it"
+                        ),
                     )
                 )
     if pool.gpu_names and not {"gpuNames", "requirements"} & skip:
