@@ -51,7 +51,7 @@ def test_an_empty_limits_mapping_on_a_gpu_pool_gets_the_gpu_message():
 def test_a_cpu_pool_without_any_limit_is_refused():
     assert problems(nodeClass="default", limits={}) == {
         f"{P}.limits": (
-            "set at least one limit (cpu, memory): without one Karpenter launches whatever pending pods ask for"
+            "set at least one limit (cpu, memory, nodes): without one Karpenter launches whatever pending pods ask for"
         )
     }
 

@@ -30,15 +30,15 @@ Accelerator = Literal["nvidia", "neuron"]
 EC2_DATA = "ec2_families.yaml"
 
 
-def _read_ec2_families() -> tuple[Mapping[str, tuple[str, ...]], str, str]:
+def _read_ec2_families() -> tuple[Mapping[str, tuple[str, ...]], str]:
     document = yaml.safe_load(resources.files("components.instances").joinpath(EC2_DATA).read_text(encoding="utf-8"))
     families = {family: tuple(sizes) for family, sizes in document["families"].items()}
-    return MappingProxyType(families), str(document["date"]), document["source"]
+    return MappingProxyType(families), str(document["date"])
 
 
 #: Every instance family EC2 offers, with its sizes (`ec2_families.yaml`, which names its source), and the date of
 #: those facts.
-EC2_FAMILIES, EC2_FACTS_DATE, EC2_FACTS_SOURCE = _read_ec2_families()
+EC2_FAMILIES, EC2_FACTS_DATE = _read_ec2_families()
 
 #: karpenter.k8s.aws/instance-category values of accelerated instances, by the accelerator they carry. Categories
 #: of other accelerators (dl: Gaudi, f: FPGA, vt: video) are deliberately absent: the platform runs neither.
