@@ -6,17 +6,24 @@ Where config stays stricter than the CRD, the reason is a node or Karpenter refu
 from __future__ import annotations
 
 import copy
+import difflib
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any, get_args
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from components.karpenter import crd_rules
 from components.karpenter.pool_fields import BudgetSpec, DisruptionSpec, Operator, TaintSpec
 from components.karpenter.render import render_nodeclass, render_nodepool
+from components.karpenter.validation import WELL_KNOWN_LABELS as WELL_KNOWN
+from components.karpenter.validation import requirement_key_problem
 from components.tools import karpenter_crd_rules
 from tests.conftest import REPO
 from tests.karpenter_support import CONTEXT, P, crd_findings, karpenter_config, node_class, pool, problems, req
@@ -323,3 +330,45 @@ def test_the_crd_alone_would_let_these_through(_, path, patch):
 def test_the_shipped_rules_file_is_sorted_json_as_the_tool_writes_it():
     text = karpenter_crd_rules.shipped()
     assert text == karpenter_crd_rules.render(json.loads(text))
+
+
+# ------------------------------------------------------------------------------ generated keys and values
+
+_PREFIXES = st.sampled_from(["", "eksml.io/", "karpenter.sh/", "karpenter.k8s.aws/", "team.karpenter.sh/", "a/"])
+_TEXT = st.text(alphabet="abZ09.-_/ ", min_size=1, max_size=12)
+
+
+def _crd_refuses(objects: list[dict[str, Any]]) -> bool:
+    return any(f.startswith("ERROR") for f in crd_findings(objects))
+
+
+@pytest.mark.refcheck
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(_PREFIXES, _TEXT)
+def test_config_and_the_crd_agree_on_requirement_keys(prefix, name):
+    key = prefix + name
+    objects = _rendered(BASE)
+    objects[1]["spec"]["template"]["spec"]["requirements"].append({"key": key, "operator": "Exists"})
+    # Keys that only config refuses, each for its reason: kubelet domains (Karpenter's runtime validation) and near
+    # misses of well-known keys (a typo that would launch nothing).
+    assume(not re.search(r"(^|\.)(kubernetes\.io|k8s\.io)/", key))
+    assume(not difflib.get_close_matches(key, sorted(WELL_KNOWN), n=1, cutoff=0.85) or key in WELL_KNOWN)
+    assert (requirement_key_problem(key) is not None) == _crd_refuses(objects), key
+
+
+@pytest.mark.refcheck
+@settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(_TEXT)
+def test_what_config_accepts_as_a_taint_value_the_crd_accepts(value):
+    objects = _rendered(BASE)
+    objects[1]["spec"]["template"]["spec"].setdefault("taints", []).append(
+        {"key": "eksml.io/dedicated", "value": value, "effect": "NoSchedule"}
+    )
+    try:
+        TaintSpec.model_validate({"key": "eksml.io/dedicated", "value": value, "effect": "NoSchedule"})
+        accepted = True
+    except ValidationError:
+        accepted = False
+    # Config is the CRD's rule and the node's (label values): never wider than the CRD.
+    if accepted:
+        assert not _crd_refuses(objects), value

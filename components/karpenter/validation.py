@@ -69,7 +69,7 @@ _KUBERNETES_LABELS = frozenset(
 )
 #: The keys a requirement may use without a domain of its own: those above, and those the NodePool CRD's CEL rules
 #: allow in the domains they reserve (karpenter.sh, karpenter.k8s.aws; `crd_rules.json`).
-_WELL_KNOWN_LABELS = _KUBERNETES_LABELS | crd_rules.allowed_in_reserved_domains("nodePool.requirementKey")
+WELL_KNOWN_LABELS = _KUBERNETES_LABELS | crd_rules.allowed_in_reserved_domains("nodePool.requirementKey")
 #: Domains Karpenter's runtime validation reserves beyond the CRD (the NodePool then never becomes Ready): the
 #: kubelet's kubernetes.io and k8s.io, except these subdomains.
 _KUBELET_DOMAINS = ("kubernetes.io", "k8s.io")
@@ -111,10 +111,10 @@ def requirement_key_problem(key: str) -> str | None:
             "'-', '_' or '.' starting and ending with a letter or digit, like 'eksml.io/team' (at most "
             f"{crd_rules.RULES['nodePool.requirementKey']['maxLength']} characters)"
         )
-    if key in _WELL_KNOWN_LABELS:
+    if key in WELL_KNOWN_LABELS:
         return None
     restricted = key in crd_rules.RULES["nodePool.requirementKey"].get("restrictedKeys", ())
-    hint = difflib.get_close_matches(key, sorted(_WELL_KNOWN_LABELS), n=1, cutoff=0.85)
+    hint = difflib.get_close_matches(key, sorted(WELL_KNOWN_LABELS), n=1, cutoff=0.85)
     if hint and not restricted:
         return f"unknown requirement key {key!r}; did you mean {hint[0]!r}?"
     problem = _reserved("nodePool.requirementKey", key)
