@@ -238,6 +238,39 @@ def test_types_with_more_gpus_than_the_limit_are_never_launched_so_never_priced(
     )
 
 
+def test_families_without_device_facts_are_reported_not_dropped_and_added_facts_are_priced():
+    gpu_pool = {"preset": "gpu-training", "gpuNames": [], "limits": {"nvidia.com/gpu": "16"}}
+    config = platform_config(
+        "dev",
+        {
+            "kubeflow": {"enabled": False},  # its team's GPU quota needs the stack's GPU pools
+            "karpenter": {
+                "acceleratorFamilies": {"p9": {"gpuName": "x100", "memoryGib": 192, "devices": {"48xlarge": 8}}},
+                "nodeClasses": {"gpu-training": {"preset": "gpu-training"}},
+                "nodePools": {
+                    # p6-b300 is a family EC2 offers, but the facts table does not say how many GPUs it has.
+                    "b300": {**gpu_pool, "instanceFamilies": ["p5", "p6-b300"]},
+                    "added": {**gpu_pool, "instanceFamilies": ["p9"]},
+                },
+            },
+        },
+    )
+    result = estimate(config, PINNED, on=ON)
+    pools = {pool.pool: pool for pool in result.pools}
+    assert pools["b300"].unpriced == ("p6-b300 (no device facts)", "p5.4xlarge")  # p5.4xlarge: not in the table
+    assert pools["b300"].dearest.instance_type == "p5.48xlarge"
+    # The added family is known and fits, but the table has no price for it: reported as such, not as no fit.
+    assert pools["added"].unpriced == ("p9.48xlarge",)
+    assert "added: no allowed instance type fits within its limit of 16 nvidia.com/gpu" not in result.notes
+    assert {
+        (
+            "b300: devices per instance of p6-b300 (components/instances/accelerated_families.yaml or "
+            "karpenter.acceleratorFamilies)"
+        ),
+        "us-west-2 p9.48xlarge on-demand",
+    } <= set(result.missing)
+
+
 def test_an_existing_vpc_brings_no_nat_gateway_and_a_cpu_pool_no_gpu_ceiling():
     config = platform_config(
         "dev",

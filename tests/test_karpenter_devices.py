@@ -233,14 +233,7 @@ def test_a_neuron_pod_without_the_toleration_or_with_unequal_requests_is_denied(
 # ------------------------------------------------------------------------------- what a pool asks of its class
 
 
-def test_reserved_capacity_needs_a_class_that_selects_a_reservation():
-    found = config_problems({"nodePools": {"p": {"preset": "gpu-training", "capacityTypes": ["reserved"]}}})
-    assert found == {
-        f"{P}.capacityTypes": (
-            "reserved capacity launches only into a capacity reservation the node class selects, and node class "
-            "'gpu-training' has no capacityReservationSelectorTerms (add them there, or leave out reserved)"
-        )
-    }
+def test_reserved_capacity_launches_into_the_reservations_the_class_selects():
     classes = {
         "gpu-training": {"preset": "gpu-training", "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}
     }
@@ -251,19 +244,12 @@ def test_reserved_capacity_needs_a_class_that_selects_a_reservation():
         }
     )
     assert config.node_pools["p"].capacity_types == ("reserved", "on-demand")
+    assert config.warnings() == []
 
 
 @pytest.mark.parametrize(
     ("pool", "message"),
     [
-        (
-            {"preset": "gpu-training", "nodeClass": "efa"},
-            (
-                "node class 'efa' gives every instance 32 network card(s) of EFA interfaces, so the pool must name "
-                "the instance types that have them (a node.kubernetes.io/instance-type In requirement, or "
-                "instanceFamilies with instanceSizes)"
-            ),
-        ),
         (
             {
                 **EFA_POOL,

@@ -6,17 +6,21 @@ from __future__ import annotations
 import pytest
 
 from components.instances import accelerators
-from components.instances.families import architecture_of, generation_of
+from components.instances.families import EC2_FAMILIES, architecture_of, generation_of, type_problem
+from components.karpenter import efa
+from components.karpenter.presets import NODE_POOL_PRESETS
 from components.karpenter.render import requirements
 from components.scheduling import GPU_RESOURCE, GPU_TAINT
-from tests.karpenter_support import P, config_problems, karpenter_config, pool, problems, req
+from tests.karpenter_support import P, all_config_problems, config_problems, karpenter_config, pool, problems, req
 
 CATEGORIES = "a, c, d, g, gr, h, hpc, i, im, inf, is, m, p, r, t, trn, x, z"
+ACCELERATED_NEWER = "a newer accelerated family is added with its facts under karpenter.acceleratorFamilies"
+CPU_NEWER = "the list is the pinned Karpenter release's instance data"
 GPU_POOL = {"nodeClass": "gpu", "taints": [GPU_TAINT.as_dict()], "limits": {GPU_RESOURCE: "8"}}
 
 
-@pytest.mark.parametrize("family", ["p6-b200", "g7e", "g5g", "p3", "p3dn", "p6e-gb200", "g8", "p7"])
-def test_accelerated_families_are_recognised_by_name_whether_or_not_the_table_knows_them(family):
+@pytest.mark.parametrize("family", ["p6-b200", "g7e", "g5g", "p3", "p3dn", "p6e-gb200", "p6-b300", "g6f", "gr6"])
+def test_accelerated_families_ec2_offers_are_recognised_whether_or_not_the_facts_table_knows_them(family):
     spec = pool(**GPU_POOL, instanceFamilies=[family], architectures=["amd64", "arm64"])
     assert spec.accelerator == "nvidia"
     assert {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": [family]} in requirements(spec)
@@ -34,42 +38,100 @@ def test_the_pinned_table_has_the_families_presets_and_docs_use():
     assert accelerators.ACCELERATED_FAMILIES["p6-b200"].gpu_name == "b200"
 
 
+def test_every_family_and_size_the_facts_presets_and_efa_layouts_name_is_one_ec2_offers():
+    named = {
+        f"{family.family}.{size}" for family in accelerators.ACCELERATED_FAMILIES.values() for size in family.devices
+    }
+    named |= set(efa.NETWORK_CARDS)
+    for preset in NODE_POOL_PRESETS.values():
+        families, sizes = preset.get("instanceFamilies", []), preset.get("instanceSizes", [])
+        named |= {f"{family}.{size}" for family in families for size in sizes or EC2_FAMILIES[family]}
+    assert len(named) > 50
+    assert {t for t in named if type_problem(t)} == set()
+
+
+def _unknown(family: str, nearest: str, newer: str = ACCELERATED_NEWER) -> str:
+    return (
+        f"'{family}' is not an instance family EC2 offers (components/instances/ec2_families.yaml, as of 2026-08-20); "
+        f"nearest known: {nearest} ({newer})"
+    )
+
+
 @pytest.mark.parametrize(
     ("family", "message"),
     [
+        ("g5dn", _unknown("g5dn", "g4dn, g5, g5g")),
+        ("p9", _unknown("p9", "p5, p3, p2")),
+        ("g6ee", _unknown("g6ee", "g6e, g6, g7e")),
+        ("g8", _unknown("g8", "g7, g6, g5")),
+        ("m7ii", _unknown("m7ii", "m7i, m8i, m7g", CPU_NEWER)),
+        ("r5dd", _unknown("r5dd", "r5d, r5dn, r5ad", CPU_NEWER)),
+        ("m7i-max", _unknown("m7i-max", "m7i-flex, m7i, m7a", CPU_NEWER)),
         (
-            "g6ee",
+            "zz9",
             (
-                "'g6ee' is not an accelerated instance family name: did you mean 'g6e'? expected a category, a "
-                "generation digit, at most one of a/g/i, capability letters, optionally '-<accelerator>' (e.g. "
-                "'g6e', 'g5g', 'p6-b200')"
+                "'zz9' is not an instance family EC2 offers (components/instances/ec2_families.yaml, as of "
+                f"2026-08-20) ({CPU_NEWER})"
             ),
         ),
         (
             "dl1",
             "'dl1' carries Gaudi accelerators, which this platform neither taints, caps nor runs a device plugin for",
         ),
-        ("zz9", f"'zz9' has the unknown instance category 'zz'; expected one of {CATEGORIES}"),
-        *(
+        (
+            "mac2",
             (
-                family,
-                (
-                    f"'{family}' is not an instance family name: expected a category, a generation digit, at most one "
-                    "of a/g/i, each of b/d/e/n/z at most once, optionally '-flex' (e.g. 'm7i', 'c6gn', 'm7i-flex')"
-                ),
-            )
-            for family in ("m7ii", "c7x", "r5dd", "m12i", "m7i-max")
+                "'mac2' is in the instance category 'mac', which this platform's nodes do not run on; expected one "
+                f"of {CATEGORIES}"
+            ),
         ),
     ],
 )
-def test_family_names_no_instance_can_have_are_refused(family, message):
+def test_families_ec2_does_not_offer_are_refused_with_the_nearest_known_ones(family, message):
     fields = {"preset": "cpu-general", "instanceCategories": [], "generationAbove": None}
     assert problems(**fields, instanceFamilies=[family])[f"{P}.instanceFamilies"] == message
     found = problems(**fields, requirements=[req("karpenter.k8s.aws/instance-family", "In", family)])
     assert found[f"{P}.requirements[0].values"] == message
 
 
-def test_current_cpu_families_are_accepted_by_the_shape_of_their_names():
+def test_instance_types_and_sizes_ec2_does_not_offer_are_refused():
+    fields = {
+        "preset": "gpu-inference",
+        "instanceSizes": ["xlarge", "huge"],
+        "requirements": [req("node.kubernetes.io/instance-type", "NotIn", "g5.3xlarge", "g5dn.xlarge")],
+    }
+    found = all_config_problems({"nodePools": {"p": fields}})
+    assert found == [
+        (
+            f"{P}.instanceSizes",
+            "'huge' is not an instance size of any family EC2 offers",
+        ),
+        (
+            f"{P}.requirements[0].values",
+            (
+                "'g5.3xlarge' is not an instance type EC2 offers: g5 comes in xlarge, 2xlarge, 4xlarge, 8xlarge, "
+                "12xlarge, 16xlarge, 24xlarge, 48xlarge"
+            ),
+        ),
+        (f"{P}.requirements[0].values", _unknown("g5dn", "g4dn, g5, g5g")),
+    ]
+    assert problems(preset="gpu-training", instanceFamilies=["p5"], instanceSizes=["xlarge"]) == {
+        f"{P}.instanceSizes": (
+            "'xlarge' is a size none of instanceFamilies ['p5'] comes in: the pool can never launch it"
+        )
+    }
+
+
+def test_a_family_ec2_does_not_list_yet_is_added_with_its_facts():
+    facts = {"gpuName": "x100", "memoryGib": 192, "devices": {"48xlarge": 8}}
+    config = karpenter_config(
+        {"acceleratorFamilies": {"p9": facts}, "nodePools": {"p": {**GPU_POOL, "instanceFamilies": ["p9"]}}}
+    )
+    assert config.node_pools["p"].instance_families == ("p9",)
+    assert problems(**GPU_POOL, instanceFamilies=["p9"]) == {f"{P}.instanceFamilies": _unknown("p9", "p5, p3, p2")}
+
+
+def test_current_cpu_families_are_accepted():
     families = [
         "m7i-flex",
         "c6gn",

@@ -9,7 +9,7 @@ from components.karpenter.specs import NODE_POOL_PRESETS
 from components.scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_TAINT
 from tests.karpenter_support import P, pool, problems
 
-LIMITS = "cpu, memory, nvidia.com/gpu, aws.amazon.com/neuron or aws.amazon.com/neuroncore"
+LIMITS = "cpu, memory, nodes, nvidia.com/gpu, aws.amazon.com/neuron or aws.amazon.com/neuroncore"
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ def test_an_empty_limits_mapping_on_a_gpu_pool_gets_the_gpu_message():
 def test_a_cpu_pool_without_any_limit_is_refused():
     assert problems(nodeClass="default", limits={}) == {
         f"{P}.limits": (
-            "set at least one limit (cpu, memory): without one Karpenter launches whatever pending pods ask for"
+            "set at least one limit (cpu, memory, nodes): without one Karpenter launches whatever pending pods ask for"
         )
     }
 
@@ -226,7 +226,8 @@ def test_every_problem_of_a_pool_is_reported_not_only_the_first():
         "the requirement karpenter.k8s.aws/instance-family In ['p5', 'g6ee']"
     )
     assert messages[f"{P}.requirements[0].values"].startswith(
-        "'g6ee' is not an accelerated instance family name: did you mean 'g6e'?"
+        "'g6ee' is not an instance family EC2 offers (components/instances/ec2_families.yaml, as of 2026-08-20); "
+        "nearest known: g6e,"
     )
     assert messages[f"{P}.limits.cpu"] == "expected a Kubernetes quantity like '1000', '500m' or '4000Gi', got 'lots'"
 

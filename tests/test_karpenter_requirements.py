@@ -94,9 +94,12 @@ def test_min_values_asks_for_flexibility_and_is_rendered():
             "asks for 2 distinct values but the requirement lists 1",
         ),
         (
-            req("karpenter.k8s.aws/instance-family", "NotIn", "g5", minValues=1),
+            req("eksml.io/spare", "DoesNotExist", minValues=1),
             "minValues",
-            "applies to operator In only, not NotIn",
+            (
+                "operator DoesNotExist leaves the key without values, so no choice of instance types has 1 distinct "
+                "ones and Karpenter would launch nothing; use it with In, NotIn, Exists, Gt or Lt"
+            ),
         ),
         (
             req("karpenter.k8s.aws/instance-family", "In", "g5", minValues=51),

@@ -13,15 +13,33 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from components.config.validation import FieldProblems
 from components.config.validation import matches as _matches
-from components.karpenter import efa
+from components.karpenter import crd_rules, efa
 from components.karpenter.presets import NODE_CLASS_PRESETS
 from components.karpenter.spec_types import DURATION, QUANTITY, Quantity, Spec, apply_preset
 from components.tags import standard_tags
 
-SubnetId = Annotated[StrictStr, _matches(r"subnet-[0-9a-z]+", "a subnet id like 'subnet-0123456789abcdef0'")]
-SecurityGroupId = Annotated[StrictStr, _matches(r"sg-[0-9a-z]+", "a security group id like 'sg-0123456789abcdef0'")]
-ReservationId = Annotated[StrictStr, _matches(r"cr-[0-9a-z]+", "a capacity reservation id like 'cr-0123456789abcdef0'")]
-AccountId = Annotated[StrictStr, _matches(r"[0-9]{12}", "a 12-digit AWS account id")]
+# The EC2NodeClass CRD's patterns (`crd_rules.json`), matched whole: the CRD's subnet and security group patterns are
+# unanchored, so it also admits ids inside other text, which EC2 refuses.
+SubnetId = Annotated[
+    StrictStr, _matches(crd_rules.pattern("ec2NodeClass.subnetId"), "a subnet id like 'subnet-0123456789abcdef0'")
+]
+SecurityGroupId = Annotated[
+    StrictStr,
+    _matches(crd_rules.pattern("ec2NodeClass.securityGroupId"), "a security group id like 'sg-0123456789abcdef0'"),
+]
+ReservationId = Annotated[
+    StrictStr,
+    _matches(
+        crd_rules.pattern("ec2NodeClass.capacityReservationId"), "a capacity reservation id like 'cr-0123456789abcdef0'"
+    ),
+]
+AccountId = Annotated[
+    StrictStr, _matches(crd_rules.pattern("ec2NodeClass.capacityReservationOwnerId"), "a 12-digit AWS account id")
+]
+PlacementGroupId = Annotated[
+    StrictStr,
+    _matches(crd_rules.pattern("ec2NodeClass.placementGroupId"), "a placement group id like 'pg-0123456789abcdef0'"),
+]
 SelectorTags = Annotated[dict[StrictStr, StrictStr], Field(min_length=1, max_length=20)]
 
 
@@ -86,9 +104,7 @@ class PlacementGroupSpec(Spec):
     """A placement group made outside the stack (a cluster group puts EFA nodes close together), by name or id."""
 
     name: StrictStr | None = Field(default=None, min_length=1, description="the placement group by name (or `id`)")
-    id: Annotated[StrictStr, _matches(r"pg-[0-9a-z]+", "a placement group id like 'pg-0123456789abcdef0'")] | None = (
-        Field(default=None, description="the placement group by id")
-    )
+    id: PlacementGroupId | None = Field(default=None, description="the placement group by id")
 
     def problems(self) -> list[tuple[str, str]]:
         return [] if (self.name is None) != (self.id is None) else [("", "set exactly one of name or id")]
@@ -492,12 +508,6 @@ class NodeClassSpec(Spec):
 
     def _tag_problems(self) -> list[tuple[str, str]]:
         standard = set(standard_tags(project="p", stack="s", owner="o", cost_center="c"))
-        restricted = (
-            "eks:eks-cluster-name",
-            "karpenter.sh/nodepool",
-            "karpenter.sh/nodeclaim",
-            "karpenter.k8s.aws/ec2nodeclass",
-        )
         problems = []
         for key, value in self.tags.items():
             if key in standard:
@@ -510,7 +520,7 @@ class NodeClassSpec(Spec):
                         ),
                     )
                 )
-            elif key in restricted or key.startswith(("kubernetes.io/cluster", "aws:")):
+            elif key and (crd_rules.tag_problem(key) or key.startswith("aws:")):  # aws: is EC2's own
                 problems.append((f"tags.{key}", "is reserved for EKS, Karpenter or AWS"))
             elif not 1 <= len(key) <= 128 or len(value) > 256:
                 problems.append((f"tags.{key}", "tag keys take 1 to 128 characters and values at most 256"))

@@ -12,7 +12,7 @@ from components.config.types import ConfigModel, KeyName
 from components.config.validation import FieldProblems
 from components.config.validation import matches as _matches
 from components.instances import accelerators
-from components.instances.families import accelerator_of, family_problem
+from components.instances.families import accelerator_of, name_problem
 from components.karpenter import efa
 from components.karpenter.pool_checks import idle_budget_message, instance_types
 from components.karpenter.specs import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, NodePoolSpec
@@ -104,6 +104,13 @@ class KarpenterConfig(ConfigModel):
         """What is allowed but probably unintended, as (key path, message)."""
         found = []
         for name, pool in sorted(self.node_pools.items()):
+            node_class = self.node_classes.get(pool.node_class)
+            if (
+                node_class is not None
+                and "reserved" in pool.capacity_types
+                and not node_class.capacity_reservation_selector_terms
+            ):
+                found.append((f"karpenter.nodePools.{name}.capacityTypes", reserved_message(pool.node_class)))
             if pool.accelerator is None:
                 for index, budget in enumerate(pool.disruption.budgets):
                     if budget.blocks_empty_removal:
@@ -144,54 +151,40 @@ def _taints(pools: list[NodePoolSpec]) -> tuple[Taint, ...] | None:
     )
 
 
+def reserved_message(class_name: str) -> str:
+    return (
+        "lists reserved, but reserved capacity launches only into capacity reservations the node class selects, and "
+        f"node class {class_name!r} has no capacityReservationSelectorTerms: Karpenter never launches reserved "
+        "capacity for this pool (add the terms to the class, or leave out reserved)"
+    )
+
+
 def pool_class_problems(pool: NodePoolSpec, class_name: str, node_class: NodeClassSpec) -> list[tuple[str, str]]:
     """What a pool asks of its node class that the class cannot give."""
-    problems = []
-    if "reserved" in pool.capacity_types and not node_class.capacity_reservation_selector_terms:
-        problems.append(
-            (
-                "capacityTypes",
-                (
-                    "reserved capacity launches only into a capacity reservation the node class selects, and node "
-                    f"class {class_name!r} has no capacityReservationSelectorTerms (add them there, or leave out "
-                    "reserved)"
-                ),
-            )
-        )
+    problems: list[tuple[str, str]] = []
     cards = efa.cards_needed(node_class.interfaces)
-    if cards > 0:
-        types = instance_types(pool)
-        if types is None:
+    # A pool that names no instance types is fine: Karpenter launches only the types whose network cards fit the
+    # class's interfaces (karpenter-provider-aws pkg/providers/instancetype/compatibility). Named ones are checked.
+    types = instance_types(pool) if cards > 0 else None
+    for instance_type in types or ():
+        known = efa.NETWORK_CARDS.get(instance_type)
+        if known is None:
             problems.append(
                 (
                     "requirements",
                     (
-                        f"node class {class_name!r} gives every instance {cards} network card(s) of EFA interfaces, "
-                        "so the pool must name the instance types that have them (a node.kubernetes.io/instance-type "
-                        "In requirement, or instanceFamilies with instanceSizes)"
+                        f"{instance_type!r} is not in the EFA table (components/karpenter/efa.py); node class "
+                        f"{class_name!r} needs {cards} EFA network cards"
                     ),
                 )
             )
-        else:
-            for instance_type in types:
-                known = efa.NETWORK_CARDS.get(instance_type)
-                if known is None:
-                    problems.append(
-                        (
-                            "requirements",
-                            (
-                                f"{instance_type!r} is not in the EFA table (components/karpenter/efa.py); node class "
-                                f"{class_name!r} needs {cards} EFA network cards"
-                            ),
-                        )
-                    )
-                elif known < cards:
-                    problems.append(
-                        (
-                            "requirements",
-                            f"{instance_type!r} has {known} network cards; node class {class_name!r} needs {cards}",
-                        )
-                    )
+        elif known < cards:
+            problems.append(
+                (
+                    "requirements",
+                    f"{instance_type!r} has {known} network cards; node class {class_name!r} needs {cards}",
+                )
+            )
     return problems
 
 
@@ -206,7 +199,7 @@ def _family_problems(name: str, spec: AcceleratedFamilySpec) -> list[str]:
     if name in accelerators.ACCELERATED_FAMILIES:
         return [f"{name!r} is in the pinned table (components/instances/accelerators.py); remove it here"]
     kind = accelerator_of(name)
-    if kind is None or family_problem(name) is not None:
+    if kind is None or name_problem(name) is not None:
         return [f"{name!r} is not an accelerated family name (category g, gr, p, inf or trn, like 'g7e')"]
     if kind == "nvidia" and spec.gpu_name is None:
         return ["an NVIDIA family needs gpuName: the value of karpenter.k8s.aws/instance-gpu-name on its instances"]

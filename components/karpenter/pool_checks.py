@@ -17,10 +17,13 @@ from components.instances.families import (
     family_of_type,
     family_problem,
     generation_of,
+    size_problem,
+    sizes_of,
     type_problem,
 )
+from components.karpenter import crd_rules
 from components.karpenter.pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
-from components.karpenter.spec_types import LABEL_VALUE, LABEL_VALUE_HINT, QUANTITY, QUANTITY_HINT
+from components.karpenter.spec_types import LABEL_VALUE_HINT, QUANTITY, QUANTITY_HINT
 from components.karpenter.validation import excludes, label_problem, requirement_key_problem
 from components.scheduling import (
     ACCELERATOR_RESOURCES,
@@ -65,7 +68,10 @@ class Pool(Protocol):
 
 Problems = list[tuple[str, str]]
 
-LIMIT_RESOURCES = ("cpu", "memory", *ACCELERATOR_RESOURCES)
+#: `nodes` caps how many nodes the pool has (the NodePool CRD's limits.nodes); the others cap the sum of its nodes'
+#: capacity.
+NODES_LIMIT = "nodes"
+LIMIT_RESOURCES = ("cpu", "memory", NODES_LIMIT, *ACCELERATOR_RESOURCES)
 #: Why a limit on Neuron devices by their other name is refused: Karpenter never counts it, so it caps nothing.
 NEURONDEVICE_REASON = (
     "Karpenter does not count aws.amazon.com/neurondevice (an instance type offers aws.amazon.com/neuron devices and "
@@ -93,26 +99,47 @@ _VALUE_CHECKS: dict[str, Callable[[str], str | None]] = {
 }
 
 
+#: What the NodePool CRD's CEL rules say of a requirement's operator and values (`crd_rules.json`).
+_REQUIREMENTS = crd_rules.RULES["nodePool.requirements"]
+
+
 def requirement_problems(r: RequirementSpec) -> Problems:
     problems = []
     if problem := requirement_key_problem(r.key):
         problems.append(("key", problem))
-    if r.operator in ("In", "NotIn") and not r.values:
+    if r.operator in _REQUIREMENTS["operatorsNeedingValues"] and not r.values:
         problems.append(("values", f"operator {r.operator} needs at least one value"))
+    if r.operator == "NotIn" and not r.values:
+        # The CRD admits it; it excludes nothing, so it is either a mistake or a no-op.
+        problems.append(("values", "operator NotIn needs at least one value: with none it excludes nothing"))
     if r.operator in ("Exists", "DoesNotExist") and r.values:
+        # The CRD admits them, and Karpenter ignores them.
         problems.append(("values", f"operator {r.operator} takes no values"))
-    if r.operator in ("Gt", "Lt", "Gte", "Lte") and (len(r.values) != 1 or not r.values[0].isdigit()):
+    if r.operator in _REQUIREMENTS["operatorsTakingOneWholeNumber"] and (
+        len(r.values) != 1 or not r.values[0].isdigit()
+    ):
         problems.append(("values", f"operator {r.operator} takes exactly one whole number"))
     for value in r.values:
-        if not LABEL_VALUE.fullmatch(value):
+        # The CRD states this rule on the list of values (where the API server does not apply it); each value is
+        # compared with node labels, which take only label values.
+        if not crd_rules.conforms("nodePool.requirementValues", value):
             problems.append(("values", f"expected {LABEL_VALUE_HINT}, got {value!r}"))
     check = _VALUE_CHECKS.get(r.key)
     if check is not None and r.operator in ("In", "NotIn"):
         problems += [("values", problem) for value in r.values if (problem := check(value))]
     if r.min_values is not None:
-        if r.operator != "In":
-            problems.append(("minValues", f"applies to operator In only, not {r.operator}"))
-        elif len(r.values) < r.min_values:
+        if r.operator == "DoesNotExist":
+            problems.append(
+                (
+                    "minValues",
+                    (
+                        "operator DoesNotExist leaves the key without values, so no choice of instance types has "
+                        f"{r.min_values} distinct ones and Karpenter would launch nothing; use it with In, NotIn, "
+                        "Exists, Gt or Lt"
+                    ),
+                )
+            )
+        elif r.operator in _REQUIREMENTS["minValuesAtMostValuesFor"] and len(r.values) < r.min_values:
             problems.append(
                 ("minValues", f"asks for {r.min_values} distinct values but the requirement lists {len(r.values)}")
             )
@@ -135,6 +162,8 @@ def limit_problems(pool: Pool) -> Problems:
             problems.append((f"limits.{key}", f"expected {QUANTITY_HINT}, got {value!r}"))
         elif key in ACCELERATOR_RESOURCES and not value.isdigit():
             problems.append((f"limits.{key}", f"expected a whole number of devices, got {value!r}"))
+        elif key == NODES_LIMIT and not value.isdigit():
+            problems.append((f"limits.{key}", f"expected a whole number of nodes, got {value!r}"))
     return problems
 
 
@@ -260,6 +289,19 @@ def contradictions(pool: Pool, skip: frozenset[str]) -> Problems:
                 out.append(f"runs on {arch}, which {source} excludes")
         out += [f"is excluded by {source}" for value, source in excluded if value == family]
         problems += [("instanceFamilies", f"{family!r} {reason}: the pool can never launch it") for reason in out]
+    offered = [sizes_of(family) for family in pool.instance_families]
+    if "instanceSizes" not in skip and offered and all(offered):
+        for size in pool.instance_sizes:
+            if not size_problem(size) and not any(size in sizes for sizes in offered):
+                problems.append(
+                    (
+                        "instanceSizes",
+                        (
+                            f"{size!r} is a size none of instanceFamilies {list(pool.instance_families)} comes in: "
+                            "the pool can never launch it"
+                        ),
+                    )
+                )
     if pool.gpu_names and not {"gpuNames", "requirements"} & skip:
         for index, r in enumerate(pool.requirements):
             if r.operator != "In" or r.key not in (
@@ -301,6 +343,7 @@ def pool_problems(pool: Pool, skip: frozenset[str] = frozenset()) -> Problems:
     )
     problems += _unknown("gpuNames", pool.gpu_names, accelerators.nvidia_gpu_names())
     problems += [("instanceFamilies", problem) for f in pool.instance_families if (problem := family_problem(f))]
+    problems += [("instanceSizes", problem) for size in pool.instance_sizes if (problem := size_problem(size))]
     problems += [(f"labels.{key}", problem) for key in pool.labels if (problem := label_problem(key))]
     problems += limit_problems(pool)
     for index, r in enumerate(pool.requirements):
@@ -325,7 +368,10 @@ def pool_problems(pool: Pool, skip: frozenset[str] = frozenset()) -> Problems:
         problems.append(
             (
                 "limits",
-                "set at least one limit (cpu, memory): without one Karpenter launches whatever pending pods ask for",
+                (
+                    "set at least one limit (cpu, memory, nodes): without one Karpenter launches whatever pending pods "
+                    "ask for"
+                ),
             )
         )
     problems += contradictions(pool, skip)

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
+from components.karpenter import crd_rules
 from components.karpenter.spec_types import (
     BUDGET_DURATION,
     BUDGET_NODES,
@@ -18,19 +19,22 @@ from components.karpenter.spec_types import (
     LabelKey,
     LooseQuantity,
     Spec,
+    TaintValue,
 )
 from components.karpenter.validation import cron_problem
 
 
 class TaintSpec(Spec):
     key: LabelKey = Field(description="taint key")
-    value: StrictStr = Field(default="", description="taint value")
+    value: TaintValue = Field(default="", description="taint value; empty: none")
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
         description="what the taint does to pods that do not tolerate it"
     )
 
 
+#: The NodePool CRD's requirement operators (a test compares them with `crd_rules.json`).
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
+MIN_VALUES = crd_rules.bounds("nodePool.minValues")
 
 
 class RequirementSpec(Spec):
@@ -45,10 +49,12 @@ class RequirementSpec(Spec):
     values: tuple[StrictStr, ...] = Field(default=(), description="what `operator` compares with")
     min_values: StrictInt | None = Field(
         default=None,
-        ge=1,
-        le=50,
+        ge=MIN_VALUES[0],
+        le=MIN_VALUES[1],
         description="keep at least this many distinct values of `key` among the instance types Karpenter may choose "
-        "from: on instance families it keeps spot pools flexible",
+        "from: on instance families it keeps spot pools flexible. With `In` the requirement lists at least that many "
+        "values; with `Exists`, `NotIn`, `Gt`, `Lt` the values are those of the instance types the pool allows; "
+        "`DoesNotExist` has none to count",
     )
 
     def shown(self) -> str:

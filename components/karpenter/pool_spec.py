@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from components.config.errors import issues_from
 from components.config.validation import FieldProblems
 from components.instances.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of
+from components.karpenter import crd_rules
 from components.karpenter.pool_checks import pool_problems
 from components.karpenter.pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
 from components.karpenter.presets import NODE_POOL_PRESETS
@@ -55,8 +56,8 @@ class NodePoolSpec(Spec):
     node_class: Name = Field(description="the name of an entry in `karpenter.nodeClasses` (every preset sets one)")
     weight: StrictInt | None = Field(
         default=None,
-        ge=1,
-        le=100,
+        ge=crd_rules.bounds("nodePool.weight")[0],
+        le=crd_rules.bounds("nodePool.weight")[1],
         description="higher is tried first among pools that fit: spot tiers above on-demand save 60-70% while spot "
         "lasts; none: no preference",
     )
@@ -107,9 +108,9 @@ class NodePoolSpec(Spec):
     #: Checked by the pool (`pool_checks.limit_problems`).
     limits: dict[StrictStr, LooseQuantity] = Field(
         default_factory=dict,
-        description="**the ceiling**: Karpenter launches nothing beyond it. Keys `cpu`, `memory`, `nvidia.com/gpu`, "
-        "`aws.amazon.com/neuron` (devices), `aws.amazon.com/neuroncore` (cores); a GPU pool must set "
-        "`nvidia.com/gpu`, a Neuron pool one of the Neuron two, any other pool at least one",
+        description="**the ceiling**: Karpenter launches nothing beyond it. Keys `cpu`, `memory`, `nodes` (a count "
+        "of nodes), `nvidia.com/gpu`, `aws.amazon.com/neuron` (devices), `aws.amazon.com/neuroncore` (cores); a GPU "
+        "pool must set `nvidia.com/gpu`, a Neuron pool one of the Neuron two, any other pool at least one",
     )
     disruption: DisruptionSpec = Field(
         default=DisruptionSpec(), description="how Karpenter may disrupt the pool's nodes (Karpenter's defaults)"

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from components.instances.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of, family_of_type
+from components.karpenter import crd_rules
 
 # ------------------------------------------------------------------------------------------------- accelerators
 
@@ -53,9 +54,9 @@ def excludes(accelerator: Accelerator, key: str, operator: str) -> bool:
 
 # ----------------------------------------------------------------------------------------------------- labels
 
-#: Labels Karpenter lets a NodePool set although their domain is reserved: kubernetes-sigs/karpenter
-#: pkg/apis/v1/labels.go (WellKnownLabels) and the AWS labels the NodePool CRD's CEL rules admit.
-_WELL_KNOWN_LABELS = frozenset(
+#: Labels every node has and a NodePool may require or set, outside the domains Karpenter reserves:
+#: kubernetes-sigs/karpenter pkg/apis/v1/labels.go (WellKnownLabels) and the AWS provider's zone id.
+_KUBERNETES_LABELS = frozenset(
     {
         "topology.kubernetes.io/zone",
         "topology.kubernetes.io/region",
@@ -63,66 +64,40 @@ _WELL_KNOWN_LABELS = frozenset(
         "kubernetes.io/arch",
         "kubernetes.io/os",
         "node.kubernetes.io/windows-build",
-        "karpenter.sh/capacity-type",
         "topology.k8s.aws/zone-id",
-        *(
-            f"karpenter.k8s.aws/{name}"
-            for name in (
-                "instance-tenancy",
-                "capacity-reservation-type",
-                "capacity-reservation-id",
-                "capacity-reservation-interruptible",
-                "ec2nodeclass",
-                "instance-encryption-in-transit-supported",
-                "instance-category",
-                "instance-hypervisor",
-                "instance-family",
-                "instance-generation",
-                "instance-local-nvme",
-                "instance-size",
-                "instance-cpu",
-                "instance-cpu-manufacturer",
-                "instance-cpu-sustained-clock-speed-mhz",
-                "instance-memory",
-                "instance-ebs-bandwidth",
-                "instance-network-bandwidth",
-                "instance-gpu-name",
-                "instance-gpu-manufacturer",
-                "instance-gpu-count",
-                "instance-gpu-memory",
-                "instance-accelerator-name",
-                "instance-accelerator-manufacturer",
-                "instance-accelerator-count",
-                "instance-capability-flex",
-                "placement-group-id",
-                "placement-group-partition",
-            )
-        ),
     }
 )
-#: Reserved domains (and their subdomains): the NodePool CRD rejects karpenter.sh and karpenter.k8s.aws labels, and
-#: Karpenter's runtime validation the kubelet's kubernetes.io and k8s.io (the NodePool then never becomes Ready).
-_RESERVED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws")
+#: The keys a requirement may use without a domain of its own: those above, and those the NodePool CRD's CEL rules
+#: allow in the domains they reserve (karpenter.sh, karpenter.k8s.aws; `crd_rules.json`).
+WELL_KNOWN_LABELS = _KUBERNETES_LABELS | crd_rules.allowed_in_reserved_domains("nodePool.requirementKey")
+#: Domains Karpenter's runtime validation reserves beyond the CRD (the NodePool then never becomes Ready): the
+#: kubelet's kubernetes.io and k8s.io, except these subdomains.
+_KUBELET_DOMAINS = ("kubernetes.io", "k8s.io")
 _ALLOWED_SUBDOMAINS = ("node.kubernetes.io", "node-restriction.kubernetes.io", "kops.k8s.io")
-_SET_BY_KARPENTER = frozenset({"karpenter.sh/nodepool", "kubernetes.io/hostname"})
+_RESERVED_HINT = "use a domain of your own (e.g. 'eksml.io/...') or node.kubernetes.io"
+
+
+def _reserved(field: str, key: str) -> str | None:
+    """Why the CRD's CEL rules on `field`, or Karpenter's runtime validation, refuse the key, or None."""
+    rule = crd_rules.RULES[field]
+    if key in rule.get("restrictedKeys", ()):
+        return f"{key!r} is set on every node by Karpenter or the kubelet and cannot be set by a NodePool"
+    # The CRD's rules compare the part before the first '/' (the whole key when it has none) by its ending.
+    domain = key.split("/", 1)[0]
+    for reserved, allowed in rule.get("reservedDomains", {}).items():
+        if domain.endswith(reserved) and key not in allowed:
+            return f"{key!r} is in the reserved domain {reserved}; {_RESERVED_HINT}"
+    if key in _KUBERNETES_LABELS or "/" not in key:
+        return None
+    if any(domain == allowed or domain.endswith(f".{allowed}") for allowed in _ALLOWED_SUBDOMAINS):
+        return None
+    reserved_domain = next((d for d in _KUBELET_DOMAINS if domain == d or domain.endswith(f".{d}")), None)
+    return None if reserved_domain is None else f"{key!r} is in the reserved domain {reserved_domain}; {_RESERVED_HINT}"
 
 
 def label_problem(key: str) -> str | None:
     """Why a NodePool may not set the node label `key`, or None."""
-    if key in _SET_BY_KARPENTER:
-        return f"{key!r} is set on every node by Karpenter or the kubelet and cannot be set by a NodePool"
-    if key in _WELL_KNOWN_LABELS:
-        return None
-    domain = key.split("/", 1)[0] if "/" in key else ""
-    if any(domain == allowed or domain.endswith(f".{allowed}") for allowed in _ALLOWED_SUBDOMAINS):
-        return None
-    reserved = next((d for d in _RESERVED_DOMAINS if domain == d or domain.endswith(f".{d}")), None)
-    if reserved is None:
-        return None
-    return (
-        f"{key!r} is in the reserved domain {reserved}; use a domain of your own (e.g. 'eksml.io/...') or "
-        f"node.kubernetes.io"
-    )
+    return _reserved("nodePool.labels", key)
 
 
 def requirement_key_problem(key: str) -> str | None:
@@ -130,13 +105,20 @@ def requirement_key_problem(key: str) -> str | None:
     well-known labels, and labels of your own domain (Karpenter then sets them on the nodes it launches). A key that
     is not well-known but nearly is ('node.kubernetes.io/instance-typ') is a typo that would launch nothing, so it is
     refused with the key it resembles."""
-    if key in _WELL_KNOWN_LABELS:
+    if not crd_rules.conforms("nodePool.requirementKey", key):
+        return (
+            f"{key!r} is not a label key: expected an optional DNS prefix and '/', then a name of letters, digits, "
+            "'-', '_' or '.' starting and ending with a letter or digit, like 'eksml.io/team' (at most "
+            f"{crd_rules.RULES['nodePool.requirementKey']['maxLength']} characters)"
+        )
+    if key in WELL_KNOWN_LABELS:
         return None
-    hint = difflib.get_close_matches(key, sorted(_WELL_KNOWN_LABELS), n=1, cutoff=0.85)
-    if hint and key not in _SET_BY_KARPENTER:
+    restricted = key in crd_rules.RULES["nodePool.requirementKey"].get("restrictedKeys", ())
+    hint = difflib.get_close_matches(key, sorted(WELL_KNOWN_LABELS), n=1, cutoff=0.85)
+    if hint and not restricted:
         return f"unknown requirement key {key!r}; did you mean {hint[0]!r}?"
-    problem = label_problem(key)
-    if problem is None or key in _SET_BY_KARPENTER:
+    problem = _reserved("nodePool.requirementKey", key)
+    if problem is None or restricted:
         return problem
     return f"{problem} (the keys Karpenter knows there are listed in the README)"
 

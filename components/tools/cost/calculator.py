@@ -20,7 +20,13 @@ from decimal import Decimal
 from components.config.types import ControlPlaneLog
 from components.platform_config import PlatformConfig
 from components.tools.preflight.checks_account import nat_zones
-from components.tools.preflight.selection import InstanceShape, accelerated_shapes, device_limit, select
+from components.tools.preflight.selection import (
+    InstanceShape,
+    accelerated_shapes,
+    device_limit,
+    named_families,
+    select,
+)
 
 from .prices import HOURS_PER_MONTH, STANDARD_SUPPORT_ENDS, PriceTable, RegionRates
 
@@ -270,7 +276,8 @@ def _fills(shapes: list[InstanceShape], limit: int, hourly: Mapping[str, Decimal
 
 def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> list[PoolCeiling]:
     ceilings = []
-    catalog = accelerated_shapes()
+    catalog = accelerated_shapes(config.karpenter.added_families)
+    with_facts = {shape.family for shape in catalog}
     for name, pool in sorted(config.karpenter.node_pools.items()):
         limit = device_limit(pool)
         if limit is None:
@@ -282,7 +289,15 @@ def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> 
         fitting = [s for s in allowed if 0 < s.devices <= devices]
         over = tuple(s.instance_type for s in allowed if s.devices > devices)
         on_demand: dict[str, Decimal] = {}
-        unpriced = []
+        # A family the pool names without device facts has no shapes here: say so rather than price the pool as if it
+        # could not launch it.
+        without_facts = [family for family in named_families(selection) if family not in with_facts]
+        unpriced = [f"{family} (no device facts)" for family in without_facts]
+        pricer.missing += [
+            f"{name}: devices per instance of {family} (components/instances/accelerated_families.yaml or "
+            "karpenter.acceleratorFamilies)"
+            for family in without_facts
+        ]
         for shape in fitting:
             hourly = pricer.instance(shape.instance_type)
             if hourly is None:

@@ -137,10 +137,10 @@ def shape_from_ec2(info: Mapping[str, Any]) -> InstanceShape:
     )
 
 
-def accelerated_shapes() -> list[InstanceShape]:
-    """Every accelerated instance type of the pinned facts table, without vCPUs."""
+def accelerated_shapes(added: Mapping[str, gpu_facts.AcceleratedFamily] | None = None) -> list[InstanceShape]:
+    """Every accelerated instance type of the pinned facts table and of the families a stack adds, without vCPUs."""
     shapes = []
-    for family in gpu_facts.ACCELERATED_FAMILIES.values():
+    for family in {**gpu_facts.ACCELERATED_FAMILIES, **(added or {})}.values():
         for size, devices in family.devices.items():
             nvidia = family.vendor == "nvidia"
             shapes.append(
@@ -155,6 +155,19 @@ def accelerated_shapes() -> list[InstanceShape]:
                 )
             )
     return sorted(shapes, key=lambda s: s.instance_type)
+
+
+def named_families(selection: PoolSelection) -> list[str]:
+    """The instance families a pool's requirements name (In on families or instance types), in order."""
+    named: list[str] = []
+    for r in selection.requirements:
+        if r["operator"] != "In":
+            continue
+        if r["key"] == f"{_AWS}instance-family":
+            named += r.get("values", [])
+        elif r["key"] == "node.kubernetes.io/instance-type":
+            named += [family_of_type(value) for value in r.get("values", [])]
+    return list(dict.fromkeys(named))
 
 
 def _size_rank(size: str) -> tuple[int, str]:
