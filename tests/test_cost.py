@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal as D
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
 from components.tools.cost import PINNED, estimate, preview_line
@@ -396,3 +397,61 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
 def test_live_without_credentials_exits_1(no_aws_credentials, capsys):
     assert cli.main(["--stack", "dev", "--project-dir", str(REPO), "--live"]) == 1
     assert "could not read live prices" in capsys.readouterr().err
+
+
+def test_a_pool_capped_only_on_neuroncores_is_priced_by_cores():
+    config = platform_config(
+        "dev",
+        {
+            "kubeflow": {"enabled": False},
+            "karpenter": {
+                "nodeClasses": {"gpu": {"preset": "gpu"}},
+                "nodePools": {"neuron": {"preset": "neuron", "limits": {"aws.amazon.com/neuroncore": "32"}}},
+            },
+        },
+    )
+    # the preset also caps 16 devices; with the cores alone (as a user may write it) the pool is still priced
+    spec = config.karpenter.node_pools["neuron"]
+    only_cores = spec.model_copy(update={"limits": {"aws.amazon.com/neuroncore": "32"}})
+    config = config.model_copy(
+        update={"karpenter": config.karpenter.model_copy(update={"node_pools": {"neuron": only_cores}})}
+    )
+    (pool,) = estimate(config, PINNED, on=ON).pools
+    assert (pool.resource, pool.limit) == ("aws.amazon.com/neuroncore", 32)
+    # 2 NeuronCores per Inferentia2 or Trainium device, $/hour for 32 cores: 16 × inf2.xlarge (2) 12.1312;
+    # 2 × inf2.24xlarge (12) 12.98126; 1 × inf2.48xlarge (24) 12.98127; 16 × trn1.2xlarge (2) 21.5;
+    # 1 × trn1.32xlarge (32) 21.5; 16 × inf2.8xlarge (2) 31.48576
+    assert (pool.cheapest.instance_type, pool.cheapest.instances) == ("inf2.xlarge", 16)
+    assert pool.cheapest.monthly == 16 * D("0.7582") * 730
+    assert (pool.dearest.instance_type, pool.dearest.instances) == ("inf2.8xlarge", 16)
+    assert pool.dearest.monthly == 16 * D("1.96786") * 730
+
+
+CHARTS = REPO.parent / "shared" / "reference" / "charts"
+
+
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+def test_dev_idle_counts_the_platforms_own_pods_and_volumes(dev):
+    from components.tools.preview import platform_model
+
+    platform, _ = platform_model(dev, CHARTS)
+    result = estimate(platform_config("dev"), PINNED, on=ON, platform=platform)
+    # The always-on pods only cpu-general can run (Kubeflow, Istio, the Trainer's controllers), as their rendered
+    # requests say, in vCPU: istio-ingressgateway 0.1, istiod 0.5, ml-pipeline 0.25, persistenceagent 0.12, ui 0.01,
+    # visualizationserver 0.03, mysql 0.1, pvcviewer 2 × 0.015, seaweedfs 0.032, jobset 2 × 0.5, tensorboard
+    # controller 0.015, workflow-controller 0.1, metacontroller 0.1; the other Kubeflow pods ask nothing.
+    cpu = sum(
+        (D(x) for x in "0.1 0.5 0.25 0.12 0.01 0.03 0.1 0.03 0.032 1.0 0.015 0.1 0.1".split()),
+        D(0),
+    )
+    assert cpu == D("2.387")
+    (line,) = [item for item in _lines(result) if item.startswith("platform pods on `cpu-general`")]
+    assert line.startswith("platform pods on `cpu-general` (36 pods asking 2.387 vCPU, 5.9 GiB;")
+    # m6a.xlarge (4 vCPU, 16 GiB, $0.1728/h) holds them beside the DaemonSets of those nodes (istio-cni, the FSx CSI
+    # node, NFD's worker); two m6a.large cost the same, and no amd64 type costs less (Kubeflow's images are amd64).
+    assert line.endswith("1 × m6a.xlarge, on-demand)")
+    nodes = 1 * D("0.1728") * 730  # 126.144
+    volumes = (20 + 20) * D("0.08")  # kubeflow/mysql-pv-claim and seaweedfs-pvc, gp3: 3.20
+    assert _lines(result)["platform volumes (2, 40 GiB gp3)"] == (volumes, volumes)
+    assert (result.idle_low, result.idle_high) == (D("586.586") + nodes + volumes, D("607.336") + nodes + volumes)
+    assert result.idle_high == D("736.680")

@@ -377,3 +377,73 @@ def test_a_profile_this_machine_does_not_have_is_an_identity_error(capsys, tmp_p
     assert {p["status"] for p in placeholders} == {"FAIL"}
     assert (check["name"], check["status"]) == ("identity", "ERROR")
     assert "nowhere" in check["evidence"]
+
+
+# ------------------------------------------------------------------------------------ launchability and errors
+
+TRAINING_ONLY_P5 = {
+    "kubeflow": {"enabled": False},
+    "karpenter": {
+        "nodeClasses": {"gpu-training": {"preset": "gpu-training"}},
+        "nodePools": {
+            "training": {
+                "preset": "gpu-training",
+                "instanceFamilies": ["p5"],
+                "instanceSizes": ["48xlarge"],
+                "limits": {"nvidia.com/gpu": "4"},
+            }
+        },
+    },
+}
+
+
+def test_a_pool_whose_limit_is_below_every_allowed_type_fails(clients):
+    from components.tools.preflight.runner import capacity_checks
+
+    config = platform_config("dev", TRAINING_ONLY_P5)
+    stubbed, _ = with_quotas(clients, [(QUOTA["standard-on-demand"], 64.0)])
+    results = {r.name: r for r in capacity_checks(config, stubbed)}
+    result = results["nodepool/training"]
+    assert result.status is Status.FAIL
+    assert "limits 4 nvidia.com/gpu: every allowed type exceeds them (p5.48xlarge brings 8 nvidia.com/gpu)" in (
+        result.evidence
+    )
+
+
+def test_an_endpoint_error_is_one_error_row_and_the_run_goes_on(clients, capsys, monkeypatch):
+    from botocore.exceptions import EndpointConnectionError
+
+    def unreachable(**_):
+        raise EndpointConnectionError(endpoint_url="https://fsx.us-west-2.amazonaws.com/")
+
+    create_admin_role(clients)
+    answer_ebs_default_key(clients.ec2, "alias/aws/ebs")
+    clients.fsx.meta.events.register("before-call.fsx.DescribeFileSystems", unreachable)
+    # An API the partition lacks, as a server answers it
+    clients.logs.meta.events.register(
+        "before-call.cloudwatch-logs.DescribeLogGroups",
+        lambda **_: (
+            __import__("botocore.awsrequest").awsrequest.AWSResponse("https://logs", 400, {}, None),
+            {"Error": {"Code": "UnknownOperationException", "Message": "not served in this partition"}},
+        ),
+    )
+    stubbed, _ = with_quotas(clients, PROD_QUOTAS)
+    monkeypatch.setattr(cli.Clients, "from_session", classmethod(lambda cls, session: stubbed))
+    monkeypatch.setattr(cli, "run_preflight", lambda config, c: run_preflight(real_values("prod"), c))
+    assert cli.main(["--stack", "prod", "--project-dir", str(REPO), "--json"]) == 1
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["quota/fsx-storage"]["status"] == "ERROR"
+    assert "Could not connect to the endpoint URL" in checks["quota/fsx-storage"]["evidence"]
+    assert checks["name/log-group"]["status"] == "ERROR"
+    assert "UnknownOperationException: not served in this partition" in checks["name/log-group"]["evidence"]
+    assert checks["name/cluster"]["status"] == "PASS"  # the run went on
+    errors = [name for name, c in checks.items() if c["status"] == "ERROR"]
+    assert errors == ["quota/fsx-storage", "name/log-group"]
+
+
+def test_errors_without_a_failure_exit_3():
+    from components.tools.preflight.results import CheckResult
+
+    assert exit_code([CheckResult("x", Status.PASS, ""), CheckResult("y", Status.ERROR, "")]) == 3
+    assert exit_code([CheckResult("y", Status.ERROR, ""), CheckResult("z", Status.FAIL, "")]) == 1
+    assert exit_code([CheckResult("x", Status.WARN, "")]) == 0
