@@ -441,7 +441,24 @@ def test_dev_idle_counts_the_platforms_own_pods_and_volumes(dev):
     # visualizationserver 0.03, mysql 0.1, pvcviewer 2 × 0.015, seaweedfs 0.032, jobset 2 × 0.5, tensorboard
     # controller 0.015, workflow-controller 0.1, metacontroller 0.1; the other Kubeflow pods ask nothing.
     cpu = sum(
-        (D(x) for x in "0.1 0.5 0.25 0.12 0.01 0.03 0.1 0.03 0.032 1.0 0.015 0.1 0.1".split()),
+        (
+            D(x)
+            for x in (
+                "0.1",
+                "0.5",
+                "0.25",
+                "0.12",
+                "0.01",
+                "0.03",
+                "0.1",
+                "0.03",
+                "0.032",
+                "1.0",
+                "0.015",
+                "0.1",
+                "0.1",
+            )
+        ),
         D(0),
     )
     assert cpu == D("2.387")

@@ -16,6 +16,7 @@ from moto import mock_aws
 from components.karpenter.presets import NODE_POOL_PRESETS
 from components.tools.cost import PINNED
 from components.tools.cost.cpu_types import cpu_catalog, cpu_type
+from components.tools.cost.live import PRODUCT_FILTERS
 from components.tools.cost.prices import __main__ as prices_cli
 from components.tools.cost.prices import instance_tables
 from components.tools.cost.prices.generate import from_karpenter, from_price_list
@@ -39,7 +40,7 @@ def test_the_pinned_p_g_inf_and_trn_prices_are_the_sources_figures():
         for instance_type, price in figures.items():
             assert PINNED.instance_hour(region, instance_type) == price, (region, instance_type)
     # the June 2025 cut, and types newer than the old table
-    assert figures["p5.48xlarge"] == D("55.04") and figures["p4d.24xlarge"] == D("21.957642")
+    assert (figures["p5.48xlarge"], figures["p4d.24xlarge"]) == (D("55.04"), D("21.957642"))
     assert {"p5.4xlarge", "p5en.48xlarge", "p6-b200.48xlarge", "gr6.4xlarge"} <= set(figures)
 
 
@@ -118,18 +119,25 @@ def _product(instance_type, usd):
     )
 
 
-def test_refresh_reads_every_page_of_every_region_from_the_price_list_api():
-    pricing = boto3.client("pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+def test_refresh_reads_every_page_of_every_region_from_the_price_list_api(monkeypatch):
+    fake_credentials(monkeypatch)
+    pricing = boto3.client("pricing", region_name="us-east-1")
     with Stubber(pricing) as stub:
         for region, pages in (
             ("eu-west-1", [[_product("m7i.large", "0.1050000000")], [_product("p5.48xlarge", "60.0000000000")]]),
             ("us-east-1", [[_product("m7i.large", "0.1008000000")]]),
         ):
+            filters = [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}] + [
+                {"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in PRODUCT_FILTERS.items()
+            ]
             for number, page in enumerate(pages):
                 answer = {"PriceList": page, "FormatVersion": "aws_v1"}
                 if number < len(pages) - 1:
                     answer["NextToken"] = f"page-{number + 1}"
-                stub.add_response("get_products", answer)
+                params = {"ServiceCode": "AmazonEC2", "Filters": filters, "FormatVersion": "aws_v1"}
+                if number:
+                    params["NextToken"] = f"page-{number}"
+                stub.add_response("get_products", answer, params)
         document = from_price_list(pricing, ["us-east-1", "eu-west-1"], date(2026, 11, 1))
         stub.assert_no_pending_responses()
     assert document["date"] == "2026-11-01"

@@ -155,7 +155,7 @@ def limit_fit_check(name: str, pool: NodePoolSpec, allowed: Sequence[InstanceSha
     """FAIL when every allowed type brings more than the pool's limits allow: the pool can never launch a node."""
     if not allowed or any(fits_limits(pool, s) for s in allowed):
         return None
-    limits = accelerator_limits(pool) or {"cpu": cpu_limit(pool)}
+    limits: dict[str, int | None] = {**accelerator_limits(pool)} or {"cpu": cpu_limit(pool)}
     asked = ", ".join(f"{limit} {resource}" for resource, limit in limits.items())
     brings = "; ".join(f"{s.instance_type} brings {_brings(pool, s)}" for s in allowed[:6])
     more = f" (and {len(allowed) - 6} more)" if len(allowed) > 6 else ""

@@ -31,7 +31,7 @@ def _documentation_range(cidr: str) -> bool:
         network = ipaddress.ip_network(cidr, strict=False)
     except ValueError:
         return False
-    return any(network.version == r.version and network.overlaps(r) for r in DOCUMENTATION_RANGES)  # type: ignore[arg-type]
+    return any(network.version == r.version and network.overlaps(r) for r in DOCUMENTATION_RANGES)
 
 
 def _example_email(email: str) -> bool:

@@ -265,11 +265,6 @@ def accelerator_limits(pool: NodePoolSpec) -> dict[str, int]:
     }
 
 
-def device_limit(pool: NodePoolSpec) -> tuple[str, int] | None:
-    """The first accelerator resource a pool is capped on and its limit, None for other pools."""
-    return next(iter(accelerator_limits(pool).items()), None)
-
-
 def cpu_limit(pool: NodePoolSpec) -> int | None:
     """The pool's cpu limit in whole vCPUs (rounded up), None when it has none."""
     text = pool.limits.get("cpu")
