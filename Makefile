@@ -38,9 +38,11 @@ lint: $(VENV)/.installed
 preflight: $(VENV)/.installed
 	$(PY) -m components.tools.preflight --stack $(STACK)
 
-## What a stack costs idle and with every GPU pool at its limit, at the pinned prices (no credentials).
-cost: $(VENV)/.installed
-	$(PY) -m components.tools.cost --stack $(STACK)
+## What a stack costs idle (the platform's own pods included, from its offline preview) and with every pool at its
+## limit, at the pinned prices (no credentials).
+cost: $(VENV)/.installed kubeflow-fetch
+	-$(PY) -m components.preview --stack $(STACK) --out build/preview/$(STACK) > /dev/null
+	$(PY) -m components.tools.cost --stack $(STACK) --preview build/preview/$(STACK)
 
 ## After `pulumi destroy`: exit 1 if anything tagged for the stack's cluster is left in AWS (needs credentials).
 leak-check: $(VENV)/.installed

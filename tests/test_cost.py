@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal as D
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
 from components.tools.cost import PINNED, estimate, preview_line
@@ -94,8 +95,14 @@ def test_dev_costs_what_the_hand_computation_says():
         "g5.8xlarge",
         D("7148.16"),
     )
-    assert _pools(result) == {"gpu-inference": ("g4dn.xlarge", D("1535.92"), "g5.8xlarge", D("7148.16"))}
-    assert result.ceiling == idle_high + D("7148.16") == D("7755.496")
+    # cpu-general's 64 vCPUs: at best 1 × c6g.12xlarge (48 vCPUs, $1.632/h; no c/m/r type of generation 6+ costs less
+    # for as many vCPUs as fit), at worst 16 × r8idn.xlarge (4 vCPUs, $0.46894/h)
+    cpu = ("c6g.12xlarge", 1 * D("1.632") * 730, "r8idn.xlarge", 16 * D("0.46894") * 730)
+    assert _pools(result) == {
+        "cpu-general": cpu,
+        "gpu-inference": ("g4dn.xlarge", D("1535.92"), "g5.8xlarge", D("7148.16")),
+    }
+    assert result.ceiling == idle_high + D("7148.16") + cpu[3] == D("13232.7152")
     assert result.missing == ()
 
 
@@ -140,26 +147,27 @@ def test_prod_costs_what_the_hand_computation_says():
         "inference-a10g-on-demand": ("g5.xlarge", 16 * D("1.006") * 730, "g5.8xlarge", 16 * D("2.448") * 730),
         "inference-a10g-spot": ("g5.xlarge", 32 * D("1.006") * 730, "g5.8xlarge", 32 * D("2.448") * 730),
         "inference-t4-spot": ("g4dn.xlarge", 16 * D("0.526") * 730, "g4dn.8xlarge", 16 * D("2.176") * 730),
-        # 32 GPUs of 8-GPU instances: 4 × p4d.24xlarge .. 4 × p5.48xlarge (p4de.24xlarge between)
-        "training": ("p4d.24xlarge", 4 * D("32.7726") * 730, "p5.48xlarge", 4 * D("98.32") * 730),
+        # 32 GPUs: 4 × p4d.24xlarge at the prices after AWS's June 2025 cut .. 32 × p5.4xlarge (1 H100, $6.88/h),
+        # which costs what 4 × p5.48xlarge (8 H100, $55.04/h) does
+        "training": ("p4d.24xlarge", 4 * D("21.957642") * 730, "p5.4xlarge", 32 * D("6.88") * 730),
+        # 1000 vCPUs: 20 × c6g.12xlarge .. 250 × r8idn.xlarge
+        "cpu-general": ("c6g.12xlarge", 20 * D("1.632") * 730, "r8idn.xlarge", 250 * D("0.46894") * 730),
     }
+    assert 32 * D("6.88") == 4 * D("55.04")
     assert _pools(result) == expected
-    dearest = sum(pool[3] for pool in expected.values())  # 28592.64 + 57185.28 + 25415.68 + 287094.40
-    assert dearest == D("398288.00")
-    assert result.ceiling == idle_high + dearest == D("399968.004")
-    # p5.4xlarge (1 H100) came after the snapshot: reported, left out of the sums
-    assert result.missing == ("us-west-2 p5.4xlarge on-demand",)
-    assert {p.pool: p.unpriced for p in result.pools}["training"] == ("p5.4xlarge",)
+    assert (expected["training"][1], expected["training"][3]) == (D("64116.31464"), D("160716.80"))
+    dearest = sum(pool[3] for pool in expected.values())
+    assert result.ceiling == idle_high + dearest == D("359171.954")
+    assert result.missing == ()
 
 
 def test_the_preview_line_names_idle_and_ceiling():
     assert (
         preview_line(platform_config("dev"), on=ON)
-        == "about $607/month idle; up to $7,755/month with every GPU pool at its limit"
+        == "about $607/month idle; up to $13,233/month with every pool at its limit"
     )
     assert preview_line(platform_config("prod"), on=ON) == (
-        "about $1,680/month idle; up to $399,968/month with every GPU pool at its limit "
-        "(1 price(s) missing: python -m components.tools.cost --stack prod)"
+        "about $1,680/month idle; up to $359,172/month with every pool at its limit"
     )
 
 
@@ -189,7 +197,7 @@ def test_a_region_missing_from_the_table_has_no_price_at_all():
     assert result.idle_high is None
     assert result.ceiling is None
     assert all(line.low is None for line in result.baseline)
-    assert result.missing[0].startswith("region eu-west-1: no rates in the pinned table of 2025-05-01")
+    assert result.missing[0].startswith("region eu-west-1: no rates in the pinned table")
     assert preview_line(config, on=ON).startswith("cost unknown: region eu-west-1")
 
 
@@ -286,28 +294,27 @@ def test_an_existing_vpc_brings_no_nat_gateway_and_a_cpu_pool_no_gpu_ceiling():
     )
     result = estimate(config, PINNED, on=ON)
     assert not [item for item in _lines(result) if "NAT" in item or "S3 gateway" in item]
-    assert "cpu-general: no GPU or Neuron limit (a CPU pool), so no GPU ceiling" in result.notes
+    assert [p.pool for p in result.pools] == ["cpu-general", "gpu-inference"]
 
 
 def test_the_estimate_renders_as_a_table_markdown_and_json():
     result = estimate(platform_config("prod"), PINNED, on=ON)
     table = render_table(result)
-    assert "prices from the pinned table of 2025-05-01" in table
+    assert "Karpenter's generated price table (aws/karpenter-provider-aws v1.14.1) of 2026-07-06" in table
     assert (
-        "training: 32 GPUs, on-demand; cheapest 4 × p4d.24xlarge $95,695.99; dearest 4 × p5.48xlarge $287,094.40"
+        "training: 32 GPUs, on-demand; cheapest 4 × p4d.24xlarge $64,116.31; dearest 32 × p5.4xlarge $160,716.80"
         in table
     )
-    assert "  - us-west-2 p5.4xlarge on-demand" in table
-    assert "| **ceiling** (idle + every GPU pool at its limit) | **$399,968.00** | |" in render_markdown(result)
+    assert "| **ceiling** (idle + every pool at its limit) | **$359,171.95** | |" in render_markdown(result)
     document = as_json(result)
     assert document["idle"] == {"low": 1652.5, "high": 1680.0}
-    assert document["ceiling"] == 399968.0
-    assert document["prices"]["date"] == "2025-05-01"
+    assert document["ceiling"] == 359171.95
+    assert document["prices"]["date"] == "2026-07-06"
 
 
 def test_the_command_line_prints_json_and_exits_2_on_an_invalid_stack(capsys, tmp_path):
     assert cli.main(["--stack", "dev", "--project-dir", str(REPO), "--json", "--on", "2026-11-01"]) == 0
-    assert json.loads(capsys.readouterr().out)["ceiling"] == 7755.5
+    assert json.loads(capsys.readouterr().out)["ceiling"] == 13232.72
     (tmp_path / "Pulumi.yaml").write_text("name: eks-ml-platform\n")
     assert cli.main(["--stack", "nope", "--project-dir", str(tmp_path)]) == 2
 
@@ -423,3 +430,78 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
 def test_live_without_credentials_exits_1(no_aws_credentials, capsys):
     assert cli.main(["--stack", "dev", "--project-dir", str(REPO), "--live"]) == 1
     assert "could not read live prices" in capsys.readouterr().err
+
+
+def test_a_pool_capped_only_on_neuroncores_is_priced_by_cores():
+    config = platform_config(
+        "dev",
+        {
+            "kubeflow": {"enabled": False},
+            "karpenter": {
+                "nodeClasses": {"gpu": {"preset": "gpu"}},
+                "nodePools": {"neuron": {"preset": "neuron", "limits": {"aws.amazon.com/neuroncore": "32"}}},
+            },
+        },
+    )
+    # the preset also caps 16 devices; with the cores alone (as a user may write it) the pool is still priced
+    spec = config.karpenter.node_pools["neuron"]
+    only_cores = spec.model_copy(update={"limits": {"aws.amazon.com/neuroncore": "32"}})
+    config = config.model_copy(
+        update={"karpenter": config.karpenter.model_copy(update={"node_pools": {"neuron": only_cores}})}
+    )
+    (pool,) = estimate(config, PINNED, on=ON).pools
+    assert (pool.resource, pool.limit) == ("aws.amazon.com/neuroncore", 32)
+    # 2 NeuronCores per Inferentia2 or Trainium device, $/hour for 32 cores: 16 × inf2.xlarge (2) 12.1312;
+    # 2 × inf2.24xlarge (12) 12.98126; 1 × inf2.48xlarge (24) 12.98127; 16 × trn1.2xlarge (2) 21.5;
+    # 1 × trn1.32xlarge (32) 21.5; 16 × inf2.8xlarge (2) 31.48576
+    assert (pool.cheapest.instance_type, pool.cheapest.instances) == ("inf2.xlarge", 16)
+    assert pool.cheapest.monthly == 16 * D("0.7582") * 730
+    assert (pool.dearest.instance_type, pool.dearest.instances) == ("inf2.8xlarge", 16)
+    assert pool.dearest.monthly == 16 * D("1.96786") * 730
+
+
+CHARTS = REPO.parent / "shared" / "reference" / "charts"
+
+
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+def test_dev_idle_counts_the_platforms_own_pods_and_volumes(dev):
+    from components.tools.preview import platform_model
+
+    platform, _ = platform_model(dev, CHARTS)
+    result = estimate(platform_config("dev"), PINNED, on=ON, platform=platform)
+    # The always-on pods only cpu-general can run (Kubeflow, Istio, the Trainer's controllers), as their rendered
+    # requests say, in vCPU: istio-ingressgateway 0.1, istiod 0.5, ml-pipeline 0.25, persistenceagent 0.12, ui 0.01,
+    # visualizationserver 0.03, mysql 0.1, pvcviewer 2 × 0.015, seaweedfs 0.032, jobset 2 × 0.5, tensorboard
+    # controller 0.015, workflow-controller 0.1, metacontroller 0.1; the other Kubeflow pods ask nothing.
+    cpu = sum(
+        (
+            D(x)
+            for x in (
+                "0.1",
+                "0.5",
+                "0.25",
+                "0.12",
+                "0.01",
+                "0.03",
+                "0.1",
+                "0.03",
+                "0.032",
+                "1.0",
+                "0.015",
+                "0.1",
+                "0.1",
+            )
+        ),
+        D(0),
+    )
+    assert cpu == D("2.387")
+    (line,) = [item for item in _lines(result) if item.startswith("platform pods on `cpu-general`")]
+    assert line.startswith("platform pods on `cpu-general` (36 pods asking 2.387 vCPU, 5.9 GiB;")
+    # m6a.xlarge (4 vCPU, 16 GiB, $0.1728/h) holds them beside the DaemonSets of those nodes (istio-cni, the FSx CSI
+    # node, NFD's worker); two m6a.large cost the same, and no amd64 type costs less (Kubeflow's images are amd64).
+    assert line.endswith("1 × m6a.xlarge, on-demand)")
+    nodes = 1 * D("0.1728") * 730  # 126.144
+    volumes = (20 + 20) * D("0.08")  # kubeflow/mysql-pv-claim and seaweedfs-pvc, gp3: 3.20
+    assert _lines(result)["platform volumes (2, 40 GiB gp3)"] == (volumes, volumes)
+    assert (result.idle_low, result.idle_high) == (D("586.586") + nodes + volumes, D("607.336") + nodes + volumes)
+    assert result.idle_high == D("736.680")

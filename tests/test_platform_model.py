@@ -404,7 +404,7 @@ def test_the_shipped_stacks_break_no_rule_of_the_model(stack, request, tmp_path)
 @pytest.mark.stack
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 def test_the_preview_fails_naming_both_sides_when_kubeflow_can_land_on_no_pool():
-    from components.tools.preview import model_report
+    from components.tools.preview import model_report, platform_model
 
     from .conftest import run_stack
 
@@ -417,7 +417,7 @@ def test_the_preview_fails_naming_both_sides_when_kubeflow_can_land_on_no_pool()
         "gpu-inference": {"preset": "gpu-inference", "capacityTypes": ["spot"], "limits": {"nvidia.com/gpu": "4"}},
     }
     karpenter = {"nodeClasses": {"default": {"preset": "default"}, "gpu": {"preset": "gpu"}}, "nodePools": pools}
-    report, broken = model_report(run_stack("dev", {"karpenter": karpenter}), CHARTS)
+    report, broken = model_report(*platform_model(run_stack("dev", {"karpenter": karpenter}), CHARTS))
     assert broken
     assert (
         "[lands-nowhere] Deployment kubeflow/ml-pipeline (manifests/kubeflow-apps.yaml) can run on no node "

@@ -20,6 +20,7 @@ from components.policy import model as policy_model
 from components.policy.rules import RULES, Rule, evaluate, resolve_enforcement
 from components.scheduling import WORKLOAD_LABEL
 from components.tools import preview
+from components.tools.model import Platform
 from components.tools.preview import main, policy_resources
 from components.tools.preview.inventory import Inventory, Recorded
 from policies.pack import policies
@@ -148,7 +149,7 @@ def offline_run(inventory: Inventory, out, monkeypatch, capsys, *options: str) -
     """The offline preview's own main (its violations table and exit status) over a recorded stack."""
     monkeypatch.setattr(preview, "run_preview", lambda project_dir, stack, **_: inventory)
     # The policy table and its exit status alone: the model of the running platform has tests of its own.
-    monkeypatch.setattr(preview, "model_report", lambda recorded, charts: ("", False))
+    monkeypatch.setattr(preview, "platform_model", lambda recorded, charts: (Platform(), []))
     status = main(["--stack", "prod", "--out", str(out), "--project-dir", str(REPO), *options])
     return status, capsys.readouterr().out
 

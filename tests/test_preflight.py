@@ -29,7 +29,7 @@ from components.tools.preflight.quotas import (
 from components.tools.preflight.reads import Identity
 from components.tools.preflight.report import render_json, render_markdown, render_table
 from components.tools.preflight.results import Status, exit_code
-from components.tools.preflight.runner import name_checks, run_preflight
+from components.tools.preflight.runner import name_checks, placeholder_checks, run_preflight
 from tests import preflight_world
 from tests.preflight_world import (
     ACCOUNT,
@@ -74,10 +74,35 @@ def test_the_root_user_warns():
     assert identity_check(Identity(ACCOUNT, f"arn:aws:iam::{ACCOUNT}:root"), "us-west-2").status is Status.WARN
 
 
-def test_without_credentials_only_the_identity_check_runs_and_fails(no_aws_credentials):
-    results = run_preflight(platform_config("dev"), Clients.from_session(boto3.Session(region_name="us-west-2")))
-    assert [(r.name, r.status) for r in results] == [("identity", Status.FAIL)]
-    assert exit_code(results) == 1
+def real_values(stack: str):
+    """A shipped stack with its placeholders (documentation CIDR, example.org e-mails) replaced by real values."""
+    from components.platform_config import parse_config
+    from tests.preflight_world import PROJECT, read_stack_config
+
+    raw, _ = read_stack_config(REPO, PROJECT, stack)
+    real = {
+        key: (value if isinstance(value, str) else json.dumps(value))
+        .replace("203.0.113.0/24", "8.8.4.0/24")
+        .replace("@example.org", "@corp.test")
+        for key, value in raw.items()
+    }
+    return parse_config(real, project=PROJECT, stack=stack)
+
+
+def test_placeholders_fail_and_real_values_pass():
+    names = [r.name for r in placeholder_checks(platform_config("dev"))]
+    assert names == [
+        "placeholder/cluster.endpoint.publicCidrs",
+        "placeholder/kubeflow.adminEmail",
+        "placeholder/kubeflow.teams.ml-research.owner",
+    ]
+    assert placeholder_checks(real_values("dev")) == []
+
+
+def test_without_credentials_the_identity_check_errs_and_the_run_exits_3(no_aws_credentials):
+    results = run_preflight(real_values("dev"), Clients.from_session(boto3.Session(region_name="us-west-2")))
+    assert [(r.name, r.status) for r in results] == [("identity", Status.ERROR)]
+    assert exit_code(results) == 3
 
 
 def test_an_enabled_region_passes_and_one_not_opted_in_fails(clients):
@@ -201,7 +226,7 @@ def test_queues_of_other_stacks_and_this_stacks_own_while_deployed_pass(clients)
     assert interruption_queue_check(platform_config("dev"), {}, None).status is Status.PASS
 
 
-def test_a_read_the_identity_may_not_make_warns_and_names_the_call(clients):
+def test_a_read_the_identity_may_not_make_is_an_error_row_naming_the_call(clients):
     from botocore.stub import Stubber
 
     eks = boto3.client("eks", region_name="us-west-2")
@@ -211,7 +236,7 @@ def test_a_read_the_identity_may_not_make_warns_and_names_the_call(clients):
         from dataclasses import replace
 
         result = {r.name: r for r in name_checks(platform_config("dev"), replace(clients, eks=eks))}["name/cluster"]
-    assert result.status is Status.WARN
+    assert result.status is Status.ERROR
     assert result.evidence == "could not check: DescribeCluster answered AccessDeniedException: not authorized"
 
 
@@ -255,6 +280,13 @@ def prod_results():
 def test_the_prod_stack_on_a_new_account_fails_on_gpu_quotas_and_the_spot_role(prod_results):
     statuses = {r.name: r.status for r in prod_results}
     assert {name for name, status in statuses.items() if status is Status.FAIL} == {
+        "placeholder/kubeflow.adminEmail",
+        "placeholder/kubeflow.teams.research.owner",
+        # with 0 vCPUs of G and P quota, no GPU pool can launch anything
+        "nodepool/inference-a10g-on-demand",
+        "nodepool/inference-a10g-spot",
+        "nodepool/inference-t4-spot",
+        "nodepool/training",
         "quota/g-vt-spot",
         "quota/g-vt-on-demand",
         "quota/p-on-demand",
@@ -293,7 +325,7 @@ def test_the_prod_stack_passes_once_the_spot_role_exists_and_the_quotas_are_rais
         for quota, value in PROD_QUOTAS
     ]
     stubbed, _ = with_quotas(clients, answers)
-    results = run_preflight(platform_config("prod"), stubbed)
+    results = run_preflight(real_values("prod"), stubbed)
     assert {r.name for r in results if r.status is not Status.PASS} == {"cluster-access"}  # the private endpoint
     assert exit_code(results) == 0
 
@@ -303,10 +335,10 @@ def test_the_report_renders_as_a_table_markdown_and_json(prod_results):
     results = prod_results
     table = render_table(results, title="Preflight of stack 'prod'")
     assert "FAIL  spot-service-linked-role" in table
-    assert table.rstrip().endswith(f"{sum(r.status is Status.PASS for r in results)} PASS, 3 WARN, 4 FAIL")
+    assert table.rstrip().endswith(f"{sum(r.status is Status.PASS for r in results)} PASS, 3 WARN, 10 FAIL, 0 ERROR")
     assert render_markdown(results).splitlines()[0] == "| status | check | evidence | fix |"
     document = json.loads(render_json(results, stack="prod", region="us-west-2"))
-    assert document["summary"]["FAIL"] == 4
+    assert document["summary"]["FAIL"] == 10
     assert {"name", "status", "evidence", "fix"} == set(document["checks"][0])
 
 
@@ -319,7 +351,7 @@ def test_the_command_line_exits_1_on_a_failure_and_prints_json(clients, monkeypa
     assert cli.main(["--stack", "prod", "--project-dir", str(REPO), "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert document["stack"] == "prod"
-    assert document["summary"]["FAIL"] == 4
+    assert document["summary"]["FAIL"] == 10
 
 
 def test_the_command_line_exits_2_on_an_invalid_stack(tmp_path, capsys):
@@ -330,7 +362,7 @@ def test_the_command_line_exits_2_on_an_invalid_stack(tmp_path, capsys):
     assert cli.main(["--stack", "missing", "--project-dir", str(tmp_path)]) == 2
 
 
-def test_a_profile_this_machine_does_not_have_fails_the_identity_check(capsys, tmp_path, monkeypatch):
+def test_a_profile_this_machine_does_not_have_is_an_identity_error(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     (tmp_path / "Pulumi.yaml").write_text("name: eks-ml-platform\n")
     stack = (
@@ -339,7 +371,79 @@ def test_a_profile_this_machine_does_not_have_fails_the_identity_check(capsys, t
         .replace("  aws:region: us-west-2\n", "  aws:region: us-west-2\n  aws:profile: nowhere\n")
     )
     (tmp_path / "Pulumi.dev.yaml").write_text(stack)
+    # the placeholders of the shipped dev stack fail (1) whatever AWS answers
     assert cli.main(["--stack", "dev", "--project-dir", str(tmp_path), "--json"]) == 1
-    (check,) = json.loads(capsys.readouterr().out)["checks"]
-    assert (check["name"], check["status"]) == ("identity", "FAIL")
+    *placeholders, check = json.loads(capsys.readouterr().out)["checks"]
+    assert {p["status"] for p in placeholders} == {"FAIL"}
+    assert (check["name"], check["status"]) == ("identity", "ERROR")
     assert "nowhere" in check["evidence"]
+
+
+# ------------------------------------------------------------------------------------ launchability and errors
+
+TRAINING_ONLY_P5 = {
+    "kubeflow": {"enabled": False},
+    "karpenter": {
+        "nodeClasses": {"gpu-training": {"preset": "gpu-training"}},
+        "nodePools": {
+            "training": {
+                "preset": "gpu-training",
+                "instanceFamilies": ["p5"],
+                "instanceSizes": ["48xlarge"],
+                "limits": {"nvidia.com/gpu": "4"},
+            }
+        },
+    },
+}
+
+
+def test_a_pool_whose_limit_is_below_every_allowed_type_fails(clients):
+    from components.tools.preflight.runner import capacity_checks
+
+    config = platform_config("dev", TRAINING_ONLY_P5)
+    stubbed, _ = with_quotas(clients, [(QUOTA["standard-on-demand"], 64.0)])
+    results = {r.name: r for r in capacity_checks(config, stubbed)}
+    result = results["nodepool/training"]
+    assert result.status is Status.FAIL
+    assert "limits 4 nvidia.com/gpu: every allowed type exceeds them (p5.48xlarge brings 8 nvidia.com/gpu)" in (
+        result.evidence
+    )
+
+
+def test_an_endpoint_error_is_one_error_row_and_the_run_goes_on(clients, capsys, monkeypatch):
+    from botocore.exceptions import EndpointConnectionError
+
+    def unreachable(**_):
+        raise EndpointConnectionError(endpoint_url="https://fsx.us-west-2.amazonaws.com/")
+
+    create_admin_role(clients)
+    answer_ebs_default_key(clients.ec2, "alias/aws/ebs")
+    clients.fsx.meta.events.register("before-call.fsx.DescribeFileSystems", unreachable)
+    # An API the partition lacks, as a server answers it
+    clients.logs.meta.events.register(
+        "before-call.cloudwatch-logs.DescribeLogGroups",
+        lambda **_: (
+            __import__("botocore.awsrequest").awsrequest.AWSResponse("https://logs", 400, {}, None),
+            {"Error": {"Code": "UnknownOperationException", "Message": "not served in this partition"}},
+        ),
+    )
+    stubbed, _ = with_quotas(clients, PROD_QUOTAS)
+    monkeypatch.setattr(cli.Clients, "from_session", classmethod(lambda cls, session: stubbed))
+    monkeypatch.setattr(cli, "run_preflight", lambda config, c: run_preflight(real_values("prod"), c))
+    assert cli.main(["--stack", "prod", "--project-dir", str(REPO), "--json"]) == 1
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["quota/fsx-storage"]["status"] == "ERROR"
+    assert "Could not connect to the endpoint URL" in checks["quota/fsx-storage"]["evidence"]
+    assert checks["name/log-group"]["status"] == "ERROR"
+    assert "UnknownOperationException: not served in this partition" in checks["name/log-group"]["evidence"]
+    assert checks["name/cluster"]["status"] == "PASS"  # the run went on
+    errors = [name for name, c in checks.items() if c["status"] == "ERROR"]
+    assert errors == ["quota/fsx-storage", "name/log-group"]
+
+
+def test_errors_without_a_failure_exit_3():
+    from components.tools.preflight.results import CheckResult
+
+    assert exit_code([CheckResult("x", Status.PASS, ""), CheckResult("y", Status.ERROR, "")]) == 3
+    assert exit_code([CheckResult("y", Status.ERROR, ""), CheckResult("z", Status.FAIL, "")]) == 1
+    assert exit_code([CheckResult("x", Status.WARN, "")]) == 0

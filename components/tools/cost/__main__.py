@@ -1,10 +1,12 @@
 """What a stack costs: the idle baseline and the GPU spend ceiling of every NodePool, from its config alone.
 
-    python -m components.tools.cost --stack prod [--json | --markdown] [--live] [--on 2026-12-15]
+    python -m components.tools.cost --stack prod [--preview build/preview/prod] [--json | --markdown] [--live]
 
-Prices come from the pinned table (`components/tools/cost/prices.py`, no credentials needed); `--live` reads EC2
-instance prices from the AWS Price List API and the spot price history instead, with the stack's credentials. Exit
-status: 0; 1 when `--live` cannot read prices; 2 when the stack config is invalid.
+Prices come from the pinned table (`components/tools/cost/prices/`, no credentials needed); `--live` reads EC2
+instance prices from the AWS Price List API and the spot price history instead, with the stack's credentials.
+`--preview` names the stack's offline preview folder, from which the model of the running platform counts the
+platform's own pods on Karpenter pools (`make cost` previews first). Exit status: 0; 1 when `--live` cannot read
+prices; 2 when the stack config is invalid or the preview folder cannot be read.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from components.tools.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
+from components.tools.model.platform import Platform, load
 from components.tools.preflight.clients import PRICING_REGION, session_for
 
 from .calculator import estimate
@@ -36,12 +40,29 @@ def main(argv: list[str] | None = None) -> int:
         default=date.today(),
         help="date deciding standard or extended EKS support (default: today)",
     )
+    parser.add_argument(
+        "--preview", type=Path, help="the stack's offline preview folder: count the platform's own pods (its model)"
+    )
+    parser.add_argument(
+        "--charts",
+        type=Path,
+        help="folder of the pinned upstream charts the model renders (default: ../shared/reference/charts beside the "
+        "project, when it is there)",
+    )
     add_format_arguments(parser, "the estimate")
     args = parser.parse_args(argv)
 
     config = read_stack(args)
     if config is None:
         return INVALID_STACK
+    platform: Platform | None = None
+    if args.preview is not None:
+        beside = args.project_dir.resolve().parent / "shared" / "reference" / "charts"
+        try:
+            platform = load([args.preview], args.charts or (beside if beside.is_dir() else None))
+        except (OSError, ValueError, KeyError) as error:
+            print(f"error: {args.preview} is not a readable preview folder: {error}", file=sys.stderr)
+            return INVALID_STACK
     prices = PINNED
     if args.live:
         try:
@@ -56,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         except (ClientError, BotoCoreError) as error:
             print(f"error: could not read live prices: {error}", file=sys.stderr)
             return 1
-    result = estimate(config, prices, on=args.on)
+    result = estimate(config, prices, on=args.on, platform=platform)
     print(render_json(result) if args.json else render_markdown(result) if args.markdown else render_table(result))
     return 0
 

@@ -4,8 +4,12 @@ Two figures:
 
 - the **idle baseline** per month: what runs with no workload (control plane, NAT gateways, system nodes and their
   volumes, FSx, Prometheus' volume, control-plane logs, KMS keys);
-- the **GPU spend ceiling** of each accelerator NodePool: its device limit ÷ devices per instance, × the hourly
-  price of each instance type the pool allows, × 730 h; the cheapest and the dearest way to fill the limit.
+- the **spend ceiling** of each NodePool: its limit (GPUs, Neuron devices or NeuronCores; vCPUs for a CPU pool) ÷
+  what one instance brings, × the hourly price of each instance type the pool allows, × 730 h; the cheapest and the
+  dearest way to fill the limit.
+
+Given the model of the running platform, the baseline also counts the platform's own pods on Karpenter pools and
+their volumes (`footprint`).
 
 A price missing from the table is reported and left out of the sums, never counted as 0.
 """
@@ -19,15 +23,19 @@ from decimal import Decimal
 
 from components.config.types import ControlPlaneLog
 from components.platform_config import PlatformConfig
+from components.tools.model.platform import Platform
 from components.tools.preflight.checks_account import nat_zones
 from components.tools.preflight.selection import (
     InstanceShape,
     accelerated_shapes,
-    device_limit,
+    accelerator_limits,
+    cpu_limit,
     named_families,
     select,
 )
 
+from .cpu_types import cpu_catalog
+from .footprint import footprint
 from .prices import HOURS_PER_MONTH, STANDARD_SUPPORT_ENDS, PriceTable, RegionRates
 
 #: Assumed control-plane log volume per month by log type (GB ingested), low and high: an estimate for a cluster of
@@ -45,7 +53,8 @@ NOT_COUNTED = (
     "S3 storage and requests",
     "CloudWatch Logs storage",
     "load balancers your Services and Ingresses create",
-    "CPU nodes Karpenter launches for workloads (bounded by each CPU pool's cpu limit)",
+    "nodes Karpenter launches for workloads (bounded by each pool's ceiling)",
+    "what the EKS add-ons' DaemonSets ask on Karpenter nodes (their requests are not pinned)",
 )
 
 
@@ -113,11 +122,12 @@ class Estimate:
 
     @property
     def gpu_ceiling(self) -> Decimal:
+        """Every pool filled at its limit with its dearest instance type."""
         return sum((p.dearest.monthly for p in self.pools if p.dearest is not None), Decimal(0))
 
     @property
     def ceiling(self) -> Decimal | None:
-        """Idle (high end) plus every GPU pool filled at its limit with its dearest instance type."""
+        """Idle (high end) plus every pool filled at its limit with its dearest instance type."""
         idle = self.idle_high
         return None if idle is None else idle + self.gpu_ceiling
 
@@ -264,9 +274,13 @@ def baseline(config: PlatformConfig, pricer: _Pricer, on: date, notes: list[str]
     return lines
 
 
-def _fills(shapes: list[InstanceShape], limit: int, hourly: Mapping[str, Decimal]) -> tuple[Fill | None, Fill | None]:
+def _fills(
+    shapes: list[InstanceShape], limits: Mapping[str, int], hourly: Mapping[str, Decimal]
+) -> tuple[Fill | None, Fill | None]:
     fills = [
-        Fill(s.instance_type, limit // s.devices, hourly[s.instance_type]) for s in shapes if s.instance_type in hourly
+        Fill(s.instance_type, _instances(s, limits), hourly[s.instance_type])
+        for s in shapes
+        if s.instance_type in hourly
     ]
     if not fills:
         return None, None
@@ -274,24 +288,38 @@ def _fills(shapes: list[InstanceShape], limit: int, hourly: Mapping[str, Decimal
     return by_cost[0], by_cost[-1]
 
 
+def _instances(shape: InstanceShape, limits: Mapping[str, int]) -> int:
+    """Instances of `shape` that fill the pool's limits: accelerator limits, or a CPU pool's vCPUs."""
+    if "cpu" in limits:
+        return limits["cpu"] // (shape.vcpus or limits["cpu"] + 1)
+    return shape.instances_within(limits)
+
+
 def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> list[PoolCeiling]:
     ceilings = []
-    catalog = accelerated_shapes(config.karpenter.added_families)
-    with_facts = {shape.family for shape in catalog}
+    accelerated = accelerated_shapes(config.karpenter.added_families)
+    with_facts = {shape.family for shape in accelerated}
+    sized = [t.shape for t in cpu_catalog(pricer.prices.instances.get(pricer.region, {}))]
     for name, pool in sorted(config.karpenter.node_pools.items()):
-        limit = device_limit(pool)
-        if limit is None:
-            notes.append(f"{name}: no GPU or Neuron limit (a CPU pool), so no GPU ceiling")
-            continue
-        resource, devices = limit
+        limits: dict[str, int] = accelerator_limits(pool)
+        catalog = accelerated
+        if not limits:
+            cpus = cpu_limit(pool)
+            if cpus is None:
+                notes.append(f"{name}: neither an accelerator nor a cpu limit, so no ceiling")
+                continue
+            limits, catalog = {"cpu": cpus}, sized
+        resource, devices = next(iter(limits.items()))
         selection = select(pool)
         allowed = selection.allowed(catalog)
-        fitting = [s for s in allowed if 0 < s.devices <= devices]
-        over = tuple(s.instance_type for s in allowed if s.devices > devices)
+        fitting = [s for s in allowed if _instances(s, limits) > 0]
+        over = tuple(s.instance_type for s in allowed if _instances(s, limits) == 0)
         on_demand: dict[str, Decimal] = {}
-        # A family the pool names without device facts has no shapes here: say so rather than price the pool as if it
-        # could not launch it.
-        without_facts = [family for family in named_families(selection) if family not in with_facts]
+        # A family an accelerator pool names without device facts has no shapes here: say so rather than price the
+        # pool as if it could not launch it.
+        without_facts = []
+        if catalog is accelerated:
+            without_facts = [family for family in named_families(selection) if family not in with_facts]
         unpriced = [f"{family} (no device facts)" for family in without_facts]
         pricer.missing += [
             f"{name}: devices per instance of {family} (components/instances/accelerated_families.yaml or "
@@ -304,7 +332,7 @@ def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> 
                 unpriced.append(shape.instance_type)
             else:
                 on_demand[shape.instance_type] = hourly
-        cheapest, dearest = _fills(fitting, devices, on_demand)
+        cheapest, dearest = _fills(fitting, limits, on_demand)
         spot_cheapest = spot_dearest = None
         if "spot" in selection.capacity_types:
             spot = {
@@ -312,9 +340,14 @@ def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> 
                 for s in fitting
                 if (price := pricer.prices.spot_hour(pricer.region, s.instance_type)) is not None
             }
-            spot_cheapest, spot_dearest = _fills(fitting, devices, spot)
+            spot_cheapest, spot_dearest = _fills(fitting, limits, spot)
         if not fitting:
             notes.append(f"{name}: no allowed instance type fits within its limit of {devices} {resource}")
+        if resource == "cpu":
+            notes.append(
+                f"{name}: a CPU pool, priced over the c, m and r types of generation 6 and later the table names "
+                "(sized by their names: cpu_types)"
+            )
         if pool.gpu_names and not pool.instance_families:
             families = sorted({s.family for s in allowed})
             notes.append(
@@ -338,11 +371,59 @@ def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> 
     return ceilings
 
 
-def estimate(config: PlatformConfig, prices: PriceTable, *, on: date) -> Estimate:
-    """The stack's idle baseline and GPU ceilings at `prices`; `on` decides standard or extended EKS support."""
+def platform_lines(config: PlatformConfig, pricer: _Pricer, platform: Platform, notes: list[str]) -> list[CostLine]:
+    """What the platform's own pods make Karpenter launch, and their volumes (from the model)."""
+    region = pricer.prices.instances.get(pricer.region, {})
+    price = {"on-demand": region, "spot": pricer.prices.spot.get(pricer.region, {})}
+    found = footprint(platform, config.karpenter.node_pools, cpu_catalog(region), price)
+    lines = []
+    for load in found.loads:
+        asked = f"{len(load.pods)} pods asking {_quantity(load.cpu)} vCPU, {load.memory / 2**30:.1f} GiB"
+        if load.fill is None:
+            lines.append(CostLine(f"platform pods on `{load.pool}` ({asked})", None, None, load.why_unpriced))
+            pricer.missing.append(f"{pricer.region} the platform's pods on {load.pool}: {load.why_unpriced}")
+            continue
+        instance_type, nodes, hourly, capacity = load.fill
+        lines.append(
+            pricer.line(
+                f"platform pods on `{load.pool}` ({asked}; {nodes} × {instance_type}, {capacity})",
+                hourly,
+                nodes * HOURS_PER_MONTH,
+                f"{nodes} × {_hours(hourly)}",
+            )
+        )
+    if found.volumes:
+        gib = sum((size for _, size in found.volumes), Decimal(0))
+        gp3 = pricer.rate("gp3_gib_month")
+        what = ", ".join(name for name, _ in found.volumes)
+        lines.append(
+            pricer.line(
+                f"platform volumes ({len(found.volumes)}, {_quantity(gib)} GiB gp3)",
+                gp3,
+                gib,
+                f"{_quantity(gib)} GiB × ${gp3}/GiB-month ({what})",
+            )
+        )
+    if found.unrendered:
+        notes.append(
+            f"not counted: the pods of Helm releases the model could not render ({', '.join(found.unrendered)})"
+        )
+    return lines
+
+
+def estimate(config: PlatformConfig, prices: PriceTable, *, on: date, platform: Platform | None = None) -> Estimate:
+    """The stack's idle baseline and pool ceilings at `prices`; `on` decides standard or extended EKS support;
+    `platform` (the model of the running platform) adds the platform's own pods on Karpenter pools."""
     pricer = _Pricer(prices, config.region)
     notes: list[str] = []
     lines = baseline(config, pricer, on, notes)
+    if platform is None:
+        notes.append(
+            "not counted: the platform's own pods on Karpenter pools and their volumes "
+            "(they come from the model of the running platform: give --preview, as make cost does)"
+        )
+    else:
+        lines += platform_lines(config, pricer, platform, notes)
     pools = pool_ceilings(config, pricer, notes)
     if any("spot" in p.capacity_types and p.spot_dearest is None for p in pools):
         notes.append("spot pools: ceilings at the on-demand price, which a spot instance never bills above")
@@ -363,7 +444,7 @@ def headline(estimate: Estimate) -> str:
     idle, ceiling = estimate.idle_high, estimate.ceiling
     if idle is None or ceiling is None:
         return f"cost unknown: {estimate.missing[0]}"
-    line = f"about ${idle:,.0f}/month idle; up to ${ceiling:,.0f}/month with every GPU pool at its limit"
+    line = f"about ${idle:,.0f}/month idle; up to ${ceiling:,.0f}/month with every pool at its limit"
     if estimate.missing:
         line += f" ({len(estimate.missing)} price(s) missing: python -m components.tools.cost --stack {estimate.stack})"
     return line

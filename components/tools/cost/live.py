@@ -15,12 +15,12 @@ from decimal import Decimal
 from typing import Any
 
 from components.platform_config import PlatformConfig
-from components.tools.preflight.selection import accelerated_shapes, device_limit, select
+from components.tools.preflight.selection import accelerated_shapes, accelerator_limits, select
 
 from .prices import PriceTable
 
 #: The one product per instance type and region that the on-demand Linux price belongs to.
-_PRODUCT_FILTERS = {
+PRODUCT_FILTERS = {
     "operatingSystem": "Linux",
     "tenancy": "Shared",
     "preInstalledSw": "NA",
@@ -31,7 +31,7 @@ _SPOT_TYPES_PER_CALL = 100
 
 
 def product_filters(instance_type: str, region: str) -> list[dict[str, str]]:
-    fields = {"instanceType": instance_type, "regionCode": region, **_PRODUCT_FILTERS}
+    fields = {"instanceType": instance_type, "regionCode": region, **PRODUCT_FILTERS}
     return [{"Type": "TERM_MATCH", "Field": field, "Value": value} for field, value in fields.items()]
 
 
@@ -88,11 +88,11 @@ def priced_types(config: PlatformConfig) -> tuple[list[str], list[str]]:
     spot: list[str] = []
     shapes = accelerated_shapes()
     for pool in config.karpenter.node_pools.values():
-        limit = device_limit(pool)
-        if limit is None:
+        limits = accelerator_limits(pool)
+        if not limits:
             continue
         selection = select(pool)
-        fitting = [s.instance_type for s in selection.allowed(shapes) if 0 < s.devices <= limit[1]]
+        fitting = [s.instance_type for s in selection.allowed(shapes) if s.instances_within(limits) > 0]
         every += fitting
         if "spot" in selection.capacity_types:
             spot += fitting
@@ -105,12 +105,14 @@ def live_table(base: PriceTable, config: PlatformConfig, *, pricing: Any, ec2: A
     region = config.region
     on_demand = read_on_demand(pricing, region, every)
     spot = read_spot(ec2, config.network.availability_zones, spot_types, now) if spot_types else {}
-    instances: Mapping[str, Mapping[str, Decimal]] = {**base.instances, region: on_demand}
+    # Types read now replace the pinned figures (one not answered is missing, not pinned); the others keep theirs.
+    kept = {t: p for t, p in base.instances.get(region, {}).items() if t not in every}
+    instances: Mapping[str, Mapping[str, Decimal]] = {**base.instances, region: {**kept, **on_demand}}
     return replace(
         base,
         date=now.date(),
-        source=f"Price List API and spot price history of {now.date().isoformat()} for EC2 instances, "
-        f"{base.source} for the rest",
+        source=f"Price List API and spot price history of {now.date().isoformat()} for the accelerated and "
+        f"system node types, {base.source} for the rest",
         instances=instances,
         spot={**base.spot, region: spot},
     )

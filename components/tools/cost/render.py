@@ -26,9 +26,15 @@ def _capacity(pool: PoolCeiling) -> str:
     return "/".join(pool.capacity_types)
 
 
+_UNITS = {
+    "nvidia.com/gpu": "GPUs",
+    "aws.amazon.com/neuron": "Neuron devices",
+    "aws.amazon.com/neuroncore": "NeuronCores",
+}
+
+
 def _limit(pool: PoolCeiling) -> str:
-    unit = "GPUs" if pool.resource == "nvidia.com/gpu" else "Neuron devices"
-    return f"{pool.limit} {unit}"
+    return f"{pool.limit} {_UNITS.get(pool.resource, 'vCPUs')}"
 
 
 def render_table(estimate: Estimate) -> str:
@@ -46,7 +52,7 @@ def render_table(estimate: Estimate) -> str:
     lines.append(f"  {'total':<{width}}  {_range(estimate.idle_low, estimate.idle_high):>22}")
     lines += [
         "",
-        "GPU spend ceiling per NodePool, per month (the limit filled with the cheapest / dearest allowed type)",
+        "Spend ceiling per NodePool, per month (the limit filled with the cheapest / dearest allowed type)",
     ]
     for pool in estimate.pools:
         fills = f"cheapest {_fill(pool.cheapest)}; dearest {_fill(pool.dearest)}"
@@ -55,7 +61,7 @@ def render_table(estimate: Estimate) -> str:
             lines.append(f"    at current spot prices: {_fill(pool.spot_cheapest)} .. {_fill(pool.spot_dearest)}")
         if pool.unpriced:
             lines.append(f"    not priced: {', '.join(pool.unpriced)}")
-    lines.append(f"  {'all GPU pools at their limits':<{width}}  {money(estimate.gpu_ceiling):>22}")
+    lines.append(f"  {'all pools at their limits':<{width}}  {money(estimate.gpu_ceiling):>22}")
     lines += ["", f"Whole stack: {headline(estimate)}"]
     if estimate.missing:
         lines += ["", "Missing from the price table (left out of the sums, not counted as $0):"]
@@ -74,10 +80,10 @@ def render_markdown(estimate: Estimate) -> str:
         high = money(pool.dearest.monthly if pool.dearest else None)
         unpriced = f"; not priced: {', '.join(pool.unpriced)}" if pool.unpriced else ""
         lines.append(
-            f"| GPU ceiling `{pool.pool}` ({_limit(pool)}, {_capacity(pool)}) | {low} - {high} "
+            f"| ceiling `{pool.pool}` ({_limit(pool)}, {_capacity(pool)}) | {low} - {high} "
             f"| {_fill(pool.cheapest)} .. {_fill(pool.dearest)}{unpriced} |"
         )
-    lines.append(f"| **ceiling** (idle + every GPU pool at its limit) | **{money(estimate.ceiling)}** | |")
+    lines.append(f"| **ceiling** (idle + every pool at its limit) | **{money(estimate.ceiling)}** | |")
     return "\n".join(lines)
 
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
+
+from components.team.quantity import parse_quantity
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
@@ -42,6 +45,9 @@ class Workload:
     extended: frozenset[str]
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    #: What one pod asks the scheduler for (cpu in cores, memory in bytes, ...): the larger of its containers' sum
+    #: and its largest init container, per resource, as the scheduler reckons it.
+    requests: Mapping[str, Decimal] = field(default_factory=dict)
 
     @property
     def ref(self) -> str:
@@ -84,6 +90,32 @@ def _extended(pod_spec: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(names)
 
 
+def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
+    resources = container.get("resources") or {}
+    # A container with limits and no requests gets its limits as requests (API defaulting).
+    asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    found = {}
+    for name, amount in asked.items():
+        try:
+            found[str(name)] = parse_quantity(amount)
+        except ValueError:  # a templated or malformed quantity the API would refuse: nothing to count
+            continue
+    return found
+
+
+def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """What a pod asks for: its containers' requests summed, or its largest init container's where that is more
+    (init containers run one at a time, before the others)."""
+    total: dict[str, Decimal] = {}
+    for container in pod_spec.get("containers") or ():
+        for name, amount in _container_requests(container).items():
+            total[name] = total.get(name, Decimal(0)) + amount
+    for container in pod_spec.get("initContainers") or ():
+        for name, amount in _container_requests(container).items():
+            total[name] = max(total.get(name, Decimal(0)), amount)
+    return total
+
+
 def from_pod_template(
     origin: str, kind: str, namespace: str, name: str, replicas: int | None, template: Mapping[str, Any]
 ) -> Workload:
@@ -104,6 +136,7 @@ def from_pod_template(
         extended=_extended(pod_spec),
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
+        requests=pod_requests(pod_spec),
     )
 
 
@@ -121,7 +154,9 @@ def _operator_pods(origin: str, obj: Mapping[str, Any], namespace: str) -> Workl
             "nodeSelector": spec.get("nodeSelector") or {},
             "tolerations": spec.get("tolerations") or [],
             "affinity": spec.get("affinity") or {},
-            "containers": [{"name": str(obj["kind"]).lower(), "image": image}],
+            "containers": [
+                {"name": str(obj["kind"]).lower(), "image": image, "resources": spec.get("resources") or {}}
+            ],
         },
     }
     name = f"{str(obj['kind']).lower()}-{obj['metadata']['name']}"

@@ -2,7 +2,8 @@
 
     python -m components.tools.preflight --stack prod [--json | --markdown]
 
-Exit status: 0 when no check failed (warnings allowed), 1 when one did, 2 when the stack config is invalid.
+Exit status: 0 when every check passed (warnings allowed), 1 when one failed, 2 when the stack config is invalid,
+3 when AWS could not be reached or a call failed (an ERROR row) and no check failed.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from components.tools.commands import INVALID_STACK, add_format_arguments, add_s
 
 from .clients import Clients, session_for
 from .report import render_json, render_markdown, render_table
-from .results import exit_code, failed
-from .runner import run_preflight
+from .results import errored, exit_code
+from .runner import placeholder_checks, run_preflight
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         clients = Clients.from_session(session_for(config.profile, config.region))
     except BotoCoreError as error:  # e.g. aws:profile names a profile this machine does not have
         results = [
-            failed("identity", f"no AWS session: {error}", "set aws:profile to a configured profile, or remove it")
+            *placeholder_checks(config),
+            errored("identity", f"no AWS session: {error}", "set aws:profile to a configured profile, or remove it"),
         ]
     else:
         results = run_preflight(config, clients)

@@ -13,7 +13,7 @@ from components.karpenter.specs import NodePoolSpec
 from .quotas import VCPU_CLASSES, Quota, VcpuClass, increase_command, vcpu_class
 from .reads import Zone
 from .results import CheckResult, failed, passed, warned
-from .selection import InstanceShape, PoolSelection, cpu_limit, device_limit
+from .selection import InstanceShape, PoolSelection, accelerator_limits, cpu_limit
 
 _ARCHITECTURES = {"amd64": "x86_64", "arm64": "arm64"}
 
@@ -134,6 +134,69 @@ def pool_offering_check(
     return passed(check, evidence)
 
 
+def fits_limits(pool: NodePoolSpec, shape: InstanceShape) -> bool:
+    """Whether one instance of this type stays within the pool's limits (Karpenter launches nothing that would take
+    the pool over one): its GPUs, Neuron devices or NeuronCores, else its vCPUs against a cpu limit."""
+    limits = accelerator_limits(pool)
+    if limits:
+        return shape.instances_within(limits) > 0
+    cpus = cpu_limit(pool)
+    return cpus is None or shape.vcpus is None or shape.vcpus <= cpus
+
+
+def _brings(pool: NodePoolSpec, shape: InstanceShape) -> str:
+    limits = accelerator_limits(pool)
+    if limits:
+        return ", ".join(f"{shape.units(resource)} {resource}" for resource in limits)
+    return f"{shape.vcpus} vCPUs"
+
+
+def limit_fit_check(name: str, pool: NodePoolSpec, allowed: Sequence[InstanceShape]) -> CheckResult | None:
+    """FAIL when every allowed type brings more than the pool's limits allow: the pool can never launch a node."""
+    if not allowed or any(fits_limits(pool, s) for s in allowed):
+        return None
+    limits: dict[str, int | None] = {**accelerator_limits(pool)} or {"cpu": cpu_limit(pool)}
+    asked = ", ".join(f"{limit} {resource}" for resource, limit in limits.items())
+    brings = "; ".join(f"{s.instance_type} brings {_brings(pool, s)}" for s in allowed[:6])
+    more = f" (and {len(allowed) - 6} more)" if len(allowed) > 6 else ""
+    return failed(
+        f"nodepool/{name}",
+        f"limits {asked}: every allowed type exceeds them ({brings}{more}); Karpenter never launches a node",
+        f"raise karpenter.nodePools.{name}.limits to at least one instance's worth, or allow smaller sizes",
+    )
+
+
+def quota_fit_check(
+    name: str, shapes: Sequence[InstanceShape], capacity_types: Sequence[str], values: Mapping[Quota, float | None]
+) -> CheckResult | None:
+    """FAIL when, on every capacity type the pool may use, the vCPU quota of each launchable type's class is below one
+    instance of it (None when a quota could not be read: nothing to conclude)."""
+    fits, known = False, True
+    smallest: dict[str, tuple[int, str, float]] = {}
+    for shape in shapes:
+        cls = vcpu_class(shape.instance_type)
+        if cls is None or shape.vcpus is None:
+            return None
+        for quota, _ in _capacity_quotas(cls, capacity_types):
+            value = values.get(quota)
+            if value is None:
+                known = False
+                continue
+            if shape.vcpus <= value:
+                fits = True
+            label = f"{quota.code} = {value:g}"
+            if label not in smallest or shape.vcpus < smallest[label][0]:
+                smallest[label] = (shape.vcpus, shape.instance_type, value)
+    if fits or not known or not smallest:
+        return None
+    evidence = "; ".join(f"{label}, smallest type {t} needs {v}" for label, (v, t, _) in smallest.items())
+    return failed(
+        f"nodepool/{name}",
+        f"no type the pool may launch fits under its vCPU quota ({evidence}): Karpenter's launches fail",
+        "raise the quota (see the quota rows below for the command)",
+    )
+
+
 # ------------------------------------------------------------------------------------------------ vCPU quotas
 
 
@@ -169,22 +232,22 @@ def _capacity_quotas(cls: VcpuClass, capacity_types: Sequence[str]) -> list[tupl
 def pool_demands(
     name: str, pool: NodePoolSpec, selection: PoolSelection, shapes: Sequence[InstanceShape]
 ) -> list[Demand]:
-    """vCPUs the pool needs at its limit, per quota: an accelerator pool's device limit ÷ devices per instance ×
-    vCPUs per instance, for the instance type that needs the fewest and the most; a CPU pool's cpu limit.
+    """vCPUs the pool needs at its limit, per quota: an accelerator pool's limit (GPUs, Neuron devices or NeuronCores)
+    ÷ what one instance brings × vCPUs per instance, for the instance type that needs the fewest and the most; a CPU
+    pool's cpu limit.
 
     Instance types with more devices than the limit are left out: Karpenter never launches a node that would take the
     pool over its limit.
     """
     source = f"nodePools.{name}"
     demands: list[Demand] = []
-    devices = device_limit(pool)
+    limits = accelerator_limits(pool)
     for cls, members in sorted(_by_class(shapes).items(), key=lambda item: item[0].key):
-        if devices is not None:
-            limit = devices[1]
+        if limits:
             fills = [
-                (limit // s.devices * s.vcpus, f"{limit // s.devices} × {s.instance_type}")  # type: ignore[operator]
+                (count * s.vcpus, f"{count} × {s.instance_type}")  # type: ignore[operator]
                 for s in members
-                if 0 < s.devices <= limit
+                if (count := s.instances_within(limits)) > 0
             ]
         else:
             cpus = cpu_limit(pool)

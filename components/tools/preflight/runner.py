@@ -1,6 +1,7 @@
 """Run every preflight check for a stack: read the account (`reads`), conclude (`checks_*`).
 
-A read the identity may not make becomes a WARN that names the call, not a crash: the other checks still run.
+An AWS call that fails (access denied, an API the partition lacks, an endpoint or proxy that answers something
+else) becomes that check's ERROR row with the service's message, never a crash: the other checks still run.
 Without credentials nothing else can be read, so the run stops after the identity check.
 """
 
@@ -39,9 +40,12 @@ from .checks_capacity import (
     Demand,
     as_ec2_filters,
     describe_filters,
+    fits_limits,
+    limit_fit_check,
     pool_demands,
     pool_offering_check,
     quota_check_name,
+    quota_fit_check,
     quota_order,
     system_group_check,
     system_group_demands,
@@ -49,8 +53,9 @@ from .checks_capacity import (
     zones_check,
 )
 from .clients import Clients
+from .placeholders import placeholders
 from .quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION, Quota
-from .results import CheckResult, failed, warned
+from .results import CheckResult, Status, errored, failed
 from .selection import InstanceShape, select
 
 #: DescribeInstanceTypes filters in their hashable form (`describe_filters`).
@@ -63,38 +68,57 @@ def _guarded(name: str, produce: Callable[[], Iterable[CheckResult | None]]) -> 
     except ClientError as error:
         detail = error.response.get("Error", {})
         return [
-            warned(
+            errored(
                 name,
                 f"could not check: {error.operation_name} answered {detail.get('Code')}: {detail.get('Message')}",
-                f"let this identity make the read-only call {error.operation_name} (e.g. the ReadOnlyAccess policy)",
+                f"let this identity make the read-only call {error.operation_name} (e.g. the ReadOnlyAccess policy), "
+                "or check that the region's partition offers it",
             )
         ]
     except BotoCoreError as error:
-        return [warned(name, f"could not check: {error}", "check the network path to the AWS API")]
+        return [errored(name, f"could not check: {error}", "check the network path (proxy, endpoint) to the AWS API")]
+    except (KeyError, TypeError, ValueError) as error:  # an answer without the fields the API documents
+        return [
+            errored(
+                name,
+                f"could not check: AWS answered something unexpected ({type(error).__name__}: {error})",
+                "check the endpoint and proxy the AWS SDK uses (AWS_ENDPOINT_URL, HTTPS_PROXY)",
+            )
+        ]
+
+
+def placeholder_checks(config: PlatformConfig) -> list[CheckResult]:
+    return [
+        failed(f"placeholder/{p.key}", f"{p.key} is {p.value}: {p.why}", f"set {p.key} to a real value")
+        for p in placeholders(config)
+    ]
 
 
 def run_preflight(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+    offline = placeholder_checks(config)  # judged from the config alone, whatever AWS answers
     try:
         identity = reads.caller_identity(clients.sts)
     except NoCredentialsError:
         profile = f"profile {config.profile}" if config.profile else "the default credential chain"
         return [
-            failed(
+            *offline,
+            errored(
                 "identity",
                 f"no AWS credentials found ({profile})",
                 "log in (aws sso login, or set AWS_PROFILE) and run again",
-            )
+            ),
         ]
     except (ClientError, BotoCoreError) as error:
         return [
-            failed(
+            *offline,
+            errored(
                 "identity",
                 f"sts:GetCallerIdentity failed: {error}",
                 "check the credentials and the network path to AWS",
-            )
+            ),
         ]
 
-    results = [identity_check(identity, config.region)]
+    results = [*offline, identity_check(identity, config.region)]
     results += _guarded(
         "region", lambda: [region_check(config.region, reads.region_opt_in(clients.ec2, config.region))]
     )
@@ -129,6 +153,8 @@ def capacity_checks(config: PlatformConfig, clients: Clients) -> list[CheckResul
     offered: dict[str, frozenset[str]] = {}
     demands: list[Demand] = []
     read: list[bool] = []
+    #: What each pool may launch (allowed, within its limits, offered in its zones) and on which capacity types.
+    launchable_by_pool: dict[str, tuple[list[InstanceShape], tuple[str, ...]]] = {}
 
     def system() -> list[CheckResult]:
         offered.update(reads.offerings(clients.ec2, zones))
@@ -146,21 +172,37 @@ def capacity_checks(config: PlatformConfig, clients: Clients) -> list[CheckResul
             pool_zones = selection.zones(zones)
             allowed = selection.allowed(shapes(describe_filters(selection)))
             unevaluated = sorted({u for shape in allowed for u in selection.unevaluated(shape)})
-            launchable = [s for s in allowed if set(pool_zones) & offered.get(s.instance_type, frozenset())]
+            launchable = [
+                s
+                for s in allowed
+                if set(pool_zones) & offered.get(s.instance_type, frozenset()) and fits_limits(pool, s)
+            ]
             demands.extend(pool_demands(name, pool, selection, launchable))
-            return [pool_offering_check(name, pool_zones, allowed, offered, unevaluated)]
+            offering = pool_offering_check(name, pool_zones, allowed, offered, unevaluated)
+            if offering.status is not Status.FAIL:
+                launchable_by_pool[name] = (launchable, selection.capacity_types)
+                return [limit_fit_check(name, pool, allowed) or offering]
+            return [offering]
 
         results += _guarded(f"nodepool/{name}", pool_check)
 
     by_quota: dict[Quota, list[Demand]] = {}
     for demand in demands:
         by_quota.setdefault(demand.quota, []).append(demand)
+    values: dict[Quota, float | None] = {}
     for quota, quota_demands in sorted(by_quota.items(), key=lambda item: quota_order(item[0])):
 
         def quota_check(quota: Quota = quota, quota_demands: list[Demand] = quota_demands) -> list[CheckResult]:
-            return [vcpu_quota_check(quota, reads.quota_value(clients.quotas, quota), quota_demands, config.region)]
+            values[quota] = reads.quota_value(clients.quotas, quota)
+            return [vcpu_quota_check(quota, values[quota], quota_demands, config.region)]
 
         results += _guarded(quota_check_name(quota), quota_check)
+    # A pool passes only if some type it may launch also fits under its quota.
+    for index, result in enumerate(results):
+        name = result.name.removeprefix("nodepool/")
+        if result.name.startswith("nodepool/") and result.status is not Status.FAIL and name in launchable_by_pool:
+            shapes_, capacity = launchable_by_pool[name]
+            results[index] = quota_fit_check(name, shapes_, capacity, values) or result
     return results
 
 

@@ -19,13 +19,18 @@ from components.instances import accelerators as gpu_facts
 from components.instances.families import category_of, family_of_type
 from components.karpenter.render import requirements as rendered_requirements
 from components.karpenter.specs import NodePoolSpec
-from components.scheduling import GPU_RESOURCE, NEURON_RESOURCE
+from components.scheduling import GPU_RESOURCE, NEURON_CORE_RESOURCE, NEURON_RESOURCE
 
 CAPACITY_KEY = "karpenter.sh/capacity-type"
 ZONE_KEY = "topology.kubernetes.io/zone"
 #: Keys that say where or how an instance runs, not which instance it is.
 _PLACEMENT_KEYS = frozenset({CAPACITY_KEY, ZONE_KEY, "topology.kubernetes.io/region", "kubernetes.io/os"})
 _AWS = "karpenter.k8s.aws/"
+#: NeuronCores per Neuron device, by the device name as `instance-accelerator-name` spells it (what the Neuron device
+#: plugin advertises as aws.amazon.com/neuroncore): AWS Neuron documentation, "Inferentia2 Architecture" and
+#: "Trainium Architecture" (2 NeuronCore-v2 each), "Trainium2 Architecture" (8 NeuronCore-v3). EC2 reports the same
+#: as NeuronInfo.NeuronDevices[].CoreInfo.Count, which `shape_from_ec2` prefers.
+NEURON_CORES_PER_DEVICE: Mapping[str, int] = {"inferentia2": 2, "trainium": 2, "trainium2": 8}
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,20 @@ class InstanceShape:
     gpu_memory_mib: int | None = None
     accelerator_name: str | None = None  # instance-accelerator-name: the Neuron device name
     accelerator_count: int = 0
+    neuron_cores: int = 0  # NeuronCores of the whole instance
+
+    def units(self, resource: str) -> int:
+        """How many of an accelerator resource (nvidia.com/gpu, aws.amazon.com/neuron or neuroncore) one instance
+        brings."""
+        return {GPU_RESOURCE: self.gpu_count, NEURON_RESOURCE: self.accelerator_count}.get(
+            resource, self.neuron_cores if resource == NEURON_CORE_RESOURCE else 0
+        )
+
+    def instances_within(self, limits: Mapping[str, int]) -> int:
+        """How many instances of this type fit under a pool's accelerator limits (0: not one; Karpenter never
+        launches a node that would take the pool over a limit)."""
+        counts = [limit // units if (units := self.units(resource)) else 0 for resource, limit in limits.items()]
+        return min(counts, default=0)
 
     @property
     def family(self) -> str:
@@ -125,6 +144,8 @@ def shape_from_ec2(info: Mapping[str, Any]) -> InstanceShape:
     # Karpenter sets the GPU and Neuron labels only for instances with a single kind of device.
     gpu = gpus[0] if len(gpus) == 1 else None
     neuron = neurons[0] if len(neurons) == 1 else None
+    accelerator_name = _kebab(neuron["Name"]) if neuron else None
+    cores = (neuron or {}).get("CoreInfo", {}).get("Count") or NEURON_CORES_PER_DEVICE.get(accelerator_name or "", 0)
     return InstanceShape(
         instance_type=info["InstanceType"],
         architecture="arm64" if "arm64" in architectures else "amd64",
@@ -132,8 +153,9 @@ def shape_from_ec2(info: Mapping[str, Any]) -> InstanceShape:
         gpu_name=_kebab(gpu["Name"]) if gpu else None,
         gpu_count=gpu["Count"] if gpu else 0,
         gpu_memory_mib=gpu["MemoryInfo"]["SizeInMiB"] if gpu else None,
-        accelerator_name=_kebab(neuron["Name"]) if neuron else None,
+        accelerator_name=accelerator_name,
         accelerator_count=neuron["Count"] if neuron else 0,
+        neuron_cores=cores * neuron["Count"] if neuron else 0,
     )
 
 
@@ -143,6 +165,7 @@ def accelerated_shapes(added: Mapping[str, gpu_facts.AcceleratedFamily] | None =
     for family in {**gpu_facts.ACCELERATED_FAMILIES, **(added or {})}.values():
         for size, devices in family.devices.items():
             nvidia = family.vendor == "nvidia"
+            neuron = None if nvidia else _kebab(family.accelerator.removeprefix("AWS "))
             shapes.append(
                 InstanceShape(
                     instance_type=f"{family.family}.{size}",
@@ -150,8 +173,9 @@ def accelerated_shapes(added: Mapping[str, gpu_facts.AcceleratedFamily] | None =
                     gpu_name=family.gpu_name if nvidia else None,
                     gpu_count=devices if nvidia else 0,
                     gpu_memory_mib=family.memory_gib * 1024 if nvidia else None,
-                    accelerator_name=None if nvidia else _kebab(family.accelerator.removeprefix("AWS ")),
+                    accelerator_name=neuron,
                     accelerator_count=0 if nvidia else devices,
+                    neuron_cores=0 if neuron is None else devices * NEURON_CORES_PER_DEVICE.get(neuron, 0),
                 )
             )
     return sorted(shapes, key=lambda s: s.instance_type)
@@ -245,12 +269,13 @@ def select(pool: NodePoolSpec) -> PoolSelection:
     return PoolSelection(requirements=requirements, capacity_types=capacity)
 
 
-def device_limit(pool: NodePoolSpec) -> tuple[str, int] | None:
-    """The accelerator resource a pool is capped on and its limit (GPUs or Neuron devices), None for other pools."""
-    for resource in (GPU_RESOURCE, NEURON_RESOURCE):
-        if resource in pool.limits and pool.limits[resource].isdigit():
-            return resource, int(pool.limits[resource])
-    return None
+def accelerator_limits(pool: NodePoolSpec) -> dict[str, int]:
+    """The accelerator resources a pool is capped on (GPUs, Neuron devices, NeuronCores) and their limits."""
+    return {
+        resource: int(pool.limits[resource])
+        for resource in (GPU_RESOURCE, NEURON_RESOURCE, NEURON_CORE_RESOURCE)
+        if resource in pool.limits and pool.limits[resource].isdigit()
+    }
 
 
 def cpu_limit(pool: NodePoolSpec) -> int | None:

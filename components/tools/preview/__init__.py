@@ -40,7 +40,8 @@ from components.kubeflow.fetch import TreeError
 from components.platform_config import PlatformConfig
 from components.policy import rules as policy_rules
 from components.tools.cost import preview_line
-from components.tools.model import StackView, check_views
+from components.tools.model import Platform, Problem, StackView, check_views
+from components.tools.preflight.placeholders import placeholders
 from components.tools.preview import mocks
 from components.tools.preview.inventory import Inventory, Recorded
 from components.tools.stack_files import load_stack, read_project_name, read_stack_config
@@ -146,9 +147,13 @@ def stack_view(inventory: Inventory) -> StackView:
     return StackView([r.as_json() for r in inventory.resources], manifests, releases)
 
 
-def model_report(inventory: Inventory, charts: Path | None) -> tuple[str, bool]:
+def platform_model(inventory: Inventory, charts: Path | None) -> tuple[Platform, list[Problem]]:
+    """The model of the platform this stack runs, and the rules it breaks."""
+    return check_views([stack_view(inventory)], charts)
+
+
+def model_report(platform: Platform, problems: list[Problem]) -> tuple[str, bool]:
     """The model's verdict on the platform this stack runs, and whether it found a problem."""
-    platform, problems = check_views([stack_view(inventory)], charts)
     lines = [
         f"  not judged: the pods of Helm release {name} ({why})" for name, why in sorted(platform.unrendered.items())
     ]
@@ -226,6 +231,11 @@ def run_preview(project_dir: Path, stack: str, *, kubeflow_tree: Path | None = N
     )
 
 
+def placeholder_report(config: PlatformConfig) -> str:
+    """A warning per value left as an example's placeholder (the preflight fails on them)."""
+    return "\n".join(f"warning: {p.key}: {p.value} is {p.why}; replace it" for p in placeholders(config))
+
+
 def capacity_report(config: PlatformConfig) -> str:
     """The system node group's load and room, and a warning when losing a node would leave controllers Pending."""
     capacity = config.system_capacity
@@ -297,14 +307,17 @@ def main(argv: list[str] | None = None) -> int:
     write_preview(inventory, args.out)
     violations = policy_rules.evaluate(policy_resources(inventory), overrides)
     print(summary(inventory, stack=args.stack, out=args.out, seconds=time.perf_counter() - started))
-    if platform:
-        parsed = load_stack(args.project_dir, args.stack)[0]
-        print(capacity_report(parsed))
-        print(f"Cost: {preview_line(parsed)}")
-    print(policy_report(violations))
     broken = False
     if platform:
         beside = args.project_dir.resolve().parent / "shared" / "reference" / "charts"
-        report, broken = model_report(inventory, args.charts or (beside if beside.is_dir() else None))
+        model, problems = platform_model(inventory, args.charts or (beside if beside.is_dir() else None))
+        parsed = load_stack(args.project_dir, args.stack)[0]
+        print(capacity_report(parsed))
+        print(f"Cost: {preview_line(parsed, platform=model)}")
+        if warnings := placeholder_report(parsed):
+            print(warnings)
+    print(policy_report(violations))
+    if platform:
+        report, broken = model_report(model, problems)
         print(report)
     return 1 if broken or any(v.enforcement == "mandatory" for v in violations) else 0

@@ -1,14 +1,13 @@
-"""The pinned price table: public AWS list prices (USD, no free tier, no discounts) for the regions the stacks and
-presets use, as the pricing pages in `SOURCES` published them on `SNAPSHOT_DATE`. Everything the estimate prices
-comes from here (or, with `--live`, EC2 instance prices from the Price List API). The figures are data:
-`prices.json` beside this module, with their sources and date.
+"""The pinned price table: public AWS list prices (USD, no free tier, no discounts). Everything the estimate prices
+comes from here (or, with `--live`, EC2 instance prices read now). The figures are data beside this package:
 
-A price that is not here is not guessed: the estimate reports it as missing. To add a region or an instance type,
-copy the figure from the page named in `SOURCES` and move the date only if every figure was re-read.
+- `instance_prices.json`: EC2 on-demand prices per region and instance type, generated (never edited by hand) by
+  `python -m components.tools.cost.prices` from a dated, machine-readable source it names: Karpenter's generated
+  price table, or the AWS Price List API with `--refresh`;
+- `prices.json`: everything else (EKS, NAT, EBS, FSx, CloudWatch Logs, KMS), copied from the pricing pages it names,
+  with their date.
 
-Known since the snapshot: AWS lowered the on-demand prices of P4d, P4de and P5 instances in June 2025, so the
-figures below overstate what those instances cost today (`--live` reads the current ones); p5.4xlarge was released
-after the snapshot and is missing on purpose.
+A price that is not here is not guessed: the estimate reports it as missing.
 """
 
 from __future__ import annotations
@@ -58,17 +57,25 @@ class PriceTable:
         return self.spot.get(region, {}).get(instance_type)
 
 
-#: The pinned figures, beside this module.
+#: The pinned figures, beside this package: the hand-copied rates, and the generated instance prices.
 DATA = "prices.json"
+INSTANCE_DATA = "instance_prices.json"
 
 
 def _decimals(values: Mapping[str, str]) -> Mapping[str, Decimal]:
     return MappingProxyType({name: Decimal(price) for name, price in values.items()})
 
 
-_DOCUMENT = json.loads(resources.files("components.tools.cost").joinpath(DATA).read_text(encoding="utf-8"))
+def _read(name: str) -> dict[str, Any]:
+    return dict(json.loads(resources.files("components.tools.cost").joinpath(name).read_text(encoding="utf-8")))
 
+
+_DOCUMENT = _read(DATA)
+INSTANCES_DOCUMENT = _read(INSTANCE_DATA)
+
+#: The date of the hand-copied rates, and of the generated instance prices.
 SNAPSHOT_DATE = date.fromisoformat(_DOCUMENT["date"])
+INSTANCE_DATE = date.fromisoformat(INSTANCES_DOCUMENT["date"])
 HOURS_PER_MONTH = Decimal(_DOCUMENT["hoursPerMonth"])
 SOURCES: Mapping[str, str] = MappingProxyType(_DOCUMENT["sources"])
 
@@ -86,18 +93,29 @@ def _rates(rates: Mapping[str, Any]) -> RegionRates:
     )
 
 
+def instance_tables(document: Mapping[str, Any]) -> dict[str, Mapping[str, Decimal]]:
+    """On-demand $/hour by region and instance type from an `instance_prices.json` document: its regions, and each
+    region of `sameAs` at the figures of the region it names."""
+    tables = {region: _decimals(prices) for region, prices in document["regions"].items()}
+    for region, same in document.get("sameAs", {}).items():
+        tables[region] = tables[same["region"]]
+    return tables
+
+
 def _pinned() -> PriceTable:
     rates: dict[str, RegionRates] = {}
-    instances: dict[str, Mapping[str, Decimal]] = {}
     for group in _DOCUMENT["regionGroups"].values():
-        group_rates, group_instances = _rates(group["rates"]), _decimals(group["instances"])
+        group_rates = _rates(group["rates"])
         for region in group["regions"]:
-            rates[region], instances[region] = group_rates, group_instances
+            rates[region] = group_rates
     return PriceTable(
-        date=SNAPSHOT_DATE,
-        source=f"pinned table of {SNAPSHOT_DATE.isoformat()} (AWS public pricing pages)",
+        date=INSTANCE_DATE,
+        source=(
+            f"pinned table: EC2 instances from {INSTANCES_DOCUMENT['source']} of {INSTANCE_DATE.isoformat()}, "
+            f"the rest from the AWS pricing pages of {SNAPSHOT_DATE.isoformat()}"
+        ),
         rates=MappingProxyType(rates),
-        instances=MappingProxyType(instances),
+        instances=MappingProxyType(instance_tables(INSTANCES_DOCUMENT)),
     )
 
 

@@ -1,0 +1,75 @@
+"""Values left as the examples' placeholders (pure): documentation address ranges and example e-mail domains where
+they reach a real system. An API endpoint open only to 203.0.113.0/24 admits nobody, so `pulumi up` cannot reach the
+cluster it creates (the deploy hangs on the first in-cluster object); a Kubeflow user `@example.org` is nobody.
+
+RFC 5737 reserves 192.0.2.0/24, 198.51.100.0/24 and 203.0.113.0/24 for documentation; RFC 2606 and RFC 6761
+reserve example.com, example.net and example.org (and their subdomains) likewise.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from components.platform_config import PlatformConfig
+
+DOCUMENTATION_RANGES = tuple(
+    ipaddress.ip_network(cidr) for cidr in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")
+)
+EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org")
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    key: str  # the config key, as the stack file spells it
+    value: str
+    why: str
+
+
+def _documentation_range(cidr: str) -> bool:
+    try:
+        network = ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        return False
+    return any(network.version == r.version and network.overlaps(r) for r in DOCUMENTATION_RANGES)
+
+
+def _example_email(email: str) -> bool:
+    domain = email.rpartition("@")[2].lower()
+    return any(domain == d or domain.endswith(f".{d}") for d in EXAMPLE_DOMAINS)
+
+
+def placeholders(config: PlatformConfig) -> list[Placeholder]:
+    """Every placeholder value of the stack's config, in the order of the stack file."""
+    found: list[Placeholder] = []
+    endpoint = config.cluster.endpoint
+    cidrs = [
+        ("cluster.endpoint.publicCidrs", endpoint.public_cidrs, "the public API endpoint admits nobody from it"),
+        ("cluster.endpoint.privateCidrs", endpoint.private_cidrs, "the private endpoint admits nobody from it"),
+        (
+            "kubeflow.access.allowedCidrs",
+            config.kubeflow.access.allowed_cidrs,
+            "the dashboard's load balancer admits nobody from it",
+        ),
+    ]
+    for key, values, why in cidrs:
+        for cidr in values:
+            if _documentation_range(str(cidr)):
+                found.append(Placeholder(key, str(cidr), f"a documentation range (RFC 5737): {why}"))
+    kubeflow = config.kubeflow
+    if kubeflow.enabled and kubeflow.admin_email and _example_email(kubeflow.admin_email):
+        found.append(
+            Placeholder(
+                "kubeflow.adminEmail", kubeflow.admin_email, "an example domain (RFC 2606): Dex's one user is nobody's"
+            )
+        )
+    for name, team in sorted(kubeflow.teams.items()):
+        if kubeflow.enabled and _example_email(team.owner):
+            found.append(
+                Placeholder(
+                    f"kubeflow.teams.{name}.owner",
+                    team.owner,
+                    "an example domain (RFC 2606): nobody can sign in as the Profile's owner",
+                )
+            )
+    return found
