@@ -265,8 +265,8 @@ def test_families_without_device_facts_are_reported_not_dropped_and_added_facts_
     )
     result = estimate(config, PINNED, on=ON)
     pools = {pool.pool: pool for pool in result.pools}
-    assert pools["b300"].unpriced == ("p6-b300 (no device facts)", "p5.4xlarge")  # p5.4xlarge: not in the table
-    assert pools["b300"].dearest.instance_type == "p5.48xlarge"
+    assert pools["b300"].unpriced == ("p6-b300 (no device facts)",)
+    assert pools["b300"].dearest.instance_type.startswith("p5.")  # priced from the family it has facts for
     # The added family is known and fits, but the table has no price for it: reported as such, not as no fit.
     assert pools["added"].unpriced == ("p9.48xlarge",)
     assert "added: no allowed instance type fits within its limit of 16 nvidia.com/gpu" not in result.notes
