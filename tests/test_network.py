@@ -99,14 +99,15 @@ def test_existing_vpc_is_used_as_it_is_and_only_tagged_for_discovery():
     assert cluster.inputs["privateSubnetIds"] == ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"]
     # other clusters may live in it: the teardown sweeps take only what names this cluster
     sweeps = inventory.of_type("pulumi-python:dynamic:Resource")
-    assert {s.name for s in sweeps} == {"cluster-sweep", "cluster-network-sweep"}
+    assert {s.name for s in sweeps} == {"cluster-sweep", "cluster-network-sweep", "storage-fsx-sweep"}
     assert {s.inputs["ownsVpc"] for s in sweeps} == {False}
 
 
 def test_the_teardown_sweeps_may_clear_a_vpc_the_stack_created(dev):
-    sweeps = dev.of_type("pulumi-python:dynamic:Resource")
-    assert {s.name for s in sweeps} == {"cluster-sweep", "cluster-network-sweep"}
-    assert {s.inputs["ownsVpc"] for s in sweeps} == {True}
+    """The cluster's sweeps may clear the VPC the stack made; the file systems' sweep takes only what is tagged for
+    the cluster, whoever owns the VPC."""
+    sweeps = {s.name: s.inputs["ownsVpc"] for s in dev.of_type("pulumi-python:dynamic:Resource")}
+    assert sweeps == {"cluster-sweep": True, "cluster-network-sweep": True, "storage-fsx-sweep": False}
 
 
 def test_dataset_and_image_layer_reads_reach_s3_through_a_gateway_endpoint_on_every_private_route_table(prod):

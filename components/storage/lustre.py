@@ -232,6 +232,8 @@ def sweep(
             region=cluster.region,
             stateful_resources=stateful_resources,
             vpc_id=cluster.vpc_id,
+            # It finds file systems by this cluster's tag alone and never clears anything else in the VPC.
+            owns_vpc=False,
             profile=cluster.aws_profile,
             kinds=frozenset({Kind.FILE_SYSTEM}),
         ),

@@ -53,9 +53,11 @@ class SweepArgs:
     cluster_name: pulumi.Input[str]
     region: str
     stateful_resources: StatefulResources
+    #: Whether the VPC is the stack's own (it may then clear GuardDuty's endpoint and every unattached CNI interface
+    #: in it); False for a VPC brought with network.existing, which other clusters may share. No default: a sweep
+    #: never assumes a VPC is its to clear.
+    owns_vpc: bool
     vpc_id: pulumi.Input[str] | None = None
-    #: False for a VPC brought with network.existing: other clusters may share it.
-    owns_vpc: bool = True
     profile: str | None = None
     kinds: Collection[Kind] = field(default=STEP_KINDS)
     #: True for a sweep the EKS cluster depends on (so destroy deletes the cluster first): its delete then refuses
