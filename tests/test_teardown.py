@@ -258,35 +258,6 @@ def test_what_aws_deletes_with_its_parent_is_not_deleted_one_by_one(stack):
     assert stack.one("aws:eks/accessEntry:AccessEntry").deleted_with == eks.urn
 
 
-def test_destroy_batches_follow_the_engine_and_skip_what_goes_with_its_target():
-    from components.tools.preview.destroy_estimate import estimate
-    from components.tools.preview.inventory import Inventory, Recorded
-
-    def res(name, type_, deps=(), deleted_with=None):
-        return Recorded(
-            urn=name,
-            type=type_,
-            name=name,
-            parent=None,
-            inputs={},
-            dependencies=tuple(deps),
-            protect=False,
-            retain_on_delete=False,
-            deleted_with=deleted_with,
-        )
-
-    vpc = res("vpc", "aws:ec2/vpc:Vpc")
-    cluster = res("cluster", "aws:eks/cluster:Cluster", ["vpc"])
-    nodes = res("nodes", "aws:eks/nodeGroup:NodeGroup", ["cluster"])
-    addon = res("addon", "aws:eks/addon:Addon", ["nodes"], deleted_with="cluster")
-    fs = res("fs", "aws:fsx/lustreFileSystem:LustreFileSystem", ["vpc"])
-    result = estimate(Inventory([vpc, cluster, nodes, addon, fs], {}))
-    assert [sorted(r.name for r in b.resources) for b in result.batches] == [["fs", "nodes"], ["cluster"], ["vpc"]]
-    # each batch takes as long as its slowest delete: the file system (420 s) hides the node group (300 s)
-    assert result.seconds == 420 + 540 + 10
-    assert [r.name for r in result.skipped] == ["addon"]
-
-
 def test_the_published_destroy_estimate_is_what_the_graph_gives(dev):
     """The published figure (README and docs/teardown.md); a change to the graph that moves it must update both."""
     from components.tools.preview.destroy_estimate import estimate
