@@ -165,9 +165,7 @@ def estimate(inventory: Inventory, parallel: int = PARALLEL) -> Estimate:
         if not ready:
             raise ValueError(f"the delete graph has a cycle among {sorted(condemned)[:5]}")
         peeled.append([condemned.pop(urn) for urn in ready])
-    batches = tuple(
-        Batch(tuple(level), frozenset(r.urn for r in level) & free, parallel) for level in reversed(peeled)
-    )
+    batches = tuple(Batch(tuple(level), frozenset(r.urn for r in level) & free, parallel) for level in reversed(peeled))
     return Estimate(batches, skipped, before)
 
 
@@ -190,8 +188,10 @@ def report(estimate_: Estimate, stack: str) -> str:
             )
         start += batch.seconds
     lines.append("Longest chain of delete levels (each must be deleted before the next):")
+    skipped = {r.urn for r in estimate_.skipped}
     for resource in estimate_.longest_chain():
-        lines.append(f"  {delete_seconds(resource):4d} s  {resource.name} ({resource.type})")
+        seconds, note = (0, ", goes with its target") if resource.urn in skipped else (delete_seconds(resource), "")
+        lines.append(f"  {seconds:4d} s  {resource.name} ({resource.type}{note})")
     return "\n".join(lines)
 
 
