@@ -8,7 +8,19 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import k8s_objects
 from components.versions import ChartPin
+
+#: Charts whose uninstall must run while the cluster does (their release is never `deleted_with` the cluster):
+#: controllers that delete what they made in AWS, and a chart that holds data in an EBS volume.
+OWN_DELETE_CHARTS = frozenset(
+    {
+        "karpenter",  # terminates the instances and instance profiles it launched, while NodePools go
+        "aws-load-balancer-controller",  # deletes the load balancers of Ingresses and LoadBalancer Services
+        "aws-fsx-csi-driver",  # deletes the file systems of fsx-lustre claims
+        "kube-prometheus-stack",  # Prometheus' claim: its EBS volume goes (or is released) with the release
+    }
+)
 
 
 def release(
@@ -23,10 +35,13 @@ def release(
     timeout_seconds: int = 600,
     disable_openapi_validation: bool = False,
 ) -> k8s.helm.v3.Release:
-    """A Helm release of a pinned chart. The release name is `chart.name`, so in-cluster names stay stable.
+    """A Helm release of a pinned chart. The release name is `chart.name`, so in-cluster names stay stable. It goes
+    with the cluster when `opts` say so (`ClusterHandle.kubernetes_options`), unless its chart cleans up in AWS.
 
     `disable_openapi_validation` is for charts whose CRD upgrade hook runs during the upgrade: their new custom
     resources would otherwise be validated against the old CRDs."""
+    if chart.name in OWN_DELETE_CHARTS:
+        opts = k8s_objects.own_delete(opts)
     oci = chart.repo.startswith("oci://")
     return k8s.helm.v3.Release(
         name,

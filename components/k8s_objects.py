@@ -6,6 +6,7 @@ that turns them into resources.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -121,6 +122,47 @@ def check(manifest: Mapping[str, Any], *, any_custom: bool = False) -> tuple[str
     return kind
 
 
+#: Kinds whose delete does work outside the cluster, or that hold what others put in them: Karpenter terminates a
+#: pool's instances and a class's instance profiles; a claim's driver deletes its volume or file system; the load
+#: balancer controller deletes an Ingress's load balancer; a namespace holds the claims and Services teams made in
+#: it; a Kubeflow Profile's controller removes the team's IAM role trust (its AwsIamForServiceAccount plugin).
+_OWN_DELETE_KINDS = frozenset(
+    {
+        ("karpenter.sh/v1", "NodePool"),
+        ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+        ("v1", "PersistentVolumeClaim"),
+        ("v1", "Namespace"),
+        ("networking.k8s.io/v1", "Ingress"),
+        ("kubeflow.org/v1", "Profile"),
+    }
+)
+
+
+def needs_own_delete(manifest: Mapping[str, Any]) -> bool:
+    """Whether destroy must delete this object on its own, while the controllers that act on its delete still run,
+    rather than let it vanish with the cluster: it owns something in AWS (see `_OWN_DELETE_KINDS`; also a
+    LoadBalancer Service and a volume whose reclaim policy deletes it) or holds what others put in it."""
+    kind = (manifest["apiVersion"], manifest["kind"])
+    spec = manifest.get("spec") or {}
+    if not isinstance(spec, Mapping):  # known only at deploy time: assume it may own something
+        return kind in {("v1", "Service"), ("v1", "PersistentVolume")} or kind in _OWN_DELETE_KINDS
+    if kind == ("v1", "Service"):
+        return spec.get("type") == "LoadBalancer"
+    if kind == ("v1", "PersistentVolume"):
+        return spec.get("persistentVolumeReclaimPolicy") == "Delete"
+    return kind in _OWN_DELETE_KINDS
+
+
+def own_delete(opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+    """`opts` without `deleted_with` the cluster (`ClusterHandle.kubernetes_options`). A claim may still go with its
+    namespace: the namespace's own delete removes it."""
+    if opts.deleted_with is None or isinstance(opts.deleted_with, k8s.core.v1.Namespace):
+        return opts
+    kept = copy.copy(opts)
+    kept.deleted_with = None
+    return kept
+
+
 def create(
     name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions, *, any_custom: bool = False
 ) -> pulumi.CustomResource:
@@ -129,6 +171,8 @@ def create(
     from upstream, with CRDs of their own): then a CustomResource, which carries only metadata and spec. A kind of
     Kubernetes' own API groups is never taken for a custom one."""
     kind = check(manifest, any_custom=any_custom)
+    if needs_own_delete(manifest):
+        opts = own_delete(opts)
     if kind in _KINDS:
         fields = {_snake(key): value for key, value in manifest.items() if key not in {"apiVersion", "kind"}}
         return _KINDS[kind](name, **fields, opts=opts)

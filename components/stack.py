@@ -216,6 +216,8 @@ def _file_system_args(config: PlatformConfig, network: Network) -> FsxFileSystem
         vpc_id=network.vpc_id,
         zone=config.fsx_zone,
         subnet_id=network.private_subnet_by_zone[config.fsx_zone],
+        # why: destroy then deletes it beside the cluster (see FsxFileSystemArgs.after), not in a level of its own.
+        after=network.private_route_tables,
     )
 
 
@@ -235,9 +237,7 @@ def _cluster_args(
         creator_arn=cluster_creator(config.cluster_name, provider),
         owns_vpc=network.owns_vpc,
         network_ready=network.egress,
-        # why: on destroy the file system (as slow to delete as the cluster) then goes with the cluster, not in a
-        # batch of its own before the nodes; it needs nothing of the cluster to be made.
-        system_nodes_after=(fsx.file_system,) if fsx is not None else (),
+        network_subnets=network.subnets,
     )
 
 

@@ -146,12 +146,56 @@ def test_the_file_system_waits_for_its_servers_lustre_rules_and_nothing_of_the_c
 
 
 @pytest.mark.stack
-def test_the_system_nodes_wait_for_the_file_system_so_destroy_deletes_it_with_the_cluster(stack):
+def test_the_file_system_goes_in_the_clusters_level_of_the_engines_schedule(stack):
+    """The engine deletes a resource as late as its chain down to the network allows: the file system waits for the
+    private route tables so that its chain is the cluster's, and its minutes of delete hide the cluster's."""
+    from components.tools.preview.destroy_estimate import estimate
+
     file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
-    nodes = stack.one("aws:eks/nodeGroup:NodeGroup")
-    assert stack.depends_on(nodes, file_system)
-    # Made alongside the cluster: nothing the cluster makes is needed first.
+    for table in (r for r in stack.of_type("aws:ec2/routeTable:RouteTable") if "private" in r.name):
+        assert stack.depends_on(file_system, table), table.name
+    # Made alongside the cluster: nothing the cluster makes is needed first, and the nodes do not wait for it.
     assert not stack.depends_on(file_system, stack.one("eks:index:Cluster"))
+    assert not stack.depends_on(stack.one("aws:eks/nodeGroup:NodeGroup"), file_system)
+    level = next(b for b in estimate(stack).batches if file_system in b.resources)
+    assert stack.one("aws:eks/cluster:Cluster") in level.resources
+
+
+@pytest.mark.stack
+def test_the_network_sweep_goes_before_the_subnets_its_interfaces_hold(stack):
+    """Not left to the schedule: AWS refuses a subnet that still holds an interface (the provider retries 20 min)."""
+    network_sweep = one(stack, SWEEP, "cluster-network-sweep")
+    subnets = stack.of_type("aws:ec2/subnet:Subnet")
+    assert subnets
+    assert [s.name for s in subnets if not stack.depends_on(network_sweep, s)] == []
+
+
+@pytest.mark.stack
+def test_kubeflows_namespaces_go_while_the_fsx_driver_runs(stack):
+    """Their teams' fsx-lustre claims go with them while the FSx CSI driver can still delete the file systems."""
+    fsx_driver = release(stack, "aws-fsx-csi-driver")
+    kubeflow = [n for n in stack.of_type(NAMESPACE) if n.name.startswith("kubeflow-")]
+    assert kubeflow
+    assert [n.name for n in kubeflow if not stack.depends_on(n, fsx_driver)] == []
+
+
+@pytest.mark.stack
+def test_only_what_owns_something_in_aws_or_holds_data_is_deleted_on_its_own(stack):
+    """Everything else in the cluster goes with the EKS cluster, with no delete call of its own."""
+    cluster = stack.one("eks:index:Cluster")
+    in_cluster = [r for r in stack.resources if r.type.startswith("kubernetes:") and "providers" not in r.type]
+    own = {r.type.rsplit(":", 1)[-1] for r in in_cluster if r.deleted_with is None}
+    # (a volume whose spec is known only at deploy time may delete what it names: it keeps its own delete)
+    allowed = {"NodePool", "EC2NodeClass", "PersistentVolumeClaim", "PersistentVolume", "Namespace", "Profile"}
+    assert own <= allowed | {"Release"}, own
+    charts = {r.inputs["name"] for r in stack.of_type(RELEASE) if r.deleted_with is None}
+    assert charts == {"karpenter", "aws-load-balancer-controller", "aws-fsx-csi-driver", "kube-prometheus-stack"}
+    with_cluster = [r for r in in_cluster if r.deleted_with is not None]
+    # a claim on a static volume goes with its namespace, whose own delete removes it
+    assert {r.deleted_with for r in with_cluster} - {n.urn for n in stack.of_type(NAMESPACE)} == {cluster.urn}
+    assert len(with_cluster) > 400
+    for kind in ("NodePool", "EC2NodeClass", "Profile"):
+        assert all(r.deleted_with is None for r in in_cluster if r.type.endswith(f":{kind}")), kind
 
 
 @pytest.mark.stack
@@ -258,35 +302,6 @@ def test_what_aws_deletes_with_its_parent_is_not_deleted_one_by_one(stack):
     assert stack.one("aws:eks/accessEntry:AccessEntry").deleted_with == eks.urn
 
 
-def test_destroy_batches_follow_the_engine_and_skip_what_goes_with_its_target():
-    from components.tools.preview.destroy_estimate import estimate
-    from components.tools.preview.inventory import Inventory, Recorded
-
-    def res(name, type_, deps=(), deleted_with=None):
-        return Recorded(
-            urn=name,
-            type=type_,
-            name=name,
-            parent=None,
-            inputs={},
-            dependencies=tuple(deps),
-            protect=False,
-            retain_on_delete=False,
-            deleted_with=deleted_with,
-        )
-
-    vpc = res("vpc", "aws:ec2/vpc:Vpc")
-    cluster = res("cluster", "aws:eks/cluster:Cluster", ["vpc"])
-    nodes = res("nodes", "aws:eks/nodeGroup:NodeGroup", ["cluster"])
-    addon = res("addon", "aws:eks/addon:Addon", ["nodes"], deleted_with="cluster")
-    fs = res("fs", "aws:fsx/lustreFileSystem:LustreFileSystem", ["vpc"])
-    result = estimate(Inventory([vpc, cluster, nodes, addon, fs], {}))
-    assert [sorted(r.name for r in b.resources) for b in result.batches] == [["fs", "nodes"], ["cluster"], ["vpc"]]
-    # each batch takes as long as its slowest delete: the file system (420 s) hides the node group (300 s)
-    assert result.seconds == 420 + 540 + 10
-    assert [r.name for r in result.skipped] == ["addon"]
-
-
 def test_the_published_destroy_estimate_is_what_the_graph_gives(dev):
     """The published figure (README and docs/teardown.md); a change to the graph that moves it must update both."""
     from components.tools.preview.destroy_estimate import estimate
@@ -296,3 +311,25 @@ def test_the_published_destroy_estimate_is_what_the_graph_gives(dev):
     minutes = round(estimate(dev).seconds / 60)
     assert f"about {minutes} minutes" in (REPO / "docs" / "teardown.md").read_text()
     assert f"about {minutes} minutes for dev" in (REPO / "README.md").read_text()
+
+
+@pytest.mark.stack
+def test_prod_torn_down_on_purpose_the_up_releases_protection_and_retain_keeps_only_the_stores(prod):
+    """docs/teardown.md: set statefulResources to destroy and `pulumi up` (protection off, nothing replaced), then
+    destroy; under retain only the stateful stores stay in AWS."""
+    from tests.conftest import run_stack
+
+    protected = {r.urn for r in prod.resources if r.protect}
+    assert prod.one("eks:index:Cluster").urn in protected
+    released = run_stack("prod", {"statefulResources": "destroy"})
+    assert [r.name for r in released.resources if r.protect or r.retain_on_delete] == []
+    assert released.one("aws:eks/cluster:Cluster").inputs.get("deletionProtection") is False
+    # the same resources as before but the kept-volume class: the up creates nothing new in AWS
+    gone = {r.urn for r in prod.resources} - {r.urn for r in released.resources}
+    assert [prod.by_urn(u).name for u in gone] == ["storage-gp3-retain"]
+    assert {r.urn for r in released.resources} <= {r.urn for r in prod.resources}
+    retained = run_stack("prod", {"statefulResources": "retain"})
+    kept = {r.type.split(":")[1].split("/")[0] for r in retained.resources if r.retain_on_delete}
+    # buckets (and their settings), the file system, keys and log groups: the sweep --check lists them as kept
+    assert kept == {"s3", "fsx", "kms", "cloudwatch"}
+    assert not retained.one("eks:index:Cluster").retain_on_delete

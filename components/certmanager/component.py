@@ -69,7 +69,7 @@ class CertManager(pulumi.ComponentResource):
     def __init__(self, name: str, args: CertManagerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:certmanager:CertManager", name, None, opts)
         cluster = args.cluster
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
+        k8s_opts = cluster.kubernetes_options(self)
         namespace = k8s_objects.owned_namespace(
             f"{name}-namespace",
             NAMESPACE,

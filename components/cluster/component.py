@@ -89,6 +89,10 @@ class ClusterArgs:
     #: Stores the system nodes wait for, so destroy deletes them together with the cluster rather than in a
     #: batch of their own before it (the FSx file system, which takes as long to delete as the cluster). Default: none.
     system_nodes_after: Sequence[pulumi.Resource] = ()
+    #: Subnets the stack made (`Network.subnets`): the network sweep deletes the interfaces left in them, so it
+    #: depends on them and destroy deletes it before them (AWS refuses a subnet that still holds an interface; the
+    #: provider only retries for 20 minutes). Default: none (subnets the program does not manage).
+    network_subnets: Sequence[pulumi.Resource] = ()
     #: The IAM principal (user or role ARN) that created, or is about to create, the cluster (`cluster_creator`):
     #: EKS gives it admin access itself, so it gets no entry of ours, and the cluster is tagged with it so later runs
     #: by another identity know. None: unknown (a cluster created before the tag existed), no tag, every entry made.
@@ -109,12 +113,15 @@ class Cluster(pulumi.ComponentResource):
 
         # Deleted after the cluster and its nodes, before the network: what only the VPC still holds then (interfaces
         # the CNI freed as the nodes went, GuardDuty's endpoint).
-        # Its vpc_id is its edge to the network; NAT and routes may go while the cluster is being deleted.
+        # Its vpc_id and the subnets are its edges to the network; NAT and routes may go while the cluster is being
+        # deleted.
         # It refuses to act while the cluster exists: only destroy (or dropping the whole cluster) gets it that far.
         network_sweep = sweep_step(
             f"{name}-network-sweep",
             _sweep_args(args, NETWORK_KINDS, args.cluster_name, after_cluster=True),
             parent=self,
+            # why: the interfaces it deletes keep the subnets from being deleted.
+            after=list(args.network_subnets),
         )
         self.eks_cluster = cluster = _control_plane(name, args, network_sweep=network_sweep, parent=self)
         _private_endpoint_ingress(name, config.endpoint, cluster.cluster_security_group_id, self)

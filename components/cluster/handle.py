@@ -47,6 +47,13 @@ class ClusterHandle:
     #: The AWS CLI profile the stack acts as (None: ambient credentials), for what calls AWS itself.
     aws_profile: str | None = None
 
+    def kubernetes_options(self, parent: pulumi.Resource) -> pulumi.ResourceOptions:
+        """Options for the objects a part puts in the cluster: the cluster's provider, and `deleted_with` the EKS
+        cluster (when this stack owns it), so that destroy makes no delete call for what vanishes with the cluster.
+        `k8s_objects.create` and `helm.release` take `deleted_with` off what must be deleted on its own (see
+        `k8s_objects.needs_own_delete`)."""
+        return pulumi.ResourceOptions(parent=parent, provider=self.kubernetes_provider, deleted_with=self.eks_cluster)
+
     @classmethod
     def from_stack_reference(
         cls,

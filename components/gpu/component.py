@@ -50,7 +50,7 @@ class GpuStack(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:gpu:GpuStack", name, None, opts)
         cluster, config = args.cluster, args.config
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
+        k8s_opts = cluster.kubernetes_options(self)
         on_system_nodes = pulumi.ResourceOptions.merge(
             k8s_opts,
             # why: the operator and the scheduler run on the system nodes; on destroy they go before those nodes.

@@ -42,7 +42,7 @@ class NodeDevices(pulumi.ComponentResource):
     def __init__(self, name: str, args: NodeDevicesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:gpu:NodeDevices", name, None, opts)
         cluster = args.cluster
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
+        k8s_opts = cluster.kubernetes_options(self)
         # why: Helm waits for the DaemonSet's pods, which need cluster DNS and the system nodes' controllers.
         ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=list(cluster.system_ready)))
         if args.neuron_taints is not None:

@@ -94,11 +94,10 @@ class Ingress(pulumi.ComponentResource):
                 placement=cluster.system_placement,
                 tags=args.tags,
             ),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                provider=cluster.kubernetes_provider,
+            opts=pulumi.ResourceOptions.merge(
+                cluster.kubernetes_options(self),
                 # why: it runs on the system nodes; destroy removes it first. (Its role ARN waits for the policy.)
-                depends_on=list(cluster.system_ready),
+                pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
             ),
         )
         self.register_outputs({})

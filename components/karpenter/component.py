@@ -17,7 +17,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import helm, versions
+from components import helm, k8s_objects, versions
 from components.cluster import capacity as system_capacity
 from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
@@ -194,7 +194,7 @@ class Karpenter(pulumi.ComponentResource):
         )
 
         # --- the two releases
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
+        k8s_opts = cluster.kubernetes_options(self)
         crds = helm.release(
             f"{name}-crd",
             versions.KARPENTER_CRD,
@@ -256,7 +256,10 @@ class Karpenter(pulumi.ComponentResource):
         )
         # why: EC2NodeClasses and NodePools need the controller (and its CRDs) to exist, and must be deleted while
         # it still runs, so it can drain and terminate the instances it launched.
-        after_controller = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.controller]))
+        # Their deletes are what makes Karpenter clean up in AWS: never left to go with the cluster.
+        after_controller = k8s_objects.own_delete(
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.controller]))
+        )
         context = pulumi.Output.all(cluster.name, self.node_role.name)
         self.node_classes = {}
         for class_name, spec in sorted(config.node_classes.items()):

@@ -111,6 +111,7 @@ class Kubeflow(pulumi.ComponentResource):
             args.objects,
             provider=cluster.kubernetes_provider,
             parent=stages,
+            cluster=cluster.eks_cluster,
             secrets=secrets,
             role_arns=self.team_roles,
             inputs=self._inputs(args),
@@ -122,8 +123,13 @@ class Kubeflow(pulumi.ComponentResource):
                 "StatefulSet": list(args.node_pools),
                 # why: claims are provisioned and deleted by the EBS CSI driver through this class.
                 "PersistentVolumeClaim": [cluster.ebs_csi_driver, args.storage_class],
-                # why: what teams put in a namespace (claims, load balancers) goes with it while those still run.
-                "Namespace": [cluster.ebs_csi_driver, *args.cleanup_controllers],
+                # why: what teams put in a namespace (claims of EBS and fsx-lustre volumes, load balancers) goes with
+                # it while the drivers and controllers that delete their AWS side still run.
+                "Namespace": [
+                    cluster.ebs_csi_driver,
+                    *args.cleanup_controllers,
+                    *([args.fsx.driver] if args.fsx is not None else []),
+                ],
                 # why: the load balancer controller makes and deletes the ALB of the Ingress.
                 "Ingress": list(args.cleanup_controllers),
                 # why: the FSx CSI driver mounts the teams' static volumes; they go before it.

@@ -56,6 +56,7 @@ def register(
     *,
     provider: pulumi.ProviderResource,
     parent: pulumi.Resource | Mapping[Stage, pulumi.Resource],
+    cluster: pulumi.Resource | None = None,
     secrets: Mapping[str, pulumi.Input[str]] | None = None,
     role_arns: Mapping[str, pulumi.Input[str]] | None = None,
     inputs: Mapping[str, pulumi.Input[Any]] | None = None,
@@ -63,7 +64,8 @@ def register(
     depends_on_by_kind: Mapping[str, Sequence[pulumi.Resource]] | None = None,
     depends_on_by_group: Mapping[str, Sequence[pulumi.Resource]] | None = None,
 ) -> dict[ObjectKey, pulumi.CustomResource]:
-    """Create every staged object under `parent` (one, or one per stage) with `provider`.
+    """Create every staged object under `parent` (one, or one per stage) with `provider`; an object that owns
+    nothing in AWS goes with `cluster` on destroy (see `k8s_objects.needs_own_delete`).
 
     `secrets` maps credential names (`credentials.NAMES`) to the generated values, `role_arns` team names to
     their roles' ARNs (for Profiles built without one), `inputs` other placeholders to their values. `depends_on`
@@ -82,6 +84,8 @@ def register(
         # finalizer, for the pods that mount it, which only the namespace's deletion removes.
         static_claim = item.key.kind == "PersistentVolumeClaim" and (item.manifest.get("spec") or {}).get("volumeName")
         namespace = resources.get(ObjectKey("", "Namespace", "", item.key.namespace)) if static_claim else None
-        opts = pulumi.ResourceOptions(provider=provider, parent=owner, depends_on=dependencies, deleted_with=namespace)
+        opts = pulumi.ResourceOptions(
+            provider=provider, parent=owner, depends_on=dependencies, deleted_with=namespace or cluster
+        )
         resources[item.key] = k8s_objects.create(item.name, resolve(item.manifest, values), opts, any_custom=True)
     return resources

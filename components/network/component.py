@@ -43,6 +43,11 @@ class Network(pulumi.ComponentResource):
     #: What gives the private subnets their way out (NAT gateways, private routes): nodes and controllers depend on
     #: it, so they join the cluster with egress and are deleted before it goes. Empty for an existing VPC.
     egress: tuple[pulumi.Resource, ...]
+    #: The subnets the stack made (none for an existing VPC): what leaves interfaces in them (the network sweep
+    #: deletes those) depends on them, so it goes before them.
+    subnets: tuple[pulumi.Resource, ...]
+    #: The private subnets' route tables (to the NAT gateways); none for an existing VPC.
+    private_route_tables: tuple[pulumi.Resource, ...]
     #: False for a VPC brought with `existing` (`ClusterArgs.owns_vpc`: the teardown sweep leaves other owners' objects
     #: in it alone).
     owns_vpc: bool
@@ -174,6 +179,8 @@ class Network(pulumi.ComponentResource):
 
         self.vpc_id = vpc.id
         self.egress = tuple(egress)
+        self.subnets = (*public_subnets.values(), *private_subnets.values())
+        self.private_route_tables = tuple(private_route_tables)
         self.private_subnet_by_zone = {az: subnet.id for az, subnet in private_subnets.items()}
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets.values()])
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets.values()])
@@ -193,6 +200,8 @@ class Network(pulumi.ComponentResource):
             )
         self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
         self.egress = ()
+        self.subnets = ()
+        self.private_route_tables = ()
         self.private_subnet_by_zone = {
             az: pulumi.Output.from_input(subnet_id)
             for az, subnet_id in zip(args.config.availability_zones, existing.private_subnet_ids, strict=True)

@@ -151,7 +151,7 @@ class Observability(pulumi.ComponentResource):
     def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:observability:Observability", name, None, opts)
         cluster, config = args.cluster, args.config
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
+        k8s_opts = cluster.kubernetes_options(self)
         namespace = k8s_objects.owned_namespace(
             f"{name}-namespace",
             NAMESPACE,

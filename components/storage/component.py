@@ -77,7 +77,7 @@ class Storage(pulumi.ComponentResource):
         stateful = pulumi.ResourceOptions.merge(
             pulumi.ResourceOptions(parent=self), stateful_options(args.stateful_resources)
         )
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.kubernetes_provider)
+        k8s_opts = cluster.kubernetes_options(self)
 
         uses_kms = any(bucket.encryption == "kms" for bucket in config.buckets.values())
         self.bucket_key = _bucket_key(name, stateful) if uses_kms else None

@@ -7,6 +7,7 @@ exists, what needs it: the nodes' rules, the link to a bucket, the CSI driver an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -34,6 +35,12 @@ class FsxFileSystemArgs:
     zone: str
     #: The private subnet of that AZ (`Network.private_subnet_by_zone[zone]`).
     subnet_id: pulumi.Input[str]
+    #: What the file system waits for, and so outlives on destroy, besides its servers' rules. Default: none. The
+    #: stack passes the private route tables (`Network.private_route_tables`): the engine deletes a resource as late
+    #: as its longest chain down to the network allows, and this chain (route table, NAT gateway, subnet, VPC) is as
+    #: long as the EKS cluster's, so the file system (minutes to delete) goes in the cluster's level instead of a
+    #: level of its own; the routes are ready long before the cluster, so create waits for nothing that matters.
+    after: Sequence[pulumi.Resource] = ()
 
 
 class FsxFileSystem(pulumi.ComponentResource):
@@ -71,5 +78,6 @@ class FsxFileSystem(pulumi.ComponentResource):
             logs=logs,
             stateful_resources=args.stateful_resources,
             stateful=stateful,
+            after=args.after,
         )
         self.register_outputs({"fileSystemId": self.file_system.id, "zone": self.zone})

@@ -123,8 +123,9 @@ def file_system(
     logs: aws.cloudwatch.LogGroup | None,
     stateful_resources: StatefulResources,
     stateful: pulumi.ResourceOptions,
+    after: Sequence[pulumi.Resource] = (),
 ) -> aws.fsx.LustreFileSystem:
-    """The file system, in one subnet, created once the servers' own rules are in place."""
+    """The file system, in one subnet, created once the servers' own rules (and `after`) are in place."""
     log_configuration: aws.fsx.LustreFileSystemLogConfigurationArgsDict = (
         {"level": config.log_level, "destination": logs.arn} if logs else {"level": "DISABLED"}
     )
@@ -145,7 +146,7 @@ def file_system(
             stateful,
             # why: the servers talk Lustre to each other while the file system is created (an FSx create fails
             # if the group's rules are still being added); on destroy the rules outlive it.
-            pulumi.ResourceOptions(custom_timeouts=FSX_TIMEOUTS, depends_on=list(rules)),
+            pulumi.ResourceOptions(custom_timeouts=FSX_TIMEOUTS, depends_on=[*rules, *after]),
         ),
     )
 

@@ -2,14 +2,23 @@
 
     python -m components.tools.preview.destroy_estimate --stack dev
 
-The engine deletes in batches: each batch holds every resource that nothing still to be deleted depends on (its
-dependents, the children of a component, the users of a provider), and a batch finishes before the next one starts
-(pulumi/pkg/resource/deploy: the step generator's ScheduleDeletes returns antichains the executor runs in turn).
-So the time is the sum, over batches, of the slowest delete in each; that slowest resource per batch is the
-critical path. Resources with `deleted_with` whose target goes in the same destroy are never deleted one by one.
+The model is the engine's own schedule (pulumi/pulumi pkg/resource/deploy/step_generator.go `ScheduleDeletes`,
+pkg/resource/graph/dependency_graph.go `DependenciesOf`):
 
-Delete times are typical figures for an idle stack, not measurements of this one; the table says where each comes
-from. Drains of busy NodePools, large file systems and a sweep with much to delete take longer.
+- a resource's delete waits for nothing but must happen before everything it depends on: its dependencies, its
+  provider, its parent, its `deleted_with` target, and, where it depends on a component, that component's
+  descendants;
+- the engine peels the graph from the bottom: first every resource that depends on nothing still condemned, then
+  the next layer, and so on; then it reverses the list. So each resource goes in the level set by its longest
+  chain down to the roots, as late as that allows, not as early as its dependents allow;
+- levels run one after the other; inside a level at most `--parallel` deletes (16 by default,
+  pulumi.com/docs/cli/commands/pulumi_destroy) run at once, so a level takes as long as its slowest delete (or more
+  when it holds more slow deletes than workers);
+- a resource deleted with a target that goes in the same destroy (`deleted_with`) keeps its place in the levels but
+  makes no delete call; one the stack retains (`retain_on_delete`) is only dropped from the state.
+
+Delete times are typical figures for an idle stack, not measurements of this one (`delete_times`, with the source
+of each). Drains of busy NodePools, large file systems and a sweep with much to delete take longer.
 """
 
 from __future__ import annotations
@@ -17,123 +26,172 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from types import MappingProxyType
+from dataclasses import dataclass, field
 
+from components.tools.preview.delete_times import COMPONENT_PREFIXES, delete_figure
 from components.tools.preview.inventory import Inventory, Recorded
 
-#: Seconds a delete typically takes, by type (anything else: DEFAULT_SECONDS). Sources: the AWS docs' and the
-#: providers' stated durations, and the default delete timeouts terraform-provider-aws sets for slow types.
-DELETE_SECONDS: Mapping[str, int] = MappingProxyType(
-    {
-        # EKS: the control plane takes 5-10 minutes to delete; a managed node group drains and terminates its
-        # nodes and deletes its Auto Scaling group (about 5 minutes); add-ons uninstall in about a minute.
-        "aws:eks/cluster:Cluster": 540,
-        "aws:eks/nodeGroup:NodeGroup": 300,
-        "aws:eks/addon:Addon": 60,
-        "aws:eks/accessEntry:AccessEntry": 5,
-        # FSx: a file system deletes in several minutes; a data repository association detaches in a few.
-        "aws:fsx/lustreFileSystem:LustreFileSystem": 420,
-        "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": 240,
-        # Network: NAT gateways sit in "deleting" for about a minute; an internet gateway detaches; VPC endpoints.
-        "aws:ec2/natGateway:NatGateway": 75,
-        "aws:ec2/internetGateway:InternetGateway": 20,
-        "aws:ec2/vpcEndpoint:VpcEndpoint": 30,
-        "aws:ec2/subnet:Subnet": 10,
-        "aws:ec2/vpc:Vpc": 10,
-        "aws:ec2/securityGroup:SecurityGroup": 10,
-        "aws:s3/bucket:Bucket": 30,  # force_destroy empties it first (dev)
-        # In the cluster: Helm uninstalls and waits for its resources; a namespace waits for its contents;
-        # NodePools and their classes wait for Karpenter to drain and terminate nodes (idle: none, or a few).
-        "kubernetes:helm.sh/v3:Release": 60,
-        "kubernetes:core/v1:Namespace": 45,
-        "kubernetes:karpenter.sh/v1:NodePool": 120,
-        "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass": 30,
-        "kubernetes:core/v1:PersistentVolumeClaim": 10,
-        "kubernetes:core/v1:PersistentVolume": 10,
-        # The sweeps list their kinds and find nothing when the controllers cleaned up (each list is one call).
-        "pulumi-python:dynamic:Resource": 30,
-    }
-)
-DEFAULT_SECONDS = 3
-#: Components and providers: nothing to delete in AWS.
-INSTANT = ("eksml:", "eks:index:", "pulumi:providers:")
+#: Pulumi's default `--parallel` for `pulumi destroy` (pulumi.com/docs/cli/commands/pulumi_destroy: "default 16").
+PARALLEL = 16
 
 
 def delete_seconds(resource: Recorded) -> int:
-    if resource.type.startswith(INSTANT):
-        return 0
-    return DELETE_SECONDS.get(resource.type, DEFAULT_SECONDS)
+    """A typical delete of this resource on its own (see `delete_times`)."""
+    return delete_figure(resource)[0]
+
+
+def _level_span(seconds: Sequence[int], parallel: int) -> int:
+    """How long a level takes with `parallel` workers: longest deletes first, each to the worker free soonest."""
+    workers = [0] * max(1, parallel)
+    for each in sorted(seconds, reverse=True):
+        if each:
+            workers[workers.index(min(workers))] += each
+    return max(workers)
 
 
 @dataclass(frozen=True)
 class Batch:
+    """One level of the engine's schedule: its deletes run together, and the next level waits for all of them."""
+
     resources: tuple[Recorded, ...]
+    #: URNs in this level that make no delete call (deleted with their target, or retained).
+    free: frozenset[str] = frozenset()
+    parallel: int = PARALLEL
+
+    def seconds_of(self, resource: Recorded) -> int:
+        return 0 if resource.urn in self.free else delete_seconds(resource)
 
     @property
     def slowest(self) -> Recorded:
-        return max(self.resources, key=lambda r: (delete_seconds(r), r.urn))
+        return max(self.resources, key=lambda r: (self.seconds_of(r), r.urn))
 
     @property
     def seconds(self) -> int:
-        return delete_seconds(self.slowest)
+        return _level_span([self.seconds_of(r) for r in self.resources], self.parallel)
 
 
 @dataclass(frozen=True)
 class Estimate:
+    #: The levels in the order the engine runs them.
     batches: tuple[Batch, ...]
-    #: Left to their `deleted_with` target: never deleted one by one.
+    #: Deleted with their `deleted_with` target: in the levels, but no delete call of their own.
     skipped: tuple[Recorded, ...]
+    #: Each resource's delete dependencies as the engine sees them (URN -> URNs it must be deleted before).
+    before: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def seconds(self) -> int:
         return sum(batch.seconds for batch in self.batches)
 
     def critical_path(self) -> list[tuple[int, Recorded]]:
-        """The slowest delete of every batch that takes time, in order."""
+        """The slowest delete of every level that takes time, in order."""
         return [(b.seconds, b.slowest) for b in self.batches if b.seconds > 0]
 
+    def longest_chain(self) -> list[Recorded]:
+        """A chain of delete dependencies through every level, first deleted first: the edges that make the levels.
 
-def _must_outlive(resource: Recorded) -> set[str]:
-    """What a resource must be deleted before: what it depends on, its parent, its provider."""
-    found = set(resource.dependencies)
-    if resource.parent:
-        found.add(resource.parent)
-    if resource.provider:
-        found.add(resource.provider)
-    return found
+        Every level's resources have a dependency in the next level (that is what puts them there), so the chain
+        starts at the slowest delete of the first level and follows, level by level, the slowest such dependency.
+        """
+        if not self.batches:
+            return []
+        chain = [self.batches[0].slowest]
+        for batch in self.batches[1:]:
+            in_level = [r for r in batch.resources if r.urn in self.before.get(chain[-1].urn, ())]
+            if not in_level:
+                break
+            chain.append(max(in_level, key=lambda r: (batch.seconds_of(r), r.urn)))
+        return chain
 
 
-def estimate(inventory: Inventory) -> Estimate:
-    """The engine's delete batches for a full destroy of what the inventory holds."""
+def delete_dependencies(inventory: Inventory) -> dict[str, frozenset[str]]:
+    """What each resource must be deleted before, as the engine's dependency graph says (see the module's doc)."""
     urns = {r.urn for r in inventory.resources}
-    skipped = tuple(r for r in inventory.resources if r.deleted_with and r.deleted_with in urns)
-    remaining = {r.urn: r for r in inventory.resources if r not in skipped}
-    # Who still waits to be deleted before each resource may go.
-    waiting_on: dict[str, set[str]] = {urn: set() for urn in remaining}
-    for resource in remaining.values():
-        for target in _must_outlive(resource) & set(remaining):
-            waiting_on[target].add(resource.urn)
-    batches = []
-    while remaining:
-        ready = sorted(urn for urn in remaining if not waiting_on[urn] & set(remaining))
+    children: dict[str, list[str]] = {}
+    for resource in inventory.resources:
+        if resource.parent in urns:
+            children.setdefault(resource.parent, []).append(resource.urn)
+    base: dict[str, set[str]] = {}
+    for resource in inventory.resources:
+        found = set(resource.dependencies)
+        found.update(u for u in (resource.provider, resource.parent, resource.deleted_with) if u)
+        base[resource.urn] = (found & urns) - {resource.urn}
+
+    reach: dict[str, frozenset[str]] = {}
+
+    def reachable(urn: str) -> frozenset[str]:
+        if urn not in reach:
+            seen: set[str] = set()
+            todo = list(base[urn])
+            while todo:
+                found = todo.pop()
+                if found not in seen:
+                    seen.add(found)
+                    todo.extend(base[found])
+            reach[urn] = frozenset(seen)
+        return reach[urn]
+
+    def descendants(urn: str) -> list[str]:
+        found, todo = [], list(children.get(urn, ()))
+        while todo:
+            child = todo.pop()
+            found.append(child)
+            todo.extend(children.get(child, ()))
+        return found
+
+    components = set(children) | {r.urn for r in inventory.resources if r.type.startswith(COMPONENT_PREFIXES)}
+    out = {urn: set(found) for urn, found in base.items()}
+    for resource in inventory.resources:
+        for dependency in resource.dependencies:
+            if dependency in components:
+                # Depending on a component is depending on its descendants, except those that (through their own
+                # dependencies) come after this resource: the engine takes only those earlier in its order.
+                out[resource.urn].update(
+                    c for c in descendants(dependency) if c != resource.urn and resource.urn not in reachable(c)
+                )
+    return {urn: frozenset(found) for urn, found in out.items()}
+
+
+def estimate(inventory: Inventory, parallel: int = PARALLEL) -> Estimate:
+    """The engine's delete levels for a full destroy of what the inventory holds."""
+    before = delete_dependencies(inventory)
+    urns = {r.urn for r in inventory.resources}
+    skipped = tuple(r for r in inventory.resources if r.deleted_with in urns)
+    free = frozenset(r.urn for r in skipped) | {r.urn for r in inventory.resources if r.retain_on_delete}
+    condemned = {r.urn: r for r in inventory.resources}
+    peeled: list[list[Recorded]] = []
+    while condemned:
+        ready = sorted(urn for urn in condemned if not before[urn] & condemned.keys())
         if not ready:
-            raise ValueError(f"the delete graph has a cycle among {sorted(remaining)[:5]}")
-        batches.append(Batch(tuple(remaining.pop(urn) for urn in ready)))
-    return Estimate(tuple(batches), skipped)
+            raise ValueError(f"the delete graph has a cycle among {sorted(condemned)[:5]}")
+        peeled.append([condemned.pop(urn) for urn in ready])
+    batches = tuple(Batch(tuple(level), frozenset(r.urn for r in level) & free, parallel) for level in reversed(peeled))
+    return Estimate(batches, skipped, before)
 
 
 def report(estimate_: Estimate, stack: str) -> str:
     minutes = estimate_.seconds / 60
     lines = [
         (
-            f"Estimated `pulumi destroy` of stack '{stack}': about {minutes:.0f} minutes in {len(estimate_.batches)} "
-            f"batches ({len(estimate_.skipped)} resources go with their deleted_with target)"
+            f"Estimated `pulumi destroy` of stack '{stack}': {minutes:.1f} minutes in {len(estimate_.batches)} "
+            f"levels ({len(estimate_.skipped)} resources go with their deleted_with target, without a delete call)"
         ),
-        "Critical path (the slowest delete of each batch that takes time):",
+        "Critical path (the slowest delete of each level that takes time):",
     ]
-    for seconds, resource in estimate_.critical_path():
-        lines.append(f"  {seconds:5d} s  {resource.name} ({resource.type})")
+    start = 0
+    for index, batch in enumerate(estimate_.batches):
+        if batch.seconds:
+            slowest = batch.slowest
+            lines.append(
+                f"  {index:3d}  {start / 60:5.1f} min  {batch.seconds:4d} s  {slowest.name} ({slowest.type}, "
+                f"{len(batch.resources)} in the level)"
+            )
+        start += batch.seconds
+    lines.append("Longest chain of delete levels (each must be deleted before the next):")
+    skipped = {r.urn for r in estimate_.skipped}
+    for resource in estimate_.longest_chain():
+        seconds, note = (0, ", goes with its target") if resource.urn in skipped else (delete_seconds(resource), "")
+        lines.append(f"  {seconds:4d} s  {resource.name} ({resource.type}{note})")
     return "\n".join(lines)
 
 
