@@ -86,9 +86,6 @@ class ClusterArgs:
     #: What the cluster and its nodes need from the network first (NAT routes: `Network.egress`), so that on destroy
     #: they are deleted before it. Default: none (a VPC whose egress the program does not manage).
     network_ready: Sequence[pulumi.Resource] = ()
-    #: Stores the system nodes wait for, so destroy deletes them together with the cluster rather than in a
-    #: batch of their own before it (the FSx file system, which takes as long to delete as the cluster). Default: none.
-    system_nodes_after: Sequence[pulumi.Resource] = ()
     #: Subnets the stack made (`Network.subnets`): the network sweep deletes the interfaces left in them, so it
     #: depends on them and destroy deletes it before them (AWS refuses a subnet that still holds an interface; the
     #: provider only retries for 20 minutes). Default: none (subnets the program does not manage).
@@ -369,7 +366,7 @@ def _system_node_group(
             parent=parent,
             # why: nodes join only with networking in place and the node policies attached; on destroy the
             # group goes before them.
-            depends_on=[*networking, *node_policies, *args.network_ready, *args.system_nodes_after, network_sweep],
+            depends_on=[*networking, *node_policies, *args.network_ready, network_sweep],
         ),
     )
 
