@@ -115,3 +115,88 @@ def test_grafana_loads_the_platforms_dashboards_from_the_one_namespace_its_role_
         if obj.get("kind") in ("Role", "ClusterRole") and obj["metadata"]["name"].endswith("grafana")
     }
     assert roles == {("Role", searched)}
+
+
+# ------------------------------------------------------------------------------------------------ pod security
+
+HARDENED = {
+    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+    "containers": [
+        {
+            "name": "app",
+            "image": "registry.example/app:1",
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        }
+    ],
+}
+HOST_AGENT = {
+    "hostNetwork": True,
+    "hostPID": True,
+    "volumes": [{"name": "proc", "hostPath": {"path": "/proc"}}],
+    "containers": [{"name": "agent", "image": "registry.example/agent:1"}],
+}
+
+
+def test_restricted_refuses_a_host_agent_and_admits_a_hardened_pod():
+    from components.tools.model.pod_security import baseline_failures, restricted_failures
+
+    assert restricted_failures(HARDENED) == []
+    failures = restricted_failures(HOST_AGENT)
+    assert {"hostNetwork=true", "hostPID=true", "hostPath volume proc"} <= set(failures)
+    assert "container agent does not set allowPrivilegeEscalation=false" in failures
+    assert baseline_failures({**HARDENED, "containers": [{"name": "c", "securityContext": {"privileged": True}}]}) == [
+        "container c is privileged"
+    ]
+
+
+def _namespace(name: str, level: str) -> dict[str, Any]:
+    labels = {"pod-security.kubernetes.io/enforce": level}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def _daemon_set(namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": namespace},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": {"metadata": {}, "spec": spec}},
+    }
+
+
+@pytest.mark.parametrize(("level", "refused"), [("restricted", True), ("privileged", False)])
+def test_the_model_finds_a_pod_its_namespaces_level_refuses(level, refused):
+    from components.tools.model import StackView, check_views
+
+    objects = [
+        ("manifests/x.yaml", _namespace("agents", level)),
+        ("manifests/x.yaml", _daemon_set("agents", HOST_AGENT)),
+    ]
+    _, found = check_views([StackView([], objects, [])], None)
+    problems = [p for p in found if p.rule == "pod-security"]
+    assert bool(problems) is refused
+    if refused:
+        assert "DaemonSet agents/agent" in str(problems[0])
+        assert "'restricted'" in str(problems[0])
+
+
+@pytest.mark.subprocess
+@pytest.mark.stack
+@pytest_charts
+def test_monitoring_is_restricted_and_node_exporter_runs_privileged_in_its_own_namespace(platform):
+    from components.tools.model.pod_security import refused
+
+    objects = [obj for _, obj in platform.objects]
+    levels = {
+        obj["metadata"]["name"]: obj["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+        for obj in objects
+        if obj.get("kind") == "Namespace" and obj["metadata"]["name"] in ("monitoring", "node-exporter")
+    }
+    assert levels == {"monitoring": "restricted", "node-exporter": "privileged"}
+    (exporter,) = [
+        o for o in objects if o.get("kind") == "DaemonSet" and o["metadata"]["name"].endswith("node-exporter")
+    ]
+    assert exporter["metadata"]["namespace"] == "node-exporter"
+    in_node_exporter = {o["kind"] for o in objects if o["metadata"].get("namespace") == "node-exporter"}
+    assert "DaemonSet" in in_node_exporter
+    assert "ServiceMonitor" in in_node_exporter
+    assert refused(objects) == []

@@ -24,6 +24,9 @@ from components.observability.render import (
 from components.scheduling import Placement
 
 NAMESPACE = "monitoring"
+#: node-exporter reads the host's network, PIDs and file systems, so its namespace enforces `privileged`; it is the
+#: only pod there, and `monitoring` enforces `restricted`.
+NODE_EXPORTER_NAMESPACE = "node-exporter"
 GRAFANA_SECRET = "grafana-admin"
 
 
@@ -92,6 +95,9 @@ def stack_values(
         # No `secrets` collector: its metrics (names, types, labels of every Secret) feed no rule or dashboard here, and
         # the chart grants its ClusterRole `list` and `watch` on every Secret only for that collector.
         "kube-state-metrics": {"collectorsExclude": ["secrets"], **on_system_nodes},
+        # In a namespace of its own (privileged: host network, PIDs and paths); Prometheus finds its monitor there,
+        # as it selects monitors in every namespace.
+        "prometheus-node-exporter": {"namespaceOverride": NODE_EXPORTER_NAMESPACE},
         "grafana": {
             # A Role in this namespace instead of a ClusterRole: the sidecars load dashboards and datasources only
             # from here, where the platform puts its own (the chart's ClusterRole would read every Secret).
@@ -161,8 +167,16 @@ class Observability(pulumi.ComponentResource):
         namespace = k8s_objects.owned_namespace(
             f"{name}-namespace",
             NAMESPACE,
-            pod_security="privileged",  # the node exporter reads the host's network, PIDs and file systems
+            pod_security="restricted",  # node-exporter, the one host agent, runs in its own namespace
             # Prometheus' claim among what lives here.
+            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
+            opts=k8s_opts,
+        )
+        node_exporter_namespace = k8s_objects.owned_namespace(
+            f"{name}-node-exporter-namespace",
+            NODE_EXPORTER_NAMESPACE,
+            pod_security="privileged",
+            # Like every namespace the stack owns: it goes while what deletes the AWS side of its contents still runs.
             cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
             opts=k8s_opts,
         )
@@ -197,9 +211,11 @@ class Observability(pulumi.ComponentResource):
             timeout_seconds=900,
             opts=pulumi.ResourceOptions.merge(
                 in_namespace,
-                # why: Grafana reads the Secret, Prometheus' volume needs the class, all of it runs on the system
-                # nodes; destroy removes the release before each of them.
-                pulumi.ResourceOptions(depends_on=[secret, args.storage_class, *cluster.system_ready]),
+                # why: Grafana reads the Secret, Prometheus' volume needs the class, node-exporter goes into its
+                # namespace, all of it runs on the system nodes; destroy removes the release before each of them.
+                pulumi.ResourceOptions(
+                    depends_on=[secret, args.storage_class, node_exporter_namespace, *cluster.system_ready]
+                ),
             ),
         )
         self.metrics_adapter = None
