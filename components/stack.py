@@ -160,7 +160,11 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
     karpenter = Karpenter("karpenter", _karpenter_args(config, handle), part("karpenter"))
     ingress = None
     if config.ingress.load_balancer_controller:
-        ingress = Ingress("ingress", IngressArgs(cluster=handle, tags=config.tags), part("ingress"))
+        ingress = Ingress(
+            "ingress",
+            IngressArgs(cluster=handle, tags=config.tags, waf=config.ingress.waf, shield=config.ingress.shield),
+            part("ingress"),
+        )
     # Namespaces the stack creates are deleted while these still run, so what teams put in them (load balancers)
     # is cleaned up in AWS.
     cleanup = (ingress.controller,) if ingress is not None else ()

@@ -7,7 +7,10 @@ import json
 import pytest
 
 from components import versions
-from tests.conftest import run_stack
+from components.config.errors import ConfigError
+from components.ingress.iam import SHIELD_ACTIONS, WAF_ACTIONS
+from components.platform_config import parse_config
+from tests.conftest import PROJECT, run_stack, stack_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -56,3 +59,42 @@ def test_controller_runs_pinned_on_system_nodes_and_goes_before_them(dev):
 def test_controller_can_be_left_out():
     inventory = run_stack("dev", {"ingress": {"loadBalancerController": False}})
     assert not inventory.of_type("eksml:ingress:Ingress")
+
+
+def _granted(inventory) -> set[str]:
+    policy = json.loads(
+        inventory.one("aws:iam/rolePolicy:RolePolicy", "ingress-controller-controller").inputs["policy"]
+    )
+    return {action for statement in policy["Statement"] for action in statement["Action"]}
+
+
+def test_waf_and_shield_are_off_in_the_chart_and_the_policy_by_default(dev):
+    values = _controller(dev).inputs["values"]
+    assert (values["enableWaf"], values["enableWafv2"], values["enableShield"]) == (False, False, False)
+    assert _granted(dev) & (set(WAF_ACTIONS) | set(SHIELD_ACTIONS)) == set()
+
+
+def test_the_policy_is_scoped_to_the_stacks_cluster_and_vpc(dev):
+    policy = json.loads(dev.one("aws:iam/rolePolicy:RolePolicy", "ingress-controller-controller").inputs["policy"])
+    vpc = dev.one("aws:ec2/vpc:Vpc").id
+    (edit,) = [s for s in policy["Statement"] if s["Sid"] == "EditIngressRulesInClusterVpc"]
+    assert edit["Condition"]["ArnEquals"]["ec2:Vpc"].endswith(f":vpc/{vpc}")
+    (owned,) = [s for s in policy["Statement"] if s["Sid"] == "ManageOwnedLoadBalancersAndTargetGroups"]
+    assert owned["Condition"] == {"StringEquals": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "eks-ml-platform-dev"}}
+
+
+@pytest.mark.stack
+def test_turning_waf_and_shield_on_sets_the_chart_and_grants_their_actions():
+    inventory = run_stack("dev", {"ingress": {"waf": True, "shield": True}})
+    values = _controller(inventory).inputs["values"]
+    assert (values["enableWaf"], values["enableWafv2"], values["enableShield"]) == (True, True, True)
+    assert _granted(inventory) >= set(WAF_ACTIONS) | set(SHIELD_ACTIONS)
+
+
+@pytest.mark.parametrize("key", ["waf", "shield"])
+def test_waf_or_shield_without_the_controller_is_refused_with_its_key_path(key):
+    config = stack_config("dev", {"ingress": {"loadBalancerController": False, key: True}})
+    with pytest.raises(ConfigError) as caught:
+        parse_config(config, project=PROJECT, stack="dev")
+    found = {issue.path: issue.message for issue in caught.value.issues}
+    assert "is only used by the load balancer controller" in found[f"ingress.{key}"], found

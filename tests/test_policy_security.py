@@ -344,7 +344,11 @@ def namespace(name: str, labels: dict | None = None) -> Resource:
         (namespace("team-a", {"pod-security.kubernetes.io/enforce": "none"}), "sets no"),
         (
             namespace("team-a", {"pod-security.kubernetes.io/enforce": "privileged"}),
-            "only gpu-operator, kube-system, monitoring may",
+            "only gpu-operator, kube-system, node-exporter may",
+        ),
+        (
+            namespace("monitoring", {"pod-security.kubernetes.io/enforce": "privileged"}),
+            "only gpu-operator, kube-system, node-exporter may",
         ),
         (namespace("team-a", {"pod-security.kubernetes.io/enforce": "baseline"}), None),
         (namespace("gpu-operator", {"pod-security.kubernetes.io/enforce": "privileged"}), None),

@@ -15,7 +15,7 @@ import pulumi
 from components import helm, versions
 from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
-from components.ingress.iam import controller_policy
+from components.ingress.iam import ControllerScope, controller_policy
 from components.scheduling import Placement
 
 NAMESPACE = "kube-system"
@@ -31,6 +31,8 @@ def controller_values(
     role_arn: pulumi.Input[str],
     placement: Placement,
     tags: Mapping[str, str],
+    waf: bool = False,
+    shield: bool = False,
 ) -> dict[str, Any]:
     """Values for the aws-load-balancer-controller chart of the pinned version."""
     return {
@@ -53,6 +55,11 @@ def controller_values(
         # whenever the controller is down. Off: a LoadBalancer Service picks this controller with
         # `spec.loadBalancerClass: service.k8s.aws/nlb`.
         "enableServiceMutatorWebhook": False,
+        # The controller's add-ons default to on and would call WAF and Shield on every ALB; their IAM actions are
+        # granted only when these are on (iam.ControllerScope).
+        "enableWaf": waf,
+        "enableWafv2": waf,
+        "enableShield": shield,
     }
 
 
@@ -65,6 +72,10 @@ class IngressArgs:
     #: Tags on every load balancer and target group the controller makes (the provider's default tags do not reach
     #: them). Default: none.
     tags: Mapping[str, str] = field(default_factory=dict)
+    #: Let the controller attach WAF web ACLs (Classic regional and v2) that Ingresses name. Default: off.
+    waf: bool = False
+    #: Let the controller turn on Shield Advanced protection of its ALBs. Default: off.
+    shield: bool = False
 
 
 class Ingress(pulumi.ComponentResource):
@@ -79,7 +90,25 @@ class Ingress(pulumi.ComponentResource):
             f"{name}-controller",
             namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT,
-            inline_policies={"controller": cluster.partition.apply(lambda p: to_json(controller_policy(p)))},
+            inline_policies={
+                "controller": pulumi.Output.all(
+                    cluster.partition, cluster.account_id, cluster.vpc_id, cluster.name
+                ).apply(
+                    lambda found: to_json(
+                        controller_policy(
+                            ControllerScope(
+                                partition=found[0],
+                                region=cluster.region,
+                                account_id=found[1],
+                                vpc_id=found[2],
+                                cluster_name=found[3],
+                                waf=args.waf,
+                                shield=args.shield,
+                            )
+                        )
+                    )
+                )
+            },
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.controller = helm.release(
@@ -93,6 +122,8 @@ class Ingress(pulumi.ComponentResource):
                 role_arn=role.arn,
                 placement=cluster.system_placement,
                 tags=args.tags,
+                waf=args.waf,
+                shield=args.shield,
             ),
             opts=pulumi.ResourceOptions.merge(
                 cluster.kubernetes_options(self),

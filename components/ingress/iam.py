@@ -4,11 +4,17 @@ them. It moves in lock-step with the chart pinned as `LOAD_BALANCER_CONTROLLER` 
 aws-load-balancer-controller 3.5.0): the granted actions and their scoping follow that release's published policy
 (`../shared/reference/aws-load-balancer-controller/`), and the tests compare the two action sets exactly, so bumping
 the chart without revisiting this file fails loudly instead of surfacing later as an AccessDenied in the controller.
+
+Narrower than upstream's where upstream trusts any cluster: ownership is this cluster's tag value, not the mere
+presence of the tag (upstream's `Null` test lets one cluster's controller delete another's load balancers), ingress
+rules change only on security groups in this cluster's VPC, security groups are created only there, and the WAF and
+Shield actions are granted only when the stack turns those add-ons on.
 """
 
 from __future__ import annotations
 
 from copy import deepcopy
+from dataclasses import dataclass
 from typing import Any
 
 from components.identity.documents import IAM_VERSION
@@ -19,18 +25,50 @@ CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 _RESOURCE_TAG = f"aws:ResourceTag/{CLUSTER_TAG}"
 _REQUEST_TAG = f"aws:RequestTag/{CLUSTER_TAG}"
 
-#: The resource already carries the ownership tag, i.e. the controller created it.
-_OWNED: dict[str, Any] = {"Null": {_RESOURCE_TAG: "false"}}
-#: The request sets the ownership tag, so whatever is created is marked as the controller's from the start.
-_CREATED_OWNED: dict[str, Any] = {"Null": {_REQUEST_TAG: "false"}}
-#: Tags of an owned resource may change, as long as the request does not touch the ownership tag itself.
-_RETAG_OWNED: dict[str, Any] = {"Null": {_REQUEST_TAG: "true", _RESOURCE_TAG: "false"}}
+#: The WAF actions (Classic regional and v2) the controller calls only with its WAF add-ons on.
+WAF_ACTIONS = (
+    "waf-regional:AssociateWebACL",
+    "waf-regional:DisassociateWebACL",
+    "waf-regional:GetWebACL",
+    "waf-regional:GetWebACLForResource",
+    "wafv2:AssociateWebACL",
+    "wafv2:DisassociateWebACL",
+    "wafv2:GetWebACL",
+    "wafv2:GetWebACLForResource",
+)
+#: The Shield actions the controller calls only with its Shield add-on on.
+SHIELD_ACTIONS = (
+    "shield:CreateProtection",
+    "shield:DeleteProtection",
+    "shield:DescribeProtection",
+    "shield:GetSubscriptionState",
+)
+
+
+@dataclass(frozen=True)
+class ControllerScope:
+    """What the controller's policy is scoped to: its cluster (the value of the ownership tag it stamps), the VPC
+    whose security groups it may open, and the add-ons it may use."""
+
+    partition: str
+    region: str
+    account_id: str
+    vpc_id: str
+    cluster_name: str
+    #: Grant the WAF (Classic regional and v2) actions (`ingress.waf`).
+    waf: bool = False
+    #: Grant the Shield actions (`ingress.shield`).
+    shield: bool = False
+
+    @property
+    def vpc_arn(self) -> str:
+        return f"arn:{self.partition}:ec2:{self.region}:{self.account_id}:vpc/{self.vpc_id}"
 
 
 def _allow(sid: str, actions: list[str], resource: str | list[str] = "*", **condition: Any) -> dict[str, Any]:
     statement: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resource}
     if condition:
-        statement["Condition"] = deepcopy(condition)  # the shared condition blocks above must stay untouched
+        statement["Condition"] = deepcopy(condition)  # the shared condition blocks must stay untouched
     return statement
 
 
@@ -38,9 +76,16 @@ def _elb(partition: str, path: str) -> str:
     return f"arn:{partition}:elasticloadbalancing:*:*:{path}"
 
 
-def controller_policy(partition: str) -> dict[str, Any]:
-    """The AWS Load Balancer Controller permissions, with upstream's ownership scoping, for the given ARN partition."""
-    security_groups = f"arn:{partition}:ec2:*:*:security-group/*"
+def controller_policy(scope: ControllerScope) -> dict[str, Any]:
+    """The AWS Load Balancer Controller permissions, scoped to its cluster and VPC."""
+    partition = scope.partition
+    # The resource carries this cluster's ownership tag, i.e. this cluster's controller created it.
+    owned: dict[str, Any] = {"StringEquals": {_RESOURCE_TAG: scope.cluster_name}}
+    # The request sets this cluster's ownership tag, so what is created is marked as its own from the start.
+    created_owned: dict[str, Any] = {"StringEquals": {_REQUEST_TAG: scope.cluster_name}}
+    # Tags of an owned resource may change, as long as the request does not touch the ownership tag itself.
+    retag_owned: dict[str, Any] = {"Null": {_REQUEST_TAG: "true"}, **owned}
+    security_groups = f"arn:{partition}:ec2:{scope.region}:{scope.account_id}:security-group/*"
     target_groups = _elb(partition, "targetgroup/*/*")
     balancers_and_groups = [
         _elb(partition, "loadbalancer/app/*/*"),
@@ -100,8 +145,8 @@ def controller_policy(partition: str) -> dict[str, Any]:
                 "elasticloadbalancing:DescribeTrustStores",
             ],
         ),
-        # why: Ingress annotations point at certificates, Cognito clients, WAF ACLs and Shield; those resources are
-        # chosen by users, not owned by the controller, so they cannot be narrowed by tag.
+        # why: Ingress annotations point at certificates and Cognito clients; those resources are chosen by users, not
+        # owned by the controller, so they cannot be narrowed by tag.
         _allow(
             "ResolveCertificatesAndAuthentication",
             [
@@ -112,68 +157,52 @@ def controller_policy(partition: str) -> dict[str, Any]:
                 "iam:ListServerCertificates",
             ],
         ),
+        # why: the controller opens node and pod security groups it does not own to traffic from its load balancers:
+        # any group, but only in this cluster's VPC (upstream: any group in the account).
         _allow(
-            "AttachWebAcls",
-            [
-                "waf-regional:AssociateWebACL",
-                "waf-regional:DisassociateWebACL",
-                "waf-regional:GetWebACL",
-                "waf-regional:GetWebACLForResource",
-                "wafv2:AssociateWebACL",
-                "wafv2:DisassociateWebACL",
-                "wafv2:GetWebACL",
-                "wafv2:GetWebACLForResource",
-            ],
-        ),
-        _allow(
-            "ManageShieldProtection",
-            [
-                "shield:CreateProtection",
-                "shield:DeleteProtection",
-                "shield:DescribeProtection",
-                "shield:GetSubscriptionState",
-            ],
-        ),
-        # why: the controller opens node and pod security groups it does not own to traffic from its load balancers,
-        # and creates the frontend groups it does own; ownership is proven by the tag set in the same call.
-        _allow(
-            "EditIngressRulesOfAnySecurityGroup",
+            "EditIngressRulesInClusterVpc",
             ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
+            security_groups,
+            ArnEquals={"ec2:Vpc": scope.vpc_arn},
         ),
-        _allow("CreateSecurityGroups", ["ec2:CreateSecurityGroup"]),
+        # why: it creates its frontend groups in this cluster's VPC only, each carrying this cluster's tag.
+        _allow("CreateSecurityGroupsInClusterVpc", ["ec2:CreateSecurityGroup"], scope.vpc_arn),
+        _allow("CreateOwnedSecurityGroups", ["ec2:CreateSecurityGroup"], security_groups, **created_owned),
         _allow(
             "TagSecurityGroupsOnCreation",
             ["ec2:CreateTags"],
             security_groups,
-            StringEquals={"ec2:CreateAction": "CreateSecurityGroup"},
-            **_CREATED_OWNED,
+            StringEquals={"ec2:CreateAction": "CreateSecurityGroup", _REQUEST_TAG: scope.cluster_name},
         ),
-        # why: once created, only the controller's own security groups may be retagged or deleted.
-        _allow("RetagOwnedSecurityGroups", ["ec2:CreateTags", "ec2:DeleteTags"], security_groups, **_RETAG_OWNED),
+        # why: once created, only this cluster's own security groups may be retagged or deleted.
+        _allow("RetagOwnedSecurityGroups", ["ec2:CreateTags", "ec2:DeleteTags"], security_groups, **retag_owned),
         _allow(
             "ManageOwnedSecurityGroups",
             ["ec2:AuthorizeSecurityGroupIngress", "ec2:DeleteSecurityGroup", "ec2:RevokeSecurityGroupIngress"],
-            **_OWNED,
+            security_groups,
+            **owned,
         ),
         # why: load balancers and target groups can only be created already carrying the ownership tag ...
         _allow(
             "CreateOwnedLoadBalancersAndTargetGroups",
             ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
-            **_CREATED_OWNED,
+            **created_owned,
         ),
         _allow(
             "TagLoadBalancersAndTargetGroupsOnCreation",
             ["elasticloadbalancing:AddTags"],
             balancers_and_groups,
-            StringEquals={"elasticloadbalancing:CreateAction": ["CreateLoadBalancer", "CreateTargetGroup"]},
-            **_CREATED_OWNED,
+            StringEquals={
+                "elasticloadbalancing:CreateAction": ["CreateLoadBalancer", "CreateTargetGroup"],
+                _REQUEST_TAG: scope.cluster_name,
+            },
         ),
         # why: ... and afterwards only owned ones may be retagged, reconfigured or deleted.
         _allow(
             "RetagOwnedLoadBalancersAndTargetGroups",
             ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
             balancers_and_groups,
-            **_RETAG_OWNED,
+            **retag_owned,
         ),
         _allow(
             "ManageOwnedLoadBalancersAndTargetGroups",
@@ -190,7 +219,7 @@ def controller_policy(partition: str) -> dict[str, Any]:
                 "elasticloadbalancing:SetSecurityGroups",
                 "elasticloadbalancing:SetSubnets",
             ],
-            **_OWNED,
+            **owned,
         ),
         # why: TargetGroupBindings may name target groups created outside the controller, so targets are
         # (de)registered in any target group, but nothing beyond target groups.
@@ -222,4 +251,9 @@ def controller_policy(partition: str) -> dict[str, Any]:
             listeners_and_rules,
         ),
     ]
+    # why: Ingress annotations name WAF ACLs and ask for Shield; granted only with the add-on on (upstream: always).
+    if scope.waf:
+        statements.append(_allow("AttachWebAcls", list(WAF_ACTIONS)))
+    if scope.shield:
+        statements.append(_allow("ManageShieldProtection", list(SHIELD_ACTIONS)))
     return {"Version": IAM_VERSION, "Statement": statements}

@@ -10,7 +10,7 @@ from components.scheduling import DEFAULT_GPU_SCHEDULER, Taint
 
 from . import access as access_
 from . import credentials as credentials_
-from . import gpu_scheduling, network_policy, notebooks, resilience, staging, transform
+from . import gpu_scheduling, network_policy, notebooks, rbac, resilience, staging, transform
 from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
@@ -68,7 +68,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
             objects = transform.retarget_namespace(objects, HUB_REGISTRY_NAMESPACE, settings.hub_registry_team)
         if entry == PIPELINES:
             objects = transform.await_timeout(objects, transform.PIPELINES_READY_SECONDS)
-        items.extend(Item(obj, entry.part) for obj in objects)
+        items.extend(Item(obj, entry.part) for obj in rbac.keep(objects))
     parts = [item.part for item in items]
     objects = [item.manifest for item in items]
     objects = transform.cleanup(objects)

@@ -65,7 +65,7 @@ def dashboard(name: str) -> dict[str, Any]:
 
 
 def dashboard_configmap(name: str, namespace: str) -> dict[str, Any]:
-    """The ConfigMap Grafana's sidecar loads a dashboard from (it watches every namespace for the label)."""
+    """The ConfigMap Grafana's sidecar loads a dashboard from (it watches only its own namespace for the label)."""
     text = resources.files("components.observability.dashboards").joinpath(f"{name}.json").read_text()
     return {
         "apiVersion": "v1",

@@ -275,7 +275,7 @@ def default_passwords(resource: Resource) -> Iterable[str]:
 #: DaemonSets need host access (GPU Operator, node exporter) and so may run `privileged`.
 POD_SECURITY_LABEL = "pod-security.kubernetes.io/enforce"
 POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
-PRIVILEGED_NAMESPACES = frozenset({"kube-system", "gpu-operator", "monitoring"})
+PRIVILEGED_NAMESPACES = frozenset({"kube-system", "gpu-operator", "node-exporter"})
 
 
 def pod_security(resource: Resource) -> Iterable[str]:

@@ -24,6 +24,7 @@ from components.tools.model.admission import (
 from components.tools.model.kube import affinity_matches, narrowed, selector_matches, untolerated
 from components.tools.model.nodes import NodeKind
 from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
+from components.tools.model.pod_security import refused
 from components.tools.model.workloads import DEFAULT_SCHEDULER, Workload
 
 ARCH = "kubernetes.io/arch"
@@ -254,6 +255,12 @@ def workflows_are_admitted(platform: Platform, **_: Any) -> list[Problem]:
     ]
 
 
+def pods_pass_their_namespaces_pod_security(platform: Platform, **_: Any) -> list[Problem]:
+    """Every pod template the platform installs passes the Pod Security level its namespace enforces (a refused pod
+    never starts; only an event on its ReplicaSet or DaemonSet says why)."""
+    return [Problem("pod-security", reason) for reason in refused(obj for _, obj in platform.objects)]
+
+
 RULES: tuple[Callable[..., list[Problem]], ...] = (
     every_pod_lands,
     images_fit_architectures,
@@ -261,6 +268,7 @@ RULES: tuple[Callable[..., list[Problem]], ...] = (
     schedulers_serve_their_pods,
     control_plane_survives,
     workflows_are_admitted,
+    pods_pass_their_namespaces_pod_security,
 )
 
 

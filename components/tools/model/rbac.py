@@ -1,0 +1,94 @@
+"""Who may touch Secrets in every namespace: the subjects of ClusterRoleBindings whose ClusterRole (aggregated ones
+included) has a rule on `secrets` in the core group that no `resourceNames` narrows, and the verbs it gives.
+
+A RoleBinding to a ClusterRole grants only in its own namespace, so it is not counted. The platform's answer is held
+to `SECRET_HOLDERS`, where each entry says why that controller needs the right (docs/security.md lists them too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+#: Service accounts (`namespace/name`) that keep a right on every namespace's Secrets, and why. Anything else that
+#: gains one is a finding (`tests/test_security.py`).
+SECRET_HOLDERS: Mapping[str, str] = MappingProxyType(
+    {
+        "cert-manager/cert-manager": "writes each Certificate's key pair into the Secret it names, in the "
+        "Certificate's namespace",
+        "cert-manager/cert-manager-cainjector": "reads the CA from the certificate Secret an `inject-ca-from` "
+        "annotation names, in any namespace",
+        "monitoring/kube-prometheus-stack-operator": "writes each Prometheus' and Alertmanager's generated config "
+        "Secret, and reads the Secrets monitors name for scrape credentials, in the namespaces it watches (all)",
+        "istio-system/istiod": "serves gateways the TLS Secrets their `credentialName` names, from any namespace",
+        "kubeflow/meta-controller-service": "runs the pipelines' profile controller (a DecoratorController), which "
+        "writes the object store Secret into each team namespace; metacontroller watches what it syncs",
+        "kubeflow/ml-pipeline-ui": "reads the object store credentials of the team namespace whose artifacts it "
+        "shows (get and list, as upstream's multi-user install grants them)",
+        "kubeflow-system/kubeflow-trainer-controller-manager": "creates the SSH key Secret of each MPI TrainJob in "
+        "the job's namespace, and watches them",
+    }
+)
+
+_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+
+
+def _grants_secrets(rule: Mapping[str, Any]) -> set[str]:
+    groups = rule.get("apiGroups") or []
+    resources = rule.get("resources") or []
+    if not ({"", "*"} & set(groups)) or not ({"secrets", "*"} & set(resources)) or rule.get("resourceNames"):
+        return set()
+    verbs = set(rule.get("verbs") or [])
+    return set(_VERBS) if "*" in verbs else verbs & set(_VERBS)
+
+
+def _matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    wanted = selector.get("matchLabels") or {}
+    if any(labels.get(k) != v for k, v in wanted.items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        value, values = labels.get(expression["key"]), expression.get("values") or []
+        operator = expression["operator"]
+        if (operator == "In" and value not in values) or (operator == "NotIn" and value in values):
+            return False
+        if (operator == "Exists") != (expression["key"] in labels) and operator in ("Exists", "DoesNotExist"):
+            return False
+    return True
+
+
+def cluster_role_rules(objects: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Every ClusterRole's rules by name, an aggregated role's gathered from the roles its selectors match."""
+    roles = {obj["metadata"]["name"]: obj for obj in objects if obj.get("kind") == "ClusterRole"}
+    rules: dict[str, list[Mapping[str, Any]]] = {}
+    for name, role in roles.items():
+        found = list(role.get("rules") or [])
+        for selector in (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []:
+            for other in roles.values():
+                if other is not role and _matches(selector, other["metadata"].get("labels") or {}):
+                    found += list(other.get("rules") or [])
+        rules[name] = found
+    return rules
+
+
+def _subject(subject: Mapping[str, Any]) -> str:
+    if subject.get("kind") == "ServiceAccount":
+        return f"{subject.get('namespace')}/{subject['name']}"
+    return f"{subject.get('kind')}:{subject['name']}"
+
+
+def cluster_wide_secret_access(objects: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
+    """Subject (`namespace/name` for a service account, `Kind:name` otherwise) → the verbs it has on every
+    namespace's Secrets."""
+    objects = list(objects)
+    rules = cluster_role_rules(objects)
+    found: dict[str, set[str]] = {}
+    for binding in objects:
+        if binding.get("kind") != "ClusterRoleBinding" or binding["roleRef"].get("kind") != "ClusterRole":
+            continue
+        verbs = set().union(*(_grants_secrets(rule) for rule in rules.get(binding["roleRef"]["name"], [])))
+        if not verbs:
+            continue
+        for subject in binding.get("subjects") or []:
+            found.setdefault(_subject(subject), set()).update(verbs)
+    return found
