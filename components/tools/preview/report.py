@@ -164,6 +164,7 @@ def _parts_figure(found: list[Part]) -> str:
                 ha="center",
                 va="center",
                 bbox={"boxstyle": "round,pad=0.4", "facecolor": _LIGHT, "edgecolor": _ACCENT},
+                zorder=3,  # over the arrows that pass behind a box on their way to another
             )
     faint = implied(found)
     for part in found:
@@ -176,6 +177,7 @@ def _parts_figure(found: list[Part]) -> str:
                 xycoords=boxes[part.name],
                 xytext=(1, 0.5),
                 textcoords=boxes[dependency],
+                zorder=2,
                 arrowprops={
                     "arrowstyle": "-|>",
                     # an edge a longer path implies is drawn faint, so the order of creation reads at a glance
