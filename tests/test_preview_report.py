@@ -179,3 +179,24 @@ def test_a_failed_preview_leaves_no_report_of_an_earlier_one(tmp_path):
     (out / "report.html").write_text("<p>the report of an earlier preview</p>")
     assert main(["--stack", "broken", "--out", str(out), "--project-dir", str(tmp_path)]) == 2
     assert not (out / "report.html").exists()
+
+
+@pytest.mark.stack  # draws a report: matplotlib's first figure of a session lists the system's fonts
+def test_a_stack_without_prices_gets_a_report_that_says_what_is_missing_rather_than_zero():
+    from datetime import date
+
+    from components.tools.cost import PINNED, estimate
+    from components.tools.preview import destroy_estimate
+    from components.tools.preview.report import render
+    from tests.preflight_world import platform_config
+
+    config = platform_config("dev", {"aws:region": "eu-west-1", "network": {"cidr": "10.20.0.0/16"}})
+    cost = estimate(config, PINNED, on=date(2026, 11, 1))
+    assert cost.missing
+    network = _resource("network", "eksml:network:Network")
+    inventory = Inventory([network, _resource("network-vpc", "aws:ec2/vpc:Vpc", network)], {})
+    page = render(inventory, stack="dev", cost=cost, destroy=destroy_estimate.estimate(inventory))
+    text = _text(page)
+    assert f"cost unknown: {cost.missing[0]}" in text
+    assert "idle total n/a" in text
+    assert f"Missing from the price table (left out of the sums, not counted as $0): {cost.missing[0]}" in text

@@ -284,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     from components.tools.preview import destroy_estimate, report
     from components.tools.preview import program as other_program
 
-    (args.out / report.REPORT).unlink(missing_ok=True)  # a failed preview leaves no report of an earlier one
+    if args.out.is_dir():  # a failed preview leaves no report of an earlier one
+        (args.out / report.REPORT).unlink(missing_ok=True)
 
     started = time.perf_counter()
     platform = True

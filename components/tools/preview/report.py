@@ -364,8 +364,16 @@ def _cost_section(cost: Estimate) -> str:
         _cost_figure(cost),
         f"Per month, at the {cost.price_source}. A pool's ceiling is its limit filled with the cheapest (dark) to "
         "the dearest (light) instance type it allows.",
-        _table(("item", "per month", "basis"), rows),
+        _table(("item", "per month", "basis"), rows) + _missing(cost),
     )
+
+
+def _missing(cost: Estimate) -> str:
+    """What the price table lacks, left out of the sums (as the cost table says too)."""
+    if not cost.missing:
+        return ""
+    items = "".join(f"<li>{html.escape(item)}</li>" for item in cost.missing)
+    return f"<p>Missing from the price table (left out of the sums, not counted as $0):</p><ul>{items}</ul>"
 
 
 _STYLE = (
