@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 REPORT = "report.html"
 PACKAGE_PREFIX = "eksml:"
 
+#: A label just right of its point: an offset, not leading spaces, which SVG text collapses in a browser.
+_BESIDE: dict[str, Any] = {"xytext": (4, 0), "textcoords": "offset points", "va": "center"}
 _ACCENT, _LIGHT, _EDGE, _FAINT = "#2b6cb0", "#bcd4ee", "#3c4a5a", "#d3d9e0"
 
 
@@ -219,7 +221,7 @@ def _cost_figure(cost: Estimate) -> str:
     axes.barh(rows, solid, color=_ACCENT, label="idle, or the limit filled with the cheapest allowed type")
     axes.barh(rows, light, left=solid, color=_LIGHT, label="... with the dearest allowed type")
     for row, (start, extra, note) in enumerate(zip(solid, light, notes, strict=True)):
-        axes.text(start + extra, row, f"  {note}", va="center")
+        axes.annotate(note, (start + extra, row), **_BESIDE)
     axes.set_yticks(rows, labels)
     axes.invert_yaxis()
     axes.set_xlabel("USD per month")
@@ -239,10 +241,10 @@ def _destroy_figure(estimate: destroy_estimate.Estimate) -> str:
     start = 0
     for row, (seconds, resource) in enumerate(path):
         axes.barh(row, seconds / 60, left=start / 60, color=_ACCENT)
-        axes.text((start + seconds) / 60, row, f"  {resource.name} ({seconds} s)", va="center", fontsize=8)
+        axes.annotate(f"{resource.name} ({seconds} s)", ((start + seconds) / 60, row), fontsize=8, **_BESIDE)
         start += seconds
     axes.axvline(estimate.seconds / 60, color=_EDGE, linestyle="--", linewidth=0.8)
-    axes.text(estimate.seconds / 60, -1, f" {destroy_minutes(estimate)}", va="center")
+    axes.annotate(destroy_minutes(estimate), (estimate.seconds / 60, -1), **_BESIDE)
     axes.set_yticks([])
     axes.invert_yaxis()
     axes.set_xlim(0, estimate.seconds / 60 * 1.5 or 1)
@@ -381,7 +383,7 @@ _STYLE = (
     "h2{margin-top:2.5rem;border-bottom:1px solid #cbd5e0}.lead{font-size:1.1rem}"
     "figure{margin:1rem 0}svg{max-width:100%;height:auto}figcaption{color:#4a5568;font-size:.9rem}"
     "table{border-collapse:collapse;font-size:.85rem}td,th{border:1px solid #e2e8f0;padding:.2rem .5rem;"
-    "text-align:left}"
+    "text-align:left}td:nth-child(2){white-space:nowrap}"
 )
 
 
