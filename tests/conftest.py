@@ -98,6 +98,10 @@ class SlowWorkGuard:
                 command = [args] if isinstance(args, str | os.PathLike) else list(args)
                 if command[1:2] == ["kustomize"]:
                     guard.check("render", "renders Kubeflow with kustomize", also=("stack",))
+                elif Path(str(command[0])).name == "fc-list":
+                    # matplotlib lists the system's fonts once per font cache, when the first figure of a preview's
+                    # report is drawn (the session's cache is new): part of a preview, which `stack` marks
+                    guard.check("stack", "draws the preview's report", also=("subprocess",))
                 else:
                     guard.check("subprocess", f"starts a process ({' '.join(map(str, command))[:100]})")
                 super().__init__(args, *more, **options)

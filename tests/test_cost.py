@@ -13,7 +13,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from components.tools.cost import PINNED, estimate, preview_line
+from components.tools.cost import PINNED, estimate, headline
 from components.tools.cost import __main__ as cli
 from components.tools.cost.live import live_table, on_demand_hourly, product_filters
 from components.tools.cost.render import as_json, render_markdown, render_table
@@ -163,10 +163,10 @@ def test_prod_costs_what_the_hand_computation_says():
 
 def test_the_preview_line_names_idle_and_ceiling():
     assert (
-        preview_line(platform_config("dev"), on=ON)
+        headline(estimate(platform_config("dev"), PINNED, on=ON))
         == "about $607/month idle; up to $13,233/month with every pool at its limit"
     )
-    assert preview_line(platform_config("prod"), on=ON) == (
+    assert headline(estimate(platform_config("prod"), PINNED, on=ON)) == (
         "about $1,680/month idle; up to $359,172/month with every pool at its limit"
     )
 
@@ -198,7 +198,7 @@ def test_a_region_missing_from_the_table_has_no_price_at_all():
     assert result.ceiling is None
     assert all(line.low is None for line in result.baseline)
     assert result.missing[0].startswith("region eu-west-1: no rates in the pinned table")
-    assert preview_line(config, on=ON).startswith("cost unknown: region eu-west-1")
+    assert headline(result).startswith("cost unknown: region eu-west-1")
 
 
 # ------------------------------------------------------------------------------------ what else decides it

@@ -48,7 +48,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 def test_preview_writes_the_contracted_folder(dev_folder):
-    assert {p.name for p in dev_folder.iterdir()} == {"resources.json", "manifests", "helm", "iam"}
+    assert {p.name for p in dev_folder.iterdir()} == {"resources.json", "manifests", "helm", "iam", "report.html"}
     resources = json.loads((dev_folder / "resources.json").read_text())["resources"]
     urns = {r["urn"] for r in resources}
     assert len(urns) == len(resources) > 30

@@ -59,6 +59,11 @@ def test_the_team_stack_previews_offline_with_no_policy_violations(tmp_path, cap
     assert "Cost:" not in printed
     assert {p.name for p in (out / "manifests").iterdir()} == {"namespace.yaml", "identity.yaml", "pool.yaml"}
     assert {p.name for p in (out / "iam").iterdir()} == {"identity-role.trust.json", "identity-s3.json"}
+    # the report draws the team's parts and its destroy; its cost is the platform's, so it has no cost section
+    report = (out / "report.html").read_text()
+    assert all(f">{part}</text>" in report for part in ("identity", "namespace", "pool"))
+    assert "pulumi destroy: about " in report
+    assert 'id="cost"' not in report
 
 
 def test_only_the_stack_wide_rules_the_platform_satisfies_need_the_team_policy_config(tmp_path, capsys):
@@ -68,6 +73,7 @@ def test_only_the_stack_wide_rules_the_platform_satisfies_need_the_team_policy_c
     rules = {line.split()[1] for line in printed.splitlines() if line.startswith("  mandatory ")}
     assert rules == {"spot-needs-interruption-queue", "gpu-pools-need-operator-and-dcgm"}
     assert json.loads((TEAM_STACK / "policy-config.json").read_text()) == dict.fromkeys(rules, "disabled")
+    assert (tmp_path / "out" / "report.html").exists()  # a preview that fails a policy still writes its folder
 
 
 def test_the_team_role_trusts_exactly_its_service_account_of_the_platforms_cluster(team):

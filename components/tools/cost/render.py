@@ -14,7 +14,7 @@ def money(value: Decimal | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
 
 
-def _range(low: Decimal | None, high: Decimal | None) -> str:
+def money_range(low: Decimal | None, high: Decimal | None) -> str:
     return money(low) if low == high else f"{money(low)} - {money(high)}"
 
 
@@ -33,7 +33,7 @@ _UNITS = {
 }
 
 
-def _limit(pool: PoolCeiling) -> str:
+def pool_limit(pool: PoolCeiling) -> str:
     return f"{pool.limit} {_UNITS.get(pool.resource, 'vCPUs')}"
 
 
@@ -48,15 +48,15 @@ def render_table(estimate: Estimate) -> str:
     ]
     width = max(len(line.item) for line in estimate.baseline)
     for line in estimate.baseline:
-        lines.append(f"  {line.item:<{width}}  {_range(line.low, line.high):>22}  {line.basis}")
-    lines.append(f"  {'total':<{width}}  {_range(estimate.idle_low, estimate.idle_high):>22}")
+        lines.append(f"  {line.item:<{width}}  {money_range(line.low, line.high):>22}  {line.basis}")
+    lines.append(f"  {'total':<{width}}  {money_range(estimate.idle_low, estimate.idle_high):>22}")
     lines += [
         "",
         "Spend ceiling per NodePool, per month (the limit filled with the cheapest / dearest allowed type)",
     ]
     for pool in estimate.pools:
         fills = f"cheapest {_fill(pool.cheapest)}; dearest {_fill(pool.dearest)}"
-        lines.append(f"  {pool.pool}: {_limit(pool)}, {_capacity(pool)}; {fills}")
+        lines.append(f"  {pool.pool}: {pool_limit(pool)}, {_capacity(pool)}; {fills}")
         if pool.spot_dearest is not None:
             lines.append(f"    at current spot prices: {_fill(pool.spot_cheapest)} .. {_fill(pool.spot_dearest)}")
         if pool.unpriced:
@@ -73,14 +73,14 @@ def render_table(estimate: Estimate) -> str:
 
 def render_markdown(estimate: Estimate) -> str:
     lines = ["| item | per month | basis |", "| --- | ---: | --- |"]
-    lines += [f"| {line.item} | {_range(line.low, line.high)} | {line.basis} |" for line in estimate.baseline]
-    lines.append(f"| **idle total** | **{_range(estimate.idle_low, estimate.idle_high)}** | |")
+    lines += [f"| {line.item} | {money_range(line.low, line.high)} | {line.basis} |" for line in estimate.baseline]
+    lines.append(f"| **idle total** | **{money_range(estimate.idle_low, estimate.idle_high)}** | |")
     for pool in estimate.pools:
         low = money(pool.cheapest.monthly if pool.cheapest else None)
         high = money(pool.dearest.monthly if pool.dearest else None)
         unpriced = f"; not priced: {', '.join(pool.unpriced)}" if pool.unpriced else ""
         lines.append(
-            f"| ceiling `{pool.pool}` ({_limit(pool)}, {_capacity(pool)}) | {low} - {high} "
+            f"| ceiling `{pool.pool}` ({pool_limit(pool)}, {_capacity(pool)}) | {low} - {high} "
             f"| {_fill(pool.cheapest)} .. {_fill(pool.dearest)}{unpriced} |"
         )
     lines.append(f"| **ceiling** (idle + every pool at its limit) | **{money(estimate.ceiling)}** | |")

@@ -8,7 +8,9 @@ The output folder is a contract other tools read (see README, "Offline preview")
   protect, retain_on_delete, deleted_with;
 - `manifests/<component>.yaml`: every Kubernetes object the program creates itself;
 - `helm/<release>.yaml`: name, namespace, repo, chart, version, values of every Helm release;
-- `iam/<name>.json`: every IAM trust and permission policy document.
+- `iam/<name>.json`: every IAM trust and permission policy document;
+- `report.html`: the same run as pictures (the parts and their dependencies, the idle cost against each pool's
+  ceiling, the destroy timeline), one page that loads nothing (`report.py`).
 
 It then runs the platform's policy rules (`components.policy.rules`, the same code as the CrossGuard pack in
 `policies/`) over what it recorded and prints a table of violations.
@@ -16,7 +18,7 @@ It then runs the platform's policy rules (`components.policy.rules`, the same co
 Exit status: 0 on success; 1 when a mandatory policy is violated (the folder is still written); 2 when the stack
 configuration is invalid (the problems go to stderr and nothing is written); 3 when the program creates something
 the provider or AWS would refuse (a name past its type's limit, a second access entry for the cluster's creator), as
-`pulumi preview` or `pulumi up` would fail.
+`pulumi preview` or `pulumi up` would fail. A preview that fails removes the `report.html` of an earlier one.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +42,7 @@ from components.config.errors import ConfigError
 from components.kubeflow.fetch import TreeError
 from components.platform_config import PlatformConfig
 from components.policy import rules as policy_rules
-from components.tools.cost import preview_line
+from components.tools.cost import PINNED, Estimate, estimate, headline
 from components.tools.model import Platform, Problem, StackView, check_views
 from components.tools.preflight.placeholders import placeholders
 from components.tools.preview import mocks
@@ -277,7 +280,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     overrides = json.loads(args.policy_config.read_text()) if args.policy_config else {}
-    from components.tools.preview import program as other_program  # imported late: it builds on this module
+    # imported late: they build on this module
+    from components.tools.preview import destroy_estimate, report
+    from components.tools.preview import program as other_program
+
+    if args.out.is_dir():  # a failed preview leaves no report of an earlier one
+        (args.out / report.REPORT).unlink(missing_ok=True)
 
     started = time.perf_counter()
     platform = True
@@ -308,16 +316,20 @@ def main(argv: list[str] | None = None) -> int:
     violations = policy_rules.evaluate(policy_resources(inventory), overrides)
     print(summary(inventory, stack=args.stack, out=args.out, seconds=time.perf_counter() - started))
     broken = False
+    cost: Estimate | None = None
     if platform:
         beside = args.project_dir.resolve().parent / "shared" / "reference" / "charts"
         model, problems = platform_model(inventory, args.charts or (beside if beside.is_dir() else None))
         parsed = load_stack(args.project_dir, args.stack)[0]
         print(capacity_report(parsed))
-        print(f"Cost: {preview_line(parsed, platform=model)}")
+        cost = estimate(parsed, PINNED, on=date.today(), platform=model)
+        print(f"Cost: {headline(cost)}")
         if warnings := placeholder_report(parsed):
             print(warnings)
     print(policy_report(violations))
     if platform:
-        report, broken = model_report(model, problems)
-        print(report)
+        verdict, broken = model_report(model, problems)
+        print(verdict)
+    page = report.render(inventory, stack=args.stack, cost=cost, destroy=destroy_estimate.estimate(inventory))
+    report.write(args.out, page)
     return 1 if broken or any(v.enforcement == "mandatory" for v in violations) else 0

@@ -1,0 +1,202 @@
+"""The preview's `report.html`: written by every preview, holding the figures the text output gives (the idle total,
+each pool's ceiling, the destroy minutes, every part), loading nothing from the network, and never left stale by a
+preview that failed."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from components.tools.preview.inventory import Inventory, Recorded
+from components.tools.preview.report import implied, levels, parts
+from tests.conftest import REPO
+
+STACK_URN = "urn:pulumi:s::p::"
+
+
+def _resource(name: str, type_: str, parent: Recorded | None = None, *, depends: tuple[Recorded, ...] = ()) -> Recorded:
+    prefix = f"{parent.urn.rsplit('::', 1)[0]}$" if parent else STACK_URN
+    return Recorded(
+        urn=f"{prefix}{type_}::{name}",
+        type=type_,
+        name=name,
+        parent=parent.urn if parent else None,
+        inputs={},
+        dependencies=tuple(d.urn for d in depends),
+        protect=False,
+        retain_on_delete=False,
+        deleted_with=None,
+    )
+
+
+def test_a_part_depends_on_the_parts_its_resources_depend_on_and_nothing_outside_the_parts():
+    provider = _resource("aws", "pulumi:providers:aws")
+    network = _resource("network", "eksml:network:Network")
+    vpc = _resource("network-vpc", "aws:ec2/vpc:Vpc", network, depends=(provider,))
+    cluster = _resource("cluster", "eksml:cluster:Cluster")
+    control_plane = _resource("cluster-eks", "aws:eks/cluster:Cluster", cluster, depends=(vpc,))
+    k8s = _resource("cluster-k8s", "pulumi:providers:kubernetes", cluster)
+    karpenter = _resource("karpenter", "eksml:karpenter:Karpenter")
+    release = _resource("karpenter", "kubernetes:helm.sh/v3:Release", karpenter)
+    release = Recorded(**{**release.__dict__, "provider": k8s.urn})  # the cluster's provider: an edge to cluster
+    pool = _resource("karpenter-pool", "kubernetes:karpenter.sh/v1:NodePool", karpenter, depends=(release, vpc))
+    inventory = Inventory([provider, network, vpc, cluster, control_plane, k8s, karpenter, release, pool], {})
+
+    found = {p.name: p for p in parts(inventory)}
+
+    assert set(found) == {"network", "cluster", "karpenter"}
+    assert found["network"].depends_on == ()
+    assert found["cluster"].depends_on == ("network",)
+    assert found["karpenter"].depends_on == ("cluster", "network")
+    assert (found["network"].resources, found["cluster"].resources, found["karpenter"].resources) == (1, 2, 2)
+    assert levels(found.values()) == {"network": 0, "cluster": 1, "karpenter": 2}
+    # karpenter reaches network through cluster: the direct edge is drawn faint
+    assert implied(found.values()) == {("karpenter", "network")}
+
+
+def test_parts_that_depend_on_each_other_still_get_columns():
+    a = _resource("a", "eksml:x:A")
+    b = _resource("b", "eksml:x:B")
+    in_a = _resource("a-thing", "aws:s3/bucket:Bucket", a)
+    in_b = _resource("b-thing", "aws:s3/bucket:Bucket", b, depends=(in_a,))
+    in_a = Recorded(**{**in_a.__dict__, "dependencies": (in_b.urn,)})
+    # the edge that closes the circle is not followed: one part goes first, the other after it
+    assert sorted(levels(parts(Inventory([a, b, in_a, in_b], {}))).values()) == [0, 1]
+
+
+# ---------------------------------------------------------------------------------------- a whole preview
+
+
+def _preview(*argv: str) -> tuple[int, str]:
+    from components.tools.preview import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main([*argv, "--project-dir", str(REPO)])
+    return code, printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def dev_report(tmp_path_factory, kubeflow_tree) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("report") / "dev"
+    code, printed = _preview("--stack", "dev", "--out", str(out))
+    assert code == 0, printed
+    return out, printed
+
+
+def _text(page: str) -> str:
+    """The page's text, as a reader (or a search) sees it: tags dropped, entities decoded, spaces collapsed."""
+    import html
+
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
+
+
+@pytest.mark.stack
+@pytest.mark.subprocess
+def test_the_report_holds_the_idle_total_and_ceiling_the_preview_prints(dev_report):
+    out, printed = dev_report
+    headline = re.search(r"^Cost: (about \$[\d,]+/month idle; up to \$[\d,]+/month .*)$", printed, flags=re.M)
+    assert headline, printed
+    assert headline.group(1) in _text((out / "report.html").read_text())
+
+
+@pytest.mark.stack
+@pytest.mark.subprocess
+def test_the_report_holds_each_pools_ceiling_and_the_idle_lines_the_cost_command_prints(dev_report, capsys):
+    from components.tools.cost.__main__ import main as cost
+
+    out, _ = dev_report
+    assert cost(["--stack", "dev", "--project-dir", str(REPO), "--preview", str(out)]) == 0
+    table = capsys.readouterr().out
+    text = _text((out / "report.html").read_text())
+    pools = re.findall(r"^  ([\w-]+): .*; cheapest .* (\$[\d,.]+); dearest .* (\$[\d,.]+)$", table, flags=re.M)
+    assert len(pools) == 2, table
+    for pool, cheapest, dearest in pools:
+        assert f"ceiling of pool {pool} " in text
+        assert f"{cheapest} - {dearest}" in text
+    total = re.search(r"^  total +(\$[\d,.]+ - \$[\d,.]+)$", table, flags=re.M)
+    assert total, table
+    assert f"idle total {total.group(1)}" in text
+    every_pool = re.search(r"^  all pools at their limits +(\$[\d,.]+)$", table, flags=re.M)
+    assert every_pool, table
+    assert f"all pools at their limits {every_pool.group(1)}" in text
+    for item in re.findall(r"^  (platform pods on `[\w-]+`)", table, flags=re.M):  # the platform's own footprint
+        assert item in text
+
+
+@pytest.mark.stack
+@pytest.mark.subprocess
+def test_the_report_holds_the_destroy_estimate_and_every_part(dev_report, dev):
+    from components.tools.preview import destroy_estimate
+
+    out, _ = dev_report
+    page = (out / "report.html").read_text()
+    text = _text(page)
+    said = destroy_estimate.report(destroy_estimate.estimate(dev), "dev")
+    minutes = re.search(r"about \d+ minutes in \d+ batches", said)
+    assert minutes, said
+    assert f"pulumi destroy: {minutes.group(0)}" in text
+    for line in said.splitlines()[2:]:  # each step of the critical path, on the timeline and in its table
+        step = re.match(r"^ +(\d+) s  (\S+) ", line)
+        assert step, line
+        assert f"{step.group(2)} ({step.group(1)} s)" in text
+    resources = json.loads((out / "resources.json").read_text())["resources"]
+    names = {r["name"] for r in resources if r["parent"] is None and r["type"].startswith("eksml:")}
+    assert len(names) >= 8
+    figure = page[page.index('id="parts"') : page.index("</figure>", page.index('id="parts"'))]
+    for name in names:  # drawn in the graph (each line of a box is an SVG text), not only listed
+        assert f">{name}</text>" in figure
+
+
+@pytest.mark.stack
+@pytest.mark.subprocess
+def test_the_report_is_one_self_contained_page(dev_report):
+    out, _ = dev_report
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.count("<svg") == 3
+    for fetching in ("<script", "<link", "<img", "<iframe", "<object", "<embed", "@import"):
+        assert fetching not in page
+    # references only within the page (the SVGs' clip paths), never to a file or a host
+    references = re.findall(r'(?:src|href)="([^"]*)"', page) + re.findall(r"url\(([^)]*)\)", page)
+    assert references
+    assert all(ref.startswith("#") for ref in references), references
+
+
+@pytest.mark.stack
+def test_a_failed_preview_leaves_no_report_of_an_earlier_one(tmp_path):
+    from components.tools.preview import main
+
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    (tmp_path / "Pulumi.broken.yaml").write_text("config:\n  aws:region: us-west-2\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.html").write_text("<p>the report of an earlier preview</p>")
+    assert main(["--stack", "broken", "--out", str(out), "--project-dir", str(tmp_path)]) == 2
+    assert not (out / "report.html").exists()
+
+
+@pytest.mark.stack  # draws a report: matplotlib's first figure of a session lists the system's fonts
+def test_a_stack_without_prices_gets_a_report_that_says_what_is_missing_rather_than_zero():
+    from datetime import date
+
+    from components.tools.cost import PINNED, estimate
+    from components.tools.preview import destroy_estimate
+    from components.tools.preview.report import render
+    from tests.preflight_world import platform_config
+
+    config = platform_config("dev", {"aws:region": "eu-west-1", "network": {"cidr": "10.20.0.0/16"}})
+    cost = estimate(config, PINNED, on=date(2026, 11, 1))
+    assert cost.missing
+    network = _resource("network", "eksml:network:Network")
+    inventory = Inventory([network, _resource("network-vpc", "aws:ec2/vpc:Vpc", network)], {})
+    page = render(inventory, stack="dev", cost=cost, destroy=destroy_estimate.estimate(inventory))
+    text = _text(page)
+    assert f"cost unknown: {cost.missing[0]}" in text
+    assert "idle total n/a" in text
+    assert f"Missing from the price table (left out of the sums, not counted as $0): {cost.missing[0]}" in text
