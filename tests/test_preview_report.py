@@ -138,11 +138,14 @@ def test_the_report_holds_the_destroy_estimate_and_every_part(dev_report, dev):
     page = (out / "report.html").read_text()
     text = _text(page)
     said = destroy_estimate.report(destroy_estimate.estimate(dev), "dev")
-    minutes = re.search(r"about \d+ minutes in \d+ batches", said)
+    minutes = re.search(r"\d+\.\d minutes in \d+ levels", said)
     assert minutes, said
     assert f"pulumi destroy: {minutes.group(0)}" in text
-    for line in said.splitlines()[2:]:  # each step of the critical path, on the timeline and in its table
-        step = re.match(r"^ +(\d+) s  (\S+) ", line)
+    lines = said.splitlines()
+    path = lines[2 : lines.index("Longest chain of delete levels (each must be deleted before the next):")]
+    assert path, said
+    for line in path:  # each step of the critical path, on the timeline and in its table
+        step = re.match(r"^ +\d+ +[\d.]+ min +(\d+) s  (\S+) ", line)
         assert step, line
         assert f"{step.group(2)} ({step.group(1)} s)" in text
     resources = json.loads((out / "resources.json").read_text())["resources"]

@@ -275,7 +275,7 @@ def _section(anchor: str, title: str, figure: str, caption: str, table: str) -> 
 
 def destroy_minutes(estimate: destroy_estimate.Estimate) -> str:
     """How the destroy estimate's own report states its total."""
-    return f"about {estimate.seconds / 60:.0f} minutes in {len(estimate.batches)} batches"
+    return f"{estimate.seconds / 60:.1f} minutes in {len(estimate.batches)} levels"
 
 
 def render(inventory: Inventory, *, stack: str, cost: Estimate | None, destroy: destroy_estimate.Estimate) -> str:
@@ -313,8 +313,9 @@ def render(inventory: Inventory, *, stack: str, cost: Estimate | None, destroy: 
                 "destroy",
                 f"pulumi destroy: {destroy_minutes(destroy)}",
                 _destroy_figure(destroy),
-                "The engine deletes in batches, each after the one before; a batch lasts as long as its slowest "
-                f"delete, drawn here. {len(destroy.skipped)} resources go with their deleted_with target.",
+                "The engine deletes in levels, each after the one before; a level lasts as long as its slowest "
+                f"delete, drawn here. {len(destroy.skipped)} resources go with their deleted_with target, without a "
+                "delete call.",
                 _table(
                     ("start (min)", "seconds", "slowest delete of its batch", "type"),
                     _timeline_rows(destroy.critical_path()),
