@@ -25,6 +25,7 @@ from components.config.types import (
     Environment,
     NatGateways,
     StatefulResources,
+    TagValue,
 )
 from components.config.validation import FieldProblems
 from components.gpu.config import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
@@ -94,8 +95,8 @@ class PlatformConfig(ConfigModel):
     environment: Environment = Field(
         description="which defaults apply to the keys marked *env*: `dev` is cheap, `prod` is safe"
     )
-    owner: StrictStr = Field(min_length=1, description="`owner` tag on every AWS object")
-    cost_center: StrictStr | None = Field(
+    owner: TagValue = Field(min_length=1, description="`owner` tag on every AWS object")
+    cost_center: TagValue | None = Field(
         default=None, description="`cost-center` tag on every AWS object; none: no such tag"
     )
     stateful_resources: StatefulResources = Field(
@@ -461,8 +462,9 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
             )
 
     region = aws.get("region")
-    if region is None:
-        issues.append(ConfigIssue(path="aws:region", message="is required (e.g. 'us-west-2')"))
+    if region is None or region == "":
+        got = "" if region is None else ", got an empty value"
+        issues.append(ConfigIssue(path="aws:region", message=f"is required (e.g. 'us-west-2'){got}"))
         region = ""  # the remaining keys are still checked
     environment = values.get("environment")
     if isinstance(environment, str) and environment in {e.value for e in Environment}:

@@ -353,6 +353,34 @@ def test_invalid_region_is_reported():
     assert "expected an AWS region like 'us-west-2'" in problems(raw(region="moon-1"))["aws:region"]
 
 
+def test_an_empty_region_is_refused_not_turned_into_zones_a_and_b():
+    assert problems(raw(region=""))["aws:region"] == "is required (e.g. 'us-west-2'), got an empty value"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("owner", "x" * 257, "expected a tag value of at most 256 characters, got 257"),
+        ("costCenter", "a;b", "AWS refuses ';'"),
+        ("owner", "Ops <ops@corp.example>", "AWS refuses '<' '>'"),
+    ],
+)
+def test_tag_values_aws_would_refuse_at_create_time_are_refused_first(key, value, message):
+    """AWS caps a tag value at 256 characters of letters, digits, spaces and `_ . : / = + - @`; every resource carries
+    `owner` and `cost-center`, so a bad one fails the first create of `pulumi up` after others already exist."""
+    config = raw()
+    config[f"{NS}:{key}"] = value
+    assert message in problems(config)[key]
+
+
+def test_tag_values_aws_takes_are_accepted():
+    config = raw()
+    config[f"{NS}:owner"] = "Zoë Müller ml-platform@corp.example"
+    config[f"{NS}:costCenter"] = "cc/42=ml+gpu:team_a-1.0"
+    parsed = parse_config(config, project=NS, stack="test")
+    assert parsed.tags["owner"] == "Zoë Müller ml-platform@corp.example"
+
+
 def test_every_supported_kubernetes_version_has_all_addons_pinned():
     for version in versions.KUBERNETES_VERSIONS:
         assert set(versions.EKS_ADDONS[version]) == {"vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from enum import StrEnum
 from ipaddress import IPv4Network, ip_network
@@ -73,6 +74,26 @@ IamPrincipalArn = Annotated[
         "an IAM role or user ARN like 'arn:aws:iam::123456789012:role/Admin'",
     ),
 ]
+#: AWS Tagging, "Tag naming limits and requirements": a value is at most 256 characters of letters, digits, spaces
+#: and `_ . : / = + - @`. AWS refuses anything else at create time, after other resources already exist.
+_TAG_VALUE = re.compile(r"[\w\s.:/=+\-@]*")
+_TAG_VALUE_LIMIT = 256
+
+
+def _tag_value(value: str) -> str:
+    if len(value) > _TAG_VALUE_LIMIT:
+        raise ValueError(f"expected a tag value of at most {_TAG_VALUE_LIMIT} characters, got {len(value)}")
+    if not _TAG_VALUE.fullmatch(value):
+        bad = sorted({c for c in value if not _TAG_VALUE.fullmatch(c)})
+        raise ValueError(
+            f"expected a tag value of letters, digits, spaces and _ . : / = + - @, got {value!r} "
+            f"(AWS refuses {' '.join(repr(c) for c in bad)})"
+        )
+    return value
+
+
+_tag_value.expected = "an AWS tag value (at most 256 letters, digits, spaces and _ . : / = + - @)"  # type: ignore[attr-defined]
+TagValue = Annotated[StrictStr, AfterValidator(_tag_value)]
 KeyName = Annotated[
     StrictStr, matches(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a lowercase name of letters, digits and '-'")
 ]
