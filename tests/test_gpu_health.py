@@ -95,10 +95,11 @@ def test_alerts_and_dashboards_read_only_counters_the_exporter_collects():
 
 
 def test_an_alert_on_a_counter_nobody_collects_is_caught():
-    seeded = _alert_exprs([GpuPool("gpu-a", 8)]) + ["increase(DCGM_FI_DEV_ECC_SBE_AGG_TOTAL[5m]) > 0"]
+    seeded = [*_alert_exprs([GpuPool("gpu-a", 8)]), "increase(DCGM_FI_DEV_ECC_SBE_AGG_TOTAL[5m]) > 0"]
     assert uncollected(seeded, DCGM_COUNTERS) == {"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL"}
     # With only the operator's defaults, the ECC and NVLink alerts would query nothing.
-    assert "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" in uncollected(_alert_exprs([GpuPool("gpu-a", 8)]), OPERATOR_DEFAULT_COUNTERS)
+    defaults_only = uncollected(_alert_exprs([GpuPool("gpu-a", 8)]), OPERATOR_DEFAULT_COUNTERS)
+    assert "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" in defaults_only
 
 
 def test_health_alerts_are_per_gpu_pool_and_only_for_gpu_pools():
@@ -213,4 +214,3 @@ def test_every_gpu_pool_of_prod_has_its_health_alerts(prod):
     for pool in pools:
         suffix = pool.replace("-", "_")
         assert {f"GpuHardwareXid_{suffix}", f"GpuEccUncorrectable_{suffix}", f"GpuNvlinkErrors_{suffix}"} <= alerts
-
