@@ -30,6 +30,9 @@ DEFAULT_KUBERNETES_VERSION = "1.35"
 
 _EKS_ADDON_DOCS = "https://docs.aws.amazon.com/eks/latest/userguide/managing-{page}.html"
 _EBS_CSI_SOURCE = "aws eks describe-addon-versions --addon-name aws-ebs-csi-driver --kubernetes-version {k8s}"
+#: The node monitoring agent's build, as its chart (aws/eks-node-monitoring-agent, charts/eks-node-monitoring-agent,
+#: nodeAgent.image.tag at v1.7.0) and `aws eks describe-addon-versions --addon-name eks-node-monitoring-agent` name it.
+_NODE_MONITORING_SOURCE = "https://github.com/aws/eks-node-monitoring-agent/releases/tag/v1.7.0"
 
 
 def _addons(k8s: str, *, kube_proxy: str, coredns: str) -> Mapping[str, Pin]:
@@ -40,6 +43,8 @@ def _addons(k8s: str, *, kube_proxy: str, coredns: str) -> Mapping[str, Pin]:
             "kube-proxy": Pin("kube-proxy", kube_proxy, _EKS_ADDON_DOCS.format(page="kube-proxy")),
             "coredns": Pin("coredns", coredns, _EKS_ADDON_DOCS.format(page="coredns")),
             "aws-ebs-csi-driver": Pin("aws-ebs-csi-driver", "v1.62.0-eksbuild.1", _EBS_CSI_SOURCE.format(k8s=k8s)),
+            # Sets the node conditions (AcceleratedHardwareReady, KernelReady, ...) Karpenter's node repair acts on.
+            "eks-node-monitoring-agent": Pin("eks-node-monitoring-agent", "v1.7.0-eksbuild.1", _NODE_MONITORING_SOURCE),
         }
     )
 

@@ -83,7 +83,7 @@ def test_cluster_has_an_oidc_provider_and_no_unmanaged_defaults(dev):
 
 def test_managed_addons_are_pinned_from_the_versions_module(dev):
     addons = {a.inputs["addonName"]: a for a in dev.of_type(ADDON)}
-    assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver"}
+    assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent"}
     for name, addon in addons.items():
         assert addon.inputs["addonVersion"] == versions.eks_addon(versions.DEFAULT_KUBERNETES_VERSION, name).version
         assert addon.inputs["clusterName"] == "eks-ml-platform-dev"

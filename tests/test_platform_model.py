@@ -36,6 +36,7 @@ AGENTS = [
     ("kube-proxy", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/kube-proxy:v1"),
     ("ebs-csi-node", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-ebs-csi-driver:v1"),
     ("node-exporter", "quay.io/prometheus/node-exporter:v1.12.1-distroless"),
+    ("eks-node-monitoring-agent", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/eks-node-monitoring-agent:v1"),
 ]
 
 

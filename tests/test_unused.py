@@ -58,6 +58,10 @@ ALLOWED: dict[str, dict[str, str]] = {
         ("DCGM_METRICS", "KARPENTER_METRICS", "KUBE_STATE_METRICS"),
         "the metrics each exporter collects; only the tests read them, to check every rule and panel against them",
     ),
+    "components/karpenter/repair.py": dict.fromkeys(
+        ("REPAIR_CONDITIONS", "UNHEALTHY_POOL_SHARE", "after_minutes", "set_by"),
+        "what Karpenter's node repair acts on, as documented; the tests hold it to the docs and the runbook's table",
+    ),
     "components/kubeflow/render.py": {
         "canonical_digest": "how expected-objects.tsv names objects; only the render tests compute it",
     },

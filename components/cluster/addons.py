@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -19,6 +20,13 @@ VPC_CNI_CONFIGURATION: Mapping[str, str] = {"enableNetworkPolicy": "true"}
 #: Service accounts the EKS add-ons run as: the IRSA trust policies must name exactly these.
 VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
 EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
+
+#: eks-node-monitoring-agent add-on configuration (keys of its configuration schema: aws/eks-node-monitoring-agent
+#: charts/configuration.schema.json). Its agent DaemonSet tolerates every taint already (nodeAgent.tolerations
+#: `operator: Exists`); its DCGM host engine DaemonSet (`dcgm-server`, on NVIDIA instance types only, by affinity)
+#: tolerates none by default, so on the tainted GPU pools the agent would run without DCGM's diagnostics. The model's
+#: facts (tools/model/data/eks_addons.json) declare the same tolerations.
+NODE_MONITORING_CONFIGURATION: Mapping[str, Any] = {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,7 @@ def addon(
     *,
     role: IrsaRole | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
-    configuration: Mapping[str, str] | None = None,
+    configuration: Mapping[str, Any] | None = None,
 ) -> aws.eks.Addon:
     """A managed add-on at its pinned version for the cluster's Kubernetes version."""
     pin = versions.eks_addon(site.kubernetes_version, addon_name)
@@ -85,6 +93,13 @@ def networking_addons(site: AddonSite) -> tuple[aws.eks.Addon, aws.eks.Addon]:
     # with no policy stay open, so Prometheus keeps scraping across namespaces.
     vpc_cni = addon(site, "vpc-cni", role=cni_role, configuration=VPC_CNI_CONFIGURATION)
     return vpc_cni, addon(site, "kube-proxy")
+
+
+def node_health_addon(site: AddonSite) -> aws.eks.Addon:
+    """The EKS node monitoring agent, a DaemonSet on every node: it turns kernel, network, storage, runtime and GPU
+    faults (XIDs, DCGM diagnostics) into node conditions, which Karpenter's node repair replaces nodes on. Like the
+    networking add-ons it needs no node to become ACTIVE."""
+    return addon(site, "eks-node-monitoring-agent", configuration=NODE_MONITORING_CONFIGURATION)
 
 
 def workload_addons(site: AddonSite, nodes: pulumi.Resource) -> tuple[aws.eks.Addon, aws.eks.Addon]:

@@ -12,7 +12,7 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components import versions
-from components.cluster.addons import AddonSite, networking_addons, workload_addons
+from components.cluster.addons import AddonSite, networking_addons, node_health_addon, workload_addons
 from components.cluster.config import ClusterConfig, EndpointAccess
 from components.cluster.handle import ClusterHandle
 from components.config.types import StatefulResources
@@ -131,6 +131,7 @@ class Cluster(pulumi.ComponentResource):
             name, args, site.cluster_name, partition, networking=networking, network_sweep=network_sweep, parent=self
         )
         coredns, ebs_csi_driver = workload_addons(site, self.system_node_group)
+        node_health = node_health_addon(site)
 
         # Deleted once everything in the cluster is (all of it uses the provider below, which depends on it), and
         # before the nodes, add-ons and cluster it names: what the controllers made in AWS and did not clean up.
@@ -138,7 +139,7 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-sweep",
             _sweep_args(args, IN_CLUSTER_SWEEP, site.cluster_name),
             parent=self,
-            after=[self.system_node_group, *networking, coredns, ebs_csi_driver],
+            after=[self.system_node_group, *networking, coredns, ebs_csi_driver, node_health],
         )
         kubernetes_provider = _kubernetes_provider(name, cluster, args.aws_profile, sweep=self.sweep, parent=self)
         self.handle = ClusterHandle(

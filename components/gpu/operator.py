@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
+from components.gpu.dcgm import exporter_config
 from components.scheduling import GPU_RESOURCE, GPU_TAINT, TEAM_TAINT_TOLERATION, Placement, Taint
 
 NodeImage = Literal["al2023", "bottlerocket"]
@@ -86,6 +87,8 @@ def operator_values(
         "nfd": {"enabled": options.node_feature_discovery},
         "dcgmExporter": {
             "enabled": True,
+            # The operator's default counters plus the ECC and NVLink error counters the health alerts read.
+            "config": exporter_config(),
             "serviceMonitor": {
                 "enabled": True,
                 "honorLabels": True,

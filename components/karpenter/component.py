@@ -31,6 +31,7 @@ from components.karpenter.iam import (
     queue_policy,
 )
 from components.karpenter.render import NodeClassContext, render_nodeclass, render_nodepool
+from components.karpenter.repair import FEATURE_GATE as NODE_REPAIR
 from components.karpenter.specs import NodeClassSpec
 from components.karpenter.validation import delete_timeout
 from components.network.tags import DISCOVERY_TAG
@@ -60,6 +61,9 @@ def controller_values(
             "clusterName": cluster_name,
             "clusterEndpoint": cluster_endpoint,
             "interruptionQueue": queue_name,  # the queue's name, not its ARN or URL
+            # Replace nodes whose kubelet or EKS node monitoring agent reports them unhealthy (karpenter/repair.py
+            # lists the conditions and waits); the chart's other gates keep their defaults.
+            "featureGates": {NODE_REPAIR: True},
         },
         "serviceAccount": {
             "create": True,

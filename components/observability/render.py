@@ -16,8 +16,9 @@ DASHBOARD_LABEL = "grafana_dashboard"
 #: Dashboards shipped with the package (components/dashboards/*.json), by file stem.
 DASHBOARDS = ("gpu-overview", "gpu-workloads", "karpenter")
 
-#: Metric names the alerts and dashboards use, by source. DCGM fields must be collected by the exporter as the GPU
-#: Operator configures it (its default counters); Karpenter's and kube-state-metrics' are their documented names.
+#: Metric names the alerts and dashboards use, by source. DCGM fields must be among the counters the platform has the
+#: exporter collect (`components.gpu.dcgm.DCGM_COUNTERS`); Karpenter's and kube-state-metrics' are their documented
+#: names.
 DCGM_METRICS = frozenset(
     {
         "DCGM_FI_DEV_GPU_UTIL",
@@ -27,8 +28,13 @@ DCGM_METRICS = frozenset(
         "DCGM_FI_DEV_GPU_TEMP",
         "DCGM_FI_DEV_XID_ERRORS",
         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
     }
 )
+
 KARPENTER_METRICS = frozenset(
     {
         "karpenter_nodepools_usage",  # {nodepool, resource_type}; GPUs are resource_type="nvidia.com/gpu"
@@ -57,6 +63,66 @@ HARDWARE_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120)
 LAST_XID = "max by (node, gpu) (max_over_time(DCGM_FI_DEV_XID_ERRORS[5m]))"
 #: The GPUs whose last XID is a hardware one.
 HARDWARE_XID = " or ".join(f"({LAST_XID} == {code})" for code in HARDWARE_XIDS)
+#: Where the runbook for GPU faults is (the alerts' descriptions point there).
+RUNBOOK = "docs/gpu.md#when-a-gpu-node-fails"
+
+
+def _on_pool(pool: str) -> str:
+    """The nodes of a NodePool that have GPUs, labelled `node` as the DCGM series are (Karpenter names it
+    `node_name`)."""
+    allocatable = f'karpenter_nodes_allocatable{{nodepool="{pool}", resource_type="{GPU_RESOURCE_TYPE}"}}'
+    return f'max by (node) (label_replace({allocatable}, "node", "$1", "node_name", "(.+)"))'
+
+
+def gpu_health_rules(pool: str) -> list[dict[str, Any]]:
+    """The GPU health alerts of one NodePool: hardware XIDs (a GPU fallen off the bus is XID 79), uncorrectable ECC
+    errors, a failed row remap and NVLink errors, each on that pool's nodes only."""
+    suffix = pool.replace("-", "_")
+    on_pool = f"and on (node) {_on_pool(pool)}"
+    replaced = (
+        "The EKS node monitoring agent marks the node AcceleratedHardwareReady=False and Karpenter replaces it after "
+        f"10 minutes. If the node is still there after 20 minutes, cordon and drain it by hand ({RUNBOOK})."
+    )
+    return [
+        _alert(
+            f"GpuHardwareXid_{suffix}",
+            f"({HARDWARE_XID}) {on_pool}",
+            "0m",
+            "critical",
+            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} (pool {pool}) reported hardware XID {{{{ $value }}}}",
+            "The GPU itself is failing (48/63/64/92/94/95: memory ECC, 74: NVLink, 79: fell off the bus, "
+            f"119/120: GSP); its workloads must restart elsewhere. {replaced}",
+        ),
+        _alert(
+            f"GpuEccUncorrectable_{suffix}",
+            f"(max by (node, gpu) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])) > 0) {on_pool}",
+            "0m",
+            "critical",
+            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} (pool {pool}) had uncorrectable ECC errors",
+            f"Memory on the GPU lost data: the job on it may have computed garbage and should be rerun. {replaced}",
+        ),
+        _alert(
+            f"GpuRowRemapFailed_{suffix}",
+            f"(max by (node, gpu) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0) {on_pool}",
+            "0m",
+            "critical",
+            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} (pool {pool}) could not remap a failed memory row",
+            f"The GPU has run out of spare memory rows and will keep failing. {replaced}",
+        ),
+        _alert(
+            f"GpuNvlinkErrors_{suffix}",
+            (
+                "((max by (node, gpu) (increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL[15m])) > 0) or "
+                "(max by (node, gpu) (increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL[15m])) > 0)) "
+                f"{on_pool}"
+            ),
+            "15m",
+            "warning",
+            f"NVLink of GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} (pool {pool}) keeps reporting errors",
+            "Multi-GPU jobs on this node slow down or hang. Nothing replaces the node on this alone: if it persists, "
+            f"or NCCL jobs fail there, cordon and drain it by hand ({RUNBOOK}).",
+        ),
+    ]
 
 
 def dashboard(name: str) -> dict[str, Any]:
@@ -145,7 +211,8 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str, action:
 
 def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: AlertThresholds) -> dict[str, Any]:
     """PrometheusRule with the GPU and Karpenter alerts; one near-limit alert per accelerator ceiling of each
-    NodePool of the stack (GPU, Neuron devices, Neuron cores)."""
+    NodePool of the stack (GPU, Neuron devices, Neuron cores), and the GPU health alerts of each NodePool with an
+    `nvidia.com/gpu` ceiling."""
     ratio = thresholds.gpu_limit_ratio
     pool_rules = [_near_limit(pool, ratio) for pool in sorted(pools, key=lambda p: (p.name, p.resource))]
     idle = thresholds.gpu_idle_percent
@@ -164,15 +231,6 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
             ),
             "The GPU is paid for but idle. Ask the owner to stop the pod or move it to a smaller GPU; notebooks left "
             "running are the usual cause.",
-        ),
-        _alert(
-            "GpuHardwareXid",
-            HARDWARE_XID,
-            "0m",
-            "critical",
-            "GPU {{ $labels.gpu }} on {{ $labels.node }} reported hardware XID {{ $value }}",
-            "The GPU itself is failing (48/63/64/92/94/95: memory ECC, 74: NVLink, 79: fell off the bus, 119/120: "
-            "GSP). Cordon the node (kubectl cordon) so Karpenter replaces it; its workloads must restart elsewhere.",
         ),
         _alert(
             "GpuXidError",
@@ -196,6 +254,11 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
             "Check `kubectl describe pod` events: a NodePool at its GPU limit, no capacity for the instance types "
             "(spot or on-demand quotas), or a pod that no pool's requirements fit.",
         ),
+    ]
+    health_rules = [
+        rule
+        for pool in sorted({p.name for p in pools if p.resource == GPU_RESOURCE_TYPE})
+        for rule in gpu_health_rules(pool)
     ]
     karpenter_rules = [
         _alert(
@@ -221,6 +284,7 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
                 {"name": group, "rules": rules}
                 for group, rules in (
                     ("gpu", gpu_rules),
+                    ("gpu-health", health_rules),
                     ("karpenter", karpenter_rules),
                     ("nodepool-gpu-limits", pool_rules),
                 )

@@ -122,6 +122,8 @@ EVERY_NODE = {
     "kube-proxy": "kube-proxy",
     "EBS CSI node driver": "aws-ebs-csi-driver",
     "node exporter": "node-exporter",
+    # Its node conditions are what Karpenter's node repair acts on.
+    "EKS node monitoring agent": "eks-node-monitoring-agent",
 }
 FSX_NODE = {"FSx CSI node driver": "aws-fsx-csi-driver"}
 BY_ACCELERATOR = {
