@@ -549,3 +549,43 @@ def test_a_platform_gpu_pool_with_a_taint_of_its_own_still_gets_its_operands(tmp
     # its notebooks too: the form offers the pool with a toleration group of its own
     assert any(w.name == "nb-nodepool-gpu-dedicated-0" for w in platform.workloads)
     assert [str(p) for p in found] == []
+
+
+def test_an_account_outside_the_reasoned_list_bound_to_every_namespaces_secrets_is_caught(tmp_path):
+    """A chart upgrade or a new part that binds another service account to Secrets cluster-wide fails the preview; a
+    listed controller, a role narrowed by resourceNames and a namespaced RoleBinding do not."""
+    reader = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "reader"},
+        "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}],
+    }
+    narrowed = {
+        **reader,
+        "metadata": {"name": "one-secret"},
+        "rules": [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["x"], "verbs": ["get"]}],
+    }
+
+    def binding(kind: str, role: str, namespace: str, account: str) -> dict[str, Any]:
+        meta = {"name": f"{account}-{role}", **({"namespace": namespace} if kind == "RoleBinding" else {})}
+        return {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": kind,
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        }
+
+    allowed = [
+        binding("ClusterRoleBinding", "reader", "cert-manager", "cert-manager"),  # listed, with its reason
+        binding("ClusterRoleBinding", "one-secret", "tools", "exporter"),  # one named Secret only
+        binding("RoleBinding", "reader", "tools", "exporter"),  # its own namespace only
+    ]
+    assert problems(tmp_path / "ok", [*agents(), reader, narrowed, *allowed]) == []
+    found = problems(tmp_path / "bad", [*agents(), reader, binding("ClusterRoleBinding", "reader", "tools", "dash")])
+    assert found == [
+        (
+            "[secret-access] tools/dash may get, list the Secrets of every namespace (a ClusterRoleBinding); only the "
+            "controllers listed with their reason in components/tools/model/rbac.py may"
+        )
+    ]

@@ -25,6 +25,7 @@ from components.tools.model.kube import affinity_matches, narrowed, selector_mat
 from components.tools.model.nodes import NodeKind
 from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
 from components.tools.model.pod_security import refused
+from components.tools.model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
 from components.tools.model.workloads import DEFAULT_SCHEDULER, Workload
 
 ARCH = "kubernetes.io/arch"
@@ -263,6 +264,21 @@ def pods_pass_their_namespaces_pod_security(platform: Platform, **_: Any) -> lis
     return [Problem("pod-security", reason) for reason in refused(obj for _, obj in platform.objects)]
 
 
+def secrets_stay_with_their_holders(platform: Platform, **_: Any) -> list[Problem]:
+    """Only the controllers whose job is in other namespaces' Secrets may touch every namespace's Secrets (each with
+    its reason in `rbac.SECRET_HOLDERS`): a chart upgrade or a new part that binds another account to them is found."""
+    found = cluster_wide_secret_access(obj for _, obj in platform.objects)
+    return [
+        Problem(
+            "secret-access",
+            f"{subject} may {', '.join(sorted(verbs))} the Secrets of every namespace (a ClusterRoleBinding); only "
+            "the controllers listed with their reason in components/tools/model/rbac.py may",
+        )
+        for subject, verbs in sorted(found.items())
+        if subject not in SECRET_HOLDERS
+    ]
+
+
 RULES: tuple[Callable[..., list[Problem]], ...] = (
     every_pod_lands,
     images_fit_architectures,
@@ -271,6 +287,7 @@ RULES: tuple[Callable[..., list[Problem]], ...] = (
     control_plane_survives,
     workflows_are_admitted,
     pods_pass_their_namespaces_pod_security,
+    secrets_stay_with_their_holders,
 )
 
 
