@@ -16,6 +16,7 @@ from components.cluster.config import CLUSTER_NAME
 from components.config import ConfigError
 from components.identity.documents import irsa_trust_policy, node_trust_policy
 from components.identity.team_policy import team_s3_policy
+from components.ingress.iam import ControllerScope as LbControllerScope
 from components.ingress.iam import controller_policy as lb_controller_policy
 from components.karpenter.iam import ControllerScope, queue_policy
 from components.karpenter.iam import controller_policy as karpenter_policy
@@ -77,7 +78,17 @@ def documents(partition: str, region: str, account: str, cluster: str) -> dict[s
     rendered = {
         "karpenter-controller": karpenter_policy(scope),
         "karpenter-queue": queue_policy(scope.queue_arn),
-        "lb-controller": lb_controller_policy(partition),
+        "lb-controller": lb_controller_policy(
+            LbControllerScope(
+                partition=partition,
+                region=region,
+                account_id=account,
+                vpc_id="vpc-0123456789abcdef0",
+                cluster_name=cluster,
+                waf=True,  # every statement it can grant
+                shield=True,
+            )
+        ),
         "bucket-tls": tls_only_bucket_policy(bucket_arn),
         "bucket-key": bucket_key_policy(
             partition=partition, account_id=account, region=region, fsx_bucket_arns=(bucket_arn,)
