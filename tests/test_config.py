@@ -383,7 +383,13 @@ def test_tag_values_aws_takes_are_accepted():
 
 def test_every_supported_kubernetes_version_has_all_addons_pinned():
     for version in versions.KUBERNETES_VERSIONS:
-        assert set(versions.EKS_ADDONS[version]) == {"vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver"}
+        assert set(versions.EKS_ADDONS[version]) == {
+            "vpc-cni",
+            "kube-proxy",
+            "coredns",
+            "aws-ebs-csi-driver",
+            "eks-node-monitoring-agent",
+        }
         for pin in versions.EKS_ADDONS[version].values():
             assert pin.version.startswith("v")
             assert "-eksbuild." in pin.version

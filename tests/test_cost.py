@@ -463,6 +463,8 @@ def test_a_pool_capped_only_on_neuroncores_is_priced_by_cores():
 CHARTS = REPO.parent / "shared" / "reference" / "charts"
 
 
+@pytest.mark.subprocess  # the model renders the charts with Helm (cached after the first render)
+@pytest.mark.stack
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 def test_dev_idle_counts_the_platforms_own_pods_and_volumes(dev):
     from components.tools.preview import platform_model

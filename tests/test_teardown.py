@@ -297,7 +297,7 @@ def test_what_aws_deletes_with_its_parent_is_not_deleted_one_by_one(stack):
     assert stack.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation").deleted_with == file_system.urn
     eks = stack.one("eks:index:Cluster")
     assert {a.inputs["addonName"]: a.deleted_with for a in stack.of_type("aws:eks/addon:Addon")} == dict.fromkeys(
-        ("vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver"), eks.urn
+        ("vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent"), eks.urn
     )
     assert stack.one("aws:eks/accessEntry:AccessEntry").deleted_with == eks.urn
 
