@@ -9,16 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from components.tools.model.workloads import pod_template
+
 ENFORCE = "pod-security.kubernetes.io/enforce"
-#: What carries a pod template, and where it sits.
-_TEMPLATES = {
-    "Deployment": ("spec", "template"),
-    "StatefulSet": ("spec", "template"),
-    "DaemonSet": ("spec", "template"),
-    "ReplicaSet": ("spec", "template"),
-    "Job": ("spec", "template"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template"),
-}
 #: Capabilities `baseline` lets a container add.
 _BASELINE_CAPABILITIES = frozenset(
     {
@@ -132,16 +125,6 @@ def restricted_failures(spec: Mapping[str, Any]) -> list[str]:
         if added and not set(added) - _BASELINE_CAPABILITIES:
             failures.append(f"container {name} adds {', '.join(sorted(added))}")
     return failures
-
-
-def pod_template(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    path = _TEMPLATES.get(str(obj.get("kind")))
-    if path is None:
-        return None
-    found: Any = obj
-    for step in path:
-        found = (found or {}).get(step)
-    return found
 
 
 _CHECKS = {"baseline": baseline_failures, "restricted": restricted_failures}
