@@ -274,9 +274,18 @@ class PlatformConfig(ConfigModel):
                     ),
                 )
             )
-        if kubeflow.teams and kubeflow.bucket not in self.storage.buckets:
+        if (kubeflow.teams or kubeflow.pipelines.artifacts == "s3") and kubeflow.bucket not in self.storage.buckets:
+            needs = "teams' prefixes and Pipelines' artifacts (pipelines.artifacts: s3)"
+            if kubeflow.pipelines.artifacts != "s3":
+                needs = "teams' prefixes"
+            elif not kubeflow.teams:
+                needs = "Pipelines' artifacts (pipelines.artifacts: s3)"
             problems.append(
-                ("kubeflow.bucket", f"names no bucket in storage.buckets ({', '.join(sorted(self.storage.buckets))})")
+                (
+                    "kubeflow.bucket",
+                    f"names no bucket in storage.buckets ({', '.join(sorted(self.storage.buckets))}); it holds the "
+                    f"{needs}",
+                )
             )
         if kubeflow.access.mode == "alb" and not self.ingress.load_balancer_controller:
             problems.append(

@@ -134,6 +134,7 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
         monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
         fsx_capacity_gib=config.storage.fsx.storage_capacity_gib if config.storage.fsx is not None else None,
         load_balancer_cidrs=config.load_balancer_cidrs,
+        region=config.region,
     )
     return planned_objects(kubeflow, facts)
 
@@ -317,13 +318,15 @@ def _kubeflow_args(
 ) -> KubeflowArgs:
     # the class kubeflow_objects planned with
     assert storage.kept_volume_class_name == kept_volume_class_name(config.stateful_resources)
-    # Teams get prefixes of this bucket (config refuses teams without it), and may use its key through S3.
+    # Teams get prefixes of this bucket, and Pipelines' artifacts with s3 (config refuses either without it); their
+    # roles may use its key through S3.
     team_bucket = config.kubeflow.bucket
     return KubeflowArgs(
         cluster=handle,
         config=config.kubeflow,
         objects=plan,
-        storage_class=storage.default_storage_class,
+        # the class its claims are planned on (kept through destroy where the stack keeps its stores)
+        storage_class=storage.kept_volume_class,
         cert_manager=cert_manager.release,
         bucket_name=storage.bucket_name(team_bucket),
         bucket_kms_key_arn=storage.bucket_key_arn(team_bucket),

@@ -16,7 +16,7 @@ from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
 from components.identity.irsa import IrsaRole
-from components.kubeflow import fetch, plan, render
+from components.kubeflow import fetch, pipelines, plan, render
 from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
 from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
@@ -91,6 +91,8 @@ class Kubeflow(pulumi.ComponentResource):
 
     admin_password: pulumi.Output[str]
     team_roles: dict[str, pulumi.Output[str]]
+    #: With `pipelines.artifacts: s3`, the ARNs of the Pipelines API server's and UI's roles ("server", "ui").
+    pipelines_roles: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: KubeflowArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:kubeflow:Kubeflow", name, None, opts)
@@ -98,6 +100,7 @@ class Kubeflow(pulumi.ComponentResource):
         secrets, admin = self._credentials(name)
         self.admin_password = pulumi.Output.secret(admin.result)
         self.team_roles = {team: self._team_role(name, team, args).arn for team in sorted(config.teams)}
+        self.pipelines_roles = self._pipelines_roles(name, args)
         stages = {
             stage: pulumi.ComponentResource(
                 "eksml:kubeflow:Stage",
@@ -114,7 +117,7 @@ class Kubeflow(pulumi.ComponentResource):
             cluster=cluster.eks_cluster,
             secrets=secrets,
             role_arns=self.team_roles,
-            inputs=self._inputs(args),
+            inputs={**self._inputs(args), **self._pipelines_inputs(args)},
             # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them.
             depends_on=list(cluster.system_ready),
             depends_on_by_kind={
@@ -138,7 +141,56 @@ class Kubeflow(pulumi.ComponentResource):
             # why: cert-manager's CRDs and webhooks serve these groups; its release goes after their objects.
             depends_on_by_group={group: [args.cert_manager] for group in sorted(CERT_MANAGER_GROUPS)},
         )
-        self.register_outputs({"adminPassword": self.admin_password, "teamRoles": self.team_roles})
+        self.register_outputs(
+            {"adminPassword": self.admin_password, "teamRoles": self.team_roles, "pipelinesRoles": self.pipelines_roles}
+        )
+
+    @staticmethod
+    def _store(args: KubeflowArgs) -> pipelines.S3Store | None:
+        config = args.config
+        if config.pipelines.artifacts != "s3":
+            return None
+        assert args.bucket_name is not None, "config refuses s3 artifacts without kubeflow.bucket"
+        return pipelines.S3Store(
+            args.cluster.region, {team: spec.s3_prefix for team, spec in sorted(config.teams.items())}
+        )
+
+    def _pipelines_inputs(self, args: KubeflowArgs) -> dict[str, pulumi.Input[Any]]:
+        """The bucket's name and what is made of it (the teams' pipeline roots and Argo repositories), and the
+        Pipelines roles' ARNs."""
+        store = self._store(args)
+        if store is None:
+            return {}
+        filled = pulumi.Output.from_input(args.bucket_name).apply(lambda bucket: pipelines.values(store, bucket))
+        inputs: dict[str, pulumi.Input[Any]] = {
+            key: filled.apply(lambda v, key=key: v[key]) for key in pipelines.values(store, "bucket")
+        }
+        inputs[pipelines.SERVER_ROLE_PLACEHOLDER] = self.pipelines_roles["server"]
+        inputs[pipelines.UI_ROLE_PLACEHOLDER] = self.pipelines_roles["ui"]
+        return inputs
+
+    def _pipelines_roles(self, name: str, args: KubeflowArgs) -> dict[str, pulumi.Output[str]]:
+        """With S3 artifacts, the API server's role (pipeline definitions) and the UI's (reads the teams' runs), each
+        assumable only by its service account in `kubeflow`."""
+        store = self._store(args)
+        if store is None:
+            return {}
+        cluster = args.cluster
+        documents = {"server": pipelines.server_policy, "ui": pipelines.ui_policy}
+        accounts = {"server": pipelines.SERVER_ACCOUNT, "ui": pipelines.UI_ACCOUNT}
+        roles = {}
+        for key, document in documents.items():
+            policy = pulumi.Output.all(args.bucket_name, args.bucket_kms_key_arn).apply(
+                lambda v, document=document: to_json(document(store, bucket=v[0], kms_key_arn=v[1]))
+            )
+            roles[key] = cluster.irsa_role(
+                f"{name}-pipelines-{key}",
+                namespace=pipelines.NAMESPACE,
+                service_account=accounts[key],
+                inline_policies={"s3": policy},
+                opts=pulumi.ResourceOptions(parent=self),
+            ).arn
+        return roles
 
     @staticmethod
     def _inputs(args: KubeflowArgs) -> dict[str, pulumi.Input[Any]]:

@@ -27,6 +27,7 @@ from components.scheduling import Taint
 from . import entries
 from .access import Alb
 from .credentials import Admin
+from .pipelines import SERVER_PREFIX, S3Store
 from .plan import Settings
 from .teams import FsxShare, Team
 
@@ -136,6 +137,75 @@ class Notebooks(_Model):
     )
 
 
+#: The claims `kubeflow.volumes` sizes, by key: (namespace, claim name) as upstream renders them, and the component
+#: that must be installed for the key to mean anything. The Hub's registry claim lives in `hubRegistryTeam`'s namespace.
+VOLUME_CLAIMS: dict[str, tuple[str | None, str, str]] = {
+    "pipelines_database": ("kubeflow", "mysql-pv-claim", "Pipelines"),
+    "pipelines_artifacts": ("kubeflow", "seaweedfs-pvc", "SeaweedFS (pipelines.artifacts: seaweedfs)"),
+    "katib_database": ("kubeflow", "katib-mysql", "Katib (components.katib)"),
+    "hub_catalog_database": ("kubeflow", "model-catalog-postgres", "the Hub (components.hub)"),
+    "hub_registry_database": (None, "metadata-postgres", "the Hub's model registry (hubRegistryTeam)"),
+}
+#: EBS gp3's size range (Amazon EBS volume types): 1 GiB to 16 TiB.
+_GP3_MIN, _GP3_MAX = 2**30, 16 * 2**40
+
+
+_STORAGE_SIZE = re.compile(r"([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?")
+_STORAGE_UNITS = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+_STORAGE_UNITS.update({"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40})
+
+
+def _volume_size(value: str) -> str:
+    """A Kubernetes quantity of bytes (whole numbers: a claim's size has no fractions) within gp3's sizes."""
+    match = _STORAGE_SIZE.fullmatch(value)
+    if match is None:
+        raise ValueError(f"expected a Kubernetes quantity of bytes like '50Gi' or '100G', got {value!r}")
+    size = int(match[1]) * _STORAGE_UNITS[match[2]]
+    if not _GP3_MIN <= size <= _GP3_MAX:
+        raise ValueError(f"{value!r} is outside the sizes a gp3 volume may have (1Gi to 16Ti)")
+    return value
+
+
+VolumeSize = Annotated[StrictStr, AfterValidator(_volume_size)]
+
+
+class Volumes(_Model):
+    """Sizes of Kubeflow's volumes (Kubernetes quantities, 1Gi to 16Ti); none: upstream's size. A claim grows in place
+    (the gp3 classes allow expansion) and never shrinks: Kubernetes refuses a smaller request, so lowering a size here
+    fails the update."""
+
+    pipelines_database: VolumeSize | None = Field(
+        default=None, description="Pipelines' MySQL (run and metadata history); none: upstream's 20Gi"
+    )
+    pipelines_artifacts: VolumeSize | None = Field(
+        default=None,
+        description="SeaweedFS, Pipelines' artifacts with `pipelines.artifacts: seaweedfs` (refused with s3); none: "
+        "upstream's 20Gi",
+    )
+    katib_database: VolumeSize | None = Field(
+        default=None, description="Katib's MySQL (needs `components.katib`); none: upstream's 10Gi"
+    )
+    hub_catalog_database: VolumeSize | None = Field(
+        default=None, description="the Hub's catalog database (needs `components.hub`); none: upstream's 5Gi"
+    )
+    hub_registry_database: VolumeSize | None = Field(
+        default=None,
+        description="the database of the model registry in `hubRegistryTeam`'s namespace; none: upstream's 10Gi",
+    )
+
+
+class Pipelines(_Model):
+    """Where Kubeflow Pipelines keeps its artifacts."""
+
+    artifacts: Literal["s3", "seaweedfs"] = Field(
+        default="seaweedfs",
+        description="`s3`: each team's runs write under `<s3Prefix>/pipelines` of `kubeflow.bucket` with the team's "
+        "role, the API server under `kubeflow/pipelines` with a role of its own, and SeaweedFS is not installed; "
+        "`seaweedfs`: upstream's in-cluster SeaweedFS. The default keeps an existing stack's artifacts where they are "
+        "(switching loses access to those in SeaweedFS) and needs no bucket",
+    )
+
+
 class KubeflowConfig(_Model):
     enabled: StrictBool = Field(
         default=False, description="install Kubeflow; while it is false its other keys are refused"
@@ -160,6 +230,8 @@ class KubeflowConfig(_Model):
     )
     access: Access = Field(default=Access(), description="how people reach the dashboard")
     notebooks: Notebooks = Field(default=Notebooks(), description="what happens to idle notebooks")
+    pipelines: Pipelines = Field(default=Pipelines(), description="where Pipelines keeps its artifacts")
+    volumes: Volumes = Field(default=Volumes(), description="sizes of Kubeflow's volumes")
     bucket: TeamName = Field(
         default="datasets",
         description=(
@@ -185,12 +257,56 @@ class KubeflowConfig(_Model):
         overlaps = prefix_overlaps({name: team.s3_prefix for name, team in self.teams.items()})
         if overlaps:
             raise FieldProblems(overlaps)
+        problems = self._volume_problems()
+        if self.pipelines.artifacts == "s3":
+            problems += pipelines_prefix_overlaps({name: team.s3_prefix for name, team in self.teams.items()})
+        if problems:
+            raise FieldProblems(problems)
         if self.hub_registry_team is not None:
             if not self.components.hub:
                 raise ValueError("hubRegistryTeam needs components.hub: true")
             if self.hub_registry_team not in self.teams:
                 raise ValueError(f"hubRegistryTeam {self.hub_registry_team!r} is not one of the teams")
         return self
+
+
+    def _volume_problems(self) -> list[tuple[str, str]]:
+        installed = {
+            "pipelines_database": True,
+            "pipelines_artifacts": self.pipelines.artifacts == "seaweedfs",
+            "katib_database": self.components.katib,
+            "hub_catalog_database": self.components.hub,
+            "hub_registry_database": self.hub_registry_team is not None,
+        }
+        return [
+            (f"volumes.{to_camel(key)}", f"sizes the volume of {VOLUME_CLAIMS[key][2]}, which is not installed; remove it")
+            for key in sorted(self.volumes.model_fields_set)
+            if getattr(self.volumes, key) is not None and not installed[key]
+        ]
+
+    def volume_sizes(self) -> dict[tuple[str, str], str]:
+        """(namespace, claim) -> size for every volume given a size."""
+        sizes = {}
+        for key, (namespace, claim, _) in VOLUME_CLAIMS.items():
+            size = getattr(self.volumes, key)
+            if size is not None:
+                sizes[(namespace or self.hub_registry_team or "", claim)] = size
+        return sizes
+
+
+def pipelines_prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(key, problem) for each team whose prefix is, holds or lies within the API server's (`pipelines.SERVER_PREFIX`):
+    its role could read and write every team's pipeline definitions."""
+    server = f"{SERVER_PREFIX}/"
+    return [
+        (
+            f"teams.{name}.s3Prefix",
+            f"{prefix!r} overlaps {SERVER_PREFIX!r}, where the Pipelines API server keeps every team's pipelines "
+            "(pipelines.artifacts: s3); choose a prefix outside it",
+        )
+        for name, prefix in sorted(prefixes.items())
+        if server.startswith(f"{prefix}/") or f"{prefix}/".startswith(server)
+    ]
 
 
 def prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -240,13 +356,20 @@ def settings(
     monitoring_namespace: str | None = None,
     fsx_capacity_gib: int | None = None,
     load_balancer_cidrs: tuple[str, ...] = (),
+    region: str | None = None,
 ) -> Settings:
     """The settings of `plan.build` from the config and the platform's facts (its default StorageClass, the GPU
     NodePool names, the bin-packing scheduler's name or None, the platform's Prometheus namespace or None, the size
     of its FSx file system or None, the CIDRs of the subnets an ALB would live in, or none when only AWS knows them).
-    Credentials, role ARNs and the file system's identity stay placeholders."""
+    With `pipelines.artifacts: s3`, the stack's `region` (where the bucket is) is required.
+    Credentials, role ARNs, the bucket's name and the file system's identity stay placeholders."""
     if not config.enabled or config.admin_email is None:
         raise ValueError("Kubeflow is not enabled")
+    store = None
+    if config.pipelines.artifacts == "s3":
+        if region is None:
+            raise ValueError("pipelines.artifacts s3 needs the region of the bucket")
+        store = S3Store(region, {name: team.s3_prefix for name, team in sorted(config.teams.items())})
     alb = None
     if config.access.mode == "alb":
         assert config.access.certificate_arn is not None
@@ -273,4 +396,6 @@ def settings(
         tags=dict(tags or {}),
         monitoring_namespace=monitoring_namespace,
         fsx=FsxShare(fsx_capacity_gib) if fsx_capacity_gib is not None else None,
+        pipelines_store=store,
+        volume_sizes=config.volume_sizes(),
     )

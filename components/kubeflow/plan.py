@@ -10,12 +10,13 @@ from components.scheduling import DEFAULT_GPU_SCHEDULER, Taint
 
 from . import access as access_
 from . import credentials as credentials_
-from . import gpu_scheduling, network_policy, notebooks, rbac, resilience, staging, transform
+from . import gpu_scheduling, network_policy, notebooks, pipelines, rbac, resilience, staging, transform
 from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
 from .entries import BY_PATH, CERT_MANAGER_ISSUER, HUB_REGISTRY, OAUTH2_PROXY_EKS_TOKENS, PIPELINES, Part
 from .objects import Manifest
+from .pipelines import S3Store
 from .staging import Item, Staged
 from .teams import FsxShare, Team
 
@@ -43,6 +44,10 @@ class Settings:
     monitoring_namespace: str | None = None
     #: The platform's FSx file system, for teams with an FSx claim (None: the stack has none).
     fsx: FsxShare | None = None
+    #: Pipelines' artifacts on the platform bucket (None: in SeaweedFS, as upstream ships them).
+    pipelines_store: S3Store | None = None
+    #: Sizes of named claims, by (namespace, claim name); the others keep upstream's.
+    volume_sizes: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.teams]
@@ -50,6 +55,8 @@ class Settings:
             raise ValueError("team names must be unique")
         if self.hub_registry_team is not None and self.hub_registry_team not in names:
             raise ValueError(f"hub_registry_team {self.hub_registry_team!r} is not a team")
+        if self.pipelines_store is not None and set(self.pipelines_store.team_prefixes) != set(names):
+            raise ValueError("the Pipelines store must know every team's prefix, and only theirs")
 
 
 def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> list[Item]:
@@ -73,6 +80,11 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     objects = [item.manifest for item in items]
     objects = transform.cleanup(objects)
     objects = transform.stable_names(objects)
+    if settings.pipelines_store is not None:
+        kept = [not pipelines.left_out(obj) for obj in objects]
+        parts = [part for part, keep in zip(parts, kept, strict=True) if keep]
+        objects = pipelines.apply([obj for obj, keep in zip(objects, kept, strict=True) if keep], settings.pipelines_store)
+    objects = transform.volume_sizes(objects, settings.volume_sizes)
     objects = credentials_.apply(objects, settings.credentials, settings.admin)
     objects = notebooks.apply(
         objects,
@@ -129,6 +141,8 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
     items = platform_objects(rendered, settings)
     for team in settings.teams:
         items.extend(Item(obj, None) for obj in teams_.manifests(team, settings.fsx))
+        if settings.pipelines_store is not None:
+            items.extend(Item(obj, None) for obj in pipelines.team_manifests(team.name, settings.pipelines_store))
     if settings.access is not None:
         # Exposed last, once everything behind the gateway serves.
         items.append(Item(access_.ingress(settings.access, settings.tags), None))

@@ -280,6 +280,31 @@ def storage_class(objects: Iterable[Manifest], name: str) -> list[Manifest]:
     return _edit(objects, change, lambda obj: obj["kind"] in {"PersistentVolumeClaim", "StatefulSet"})
 
 
+def volume_sizes(objects: Iterable[Manifest], sizes: Mapping[tuple[str, str], str]) -> list[Manifest]:
+    """Claims named in `sizes` ((namespace, name) -> quantity) request that size; each must be among `objects`."""
+    objects = list(objects)
+    found = {
+        (o["metadata"].get("namespace", ""), o["metadata"]["name"])
+        for o in objects
+        if o["kind"] == "PersistentVolumeClaim" and o["apiVersion"] == "v1"
+    }
+    missing = sorted(set(sizes) - found)
+    if missing:
+        raise ValueError(f"claims to size not found: {', '.join('/'.join(m) for m in missing)}")
+
+    def change(obj: Manifest) -> Manifest:
+        size = sizes[(obj["metadata"].get("namespace", ""), obj["metadata"]["name"])]
+        obj["spec"].setdefault("resources", {}).setdefault("requests", {})["storage"] = size
+        return obj
+
+    return _edit(
+        objects,
+        change,
+        lambda obj: obj["kind"] == "PersistentVolumeClaim"
+        and (obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) in sizes,
+    )
+
+
 def keeps_state(obj: Manifest) -> bool:
     """A workload whose pods mount a PersistentVolumeClaim (a database, an object store)."""
     template = pod_template(obj)

@@ -1,0 +1,337 @@
+"""Kubeflow Pipelines' artifacts on the platform's S3 bucket, read and written with IRSA (`kubeflow.pipelines.artifacts:
+s3`): what changes in the rendered objects, what each team namespace gets, and the IAM documents of the platform's two
+Pipelines roles.
+
+Where each key comes from (the pinned tree, community-distribution/applications/pipeline/upstream/):
+
+- the API server's object store: `OBJECTSTORECONFIG_*` env of `ml-pipeline` (base/pipeline/
+  ml-pipeline-apiserver-deployment.yaml); `OBJECTSTORECONFIG_REGION` and `OBJECTSTORECONFIG_PIPELINEPATH` are the
+  env forms of the server's `ObjectStoreConfig.Region` / `.PipelinePath` settings (KFP 2.16 backend, client_manager.go);
+  IRSA needs the static keys gone ("Object Store Configuration", kubeflow.org: they take precedence over IRSA);
+- its bucket: `bucketName` of the `pipeline-install-config` ConfigMap, which the server reads as
+  `OBJECTSTORECONFIG_BUCKETNAME` (base/installs/generic/pipeline-install-config.yaml);
+- the launcher's: the `kfp-launcher` ConfigMap in the run's namespace, `defaultPipelineRoot` and `providers`
+  (`s3.default`: endpoint, region, disableSSL, forcePathStyle, credentials.fromEnv; kubeflow.org "Object Store
+  Configuration", KFP Launcher section), written upstream per namespace by the profile controller's sync hook
+  (base/installs/multi-user/pipelines-profile-controller/sync.py) with `clusterDomain`, beside
+  `metadata-grpc-configmap` and Argo's `artifact-repositories` (annotation
+  `workflows.argoproj.io/default-artifact-repository`);
+- the static keys: the `mlpipeline-minio-artifact` Secret (third-party/seaweedfs/base/seaweedfs/), read by the API
+  server, the UI (`MINIO_ACCESS_KEY`/`MINIO_SECRET_KEY`, base/pipeline/ml-pipeline-ui-deployment.yaml), the profile
+  controller and Argo's default repository (third-party/argo/base/workflow-controller-configmap-patch.yaml).
+
+That sync hook can only serve SeaweedFS (it makes each namespace's keys through SeaweedFS's IAM API and writes
+`minio://` roots), so in S3 mode the profile controller is left out and the platform writes those three ConfigMaps
+into each of its teams' namespaces itself. Values known only at deploy time (the bucket's name, the roles' ARNs) are
+placeholders here, each a whole string, filled by `values` at registration.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from components.identity.documents import IAM_VERSION, dns_suffix
+
+from .objects import Manifest, containers, pod_template
+
+NAMESPACE = "kubeflow"
+#: Where the API server keeps pipeline definitions (its `PipelinePath`), in `kubeflow.bucket`; no team prefix may
+#: overlap it.
+SERVER_PREFIX = "kubeflow/pipelines"
+#: Each team's runs write below `<s3Prefix>/<TEAM_FOLDER>`, inside the prefix its role already owns.
+TEAM_FOLDER = "pipelines"
+#: The service accounts of the API server and the UI (base/pipeline/ml-pipeline-{apiserver,ui}-sa.yaml).
+SERVER_ACCOUNT = "ml-pipeline"
+UI_ACCOUNT = "ml-pipeline-ui"
+IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+ARGO_REPOSITORY_ANNOTATION = "workflows.argoproj.io/default-artifact-repository"
+ARGO_REPOSITORY_KEY = "default-namespaced"
+METADATA_GRPC = {"METADATA_GRPC_SERVICE_HOST": "metadata-grpc-service.kubeflow", "METADATA_GRPC_SERVICE_PORT": "8080"}
+CLUSTER_DOMAIN = ".svc.cluster.local"
+
+BUCKET_PLACEHOLDER = "<<kubeflow-input:pipelines-bucket>>"
+SERVER_ROLE_PLACEHOLDER = "<<kubeflow-input:pipelines-server-role-arn>>"
+UI_ROLE_PLACEHOLDER = "<<kubeflow-input:pipelines-ui-role-arn>>"
+DEFAULT_REPOSITORY_PLACEHOLDER = "<<kubeflow-input:pipelines-default-repository>>"
+
+
+def root_placeholder(team: str) -> str:
+    return f"<<kubeflow-input:pipelines-root:{team}>>"
+
+
+def repository_placeholder(team: str) -> str:
+    return f"<<kubeflow-input:pipelines-repository:{team}>>"
+
+
+#: What S3 mode leaves out: SeaweedFS (third-party/seaweedfs/) with its static keys, and the pipelines profile
+#: controller (base/installs/multi-user/pipelines-profile-controller/), by (kind, namespace, name).
+LEFT_OUT = frozenset(
+    {
+        ("Deployment", NAMESPACE, "seaweedfs"),
+        ("Service", NAMESPACE, "seaweedfs"),
+        ("ServiceAccount", NAMESPACE, "seaweedfs"),
+        ("PersistentVolumeClaim", NAMESPACE, "seaweedfs-pvc"),
+        ("NetworkPolicy", NAMESPACE, "seaweedfs"),
+        ("AuthorizationPolicy", NAMESPACE, "seaweedfs-service"),
+        ("DestinationRule", NAMESPACE, "ml-pipeline-seaweedfs"),
+        ("Secret", NAMESPACE, "mlpipeline-minio-artifact"),
+        ("Deployment", NAMESPACE, "kubeflow-pipelines-profile-controller"),
+        ("Service", NAMESPACE, "kubeflow-pipelines-profile-controller"),
+        ("DecoratorController", "", "kubeflow-pipelines-profile-controller"),  # cluster-scoped
+        ("ConfigMap", NAMESPACE, "kubeflow-pipelines-profile-controller-code"),
+        ("ConfigMap", NAMESPACE, "kubeflow-pipelines-profile-controller-env"),
+    }
+)
+#: Env naming the static keys, removed from the API server and the UI.
+_STATIC_KEY_ENV = frozenset(
+    {"OBJECTSTORECONFIG_ACCESSKEY", "OBJECTSTORECONFIG_SECRETACCESSKEY", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY"}
+)
+
+
+def partition_of(region: str) -> str:
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+@dataclass(frozen=True)
+class S3Store:
+    """The platform bucket as Pipelines' object store: its region and the teams' prefixes (team -> s3Prefix)."""
+
+    region: str
+    team_prefixes: Mapping[str, str]
+
+    @property
+    def partition(self) -> str:
+        return partition_of(self.region)
+
+    @property
+    def endpoint(self) -> str:
+        """S3's regional endpoint (host only), which the API server, the launcher and Argo all reach over TLS."""
+        return f"s3.{self.region}.{dns_suffix(self.partition)}"
+
+    def team_root(self, team: str) -> str:
+        """The key prefix a team's runs write below."""
+        return f"{self.team_prefixes[team]}/{TEAM_FOLDER}"
+
+
+def launcher_providers(store: S3Store) -> str:
+    """The `providers` value of a team's `kfp-launcher`: S3 at the regional endpoint over TLS, credentials from the
+    pod's environment (the IRSA web identity the EKS webhook injects for `default-editor`)."""
+    provider = {
+        "s3": {
+            "default": {
+                "endpoint": store.endpoint,
+                "region": store.region,
+                "disableSSL": False,
+                "forcePathStyle": False,
+                "credentials": {"fromEnv": True},
+            }
+        }
+    }
+    return yaml.safe_dump(provider, sort_keys=True)
+
+
+def _argo_repository(store: S3Store, bucket: str, key_format: str, *, archive_logs: bool) -> str:
+    return json.dumps(
+        {
+            "archiveLogs": archive_logs,
+            "s3": {
+                "endpoint": store.endpoint,
+                "bucket": bucket,
+                "region": store.region,
+                "insecure": False,
+                "useSDKCreds": True,  # Argo's IRSA path: the SDK's credential chain, no key Secret
+                "keyFormat": key_format,
+            },
+        },
+        sort_keys=True,
+    )
+
+
+def values(store: S3Store, bucket: str) -> dict[str, str]:
+    """Every placeholder but the roles' ARNs, given the bucket's name."""
+    found = {
+        BUCKET_PLACEHOLDER: bucket,
+        # Namespaces the platform does not write a repository for archive nothing: no team role may write there.
+        DEFAULT_REPOSITORY_PLACEHOLDER: _argo_repository(
+            store, bucket, f"{SERVER_PREFIX}/argo/{{{{workflow.namespace}}}}/{{{{workflow.name}}}}", archive_logs=False
+        ),
+    }
+    for team in store.team_prefixes:
+        root = store.team_root(team)
+        found[root_placeholder(team)] = f"s3://{bucket}/{root}"
+        found[repository_placeholder(team)] = _argo_repository(
+            store,
+            bucket,
+            f"{root}/logs/{{{{workflow.name}}}}/{{{{workflow.creationTimestamp.Y}}}}/{{{{workflow.creationTimestamp.m}}}}"
+            f"/{{{{workflow.creationTimestamp.d}}}}/{{{{pod.name}}}}",
+            archive_logs=True,
+        )
+    return found
+
+
+def _ident(obj: Manifest) -> tuple[str, str, str]:
+    return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+
+
+def left_out(obj: Manifest) -> bool:
+    """An object S3 mode does not install."""
+    return _ident(obj) in LEFT_OUT
+
+
+def _set_env(container: dict[str, Any], name: str, value: str) -> None:
+    env = [e for e in container.get("env") or () if e["name"] != name]
+    env.append({"name": name, "value": value})
+    container["env"] = env
+
+
+def apply(objects: Iterable[Manifest], store: S3Store) -> list[Manifest]:
+    """The rendered objects with Pipelines on S3: SeaweedFS and the profile controller left out, the API server and
+    the UI without static keys and with their IRSA roles, the bucket in `pipeline-install-config`, Argo's default
+    repository on S3. Raises ValueError when an object this expects is missing or a left-out one is still named."""
+    objects = [o for o in objects if _ident(o) not in LEFT_OUT]
+    expected = {
+        ("Deployment", NAMESPACE, "ml-pipeline"),
+        ("Deployment", NAMESPACE, "ml-pipeline-ui"),
+        ("ServiceAccount", NAMESPACE, SERVER_ACCOUNT),
+        ("ServiceAccount", NAMESPACE, UI_ACCOUNT),
+        ("ConfigMap", NAMESPACE, "pipeline-install-config"),
+        ("ConfigMap", NAMESPACE, "workflow-controller-configmap"),
+    }
+    missing = expected - {_ident(o) for o in objects}
+    if missing:
+        raise ValueError(f"Pipelines on S3: objects not found: {sorted(missing)}")
+    result = []
+    for obj in objects:
+        ident = _ident(obj)
+        if ident in expected:
+            obj = json.loads(json.dumps(obj))  # a copy: the render's output is never changed in place
+            _change(obj, store)
+        result.append(obj)
+    text = json.dumps(result)
+    left = sorted(name for (_, _, name) in LEFT_OUT if f'"{name}"' in text)
+    if left:
+        raise ValueError(f"Pipelines on S3: left-out objects are still named: {', '.join(left)}")
+    return result
+
+
+def _change(obj: Manifest, store: S3Store) -> None:
+    kind, name = obj["kind"], obj["metadata"]["name"]
+    if kind == "ServiceAccount":
+        role = SERVER_ROLE_PLACEHOLDER if name == SERVER_ACCOUNT else UI_ROLE_PLACEHOLDER
+        obj["metadata"].setdefault("annotations", {})[IRSA_ANNOTATION] = role
+    elif kind == "ConfigMap" and name == "pipeline-install-config":
+        obj["data"]["bucketName"] = BUCKET_PLACEHOLDER
+    elif kind == "ConfigMap":
+        obj["data"]["artifactRepository"] = DEFAULT_REPOSITORY_PLACEHOLDER
+    else:
+        template = pod_template(obj)
+        assert template is not None
+        for container in containers(template["spec"]):
+            container["env"] = [e for e in container.get("env") or () if e["name"] not in _STATIC_KEY_ENV]
+            if name == "ml-pipeline":
+                for key, value in (
+                    ("OBJECTSTORECONFIG_HOST", store.endpoint),
+                    ("OBJECTSTORECONFIG_PORT", "443"),
+                    ("OBJECTSTORECONFIG_SECURE", "true"),
+                    ("OBJECTSTORECONFIG_REGION", store.region),
+                    ("OBJECTSTORECONFIG_PIPELINEPATH", SERVER_PREFIX),
+                ):
+                    _set_env(container, key, value)
+
+
+def team_manifests(team: str, store: S3Store) -> list[Manifest]:
+    """What the profile controller's sync hook would give a team namespace, for S3: `kfp-launcher` (the team's
+    pipeline root, S3 with IRSA), `metadata-grpc-configmap`, and Argo's `artifact-repositories` (logs under the
+    team's root)."""
+
+    def config_map(name: str, data: dict[str, str], annotations: dict[str, str] | None = None) -> Manifest:
+        metadata: dict[str, Any] = {"name": name, "namespace": team}
+        if annotations:
+            metadata["annotations"] = annotations
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
+
+    return [
+        config_map(
+            "kfp-launcher",
+            {
+                "defaultPipelineRoot": root_placeholder(team),
+                "providers": launcher_providers(store),
+                "clusterDomain": CLUSTER_DOMAIN,
+            },
+        ),
+        config_map("metadata-grpc-configmap", dict(METADATA_GRPC)),
+        config_map(
+            "artifact-repositories",
+            {ARGO_REPOSITORY_KEY: repository_placeholder(team)},
+            {ARGO_REPOSITORY_ANNOTATION: ARGO_REPOSITORY_KEY},
+        ),
+    ]
+
+
+# ------------------------------------------------------------------------------------------------ IAM
+
+
+def _kms_statement(kms_key_arn: str, store: S3Store, bucket_arn: str, actions: list[str]) -> dict[str, Any]:
+    return {
+        "Sid": "BucketKeyThroughS3",
+        "Effect": "Allow",
+        "Action": actions,
+        "Resource": kms_key_arn,
+        "Condition": {
+            "StringEquals": {"kms:ViaService": f"s3.{store.region}.{dns_suffix(store.partition)}"},
+            "StringLike": {"kms:EncryptionContext:aws:s3:arn": [bucket_arn, f"{bucket_arn}/*"]},
+        },
+    }
+
+
+def server_policy(store: S3Store, *, bucket: str, kms_key_arn: str | None = None) -> dict[str, Any]:
+    """The API server's role: read, write and delete pipeline definitions under SERVER_PREFIX. It also checks at
+    start that the bucket exists (a HEAD on the bucket, which S3 authorises as s3:ListBucket and with no prefix to
+    narrow it by), so it may list the bucket's keys, never read another prefix's objects."""
+    bucket_arn = f"arn:{store.partition}:s3:::{bucket}"
+    statements: list[dict[str, Any]] = [
+        {"Sid": "FindBucket", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn},
+        {
+            "Sid": "PipelineDefinitions",
+            "Effect": "Allow",
+            "Action": ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
+            "Resource": f"{bucket_arn}/{SERVER_PREFIX}/*",
+        },
+    ]
+    if kms_key_arn is not None:
+        statements.append(_kms_statement(kms_key_arn, store, bucket_arn, ["kms:Decrypt", "kms:GenerateDataKey"]))
+    return {"Version": IAM_VERSION, "Statement": statements}
+
+
+def ui_policy(store: S3Store, *, bucket: str, kms_key_arn: str | None = None) -> dict[str, Any]:
+    """The UI's role: read the artifacts and archived logs of every team's runs (the UI serves them to whoever the
+    API's authorisation lets see the run) and the pipeline definitions; it writes nothing."""
+    bucket_arn = f"arn:{store.partition}:s3:::{bucket}"
+    roots = [store.team_root(team) for team in sorted(store.team_prefixes)]
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "ReadRuns",
+            "Effect": "Allow",
+            "Action": "s3:GetObject",
+            "Resource": [f"{bucket_arn}/{root}/*" for root in [SERVER_PREFIX, *roots]],
+        },
+        {
+            "Sid": "ListRuns",
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": bucket_arn,
+            "Condition": {"StringLike": {"s3:prefix": [f"{root}/*" for root in [SERVER_PREFIX, *roots]]}},
+        },
+    ]
+    if kms_key_arn is not None:
+        statements.append(_kms_statement(kms_key_arn, store, bucket_arn, ["kms:Decrypt"]))
+    return {"Version": IAM_VERSION, "Statement": statements}

@@ -1,0 +1,309 @@
+"""Pipelines on S3 (`kubeflow.pipelines.artifacts: s3`) and Kubeflow's volume sizes (`kubeflow.volumes`): the config
+refuses what cannot work, the rendered object-store config uses the keys the pinned tree reads, and IAM (evaluated on
+the rendered policies) keeps each team to its own prefix."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from components.config.errors import ConfigError
+from components.kubeflow import entries, pipelines, plan, register, render, transform
+from components.kubeflow.config import KubeflowConfig, settings
+from components.kubeflow.credentials import Admin
+from components.kubeflow.objects import containers, pod_template
+from components.kubeflow.teams import Team, permission_policy
+from components.platform_config import parse_config
+from tests.iam_evaluator import ALLOW, IMPLICIT_DENY, decide
+
+REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
+KFP = REFERENCE / "community-distribution" / "applications" / "pipeline" / "upstream"
+NS = "eks-ml-platform"
+MINIMAL = {"enabled": True, "adminEmail": "platform@example.org"}
+TEAMS = {
+    "team-a": {"owner": "a@example.org", "s3Prefix": "teams/a"},
+    "team-b": {"owner": "b@example.org", "s3Prefix": "teams/b"},
+}
+BUCKET = "eks-ml-platform-datasets-0a1b2c3"
+KEY = "arn:aws:kms:us-west-2:123456789012:key/0f1e2d3c-aaaa-bbbb-cccc-0123456789ab"
+STORE = pipelines.S3Store("us-west-2", {"team-a": "teams/a", "team-b": "teams/b"})
+
+
+def parse(**changes) -> KubeflowConfig:
+    return KubeflowConfig.model_validate({**MINIMAL, **changes})
+
+
+def refused(**changes) -> str:
+    with pytest.raises(ValidationError) as error:
+        parse(**changes)
+    return str(error.value).replace("\n", " ")
+
+
+# ------------------------------------------------------------------------------------------------ config
+
+
+def test_seaweedfs_stays_the_default_and_s3_is_chosen_by_name():
+    assert parse().pipelines.artifacts == "seaweedfs"
+    assert parse(pipelines={"artifacts": "s3"}).pipelines.artifacts == "s3"
+
+
+@pytest.mark.parametrize(
+    ("changes", "where", "what"),
+    [
+        ({"pipelines": {"artifacts": "minio"}}, "pipelines.artifacts", "'s3' or 'seaweedfs'"),
+        ({"volumes": {"pipelinesDatabase": "50GB"}}, "volumes.pipelinesDatabase", "quantity of bytes"),
+        ({"volumes": {"pipelinesDatabase": "1.5Gi"}}, "volumes.pipelinesDatabase", "quantity of bytes"),
+        ({"volumes": {"pipelinesDatabase": "512Mi"}}, "volumes.pipelinesDatabase", "1Gi to 16Ti"),
+        ({"volumes": {"pipelinesDatabase": "17Ti"}}, "volumes.pipelinesDatabase", "1Gi to 16Ti"),
+        ({"volumes": {"mysql": "50Gi"}}, "volumes.mysql", "Extra inputs"),
+        ({"volumes": {"katibDatabase": "20Gi"}}, "volumes.katibDatabase", "Katib (components.katib)"),
+        (
+            {"pipelines": {"artifacts": "s3"}, "volumes": {"pipelinesArtifacts": "50Gi"}},
+            "volumes.pipelinesArtifacts",
+            "not installed",
+        ),
+        (
+            {"pipelines": {"artifacts": "s3"}, "teams": {"ops": {"owner": "o@example.org", "s3Prefix": "kubeflow"}}},
+            "teams.ops.s3Prefix",
+            "overlaps 'kubeflow/pipelines'",
+        ),
+        (
+            {
+                "pipelines": {"artifacts": "s3"},
+                "teams": {"ops": {"owner": "o@example.org", "s3Prefix": "kubeflow/pipelines/ops"}},
+            },
+            "teams.ops.s3Prefix",
+            "overlaps 'kubeflow/pipelines'",
+        ),
+    ],
+)
+def test_wrong_pipelines_and_volume_settings_are_refused_naming_the_key(changes, where, what):
+    text = refused(**changes)
+    assert where in text or where.replace(".", " ") in text, text
+    assert what in text, text
+
+
+def test_a_team_prefix_beside_the_servers_is_fine_in_s3_mode():
+    config = parse(pipelines={"artifacts": "s3"}, teams={"ops": {"owner": "o@example.org", "s3Prefix": "kubeflow-ops"}})
+    assert config.teams["ops"].s3_prefix == "kubeflow-ops"
+
+
+def test_volume_sizes_name_their_claims_the_registry_in_its_teams_namespace():
+    config = parse(
+        components={"katib": True, "hub": True},
+        hubRegistryTeam="team-a",
+        teams=TEAMS,
+        volumes={"pipelinesDatabase": "50Gi", "katibDatabase": "20Gi", "hubRegistryDatabase": "15Gi"},
+    )
+    assert config.volume_sizes() == {
+        ("kubeflow", "mysql-pv-claim"): "50Gi",
+        ("kubeflow", "katib-mysql"): "20Gi",
+        ("team-a", "metadata-postgres"): "15Gi",
+    }
+
+
+def _raw(**kubeflow) -> dict[str, str]:
+    return {
+        "aws:region": "us-west-2",
+        f"{NS}:environment": "dev",
+        f"{NS}:owner": "ml-platform",
+        f"{NS}:cluster": json.dumps({"endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]}}),
+        f"{NS}:storage": json.dumps({"buckets": {"artifacts": {}}}),
+        f"{NS}:kubeflow": json.dumps({**MINIMAL, **kubeflow}),
+    }
+
+
+def test_s3_artifacts_need_the_bucket_even_without_teams():
+    with pytest.raises(ConfigError) as caught:
+        parse_config(_raw(pipelines={"artifacts": "s3"}), project=NS, stack="test")
+    found = {issue.path: issue.message for issue in caught.value.issues}
+    assert "kubeflow.bucket" in found
+    assert "Pipelines' artifacts" in found["kubeflow.bucket"]
+    assert parse_config(_raw(), project=NS, stack="test").kubeflow.pipelines.artifacts == "seaweedfs"
+
+
+def test_s3_settings_need_the_region():
+    with pytest.raises(ValueError, match="region"):
+        settings(parse(pipelines={"artifacts": "s3"}), storage_class="gp3", gpu_node_pools=(), gpu_scheduler=None)
+
+
+# ------------------------------------------------------------------------------------------------ rendered objects
+
+needs_tree = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
+
+
+def _build(render_cache, config: KubeflowConfig) -> list[dict]:
+    facts = settings(config, storage_class="gp3-retain", gpu_node_pools=(), gpu_scheduler=None, region="us-west-2")
+    rendered = render.render(REFERENCE, entries.selected(), cache_dir=render_cache)
+    return [item.manifest for item in plan.build(rendered, facts)]
+
+
+@pytest.fixture(scope="module")
+def s3_objects(render_cache) -> list[dict]:
+    config = parse(pipelines={"artifacts": "s3"}, teams=TEAMS, volumes={"pipelinesDatabase": "50Gi"})
+    objects = _build(render_cache, config)
+    values = pipelines.values(STORE, BUCKET)
+    values[pipelines.SERVER_ROLE_PLACEHOLDER] = "arn:aws:iam::123456789012:role/server"
+    values[pipelines.UI_ROLE_PLACEHOLDER] = "arn:aws:iam::123456789012:role/ui"
+    resolved = []
+    for obj in objects:
+        text = json.dumps(obj)
+        if any(p in text for p in values):
+            obj = register.resolve(obj, values)
+        resolved.append(obj)
+    return resolved
+
+
+@pytest.fixture(scope="module")
+def seaweedfs_objects(render_cache) -> list[dict]:
+    return _build(render_cache, parse(teams=TEAMS))
+
+
+def env_of(objects, name) -> dict[str, dict]:
+    deployment = transform.find(objects, "Deployment", "kubeflow", name)
+    (container,) = [c for c in containers(pod_template(deployment)["spec"]) if c["name"].startswith(name)]
+    return {e["name"]: e for e in container["env"]}
+
+
+@needs_tree
+def test_the_api_server_reaches_s3_over_tls_with_the_keys_the_pinned_server_reads(s3_objects, seaweedfs_objects):
+    pinned = (KFP / "base" / "pipeline" / "ml-pipeline-apiserver-deployment.yaml").read_text()
+    env = env_of(s3_objects, "ml-pipeline")
+    for key in ("OBJECTSTORECONFIG_HOST", "OBJECTSTORECONFIG_PORT", "OBJECTSTORECONFIG_SECURE"):
+        assert f"name: {key}" in pinned  # the same variables upstream sets, now pointed at S3
+    assert env["OBJECTSTORECONFIG_HOST"]["value"] == "s3.us-west-2.amazonaws.com"
+    assert (env["OBJECTSTORECONFIG_PORT"]["value"], env["OBJECTSTORECONFIG_SECURE"]["value"]) == ("443", "true")
+    assert env["OBJECTSTORECONFIG_REGION"]["value"] == "us-west-2"
+    assert env["OBJECTSTORECONFIG_PIPELINEPATH"]["value"] == pipelines.SERVER_PREFIX
+    # IRSA only: static keys take precedence over it, so none may be left (upstream's SeaweedFS mode has them).
+    assert "OBJECTSTORECONFIG_ACCESSKEY" in env_of(seaweedfs_objects, "ml-pipeline")
+    assert not {"OBJECTSTORECONFIG_ACCESSKEY", "OBJECTSTORECONFIG_SECRETACCESSKEY"} & set(env)
+    assert not {"MINIO_ACCESS_KEY", "MINIO_SECRET_KEY"} & set(env_of(s3_objects, "ml-pipeline-ui"))
+    # The bucket comes from the key the pinned deployment reads it from.
+    (bucket_ref,) = [e for e in env.values() if e["name"] == "OBJECTSTORECONFIG_BUCKETNAME"]
+    key = bucket_ref["valueFrom"]["configMapKeyRef"]
+    assert (key["name"], key["key"]) == ("pipeline-install-config", "bucketName")
+    assert transform.find(s3_objects, "ConfigMap", "kubeflow", "pipeline-install-config")["data"]["bucketName"] == BUCKET
+
+
+@needs_tree
+def test_the_server_and_ui_accounts_carry_their_roles(s3_objects):
+    for account, role in ((pipelines.SERVER_ACCOUNT, "server"), (pipelines.UI_ACCOUNT, "ui")):
+        sa = transform.find(s3_objects, "ServiceAccount", "kubeflow", account)
+        assert sa["metadata"]["annotations"][pipelines.IRSA_ANNOTATION].endswith(f"role/{role}")
+
+
+@needs_tree
+def test_seaweedfs_and_its_keys_are_not_installed_in_s3_mode(s3_objects, seaweedfs_objects):
+    def seaweed(objects):
+        return {(o["kind"], o["metadata"]["name"]) for o in objects if "seaweedfs" in o["metadata"]["name"]}
+
+    assert ("Deployment", "seaweedfs") in seaweed(seaweedfs_objects)
+    assert seaweed(s3_objects) == set()
+    text = json.dumps(s3_objects)
+    for gone in ("mlpipeline-minio-artifact", "seaweedfs.", "kubeflow-pipelines-profile-controller"):
+        assert gone not in text
+
+
+@needs_tree
+def test_each_team_gets_the_per_namespace_config_the_profile_controller_would_write(s3_objects):
+    sync = (KFP / "base" / "installs" / "multi-user" / "pipelines-profile-controller" / "sync.py").read_text()
+    upstream_names = set(re.findall(r'"kind": "ConfigMap",\s*"metadata": \{\s*"name": "([a-z-]+)"', sync))
+    assert upstream_names == {"kfp-launcher", "metadata-grpc-configmap", "artifact-repositories"}
+    pinned_launcher = yaml.safe_load((KFP / "base" / "pipeline" / "kfp-launcher-configmap.yaml").read_text())
+    for team, prefix in (("team-a", "teams/a"), ("team-b", "teams/b")):
+        mine = {o["metadata"]["name"]: o for o in s3_objects if o["metadata"].get("namespace") == team}
+        assert upstream_names <= set(mine)
+        launcher = mine["kfp-launcher"]["data"]
+        assert set(pinned_launcher["data"]) <= set(launcher)  # defaultPipelineRoot, as the pinned ConfigMap names it
+        assert launcher["defaultPipelineRoot"] == f"s3://{BUCKET}/{prefix}/pipelines"
+        s3 = yaml.safe_load(launcher["providers"])["s3"]["default"]
+        assert s3["credentials"] == {"fromEnv": True}  # IRSA: no secretRef
+        assert (s3["endpoint"], s3["region"], s3["disableSSL"]) == ("s3.us-west-2.amazonaws.com", "us-west-2", False)
+        repositories = mine["artifact-repositories"]
+        assert repositories["metadata"]["annotations"][pipelines.ARGO_REPOSITORY_ANNOTATION] == "default-namespaced"
+        argo = json.loads(repositories["data"]["default-namespaced"])["s3"]
+        assert argo["useSDKCreds"] is True and "accessKeySecret" not in argo
+        assert (argo["bucket"], argo["keyFormat"].split("/{{")[0]) == (BUCKET, f"{prefix}/pipelines/logs")
+        assert mine["metadata-grpc-configmap"]["data"]["METADATA_GRPC_SERVICE_HOST"] in sync
+
+
+@needs_tree
+def test_argos_default_repository_needs_no_key_secret(s3_objects):
+    default = transform.find(s3_objects, "ConfigMap", "kubeflow", "workflow-controller-configmap")
+    repository = json.loads(default["data"]["artifactRepository"])
+    assert repository["s3"]["useSDKCreds"] is True and "accessKeySecret" not in repository["s3"]
+    assert repository["archiveLogs"] is False
+
+
+@needs_tree
+def test_the_configured_size_replaces_upstreams_and_the_rest_keep_theirs(s3_objects, seaweedfs_objects):
+    assert transform.find(s3_objects, "PersistentVolumeClaim", "kubeflow", "mysql-pv-claim")["spec"]["resources"][
+        "requests"
+    ] == {"storage": "50Gi"}
+    mysql = transform.find(seaweedfs_objects, "PersistentVolumeClaim", "kubeflow", "mysql-pv-claim")
+    assert mysql["spec"]["resources"]["requests"] == {"storage": "20Gi"}
+    assert mysql["spec"]["storageClassName"] == "gp3-retain"
+
+
+def test_sizing_a_claim_that_is_not_rendered_is_an_error():
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "x", "namespace": "kubeflow"}}
+    with pytest.raises(ValueError, match="kubeflow/mysql-pv-claim"):
+        transform.volume_sizes([claim], {("kubeflow", "mysql-pv-claim"): "50Gi"})
+
+
+# ------------------------------------------------------------------------------------------------ IAM
+
+
+def team_policy(team: str) -> dict:
+    spec = Team(name=team, owner="x@example.org", gpu_quota=0, s3_prefix=STORE.team_prefixes[team])
+    return permission_policy(spec, bucket=BUCKET, region="us-west-2", kms_key_arn=KEY)
+
+
+def obj(key: str) -> str:
+    return f"arn:aws:s3:::{BUCKET}/{key}"
+
+
+def test_a_teams_runs_read_and_write_its_own_pipeline_root_and_not_another_teams():
+    a = team_policy("team-a")
+    root_a, root_b = STORE.team_root("team-a"), STORE.team_root("team-b")
+    for action in ("s3:PutObject", "s3:GetObject"):
+        assert decide(a, action, obj(f"{root_a}/run-1/model")) == ALLOW
+        assert decide(a, action, obj(f"{root_b}/run-1/model")) == IMPLICIT_DENY
+        assert decide(a, action, obj(f"{pipelines.SERVER_PREFIX}/p-1")) == IMPLICIT_DENY
+    bucket = f"arn:aws:s3:::{BUCKET}"
+    assert decide(a, "s3:ListBucket", bucket, {"s3:prefix": f"{root_a}/run-1/"}) == ALLOW
+    assert decide(a, "s3:ListBucket", bucket, {"s3:prefix": f"{root_b}/run-1/"}) == IMPLICIT_DENY
+
+
+def test_the_api_server_keeps_pipeline_definitions_and_reads_no_teams_data():
+    server = pipelines.server_policy(STORE, bucket=BUCKET, kms_key_arn=KEY)
+    for action in ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"):
+        assert decide(server, action, obj(f"{pipelines.SERVER_PREFIX}/p-1")) == ALLOW
+    assert decide(server, "s3:GetObject", obj(f"{STORE.team_root('team-a')}/run-1/model")) == IMPLICIT_DENY
+    # its start-up check that the bucket exists (HEAD bucket carries no prefix)
+    assert decide(server, "s3:ListBucket", f"arn:aws:s3:::{BUCKET}") == ALLOW
+    kms = {"kms:ViaService": "s3.us-west-2.amazonaws.com", "kms:EncryptionContext:aws:s3:arn": f"arn:aws:s3:::{BUCKET}"}
+    assert decide(server, "kms:GenerateDataKey", KEY, kms) == ALLOW
+    assert decide(server, "kms:GenerateDataKey", KEY, {**kms, "kms:ViaService": "ec2.us-west-2.amazonaws.com"}) == (
+        IMPLICIT_DENY
+    )
+
+
+def test_the_ui_reads_what_it_shows_every_teams_runs_and_writes_nothing():
+    ui = pipelines.ui_policy(STORE, bucket=BUCKET, kms_key_arn=KEY)
+    for team in ("team-a", "team-b"):
+        artifact = obj(f"{STORE.team_root(team)}/run-1/metrics.json")
+        assert decide(ui, "s3:GetObject", artifact) == ALLOW
+        assert decide(ui, "s3:PutObject", artifact) == IMPLICIT_DENY
+        assert decide(ui, "s3:ListBucket", f"arn:aws:s3:::{BUCKET}", {"s3:prefix": f"{STORE.team_root(team)}/r/"}) == (
+            ALLOW
+        )
+    # a team's data outside its pipeline root is not the UI's to read
+    assert decide(ui, "s3:GetObject", obj("teams/a/datasets/train.csv")) == IMPLICIT_DENY
+    assert decide(ui, "kms:GenerateDataKey", KEY, {"kms:ViaService": "s3.us-west-2.amazonaws.com"}) == IMPLICIT_DENY
