@@ -283,8 +283,10 @@ class PlatformConfig(ConfigModel):
             problems.append(
                 (
                     "kubeflow.bucket",
-                    f"names no bucket in storage.buckets ({', '.join(sorted(self.storage.buckets))}); it holds the "
-                    f"{needs}",
+                    (
+                        f"names no bucket in storage.buckets ({', '.join(sorted(self.storage.buckets))}); it holds the "
+                        f"{needs}"
+                    ),
                 )
             )
         if kubeflow.access.mode == "alb" and not self.ingress.load_balancer_controller:

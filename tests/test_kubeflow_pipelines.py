@@ -15,7 +15,6 @@ from pydantic import ValidationError
 from components.config.errors import ConfigError
 from components.kubeflow import entries, pipelines, plan, register, render, transform
 from components.kubeflow.config import KubeflowConfig, settings
-from components.kubeflow.credentials import Admin
 from components.kubeflow.objects import containers, pod_template
 from components.kubeflow.teams import Team, permission_policy
 from components.platform_config import parse_config
@@ -188,7 +187,9 @@ def test_the_api_server_reaches_s3_over_tls_with_the_keys_the_pinned_server_read
     (bucket_ref,) = [e for e in env.values() if e["name"] == "OBJECTSTORECONFIG_BUCKETNAME"]
     key = bucket_ref["valueFrom"]["configMapKeyRef"]
     assert (key["name"], key["key"]) == ("pipeline-install-config", "bucketName")
-    assert transform.find(s3_objects, "ConfigMap", "kubeflow", "pipeline-install-config")["data"]["bucketName"] == BUCKET
+    assert (
+        transform.find(s3_objects, "ConfigMap", "kubeflow", "pipeline-install-config")["data"]["bucketName"] == BUCKET
+    )
 
 
 @needs_tree
@@ -228,7 +229,8 @@ def test_each_team_gets_the_per_namespace_config_the_profile_controller_would_wr
         repositories = mine["artifact-repositories"]
         assert repositories["metadata"]["annotations"][pipelines.ARGO_REPOSITORY_ANNOTATION] == "default-namespaced"
         argo = json.loads(repositories["data"]["default-namespaced"])["s3"]
-        assert argo["useSDKCreds"] is True and "accessKeySecret" not in argo
+        assert argo["useSDKCreds"] is True
+        assert "accessKeySecret" not in argo
         assert (argo["bucket"], argo["keyFormat"].split("/{{")[0]) == (BUCKET, f"{prefix}/pipelines/logs")
         assert mine["metadata-grpc-configmap"]["data"]["METADATA_GRPC_SERVICE_HOST"] in sync
 
@@ -237,7 +239,8 @@ def test_each_team_gets_the_per_namespace_config_the_profile_controller_would_wr
 def test_argos_default_repository_needs_no_key_secret(s3_objects):
     default = transform.find(s3_objects, "ConfigMap", "kubeflow", "workflow-controller-configmap")
     repository = json.loads(default["data"]["artifactRepository"])
-    assert repository["s3"]["useSDKCreds"] is True and "accessKeySecret" not in repository["s3"]
+    assert repository["s3"]["useSDKCreds"] is True
+    assert "accessKeySecret" not in repository["s3"]
     assert repository["archiveLogs"] is False
 
 

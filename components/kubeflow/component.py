@@ -3,7 +3,7 @@ object by object under one stage component per stage, with generated credentials
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,12 +159,17 @@ class Kubeflow(pulumi.ComponentResource):
         """The bucket's name and what is made of it (the teams' pipeline roots and Argo repositories), and the
         Pipelines roles' ARNs."""
         store = self._store(args)
-        if store is None:
+        if store is None or args.bucket_name is None:
             return {}
-        filled = pulumi.Output.from_input(args.bucket_name).apply(lambda bucket: pipelines.values(store, bucket))
-        inputs: dict[str, pulumi.Input[Any]] = {
-            key: filled.apply(lambda v, key=key: v[key]) for key in pipelines.values(store, "bucket")
-        }
+
+        def fill(bucket: str) -> dict[str, str]:
+            return pipelines.values(store, bucket)
+
+        def pick(key: str) -> pulumi.Output[str]:
+            return filled.apply(lambda found: found[key])
+
+        filled = pulumi.Output.from_input(args.bucket_name).apply(fill)
+        inputs: dict[str, pulumi.Input[Any]] = {key: pick(key) for key in pipelines.values(store, "bucket")}
         inputs[pipelines.SERVER_ROLE_PLACEHOLDER] = self.pipelines_roles["server"]
         inputs[pipelines.UI_ROLE_PLACEHOLDER] = self.pipelines_roles["ui"]
         return inputs
@@ -179,10 +184,14 @@ class Kubeflow(pulumi.ComponentResource):
         documents = {"server": pipelines.server_policy, "ui": pipelines.ui_policy}
         accounts = {"server": pipelines.SERVER_ACCOUNT, "ui": pipelines.UI_ACCOUNT}
         roles = {}
-        for key, document in documents.items():
-            policy = pulumi.Output.all(args.bucket_name, args.bucket_kms_key_arn).apply(
-                lambda v, document=document: to_json(document(store, bucket=v[0], kms_key_arn=v[1]))
+
+        def policy_of(document: Callable[..., dict[str, Any]]) -> pulumi.Output[str]:
+            return pulumi.Output.all(args.bucket_name, args.bucket_kms_key_arn).apply(
+                lambda v: to_json(document(store, bucket=v[0], kms_key_arn=v[1]))
             )
+
+        for key, document in documents.items():
+            policy = policy_of(document)
             roles[key] = cluster.irsa_role(
                 f"{name}-pipelines-{key}",
                 namespace=pipelines.NAMESPACE,

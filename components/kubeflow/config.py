@@ -269,7 +269,6 @@ class KubeflowConfig(_Model):
                 raise ValueError(f"hubRegistryTeam {self.hub_registry_team!r} is not one of the teams")
         return self
 
-
     def _volume_problems(self) -> list[tuple[str, str]]:
         installed = {
             "pipelines_database": True,
@@ -279,7 +278,10 @@ class KubeflowConfig(_Model):
             "hub_registry_database": self.hub_registry_team is not None,
         }
         return [
-            (f"volumes.{to_camel(key)}", f"sizes the volume of {VOLUME_CLAIMS[key][2]}, which is not installed; remove it")
+            (
+                f"volumes.{to_camel(key)}",
+                f"sizes the volume of {VOLUME_CLAIMS[key][2]}, which is not installed; remove it",
+            )
             for key in sorted(self.volumes.model_fields_set)
             if getattr(self.volumes, key) is not None and not installed[key]
         ]
@@ -301,8 +303,10 @@ def pipelines_prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, st
     return [
         (
             f"teams.{name}.s3Prefix",
-            f"{prefix!r} overlaps {SERVER_PREFIX!r}, where the Pipelines API server keeps every team's pipelines "
-            "(pipelines.artifacts: s3); choose a prefix outside it",
+            (
+                f"{prefix!r} overlaps {SERVER_PREFIX!r}, where the Pipelines API server keeps every team's pipelines "
+                "(pipelines.artifacts: s3); choose a prefix outside it"
+            ),
         )
         for name, prefix in sorted(prefixes.items())
         if server.startswith(f"{prefix}/") or f"{prefix}/".startswith(server)

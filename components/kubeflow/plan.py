@@ -83,7 +83,9 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     if settings.pipelines_store is not None:
         kept = [not pipelines.left_out(obj) for obj in objects]
         parts = [part for part, keep in zip(parts, kept, strict=True) if keep]
-        objects = pipelines.apply([obj for obj, keep in zip(objects, kept, strict=True) if keep], settings.pipelines_store)
+        objects = pipelines.apply(
+            [obj for obj, keep in zip(objects, kept, strict=True) if keep], settings.pipelines_store
+        )
     objects = transform.volume_sizes(objects, settings.volume_sizes)
     objects = credentials_.apply(objects, settings.credentials, settings.admin)
     objects = notebooks.apply(

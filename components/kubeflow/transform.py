@@ -300,8 +300,10 @@ def volume_sizes(objects: Iterable[Manifest], sizes: Mapping[tuple[str, str], st
     return _edit(
         objects,
         change,
-        lambda obj: obj["kind"] == "PersistentVolumeClaim"
-        and (obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) in sizes,
+        lambda obj: (
+            obj["kind"] == "PersistentVolumeClaim"
+            and (obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) in sizes
+        ),
     )
 
 
