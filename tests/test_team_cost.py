@@ -31,6 +31,7 @@ from components.instances.prices import gpu_hour_prices, on_demand_tables
 from components.observability import cost
 from components.observability.component import stack_values
 from components.observability.config import ObservabilityConfig
+from components.observability.render import dashboard
 from components.scheduling import SYSTEM_PLACEMENT
 from components.tools.cost import __main__ as cli
 from components.tools.cost import teams
@@ -67,7 +68,7 @@ def _points(value, until=END, after=None):
     return points
 
 
-def synthetic() -> Store:
+def synthetic(gpu_shares: int = 1) -> Store:
     store = Store()
     for node, found in NODES.items():
         node_labels = {cost.ksm_label(k): v for k, v in found.items() if k != "type"}
@@ -102,7 +103,7 @@ def synthetic() -> Store:
         store.add(util, {"node": "n1", "gpu": str(index)}, [(t, 0.0) for t in SCRAPES if t > 7200])
     store.add(util, {"node": "n2", "gpu": "0", "namespace": "nlp", "pod": "serve"}, _points(20))
     store.add(util, {"node": "n4", "gpu": "0", "namespace": "audio", "pod": "tts"}, _points(90, 3600))
-    rules = cost.cost_rules("gpu-cost", "monitoring", _prices())["spec"]["groups"][0]["rules"]
+    rules = cost.cost_rules("gpu-cost", "monitoring", _prices(), gpu_shares)["spec"]["groups"][0]["rules"]
     record(store, rules, EVALUATIONS)
     return store
 
@@ -177,6 +178,15 @@ def test_the_rules_carry_one_price_series_per_priced_type_at_its_exact_price():
         promql_parser.parse(rule["expr"])
 
 
+def test_with_time_slicing_a_pods_gpu_is_its_share_of_one(recorded):
+    shared = synthetic(gpu_shares=4)
+    # vision's 4 advertised GPUs are one physical GPU: 2 GPU-hours, at the same price per GPU-hour.
+    assert _per_team(shared, cost.GPUS_HELD) == {"vision": 2.0, "nlp": 0.75, "audio": 0.25}
+    assert _per_team(shared, cost.GPU_COST_RATE) == {"vision": 2.836, "nlp": 0.7545}
+    with pytest.raises(ValueError, match="gpu_shares: expected a whole number of at least 1, got 0"):
+        cost.cost_rules("gpu-cost", "monitoring", {}, gpu_shares=0)
+
+
 def test_the_rules_run_once_a_minute_as_the_gpu_hours_assume():
     group = cost.cost_rules("gpu-cost", "monitoring", {})["spec"]["groups"][0]
     assert group["interval"] == "60s"
@@ -193,6 +203,34 @@ def test_kube_state_metrics_exposes_the_node_labels_the_rules_join_on():
     for key in ("karpenter.sh/nodepool", "karpenter.sh/capacity-type", "node.kubernetes.io/instance-type"):
         assert f'"{cost.ksm_label(key)}"' in rule["expr"]
     assert cost.ksm_label("karpenter.sh/capacity-type") == "label_karpenter_sh_capacity_type"
+
+
+def _dashboard_query(title: str) -> str:
+    (panel,) = [p for p in dashboard("gpu-cost")["panels"] if p["title"] == title]
+    return panel["targets"][0]["expr"].replace("$namespace", ".*").replace("$__range", f"{END}s")
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("GPU cost per team per day (USD)", {"vision": 11.344, "nlp": 3.018}),
+        ("GPU-hours per team per day", {"vision": 8.0, "nlp": 3.0, "audio": 1.0}),
+        ("Busy GPU-hours per team per day", {"vision": 4.0, "nlp": 0.6, "audio": 0.9}),
+        ("Cost per team in the time range (USD)", {"vision": 11.344, "nlp": 3.018}),
+    ],
+)
+def test_the_cost_dashboard_shows_each_teams_hand_computed_day(recorded, title, expected):
+    # The synthetic hours all fall in one UTC day, so the day's bar is the whole of it.
+    found = Evaluator(recorded).query(_dashboard_query(title), END)
+    assert isinstance(found, dict)
+    assert {dict(key)["namespace"]: round(value, 6) for key, value in found.items()} == expected
+
+
+def test_the_cost_dashboard_draws_one_bar_per_day():
+    for panel in dashboard("gpu-cost")["panels"]:
+        if panel["title"].endswith("per day") or panel["title"].endswith("per day (USD)"):
+            assert panel["interval"] == "1d"
+            assert "[1d]" in panel["targets"][0]["expr"]
 
 
 # ------------------------------------------------------------------------------------------ the command, end to end
@@ -316,6 +354,10 @@ def test_a_query_prometheus_refuses_is_reported_with_its_reason(prometheus):
         (["--from", "2026-06-01"], "--by-team needs --from and --to"),
         (["--from", "2026-06-01", "--to", "2026-06-01"], "--to (2026-06-01) must be after --from (2026-06-01)"),
         (["--from", "2026-07-01", "--to", "2026-08-01"], "--to (2026-08-01) is in the future"),
+        (
+            ["--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", "localhost:9090"],
+            "--prometheus: expected an http:// or https:// URL, got 'localhost:9090'",
+        ),
     ],
 )
 def test_bad_dates_are_refused_naming_the_flag(argv, message, capsys, monkeypatch):
@@ -331,3 +373,22 @@ def test_the_stack_estimate_still_needs_its_stack(capsys):
         cli.main(["--json"])
     assert exit_.value.code == 2
     assert "--stack" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ in the stack
+
+
+def test_the_stack_installs_the_cost_rules_priced_for_its_region_and_the_labels_they_join_on(prod):
+    rule = prod.one("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "observability-cost-rules")
+    assert rule.inputs["metadata"] == {"name": "gpu-cost", "namespace": "monitoring"}
+    rules = rule.inputs["spec"]["groups"][0]["rules"]
+    priced = {
+        r["labels"]["instance_type"]: Decimal(r["expr"][7:-1]) for r in rules if r["record"] == cost.GPU_HOUR_PRICE
+    }
+    assert priced == dict(gpu_hour_prices("us-west-2"))  # prod runs in us-west-2
+    assert {"g5.xlarge", "g4dn.xlarge", "p4d.24xlarge"} <= set(priced)  # types prod's GPU pools launch
+    release = next(
+        r for r in prod.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
+    )
+    assert release.inputs["values"]["kube-state-metrics"]["metricLabelsAllowlist"] == cost.ksm_label_allowlist()
+    assert release.urn in rule.dependencies  # its CRD comes with the release

@@ -160,6 +160,9 @@ class ObservabilityArgs:
     #: `components.instances.prices.gpu_hour_prices(region)`). Default: none, and the rules record GPU-hours per
     #: namespace and pool without pricing them.
     gpu_hour_prices: Mapping[str, Decimal] = field(default_factory=lambda: MappingProxyType({}))
+    #: How many times the device plugin advertises each GPU (`GpuConfig.time_slicing_replicas`), so the cost rules
+    #: count a pod's `nvidia.com/gpu` as that share of a GPU. Default: 1, GPUs not shared.
+    gpu_shares: int = 1
     #: Where Karpenter's controller runs, for its ServiceMonitor. Default: `kube-system`, where `Karpenter` puts it.
     karpenter_namespace: str = "kube-system"
     #: Controllers that delete the AWS side of namespaced objects (`Ingress.controller`); the namespace is deleted
@@ -260,7 +263,9 @@ class Observability(pulumi.ComponentResource):
         k8s_objects.create(
             f"{name}-alerts", alert_rules("eks-ml-platform", NAMESPACE, list(args.gpu_pools), config.alerts), after_crds
         )
-        k8s_objects.create(f"{name}-cost-rules", cost_rules("gpu-cost", NAMESPACE, args.gpu_hour_prices), after_crds)
+        k8s_objects.create(
+            f"{name}-cost-rules", cost_rules("gpu-cost", NAMESPACE, args.gpu_hour_prices, args.gpu_shares), after_crds
+        )
         for dashboard in DASHBOARDS:
             k8s_objects.create(f"{name}-dashboard-{dashboard}", dashboard_configmap(dashboard, NAMESPACE), after_crds)
         self.register_outputs({"grafanaAdminPassword": self.grafana_admin_password})

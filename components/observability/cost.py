@@ -90,14 +90,20 @@ def _price_rule(instance_type: str, usd: Decimal) -> dict[str, Any]:
     }
 
 
-def cost_rules(name: str, namespace: str, gpu_hour_prices: Mapping[str, Decimal]) -> dict[str, Any]:
+def cost_rules(
+    name: str, namespace: str, gpu_hour_prices: Mapping[str, Decimal], gpu_shares: int = 1
+) -> dict[str, Any]:
     """The PrometheusRule recording GPUs held and busy per namespace and pool, and what they cost per hour at
-    `gpu_hour_prices` (USD per GPU-hour by instance type; `components.instances.prices.gpu_hour_prices`)."""
+    `gpu_hour_prices` (USD per GPU-hour by instance type; `components.instances.prices.gpu_hour_prices`).
+    `gpu_shares` is how many times the device plugin advertises each GPU (time-slicing replicas; 1: not shared): a
+    pod asking one `nvidia.com/gpu` then holds that share of a GPU."""
+    if gpu_shares < 1:
+        raise ValueError(f"gpu_shares: expected a whole number of at least 1, got {gpu_shares}")
     running = f'{KSM_PHASE}{{phase="Running"}} == 1'
-    held = (
-        f'(sum by (namespace, pod, node) ({KSM_REQUESTS}{{resource="{KSM_GPU_RESOURCE}"}}) '
-        f"and on (namespace, pod) ({running}))"
-    )
+    requests = f'sum by (namespace, pod, node) ({KSM_REQUESTS}{{resource="{KSM_GPU_RESOURCE}"}})'
+    if gpu_shares > 1:
+        requests = f"({requests} / {gpu_shares})"
+    held = f"({requests} and on (namespace, pod) ({running}))"
     # DCGM names the workload's namespace and pod on the GPU's series (kept as they are: components/gpu/operator.py),
     # and the GPU Operator's ServiceMonitor adds the node.
     busy = f'(sum by ({DCGM_NAMESPACE_LABEL}, node) ({DCGM_GPU_UTIL}{{{DCGM_POD_LABEL}!=""}}) / 100)'

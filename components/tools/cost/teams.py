@@ -172,11 +172,21 @@ def _day(flag: str) -> Callable[[str], date]:
     return parse
 
 
+def _url(text: str) -> str:
+    parsed = urllib.parse.urlparse(text)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise argparse.ArgumentTypeError(f"--prometheus: expected an http:// or https:// URL, got {text!r}")
+    return text
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="start", type=_day("--from"), help="first UTC day of the range (YYYY-MM-DD)")
     parser.add_argument("--to", dest="end", type=_day("--to"), help="UTC day after the range (YYYY-MM-DD, exclusive)")
     parser.add_argument(
-        "--prometheus", default=DEFAULT_PROMETHEUS, help=f"the stack's Prometheus (default: {DEFAULT_PROMETHEUS})"
+        "--prometheus",
+        type=_url,
+        default=DEFAULT_PROMETHEUS,
+        help=f"the stack's Prometheus (default: {DEFAULT_PROMETHEUS})",
     )
 
 
