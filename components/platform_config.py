@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import Field, StrictStr, ValidationError, model_validator
@@ -30,6 +31,8 @@ from components.config.types import (
 from components.config.validation import FieldProblems
 from components.gpu.config import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
 from components.ingress.config import IngressConfig
+from components.instances import prices as instance_prices
+from components.instances.accelerators import ACCELERATED_FAMILIES
 from components.karpenter.config import KarpenterConfig
 from components.kubeflow.config import KubeflowConfig
 from components.network.config import ExistingVpc, NetworkConfig
@@ -348,6 +351,13 @@ class PlatformConfig(ConfigModel):
     def gpu_pools(self) -> tuple[GpuPool, ...]:
         """Every accelerator limit of every pool, for the dashboards and alerts that compare use with it."""
         return gpu_pools(self.karpenter.node_pools)
+
+    @property
+    def gpu_hour_prices(self) -> Mapping[str, Decimal]:
+        """USD per GPU-hour on demand in the stack's region, by NVIDIA instance type (pinned ones and those the stack
+        adds under `karpenter.acceleratorFamilies`), for the GPU cost rules."""
+        families = {**ACCELERATED_FAMILIES, **self.karpenter.added_families}
+        return instance_prices.gpu_hour_prices(self.region, families)
 
     @property
     def load_balancer_cidrs(self) -> tuple[str, ...]:

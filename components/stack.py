@@ -298,6 +298,8 @@ def _observability_args(
         cluster=handle,
         config=config.observability,
         gpu_pools=config.gpu_pools,
+        gpu_hour_prices=config.gpu_hour_prices,
+        gpu_shares=config.gpu.time_slicing_replicas or 1,
         # Prometheus' volume is kept as the stack keeps its stores.
         storage_class=storage.kept_volume_class,
         storage_class_name=storage.kept_volume_class_name,

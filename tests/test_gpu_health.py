@@ -17,6 +17,7 @@ from components.cluster.addons import NODE_MONITORING_CONFIGURATION
 from components.gpu.dcgm import DCGM_COUNTERS, OPERATOR_DEFAULT_COUNTERS, counters_csv
 from components.karpenter.repair import FEATURE_GATE, REPAIR_CONDITIONS
 from components.observability.config import AlertThresholds
+from components.observability.cost import cost_rules
 from components.observability.render import DASHBOARDS, GpuPool, alert_rules, dashboard
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +50,8 @@ def _metrics(expr: str) -> set[str]:
         if isinstance(node, promql_parser.VectorSelector) and node.name:
             names.add(node.name)
 
-    promql_parser.walk(promql_parser.parse(re.sub(r"\$(nodepool|namespace|node)", "x", expr)), visit)
+    expr = re.sub(r"\$(nodepool|namespace|node)", "x", expr).replace("$__range", "1d")
+    promql_parser.walk(promql_parser.parse(expr), visit)
     return names
 
 
@@ -65,6 +67,10 @@ def _alert_exprs(pools) -> list[str]:
 
 def _dashboard_exprs() -> list[str]:
     return [t["expr"] for name in DASHBOARDS for panel in dashboard(name)["panels"] for t in panel["targets"]]
+
+
+def _cost_exprs() -> list[str]:
+    return [rule["expr"] for rule in cost_rules("c", "monitoring", {})["spec"]["groups"][0]["rules"]]
 
 
 # ---------------------------------------------------------------------------------------------- DCGM counters
@@ -86,7 +92,7 @@ def test_the_counter_list_keeps_everything_the_operator_collects_by_default():
 
 
 def test_alerts_and_dashboards_read_only_counters_the_exporter_collects():
-    exprs = _alert_exprs([GpuPool("gpu-a", 8), GpuPool("training", 16)]) + _dashboard_exprs()
+    exprs = _alert_exprs([GpuPool("gpu-a", 8), GpuPool("training", 16)]) + _dashboard_exprs() + _cost_exprs()
     assert uncollected(exprs, DCGM_COUNTERS) == set()
     # The health alerts do read the counters the platform adds to the defaults.
     assert {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"} <= {
@@ -207,7 +213,7 @@ def test_the_exporter_is_given_the_health_counters_in_both_stacks(stack, request
 
 
 def test_every_gpu_pool_of_prod_has_its_health_alerts(prod):
-    rule = prod.one(RULE)
+    rule = prod.one(RULE, "observability-alerts")
     alerts = {r["alert"] for group in rule.inputs["spec"]["groups"] for r in group["rules"]}
     pools = {name for name, limit in prod.stack_outputs["nodePoolGpuLimits"].items() if limit is not None}
     assert pools

@@ -24,6 +24,7 @@ from components.observability.adapter import (
     gpu_utilization_rule,
 )
 from components.observability.config import AlertThresholds
+from components.observability.cost import RECORDED
 from components.observability.render import (
     DASHBOARDS,
     DCGM_METRICS,
@@ -38,7 +39,7 @@ from components.scheduling import SYSTEM_PLACEMENT, Placement
 from tests.conftest import PROJECT, run_stack, stack_config
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "dcgm-exporter"
-KNOWN = DCGM_METRICS | KARPENTER_METRICS | KUBE_STATE_METRICS
+KNOWN = DCGM_METRICS | KARPENTER_METRICS | KUBE_STATE_METRICS | RECORDED
 RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 
 
@@ -51,7 +52,10 @@ def metric_names(expr: str) -> set[str]:
             names.add(node.name)
 
     promql_parser.walk(
-        promql_parser.parse(expr.replace("$nodepool", "x").replace("$namespace", "x").replace("$node", "x")), visit
+        promql_parser.parse(
+            expr.replace("$nodepool", "x").replace("$namespace", "x").replace("$node", "x").replace("$__range", "1d")
+        ),
+        visit,
     )
     return names
 
@@ -137,7 +141,7 @@ def test_hardware_xids_page_and_application_xids_only_warn(xid, hardware, other)
 
 
 def _alerts(inventory):
-    rule = inventory.one(RULE)
+    rule = inventory.one(RULE, "observability-alerts")
     return {r["alert"]: r for group in rule.inputs["spec"]["groups"] for r in group["rules"]}
 
 

@@ -3,7 +3,10 @@ prometheus-adapter serving GPU utilisation to HPAs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from types import MappingProxyType
 from typing import Any
 
 import pulumi
@@ -14,6 +17,7 @@ from components.cluster import capacity as system_capacity
 from components.cluster.handle import ClusterHandle
 from components.observability.adapter import PROMETHEUS_PORT, adapter_values, prometheus_url
 from components.observability.config import ObservabilityConfig
+from components.observability.cost import cost_rules, ksm_label_allowlist
 from components.observability.render import (
     DASHBOARDS,
     GpuPool,
@@ -94,7 +98,13 @@ def stack_values(
         "alertmanager": {"alertmanagerSpec": {**on_system_nodes}},
         # No `secrets` collector: its metrics (names, types, labels of every Secret) feed no rule or dashboard here, and
         # the chart grants its ClusterRole `list` and `watch` on every Secret only for that collector.
-        "kube-state-metrics": {"collectorsExclude": ["secrets"], **on_system_nodes},
+        "kube-state-metrics": {
+            "collectorsExclude": ["secrets"],
+            # The node labels the GPU cost rules join on (pool, capacity type, instance type); KSM exposes none
+            # unless named here.
+            "metricLabelsAllowlist": ksm_label_allowlist(),
+            **on_system_nodes,
+        },
         # In a namespace of its own (privileged: host network, PIDs and paths); Prometheus finds its monitor there,
         # as it selects monitors in every namespace.
         "prometheus-node-exporter": {"namespaceOverride": NODE_EXPORTER_NAMESPACE},
@@ -146,6 +156,13 @@ class ObservabilityArgs:
     storage_class_name: str
     #: Whether `pulumi destroy` deletes Prometheus' volume (with StatefulResources.DESTROY) or leaves it.
     delete_volumes: bool
+    #: USD per GPU-hour by NVIDIA instance type, for the GPU cost rules (`PlatformConfig.gpu_hour_prices`, or
+    #: `components.instances.prices.gpu_hour_prices(region)`). Default: none, and the rules record GPU-hours per
+    #: namespace and pool without pricing them.
+    gpu_hour_prices: Mapping[str, Decimal] = field(default_factory=lambda: MappingProxyType({}))
+    #: How many times the device plugin advertises each GPU (`GpuConfig.time_slicing_replicas`), so the cost rules
+    #: count a pod's `nvidia.com/gpu` as that share of a GPU. Default: 1, GPUs not shared.
+    gpu_shares: int = 1
     #: Where Karpenter's controller runs, for its ServiceMonitor. Default: `kube-system`, where `Karpenter` puts it.
     karpenter_namespace: str = "kube-system"
     #: Controllers that delete the AWS side of namespaced objects (`Ingress.controller`); the namespace is deleted
@@ -245,6 +262,9 @@ class Observability(pulumi.ComponentResource):
         )
         k8s_objects.create(
             f"{name}-alerts", alert_rules("eks-ml-platform", NAMESPACE, list(args.gpu_pools), config.alerts), after_crds
+        )
+        k8s_objects.create(
+            f"{name}-cost-rules", cost_rules("gpu-cost", NAMESPACE, args.gpu_hour_prices, args.gpu_shares), after_crds
         )
         for dashboard in DASHBOARDS:
             k8s_objects.create(f"{name}-dashboard-{dashboard}", dashboard_configmap(dashboard, NAMESPACE), after_crds)

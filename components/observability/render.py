@@ -14,7 +14,7 @@ from components.observability.config import AlertThresholds
 MONITORING_API = "monitoring.coreos.com/v1"
 DASHBOARD_LABEL = "grafana_dashboard"
 #: Dashboards shipped with the package (components/dashboards/*.json), by file stem.
-DASHBOARDS = ("gpu-overview", "gpu-workloads", "karpenter")
+DASHBOARDS = ("gpu-cost", "gpu-overview", "gpu-workloads", "karpenter")
 
 #: Metric names the alerts and dashboards use, by source. DCGM fields must be among the counters the platform has the
 #: exporter collect (`components.gpu.dcgm.DCGM_COUNTERS`); Karpenter's and kube-state-metrics' are their documented

@@ -1,12 +1,16 @@
 """What a stack costs: the idle baseline and the GPU spend ceiling of every NodePool, from its config alone.
 
     python -m components.tools.cost --stack prod [--preview build/preview/prod] [--json | --markdown] [--live]
+    python -m components.tools.cost --by-team --from 2026-06-01 --to 2026-07-01 [--prometheus URL] [--json]
 
 Prices come from the pinned table (`components/tools/cost/prices/`, no credentials needed); `--live` reads EC2
 instance prices from the AWS Price List API and the spot price history instead, with the stack's credentials.
 `--preview` names the stack's offline preview folder, from which the model of the running platform counts the
 platform's own pods on Karpenter pools (`make cost` previews first). Exit status: 0; 1 when `--live` cannot read
 prices; 2 when the stack config is invalid or the preview folder cannot be read.
+
+`--by-team` is what each team's GPUs cost between two dates, read from the stack's Prometheus (`teams.py`, which
+says its exit status).
 """
 
 from __future__ import annotations
@@ -26,10 +30,19 @@ from .calculator import estimate
 from .live import live_table
 from .prices import PINNED
 from .render import render_json, render_markdown, render_table
+from .teams import main as by_team
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--by-team" in argv:
+        return by_team(argv)
     parser = argparse.ArgumentParser(prog="python -m components.tools.cost", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--by-team",
+        action="store_true",
+        help="instead: what each team's GPUs cost between two dates, from Prometheus (see --by-team --help)",
+    )
     add_stack_arguments(parser)
     parser.add_argument(
         "--live", action="store_true", help="read EC2 prices from the AWS Price List API (needs credentials)"

@@ -1,9 +1,10 @@
 """The pinned price table: public AWS list prices (USD, no free tier, no discounts). Everything the estimate prices
 comes from here (or, with `--live`, EC2 instance prices read now). The figures are data beside this package:
 
-- `instance_prices.json`: EC2 on-demand prices per region and instance type, generated (never edited by hand) by
-  `python -m components.tools.cost.prices` from a dated, machine-readable source it names: Karpenter's generated
-  price table, or the AWS Price List API with `--refresh`;
+- `components/instances/instance_prices.json`: EC2 on-demand prices per region and instance type, generated (never
+  edited by hand) by `python -m components.tools.cost.prices` from a dated, machine-readable source it names:
+  Karpenter's generated price table, or the AWS Price List API with `--refresh` (on the ground floor, since the
+  platform's Prometheus prices GPU-hours from it too: `components.instances.prices`);
 - `prices.json`: everything else (EKS, NAT, EBS, FSx, CloudWatch Logs, KMS), copied from the pricing pages it names,
   with their date.
 
@@ -20,6 +21,8 @@ from decimal import Decimal
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
+
+from components.instances import prices as instance_prices
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,9 @@ class PriceTable:
         return self.spot.get(region, {}).get(instance_type)
 
 
-#: The pinned figures, beside this package: the hand-copied rates, and the generated instance prices.
+#: The pinned figures: the hand-copied rates beside this package, and the generated instance prices.
 DATA = "prices.json"
-INSTANCE_DATA = "instance_prices.json"
+INSTANCE_DATA = instance_prices.DATA
 
 
 def _decimals(values: Mapping[str, str]) -> Mapping[str, Decimal]:
@@ -71,7 +74,7 @@ def _read(name: str) -> dict[str, Any]:
 
 
 _DOCUMENT = _read(DATA)
-INSTANCES_DOCUMENT = _read(INSTANCE_DATA)
+INSTANCES_DOCUMENT = instance_prices.DOCUMENT
 
 #: The date of the hand-copied rates, and of the generated instance prices.
 SNAPSHOT_DATE = date.fromisoformat(_DOCUMENT["date"])
@@ -96,10 +99,7 @@ def _rates(rates: Mapping[str, Any]) -> RegionRates:
 def instance_tables(document: Mapping[str, Any]) -> dict[str, Mapping[str, Decimal]]:
     """On-demand $/hour by region and instance type from an `instance_prices.json` document: its regions, and each
     region of `sameAs` at the figures of the region it names."""
-    tables = {region: _decimals(prices) for region, prices in document["regions"].items()}
-    for region, same in document.get("sameAs", {}).items():
-        tables[region] = tables[same["region"]]
-    return tables
+    return instance_prices.on_demand_tables(document)
 
 
 def _pinned() -> PriceTable:

@@ -1,4 +1,4 @@
-"""Regenerate the pinned EC2 instance prices (`components/tools/cost/instance_prices.json`).
+"""Regenerate the pinned EC2 instance prices (`components/instances/instance_prices.json`).
 
     python -m components.tools.cost.prices --karpenter zz_generated.pricing_aws.go --ref v1.14.1
     python -m components.tools.cost.prices --refresh [--region eu-west-1 ...]   # needs AWS credentials
@@ -17,13 +17,14 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from components.instances import prices as instance_prices
 from components.tools.preflight.clients import PRICING_REGION, session_for
 
 from . import INSTANCE_DATA, INSTANCES_DOCUMENT, instance_tables
 from .generate import dump, from_karpenter, from_price_list
 from .karpenter import NotAPriceTable, parse
 
-DEFAULT_OUT = Path(__file__).resolve().parent.parent / INSTANCE_DATA
+DEFAULT_OUT = Path(instance_prices.__file__).resolve().parent / INSTANCE_DATA
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,123 @@
+"""What each team's GPUs cost, as Prometheus recording rules (pure).
+
+A team is a namespace (a Kubeflow profile's, or a team stack's). Every minute the rules record, per namespace and
+per node pool, capacity type and instance type:
+
+- `GPUS_HELD`: the GPUs that the namespace's running pods request (kube-state-metrics). This is what the bill counts:
+  a GPU a pod holds is paid for, busy or not;
+- `GPUS_BUSY`: the same GPUs weighted by how busy DCGM saw them (utilisation ÷ 100), to set against the paid ones;
+- `GPU_COST_RATE`: `GPUS_HELD` × the GPU-hour price of the node's instance type, in USD per hour.
+
+The price of a GPU-hour is one static series per NVIDIA instance type (`GPU_HOUR_PRICE`), rendered from the pinned
+on-demand table (`components.instances.prices`): the instance's hourly price ÷ its GPUs. The table has no spot
+prices, so spot capacity is priced at the on-demand list price, which a spot instance never bills above: for spot
+pools the figure is a ceiling. The capacity type stays a label, so a bill shows which GPU-hours ran on spot.
+
+Because each rule is evaluated once per `INTERVAL_SECONDS`, the GPU-hours over a window are the sum of the recorded
+samples in it ÷ `EVALUATIONS_PER_HOUR` (`sum_over_time(...[window]) / 60`), and the dollars likewise. A minute in
+which Prometheus did not evaluate is not counted; `max(count_over_time(GPU_HOUR_PRICE[window]))` says how many
+minutes were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from components.observability.adapter import DCGM_GPU_UTIL, DCGM_NAMESPACE_LABEL, DCGM_POD_LABEL
+
+MONITORING_API = "monitoring.coreos.com/v1"
+
+#: How often the cost rules run, and so what one recorded sample is worth (1/60 of an hour).
+INTERVAL_SECONDS = 60
+EVALUATIONS_PER_HOUR = 3600 // INTERVAL_SECONDS
+
+#: The node labels the rules read from kube-state-metrics' `kube_node_labels`, by the label the rules give them. KSM
+#: exposes a node label only when its `--metric-labels-allowlist` names it (`ksm_label_allowlist`), as
+#: `label_<key with every character outside [a-zA-Z0-9_] as _>`.
+NODE_LABELS: Mapping[str, str] = {
+    "nodepool": "karpenter.sh/nodepool",
+    "capacity_type": "karpenter.sh/capacity-type",
+    "instance_type": "node.kubernetes.io/instance-type",
+}
+#: The labels every cost series carries, besides the namespace.
+POOL_LABELS = tuple(NODE_LABELS)
+
+#: The recorded series.
+NODE_POOL = "eksml:node_pool:info"
+GPU_HOUR_PRICE = "eksml:gpu_hour_price:usd"
+GPUS_HELD = "eksml:namespace_pool:gpus_held"
+GPUS_BUSY = "eksml:namespace_pool:gpus_busy"
+GPU_COST_RATE = "eksml:namespace_pool:gpu_cost_usd_per_hour"
+RECORDED = frozenset({NODE_POOL, GPU_HOUR_PRICE, GPUS_HELD, GPUS_BUSY, GPU_COST_RATE})
+
+#: kube-state-metrics' names for what the rules read.
+KSM_NODE_LABELS = "kube_node_labels"
+KSM_REQUESTS = "kube_pod_container_resource_requests"
+KSM_PHASE = "kube_pod_status_phase"
+KSM_GPU_RESOURCE = "nvidia_com_gpu"
+
+
+def ksm_label(key: str) -> str:
+    """The label kube-state-metrics gives a Kubernetes label key on `kube_node_labels`."""
+    return "label_" + "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in key)
+
+
+def ksm_label_allowlist() -> list[str]:
+    """kube-state-metrics' `metricLabelsAllowlist`: the node labels the cost rules read."""
+    return [f"nodes=[{','.join(NODE_LABELS.values())}]"]
+
+
+def _node_pool_expr() -> str:
+    expr = KSM_NODE_LABELS
+    for label, key in NODE_LABELS.items():
+        # "(.*)": a node without the label (the system node group) gets none, and still joins.
+        expr = f'label_replace({expr}, "{label}", "$1", "{ksm_label(key)}", "(.*)")'
+    return f"max by (node, {', '.join(POOL_LABELS)}) ({expr})"
+
+
+def _by_pool(expr: str) -> str:
+    pools = ", ".join(POOL_LABELS)
+    return f"sum by (namespace, {pools}) ({expr} * on (node) group_left ({pools}) {NODE_POOL})"
+
+
+def _price_rule(instance_type: str, usd: Decimal) -> dict[str, Any]:
+    return {
+        "record": GPU_HOUR_PRICE,
+        "expr": f"vector({usd.normalize():f})",
+        "labels": {"instance_type": instance_type},
+    }
+
+
+def cost_rules(
+    name: str, namespace: str, gpu_hour_prices: Mapping[str, Decimal], gpu_shares: int = 1
+) -> dict[str, Any]:
+    """The PrometheusRule recording GPUs held and busy per namespace and pool, and what they cost per hour at
+    `gpu_hour_prices` (USD per GPU-hour by instance type; `components.instances.prices.gpu_hour_prices`).
+    `gpu_shares` is how many times the device plugin advertises each GPU (time-slicing replicas; 1: not shared): a
+    pod asking one `nvidia.com/gpu` then holds that share of a GPU."""
+    if gpu_shares < 1:
+        raise ValueError(f"gpu_shares: expected a whole number of at least 1, got {gpu_shares}")
+    running = f'{KSM_PHASE}{{phase="Running"}} == 1'
+    requests = f'sum by (namespace, pod, node) ({KSM_REQUESTS}{{resource="{KSM_GPU_RESOURCE}"}})'
+    if gpu_shares > 1:
+        requests = f"({requests} / {gpu_shares})"
+    held = f"({requests} and on (namespace, pod) ({running}))"
+    # DCGM names the workload's namespace and pod on the GPU's series (kept as they are: components/gpu/operator.py),
+    # and the GPU Operator's ServiceMonitor adds the node.
+    busy = f'(sum by ({DCGM_NAMESPACE_LABEL}, node) ({DCGM_GPU_UTIL}{{{DCGM_POD_LABEL}!=""}}) / 100)'
+    rules: list[dict[str, Any]] = [
+        {"record": NODE_POOL, "expr": _node_pool_expr()},
+        *(_price_rule(instance_type, usd) for instance_type, usd in sorted(gpu_hour_prices.items())),
+        {"record": GPUS_HELD, "expr": _by_pool(held)},
+        {"record": GPUS_BUSY, "expr": _by_pool(busy)},
+        {"record": GPU_COST_RATE, "expr": f"{GPUS_HELD} * on (instance_type) group_left () {GPU_HOUR_PRICE}"},
+    ]
+    return {
+        "apiVersion": MONITORING_API,
+        "kind": "PrometheusRule",
+        "metadata": {"name": name, "namespace": namespace},
+        # Rules of a group run in order, so each reads what the one before recorded in the same evaluation.
+        "spec": {"groups": [{"name": "gpu-cost", "interval": f"{INTERVAL_SECONDS}s", "rules": rules}]},
+    }
