@@ -167,6 +167,7 @@ class PlatformConfig(ConfigModel):
             observability=self.observability.enabled,
             metrics_adapter=self.observability.metrics_adapter.enabled,
             cert_manager=self.cert_manager,
+            kubeflow=self.kubeflow.enabled,
         )
 
     @property

@@ -113,7 +113,7 @@ def test_system_node_group_is_on_demand_tainted_and_labelled_for_controllers(dev
     assert group.inputs["capacityType"] == "ON_DEMAND"
     assert group.inputs["taints"] == [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}]
     assert group.inputs["labels"] == {"eksml.io/node-role": "system"}
-    assert group.inputs["scalingConfig"] == {"minSize": 2, "maxSize": 3, "desiredSize": 2}
+    assert group.inputs["scalingConfig"] == {"minSize": 3, "maxSize": 4, "desiredSize": 3}
     private = sorted(s.id for s in dev.of_type("aws:ec2/subnet:Subnet") if "-private-" in s.name)
     assert sorted(group.inputs["subnetIds"]) == private  # spread over every AZ, never in public subnets
 

@@ -42,7 +42,7 @@ def test_dev_costs_what_the_hand_computation_says():
     config = platform_config("dev")
     # The inputs the computation below rests on, as Pulumi.dev.yaml and the defaults set them:
     group = config.cluster.system_node_group
-    assert (group.instance_types[0], group.desired_size, group.disk_size_gib) == ("m7i.xlarge", 2, 50)
+    assert (group.instance_types[0], group.desired_size, group.disk_size_gib) == ("m7i.xlarge", 3, 50)
     assert len(nat_zones(config.network)) == 1
     assert (config.storage.fsx.deployment_type, config.storage.fsx.storage_capacity_gib) == ("SCRATCH_2", 1200)
     assert [t.value for t in config.cluster.log_types] == ["api", "audit", "authenticator"]
@@ -58,17 +58,17 @@ def test_dev_costs_what_the_hand_computation_says():
     control_plane = D("0.10") * 730  # 73.00
     nat = 1 * D("0.045") * 730  # 32.85
     nat_ipv4 = 1 * D("0.005") * 730  # 3.65
-    system = 2 * D("0.2016") * 730  # 294.336
-    root_volumes = 2 * 50 * D("0.08")  # 8.00
+    system = 3 * D("0.2016") * 730  # 441.504
+    root_volumes = 3 * 50 * D("0.08")  # 12.00
     fsx = 1200 * D("0.140")  # 168.00
     prometheus = 50 * D("0.08")  # 4.00
     logs_low, logs_high = (1 + 2 + D("0.5")) * D("0.50"), (10 + 30 + 5) * D("0.50")  # 1.75, 22.50
     kms = 1 * D("1.00")
     idle_low = control_plane + nat + nat_ipv4 + system + root_volumes + fsx + prometheus + logs_low + kms
     idle_high = idle_low - logs_low + logs_high
-    assert (idle_low, idle_high) == (D("586.586"), D("607.336"))
+    assert (idle_low, idle_high) == (D("737.754"), D("758.504"))
     assert (result.idle_low, result.idle_high) == (idle_low, idle_high)
-    assert _lines(result)["system node group (2 × m7i.xlarge, on-demand)"] == (system, system)
+    assert _lines(result)["system node group (3 × m7i.xlarge, on-demand)"] == (system, system)
 
     # 4 GPUs filled with each allowed type, $/hour: 1-GPU sizes take 4 instances, the 4-GPU 12xlarge one
     fills = {
@@ -102,7 +102,7 @@ def test_dev_costs_what_the_hand_computation_says():
         "cpu-general": cpu,
         "gpu-inference": ("g4dn.xlarge", D("1535.92"), "g5.8xlarge", D("7148.16")),
     }
-    assert result.ceiling == idle_high + D("7148.16") + cpu[3] == D("13232.7152")
+    assert result.ceiling == idle_high + D("7148.16") + cpu[3] == D("13383.8832")
     assert result.missing == ()
 
 
@@ -164,7 +164,7 @@ def test_prod_costs_what_the_hand_computation_says():
 def test_the_preview_line_names_idle_and_ceiling():
     assert (
         headline(estimate(platform_config("dev"), PINNED, on=ON))
-        == "about $607/month idle; up to $13,233/month with every pool at its limit"
+        == "about $759/month idle; up to $13,384/month with every pool at its limit"
     )
     assert headline(estimate(platform_config("prod"), PINNED, on=ON)) == (
         "about $1,680/month idle; up to $359,172/month with every pool at its limit"
@@ -185,10 +185,10 @@ def _without(*instance_types):
 def test_an_instance_type_missing_from_the_table_is_reported_and_left_out_not_priced_at_zero():
     result = estimate(platform_config("dev"), _without("g5.8xlarge", "m7i.xlarge"), on=ON)
     assert result.missing == ("us-west-2 m7i.xlarge on-demand", "us-west-2 g5.8xlarge on-demand")
-    assert _lines(result)["system node group (2 × m7i.xlarge, on-demand)"] == (None, None)
+    assert _lines(result)["system node group (3 × m7i.xlarge, on-demand)"] == (None, None)
     # the next dearest fill: 4 × g4dn.8xlarge at $2.176/h
     assert _pools(result)["gpu-inference"][2:] == ("g4dn.8xlarge", 4 * D("2.176") * 730)
-    assert result.idle_low == D("586.586") - 2 * D("0.2016") * 730
+    assert result.idle_low == D("737.754") - 3 * D("0.2016") * 730
 
 
 def test_a_region_missing_from_the_table_has_no_price_at_all():
@@ -314,7 +314,7 @@ def test_the_estimate_renders_as_a_table_markdown_and_json():
 
 def test_the_command_line_prints_json_and_exits_2_on_an_invalid_stack(capsys, tmp_path):
     assert cli.main(["--stack", "dev", "--project-dir", str(REPO), "--json", "--on", "2026-11-01"]) == 0
-    assert json.loads(capsys.readouterr().out)["ceiling"] == 13232.72
+    assert json.loads(capsys.readouterr().out)["ceiling"] == 13383.88
     (tmp_path / "Pulumi.yaml").write_text("name: eks-ml-platform\n")
     assert cli.main(["--stack", "nope", "--project-dir", str(tmp_path)]) == 2
 
@@ -351,7 +351,7 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
             "kubeflow": {"enabled": False},  # its team's GPU quota needs the stack's GPU pools
             "cluster": {
                 "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]},
-                "systemNodeGroup": {"instanceTypes": ["m7i.large"]},
+                "systemNodeGroup": {"instanceTypes": ["m7i.large"], "minSize": 3, "desiredSize": 3},
             },
             "karpenter": {
                 "nodeClasses": {"gpu": {"preset": "gpu"}},
@@ -417,7 +417,7 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
 
     result = estimate(config, table, on=ON)
     assert result.price_source.startswith("Price List API and spot price history of 2026-11-01")
-    assert _lines(result)["system node group (2 × m7i.large, on-demand)"] == (2 * D("0.11") * 730,) * 2
+    assert _lines(result)["system node group (3 × m7i.large, on-demand)"] == (3 * D("0.11") * 730,) * 2
     (pool,) = result.pools
     # g5.xlarge has no live price: reported, and g5.2xlarge alone fills the limit
     assert result.missing == ("us-west-2 g5.xlarge on-demand",)
@@ -505,5 +505,5 @@ def test_dev_idle_counts_the_platforms_own_pods_and_volumes(dev):
     nodes = 1 * D("0.1728") * 730  # 126.144
     volumes = (20 + 20) * D("0.08")  # kubeflow/mysql-pv-claim and seaweedfs-pvc, gp3: 3.20
     assert _lines(result)["platform volumes (2, 40 GiB gp3)"] == (volumes, volumes)
-    assert (result.idle_low, result.idle_high) == (D("586.586") + nodes + volumes, D("607.336") + nodes + volumes)
-    assert result.idle_high == D("736.680")
+    assert (result.idle_low, result.idle_high) == (D("737.754") + nodes + volumes, D("758.504") + nodes + volumes)
+    assert result.idle_high == D("887.848")

@@ -400,3 +400,9 @@ def test_the_scheduler_and_operator_are_removed_before_the_system_nodes(dev):
     operator = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "gpu-operator")
     assert dev.depends_on(deployment, group)
     assert dev.depends_on(operator, group)
+
+
+def test_the_binpack_scheduler_serves_no_profiling_endpoint():
+    config = scheduler_configuration(OPTIONS)
+    # kube-scheduler turns both on when the fields are left out (kubescheduler.config.k8s.io/v1 DebuggingConfiguration).
+    assert (config["enableProfiling"], config["enableContentionProfiling"]) == (False, False)

@@ -40,10 +40,14 @@ AGENTS = [
 ]
 
 
+#: What a container asks and may use, so that those landing on the system nodes pass the sizing rule.
+SIZED = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}}
+
+
 def pod_template(image: str, **spec: Any) -> dict[str, Any]:
     return {
         "metadata": {"labels": {"app": image.rsplit("/", 1)[-1].split(":")[0]}},
-        "spec": {**spec, "containers": [{"name": "c", "image": image}]},
+        "spec": {**spec, "containers": [{"name": "c", "image": image, "resources": SIZED}]},
     }
 
 
@@ -149,6 +153,33 @@ def test_a_clean_small_platform_has_no_problem(tmp_path):
         workload("Deployment", "api", "quay.io/jetstack/cert-manager-controller:v1.20.2"),
     ]
     assert problems(tmp_path, objects) == []
+
+
+@pytest.mark.parametrize(
+    ("resources", "sized"),
+    [
+        (SIZED, True),
+        ({}, False),  # the chart default of most controllers: invisible to the sizing
+        ({"requests": {"cpu": "10m", "memory": "32Mi"}}, False),  # no memory limit
+        ({"requests": {"memory": "32Mi"}, "limits": {"memory": "64Mi"}}, False),  # no CPU request
+        ({"limits": {"cpu": "10m", "memory": "64Mi"}}, True),  # limits stand in for requests (API defaulting)
+    ],
+)
+def test_a_controller_on_the_system_nodes_must_request_cpu_and_memory_and_limit_memory(tmp_path, resources, sized):
+    controller = workload("Deployment", "operator", "quay.io/jetstack/cert-manager-controller:v1.20.2", **SYSTEM)
+    controller["spec"]["template"]["spec"]["containers"][0]["resources"] = resources
+    # The same pod elsewhere is not the system nodes' business.
+    elsewhere = workload("Deployment", "api", "quay.io/jetstack/cert-manager-controller:v1.20.2")
+    elsewhere["spec"]["template"]["spec"]["containers"][0]["resources"] = resources
+    found = problems(tmp_path, [*agents(), node_pool("general"), controller, elsewhere])
+    expected = [
+        (
+            "[system-sizing] Deployment apps/operator (manifests/all.yaml) runs on the system nodes but c request "
+            "no CPU or memory, or set no memory limit: set them in its values and count them in "
+            "components/cluster/capacity.py"
+        )
+    ]
+    assert found == ([] if sized else expected)
 
 
 def test_a_team_gpu_pool_whose_taint_the_operator_does_not_tolerate_gets_no_device_plugin(tmp_path):

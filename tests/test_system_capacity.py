@@ -6,12 +6,14 @@ import json
 
 import pytest
 
-from components.cluster.capacity import Requests, node_capacity
+from components.cluster.capacity import ADDON_SOURCE, Requests, SystemCapacity, node_capacity
 from components.config.errors import ConfigError
 from components.platform_config import parse_config
 from components.tools.preview import main
 
 from .conftest import PROJECT, REPO, stack_config
+
+CHARTS = REPO.parent / "shared" / "reference" / "charts"
 
 
 def test_node_room_follows_the_eks_ami_reservations():
@@ -26,15 +28,22 @@ def test_node_room_follows_the_eks_ami_reservations():
 
 def test_the_dev_stack_load_is_summed_from_every_controller_pinned_to_the_system_nodes():
     config = parse_config(stack_config("dev"), project=PROJECT, stack="dev")
-    # Deployments: Karpenter 2 x 1000m, CoreDNS 2 x 100m, EBS CSI controller 2 x 60m, FSx CSI controller 2 x 40m,
-    # GPU Operator 200m, bin-packing scheduler 2 x 100m, Prometheus 500m, prometheus-adapter 2 x 50m, cert-manager
-    # (Kubeflow is on) 2 x (20m + 10m + 10m). DaemonSets on 2 nodes: aws-node 25m, kube-proxy 100m, EBS CSI node
-    # 30m, FSx CSI node 30m.
-    cpu = 2000 + 200 + 120 + 80 + 200 + 200 + 500 + 2 * 50 + 2 * (20 + 10 + 10) + 2 * (25 + 100 + 30 + 30)
-    memory = 2048 + 140 + 480 + 272 + 100 + 256 + 2048 + 2 * 128 + 2 * (96 + 48 + 96) + 2 * (0 + 0 + 120 + 104)
+    # Deployments: Karpenter 2 x 1000m, CoreDNS 2 x 100m, EBS CSI controller 2 x 60m, load balancer controller
+    # 2 x 100m, FSx CSI controller 2 x 40m, GPU Operator 200m with NFD's master 100m and gc 10m, bin-packing
+    # scheduler 2 x 100m, Prometheus 500m, Alertmanager 20m, Prometheus operator 100m, kube-state-metrics 10m,
+    # Grafana 100m with two 50m sidecars, prometheus-adapter 2 x 50m, cert-manager (Kubeflow is on) 2 x (20m + 10m
+    # + 10m). DaemonSets on 3 nodes: aws-node 25m, kube-proxy 100m, EBS CSI node 30m, node monitoring agent 10m,
+    # FSx CSI node 30m, node-exporter 100m, Istio CNI (Kubeflow) 100m.
+    deployments_cpu = 2000 + 200 + 120 + 200 + 80 + 310 + 200 + 500 + 20 + 100 + 10 + 200 + 2 * 50 + 2 * 40
+    deployments_memory = 2048 + 140 + 480 + 256 + 272 + 356 + 256 + 2048 + 400 + 100 + 32 + 228 + 256 + 2 * 240
+    daemons_cpu, daemons_memory = 25 + 100 + 30 + 10 + 30 + 100 + 100, 0 + 0 + 120 + 30 + 104 + 30 + 100
     capacity = config.system_capacity
-    assert capacity.requests == Requests(cpu, memory) == Requests(3850, 6528)
-    assert capacity.room(1) == node_capacity("m7i.xlarge")  # dev keeps room for its controllers with a node lost
+    assert capacity.nodes == 3
+    assert capacity.requests == Requests(deployments_cpu + 3 * daemons_cpu, deployments_memory + 3 * daemons_memory)
+    assert capacity.requests == Requests(5305, 8504)
+    # dev keeps room for its controllers with a node lost: two of its three nodes hold them, one would not.
+    assert capacity.requests.fits_in(capacity.room(2))
+    assert not capacity.requests.fits_in(capacity.room(1))
     assert capacity.problem() is None
     assert capacity.warning() is None
 
@@ -50,7 +59,7 @@ def test_a_group_too_small_for_its_controllers_is_refused_before_anything_is_cre
     with pytest.raises(
         ConfigError,
         match=r"cluster.systemNodeGroup: the controllers pinned to the system nodes request "
-        r"3.67 vCPU, 6.2 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)",
+        r"4.51 vCPU, 7.6 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)",
     ):
         parse_config(stack_config("dev", overrides), project=PROJECT, stack="dev")
 
@@ -73,5 +82,30 @@ def test_the_preview_prints_the_figure_and_warns_when_a_lost_node_would_leave_co
     (tmp_path / "Pulumi.dev.yaml").write_text(stack_file)
     assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project-dir", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "system nodes: requests 3.85 vCPU, 6.4 GiB of 3.86 vCPU, 14.7 GiB allocatable on 2 x m7i.large" in printed
-    assert "warning: cluster.systemNodeGroup: with one of the 2 system nodes lost, 1.93 vCPU" in printed
+    assert "system nodes: requests 5.30 vCPU, 8.3 GiB of 5.79 vCPU, 22.0 GiB allocatable on 3 x m7i.large" in printed
+    assert "warning: cluster.systemNodeGroup: with one of the 3 system nodes lost, 3.86 vCPU" in printed
+
+
+@pytest.mark.subprocess  # renders every chart with the pinned Helm
+@pytest.mark.stack
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+def test_the_sizing_counts_exactly_what_the_rendered_controllers_on_the_system_nodes_request(dev):
+    from components.tools.model.rules import system_pods, system_pods_are_sized, with_operator_labels
+    from components.tools.preview import platform_model
+
+    platform, _ = platform_model(dev, CHARTS)
+    assert platform.unrendered == {}
+    nodes = with_operator_labels(platform)
+    assert system_pods_are_sized(platform, nodes) == []  # every one requests CPU and memory and limits memory
+    capacity = parse_config(stack_config("dev"), project=PROJECT, stack="dev").system_capacity
+    rendered = Requests(0, 0)
+    for pod in system_pods(platform, nodes):
+        one = Requests(int(pod.requests["cpu"] * 1000), int(pod.requests["memory"] / 2**20))
+        rendered = rendered + one * (capacity.nodes if pod.replicas is None else pod.replicas)
+    # The add-ons' pods are not rendered: their figures are the sizing's own.
+    counted = SystemCapacity(
+        tuple(w for w in capacity.workloads if w.source != ADDON_SOURCE), capacity.nodes, None, ""
+    ).requests
+    assert rendered == counted
+    names = {pod.name for pod in system_pods(platform, nodes)}
+    assert {"aws-load-balancer-controller", "kube-prometheus-stack-grafana", "kube-prometheus-stack-operator"} <= names

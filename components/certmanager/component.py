@@ -16,7 +16,7 @@ import pulumi
 from components import helm, k8s_objects, versions
 from components.certmanager.names import GROUPS, NAMESPACE
 from components.cluster.capacity import CERT_MANAGER as REQUESTS
-from components.cluster.capacity import CERT_MANAGER_REPLICAS, Requests
+from components.cluster.capacity import CERT_MANAGER_MEMORY_LIMIT_FACTOR, CERT_MANAGER_REPLICAS, Requests
 from components.cluster.handle import ClusterHandle
 from components.scheduling import Placement
 
@@ -24,7 +24,10 @@ __all__ = ["GROUPS", "NAMESPACE", "CertManager", "CertManagerArgs", "chart_value
 
 
 def _resources(requests: Requests) -> dict[str, Any]:
-    return {"requests": {"cpu": f"{requests.cpu_m}m", "memory": f"{requests.memory_mi}Mi"}}
+    return {
+        "requests": {"cpu": f"{requests.cpu_m}m", "memory": f"{requests.memory_mi}Mi"},
+        "limits": {"memory": f"{requests.memory_mi * CERT_MANAGER_MEMORY_LIMIT_FACTOR}Mi"},
+    }
 
 
 def chart_values(*, placement: Placement, replicas: int = CERT_MANAGER_REPLICAS) -> dict[str, Any]:

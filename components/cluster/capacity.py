@@ -51,6 +51,46 @@ METRICS_ADAPTER_REPLICAS = 2
 
 
 @dataclass(frozen=True)
+class Sizing:
+    """What one container requests, and the memory it may not pass (a leaking controller is killed and restarted
+    instead of taking its node's memory from every other controller there)."""
+
+    requests: Requests
+    memory_limit_mi: int
+
+    def values(self) -> dict[str, dict[str, str]]:
+        """As a container's `resources`."""
+        return {"requests": dict(quantity(self.requests)), "limits": {"memory": f"{self.memory_limit_mi}Mi"}}
+
+
+# Controllers whose charts set no resources. Requests are the figures each pinned chart's values.yaml suggests in
+# its commented-out `resources` example; memory limits are that example's where it gives one at least twice the
+# request, else twice the request (these controllers cache cluster objects, which grow with the cluster).
+#: aws-load-balancer-controller values.yaml `resources` example: 100m / 128Mi.
+LB_CONTROLLER = Sizing(Requests(100, 128), 256)
+LB_CONTROLLER_REPLICAS = 2
+#: kube-prometheus-stack's grafana subchart: `resources` example 100m / 128Mi; `sidecar.resources` example
+#: 50m / 50Mi with a 100Mi limit, for each of the dashboards and datasources sidecars.
+GRAFANA = Sizing(Requests(100, 128), 256)
+GRAFANA_SIDECAR = Sizing(Requests(50, 50), 100)
+#: kube-state-metrics subchart `resources` example: 10m / 32Mi, 64Mi limit.
+KUBE_STATE_METRICS = Sizing(Requests(10, 32), 64)
+#: kube-prometheus-stack `prometheusOperator.resources` example: 100m / 100Mi, 200Mi limit.
+PROMETHEUS_OPERATOR = Sizing(Requests(100, 100), 200)
+#: prometheus-node-exporter subchart `resources` example: 100m / 30Mi, 50Mi limit (on every node).
+NODE_EXPORTER = Sizing(Requests(100, 30), 60)
+#: Alertmanager: kube-prometheus-stack's `alertmanager.alertmanagerSpec.resources` example asks 400Mi of memory;
+#: it names no CPU figure, and Alertmanager routing a few alerts a minute uses a few millicores.
+ALERTMANAGER = Sizing(Requests(20, 400), 800)
+#: Prometheus' memory limit (its request is `PROMETHEUS`): room for the head block of a platform this size.
+PROMETHEUS_MEMORY_LIMIT_MI = 4096
+#: cert-manager's memory limits, twice each pod's request (`CERT_MANAGER`).
+CERT_MANAGER_MEMORY_LIMIT_FACTOR = 2
+#: Istio's CNI node agent, as Kubeflow's Istio manifests request it (100m / 100Mi, no limit); the limit is ours.
+ISTIO_CNI = Sizing(Requests(100, 100), 200)
+
+
+@dataclass(frozen=True)
 class Workload:
     """Pods pinned to the system nodes: `replicas` of a Deployment, or one per node for a DaemonSet (replicas 0)."""
 
@@ -69,6 +109,8 @@ def _chart(name: str) -> str:
 
 
 _ADDONS = "EKS managed add-on defaults (kubectl -n kube-system get deploy,ds -o yaml on a new cluster)"
+#: Where the figures of workloads the preview does not render come from (the model cannot check them).
+ADDON_SOURCE = _ADDONS
 
 #: Always there: EKS add-ons and what runs on every node.
 BASE_WORKLOADS: tuple[Workload, ...] = (
@@ -79,6 +121,14 @@ BASE_WORKLOADS: tuple[Workload, ...] = (
     Workload("aws-node", Requests(25, 0), 0, _ADDONS),
     Workload("kube-proxy", Requests(100, 0), 0, _ADDONS),
     Workload("ebs-csi-node", Requests(30, 120), 0, _ADDONS),
+    # aws/eks-node-monitoring-agent charts/eks-node-monitoring-agent values.yaml v1.7.0 nodeAgent.resources.
+    Workload("eks-node-monitoring-agent", Requests(10, 30), 0, _ADDONS),
+    Workload(
+        "aws-load-balancer-controller",
+        LB_CONTROLLER.requests,
+        LB_CONTROLLER_REPLICAS,
+        "components/ingress/component.py values",
+    ),
 )
 FSX_WORKLOADS: tuple[Workload, ...] = (
     # driver, provisioner, resizer, liveness probe
@@ -86,9 +136,25 @@ FSX_WORKLOADS: tuple[Workload, ...] = (
     # driver, node-driver-registrar, liveness probe
     Workload("fsx-csi-node", Requests(30, 104), 0, _chart("aws-fsx-csi-driver")),
 )
-GPU_OPERATOR = Workload("gpu-operator", Requests(200, 100), 1, _chart("gpu-operator"))
-#: kube-prometheus-stack sets no requests but Prometheus'; the load balancer controller sets none.
-OBSERVABILITY = Workload("prometheus", PROMETHEUS, 1, "components/observability/component.py values")
+GPU_OPERATOR_WORKLOADS: tuple[Workload, ...] = (
+    Workload("gpu-operator", Requests(200, 100), 1, _chart("gpu-operator")),
+    Workload("node-feature-discovery-master", Requests(100, 128), 1, _chart("gpu-operator")),
+    Workload("node-feature-discovery-gc", Requests(10, 128), 1, _chart("gpu-operator")),
+)
+_OBSERVABILITY_VALUES = "components/observability/component.py values"
+#: kube-prometheus-stack's pods, each sized by the platform's values (the chart sizes none).
+OBSERVABILITY_WORKLOADS: tuple[Workload, ...] = (
+    Workload("prometheus", PROMETHEUS, 1, _OBSERVABILITY_VALUES),
+    Workload("alertmanager", ALERTMANAGER.requests, 1, _OBSERVABILITY_VALUES),
+    Workload("prometheus-operator", PROMETHEUS_OPERATOR.requests, 1, _OBSERVABILITY_VALUES),
+    Workload("kube-state-metrics", KUBE_STATE_METRICS.requests, 1, _OBSERVABILITY_VALUES),
+    Workload("grafana", GRAFANA.requests + GRAFANA_SIDECAR.requests * 2, 1, _OBSERVABILITY_VALUES),
+    Workload("node-exporter", NODE_EXPORTER.requests, 0, _OBSERVABILITY_VALUES),
+)
+#: Kubeflow's Istio CNI agent runs on every node, the system nodes included.
+KUBEFLOW_WORKLOADS: tuple[Workload, ...] = (
+    Workload("istio-cni-node", ISTIO_CNI.requests, 0, "components/kubeflow/transform.py (Kubeflow's Istio)"),
+)
 ADAPTER = Workload(
     "prometheus-adapter", METRICS_ADAPTER, METRICS_ADAPTER_REPLICAS, "components/observability/adapter.py values"
 )
@@ -210,18 +276,21 @@ def system_capacity(
     observability: bool,
     metrics_adapter: bool = False,
     cert_manager: bool = False,
+    kubeflow: bool = False,
 ) -> SystemCapacity:
     workloads = list(BASE_WORKLOADS)
     if cert_manager:
         workloads += CERT_MANAGER_WORKLOADS
+    if kubeflow:
+        workloads += KUBEFLOW_WORKLOADS
     if fsx:
         workloads += FSX_WORKLOADS
     if gpu_operator:
-        workloads.append(GPU_OPERATOR)
+        workloads += GPU_OPERATOR_WORKLOADS
     if binpack_scheduler_replicas:
         workloads.append(binpack_scheduler(binpack_scheduler_replicas))
     if observability:
-        workloads.append(OBSERVABILITY)
+        workloads += OBSERVABILITY_WORKLOADS
         if metrics_adapter:
             workloads.append(ADAPTER)
     instance_type = smallest(instance_types)

@@ -89,9 +89,12 @@ class SystemNodeGroup(ConfigModel):
     """The small on-demand managed node group that hosts controllers (Karpenter never runs on what it manages)."""
 
     instance_types: tuple[StrictStr, ...] = Field(
-        default=("m7i.large", "m6i.large"),
+        default=("m7i.xlarge", "m6i.xlarge"),
         min_length=1,
-        description="on-demand instance types for the controllers; x86_64 only (the nodes run the x86_64 AL2023 AMI)",
+        description=(
+            "on-demand instance types for the controllers; x86_64 only (the nodes run the x86_64 AL2023 AMI); the "
+            "default holds every controller with all nodes up (the preview prints their requests)"
+        ),
     )
     min_size: StrictInt = Field(default=2, ge=1, le=10, description="fewest nodes")
     max_size: StrictInt = Field(default=3, ge=1, le=10, description="most nodes")

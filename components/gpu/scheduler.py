@@ -51,6 +51,10 @@ def scheduler_configuration(options: SchedulerOptions) -> dict[str, Any]:
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": True, "resourceNamespace": NAMESPACE, "resourceName": options.name},
+        # pprof on the scheduler's secure port is on by default (DebuggingConfiguration); nobody here reads it, and
+        # anyone allowed `get` on its `/debug/pprof` could read the scheduler's memory and stacks.
+        "enableProfiling": False,
+        "enableContentionProfiling": False,
         "profiles": [
             {
                 "schedulerName": options.name,

@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 
 from components import helm, versions
+from components.cluster import capacity as system_capacity
 from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
 from components.ingress.iam import ControllerScope, controller_policy
@@ -45,8 +46,10 @@ def controller_values(
             "name": SERVICE_ACCOUNT,
             "annotations": {"eks.amazonaws.com/role-arn": role_arn},
         },
-        "replicaCount": 2,
+        "replicaCount": system_capacity.LB_CONTROLLER_REPLICAS,
         "podDisruptionBudget": {"maxUnavailable": 1},
+        # The chart sets none; the system node sizing counts these (cluster.capacity.LB_CONTROLLER).
+        "resources": system_capacity.LB_CONTROLLER.values(),
         **placement.values(),
         # Load balancers are made by the controller, not Pulumi: the provider's default tags do not reach them.
         "defaultTags": dict(tags),

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from components.cluster import capacity
 from components.images import POOL_ARCHITECTURES, common_architectures
 
 from .objects import Manifest, Scopes, containers, group_of, is_crd, is_webhook_configuration, key, pod_template
@@ -142,9 +143,28 @@ def istio_validation_fails_closed(objects: Iterable[Manifest]) -> list[Manifest]
     )
 
 
+#: Istio's CNI node agent: a DaemonSet on every node, the system nodes included, which upstream requests resources
+#: for but gives no memory limit.
+ISTIO_CNI = ("DaemonSet", "istio-cni-node", "install-cni")
+
+
+def istio_cni_sized(objects: Iterable[Manifest]) -> list[Manifest]:
+    """The Istio CNI agent with the requests and memory limit the system node sizing counts (`ISTIO_CNI` there)."""
+    kind, name, container_name = ISTIO_CNI
+
+    def change(obj: Manifest) -> Manifest:
+        for container in obj["spec"]["template"]["spec"]["containers"]:
+            if container["name"] == container_name:
+                container["resources"] = capacity.ISTIO_CNI.values()
+        return obj
+
+    return _edit(objects, change, lambda obj: obj["kind"] == kind and obj["metadata"]["name"] == name)
+
+
 def cleanup(objects: list[Manifest]) -> list[Manifest]:
     """Every change each upstream object needs before Pulumi may own it."""
     objects = strip_ca_bundles(objects)
+    objects = istio_cni_sized(objects)
     objects = istio_validation_fails_closed(objects)
     objects = drop_unresolved_ca_injection(objects)
     objects = drop_cluster_scoped_namespaces(objects)

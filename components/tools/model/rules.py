@@ -279,6 +279,37 @@ def secrets_stay_with_their_holders(platform: Platform, **_: Any) -> list[Proble
     ]
 
 
+#: Kinds that run for good; hook Jobs and test Pods run for seconds at install or upgrade.
+_LONG_RUNNING = ("Deployment", "StatefulSet", "DaemonSet")
+
+
+def system_pods(platform: Platform, nodes: list[NodeKind]) -> list[Workload]:
+    """The long-running workloads the preview renders that can run on the system node group (nothing grows it, so
+    each must be counted by its sizing). The EKS add-ons' pods are not rendered: their figures live in the sizing."""
+    return [
+        workload
+        for workload in platform.workloads
+        if workload.kind in _LONG_RUNNING
+        and not workload.origin.startswith("eks-addon/")
+        and any(not node.karpenter for node in lands_on(workload, nodes))
+    ]
+
+
+def system_pods_are_sized(platform: Platform, nodes: list[NodeKind], **_: Any) -> list[Problem]:
+    """Every controller that can run on the system nodes requests CPU and memory and has a memory limit: an
+    unrequested one is invisible to the scheduler and to the system node sizing, an unlimited one can take its
+    node's memory from every controller there."""
+    return [
+        Problem(
+            "system-sizing",
+            f"{workload.ref} runs on the system nodes but {', '.join(workload.unsized)} request no CPU or memory, or "
+            "set no memory limit: set them in its values and count them in components/cluster/capacity.py",
+        )
+        for workload in system_pods(platform, nodes)
+        if workload.unsized
+    ]
+
+
 RULES: tuple[Callable[..., list[Problem]], ...] = (
     every_pod_lands,
     images_fit_architectures,
@@ -288,6 +319,7 @@ RULES: tuple[Callable[..., list[Problem]], ...] = (
     workflows_are_admitted,
     pods_pass_their_namespaces_pod_security,
     secrets_stay_with_their_holders,
+    system_pods_are_sized,
 )
 
 

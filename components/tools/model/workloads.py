@@ -48,6 +48,8 @@ class Workload:
     #: What one pod asks the scheduler for (cpu in cores, memory in bytes, ...): the larger of its containers' sum
     #: and its largest init container, per resource, as the scheduler reckons it.
     requests: Mapping[str, Decimal] = field(default_factory=dict)
+    #: Containers (init ones included) that set no memory limit, or request no CPU or no memory.
+    unsized: tuple[str, ...] = ()
 
     @property
     def ref(self) -> str:
@@ -116,6 +118,18 @@ def pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, Decimal]:
     return total
 
 
+def unsized_containers(pod_spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The containers that request no CPU or no memory, or have no memory limit: the scheduler cannot count them, and
+    one that leaks can take its node's memory from every other pod there."""
+    found = []
+    for container in [*(pod_spec.get("initContainers") or ()), *(pod_spec.get("containers") or ())]:
+        resources = container.get("resources") or {}
+        asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        if not {"cpu", "memory"} <= asked.keys() or "memory" not in (resources.get("limits") or {}):
+            found.append(str(container.get("name", "")))
+    return tuple(found)
+
+
 def from_pod_template(
     origin: str, kind: str, namespace: str, name: str, replicas: int | None, template: Mapping[str, Any]
 ) -> Workload:
@@ -137,6 +151,7 @@ def from_pod_template(
         labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
         annotations={str(k): str(v) for k, v in (meta.get("annotations") or {}).items()},
         requests=pod_requests(pod_spec),
+        unsized=unsized_containers(pod_spec),
     )
 
 
