@@ -114,9 +114,16 @@ def allow_prometheus(namespace_: str, monitoring_namespace: str) -> Manifest:
     return policy(namespace_, "allow-prometheus", ingress=[rule(source, to=False)])
 
 
-def allow_webhooks(namespace_: str, webhook_ports: Sequence[int], *, source_cidr: str | None = None) -> Manifest:
+def allow_webhooks(
+    namespace_: str,
+    webhook_ports: Sequence[int],
+    *,
+    selects: Mapping[str, str] | None = None,
+    source_cidr: str | None = None,
+    name: str = "allow-webhooks",
+) -> Manifest:
     """The API server may call the namespace's webhooks (and aggregated APIs) on their ports. EKS's control plane
     calls them from its network interfaces in the cluster's subnets: from the VPC's range when known, else from
     anywhere, on these ports only."""
     peers = [cidr(source_cidr)] if source_cidr is not None else None
-    return policy(namespace_, "allow-webhooks", ingress=[rule(peers, ports(*webhook_ports), to=False)])
+    return policy(namespace_, name, selects=selects, ingress=[rule(peers, ports(*webhook_ports), to=False)])
