@@ -105,7 +105,9 @@ def allow_dns(namespace_: str) -> Manifest:
 def allow_https_egress(namespace_: str, *, selects: Mapping[str, str] | None = None) -> Manifest:
     """HTTPS to anywhere: the Kubernetes API (EKS serves it on 443, from addresses not known before the cluster
     exists), STS for IRSA and the AWS APIs controllers call."""
-    return policy(namespace_, "allow-https-egress", selects=selects, egress=[rule([cidr(ANYWHERE)], ports(443), to=True)])
+    return policy(
+        namespace_, "allow-https-egress", selects=selects, egress=[rule([cidr(ANYWHERE)], ports(443), to=True)]
+    )
 
 
 def allow_prometheus(namespace_: str, monitoring_namespace: str) -> Manifest:

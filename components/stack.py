@@ -183,7 +183,11 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
     cert_manager = None
     monitoring = MONITORING_NAMESPACE if config.observability.enabled else None
     if config.cert_manager:  # new in 0.2: no 0.1 name to alias
-        cert_manager = CertManager("cert-manager", CertManagerArgs(cluster=handle, cleanup_controllers=cleanup, monitoring_namespace=monitoring), opts)
+        cert_manager = CertManager(
+            "cert-manager",
+            CertManagerArgs(cluster=handle, cleanup_controllers=cleanup, monitoring_namespace=monitoring),
+            opts,
+        )
     kubeflow = None
     if config.kubeflow.enabled:
         assert cert_manager is not None  # config.cert_manager follows kubeflow.enabled

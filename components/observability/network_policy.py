@@ -33,9 +33,7 @@ def monitoring_policies(namespace: str, *, metrics_adapter: bool) -> dict[str, M
         # The API server (operator, Grafana's sidecars, kube-state-metrics, the adapter, the admission jobs).
         netpol.allow_https_egress(namespace),
         netpol.allow_prometheus(namespace, namespace),
-        netpol.allow_webhooks(
-            namespace, [OPERATOR_WEBHOOK_PORT], selects=OPERATOR_POD, name="allow-operator-webhook"
-        ),
+        netpol.allow_webhooks(namespace, [OPERATOR_WEBHOOK_PORT], selects=OPERATOR_POD, name="allow-operator-webhook"),
         # Scrapes reach every namespace and every node (kubelet, node exporter on the host network), on ports
         # the monitors choose; alerts leave for receivers anywhere.
         netpol.policy(namespace, "allow-prometheus-out", selects=PROMETHEUS_POD, egress=[{}]),
