@@ -176,9 +176,11 @@ def scrape_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, in
             if not matches(spec.get("selector"), pod.labels):
                 continue
             for endpoint in spec.get("podMetricsEndpoints") or ():
-                number = pod.named_ports.get(endpoint.get("port", ""))
-                for source in prometheus if number is not None else ():
-                    yield f"PodMonitor {monitor['metadata']['name']}", source, pod, number
+                named = pod.named_ports.get(endpoint.get("port", ""))
+                if named is None:
+                    continue
+                for source in prometheus:
+                    yield f"PodMonitor {monitor['metadata']['name']}", source, pod, named
 
 
 def problems(cluster: Cluster) -> list[str]:
