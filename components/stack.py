@@ -182,8 +182,13 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
             "observability", _observability_args(config, handle, storage, cleanup), part("observability")
         )
     cert_manager = None
+    monitoring = MONITORING_NAMESPACE if config.observability.enabled else None
     if config.cert_manager:  # new in 0.2: no 0.1 name to alias
-        cert_manager = CertManager("cert-manager", CertManagerArgs(cluster=handle, cleanup_controllers=cleanup), opts)
+        cert_manager = CertManager(
+            "cert-manager",
+            CertManagerArgs(cluster=handle, cleanup_controllers=cleanup, monitoring_namespace=monitoring),
+            opts,
+        )
     kubeflow = None
     if config.kubeflow.enabled:
         assert cert_manager is not None  # config.cert_manager follows kubeflow.enabled
@@ -258,6 +263,7 @@ def _gpu_args(
 ) -> GpuStackArgs:
     return GpuStackArgs(
         cluster=handle,
+        monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
         kubeflow_notebooks=config.kubeflow.enabled,
         config=config.gpu,
         node_image=node_image,

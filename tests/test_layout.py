@@ -41,6 +41,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "components.images",
         "components.instances",
         "components.k8s_objects",
+        "components.network_policies",
         "components.pod_security",
         "components.scheduling",
         "components.tags",

@@ -20,11 +20,13 @@ from components.observability.adapter import (
     DCGM_NAMESPACE_LABEL,
     DCGM_POD_LABEL,
     GPU_UTILIZATION_METRIC,
+    PROMETHEUS_PORT,
     adapter_values,
     gpu_utilization_rule,
 )
 from components.observability.config import AlertThresholds
 from components.observability.cost import RECORDED
+from components.observability.network_policy import ADAPTER_PORT
 from components.observability.render import (
     DASHBOARDS,
     DCGM_METRICS,
@@ -36,6 +38,7 @@ from components.observability.render import (
 )
 from components.platform_config import parse_config
 from components.scheduling import SYSTEM_PLACEMENT, Placement
+from components.tools.model.netpol import Endpoint, allowed
 from tests.conftest import PROJECT, run_stack, stack_config
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "dcgm-exporter"
@@ -409,15 +412,27 @@ def test_the_adapter_rule_reads_dcgm_utilisation_per_pod_with_the_labels_prometh
 
 @pytest.mark.stack
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_no_network_policy_stands_between_the_adapter_and_prometheus(stack, request):
-    """The monitoring namespace has no NetworkPolicy (the platform creates none there and kube-prometheus-stack's
-    are off), so the adapter reaches Prometheus and the API server reaches the adapter; team namespaces' default-deny
-    does not matter, as the adapter only talks to Prometheus."""
+def test_the_monitoring_namespaces_policies_let_the_adapter_reach_prometheus_and_the_api_server_the_adapter(
+    stack, request
+):
+    """`monitoring` denies by default (the platform's policies; kube-prometheus-stack's own stay off), and its
+    allowances keep the adapter's two paths open: the adapter to Prometheus, the API server to the adapter."""
     inventory = request.getfixturevalue(stack)
-    policies = inventory.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
-    assert [p.name for p in policies if p.inputs["metadata"].get("namespace") == "monitoring"] == []
-    prometheus = _release(inventory, "kube-prometheus-stack").inputs["values"]["prometheus"]
-    assert not prometheus.get("networkPolicy", {}).get("enabled", False)
+    policies = [
+        p.inputs
+        for p in inventory.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if p.inputs["metadata"].get("namespace") == "monitoring"
+    ]
+    assert "deny-all" in {p["metadata"]["name"] for p in policies}
+    policies = [{"kind": "NetworkPolicy", **p} for p in policies]
+    adapter = Endpoint("adapter", "10.0.0.10", "monitoring", labels={"app.kubernetes.io/name": "prometheus-adapter"})
+    prometheus = Endpoint("prometheus", "10.0.0.11", "monitoring", labels={"app.kubernetes.io/name": "prometheus"})
+    api_server = Endpoint("control plane", "10.0.0.12")
+    assert allowed(policies, adapter, prometheus, PROMETHEUS_PORT)
+    assert allowed(policies, api_server, adapter, ADAPTER_PORT)
+    assert not allowed(policies, api_server, prometheus, PROMETHEUS_PORT)
+    prometheus_values = _release(inventory, "kube-prometheus-stack").inputs["values"]["prometheus"]
+    assert not prometheus_values.get("networkPolicy", {}).get("enabled", False)
 
 
 @pytest.mark.stack

@@ -14,6 +14,7 @@ from typing import Any
 import pulumi
 
 from components import helm, k8s_objects, versions
+from components.certmanager import network_policy
 from components.certmanager.names import GROUPS, NAMESPACE
 from components.cluster.capacity import CERT_MANAGER as REQUESTS
 from components.cluster.capacity import CERT_MANAGER_MEMORY_LIMIT_FACTOR, CERT_MANAGER_REPLICAS, Requests
@@ -61,6 +62,8 @@ class CertManagerArgs:
     #: Controllers that delete what objects in the namespace make in AWS (`Ingress.controller`): the namespace goes
     #: while they run. Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
+    #: Where Prometheus runs: its pods may scrape cert-manager's (None: no allowance). Default: None.
+    monitoring_namespace: str | None = None
 
 
 class CertManager(pulumi.ComponentResource):
@@ -80,6 +83,9 @@ class CertManager(pulumi.ComponentResource):
             cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
             opts=k8s_opts,
         )
+        in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
+        for key, manifest in network_policy.policies(NAMESPACE, args.monitoring_namespace).items():
+            k8s_objects.create(f"{name}-netpol-{key}", manifest, in_namespace)
         self.release = helm.release(
             name,
             versions.CERT_MANAGER,

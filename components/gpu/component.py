@@ -8,6 +8,7 @@ import pulumi
 
 from components import helm, k8s_objects, versions
 from components.cluster.handle import ClusterHandle
+from components.gpu import network_policy
 from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.gpu.config import GpuConfig
 from components.gpu.efa_admission import efa_admission_manifests
@@ -38,6 +39,9 @@ class GpuStackArgs:
     #: Every taint of the GPU pools the operands must run on besides the GPU and team taints
     #: (`KarpenterConfig.gpu_taints()`). Default: none.
     pool_taints: tuple[Taint, ...] = ()
+    #: Where Prometheus runs: its pods may scrape the DCGM exporter and the operator (None: no allowance).
+    #: Default: None.
+    monitoring_namespace: str | None = None
 
 
 class GpuStack(pulumi.ComponentResource):
@@ -65,6 +69,9 @@ class GpuStack(pulumi.ComponentResource):
             cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
             opts=k8s_opts,
         )
+        in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
+        for key, manifest in network_policy.policies(OPERATOR_NAMESPACE, args.monitoring_namespace).items():
+            k8s_objects.create(f"{name}-netpol-{key}", manifest, in_namespace)
         self.operator = helm.release(
             f"{name}-operator",
             versions.GPU_OPERATOR,

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from components import network_policies as netpol
+
 from .network_policy import Exposed
 from .objects import Manifest
 from .transform import replace
@@ -109,29 +111,20 @@ def gateway_exposure(objects: list[Manifest]) -> Exposed:
 
 def ip_blocks(cidrs: Iterable[str]) -> list[dict[str, Any]]:
     """NetworkPolicy peers for address ranges."""
-    return [{"ipBlock": {"cidr": cidr}} for cidr in cidrs]
+    return [netpol.cidr(block) for block in cidrs]
 
 
 def load_balancer_allowance(exposed: Exposed, source_cidrs: tuple[str, ...]) -> Manifest:
     """A policy admitting the ALB's requests and health checks, which come from its addresses in its subnets (not
     from a pod), to the gateway's pods: upstream's policies admit only pods of the gateway's own namespace. With no
     `source_cidrs`, the peers are a placeholder the registration fills with the VPC's CIDRs."""
-    sources = ip_blocks(source_cidrs) or LOAD_BALANCER_SOURCES_PLACEHOLDER
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": ALLOW_LOAD_BALANCER, "namespace": exposed.namespace},
-        "spec": {
-            "podSelector": {"matchLabels": dict(exposed.selector)},
-            "policyTypes": ["Ingress"],
-            "ingress": [
-                {
-                    "from": sources,
-                    "ports": [{"port": port, "protocol": "TCP"} for port in exposed.ports],
-                }
-            ],
-        },
-    }
+    sources: Any = ip_blocks(source_cidrs) or LOAD_BALANCER_SOURCES_PLACEHOLDER
+    return netpol.policy(
+        exposed.namespace,
+        ALLOW_LOAD_BALANCER,
+        selects=exposed.selector,
+        ingress=[{"from": sources, "ports": netpol.ports(*exposed.ports)}],
+    )
 
 
 def readiness_gates(objects: list[Manifest]) -> list[Manifest]:

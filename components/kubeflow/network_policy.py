@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components import network_policies as netpol
+
 from .objects import (
     NAME_LABEL,
     Manifest,
@@ -132,16 +134,8 @@ def isolated_namespaces(objects: Iterable[Manifest]) -> list[str]:
 def monitoring_allowance(namespace: str, monitoring_namespace: str) -> Manifest:
     """A policy admitting every connection from the monitoring namespace to the pods of `namespace` (scrapes only
     reach the ports that serve metrics; which of them to scrape is the monitors' choice, not this policy's)."""
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": ALLOW_MONITORING, "namespace": namespace},
-        "spec": {
-            "podSelector": {},
-            "policyTypes": ["Ingress"],
-            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {NAME_LABEL: monitoring_namespace}}}]}],
-        },
-    }
+    peers = [netpol.namespace(monitoring_namespace)]
+    return netpol.policy(namespace, ALLOW_MONITORING, ingress=[netpol.rule(peers, to=False)])
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import pulumi_random as random
 from components import helm, k8s_objects, versions
 from components.cluster import capacity as system_capacity
 from components.cluster.handle import ClusterHandle
+from components.observability import network_policy
 from components.observability.adapter import PROMETHEUS_PORT, adapter_values, prometheus_url
 from components.observability.config import ObservabilityConfig
 from components.observability.cost import cost_rules, ksm_label_allowlist
@@ -211,6 +212,21 @@ class Observability(pulumi.ComponentResource):
             opts=k8s_opts,
         )
         in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
+        policies = {
+            **network_policy.monitoring_policies(NAMESPACE, metrics_adapter=config.metrics_adapter.enabled),
+            **{
+                f"node-exporter-{key}": manifest
+                for key, manifest in network_policy.node_exporter_policies(NODE_EXPORTER_NAMESPACE).items()
+            },
+        }
+        for key, manifest in policies.items():
+            # The node exporter's go in its own namespace: they wait for it.
+            owner = node_exporter_namespace if key.startswith("node-exporter-") else namespace
+            k8s_objects.create(
+                f"{name}-netpol-{key}",
+                manifest,
+                pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[owner])),
+            )
         password = random.RandomPassword(
             f"{name}-grafana-admin", length=32, special=False, opts=pulumi.ResourceOptions(parent=self)
         )

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from components import network_policies as netpol
 from components.kubeflow.access import GATEWAY_NAMESPACE
-from components.kubeflow.objects import NAME_LABEL
 from components.pod_security import TEAM_POD_SECURITY
 from components.scheduling import GPU_RESOURCE
 from components.team.config import TeamConfig
@@ -24,26 +24,10 @@ Manifest = dict[str, Any]
 #: Marks what belongs to a team: its namespace, its NodePool's nodes (label and taint).
 TEAM_LABEL = "eksml.io/team"
 GPU_QUOTA_KEY = f"requests.{GPU_RESOURCE}"
-#: Cluster DNS as the EKS coredns add-on labels its pods.
-DNS_SELECTOR = {
-    "namespaceSelector": {"matchLabels": {NAME_LABEL: "kube-system"}},
-    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-}
-#: Prometheus' pods as kube-prometheus-stack labels them.
-PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
 #: Where the Kubeflow a Profile's namespace uses runs, reached both ways: Istio's (istiod, which every sidecar gets
 #: its configuration from; the gateway bringing users to notebooks) and Kubeflow's own (the Pipelines API and
 #: artifact store runs call; the Pipelines UI and the notebook culler calling in).
 KUBEFLOW_NAMESPACES = (GATEWAY_NAMESPACE, "kubeflow")
-
-
-def _policy(team: str, name: str, spec: Mapping[str, Any]) -> Manifest:
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": name, "namespace": team},
-        "spec": {"podSelector": {}, **spec},
-    }
 
 
 def network_policies(
@@ -51,60 +35,35 @@ def network_policies(
 ) -> dict[str, Manifest]:
     """Default deny, then each allowance as its own policy (policies add up), keyed by name."""
     name = team.name
-    policies = {
-        "deny-all": _policy(name, "deny-all", {"policyTypes": ["Ingress", "Egress"]}),
-        "allow-same-namespace": _policy(
+    found = [
+        netpol.deny_all(name),
+        netpol.policy(
             name,
             "allow-same-namespace",
-            {
-                "policyTypes": ["Ingress", "Egress"],
-                "ingress": [{"from": [{"podSelector": {}}]}],
-                "egress": [{"to": [{"podSelector": {}}]}],
-            },
+            ingress=[netpol.rule([netpol.pods()], to=False)],
+            egress=[netpol.rule([netpol.pods()], to=True)],
         ),
-        "allow-dns": _policy(
-            name,
-            "allow-dns",
-            {
-                "policyTypes": ["Egress"],
-                "egress": [{"to": [DNS_SELECTOR], "ports": [{"protocol": p, "port": 53} for p in ("UDP", "TCP")]}],
-            },
-        ),
-    }
+        netpol.allow_dns(name),
+    ]
     if team.network.https_egress:
-        policies["allow-https-egress"] = _policy(
-            name,
-            "allow-https-egress",
-            {
-                "policyTypes": ["Egress"],
-                "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}],
-            },
-        )
+        found.append(netpol.allow_https_egress(name))
     if monitoring_namespace is not None:
-        source = {
-            "namespaceSelector": {"matchLabels": {NAME_LABEL: monitoring_namespace}},
-            "podSelector": {"matchLabels": PROMETHEUS_POD},
-        }
-        policies["allow-prometheus"] = _policy(
-            name, "allow-prometheus", {"policyTypes": ["Ingress"], "ingress": [{"from": [source]}]}
-        )
+        found.append(netpol.allow_prometheus(name, monitoring_namespace))
     if team.kubeflow is not None:
         # A Profile's namespace labels its pods for Istio's sidecar; with only the allowances above they would never
         # get their configuration, and the gateway would never reach a notebook.
-        peers = [{"namespaceSelector": {"matchLabels": {NAME_LABEL: namespace}}} for namespace in KUBEFLOW_NAMESPACES]
-        policies["allow-kubeflow"] = _policy(
-            name,
-            "allow-kubeflow",
-            {"policyTypes": ["Ingress", "Egress"], "ingress": [{"from": peers}], "egress": [{"to": peers}]},
+        peers = [netpol.namespace(namespace) for namespace in KUBEFLOW_NAMESPACES]
+        found.append(
+            netpol.policy(
+                name,
+                "allow-kubeflow",
+                ingress=[netpol.rule(peers, to=False)],
+                egress=[netpol.rule(peers, to=True)],
+            )
         )
     if team.network.webhook_ports:
-        # EKS's control plane reaches webhooks through its ENIs in the cluster's subnets: from the VPC when its
-        # range is known, else from anywhere, on these ports only.
-        rule: dict[str, Any] = {"ports": [{"protocol": "TCP", "port": port} for port in team.network.webhook_ports]}
-        if vpc_cidr is not None:
-            rule["from"] = [{"ipBlock": {"cidr": vpc_cidr}}]
-        policies["allow-webhooks"] = _policy(name, "allow-webhooks", {"policyTypes": ["Ingress"], "ingress": [rule]})
-    return policies
+        found.append(netpol.allow_webhooks(name, team.network.webhook_ports, source_cidr=vpc_cidr))
+    return {p["metadata"]["name"]: p for p in found}
 
 
 def namespace_manifests(

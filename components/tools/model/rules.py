@@ -22,6 +22,8 @@ from components.tools.model.admission import (
     trainer_pods,
 )
 from components.tools.model.kube import affinity_matches, narrowed, selector_matches, untolerated
+from components.tools.model.network import Cluster
+from components.tools.model.network import problems as network_problems
 from components.tools.model.nodes import NodeKind
 from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
 from components.tools.model.pod_security import refused
@@ -310,6 +312,13 @@ def system_pods_are_sized(platform: Platform, nodes: list[NodeKind], **_: Any) -
     ]
 
 
+def network_paths_hold(platform: Platform, **_: Any) -> list[Problem]:
+    """The NetworkPolicies leave open every path the platform needs (webhooks, scrapes, DNS, Prometheus' clients)
+    and keep Prometheus and Alertmanager closed to team namespaces (`network.problems`)."""
+    cluster = Cluster([obj for _, obj in platform.objects], platform.workloads)
+    return [Problem("network-policy", message) for message in network_problems(cluster)]
+
+
 RULES: tuple[Callable[..., list[Problem]], ...] = (
     every_pod_lands,
     images_fit_architectures,
@@ -320,6 +329,7 @@ RULES: tuple[Callable[..., list[Problem]], ...] = (
     pods_pass_their_namespaces_pod_security,
     secrets_stay_with_their_holders,
     system_pods_are_sized,
+    network_paths_hold,
 )
 
 

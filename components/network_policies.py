@@ -1,0 +1,131 @@
+"""The one builder of NetworkPolicy objects (pure): default deny, then each allowance as a policy of its own, so a
+namespace's policies read as a list of the paths it opens.
+
+Policies add up: a pod that some policy selects for a direction takes only what one of the selecting policies'
+rules allows in that direction (Kubernetes docs, Network Policies). The cluster enforces them through the VPC
+CNI's network policy agent (`enableNetworkPolicy`, components/cluster/addons.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+Manifest = dict[str, Any]
+Peer = dict[str, Any]
+Rule = dict[str, Any]
+
+#: The label the API server sets on every namespace to its name (Kubernetes 1.22+): what a peer selects it by.
+NAME_LABEL = "kubernetes.io/metadata.name"
+#: Cluster DNS as the EKS coredns add-on labels its pods.
+DNS_NAMESPACE = "kube-system"
+DNS_POD = {"k8s-app": "kube-dns"}
+#: Prometheus' and Alertmanager's pods as the Prometheus operator labels them.
+PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
+ALERTMANAGER_POD = {"app.kubernetes.io/name": "alertmanager"}
+#: Every address: the peer of an allowance whose bound is its port, not its source.
+ANYWHERE = "0.0.0.0/0"
+
+
+def selector(labels: Mapping[str, str] | None) -> dict[str, Any]:
+    """A label selector: all (`{}`) without labels."""
+    return {"matchLabels": dict(labels)} if labels else {}
+
+
+def pods(labels: Mapping[str, str] | None = None) -> Peer:
+    """Pods of the policy's own namespace (all of them without labels)."""
+    return {"podSelector": selector(labels)}
+
+
+def namespace(name: str, labels: Mapping[str, str] | None = None) -> Peer:
+    """Pods of the namespace `name` (all of them without labels)."""
+    peer: Peer = {"namespaceSelector": {"matchLabels": {NAME_LABEL: name}}}
+    if labels:
+        peer["podSelector"] = selector(labels)
+    return peer
+
+
+def cidr(block: str) -> Peer:
+    return {"ipBlock": {"cidr": block}}
+
+
+def ports(*numbers: int | str, protocol: str = "TCP") -> list[dict[str, Any]]:
+    return [{"protocol": protocol, "port": number} for number in numbers]
+
+
+def rule(peers: Sequence[Peer] | None = None, on: Sequence[Mapping[str, Any]] | None = None, *, to: bool) -> Rule:
+    """One rule: from (`to=False`) or to (`to=True`) `peers` (every source or destination when None), on the ports
+    `on` (every port when None)."""
+    body: Rule = {}
+    if peers is not None:
+        body["to" if to else "from"] = list(peers)
+    if on is not None:
+        body["ports"] = [dict(p) for p in on]
+    return body
+
+
+def policy(
+    namespace_: str,
+    name: str,
+    *,
+    selects: Mapping[str, str] | None = None,
+    ingress: Iterable[Rule] | None = None,
+    egress: Iterable[Rule] | None = None,
+) -> Manifest:
+    """A policy for the pods of `namespace_` with the labels `selects` (all without), isolating each direction it is
+    given rules for (an empty list isolates it with nothing allowed)."""
+    spec: dict[str, Any] = {"podSelector": selector(selects), "policyTypes": []}
+    for kind, rules in (("Ingress", ingress), ("Egress", egress)):
+        if rules is None:
+            continue
+        spec["policyTypes"].append(kind)
+        listed = [dict(r) for r in rules]
+        if listed:
+            spec[kind.lower()] = listed
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "namespace": namespace_},
+        "spec": spec,
+    }
+
+
+def deny_all(namespace_: str) -> Manifest:
+    """Isolates every pod of the namespace both ways: only what another policy allows gets in or out."""
+    return policy(namespace_, "deny-all", ingress=[], egress=[])
+
+
+def allow_dns(namespace_: str) -> Manifest:
+    """Every pod may ask cluster DNS (both protocols: answers too large for UDP come over TCP)."""
+    dns = [namespace(DNS_NAMESPACE, DNS_POD)]
+    on = ports(53, protocol="UDP") + ports(53)
+    return policy(namespace_, "allow-dns", egress=[rule(dns, on, to=True)])
+
+
+def allow_https_egress(namespace_: str, *, selects: Mapping[str, str] | None = None) -> Manifest:
+    """HTTPS to anywhere: the Kubernetes API (EKS serves it on 443, from addresses not known before the cluster
+    exists), STS for IRSA and the AWS APIs controllers call."""
+    return policy(
+        namespace_, "allow-https-egress", selects=selects, egress=[rule([cidr(ANYWHERE)], ports(443), to=True)]
+    )
+
+
+def allow_prometheus(namespace_: str, monitoring_namespace: str) -> Manifest:
+    """Prometheus may scrape every pod of the namespace (which ports it scrapes is the monitors' choice)."""
+    source = [namespace(monitoring_namespace, PROMETHEUS_POD)]
+    return policy(namespace_, "allow-prometheus", ingress=[rule(source, to=False)])
+
+
+def allow_webhooks(
+    namespace_: str,
+    webhook_ports: Sequence[int],
+    *,
+    selects: Mapping[str, str] | None = None,
+    source_cidr: str | None = None,
+    name: str = "allow-webhooks",
+) -> Manifest:
+    """The API server may call the namespace's webhooks (and aggregated APIs) on their ports. EKS's control plane
+    calls them from its network interfaces in the cluster's subnets: from the VPC's range when known, else from
+    anywhere, on these ports only."""
+    peers = [cidr(source_cidr)] if source_cidr is not None else None
+    return policy(namespace_, name, selects=selects, ingress=[rule(peers, ports(*webhook_ports), to=False)])

@@ -1,0 +1,218 @@
+"""The paths the platform needs open under its NetworkPolicies, and the ones it must keep closed, judged with the
+model's evaluator (`netpol`) on every pod the model knows.
+
+Needed: the API server to every webhook's and aggregated API's pods, Prometheus to every target of every
+ServiceMonitor and PodMonitor, every pod to cluster DNS, Grafana and the metrics adapter to Prometheus, Prometheus to
+Alertmanager, a load balancer to the Kubeflow gateway. Closed: a pod of a team namespace (a notebook) to Prometheus
+and Alertmanager, which answer anyone without authentication.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from components.kubeflow.access import GATEWAY_NAMESPACE, gateway_exposure
+from components.kubeflow.network_policy import runtime_labels
+from components.kubeflow.objects import is_webhook_configuration, matches
+from components.network_policies import ALERTMANAGER_POD, DNS_POD, PROMETHEUS_POD
+from components.observability.adapter import PROMETHEUS_PORT
+from components.observability.network_policy import ALERTMANAGER_PORT, GRAFANA_POD
+from components.team.namespace import TEAM_LABEL
+from components.tools.model.netpol import Endpoint, allowed
+from components.tools.model.workloads import pod_template
+
+#: Where the model puts the VPC when no preview names it (the network config's default).
+DEFAULT_VPC = "10.0.0.0/16"
+
+
+class Cluster:
+    """Every pod endpoint of the platform's workloads, addresses drawn from the VPC as the VPC CNI gives them."""
+
+    def __init__(self, objects: list[Mapping[str, Any]], workloads: Iterable[Any], vpc_cidr: str = DEFAULT_VPC):
+        self.objects = objects
+        self.vpc_cidr = vpc_cidr
+        self.policies = [_placed(o, vpc_cidr) for o in objects if o.get("kind") == "NetworkPolicy"]
+        self.namespace_labels = {
+            o["metadata"]["name"]: dict(o["metadata"].get("labels") or {}) for o in objects if o["kind"] == "Namespace"
+        }
+        templates = {
+            (o["metadata"].get("namespace"), o["metadata"]["name"]): t
+            for o in objects
+            if (t := pod_template(o)) is not None
+        }
+        self.hosts = hosts = ipaddress.ip_network(vpc_cidr, strict=False).hosts()
+        self.control_plane = Endpoint("the API server (control plane ENI)", str(next(hosts)))
+        self.load_balancer = Endpoint("a load balancer in the VPC", str(next(hosts)))
+        self.pods: list[Endpoint] = []
+        for w in workloads:
+            template = templates.get((w.namespace, w.name)) or {}
+            spec = template.get("spec") or {}
+            named = {
+                p["name"]: p["containerPort"]
+                for c in spec.get("containers") or ()
+                for p in c.get("ports") or ()
+                if p.get("name")
+            }
+            # with the labels Istio's injector adds, which some of Kubeflow's policies select on
+            labels = {**w.labels, **runtime_labels(template, self.namespace_labels.get(w.namespace, {}), w.name)}
+            if w.namespace == "kube-system" and w.name == "coredns":
+                labels.update(DNS_POD)  # the EKS coredns add-on labels its pods so
+            self.pods.append(
+                Endpoint(
+                    w.ref,
+                    str(next(hosts)),
+                    w.namespace,
+                    self.namespace_labels.get(w.namespace, {}),
+                    labels,
+                    named,
+                    bool(spec.get("hostNetwork")),
+                )
+            )
+
+    def matching(self, namespace: str | None, labels: Mapping[str, str]) -> list[Endpoint]:
+        return [
+            p
+            for p in self.pods
+            if (namespace is None or p.namespace == namespace) and matches({"matchLabels": dict(labels)}, p.labels)
+        ]
+
+    def service_backends(self, namespace: str, name: str, port: Mapping[str, Any]) -> Iterator[tuple[Endpoint, int]]:
+        """The pods behind a Service port, each with the container port the Service sends to."""
+        service = next(
+            (
+                o
+                for o in self.objects
+                if o["kind"] == "Service"
+                and o["metadata"]["name"] == name
+                and o["metadata"].get("namespace") == namespace
+            ),
+            None,
+        )
+        selector = (service or {}).get("spec", {}).get("selector")
+        if not selector:
+            return  # no selector: its endpoints are not pods (the kubelet, the API server)
+        target = port.get("targetPort", port["port"])
+        for pod in self.matching(namespace, selector):
+            number = pod.named_ports.get(target) if isinstance(target, str) else target
+            if number is not None:
+                yield pod, number
+
+
+def _placed(policy: Mapping[str, Any], vpc_cidr: str) -> Mapping[str, Any]:
+    """The policy as deployed: peers left as a placeholder for the VPC's ranges (the load balancer's, filled in at
+    registration) become the VPC's range."""
+    rules = (policy.get("spec") or {}).get("ingress") or ()
+    if not any(isinstance(r.get("from"), str) for r in rules):
+        return policy
+    placed = [{**r, "from": [{"ipBlock": {"cidr": vpc_cidr}}]} if isinstance(r.get("from"), str) else r for r in rules]
+    return {**policy, "spec": {**policy["spec"], "ingress": placed}}
+
+
+def gateway_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, int]]:
+    """With the ALB in front of Kubeflow, the load balancer to the gateway's pods on the request and health ports."""
+    if not any(o["kind"] == "Ingress" and o["metadata"].get("namespace") == GATEWAY_NAMESPACE for o in cluster.objects):
+        return
+    exposed = gateway_exposure([dict(o) for o in cluster.objects])
+    for pod in cluster.matching(exposed.namespace, exposed.selector):
+        for port in exposed.ports:
+            yield "the Kubeflow ALB", cluster.load_balancer, pod, port
+
+
+def _service_ports(service: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list((service.get("spec") or {}).get("ports") or ())
+
+
+def webhook_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, int]]:
+    for obj in cluster.objects:
+        references = []
+        if is_webhook_configuration(obj):
+            references = [(w.get("clientConfig") or {}).get("service") for w in obj.get("webhooks") or ()]
+        elif obj["kind"] == "APIService":
+            references = [(obj.get("spec") or {}).get("service")]
+        for ref in filter(None, references):
+            for service in cluster.objects:
+                if service["kind"] != "Service" or (
+                    service["metadata"]["name"],
+                    service["metadata"].get("namespace"),
+                ) != (ref["name"], ref["namespace"]):
+                    continue
+                for port in _service_ports(service):
+                    if port["port"] != ref.get("port", 443):
+                        continue
+                    for pod, number in cluster.service_backends(ref["namespace"], ref["name"], port):
+                        what = f"{obj['kind']} {obj['metadata']['name']}"
+                        yield what, cluster.control_plane, pod, number
+
+
+def scrape_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, int]]:
+    prometheus = cluster.matching(None, PROMETHEUS_POD)
+    for monitor in cluster.objects:
+        if monitor["kind"] != "ServiceMonitor":
+            continue
+        spec, home = monitor.get("spec") or {}, monitor["metadata"].get("namespace")
+        chosen = spec.get("namespaceSelector") or {}
+        wanted_ports = {e.get("port") for e in spec.get("endpoints") or ()}
+        for service in cluster.objects:
+            namespace = service["metadata"].get("namespace")
+            if service["kind"] != "Service" or not matches(
+                spec.get("selector"), service["metadata"].get("labels") or {}
+            ):
+                continue
+            if not chosen.get("any") and namespace not in (chosen.get("matchNames") or [home]):
+                continue
+            for port in _service_ports(service):
+                if port.get("name") not in wanted_ports:
+                    continue
+                for pod, number in cluster.service_backends(namespace, service["metadata"]["name"], port):
+                    for source in prometheus:
+                        yield f"ServiceMonitor {home}/{monitor['metadata']['name']}", source, pod, number
+    for monitor in cluster.objects:
+        if monitor["kind"] != "PodMonitor":
+            continue
+        spec = monitor.get("spec") or {}
+        for pod in cluster.pods:
+            if not matches(spec.get("selector"), pod.labels):
+                continue
+            for endpoint in spec.get("podMetricsEndpoints") or ():
+                named = pod.named_ports.get(endpoint.get("port", ""))
+                if named is None:
+                    continue
+                for source in prometheus:
+                    yield f"PodMonitor {monitor['metadata']['name']}", source, pod, named
+
+
+def problems(cluster: Cluster) -> list[str]:
+    """Every needed path the policies close, and every closed path they open."""
+    found = []
+    for what, source, destination, port in [*webhook_paths(cluster), *scrape_paths(cluster), *gateway_paths(cluster)]:
+        if not allowed(cluster.policies, source, destination, port):
+            found.append(f"{source.what} cannot reach {destination.what} on port {port} ({what})")
+    dns = cluster.matching("kube-system", DNS_POD)
+    for pod in cluster.pods:
+        for server in dns:
+            if pod.is_pod and not allowed(cluster.policies, pod, server, 53, "UDP"):
+                found.append(f"{pod.what} cannot ask cluster DNS ({server.what})")
+    prometheus, alertmanager = cluster.matching(None, PROMETHEUS_POD), cluster.matching(None, ALERTMANAGER_POD)
+    clients = [(p, PROMETHEUS_PORT, prometheus) for p in cluster.matching(None, GRAFANA_POD)]
+    clients += [
+        (p, PROMETHEUS_PORT, prometheus)
+        for p in cluster.matching(None, {"app.kubernetes.io/name": "prometheus-adapter"})
+    ]
+    clients += [(p, ALERTMANAGER_PORT, alertmanager) for p in prometheus + cluster.matching(None, GRAFANA_POD)]
+    for client, port, servers in clients:
+        for server in servers:
+            if not allowed(cluster.policies, client, server, port):
+                found.append(f"{client.what} cannot reach {server.what} on port {port}")
+    teams = {n for n, labels in cluster.namespace_labels.items() if TEAM_LABEL in labels}
+    outsiders = [p for p in cluster.pods if p.namespace in teams]
+    outsiders += [
+        Endpoint(f"a pod in team namespace {n}", str(next(cluster.hosts)), n, cluster.namespace_labels[n])
+        for n in sorted(teams)
+    ]
+    for outsider in outsiders:
+        for server, port in [(s, PROMETHEUS_PORT) for s in prometheus] + [(s, ALERTMANAGER_PORT) for s in alertmanager]:
+            if allowed(cluster.policies, outsider, server, port):
+                found.append(f"{outsider.what} can reach {server.what} on port {port}, which answers anyone")
+    return found

@@ -1,0 +1,218 @@
+"""NetworkPolicies: the model's evaluator against Kubernetes' documented semantics (hand cases), and the platform's
+policies judged with it: every needed path open, Prometheus and Alertmanager closed to team namespaces, and a
+missing allowance caught."""
+
+from __future__ import annotations
+
+import pytest
+
+from components import network_policies as netpol
+from components.certmanager import network_policy as certmanager_policies
+from components.kubeflow import access
+from components.observability.network_policy import monitoring_policies
+from components.team.namespace import TEAM_LABEL
+from components.tools.model.netpol import Endpoint, allowed
+from components.tools.model.network import Cluster, problems
+from components.tools.model.workloads import from_object
+
+A = Endpoint("a", "10.0.0.10", "apps", {"team": "x"}, {"app": "a"}, {"web": 8080})
+B = Endpoint("b", "10.0.0.11", "apps", {"team": "x"}, {"app": "b"}, {"web": 8080})
+OTHER = Endpoint("other", "10.0.1.10", "tools", {}, {"app": "a"})
+HOST = Endpoint("host agent", "10.0.2.10", "agents", {}, {"app": "h"}, host_network=True)
+OUTSIDE = Endpoint("control plane", "10.0.3.10")
+
+
+def deny(namespace="apps", **kw):
+    return netpol.policy(namespace, "deny", ingress=[], **kw)
+
+
+def test_a_pod_no_policy_selects_takes_everything():
+    assert allowed([deny("tools")], A, B, 8080)
+
+
+def test_an_ingress_only_policy_isolates_ingress_and_leaves_egress_open():
+    assert not allowed([deny()], OTHER, A, 8080)
+    assert allowed([deny()], A, OTHER, 8080)
+
+
+def test_without_policy_types_a_policy_isolates_egress_only_when_it_has_an_egress_section():
+    ingress_only = {
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "p", "namespace": "apps"},
+        "spec": {"podSelector": {}},
+    }
+    both = {**ingress_only, "spec": {"podSelector": {}, "egress": [{"to": [{"podSelector": {}}]}]}}
+    assert allowed([ingress_only], A, OTHER, 80)
+    assert not allowed([both], A, OTHER, 80)  # egress isolated: only pods of its namespace
+    assert not allowed([both], OTHER, A, 80)  # and ingress too, always, with no rule to admit anyone
+
+
+def test_a_connection_needs_the_sources_egress_and_the_destinations_ingress():
+    out = netpol.policy("apps", "out", egress=[])
+    assert not allowed([out], A, B, 8080)
+    opened = netpol.policy("apps", "to-b", egress=[netpol.rule([netpol.pods({"app": "b"})], to=True)])
+    assert allowed([out, opened], A, B, 8080)
+    assert not allowed([out, opened, deny(selects={"app": "b"})], A, B, 8080)
+
+
+def test_policies_add_up_across_policies_and_rules():
+    only_b = netpol.policy("apps", "b", ingress=[netpol.rule([netpol.pods({"app": "b"})], to=False)])
+    assert not allowed([deny(), only_b], OTHER, A, 8080)
+    assert allowed([deny(), only_b], B, A, 8080)
+
+
+@pytest.mark.parametrize(
+    ("peer", "source", "expected"),
+    [
+        ({"podSelector": {"matchLabels": {"app": "a"}}}, OTHER, False),  # a podSelector alone: own namespace only
+        ({"podSelector": {"matchLabels": {"app": "b"}}}, B, True),
+        ({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "tools"}}}, OTHER, True),
+        ({"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": "b"}}}, OTHER, False),  # both: AND
+        ({"namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]}}, B, True),
+        ({"ipBlock": {"cidr": "10.0.0.0/16", "except": ["10.0.1.0/24"]}}, OTHER, False),
+        ({"ipBlock": {"cidr": "10.0.0.0/16", "except": ["10.0.1.0/24"]}}, OUTSIDE, True),
+        ({"namespaceSelector": {}}, OUTSIDE, False),  # selectors pick pods, never the control plane
+        ({"namespaceSelector": {}}, HOST, False),  # nor host-network pods: those only by address
+        ({"ipBlock": {"cidr": "10.0.2.0/24"}}, HOST, True),
+    ],
+)
+def test_peers_select_as_kubernetes_documents(peer, source, expected):
+    policy = netpol.policy("apps", "p", ingress=[{"from": [peer]}])
+    assert allowed([policy], source, A, 8080) is expected
+
+
+@pytest.mark.parametrize(
+    ("ports", "port", "protocol", "expected"),
+    [
+        ([{"port": 8080}], 8080, "TCP", True),
+        ([{"port": 8080}], 8080, "UDP", False),  # protocol defaults to TCP
+        ([{"port": 8000, "endPort": 8100}], 8080, "TCP", True),
+        ([{"port": 8000, "endPort": 8050}], 8080, "TCP", False),
+        ([{"port": "web"}], 8080, "TCP", True),  # a name: the destination's container port of that name
+        ([{"port": "web"}], 9090, "TCP", False),
+        ([{"protocol": "UDP"}], 53, "UDP", True),  # no port: every port of the protocol
+    ],
+)
+def test_ports_match_as_kubernetes_documents(ports, port, protocol, expected):
+    policy = netpol.policy("apps", "p", ingress=[{"ports": ports}])
+    assert allowed([policy], B, A, port, protocol) is expected
+
+
+def test_host_network_pods_are_never_isolated():
+    everything = netpol.policy("agents", "deny", ingress=[], egress=[])
+    assert allowed([everything], A, HOST, 9100)
+    assert allowed([everything], HOST, A, 8080)
+
+
+# ------------------------------------------------------------------------------------------- the platform's paths
+
+
+def deployment(namespace, name, labels, ports=()):
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [
+                        {"name": "c", "image": "x", "ports": [{"name": n, "containerPort": p} for n, p in ports]}
+                    ]
+                },
+            },
+        },
+    }
+
+
+def small_platform(drop: str | None = None):
+    """Monitoring with Grafana, Prometheus and Alertmanager; cert-manager's webhook behind its Service; DNS; a
+    team namespace with a notebook; the platform's policies, less `drop`."""
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {TEAM_LABEL: "team-a"}}},
+        deployment("monitoring", "grafana", {"app.kubernetes.io/name": "grafana"}, [("grafana", 3000)]),
+        deployment("monitoring", "prometheus", {"app.kubernetes.io/name": "prometheus"}, [("web", 9090)]),
+        deployment("monitoring", "alertmanager", {"app.kubernetes.io/name": "alertmanager"}, [("web", 9093)]),
+        deployment("kube-system", "coredns", {"k8s-app": "kube-dns"}),
+        deployment("cert-manager", "webhook", {"app.kubernetes.io/component": "webhook"}, [("https", 10250)]),
+        deployment("team-a", "notebook", {"app": "notebook"}),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "cert-manager-webhook", "namespace": "cert-manager"},
+            "spec": {
+                "selector": {"app.kubernetes.io/component": "webhook"},
+                "ports": [{"port": 443, "targetPort": "https"}],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "cert-manager-webhook"},
+            "webhooks": [{"clientConfig": {"service": {"name": "cert-manager-webhook", "namespace": "cert-manager"}}}],
+        },
+        *monitoring_policies("monitoring", metrics_adapter=False).values(),
+        *certmanager_policies.policies("cert-manager", "monitoring").values(),
+    ]
+    objects = [o for o in objects if o["metadata"]["name"] != drop or o["kind"] != "NetworkPolicy"]
+    workloads = [w for o in objects if (w := from_object("test", o)) is not None]
+    return Cluster(objects, workloads)
+
+
+def test_the_platforms_policies_open_every_needed_path_and_keep_prometheus_from_team_pods():
+    assert problems(small_platform()) == []
+
+
+@pytest.mark.parametrize(
+    ("dropped", "expected"),
+    [
+        ("allow-webhooks", "the API server (control plane ENI) cannot reach Deployment cert-manager/webhook"),
+        ("prometheus-clients", "Deployment monitoring/grafana (test) cannot reach Deployment monitoring/prometheus"),
+        ("allow-grafana-out", "Deployment monitoring/grafana (test) cannot reach Deployment monitoring/alertmanager"),
+        ("allow-dns", "Deployment monitoring/grafana (test) cannot ask cluster DNS"),
+    ],
+)
+def test_a_missing_allowance_is_caught_naming_both_ends(dropped, expected):
+    assert any(p.startswith(expected) for p in problems(small_platform(dropped)))
+
+
+def test_without_the_monitoring_deny_a_team_notebook_reaches_prometheus_and_is_caught():
+    cluster = small_platform()
+    cluster.policies = [p for p in cluster.policies if p["metadata"]["namespace"] != "monitoring"]
+    found = problems(cluster)
+    notebook = "Deployment team-a/notebook (test) can reach Deployment monitoring/prometheus (test) on port 9090"
+    assert f"{notebook}, which answers anyone" in found
+    assert any("monitoring/alertmanager" in p and "team-a" in p for p in found)
+
+
+def gateway(drop_allowance: bool):
+    """The Kubeflow gateway behind an ALB: upstream's deny in its namespace, the platform's load balancer allowance
+    with its sources left as the placeholder the registration fills with the VPC's ranges."""
+    labels = {"istio": "ingressgateway"}
+    objects = [
+        deployment(access.GATEWAY_NAMESPACE, "gateway", labels, [("http", 8080), ("status", 15021)]),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": access.GATEWAY_SERVICE, "namespace": access.GATEWAY_NAMESPACE},
+            "spec": {"selector": labels, "ports": [{"port": access.GATEWAY_HTTP_PORT, "targetPort": 8080}]},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": "kubeflow", "namespace": access.GATEWAY_NAMESPACE},
+        },
+        netpol.deny_all(access.GATEWAY_NAMESPACE),
+    ]
+    if not drop_allowance:
+        objects.append(access.load_balancer_allowance(access.gateway_exposure(objects), ()))
+    return Cluster(objects, [w for o in objects if (w := from_object("test", o)) is not None])
+
+
+def test_the_load_balancer_reaches_the_gateway_only_through_its_allowance():
+    assert problems(gateway(drop_allowance=False)) == []
+    found = problems(gateway(drop_allowance=True))
+    assert [p.split(" (")[0] for p in found if "the Kubeflow ALB" in p] == [
+        "a load balancer in the VPC cannot reach Deployment istio-system/gateway"
+    ] * 2
