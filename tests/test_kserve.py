@@ -231,7 +231,7 @@ def test_prod_installs_both_releases_after_cert_manager_and_with_the_cluster(pro
     assert controller.inputs["values"] == chart_values(placement=SYSTEM_PLACEMENT)
     assert prod.depends_on(controller, crds) and prod.depends_on(controller, releases["cert-manager"])
     # nothing KServe installs owns an AWS resource: both go with the cluster (CRDs included)
-    cluster = prod.one("aws:eks/cluster:Cluster")
+    cluster = prod.one("eks:index:Cluster")
     assert crds.deleted_with == controller.deleted_with == cluster.urn
     hpa = prod.one("kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kserve-controller-replicas")
     assert hpa.inputs["spec"]["minReplicas"] == 2
