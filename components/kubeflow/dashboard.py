@@ -57,8 +57,10 @@ def installed_links(objects: Sequence[Manifest]) -> list[Manifest]:
     prefixes = served_prefixes(objects)
     changed: list[Manifest] = []
     for obj in objects:
-        if obj.get("kind") == "ConfigMap" and obj["metadata"]["name"] == LINKS_CONFIG_MAP and LINKS_KEY in (
-            obj.get("data") or {}
+        if (
+            obj.get("kind") == "ConfigMap"
+            and obj["metadata"]["name"] == LINKS_CONFIG_MAP
+            and LINKS_KEY in (obj.get("data") or {})
         ):
             links = json.loads(obj["data"][LINKS_KEY])
             for key in IN_CLUSTER_LISTS:
