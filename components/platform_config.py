@@ -168,12 +168,18 @@ class PlatformConfig(ConfigModel):
             metrics_adapter=self.observability.metrics_adapter.enabled,
             cert_manager=self.cert_manager,
             kubeflow=self.kubeflow.enabled,
+            kserve=self.kserve,
         )
 
     @property
     def cert_manager(self) -> bool:
         """Whether the platform installs cert-manager: a part that needs it is on (Kubeflow)."""
         return self.kubeflow.enabled
+
+    @property
+    def kserve(self) -> bool:
+        """Whether the platform installs KServe (`kubeflow.components.kserve`, which needs Kubeflow on)."""
+        return self.kubeflow.enabled and self.kubeflow.components.kserve
 
     @property
     def cluster_name(self) -> str:

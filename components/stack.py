@@ -23,6 +23,7 @@ from components.gpu.component import GpuStack, GpuStackArgs
 from components.gpu.devices import NodeDevices, NodeDevicesArgs
 from components.ingress.component import Ingress, IngressArgs
 from components.karpenter.component import Karpenter, KarpenterArgs
+from components.kserve.component import KServe, KServeArgs
 from components.kubeflow.component import FsxForTeams, Kubeflow, KubeflowArgs, planned_objects
 from components.kubeflow.config import settings
 from components.kubeflow.fetch import TreeError
@@ -67,6 +68,8 @@ class Platform:
     kubeflow: Kubeflow | None = None
     #: Present when a part that needs certificates is on (Kubeflow).
     cert_manager: CertManager | None = None
+    #: Present when kubeflow.components.kserve is true.
+    kserve: KServe | None = None
     #: Present when a NodePool launches Neuron instances or uses a node class with EFA interfaces.
     devices: NodeDevices | None = None
 
@@ -196,6 +199,10 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
             config, kubeflow_plan, handle, network, karpenter, storage, cert_manager, cleanup
         )
         kubeflow = Kubeflow("kubeflow", kubeflow_args, part("kubeflow"))
+    kserve = None
+    if config.kserve:  # new: no 0.1 name to alias
+        assert cert_manager is not None  # KServe is a Kubeflow component
+        kserve = KServe("kserve", KServeArgs(cluster=handle, cert_manager=cert_manager.release), opts)
     return Platform(
         config=config,
         network=network,
@@ -208,6 +215,7 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
         kubeflow=kubeflow,
         cert_manager=cert_manager,
         devices=devices,
+        kserve=kserve,
     )
 
 

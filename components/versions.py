@@ -94,6 +94,8 @@ class ChartPin:
     repo: str
     source: str
     crds: CrdUpgrade = CrdUpgrade.NONE
+    #: The chart's folder in its source repository, where it is not named as the chart (None: the chart's name).
+    folder: str | None = None
 
 
 #: Karpenter controller and its CRDs, released together; the controller IAM policy in `karpenter/iam.py` follows
@@ -216,6 +218,26 @@ PROMETHEUS_ADAPTER = ChartPin(
     "5.2.0",
     "https://prometheus-community.github.io/helm-charts",
     "https://github.com/prometheus-community/helm-charts/releases/tag/prometheus-adapter-5.2.0",
+)
+
+#: KServe v0.16.0, the version Kubeflow 26.03 ships, installed from its own charts (the pinned Kubeflow subset has no
+#: KServe files). The project publishes each chart of its charts/ folder to this registry under the name in its
+#: Chart.yaml (.github/workflows/helm-publish.yml: `helm push` to oci://ghcr.io/kserve/charts): at v0.16.0 the CRDs
+#: are `kserve-crd` and the controller chart, folder charts/kserve-resources, is named `kserve`.
+KSERVE_CRD = ChartPin(
+    "kserve-crd",
+    "v0.16.0",
+    "oci://ghcr.io/kserve/charts",
+    "https://github.com/kserve/kserve/releases/tag/v0.16.0 (charts/kserve-crd)",
+    CrdUpgrade.TEMPLATES,
+)
+KSERVE = ChartPin(
+    "kserve",
+    KSERVE_CRD.version,
+    KSERVE_CRD.repo,
+    "https://github.com/kserve/kserve/releases/tag/v0.16.0 (charts/kserve-resources)",
+    CrdUpgrade.OWN_RELEASE,
+    folder="kserve-resources",
 )
 
 

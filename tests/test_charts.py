@@ -30,6 +30,8 @@ def test_every_chart_says_how_its_crds_follow_a_version_bump():
         "aws-efa-k8s-device-plugin": CrdUpgrade.NONE,
         "prometheus-adapter": CrdUpgrade.NONE,
         "cert-manager": CrdUpgrade.TEMPLATES,
+        "kserve": CrdUpgrade.OWN_RELEASE,
+        "kserve-crd": CrdUpgrade.TEMPLATES,
     }
 
 

@@ -98,7 +98,7 @@ def test_an_alb_needs_its_certificate_and_port_forward_takes_no_alb_keys():
         ({"teams": {"vision": {"owner": "a@example.org", "s3Prefix": "p", "quota": 1}}}, "teams.vision.quota"),
         ({"hubRegistryTeam": "vision"}, "hubRegistryTeam needs components.hub"),
         ({"components": {"hub": True}, "hubRegistryTeam": "vision"}, "is not one of the teams"),
-        ({"components": {"kserve": True}}, "components.kserve"),
+        ({"components": {"kserve": "yes"}}, "components.kserve"),
         ({"notebooks": {"idleMinutes": 1}}, "notebooks.idleMinutes"),
         ({"access": {"mode": "alb", "certificateArn": "arn:aws:iam::1:role/x"}}, "access.certificateArn"),
     ],

@@ -54,6 +54,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "components.identity",
         "components.ingress",
         "components.karpenter",
+        "components.kserve",
         "components.kubeflow",
         "components.network",
         "components.observability",

@@ -88,7 +88,8 @@ def test_only_the_listed_controllers_may_touch_every_namespaces_secrets(platform
     objects = [obj for _, obj in platform.objects]
     holders = cluster_wide_secret_access(objects)
     # Grafana, kube-state-metrics and Istio's multi-cluster reader had it upstream; nothing else may gain it unnoticed.
-    assert sorted(holders) == sorted(SECRET_HOLDERS)
+    # KServe is off in dev (prod's model test meets its controller's right)
+    assert sorted(holders) == sorted(k for k in SECRET_HOLDERS if k != "kserve/kserve-controller-manager")
     running = {f"{namespace}/{spec.get('serviceAccountName', 'default')}" for namespace, spec in _pod_specs(objects)}
     assert set(holders) <= running  # each right is a running controller's, never an account no pod uses
 

@@ -15,6 +15,7 @@ from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.kubeflow.gpu_scheduling import kubeflow_exemption
 from components.observability.adapter import GPU_UTILIZATION_METRIC
 from components.team.quantity import parse_quantity
+from components.tools.model.workloads import pod_template
 from components.tools.preview import read_project_name, read_stack_config
 from components.tools.preview.program import run_program
 
@@ -39,17 +40,18 @@ def documents() -> list[tuple[str, dict]]:
 
 
 def templates() -> dict[str, dict]:
-    """Every pod template, keyed `<file>/<kind>/<name>`."""
+    """Every pod template, keyed `<file>/<kind>/<name>` (an InferenceService's: its predictor's, as KServe makes it)."""
     found = {}
     for file, document in documents():
-        if document["kind"] in ("Deployment", "Job", "StatefulSet"):
-            found[f"{file}/{document['kind']}/{document['metadata']['name']}"] = document["spec"]["template"]
+        if document["kind"] in ("Deployment", "Job", "StatefulSet", "InferenceService"):
+            found[f"{file}/{document['kind']}/{document['metadata']['name']}"] = pod_template(document)
     return found
 
 
 #: Where each workload lands on the prod platform. Deliberate: a pool change that moves one shows up here.
 EXPECTED = {
     "inference.yaml/Deployment/llm": "inference-a10g-spot",
+    "inference-service.yaml/InferenceService/llm-kserve": "inference-a10g-spot",
     "notebook.yaml/Deployment/notebook": "inference-a10g-on-demand",
     "training-multinode.yaml/Job/train-multi": "training",
     "training-single.yaml/Job/train-single": "training",
@@ -178,10 +180,12 @@ def test_every_workload_passes_the_team_namespaces_baseline_pod_security(key):
 def most_pods(kind: str, name: str) -> int:
     """How many pods of a workload run at once at most: an HPA's maximum, a Job's parallelism, else its replicas."""
     objects = {(d["kind"], d["metadata"]["name"]): d for _, d in documents()}
+    # KServe names an InferenceService's Deployment after its predictor
+    target = f"{name}-predictor" if kind == "InferenceService" else name
     scalers = [
         d
         for (k, _), d in objects.items()
-        if k == "HorizontalPodAutoscaler" and d["spec"]["scaleTargetRef"]["name"] == name
+        if k == "HorizontalPodAutoscaler" and d["spec"]["scaleTargetRef"]["name"] == target
     ]
     if scalers:
         return scalers[0]["spec"]["maxReplicas"]
@@ -272,12 +276,15 @@ def test_the_workload_manifests_pass_refcheck(tmp_path):
     """Every object against the Kubernetes schemas of the versions the platform runs (refcheck, as for the preview)."""
     for path in WORKLOADS.glob("*.yaml"):
         (tmp_path / path.name).write_text(path.read_text())
+    # The InferenceService against KServe's pinned CRD (refcheck's reference has none of KServe's).
+    crd = REPO.parent / "shared" / "reference" / "charts" / "kserve-crd-v0.16.0" / "templates"
+    crd = crd / "serving.kserve.io_inferenceservices.yaml"
     result = subprocess.run(
-        [sys.executable, str(REFCHECK), str(tmp_path), "--k8s-version", "1.34,1.35", "-v"],
+        [sys.executable, str(REFCHECK), str(tmp_path), str(crd), "--k8s-version", "1.34,1.35", "-v"],
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 0
     assert [line for line in result.stdout.splitlines() if line.startswith(("ERROR", "WARN"))] == []
-    assert result.stdout.strip().endswith(f"refcheck: {len(documents())} objects, 0 errors")
+    assert result.stdout.strip().endswith(f"refcheck: {len(documents()) + 1} objects, 0 errors")

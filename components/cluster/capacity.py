@@ -165,6 +165,11 @@ CERT_MANAGER_WORKLOADS: tuple[Workload, ...] = tuple(
     for name, requests in CERT_MANAGER.items()
 )
 
+#: KServe's controller: the manager and its kube-rbac-proxy, 100m / 300Mi each (the chart's defaults, kept), at the
+#: replicas `components.kserve` holds it at.
+KSERVE_REPLICAS = 2
+KSERVE = Workload("kserve-controller-manager", Requests(200, 600), KSERVE_REPLICAS, _chart("kserve"))
+
 
 def binpack_scheduler(replicas: int) -> Workload:
     return Workload("binpack-scheduler", BINPACK_SCHEDULER, replicas, "components/gpu/scheduler.py")
@@ -277,12 +282,15 @@ def system_capacity(
     metrics_adapter: bool = False,
     cert_manager: bool = False,
     kubeflow: bool = False,
+    kserve: bool = False,
 ) -> SystemCapacity:
     workloads = list(BASE_WORKLOADS)
     if cert_manager:
         workloads += CERT_MANAGER_WORKLOADS
     if kubeflow:
         workloads += KUBEFLOW_WORKLOADS
+    if kserve:
+        workloads.append(KSERVE)
     if fsx:
         workloads += FSX_WORKLOADS
     if gpu_operator:

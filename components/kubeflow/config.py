@@ -4,7 +4,7 @@ the entries to render and the settings of `plan.build`.
     eks-ml-platform:kubeflow:
       enabled: true
       adminEmail: platform-team@example.org
-      components: {katib: false, spark: false, knative: false, hub: false}
+      components: {katib: false, spark: false, knative: false, hub: false, kserve: false}
       teams:
         vision: {owner: lead@example.org, gpuQuota: 8, s3Prefix: teams/vision, fsxClaim: fsx-lustre}
       access: {mode: port-forward}          # or: {mode: alb, certificateArn: arn:..., scheme: internal}
@@ -70,6 +70,11 @@ class Components(_Model):
     knative: StrictBool = Field(default=False, description="install Knative Serving")
     hub: StrictBool = Field(
         default=False, description="install the Hub: the model catalog, and a model registry for `hubRegistryTeam`"
+    )
+    kserve: StrictBool = Field(
+        default=False,
+        description="install KServe (model serving: InferenceServices as plain Deployments, no Knative) from its own "
+        "pinned charts, its controller on the system nodes",
     )
 
 

@@ -10,7 +10,7 @@ from components.scheduling import DEFAULT_GPU_SCHEDULER, Taint
 
 from . import access as access_
 from . import credentials as credentials_
-from . import gpu_scheduling, network_policy, notebooks, pipelines, rbac, resilience, staging, transform
+from . import dashboard, gpu_scheduling, network_policy, notebooks, pipelines, rbac, resilience, staging, transform
 from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
@@ -87,6 +87,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
             [obj for obj, keep in zip(objects, kept, strict=True) if keep], settings.pipelines_store
         )
     objects = transform.volume_sizes(objects, settings.volume_sizes)
+    objects = dashboard.installed_links(objects)  # links only to what is installed
     objects = credentials_.apply(objects, settings.credentials, settings.admin)
     objects = notebooks.apply(
         objects,

