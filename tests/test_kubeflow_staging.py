@@ -216,20 +216,39 @@ def test_logical_names_are_short_dns_safe_unique_and_follow_the_pattern(staged):
     names = [s.name for s in staged]
     assert len(set(names)) == len(names)
     assert all(re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", n) and len(n) <= staging.MAX_NAME for n in names)
-    assert one(staged, "Deployment", "kubeflow", "ml-pipeline").name == "kubeflow-4-deployment-kubeflow-ml-pipeline"
+    assert one(staged, "Deployment", "kubeflow", "ml-pipeline").name == "kubeflow-deployment-kubeflow-ml-pipeline"
     assert (
         one(staged, "ClusterTrainingRuntime", "", "torch-distributed").name
-        == "kubeflow-6-clustertrainingruntime-torch-distributed"
+        == "kubeflow-clustertrainingruntime-torch-distributed"
     )
+
+
+def test_an_object_keeps_its_logical_name_when_a_release_moves_it_to_another_stage(staged):
+    """The name is the object's identity alone: a stage change (an upstream object becoming a webhook's target, a
+    kind moving between families) would otherwise be a new URN, and `pulumi up` would delete and create it (a
+    claim's volume with it)."""
+    claim = one(staged, "PersistentVolumeClaim", "kubeflow", "mysql-pv-claim")
+    moved = staging.stage([staging.Item(claim.manifest, None)], team_namespaces=())  # a team-stage object now
+    assert moved[0].stage is not claim.stage
+    assert moved[0].name == claim.name
+
+
+def test_each_object_carries_the_stage_numbered_name_of_0_2_as_its_former_name(staged):
+    mysql = one(staged, "Deployment", "kubeflow", "mysql")
+    assert mysql.former_names == ("kubeflow-4-deployment-kubeflow-mysql",)
+    runtime = one(staged, "ClusterTrainingRuntime", "", "torch-distributed")
+    assert runtime.former_names == ("kubeflow-6-clustertrainingruntime-torch-distributed",)
+    assert all(s.name not in s.former_names for s in staged)
 
 
 def test_a_long_name_is_cut_with_a_hash_of_the_whole_identity():
     first = ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", "", "x" * 70 + ".example.com")
     second = ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", "", "x" * 70 + ".example.org")
-    a, b = staging.logical_name(Stage.CRDS, first), staging.logical_name(Stage.CRDS, second)
+    a, b = staging.logical_name(first), staging.logical_name(second)
     assert len(a) == len(b) == staging.MAX_NAME
     assert a != b
-    assert staging.logical_name(Stage.CRDS, first) == a  # stable
+    assert staging.logical_name(first) == a  # stable
+    assert len(staging.stage_numbered_name(Stage.CRDS, first)) == staging.MAX_NAME
 
 
 # ------------------------------------------------------------------------------------------------ seeded violations

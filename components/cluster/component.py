@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 from components import versions
 from components.cluster.addons import AddonSite, networking_addons, node_health_addon, workload_addons
 from components.cluster.config import ClusterConfig, EndpointAccess
-from components.cluster.handle import ClusterHandle
+from components.cluster.handle import MUTABLE_DATA, ClusterHandle
 from components.config.types import StatefulResources
 from components.identity.documents import same_principal
 from components.identity.irsa import node_role as node_role_with_policies
@@ -315,6 +315,8 @@ def _kubernetes_provider(
         kubeconfig=cluster.get_kubeconfig(profile_name=aws_profile) if aws_profile else cluster.kubeconfig_json,
         # Objects whose namespace is not set go to 'default' explicitly, never to the kubeconfig's context.
         namespace="default",
+        enable_config_map_mutable=MUTABLE_DATA,
+        enable_secret_mutable=MUTABLE_DATA,
         # why: on destroy, every object in the cluster goes before the sweep (and so before what it names).
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[sweep]),
     )

@@ -15,6 +15,13 @@ from components.cluster import attach
 from components.identity.irsa import IrsaRole, IrsaRoleArgs
 from components.scheduling import SYSTEM_PLACEMENT, Placement
 
+#: `enableConfigMapMutable` and `enableSecretMutable` of every Kubernetes provider the package makes: a ConfigMap or
+#: Secret whose data changes is updated in place, not deleted and created again (the provider's default;
+#: pulumi-kubernetes #1926 for ConfigMaps, #2291 and its v4.18.0 release notes for Secrets). One marked
+#: `immutable: true`, or a Secret whose `type` changes, is still replaced, as the API server requires. Changing these
+#: options updates the provider in place (only a change of cluster replaces it: its `clusterIdentifier` docs).
+MUTABLE_DATA = True
+
 
 @dataclass(frozen=True)
 class ClusterHandle:
@@ -142,6 +149,8 @@ def _handle(
         ),
         # Objects whose namespace is not set go to 'default' explicitly, never to a kubeconfig context.
         namespace="default",
+        enable_config_map_mutable=MUTABLE_DATA,
+        enable_secret_mutable=MUTABLE_DATA,
         opts=opts,
     )
     return ClusterHandle(

@@ -18,8 +18,8 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from . import tree_digests
 from .pins import KUBEFLOW, SOURCES, SourcePin
-from .tree_digests import FILES
 
 FETCH_COMMAND = "python -m components.kubeflow fetch"
 
@@ -44,8 +44,9 @@ def cached_tree_path(cache: Path | None = None) -> Path:
     return (cache or default_cache_dir()) / f"kubeflow-{KUBEFLOW.version}"
 
 
-def files_of(source: SourcePin, files: Mapping[str, str] = FILES) -> dict[str, str]:
+def files_of(source: SourcePin, files: Mapping[str, str] | None = None) -> dict[str, str]:
     """The tree paths (and digests) that come from one pinned source."""
+    files = tree_digests.FILES if files is None else files
     prefix = source.folder + "/"
     return {path: digest for path, digest in files.items() if path.startswith(prefix)}
 
@@ -54,8 +55,9 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def problems(root: Path, files: Mapping[str, str] = FILES) -> list[str]:
+def problems(root: Path, files: Mapping[str, str] | None = None) -> list[str]:
     """Every listed file that is missing from `root` or differs from its digest (empty: the tree is intact)."""
+    files = tree_digests.FILES if files is None else files
     found = []
     for relative, expected in sorted(files.items()):
         path = root / relative
@@ -67,11 +69,12 @@ def problems(root: Path, files: Mapping[str, str] = FILES) -> list[str]:
 
 
 def tree(
-    path: str | os.PathLike[str] | None = None, *, cache: Path | None = None, files: Mapping[str, str] = FILES
+    path: str | os.PathLike[str] | None = None, *, cache: Path | None = None, files: Mapping[str, str] | None = None
 ) -> Path:
     """The verified Kubeflow tree: `path` when given (a reference copy), else the fetched one under `cache`.
 
     Raises TreeError naming the fetch command when the tree is missing or any file differs from its digest."""
+    files = tree_digests.FILES if files is None else files
     root = Path(path) if path is not None else cached_tree_path(cache)
     where = f"the Kubeflow {KUBEFLOW.version} tree at {root}"
     if not root.is_dir():
@@ -92,11 +95,12 @@ def download_https(url: str, destination: Path) -> None:
         shutil.copyfileobj(response, out, length=1 << 20)
 
 
-def extract(archive: Path, source: SourcePin, into: Path, files: Mapping[str, str] = FILES) -> None:
+def extract(archive: Path, source: SourcePin, into: Path, files: Mapping[str, str] | None = None) -> None:
     """Write the wanted files of one source's archive below `into` (at their tree paths), checking each digest.
 
     Only regular files whose exact names are listed are written, so nothing in the archive can place a file
     anywhere else (no absolute paths, `..` or links are followed)."""
+    files = tree_digests.FILES if files is None else files
     wanted = {
         f"{source.archive_root}/{path.removeprefix(source.folder + '/')}": path for path in files_of(source, files)
     }
@@ -131,13 +135,14 @@ def fetch(
     *,
     download: Download | None = None,
     sources: Iterable[SourcePin] = SOURCES,
-    files: Mapping[str, str] = FILES,
+    files: Mapping[str, str] | None = None,
     log: Callable[[str], None] = lambda line: None,
 ) -> Path:
     """Download and verify every pinned source not already intact in the cache; returns the tree root.
 
     Each source is extracted to a staging folder and moved into place only once every file checked out, so an
     interrupted or failed fetch never leaves a half-written source where `tree()` would look."""
+    files = tree_digests.FILES if files is None else files
     root = cached_tree_path(cache)
     root.mkdir(parents=True, exist_ok=True)
     for source in sources:
@@ -163,9 +168,10 @@ def fetch(
     return tree(root, files=files)
 
 
-def install_from(directory: Path, cache: Path | None = None, files: Mapping[str, str] = FILES) -> Path:
+def install_from(directory: Path, cache: Path | None = None, files: Mapping[str, str] | None = None) -> Path:
     """Install a local copy of the pinned tree (a mirror on a machine without GitHub) into the cache, once every
     file checks out against the pins; returns the tree root."""
+    files = tree_digests.FILES if files is None else files
     bad = problems(directory, files)
     if bad:
         shown = "\n".join(f"  - {line}" for line in sorted(bad)[:20])

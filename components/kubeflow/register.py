@@ -85,7 +85,13 @@ def register(
         static_claim = item.key.kind == "PersistentVolumeClaim" and (item.manifest.get("spec") or {}).get("volumeName")
         namespace = resources.get(ObjectKey("", "Namespace", "", item.key.namespace)) if static_claim else None
         opts = pulumi.ResourceOptions(
-            provider=provider, parent=owner, depends_on=dependencies, deleted_with=namespace or cluster
+            provider=provider,
+            parent=owner,
+            depends_on=dependencies,
+            deleted_with=namespace or cluster,
+            # The names earlier releases gave the object, under a stage component as now (the parent's type, not
+            # its name, is part of the URN): the state moves to the new name, nothing is replaced.
+            aliases=[pulumi.Alias(name=former) for former in item.former_names],
         )
         resources[item.key] = k8s_objects.create(item.name, resolve(item.manifest, values), opts, any_custom=True)
     return resources

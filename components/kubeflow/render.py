@@ -28,10 +28,9 @@ from typing import Any
 
 import yaml
 
-from . import fetch
+from . import fetch, tree_digests
 from .entries import Entry
 from .pins import COMMUNITY_DISTRIBUTION, KUBECTL, KUSTOMIZE_VERSION, REMOTES, Remote
-from .tree_digests import FILES
 
 #: Bump when anything here changes what a render produces for the same tree (it is part of every cache key).
 RENDER_FORMAT = 1
@@ -72,8 +71,9 @@ def kubectl_binary() -> Path:
     return path
 
 
-def cache_key(entry: Entry, files: Mapping[str, str] = FILES) -> str:
+def cache_key(entry: Entry, files: Mapping[str, str] | None = None) -> str:
     """The digest of everything a render depends on: the tree's files, the remote rewrites, kustomize, this code."""
+    files = tree_digests.FILES if files is None else files
     inputs = {
         "format": RENDER_FORMAT,
         "entry": entry.path,
@@ -122,9 +122,10 @@ def rewrite_remote(text: str, remote: Remote, relative: str, where: str) -> str:
     return pattern.sub(lambda m: m.group(1) + relative, text)
 
 
-def prepare(tree: Path, work: Path, files: Mapping[str, str] = FILES) -> None:
+def prepare(tree: Path, work: Path, files: Mapping[str, str] | None = None) -> None:
     """Lay the tree's pinned files out in `work` and point every pinned remote at its local copy. A release asset
     gets its own one-resource kustomization here; `Assets` builds the manifest it names."""
+    files = tree_digests.FILES if files is None else files
     _link_or_copy(tree, work, files)
     for remote in REMOTES:
         if remote.build_from is not None:

@@ -59,13 +59,15 @@ MAX_NAME = 80
 
 @dataclass(frozen=True)
 class Staged:
-    """One object ready to register: its stage, logical name, manifest (annotated) and dependencies."""
+    """One object ready to register: its stage, logical name, manifest (annotated) and dependencies, and the
+    logical names earlier releases gave it (`former_names`, for aliases)."""
 
     key: ObjectKey
     stage: Stage
     name: str
     manifest: Manifest
     depends_on: tuple[ObjectKey, ...]
+    former_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,23 @@ def stage_of(item: Item, team_namespaces: frozenset[str]) -> Stage:
     return Stage.APPS
 
 
-def logical_name(stage: Stage, object_key: ObjectKey) -> str:
-    """`kubeflow-<stage>-<kind>-<namespace>-<name>` (no namespace part when cluster-scoped), lowercase and
-    DNS-safe; past MAX_NAME characters it is cut and ends in a hash of the whole key, so it stays unique."""
-    parts = ["kubeflow", str(int(stage)), object_key.kind, object_key.namespace, object_key.name]
+def logical_name(object_key: ObjectKey) -> str:
+    """`kubeflow-<kind>-<namespace>-<name>` (no namespace part when cluster-scoped), lowercase and DNS-safe; past
+    MAX_NAME characters it is cut and ends in a hash of the whole key, so it stays unique.
+
+    Only the object's identity goes in: an object that moves to another stage in a later release (or whose
+    dependencies change) keeps its URN, so `pulumi up` updates it rather than replacing it. The stage components
+    that parent the objects share one type, so the URN does not name the stage either."""
+    return _name(["kubeflow", object_key.kind, object_key.namespace, object_key.name], object_key)
+
+
+def stage_numbered_name(stage: Stage, object_key: ObjectKey) -> str:
+    """The name releases up to 0.2 gave an object, `kubeflow-<stage number>-<kind>-<namespace>-<name>` (cut the same
+    way): its alias, so a stack deployed by them keeps every Kubeflow object."""
+    return _name(["kubeflow", str(int(stage)), object_key.kind, object_key.namespace, object_key.name], object_key)
+
+
+def _name(parts: list[str], object_key: ObjectKey) -> str:
     name = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9-]", "-", "-".join(p for p in parts if p).lower())).strip("-")
     if len(name) > MAX_NAME:
         digest = hashlib.sha256(str(object_key).encode()).hexdigest()[:8]
@@ -192,11 +207,12 @@ def stage(items: Sequence[Item], team_namespaces: Iterable[str] = ()) -> list[St
         if own in held.gates:
             depends.update(dict.fromkeys(held.namespaces))
         depends.pop(own, None)
-        name = logical_name(stages[own], own)
+        name = logical_name(own)
         if name in names:
             raise ValueError(f"{own} and {names[name]} share the logical name {name}")
         names[name] = own
-        staged.append(Staged(own, stages[own], name, manifest, tuple(depends)))
+        former = (stage_numbered_name(stages[own], own),)
+        staged.append(Staged(own, stages[own], name, manifest, tuple(depends), former))
     return sorted(staged, key=lambda s: (s.stage, s.key))
 
 
