@@ -4,7 +4,8 @@ model's evaluator (`netpol`) on every pod the model knows.
 Needed: the API server to every webhook's and aggregated API's pods, Prometheus to every target of every
 ServiceMonitor and PodMonitor, every pod to cluster DNS, Grafana and the metrics adapter to Prometheus, Prometheus to
 Alertmanager, a load balancer to the Kubeflow gateway. Closed: a pod of a team namespace (a notebook) to Prometheus
-and Alertmanager, which answer anyone without authentication.
+and Alertmanager, which answer anyone without authentication; and, in every namespace the stack creates, a new pod
+that no allowance names, both ways (the namespace's default deny).
 """
 
 from __future__ import annotations
@@ -215,4 +216,22 @@ def problems(cluster: Cluster) -> list[str]:
         for server, port in [(s, PROMETHEUS_PORT) for s in prometheus] + [(s, ALERTMANAGER_PORT) for s in alertmanager]:
             if allowed(cluster.policies, outsider, server, port):
                 found.append(f"{outsider.what} can reach {server.what} on port {port}, which answers anyone")
+    found += [f"namespace {n} has no default deny: {why}" for n, why in open_namespaces(cluster)]
     return found
+
+
+#: A port no allowance of the platform names, for the stand-in pods of `open_namespaces`.
+_UNNAMED_PORT = 31337
+
+
+def open_namespaces(cluster: Cluster) -> Iterator[tuple[str, str]]:
+    """Each namespace the stack creates in which a new pod that no allowance names (no labels of a known component)
+    is not isolated both ways: it is reachable from a pod in another namespace, or reaches one, on a port nobody
+    opened. That is what a default deny means, whatever shape its policies take."""
+    for name, labels in sorted(cluster.namespace_labels.items()):
+        stand_in = Endpoint(f"a new pod in {name}", str(next(cluster.hosts)), name, labels, {"eksml.io/stand-in": name})
+        stranger = Endpoint("a pod elsewhere", str(next(cluster.hosts)), "stand-in-elsewhere", {}, {})
+        if allowed(cluster.policies, stranger, stand_in, _UNNAMED_PORT):
+            yield name, f"a pod in another namespace reaches a new pod there on port {_UNNAMED_PORT}"
+        elif allowed(cluster.policies, stand_in, stranger, _UNNAMED_PORT):
+            yield name, f"a new pod there reaches a pod in another namespace on port {_UNNAMED_PORT}"
