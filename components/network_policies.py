@@ -129,3 +129,40 @@ def allow_webhooks(
     anywhere, on these ports only."""
     peers = [cidr(source_cidr)] if source_cidr is not None else None
     return policy(namespace_, name, selects=selects, ingress=[rule(peers, ports(*webhook_ports), to=False)])
+
+
+#: Marks what belongs to a team: its namespace (whichever part of the platform makes it), its NodePool's nodes.
+TEAM_LABEL = "eksml.io/team"
+
+
+def allow_same_namespace(namespace_: str) -> Manifest:
+    """The namespace's pods may reach each other both ways (multi-node training's rendezvous, a pipeline's steps)."""
+    own = [pods()]
+    return policy(namespace_, "allow-same-namespace", ingress=[rule(own, to=False)], egress=[rule(own, to=True)])
+
+
+def team_namespace(
+    namespace_: str,
+    *,
+    monitoring_namespace: str | None,
+    https_egress: bool = True,
+    webhook_ports: Sequence[int] = (),
+    vpc_cidr: str | None = None,
+    extra: Iterable[Manifest] = (),
+) -> dict[str, Manifest]:
+    """A team namespace's policies, keyed by name, whichever part makes the namespace (a team stack, Kubeflow's
+    teams, the FSx namespaces): default deny; the namespace's own pods to each other; DNS; with `https_egress`,
+    HTTPS out (STS for IRSA, S3, the Kubernetes API); with monitoring, Prometheus' scrapes; the control plane to the
+    team's webhooks on `webhook_ports`; then `extra`, what the namespace's owner adds (a Kubeflow Profile's paths)."""
+    found = [deny_all(namespace_), allow_same_namespace(namespace_), allow_dns(namespace_)]
+    if https_egress:
+        found.append(allow_https_egress(namespace_))
+    if monitoring_namespace is not None:
+        found.append(allow_prometheus(namespace_, monitoring_namespace))
+    if webhook_ports:
+        found.append(allow_webhooks(namespace_, webhook_ports, source_cidr=vpc_cidr))
+    found.extend(extra)
+    named = {p["metadata"]["name"]: p for p in found}
+    if len(named) != len(found):
+        raise ValueError(f"namespace {namespace_}: two NetworkPolicies share a name")
+    return named

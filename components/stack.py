@@ -302,6 +302,7 @@ def _storage_args(
         cluster=handle,
         file_system=fsx,
         cleanup_controllers=cleanup,
+        monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
     )
 
 

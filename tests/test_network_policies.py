@@ -10,9 +10,10 @@ from components import network_policies as netpol
 from components.certmanager import network_policy as certmanager_policies
 from components.kubeflow import access
 from components.observability.network_policy import monitoring_policies
-from components.team.namespace import TEAM_LABEL
+from components.kubeflow import teams as kubeflow_teams
+from components.network_policies import TEAM_LABEL
 from components.tools.model.netpol import Endpoint, allowed
-from components.tools.model.network import Cluster, problems
+from components.tools.model.network import INGRESS_ONLY, Cluster, problems
 from components.tools.model.workloads import from_object
 
 A = Endpoint("a", "10.0.0.10", "apps", {"team": "x"}, {"app": "a"}, {"web": 8080})
@@ -154,6 +155,7 @@ def small_platform(drop: str | None = None):
         },
         *monitoring_policies("monitoring", metrics_adapter=False).values(),
         *certmanager_policies.policies("cert-manager", "monitoring").values(),
+        *netpol.team_namespace("team-a", monitoring_namespace="monitoring").values(),
     ]
     objects = [o for o in objects if o["metadata"]["name"] != drop or o["kind"] != "NetworkPolicy"]
     workloads = [w for o in objects if (w := from_object("test", o)) is not None]
@@ -177,9 +179,15 @@ def test_a_missing_allowance_is_caught_naming_both_ends(dropped, expected):
     assert any(p.startswith(expected) for p in problems(small_platform(dropped)))
 
 
-def test_without_the_monitoring_deny_a_team_notebook_reaches_prometheus_and_is_caught():
+def test_without_the_monitoring_deny_a_team_notebook_is_held_by_its_own_namespaces_egress_deny():
     cluster = small_platform()
     cluster.policies = [p for p in cluster.policies if p["metadata"]["namespace"] != "monitoring"]
+    assert not any("which answers anyone" in p for p in problems(cluster))
+
+
+def test_without_the_monitoring_deny_nor_the_teams_a_team_notebook_reaches_prometheus_and_is_caught():
+    cluster = small_platform()
+    cluster.policies = [p for p in cluster.policies if p["metadata"]["namespace"] not in ("monitoring", "team-a")]
     found = problems(cluster)
     notebook = "Deployment team-a/notebook (test) can reach Deployment monitoring/prometheus (test) on port 9090"
     assert f"{notebook}, which answers anyone" in found
@@ -216,3 +224,115 @@ def test_the_load_balancer_reaches_the_gateway_only_through_its_allowance():
     assert [p.split(" (")[0] for p in found if "the Kubeflow ALB" in p] == [
         "a load balancer in the VPC cannot reach Deployment istio-system/gateway"
     ] * 2
+
+
+# ------------------------------------------------------------------------------------------- team namespaces
+
+
+@pytest.mark.parametrize(
+    ("dropped", "expected"),
+    [
+        (
+            "allow-https-egress",
+            "a new pod in team namespace team-a cannot reach an address outside the VPC on port 443",
+        ),
+        ("allow-prometheus", "Deployment monitoring/prometheus (test) cannot reach a new pod in team namespace team-a"),
+    ],
+)
+def test_a_team_namespace_without_one_of_its_policies_is_caught(dropped, expected):
+    assert any(p.startswith(expected) for p in problems(small_platform(dropped)))
+
+
+VISION = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_quota=1, s3_prefix="teams/vision")
+VISION_POLICIES = [p["metadata"]["name"] for p in kubeflow_teams.network_policies(VISION, "monitoring")]
+
+
+#: Upstream's shape in `kubeflow`: ingress denied, profile namespaces admitted to the services they call.
+_PROFILES = {"namespaceSelector": {"matchLabels": {"app.kubernetes.io/part-of": "kubeflow-profile"}}}
+UPSTREAM_KUBEFLOW = (
+    netpol.policy("kubeflow", "deny", ingress=[]),
+    netpol.policy("kubeflow", "profiles", ingress=[{"from": [_PROFILES]}]),
+)
+
+
+def profile_platform(*drop: str, kubeflow_policies=UPSTREAM_KUBEFLOW):
+    """A Kubeflow team's namespace with its policies (less `drop`) beside the pods of Istio and Kubeflow it needs."""
+    team = VISION
+    objects = [
+        kubeflow_teams.namespace(team),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}},
+        deployment("kube-system", "coredns", {"k8s-app": "kube-dns"}),
+        deployment("monitoring", "prometheus", {"app.kubernetes.io/name": "prometheus"}, [("web", 9090)]),
+        deployment("istio-system", "istio-ingressgateway", {"app": "istio-ingressgateway"}, [("http2", 8080)]),
+        deployment("istio-system", "istiod", {"app": "istiod"}, [("grpc-xds", 15012)]),
+        deployment("kubeflow", "notebook-controller", {"app": "notebook-controller"}),
+        deployment("kubeflow", "ml-pipeline", {"app": "ml-pipeline"}, [("http", 8888), ("grpc", 8887)]),
+        deployment("kubeflow", "metadata-grpc", {"component": "metadata-grpc-server"}, [("grpc", 8080)]),
+        deployment("kubeflow", "seaweedfs", {"app": "seaweedfs"}, [("s3", 8333)]),
+        *kubeflow_teams.network_policies(team, "monitoring"),
+        *kubeflow_policies,
+    ]
+    objects = [o for o in objects if o["metadata"]["name"] not in drop or o["kind"] != "NetworkPolicy"]
+    return Cluster(objects, [w for o in objects if (w := from_object("test", o)) is not None])
+
+
+def test_a_kubeflow_teams_namespace_denies_by_default_and_opens_what_its_pods_need():
+    assert problems(profile_platform()) == []
+
+
+@pytest.mark.parametrize(
+    ("dropped", "expected"),
+    [
+        ("allow-dns", "a new pod in team namespace vision cannot reach Deployment kube-system/coredns"),
+        (
+            "allow-istio-gateway",
+            "Deployment istio-system/istio-ingressgateway (test) cannot reach a new pod in team namespace vision on "
+            "port 8888 (a notebook through the gateway)",
+        ),
+        (
+            "allow-notebook-culler",
+            "Deployment kubeflow/notebook-controller (test) cannot reach a new pod in team namespace vision on port "
+            "8888 (the notebook culler)",
+        ),
+        (
+            "allow-istiod",
+            "a new pod in team namespace vision cannot reach Deployment istio-system/istiod (test) on port 15012",
+        ),
+        (
+            "allow-kubeflow-services",
+            "a new pod in team namespace vision cannot reach Deployment kubeflow/ml-pipeline (test) on port 8887",
+        ),
+        (
+            "allow-gateway-in-cluster",
+            "a new pod in team namespace vision cannot reach Deployment istio-system/istio-ingressgateway (test) on "
+            "port 8080 (the gateway in the cluster)",
+        ),
+    ],
+)
+def test_a_kubeflow_teams_namespace_without_one_allowance_is_caught_naming_the_path(dropped, expected):
+    assert any(p.startswith(expected) for p in problems(profile_platform(dropped)))
+
+
+def test_a_kubeflow_teams_namespace_without_its_policies_is_caught():
+    found = problems(profile_platform(*VISION_POLICIES))
+    assert "namespace vision has no default deny: a pod in another namespace reaches a new pod there on port 31337" in (
+        found
+    )
+
+
+def test_kubeflows_own_namespaces_may_isolate_ingress_only_and_no_other_namespace_may():
+    assert "kubeflow" in INGRESS_ONLY
+    assert problems(profile_platform()) == []  # `kubeflow` isolates ingress only
+    ingress_only = (*UPSTREAM_KUBEFLOW, netpol.policy("vision", "deny-ingress", ingress=[]))
+    found = problems(profile_platform(*VISION_POLICIES, kubeflow_policies=ingress_only))
+    assert "namespace vision has no default deny: a new pod there reaches a pod in another namespace on port 31337" in (
+        found
+    )
+
+
+def test_every_namespace_excused_from_egress_isolation_has_its_reason_in_the_security_page():
+    from pathlib import Path
+
+    page = (Path(__file__).parents[1] / "docs" / "security.md").read_text()
+    for namespace in INGRESS_ONLY:
+        assert f"`{namespace}`" in page and "ingress only" in page

@@ -354,20 +354,19 @@ def test_with_a_profile_the_teams_role_is_for_default_editor():
         team(kubeflow=KUBEFLOW, serviceAccount="vision-jobs")
 
 
-def test_a_profiles_namespace_reaches_istio_and_kubeflow_both_ways():
+def test_a_profiles_namespace_takes_the_same_kubeflow_paths_as_the_platforms_kubeflow_teams():
+    from components.kubeflow import teams as kubeflow_teams
+
     policies = plan_team(team(kubeflow=KUBEFLOW), offer()).namespace
-    spec = policies["allow-kubeflow"]["spec"]
-    peers = [
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}
-        for ns in ("istio-system", "kubeflow")
-    ]
-    assert spec == {
-        "podSelector": {},
-        "policyTypes": ["Ingress", "Egress"],
-        "ingress": [{"from": peers}],
-        "egress": [{"to": peers}],
-    }
-    assert "allow-kubeflow" not in plan_team(team(), offer()).namespace
+    platform_team = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_quota=1, s3_prefix="vision")
+    platforms = {p["metadata"]["name"]: p for p in kubeflow_teams.network_policies(platform_team, "monitoring")}
+    kubeflow_paths = {"allow-istio-gateway", "allow-notebook-culler", "allow-istiod", "allow-kubeflow-services"}
+    kubeflow_paths.add("allow-gateway-in-cluster")
+    assert kubeflow_paths <= set(platforms)
+    assert {name: policies[name] for name in kubeflow_paths} == {name: platforms[name] for name in kubeflow_paths}
+    # no namespace-wide opening to Istio's or Kubeflow's namespaces any more
+    assert "allow-kubeflow" not in policies
+    assert not kubeflow_paths & set(plan_team(team(), offer()).namespace)
 
 
 def test_a_profile_on_a_platform_without_kubeflow_is_refused_naming_the_key():

@@ -10,11 +10,11 @@ from typing import Any, Literal
 
 from components import network_policies as netpol
 
-from .network_policy import Exposed
+from .network_policy import ISTIO_NAMESPACE, Exposed
 from .objects import Manifest
 from .transform import replace
 
-GATEWAY_NAMESPACE = "istio-system"
+GATEWAY_NAMESPACE = ISTIO_NAMESPACE
 GATEWAY_SERVICE = "istio-ingressgateway"
 #: Istio's gateway reports readiness on this port and path (its pods' own readiness probe).
 GATEWAY_HEALTH = ("15021", "/healthz/ready")

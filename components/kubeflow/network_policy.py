@@ -138,6 +138,86 @@ def monitoring_allowance(namespace: str, monitoring_namespace: str) -> Manifest:
     return netpol.policy(namespace, ALLOW_MONITORING, ingress=[netpol.rule(peers, to=False)])
 
 
+#: Istio's ingress gateway pods (istio-system), as upstream's Istio install labels them, and the port behind the
+#: gateway Service's port 80 (the pinned tree's `istio-ingressgateway` Service targets 8080).
+GATEWAY_POD = {"app": "istio-ingressgateway"}
+GATEWAY_POD_HTTP_PORT = 8080
+#: istiod's pods, and the port every sidecar takes its configuration and certificates from (secure xDS). Its 15017
+#: is the injection webhook, called by the API server, never by a sidecar.
+ISTIOD_POD = {"app": "istiod"}
+ISTIOD_XDS_PORT = 15012
+#: The notebook controller's pods (`kubeflow`), whose culler asks each notebook's Jupyter server whether its kernels
+#: are idle, on the notebook's container port (the controller's default, 8888, which the spawner keeps).
+NOTEBOOK_CONTROLLER_POD = {"app": "notebook-controller"}
+NOTEBOOK_PORT = 8888
+
+
+@dataclass(frozen=True)
+class KubeflowService:
+    """A service in the `kubeflow` namespace a team's pods call: whose pods, on which container ports, and who
+    calls it (the pinned tree's profile sync hook and ConfigMaps name the addresses; upstream's own policies in
+    `kubeflow` admit profile namespaces to exactly these pods)."""
+
+    what: str
+    pods: Mapping[str, str]
+    ports: tuple[int, ...]
+
+
+#: What a team's pipelines and notebooks call in `kubeflow`. KFP's v2 driver and launcher call the Pipelines API
+#: (`ml-pipeline`: 8888 HTTP, 8887 gRPC; also the KFP SDK in a notebook) and ML Metadata (`metadata-grpc-service`
+#: 8080, the `metadata-grpc-configmap` the sync hook writes); the launcher, Argo's executor (its
+#: `artifact-repositories`) and the artifact UI read and write artifacts in SeaweedFS (Service port 9000, container
+#: port 8333); Katib's metrics collector reports to its DB manager (6789). Caching goes through the Pipelines API;
+#: the cache server is a webhook only the API server calls.
+KUBEFLOW_SERVICES = (
+    KubeflowService("the Pipelines API", {"app": "ml-pipeline"}, (8888, 8887)),
+    KubeflowService("ML Metadata", {"component": "metadata-grpc-server"}, (8080,)),
+    KubeflowService("SeaweedFS, the pipelines' artifact store", {"app": "seaweedfs"}, (8333,)),
+    KubeflowService("Katib's DB manager", {"katib.kubeflow.org/component": "db-manager"}, (6789,)),
+)
+KUBEFLOW_NAMESPACE = "kubeflow"
+ISTIO_NAMESPACE = "istio-system"
+
+
+def profile_allowances(namespace: str) -> list[Manifest]:
+    """The paths a Kubeflow Profile's namespace needs besides a team namespace's own (`netpol.team_namespace`),
+    each its own policy: the gateway to the namespace's apps (notebooks, TensorBoards; any port, since a
+    VirtualService picks it), the notebook culler to the notebooks' port, every sidecar to istiod, the team's pods to
+    Kubeflow's services, and to the gateway itself (clients in the cluster calling Kubeflow's APIs through it)."""
+    gateway = [netpol.namespace(ISTIO_NAMESPACE, GATEWAY_POD)]
+    services = [
+        netpol.rule([netpol.namespace(KUBEFLOW_NAMESPACE, s.pods)], netpol.ports(*s.ports), to=True)
+        for s in KUBEFLOW_SERVICES
+    ]
+    return [
+        netpol.policy(namespace, "allow-istio-gateway", ingress=[netpol.rule(gateway, to=False)]),
+        netpol.policy(
+            namespace,
+            "allow-notebook-culler",
+            ingress=[
+                netpol.rule(
+                    [netpol.namespace(KUBEFLOW_NAMESPACE, NOTEBOOK_CONTROLLER_POD)],
+                    netpol.ports(NOTEBOOK_PORT),
+                    to=False,
+                )
+            ],
+        ),
+        netpol.policy(
+            namespace,
+            "allow-istiod",
+            egress=[
+                netpol.rule([netpol.namespace(ISTIO_NAMESPACE, ISTIOD_POD)], netpol.ports(ISTIOD_XDS_PORT), to=True)
+            ],
+        ),
+        netpol.policy(namespace, "allow-kubeflow-services", egress=services),
+        netpol.policy(
+            namespace,
+            "allow-gateway-in-cluster",
+            egress=[netpol.rule(gateway, netpol.ports(GATEWAY_POD_HTTP_PORT), to=True)],
+        ),
+    ]
+
+
 @dataclass(frozen=True)
 class Pod:
     """The pods of one workload as the policies see them: namespace, labels at run time, (port, name) pairs."""

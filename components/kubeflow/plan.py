@@ -143,7 +143,7 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
     """Every object to register, staged and connected; raises ValueError if the order check finds a problem."""
     items = platform_objects(rendered, settings)
     for team in settings.teams:
-        items.extend(Item(obj, None) for obj in teams_.manifests(team, settings.fsx))
+        items.extend(Item(obj, None) for obj in teams_.manifests(team, settings.fsx, settings.monitoring_namespace))
         if settings.pipelines_store is not None:
             items.extend(Item(obj, None) for obj in pipelines.team_manifests(team.name, settings.pipelines_store))
     if settings.access is not None:

@@ -11,10 +11,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from components import network_policies as netpol
 from components.identity.team_policy import team_s3_policy
 from components.scheduling import GPU_RESOURCE
 from components.storage.render import fsx_volume
 
+from .network_policy import profile_allowances
 from .notebooks import ACCESS_ML_PIPELINE
 from .objects import Manifest
 
@@ -97,7 +99,7 @@ def namespace(team: Team) -> Manifest:
         "kind": "Namespace",
         "metadata": {
             "name": team.name,
-            "labels": dict(PROFILE_NAMESPACE_LABELS),
+            "labels": {**PROFILE_NAMESPACE_LABELS, netpol.TEAM_LABEL: team.name},
             "annotations": {OWNER_ANNOTATION: team.owner},
         },
     }
@@ -197,10 +199,21 @@ def fsx_claim(team: Team, share: FsxShare) -> tuple[Manifest, Manifest]:
     return volume, claim
 
 
-def manifests(team: Team, fsx: FsxShare | None = None) -> list[Manifest]:
-    """The team's objects: Namespace (with the owner annotation), Profile, PodDefaults, and with an FSx claim the
-    volume and claim it mounts (which need the platform's file system: `fsx`)."""
-    objects = [namespace(team), profile(team), access_ml_pipeline(team.name)]
+def network_policies(team: Team, monitoring_namespace: str | None) -> list[Manifest]:
+    """A team namespace's policies (the same builder as every team namespace's), with a Profile's paths."""
+    return list(
+        netpol.team_namespace(
+            team.name, monitoring_namespace=monitoring_namespace, extra=profile_allowances(team.name)
+        ).values()
+    )
+
+
+def manifests(team: Team, fsx: FsxShare | None = None, monitoring_namespace: str | None = None) -> list[Manifest]:
+    """The team's objects: Namespace (with the owner annotation), its NetworkPolicies (Prometheus admitted from
+    `monitoring_namespace` when there is one), Profile, PodDefaults, and with an FSx claim the volume and claim it
+    mounts (which need the platform's file system: `fsx`)."""
+    objects = [namespace(team), *network_policies(team, monitoring_namespace), profile(team)]
+    objects.append(access_ml_pipeline(team.name))
     if team.fsx_claim is not None:
         if fsx is None:
             raise ValueError(f"team {team.name}: an FSx claim needs the platform's file system")

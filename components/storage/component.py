@@ -39,6 +39,9 @@ class StorageArgs:
     #: Controllers that delete the AWS side of what teams put in namespaces (`Ingress.controller`): the namespaces
     #: this component creates depend on them, so they are deleted while those still run. Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
+    #: The platform's Prometheus namespace, admitted into the team namespaces this component creates (None: no
+    #: monitoring). Default: None.
+    monitoring_namespace: str | None = None
 
 
 class Storage(pulumi.ComponentResource):
@@ -148,7 +151,15 @@ class Storage(pulumi.ComponentResource):
             )
         for namespace in fsx.namespaces:
             lustre.team_volume(
-                name, namespace, fsx, made.file_system, driver, cluster, args.cleanup_controllers, k8s_opts
+                name,
+                namespace,
+                fsx,
+                made.file_system,
+                driver,
+                cluster,
+                args.cleanup_controllers,
+                k8s_opts,
+                monitoring_namespace=args.monitoring_namespace,
             )
 
 

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components import helm, k8s_objects, versions
+from components import network_policies as netpol
 from components.cluster.handle import ClusterHandle
 from components.config.types import StatefulResources
 from components.identity.documents import to_json
@@ -312,8 +313,10 @@ def team_volume(
     cluster: ClusterHandle,
     cleanup_controllers: Sequence[pulumi.Resource],
     k8s_opts: pulumi.ResourceOptions,
+    monitoring_namespace: str | None = None,
 ) -> None:
-    """A team namespace with a claim on the file system, through a volume of its own."""
+    """A team namespace with a claim on the file system, through a volume of its own, and a team namespace's
+    NetworkPolicies (default deny and the platform's allowances; Prometheus' scrapes from `monitoring_namespace`)."""
     pv_name = f"{config.claim_name}-{namespace}"
     rendered = pulumi.Output.all(file_system.id, file_system.dns_name, file_system.mount_name).apply(
         lambda v: fsx_volume(
@@ -337,7 +340,11 @@ def team_volume(
     )
     ns = k8s_objects.create(
         f"{name}-ns-{namespace}",
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": dict(TEAM_POD_SECURITY)}},
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": {**TEAM_POD_SECURITY, netpol.TEAM_LABEL: namespace}},
+        },
         # why: whatever teams put here (claims, load balancers) is deleted with the namespace, while the
         # drivers and controllers that delete its AWS side still run, and before the volume it mounts.
         pulumi.ResourceOptions.merge(
@@ -355,3 +362,9 @@ def team_volume(
         },
         pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ns, volume], deleted_with=ns)),
     )
+    for policy, manifest in netpol.team_namespace(namespace, monitoring_namespace=monitoring_namespace).items():
+        k8s_objects.create(
+            f"{name}-netpol-{namespace}-{policy}",
+            manifest,
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ns], deleted_with=ns)),
+        )

@@ -4,8 +4,9 @@ default-deny NetworkPolicy with the platform's allowances.
 The cluster enforces NetworkPolicies (the vpc-cni add-on runs its network policy agent), so once `deny-all` exists
 only what the other policies allow gets through: the namespace's own pods to each other (multi-node training
 rendezvous), DNS, HTTPS out (STS for IRSA, S3, the Kubernetes API), Prometheus' scrapes, the control plane
-calling the team's webhooks, and with a Kubeflow Profile, Istio and Kubeflow both ways. Anything else a workload
-needs (a load balancer's traffic) is its own policy.
+calling the team's webhooks, and with a Kubeflow Profile the paths its pods need to and from Istio and Kubeflow
+(`components.kubeflow.network_policy.profile_allowances`). Anything else a workload needs (a load balancer's
+traffic) is its own policy.
 """
 
 from __future__ import annotations
@@ -14,56 +15,31 @@ from collections.abc import Mapping
 from typing import Any
 
 from components import network_policies as netpol
-from components.kubeflow.access import GATEWAY_NAMESPACE
+from components.kubeflow.network_policy import profile_allowances
+from components.network_policies import TEAM_LABEL
 from components.pod_security import TEAM_POD_SECURITY
 from components.scheduling import GPU_RESOURCE
 from components.team.config import TeamConfig
 
 Manifest = dict[str, Any]
 
-#: Marks what belongs to a team: its namespace, its NodePool's nodes (label and taint).
-TEAM_LABEL = "eksml.io/team"
 GPU_QUOTA_KEY = f"requests.{GPU_RESOURCE}"
-#: Where the Kubeflow a Profile's namespace uses runs, reached both ways: Istio's (istiod, which every sidecar gets
-#: its configuration from; the gateway bringing users to notebooks) and Kubeflow's own (the Pipelines API and
-#: artifact store runs call; the Pipelines UI and the notebook culler calling in).
-KUBEFLOW_NAMESPACES = (GATEWAY_NAMESPACE, "kubeflow")
 
 
 def network_policies(
     team: TeamConfig, *, monitoring_namespace: str | None, vpc_cidr: str | None
 ) -> dict[str, Manifest]:
-    """Default deny, then each allowance as its own policy (policies add up), keyed by name."""
-    name = team.name
-    found = [
-        netpol.deny_all(name),
-        netpol.policy(
-            name,
-            "allow-same-namespace",
-            ingress=[netpol.rule([netpol.pods()], to=False)],
-            egress=[netpol.rule([netpol.pods()], to=True)],
-        ),
-        netpol.allow_dns(name),
-    ]
-    if team.network.https_egress:
-        found.append(netpol.allow_https_egress(name))
-    if monitoring_namespace is not None:
-        found.append(netpol.allow_prometheus(name, monitoring_namespace))
-    if team.kubeflow is not None:
-        # A Profile's namespace labels its pods for Istio's sidecar; with only the allowances above they would never
-        # get their configuration, and the gateway would never reach a notebook.
-        peers = [netpol.namespace(namespace) for namespace in KUBEFLOW_NAMESPACES]
-        found.append(
-            netpol.policy(
-                name,
-                "allow-kubeflow",
-                ingress=[netpol.rule(peers, to=False)],
-                egress=[netpol.rule(peers, to=True)],
-            )
-        )
-    if team.network.webhook_ports:
-        found.append(netpol.allow_webhooks(name, team.network.webhook_ports, source_cidr=vpc_cidr))
-    return {p["metadata"]["name"]: p for p in found}
+    """A team namespace's policies (`netpol.team_namespace`, the same as every team namespace the platform makes),
+    with a Kubeflow Profile's paths when the team has one: its pods take Istio's sidecar, which needs istiod, and
+    the gateway brings users to its notebooks."""
+    return netpol.team_namespace(
+        team.name,
+        monitoring_namespace=monitoring_namespace,
+        https_egress=team.network.https_egress,
+        webhook_ports=team.network.webhook_ports,
+        vpc_cidr=vpc_cidr,
+        extra=profile_allowances(team.name) if team.kubeflow is not None else (),
+    )
 
 
 def namespace_manifests(

@@ -5,7 +5,9 @@ Needed: the API server to every webhook's and aggregated API's pods, Prometheus 
 ServiceMonitor and PodMonitor, every pod to cluster DNS, Grafana and the metrics adapter to Prometheus, Prometheus to
 Alertmanager, a load balancer to the Kubeflow gateway. Closed: a pod of a team namespace (a notebook) to Prometheus
 and Alertmanager, which answer anyone without authentication; and, in every namespace the stack creates, a new pod
-that no allowance names, both ways (the namespace's default deny).
+that no allowance names, both ways (the namespace's default deny; ingress only where `INGRESS_ONLY` says why).
+Every team namespace's new pod needs DNS, HTTPS out and Prometheus' scrapes; in a Kubeflow Profile's namespace also
+the gateway and the notebook culler in, and istiod, Kubeflow's services and the gateway out.
 """
 
 from __future__ import annotations
@@ -15,12 +17,24 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from components.kubeflow.access import GATEWAY_NAMESPACE, gateway_exposure
-from components.kubeflow.network_policy import runtime_labels
+from components.kubeflow.network_policy import (
+    GATEWAY_POD,
+    GATEWAY_POD_HTTP_PORT,
+    ISTIO_NAMESPACE,
+    ISTIOD_POD,
+    ISTIOD_XDS_PORT,
+    KUBEFLOW_NAMESPACE,
+    KUBEFLOW_SERVICES,
+    NOTEBOOK_CONTROLLER_POD,
+    NOTEBOOK_PORT,
+    runtime_labels,
+)
 from components.kubeflow.objects import is_webhook_configuration, matches
+from components.kubeflow.teams import PROFILE_NAMESPACE_LABELS
 from components.network_policies import ALERTMANAGER_POD, DNS_POD, PROMETHEUS_POD
 from components.observability.adapter import PROMETHEUS_PORT
 from components.observability.network_policy import ALERTMANAGER_PORT, GRAFANA_POD
-from components.team.namespace import TEAM_LABEL
+from components.network_policies import TEAM_LABEL
 from components.tools.model.netpol import Endpoint, allowed
 from components.tools.model.workloads import pod_template
 
@@ -216,6 +230,13 @@ def problems(cluster: Cluster) -> list[str]:
         for server, port in [(s, PROMETHEUS_PORT) for s in prometheus] + [(s, ALERTMANAGER_PORT) for s in alertmanager]:
             if allowed(cluster.policies, outsider, server, port):
                 found.append(f"{outsider.what} can reach {server.what} on port {port}, which answers anyone")
+    for what, source, destination, port, protocol in team_paths(cluster):
+        judged = cluster.policies
+        if what == IN_CLUSTER_GATEWAY:
+            # Only the team's side: whether the gateway admits a namespace is `kubeflow.access`'s to say.
+            judged = [p for p in judged if p["metadata"].get("namespace") == source.namespace]
+        if not allowed(judged, source, destination, port, protocol):
+            found.append(f"{source.what} cannot reach {destination.what} on port {port} ({what})")
     found += [f"namespace {n} has no default deny: {why}" for n, why in open_namespaces(cluster)]
     return found
 
@@ -223,15 +244,67 @@ def problems(cluster: Cluster) -> list[str]:
 #: A port no allowance of the platform names, for the stand-in pods of `open_namespaces`.
 _UNNAMED_PORT = 31337
 
+#: Namespaces whose default deny isolates ingress only, each with its reason (docs/security.md says the same):
+#: upstream Kubeflow's policies there isolate ingress, and the pinned tree does not list every destination their
+#: pods call, so an egress deny could break a path nobody wrote down. Only these are excused, and only for egress.
+INGRESS_ONLY = {
+    "auth": "Dex calls the company's identity providers, which only the connectors' config names",
+    "istio-system": "the gateway sends requests wherever a VirtualService routes, in any namespace and on any port",
+    "kubeflow": "two dozen controllers and apps, several calling user-given addresses (pipeline sources, model URIs)",
+    "kubeflow-system": "the Trainer's and Spark's controllers, whose calls upstream does not list",
+    "oauth2-proxy": "it calls Dex through the gateway's public address, which only the deployment knows",
+}
+
 
 def open_namespaces(cluster: Cluster) -> Iterator[tuple[str, str]]:
     """Each namespace the stack creates in which a new pod that no allowance names (no labels of a known component)
     is not isolated both ways: it is reachable from a pod in another namespace, or reaches one, on a port nobody
-    opened. That is what a default deny means, whatever shape its policies take."""
+    opened. That is what a default deny means, whatever shape its policies take; the namespaces of `INGRESS_ONLY`
+    are held to ingress only."""
     for name, labels in sorted(cluster.namespace_labels.items()):
         stand_in = Endpoint(f"a new pod in {name}", str(next(cluster.hosts)), name, labels, {"eksml.io/stand-in": name})
         stranger = Endpoint("a pod elsewhere", str(next(cluster.hosts)), "stand-in-elsewhere", {}, {})
         if allowed(cluster.policies, stranger, stand_in, _UNNAMED_PORT):
             yield name, f"a pod in another namespace reaches a new pod there on port {_UNNAMED_PORT}"
-        elif allowed(cluster.policies, stand_in, stranger, _UNNAMED_PORT):
+        elif name not in INGRESS_ONLY and allowed(cluster.policies, stand_in, stranger, _UNNAMED_PORT):
             yield name, f"a new pod there reaches a pod in another namespace on port {_UNNAMED_PORT}"
+
+
+#: The label every Kubeflow Profile's namespace carries.
+PROFILE_LABEL = ("app.kubernetes.io/part-of", PROFILE_NAMESPACE_LABELS["app.kubernetes.io/part-of"])
+IN_CLUSTER_GATEWAY = "the gateway in the cluster"
+#: An address outside the VPC, for a team pod's HTTPS out (S3, STS, the API server's public endpoint).
+_INTERNET = "192.0.2.10"
+#: A port a team's workload serves metrics on, as Prometheus would scrape it.
+_METRICS_PORT = 9090
+
+
+def team_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, int, str]]:
+    """The paths a new pod of every team namespace needs (whichever part made the namespace: `TEAM_LABEL`): cluster
+    DNS, HTTPS out, Prometheus' scrapes in; in a Kubeflow Profile's namespace also the gateway and the notebook
+    culler in, and out to istiod, Kubeflow's services and the gateway."""
+    prometheus = cluster.matching(None, PROMETHEUS_POD)
+    outside = Endpoint("an address outside the VPC", _INTERNET)
+    for name, labels in sorted(cluster.namespace_labels.items()):
+        if TEAM_LABEL not in labels:
+            continue
+        what = f"a new pod in team namespace {name}"
+        pod = Endpoint(what, str(next(cluster.hosts)), name, labels, {"eksml.io/stand-in": name})
+        for server in cluster.matching("kube-system", DNS_POD):
+            yield "cluster DNS", pod, server, 53, "UDP"
+        yield "HTTPS out", pod, outside, 443, "TCP"
+        for source in prometheus:
+            yield "a scrape", source, pod, _METRICS_PORT, "TCP"
+        if labels.get(PROFILE_LABEL[0]) != PROFILE_LABEL[1]:
+            continue
+        for source in cluster.matching(ISTIO_NAMESPACE, GATEWAY_POD):
+            yield "a notebook through the gateway", source, pod, NOTEBOOK_PORT, "TCP"
+            yield IN_CLUSTER_GATEWAY, pod, source, GATEWAY_POD_HTTP_PORT, "TCP"
+        for source in cluster.matching(KUBEFLOW_NAMESPACE, NOTEBOOK_CONTROLLER_POD):
+            yield "the notebook culler", source, pod, NOTEBOOK_PORT, "TCP"
+        for server in cluster.matching(ISTIO_NAMESPACE, ISTIOD_POD):
+            yield "the sidecar's configuration", pod, server, ISTIOD_XDS_PORT, "TCP"
+        for service in KUBEFLOW_SERVICES:
+            for server in cluster.matching(KUBEFLOW_NAMESPACE, service.pods):
+                for port in service.ports:
+                    yield service.what, pod, server, port, "TCP"
