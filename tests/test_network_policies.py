@@ -9,9 +9,9 @@ import pytest
 from components import network_policies as netpol
 from components.certmanager import network_policy as certmanager_policies
 from components.kubeflow import access
-from components.observability.network_policy import monitoring_policies
 from components.kubeflow import teams as kubeflow_teams
 from components.network_policies import TEAM_LABEL
+from components.observability.network_policy import monitoring_policies
 from components.tools.model.netpol import Endpoint, allowed
 from components.tools.model.network import INGRESS_ONLY, Cluster, problems
 from components.tools.model.workloads import from_object
@@ -286,13 +286,17 @@ def test_a_kubeflow_teams_namespace_denies_by_default_and_opens_what_its_pods_ne
         ("allow-dns", "a new pod in team namespace vision cannot reach Deployment kube-system/coredns"),
         (
             "allow-istio-gateway",
-            "Deployment istio-system/istio-ingressgateway (test) cannot reach a new pod in team namespace vision on "
-            "port 8888 (a notebook through the gateway)",
+            (
+                "Deployment istio-system/istio-ingressgateway (test) cannot reach a new pod in team namespace vision on "
+                "port 8888 (a notebook through the gateway)"
+            ),
         ),
         (
             "allow-notebook-culler",
-            "Deployment kubeflow/notebook-controller (test) cannot reach a new pod in team namespace vision on port "
-            "8888 (the notebook culler)",
+            (
+                "Deployment kubeflow/notebook-controller (test) cannot reach a new pod in team namespace vision on port "
+                "8888 (the notebook culler)"
+            ),
         ),
         (
             "allow-istiod",
@@ -304,8 +308,10 @@ def test_a_kubeflow_teams_namespace_denies_by_default_and_opens_what_its_pods_ne
         ),
         (
             "allow-gateway-in-cluster",
-            "a new pod in team namespace vision cannot reach Deployment istio-system/istio-ingressgateway (test) on "
-            "port 8080 (the gateway in the cluster)",
+            (
+                "a new pod in team namespace vision cannot reach Deployment istio-system/istio-ingressgateway (test) on "
+                "port 8080 (the gateway in the cluster)"
+            ),
         ),
     ],
 )
@@ -334,5 +340,5 @@ def test_every_namespace_excused_from_egress_isolation_has_its_reason_in_the_sec
     from pathlib import Path
 
     page = (Path(__file__).parents[1] / "docs" / "security.md").read_text()
-    for namespace in INGRESS_ONLY:
-        assert f"`{namespace}`" in page and "ingress only" in page
+    for namespace, reason in INGRESS_ONLY.items():
+        assert f"| `{namespace}` | {reason} |" in page

@@ -31,10 +31,9 @@ from components.kubeflow.network_policy import (
 )
 from components.kubeflow.objects import is_webhook_configuration, matches
 from components.kubeflow.teams import PROFILE_NAMESPACE_LABELS
-from components.network_policies import ALERTMANAGER_POD, DNS_POD, PROMETHEUS_POD
+from components.network_policies import ALERTMANAGER_POD, DNS_POD, PROMETHEUS_POD, TEAM_LABEL
 from components.observability.adapter import PROMETHEUS_PORT
 from components.observability.network_policy import ALERTMANAGER_PORT, GRAFANA_POD
-from components.network_policies import TEAM_LABEL
 from components.tools.model.netpol import Endpoint, allowed
 from components.tools.model.workloads import pod_template
 
