@@ -287,15 +287,15 @@ def test_a_kubeflow_teams_namespace_denies_by_default_and_opens_what_its_pods_ne
         (
             "allow-istio-gateway",
             (
-                "Deployment istio-system/istio-ingressgateway (test) cannot reach a new pod in team namespace vision on "
-                "port 8888 (a notebook through the gateway)"
+                "Deployment istio-system/istio-ingressgateway (test) cannot reach a new pod in team namespace "
+                "vision on port 8888 (a notebook through the gateway)"
             ),
         ),
         (
             "allow-notebook-culler",
             (
-                "Deployment kubeflow/notebook-controller (test) cannot reach a new pod in team namespace vision on port "
-                "8888 (the notebook culler)"
+                "Deployment kubeflow/notebook-controller (test) cannot reach a new pod in team namespace vision "
+                "on port 8888 (the notebook culler)"
             ),
         ),
         (
@@ -309,8 +309,8 @@ def test_a_kubeflow_teams_namespace_denies_by_default_and_opens_what_its_pods_ne
         (
             "allow-gateway-in-cluster",
             (
-                "a new pod in team namespace vision cannot reach Deployment istio-system/istio-ingressgateway (test) on "
-                "port 8080 (the gateway in the cluster)"
+                "a new pod in team namespace vision cannot reach Deployment istio-system/istio-ingressgateway "
+                "(test) on port 8080 (the gateway in the cluster)"
             ),
         ),
     ],
