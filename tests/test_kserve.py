@@ -16,12 +16,16 @@ from pydantic import ValidationError
 
 from components import versions
 from components.cluster.capacity import KSERVE
-from components.kserve.values import CONTROLLER, CONTROLLER_LABELS, chart_values, controller_availability
+from components.kserve.network_policy import policies as kserve_policies
+from components.kserve.values import CONTROLLER, CONTROLLER_LABELS, NAMESPACE, chart_values, controller_availability
 from components.kubeflow import dashboard
 from components.kubeflow.config import KubeflowConfig
 from components.platform_config import parse_config
 from components.scheduling import SYSTEM_PLACEMENT
 from components.tools.model import helm as model_helm
+from components.tools.model.network import Cluster
+from components.tools.model.network import problems as network_problems
+from components.tools.model.workloads import from_object
 
 from .conftest import PROJECT, REFCHECK, REPO, stack_config
 
@@ -242,3 +246,37 @@ def test_prod_installs_both_releases_after_cert_manager_and_with_the_cluster(pro
     hpa = prod.one("kubernetes:autoscaling/v2:HorizontalPodAutoscaler", "kserve-controller-replicas")
     assert hpa.inputs["spec"]["minReplicas"] == 2
     assert prod.depends_on(hpa, controller)
+
+
+# --------------------------------------------------------------------------------------------------- network
+
+
+def kserve_cluster(drop: str | None = None) -> Cluster:
+    """The controller chart as rendered with the platform's values, its namespace, CoreDNS, and the namespace's
+    policies less `drop`."""
+    release = {"name": "kserve", "namespace": NAMESPACE, "chart": "kserve", "version": "v0.16.0"}
+    rendered = model_helm.render({**release, "values": chart_values(placement=SYSTEM_PLACEMENT)}, CHARTS, "1.35.0")
+    coredns = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "coredns", "namespace": "kube-system"},
+        "spec": {"template": {"metadata": {"labels": {"k8s-app": "kube-dns"}}, "spec": {"containers": []}}},
+    }
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    policies = [p for name, p in kserve_policies(NAMESPACE).items() if name != drop]
+    objects = [namespace, coredns, *rendered, *policies]
+    return Cluster(objects, [w for o in objects if (w := from_object("kserve", o)) is not None])
+
+
+@pytest.mark.subprocess
+@needs_charts
+def test_kserves_namespace_denies_by_default_and_the_api_server_reaches_its_webhooks():
+    assert network_problems(kserve_cluster()) == []
+    # the rendered chart has webhooks the API server must reach: without the allowance the model says so
+    assert any(
+        p.startswith("the API server (control plane ENI) cannot reach Deployment kserve/kserve-controller-manager")
+        for p in network_problems(kserve_cluster(drop="allow-webhooks"))
+    )
+    assert any(
+        p.startswith("namespace kserve has no default deny") for p in network_problems(kserve_cluster("deny-all"))
+    )

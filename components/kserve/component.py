@@ -9,6 +9,7 @@ import pulumi
 
 from components import helm, k8s_objects, versions
 from components.cluster.handle import ClusterHandle
+from components.kserve import network_policy
 from components.kserve.values import NAMESPACE, chart_values, controller_availability
 
 __all__ = ["NAMESPACE", "KServe", "KServeArgs"]
@@ -59,6 +60,9 @@ class KServe(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[crds, args.cert_manager]),
             ),
         )
+        in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
+        for key, manifest in network_policy.policies(NAMESPACE).items():
+            k8s_objects.create(f"{name}-netpol-{key}", manifest, in_namespace)
         suffixes = {"HorizontalPodAutoscaler": "replicas", "PodDisruptionBudget": "budget"}
         for manifest in controller_availability(NAMESPACE):
             k8s_objects.create(

@@ -1,0 +1,27 @@
+"""KServe's NetworkPolicies (pure): default deny, and the paths its controller uses.
+
+The controller calls only the Kubernetes API (443); the API server calls its webhooks (the chart's
+`webhook-server` container port, 9443, behind the `kserve-webhook-server-service` Service). In Standard mode it
+calls no model server, so nothing else is open.
+"""
+
+from __future__ import annotations
+
+from components import network_policies as netpol
+from components.network_policies import Manifest
+
+#: The controller's pods (the chart's `control-plane` label, kserve-resources v0.16.0 templates/deployment.yaml).
+CONTROLLER_POD = {"control-plane": "kserve-controller-manager"}
+#: The manager container's `webhook-server` port, called by the API server.
+WEBHOOK_PORT = 9443
+
+
+def policies(namespace: str) -> dict[str, Manifest]:
+    """Every policy of KServe's namespace, keyed by name."""
+    found = [
+        netpol.deny_all(namespace),
+        netpol.allow_dns(namespace),
+        netpol.allow_https_egress(namespace),  # the API server
+        netpol.allow_webhooks(namespace, [WEBHOOK_PORT], selects=CONTROLLER_POD),
+    ]
+    return {p["metadata"]["name"]: p for p in found}
