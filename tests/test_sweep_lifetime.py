@@ -184,7 +184,9 @@ class _DevInAws:
         self.eks, self.fsx = boto3.client("eks", region_name=REGION), world.clients.fsx
         ec2, vpc = self.ec2, world.vpc
         self.ids: dict[str, str] = {}
-        private = {f"network-private-{zone}": s for zone, s in zip(("us-west-2a", "us-west-2b"), world.subnets)}
+        private = {
+            f"network-private-{zone}": s for zone, s in zip(("us-west-2a", "us-west-2b"), world.subnets, strict=True)
+        }
         for index, subnet in enumerate(dev.of_type("aws:ec2/subnet:Subnet")):
             zone = subnet.inputs["availabilityZone"]
             self.ids[subnet.urn] = (

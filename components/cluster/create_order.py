@@ -9,14 +9,13 @@ adds levels to every destroy. `created_after` keeps the wait and leaves the edge
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Awaitable
+from typing import Any, cast
 
 import pulumi
 
-T = TypeVar("T")
 
-
-def created_after(value: pulumi.Input[T], *resources: pulumi.CustomResource) -> pulumi.Output[T]:
+def created_after(value: Any, *resources: pulumi.CustomResource) -> pulumi.Output[Any]:
     """`value`, resolved only once every one of `resources` exists (their IDs are known), with `value`'s own
     dependencies but none on `resources`: a resource that takes it as an input is registered, and so created, after
     them, and the engine records no edge to them, so its delete does not wait for theirs.
@@ -24,4 +23,4 @@ def created_after(value: pulumi.Input[T], *resources: pulumi.CustomResource) -> 
     Use it only where the order on destroy does not matter (what `resources` are goes with the cluster)."""
     out = pulumi.Output.from_input(value)
     gate = pulumi.Output.all(out, *(resource.id for resource in resources)).apply(lambda values: values[0])
-    return pulumi.Output(out.resources(), gate.future(), gate.is_known(), gate.is_secret())
+    return pulumi.Output(out.resources(), cast(Awaitable[Any], gate.future()), gate.is_known(), gate.is_secret())
