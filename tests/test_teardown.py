@@ -408,6 +408,17 @@ def test_prod_torn_down_on_purpose_the_up_releases_protection_and_retain_keeps_o
     # the same resources as before but the kept-volume class: the up creates nothing new in AWS
     gone = {r.urn for r in prod.resources} - {r.urn for r in released.resources}
     assert [prod.by_urn(u).name for u in gone] == ["storage-gp3-retain"]
+    # Prometheus' values move to the gp3 class; the claim it has keeps gp3-retain (a claim's class cannot change),
+    # and goes with the monitoring namespace, its volume then left to the sweep, which deletes it under destroy
+    # (docs/teardown.md, "Prometheus' claim when prod is torn down on purpose").
+    for inventory, class_name in ((prod, "gp3-retain"), (released, "gp3")):
+        prometheus = release(inventory, "kube-prometheus-stack")
+        spec = prometheus.inputs["values"]["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]
+        assert spec["spec"]["storageClassName"] == class_name
+        monitoring = next(n for n in inventory.of_type(NAMESPACE) if n.inputs["metadata"]["name"] == "monitoring")
+        assert prometheus.deleted_with == monitoring.urn
+    assert one(released, SWEEP, "cluster-sweep").inputs["statefulResources"] == "destroy"
+    assert "volume" in one(released, SWEEP, "cluster-sweep").inputs["kinds"]
     assert {r.urn for r in released.resources} <= {r.urn for r in prod.resources}
     retained = run_stack("prod", {"statefulResources": "retain"})
     kept = {r.type.split(":")[1].split("/")[0] for r in retained.resources if r.retain_on_delete}
