@@ -12,13 +12,13 @@ from components import k8s_objects
 from components.versions import ChartPin
 
 #: Charts whose uninstall must run while the cluster does (their release is never `deleted_with` the cluster):
-#: controllers that delete what they made in AWS, and a chart that holds data in an EBS volume.
+#: controllers that delete what they made in AWS. (A chart whose data lives in a claim goes with the namespace the
+#: stack deletes, which takes the claim: `deleted_with` that namespace.)
 OWN_DELETE_CHARTS = frozenset(
     {
         "karpenter",  # terminates the instances and instance profiles it launched, while NodePools go
         "aws-load-balancer-controller",  # deletes the load balancers of Ingresses and LoadBalancer Services
         "aws-fsx-csi-driver",  # deletes the file systems of fsx-lustre claims
-        "kube-prometheus-stack",  # Prometheus' claim: its EBS volume goes (or is released) with the release
     }
 )
 

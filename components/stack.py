@@ -169,16 +169,18 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
             IngressArgs(cluster=handle, tags=config.tags, waf=config.ingress.waf, shield=config.ingress.shield),
             part("ingress"),
         )
-    # Namespaces the stack creates are deleted while these still run, so what teams put in them (load balancers)
-    # is cleaned up in AWS.
-    cleanup = (ingress.controller,) if ingress is not None else ()
+    # Namespaces the stack creates are deleted while these still run, so what teams put in them (load balancers,
+    # claims of fsx-lustre volumes) is cleaned up in AWS. The EBS CSI driver, an add-on, outlives them all.
+    cleanup: tuple[pulumi.Resource, ...] = (ingress.controller,) if ingress is not None else ()
+    storage = Storage("storage", _storage_args(config, handle, fsx, cleanup), part("storage"))
+    if storage.fsx_driver is not None:
+        cleanup = (*cleanup, storage.fsx_driver)
     gpu = None
     if config.gpu_node_image is not None:
         gpu = GpuStack("gpu", _gpu_args(config, config.gpu_node_image, handle, cleanup), part("gpu"))
     devices = None
     if (devices_args := _devices_args(config, handle)) is not None:
         devices = NodeDevices("devices", devices_args, part("devices"))
-    storage = Storage("storage", _storage_args(config, handle, fsx, cleanup), part("storage"))
     observability = None
     if config.observability.enabled:
         observability = Observability(
@@ -234,8 +236,9 @@ def _file_system_args(config: PlatformConfig, network: Network) -> FsxFileSystem
         vpc_id=network.vpc_id,
         zone=config.fsx_zone,
         subnet_id=network.private_subnet_by_zone[config.fsx_zone],
-        # why: destroy then deletes it beside the cluster (see FsxFileSystemArgs.after), not in a level of its own.
-        after=network.private_route_tables,
+        # why: destroy then deletes it beside the system node group (see FsxFileSystemArgs.after), not in a level
+        # of its own.
+        after=network.egress,
     )
 
 

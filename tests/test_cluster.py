@@ -134,14 +134,30 @@ def test_system_nodes_require_imdsv2_and_encrypt_their_root_volume(dev):
     assert tagged["volume"]["stack"] == "dev"
 
 
-def test_nodes_join_only_after_networking_addons_and_node_policies(dev):
+def test_nodes_join_only_after_networking_addons_and_node_policies(dev, monkeypatch):
+    """The add-ons go with the cluster on destroy, so the node group waits for them on create only: no edge, which
+    would add their levels to every destroy (components.cluster.create_order)."""
+    from components.cluster import component
+    from tests.conftest import run_stack
+
     group = dev.one(NODE_GROUP)
     addons = {a.inputs["addonName"]: a for a in dev.of_type(ADDON)}
-    assert dev.depends_on(group, addons["vpc-cni"])
-    assert dev.depends_on(group, addons["kube-proxy"])
     for attachment in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
         if attachment.name.startswith("cluster-system-node-"):
             assert dev.depends_on(group, attachment)
+    assert not dev.depends_on(group, addons["vpc-cni"])
+    assert addons["vpc-cni"].deleted_with == addons["kube-proxy"].deleted_with == dev.one("eks:index:Cluster").urn
+    waits = []
+
+    def created_after(value, *resources):
+        waits.append(sorted(r._name for r in resources))
+        return real(value, *resources)
+
+    real = component.created_after
+    monkeypatch.setattr(component, "created_after", created_after)
+    ran = run_stack("dev")
+    assert ["cluster-kube-proxy", "cluster-vpc-cni"] in waits
+    assert ran.one(NODE_GROUP).inputs["clusterName"] == group.inputs["clusterName"]
 
 
 def test_deployment_addons_wait_for_the_system_nodes_and_are_destroyed_before_them(dev):

@@ -205,8 +205,14 @@ def test_controller_memory_is_guaranteed_so_it_is_not_evicted_under_node_pressur
 
 def test_controller_release_waits_for_everything_it_needs_so_destroy_removes_it_first(dev):
     controller = _controller(dev)
+    # Its CRDs go with the cluster (no delete call): it waits for them on create only (its cluster name value), so
+    # no edge adds a level to destroy; the pools and classes, whose CRDs they are, keep theirs.
+    crds = _crds(dev)
+    assert crds.deleted_with == dev.one("eks:index:Cluster").urn
+    assert not dev.depends_on(controller, crds)
+    assert controller.inputs["values"]["settings"]["clusterName"] == "eks-ml-platform-dev"
+    assert all(dev.depends_on(r, crds) for r in dev.of_type(NODE_POOL) + dev.of_type(NODE_CLASS))
     for needed in (
-        _crds(dev),
         dev.one("aws:iam/rolePolicy:RolePolicy", "karpenter-controller-controller"),
         dev.one("aws:iam/role:Role", "karpenter-controller-role"),
         dev.one("aws:sqs/queue:Queue"),
@@ -235,14 +241,21 @@ def _by_name(inventory, type_):
     return {r.inputs["metadata"]["name"]: r for r in inventory.of_type(type_)}
 
 
-def test_pools_and_classes_are_deleted_before_the_controller_and_pools_before_their_class(prod):
+def test_pools_and_classes_are_deleted_before_the_controller_and_in_one_level(prod):
+    """A pool waits for its class on create only: on destroy the class's finalizer waits for the pool's nodes
+    anyway (its delete timeout covers their drains), so the two go in one level."""
+    from components.tools.preview.destroy_estimate import estimate
+
     controller = _controller(prod)
     classes = _by_name(prod, NODE_CLASS)
+    level = {r.urn: i for i, batch in enumerate(estimate(prod).batches) for r in batch.resources}
     for name, node_pool in _by_name(prod, NODE_POOL).items():
+        node_class = classes[node_pool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"]]
         assert prod.depends_on(node_pool, controller), name
-        assert prod.depends_on(
-            node_pool, classes[node_pool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"]]
-        ), name
+        assert not prod.depends_on(node_pool, node_class), name
+        assert level[node_pool.urn] == level[node_class.urn], name
+        assert node_class.delete_timeout is not None
+        assert node_pool.delete_timeout is not None
     for node_class in classes.values():
         assert prod.depends_on(node_class, controller)
 

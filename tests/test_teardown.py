@@ -6,6 +6,8 @@ The engine deletes a resource before what it depends on (its provider included),
 
 from __future__ import annotations
 
+import dataclasses
+
 import boto3
 import pytest
 from moto import mock_aws
@@ -79,18 +81,78 @@ def test_the_network_sweep_runs_after_the_cluster_and_before_the_vpc(stack):
     assert network_sweep.inputs["kinds"] == ["network-interface", "security-group", "vpc-endpoint"]
 
 
+def unordered(inventory) -> list[str]:
+    """Each ordering of the teardown that must hold by an edge of the graph, with what breaks it: empty when all
+    hold. The engine deletes A before B when A depends on B (directly, or through what it depends on)."""
+    found = []
+
+    def before(first, then, why):
+        if not inventory.depends_on(first, then):
+            found.append(f"{first.name} ({first.type.rsplit(':', 1)[-1]}) before {then.name}: {why}")
+
+    # Namespaces the stack creates go, with what teams put in them, while what deletes its AWS side still runs:
+    # load balancers (the LB controller), EBS volumes (the EBS CSI driver), file systems of fsx-lustre claims (the
+    # FSx CSI driver).
+    cleaners = [release(inventory, "aws-load-balancer-controller"), addon(inventory, "aws-ebs-csi-driver")]
+    cleaners += [r for r in inventory.of_type(RELEASE) if r.inputs["name"] == "aws-fsx-csi-driver"]
+    for namespace in inventory.of_type(NAMESPACE):
+        for cleaner in cleaners:
+            before(namespace, cleaner, "what is put in it is cleaned up in AWS")
+    # Every node and what launches nodes goes before the NAT gateways, their addresses and the internet gateway:
+    # the nodes reach AWS (and drain) through them.
+    egress = [
+        *inventory.of_type("aws:ec2/natGateway:NatGateway"),
+        *inventory.of_type("aws:ec2/eip:Eip"),
+        *inventory.of_type("aws:ec2/internetGateway:InternetGateway"),
+    ]
+    for nodes in (*inventory.of_type("aws:eks/nodeGroup:NodeGroup"), release(inventory, "karpenter")):
+        for gateway in egress:
+            before(nodes, gateway, "the nodes keep their way out until they are gone")
+    # The FSx file system goes after every team namespace that mounts it (its pods stop first).
+    for file_system in inventory.of_type("aws:fsx/lustreFileSystem:LustreFileSystem"):
+        for namespace in inventory.of_type(NAMESPACE):
+            if namespace.inputs["metadata"]["name"].startswith("team-"):
+                before(namespace, file_system, "its pods mount the file system")
+    return found
+
+
 @pytest.mark.stack
-def test_namespaces_go_while_the_controllers_and_drivers_that_clean_up_after_their_contents_still_run(stack):
-    lb_controller = release(stack, "aws-load-balancer-controller")
-    ebs = addon(stack, "aws-ebs-csi-driver")
-    namespaces = stack.of_type(NAMESPACE)
-    assert {n.inputs["metadata"]["name"] for n in namespaces} >= {"gpu-operator", "monitoring", "team-a"}
-    for namespace in namespaces:
-        assert stack.depends_on(namespace, lb_controller), namespace.name
-        assert stack.depends_on(namespace, ebs), namespace.name
-    fsx_driver = release(stack, "aws-fsx-csi-driver")
-    for team in (n for n in namespaces if n.inputs["metadata"]["name"].startswith("team-")):
-        assert stack.depends_on(team, fsx_driver)
+def test_every_teardown_ordering_is_an_edge_of_the_recorded_graph(stack):
+    assert unordered(stack) == []
+    # what the orderings cover, so that the check above cannot pass empty
+    assert {n.inputs["metadata"]["name"] for n in stack.of_type(NAMESPACE)} >= {
+        "gpu-operator",
+        "monitoring",
+        "node-exporter",
+        "cert-manager",
+        "team-a",
+    }
+    assert release(stack, "aws-fsx-csi-driver")
+
+
+@pytest.mark.stack
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        (("kubernetes:core/v1:Namespace", "cert-manager-namespace"), (RELEASE, "storage-fsx-csi")),
+        (("kubernetes:core/v1:Namespace", "observability-node-exporter-namespace"), (RELEASE, "ingress")),
+        (("aws:ec2/natGateway:NatGateway", None), ("aws:ec2/internetGateway:InternetGateway", None)),
+        (("kubernetes:core/v1:Namespace", "storage-ns-team-a"), ("aws:fsx/lustreFileSystem:LustreFileSystem", None)),
+    ],
+)
+def test_a_missing_edge_is_caught(dev, first, then):
+    """The check above fails when one edge the program records is taken out of the graph."""
+    from components.tools.preview.inventory import Inventory
+
+    a, b = dev.one(*first), dev.one(*then)
+    assert b.urn in a.dependencies
+    seeded = [
+        dataclasses.replace(r, dependencies=tuple(d for d in r.dependencies if d != b.urn)) if r == a else r
+        for r in dev.resources
+    ]
+    missing = unordered(Inventory(seeded, dev.stack_outputs))
+    assert missing, (a.name, b.name)
+    assert all(f" before {b.name}:" in m for m in missing), missing
 
 
 @pytest.mark.stack
@@ -129,6 +191,20 @@ def test_the_nodes_join_with_egress_and_are_deleted_before_the_nat_routes(stack)
 
 
 @pytest.mark.stack
+def test_the_control_plane_does_not_wait_for_the_nat_gateways(stack):
+    """No edge orders the NAT gateways, their addresses or the internet gateway after the EKS cluster: the control
+    plane's interfaces in the subnets carry only its traffic with the nodes, and every node is gone (by the edges
+    above) before the cluster is deleted; such an edge would hold every `pulumi up` back until the NAT gateways
+    exist (about two minutes) and change nothing in destroy."""
+    cluster = stack.one("aws:eks/cluster:Cluster")
+    for gateway in (
+        *stack.of_type("aws:ec2/natGateway:NatGateway"),
+        stack.one("aws:ec2/internetGateway:InternetGateway"),
+    ):
+        assert not stack.depends_on(cluster, gateway), gateway.name
+
+
+@pytest.mark.stack
 def test_the_file_system_waits_for_its_servers_lustre_rules_and_nothing_of_the_cluster(stack):
     file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
     rules = [r for r in stack.resources if r.type.startswith("aws:vpc/securityGroup") and r.name.startswith("storage-")]
@@ -146,19 +222,22 @@ def test_the_file_system_waits_for_its_servers_lustre_rules_and_nothing_of_the_c
 
 
 @pytest.mark.stack
-def test_the_file_system_goes_in_the_clusters_level_of_the_engines_schedule(stack):
+def test_the_file_system_goes_in_the_system_node_groups_level_of_the_engines_schedule(stack):
     """The engine deletes a resource as late as its chain down to the network allows: the file system waits for the
-    private route tables so that its chain is the cluster's, and its minutes of delete hide the cluster's."""
+    private subnets' egress, as the system nodes do, so its chain is theirs and its minutes of delete run beside
+    the node group's, not in a level of their own."""
     from components.tools.preview.destroy_estimate import estimate
 
     file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
-    for table in (r for r in stack.of_type("aws:ec2/routeTable:RouteTable") if "private" in r.name):
-        assert stack.depends_on(file_system, table), table.name
+    for route in (
+        r for r in stack.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation") if "private" in r.name
+    ):
+        assert stack.depends_on(file_system, route), route.name
     # Made alongside the cluster: nothing the cluster makes is needed first, and the nodes do not wait for it.
     assert not stack.depends_on(file_system, stack.one("eks:index:Cluster"))
     assert not stack.depends_on(stack.one("aws:eks/nodeGroup:NodeGroup"), file_system)
     level = next(b for b in estimate(stack).batches if file_system in b.resources)
-    assert stack.one("aws:eks/cluster:Cluster") in level.resources
+    assert stack.one("aws:eks/nodeGroup:NodeGroup") in level.resources
 
 
 @pytest.mark.stack
@@ -171,15 +250,6 @@ def test_the_network_sweep_goes_before_the_subnets_its_interfaces_hold(stack):
 
 
 @pytest.mark.stack
-def test_kubeflows_namespaces_go_while_the_fsx_driver_runs(stack):
-    """Their teams' fsx-lustre claims go with them while the FSx CSI driver can still delete the file systems."""
-    fsx_driver = release(stack, "aws-fsx-csi-driver")
-    kubeflow = [n for n in stack.of_type(NAMESPACE) if n.name.startswith("kubeflow-")]
-    assert kubeflow
-    assert [n.name for n in kubeflow if not stack.depends_on(n, fsx_driver)] == []
-
-
-@pytest.mark.stack
 def test_only_what_owns_something_in_aws_or_holds_data_is_deleted_on_its_own(stack):
     """Everything else in the cluster goes with the EKS cluster, with no delete call of its own."""
     cluster = stack.one("eks:index:Cluster")
@@ -189,9 +259,10 @@ def test_only_what_owns_something_in_aws_or_holds_data_is_deleted_on_its_own(sta
     allowed = {"NodePool", "EC2NodeClass", "PersistentVolumeClaim", "PersistentVolume", "Namespace", "Profile"}
     assert own <= allowed | {"Release"}, own
     charts = {r.inputs["name"] for r in stack.of_type(RELEASE) if r.deleted_with is None}
-    assert charts == {"karpenter", "aws-load-balancer-controller", "aws-fsx-csi-driver", "kube-prometheus-stack"}
+    assert charts == {"karpenter", "aws-load-balancer-controller", "aws-fsx-csi-driver"}
     with_cluster = [r for r in in_cluster if r.deleted_with is not None]
-    # a claim on a static volume goes with its namespace, whose own delete removes it
+    # a claim on a static volume, and kube-prometheus-stack with Prometheus' claim, go with their namespace, whose
+    # own delete removes them
     assert {r.deleted_with for r in with_cluster} - {n.urn for n in stack.of_type(NAMESPACE)} == {cluster.urn}
     assert len(with_cluster) > 400
     for kind in ("NodePool", "EC2NodeClass", "Profile"):
@@ -221,9 +292,14 @@ def test_prometheus_keeps_its_volume_where_the_stack_keeps_data_and_deletes_it_w
             if r.inputs["metadata"]["name"] == class_name
         )
         assert storage_class.inputs["reclaimPolicy"] == reclaim
-        # the claim goes while the EBS CSI driver runs (it deletes or releases the volume)
-        assert inventory.depends_on(release(inventory, "kube-prometheus-stack"), storage_class)
-        assert inventory.depends_on(storage_class, addon(inventory, "aws-ebs-csi-driver"))
+        # the claim goes with its namespace (no uninstall of its own), while the EBS CSI driver runs (it deletes
+        # or releases the volume)
+        prometheus = release(inventory, "kube-prometheus-stack")
+        monitoring = next(n for n in inventory.of_type(NAMESPACE) if n.inputs["metadata"]["name"] == "monitoring")
+        assert prometheus.deleted_with == monitoring.urn
+        assert monitoring.deleted_with is None
+        assert inventory.depends_on(prometheus, storage_class)
+        assert inventory.depends_on(monitoring, addon(inventory, "aws-ebs-csi-driver"))
 
 
 def test_the_sweep_resource_never_asks_to_be_replaced_and_touches_nothing_until_deleted():
@@ -277,8 +353,10 @@ def test_the_sweep_resource_deletes_this_clusters_leftovers_when_destroyed():
 
 
 @pytest.mark.stack
-def test_a_teams_namespace_goes_with_its_claim_before_the_volume_and_the_file_system_it_mounts(stack):
-    """Deleting the claim first would wait on its pvc-protection finalizer for pods only the namespace removes."""
+def test_a_teams_namespace_goes_with_its_claim_beside_the_volume_and_before_the_file_system_it_mounts(stack):
+    """Deleting the claim first would wait on its pvc-protection finalizer for pods only the namespace removes; the
+    volume's own pv-protection finalizer holds its delete until the namespace has taken the claim, so the two need
+    no edge (one would cost destroy a level)."""
     team = next(r for r in stack.of_type(NAMESPACE) if r.inputs["metadata"]["name"] == "team-a")
     claim = next(
         r
@@ -286,9 +364,12 @@ def test_a_teams_namespace_goes_with_its_claim_before_the_volume_and_the_file_sy
         if r.inputs["metadata"]["namespace"] == "team-a"
     )
     volume = one(stack, "kubernetes:core/v1:PersistentVolume", "storage-pv-team-a")
+    file_system = stack.one("aws:fsx/lustreFileSystem:LustreFileSystem")
     assert claim.deleted_with == team.urn
-    assert stack.depends_on(team, volume)
-    assert stack.depends_on(volume, stack.one("aws:fsx/lustreFileSystem:LustreFileSystem"))
+    assert stack.depends_on(team, file_system)
+    assert stack.depends_on(volume, file_system)
+    assert not stack.depends_on(team, volume)
+    assert volume.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
 
 
 @pytest.mark.stack
@@ -327,6 +408,17 @@ def test_prod_torn_down_on_purpose_the_up_releases_protection_and_retain_keeps_o
     # the same resources as before but the kept-volume class: the up creates nothing new in AWS
     gone = {r.urn for r in prod.resources} - {r.urn for r in released.resources}
     assert [prod.by_urn(u).name for u in gone] == ["storage-gp3-retain"]
+    # Prometheus' values move to the gp3 class; the claim it has keeps gp3-retain (a claim's class cannot change),
+    # and goes with the monitoring namespace, its volume then left to the sweep, which deletes it under destroy
+    # (docs/teardown.md, "Prometheus' claim when prod is torn down on purpose").
+    for inventory, class_name in ((prod, "gp3-retain"), (released, "gp3")):
+        prometheus = release(inventory, "kube-prometheus-stack")
+        spec = prometheus.inputs["values"]["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]
+        assert spec["spec"]["storageClassName"] == class_name
+        monitoring = next(n for n in inventory.of_type(NAMESPACE) if n.inputs["metadata"]["name"] == "monitoring")
+        assert prometheus.deleted_with == monitoring.urn
+    assert one(released, SWEEP, "cluster-sweep").inputs["statefulResources"] == "destroy"
+    assert "volume" in one(released, SWEEP, "cluster-sweep").inputs["kinds"]
     assert {r.urn for r in released.resources} <= {r.urn for r in prod.resources}
     retained = run_stack("prod", {"statefulResources": "retain"})
     kept = {r.type.split(":")[1].split("/")[0] for r in retained.resources if r.retain_on_delete}

@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 from components import versions
 from components.cluster.addons import AddonSite, networking_addons, node_health_addon, workload_addons
 from components.cluster.config import ClusterConfig, EndpointAccess
+from components.cluster.create_order import created_after
 from components.cluster.handle import MUTABLE_DATA, ClusterHandle
 from components.config.types import StatefulResources
 from components.identity.documents import same_principal
@@ -331,7 +332,7 @@ def _system_node_group(
     cluster_name: pulumi.Output[str],
     partition: pulumi.Output[str],
     *,
-    networking: Sequence[pulumi.Resource],
+    networking: Sequence[pulumi.CustomResource],
     network_sweep: pulumi.Resource,
     parent: pulumi.Resource,
 ) -> aws.eks.NodeGroup:
@@ -346,7 +347,9 @@ def _system_node_group(
     launch_template = _system_launch_template(name, args, parent)
     return aws.eks.NodeGroup(
         f"{name}-system",
-        cluster_name=cluster_name,
+        # Nodes come up with networking only once the vpc-cni and kube-proxy add-ons exist; those go with the
+        # cluster on destroy, so the wait is for create only (an edge would add their levels to every destroy).
+        cluster_name=created_after(cluster_name, *networking),
         node_role_arn=node_role.arn,
         subnet_ids=args.private_subnet_ids,
         capacity_type="ON_DEMAND",
@@ -367,9 +370,9 @@ def _system_node_group(
         ),
         opts=pulumi.ResourceOptions(
             parent=parent,
-            # why: nodes join only with networking in place and the node policies attached; on destroy the
-            # group goes before them.
-            depends_on=[*networking, *node_policies, *args.network_ready, network_sweep],
+            # why: nodes join only with egress and the node policies attached; on destroy the group goes before
+            # them.
+            depends_on=[*node_policies, *args.network_ready, network_sweep],
         ),
     )
 

@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from components import helm, k8s_objects, versions
 from components.cluster import capacity as system_capacity
+from components.cluster.create_order import created_after
 from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
 from components.identity.irsa import node_role
@@ -215,7 +216,9 @@ class Karpenter(pulumi.ComponentResource):
             versions.KARPENTER,
             namespace=NAMESPACE,
             values=controller_values(
-                cluster_name=cluster.name,
+                # The CRDs go with the cluster on destroy (the karpenter-crd release makes no delete call), so the
+                # controller waits for them on create only: an edge would add a level to every destroy.
+                cluster_name=created_after(cluster.name, crds),
                 cluster_endpoint=cluster.endpoint,
                 queue_name=self.queue.name,
                 role_arn=role.arn,
@@ -227,13 +230,13 @@ class Karpenter(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 k8s_opts,
                 pulumi.ResourceOptions(
-                    # why: the controller needs its CRDs, nodes it
-                    # may join, interruption events, and system nodes to run on; destroy removes it before all.
-                    depends_on=[crds, access_entry, *node_policies, policy, *targets, *cluster.system_ready],
+                    # why: the controller needs nodes it may join, interruption events, and system nodes to run
+                    # on; destroy removes it before all.
+                    depends_on=[access_entry, *node_policies, policy, *targets, *cluster.system_ready],
                 ),
             ),
         )
-        self._node_classes_and_pools(name, args, k8s_opts)
+        self._node_classes_and_pools(name, args, k8s_opts, crds)
         self.node_role_arn = self.node_role.arn
         self.queue_name = self.queue.name
         for path, message in args.config.warnings():
@@ -247,7 +250,9 @@ class Karpenter(pulumi.ComponentResource):
             }
         )
 
-    def _node_classes_and_pools(self, name: str, args: KarpenterArgs, k8s_opts: pulumi.ResourceOptions) -> None:
+    def _node_classes_and_pools(
+        self, name: str, args: KarpenterArgs, k8s_opts: pulumi.ResourceOptions, crds: pulumi.Resource
+    ) -> None:
         cluster, config = args.cluster, args.config
         # Karpenter nodes join the EKS cluster security group (found by the discovery tag), so they and the system
         # nodes reach each other and the control plane.
@@ -262,7 +267,7 @@ class Karpenter(pulumi.ComponentResource):
         # it still runs, so it can drain and terminate the instances it launched.
         # Their deletes are what makes Karpenter clean up in AWS: never left to go with the cluster.
         after_controller = k8s_objects.own_delete(
-            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.controller]))
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.controller, crds]))
         )
         context = pulumi.Output.all(cluster.name, self.node_role.name)
         self.node_classes = {}
@@ -302,13 +307,14 @@ class Karpenter(pulumi.ComponentResource):
                 api_version=rendered["apiVersion"],
                 kind=rendered["kind"],
                 metadata=rendered["metadata"],
-                spec=rendered["spec"],
+                # The pool names its class only by string, so it is created once the class exists. On destroy the
+                # two go in one level: the class's finalizer waits for the pool's nodes anyway (see above), and
+                # Karpenter launches nothing for a class being deleted.
+                spec=created_after(rendered["spec"], self.node_classes[pool.node_class]),
                 opts=pulumi.ResourceOptions.merge(
                     after_controller,
-                    # why: the pool names its class only by string; it must go first on destroy.
+                    # Deleting the pool drains and terminates its nodes, each bounded by the grace period.
                     pulumi.ResourceOptions(
-                        depends_on=[self.node_classes[pool.node_class]],
-                        # Deleting the pool drains and terminates its nodes, each bounded by the grace period.
                         custom_timeouts=pulumi.CustomTimeouts(delete=delete_timeout([pool.termination_grace_period])),
                     ),
                 ),

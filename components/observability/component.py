@@ -260,7 +260,10 @@ class Observability(pulumi.ComponentResource):
                 # why: Grafana reads the Secret, Prometheus' volume needs the class, node-exporter goes into its
                 # namespace, all of it runs on the system nodes; destroy removes the release before each of them.
                 pulumi.ResourceOptions(
-                    depends_on=[secret, args.storage_class, node_exporter_namespace, *cluster.system_ready]
+                    depends_on=[secret, args.storage_class, node_exporter_namespace, *cluster.system_ready],
+                    # Nothing of it is in AWS but Prometheus' claim, which lives in the namespace: the namespace's
+                    # delete takes the claim (its class decides the volume) and the rest, so no uninstall of its own.
+                    deleted_with=namespace,
                 ),
             ),
         )

@@ -140,9 +140,14 @@ class Storage(pulumi.ComponentResource):
             )
         # Only dynamic provisioning needs AWS access: file systems for claims, tagged for this cluster.
         controller_role = lustre.csi_role(name, cluster, parent=self) if fsx.storage_class else None
-        # With the file system, not with storageClass: see lustre.sweep.
+        # With the file system, not with storageClass: see lustre.sweep. After the system nodes and the add-ons
+        # the cluster's own sweep follows too, so destroy runs the two sweeps in one level.
         claims_sweep = lustre.sweep(
-            name, cluster, args.stateful_resources, after=[group, *made.server_rules, *rules], parent=self
+            name,
+            cluster,
+            args.stateful_resources,
+            after=[group, *made.server_rules, *rules, *cluster.system_ready, cluster.ebs_csi_driver],
+            parent=self,
         )
         driver = self.fsx_driver = lustre.csi_driver(name, cluster, controller_role, [claims_sweep], k8s_opts)
         if fsx.storage_class:

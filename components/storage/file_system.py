@@ -36,10 +36,10 @@ class FsxFileSystemArgs:
     #: The private subnet of that AZ (`Network.private_subnet_by_zone[zone]`).
     subnet_id: pulumi.Input[str]
     #: What the file system waits for, and so outlives on destroy, besides its servers' rules. Default: none. The
-    #: stack passes the private route tables (`Network.private_route_tables`): the engine deletes a resource as late
-    #: as its longest chain down to the network allows, and this chain (route table, NAT gateway, subnet, VPC) is as
-    #: long as the EKS cluster's, so the file system (minutes to delete) goes in the cluster's level instead of a
-    #: level of its own; the routes are ready long before the cluster, so create waits for nothing that matters.
+    #: stack passes the private subnets' egress (`Network.egress`: NAT gateways, route associations), as the system
+    #: node group has: the engine deletes a resource as late as its longest chain down to the network allows, so the
+    #: file system (minutes to delete) then goes in the node group's level instead of a level of its own; the routes
+    #: are ready long before the cluster, so create waits for nothing that matters.
     after: Sequence[pulumi.Resource] = ()
 
 

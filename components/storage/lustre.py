@@ -329,9 +329,10 @@ def team_volume(
             capacity_gib=config.storage_capacity_gib,
         )
     )
-    # Order, for destroy: the namespace goes first (its pods stop, and its claim goes with it: deleting the
-    # claim first would wait on its pvc-protection finalizer for pods that only the namespace removes), then
-    # the volume (no longer bound), then the file system nobody mounts any more.
+    # Order, for destroy: the namespace goes before the file system (its pods stop, and its claim goes with it:
+    # deleting the claim first would wait on its pvc-protection finalizer for pods that only the namespace removes).
+    # The volume goes in the namespace's level: its pv-protection finalizer holds its delete until the claim is
+    # gone, and deleting it touches nothing in AWS (reclaim policy Retain).
     volume = k8s_objects.create(
         f"{name}-pv-{namespace}",
         {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name}, "spec": rendered[0]["spec"]},
@@ -346,10 +347,10 @@ def team_volume(
             "metadata": {"name": namespace, "labels": {**TEAM_POD_SECURITY, netpol.TEAM_LABEL: namespace}},
         },
         # why: whatever teams put here (claims, load balancers) is deleted with the namespace, while the
-        # drivers and controllers that delete its AWS side still run, and before the volume it mounts.
+        # drivers and controllers that delete its AWS side still run, and before the file system it mounts.
         pulumi.ResourceOptions.merge(
             k8s_opts,
-            pulumi.ResourceOptions(depends_on=[driver, volume, cluster.ebs_csi_driver, *cleanup_controllers]),
+            pulumi.ResourceOptions(depends_on=[driver, file_system, cluster.ebs_csi_driver, *cleanup_controllers]),
         ),
     )
     k8s_objects.create(
