@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# checkov, the security scan's scanner, in a virtualenv of its own: its pins conflict with the package's
+SCAN_VENV := .venv-scan
 STACK ?= dev
 WORKERS ?= 2
 
@@ -17,9 +19,15 @@ $(VENV)/.installed: pyproject.toml
 preview: $(VENV)/.installed kubeflow-fetch
 	$(PY) -m components.preview --stack $(STACK) --out build/preview/$(STACK)
 
+$(SCAN_VENV)/.installed: tests/checkov-requirements.txt
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip install --quiet -r tests/checkov-requirements.txt
+	touch $@
+
 ## The whole suite, spread over WORKERS processes (pytest-xdist; WORKERS=auto: one per core). A test module stays
-## on one process (--dist loadscope), so its module fixtures are computed once.
-test: $(VENV)/.installed
+## on one process (--dist loadscope), so its module fixtures are computed once. The security scan's checkov is
+## installed into .venv-scan first.
+test: $(VENV)/.installed $(SCAN_VENV)/.installed
 	$(PY) -m pytest -n $(WORKERS) --dist loadscope
 
 ## The pure tests, the loop to run while editing: all but those marked `slow` (stack previews, processes,
@@ -63,4 +71,4 @@ config-reference: $(VENV)/.installed
 	$(PY) -m components.tools.config_reference --write docs/configuration.md
 
 clean:
-	rm -rf build $(VENV)
+	rm -rf build $(VENV) $(SCAN_VENV)

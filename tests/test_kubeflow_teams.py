@@ -53,6 +53,16 @@ def test_the_namespace_names_its_owner_and_carries_the_profile_labels_from_the_s
     assert namespace["metadata"]["labels"]["istio-injection"] == "enabled"
 
 
+def test_a_team_namespace_enforces_baseline_and_warns_and_audits_restricted():
+    (namespace,) = by_kind(teams.manifests(VISION, SHARE), "Namespace")
+    levels = {k: v for k, v in namespace["metadata"]["labels"].items() if k.startswith("pod-security.kubernetes.io/")}
+    assert levels == {
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted",
+    }
+
+
 def test_the_profile_caps_gpus_and_annotates_the_service_account_only(schemas):
     (profile,) = by_kind(teams.manifests(VISION, SHARE), "Profile")
     jsonschema.validate(profile, schemas[("kubeflow.org/v1", "Profile")])

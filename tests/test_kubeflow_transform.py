@@ -216,3 +216,29 @@ def test_istios_validation_webhook_is_owned_as_istiod_leaves_it_and_intercepts_n
     assert len(istio_objects) > 10
     relations = Relations(cleaned)
     assert [key(o) for o in istio_objects if relations.intercepts(validator(cleaned), o)] == []
+
+
+def test_the_pods_that_never_call_the_api_get_no_service_account_token(upstream):
+    from components.kubeflow import tokens
+
+    changed = tokens.without_api_tokens(upstream)
+    mounts = {
+        (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): pod_template(o)["spec"].get(
+            "automountServiceAccountToken"
+        )
+        for o in changed
+        if pod_template(o) is not None
+    }
+    # every listed workload exists upstream (a rename would silently give it its token back) and mounts none now
+    assert {mounts[workload] for workload in tokens.NO_API_ACCESS} == {False}
+    # upstream mounts them, and nothing else is touched
+    assert all(
+        pod_template(o)["spec"].get("automountServiceAccountToken") is None
+        for o in upstream
+        if (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) in tokens.NO_API_ACCESS
+    )
+    assert sum(value is False for value in mounts.values()) == len(tokens.NO_API_ACCESS) + sum(
+        pod_template(o)["spec"].get("automountServiceAccountToken") is False
+        for o in upstream
+        if pod_template(o) is not None
+    )

@@ -104,9 +104,14 @@ def operator_values(
         values["mig"] = {"strategy": options.mig_strategy}
         values["migManager"]["config"] = {"default": options.mig_default_profile}
     if options.node_feature_discovery:
+        # The chart's containers already drop every capability, run non-root (master, gc) and forbid privilege
+        # escalation; it only lacks a seccomp profile (its podSecurityContext values are empty), which `restricted`
+        # asks of master and gc. The worker reads the host's /sys and /proc through hostPath volumes, so it stays in
+        # a privileged namespace, but needs no syscall the runtime's profile blocks.
+        seccomp = {"podSecurityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}
         values["node-feature-discovery"] = {
-            "master": {**controllers},
-            "gc": {**controllers},
-            "worker": {"tolerations": tolerations},
+            "master": {**controllers, **seccomp},
+            "gc": {**controllers, **seccomp},
+            "worker": {"tolerations": tolerations, **seccomp},
         }
     return values

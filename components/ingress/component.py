@@ -50,6 +50,10 @@ def controller_values(
         "podDisruptionBudget": {"maxUnavailable": 1},
         # The chart sets none; the system node sizing counts these (cluster.capacity.LB_CONTROLLER).
         "resources": system_capacity.LB_CONTROLLER.values(),
+        # What `restricted` asks beyond the chart's defaults (non-root, no privilege escalation, read-only root):
+        # no capabilities and the runtime's seccomp profile. Helm merges these into the chart's maps.
+        "podSecurityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "securityContext": {"capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}},
         **placement.values(),
         # Load balancers are made by the controller, not Pulumi: the provider's default tags do not reach them.
         "defaultTags": dict(tags),

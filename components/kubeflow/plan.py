@@ -10,7 +10,18 @@ from components.scheduling import DEFAULT_GPU_SCHEDULER, Taint
 
 from . import access as access_
 from . import credentials as credentials_
-from . import dashboard, gpu_scheduling, network_policy, notebooks, pipelines, rbac, resilience, staging, transform
+from . import (
+    dashboard,
+    gpu_scheduling,
+    network_policy,
+    notebooks,
+    pipelines,
+    rbac,
+    resilience,
+    staging,
+    tokens,
+    transform,
+)
 from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
@@ -79,6 +90,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     parts = [item.part for item in items]
     objects = [item.manifest for item in items]
     objects = transform.cleanup(objects)
+    objects = tokens.without_api_tokens(objects)
     objects = transform.stable_names(objects)
     if settings.pipelines_store is not None:
         kept = [not pipelines.left_out(obj) for obj in objects]

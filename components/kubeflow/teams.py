@@ -13,6 +13,7 @@ from typing import Any
 
 from components import network_policies as netpol
 from components.identity.team_policy import team_s3_policy
+from components.pod_security import TEAM_POD_SECURITY
 from components.scheduling import GPU_RESOURCE
 from components.storage.render import fsx_volume
 
@@ -29,14 +30,15 @@ GPU_QUOTA_KEY = f"requests.{GPU_RESOURCE}"
 OWNER_ANNOTATION = "owner"
 KFP_TOKEN_AUDIENCE = "pipelines.kubeflow.org"
 #: The labels the profile controller gives a team namespace (the dashboard's namespace-labels.yaml, plus Istio
-#: sidecar injection). Set from the start, so pods created before the controller reconciles the Profile get
+#: sidecar injection, and the warn and audit levels every team namespace carries). Set from the start, so pods
+#: created before the controller reconciles the Profile get
 #: their sidecar and the webhooks that select on them; the controller never overwrites a label already set.
 PROFILE_NAMESPACE_LABELS = {
     "app.kubernetes.io/part-of": "kubeflow-profile",
     "istio-injection": "enabled",
     "katib.kubeflow.org/metrics-collector-injection": "enabled",
     "pipelines.kubeflow.org/enabled": "true",
-    "pod-security.kubernetes.io/enforce": "baseline",
+    **TEAM_POD_SECURITY,
     "serving.kubeflow.org/inferenceservice": "enabled",
 }
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
