@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
 from pydantic.alias_generators import to_camel
 
 from .access import ClusterTokenSpec
@@ -125,6 +125,16 @@ class ClusterTokens(_Model):
         description="namespaces whose pods may call the gateway in the cluster, besides the teams' (its "
         "NetworkPolicies admit them)",
     )
+
+    @field_validator("audiences")
+    @classmethod
+    def _no_foreign_audience(cls, audiences: tuple[str, ...]) -> tuple[str, ...]:
+        for audience in audiences:
+            if audience in REFUSED_AUDIENCES:
+                raise ValueError(f"{audience!r} is {REFUSED_AUDIENCES[audience]}; name an audience of your own")
+            if not audience.strip():
+                raise ValueError("an audience must not be empty")
+        return audiences
 
     def spec(self) -> ClusterTokenSpec:
         return ClusterTokenSpec(audiences=self.audiences, namespaces=self.namespaces)

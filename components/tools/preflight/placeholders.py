@@ -60,7 +60,7 @@ def placeholders(config: PlatformConfig) -> list[Placeholder]:
     if kubeflow.enabled and kubeflow.admin_email and _example_email(kubeflow.admin_email):
         found.append(
             Placeholder(
-                "kubeflow.adminEmail", kubeflow.admin_email, "an example domain (RFC 2606): Dex's one user is nobody's"
+                "kubeflow.adminEmail", kubeflow.admin_email, "an example domain (RFC 2606): Dex's admin user is nobody's"
             )
         )
     for key, connector in sorted(kubeflow.auth.connectors.items()) if kubeflow.enabled else ():
