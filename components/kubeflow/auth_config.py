@@ -17,41 +17,31 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
 from pydantic.alias_generators import to_camel
+
+from components.config.validation import matches
 
 from .access import ClusterTokenSpec
 from .auth import OidcConnector, SignIn, StaticUser, is_dex_user
 
 
-def _pattern(regex: str, what: str) -> AfterValidator:
-    compiled = re.compile(regex)
-
-    def check(value: str) -> str:
-        if not compiled.fullmatch(value):
-            raise ValueError(f"expected {what}, got {value!r}")
-        return value
-
-    return AfterValidator(check)
-
-
-Email = Annotated[StrictStr, _pattern(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address like 'lead@example.org'")]
-Name = Annotated[StrictStr, _pattern(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")]
-HttpsUrl = Annotated[StrictStr, _pattern(r"https://[^\s/]+(/\S*)?", "an https:// URL")]
+Email = Annotated[StrictStr, matches(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address like 'lead@example.org'")]
+Name = Annotated[StrictStr, matches(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")]
+HttpsUrl = Annotated[StrictStr, matches(r"https://[^\s/]+(/\S*)?", "an https:// URL")]
 Domain = Annotated[
-    StrictStr, _pattern(r"([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}", "a lowercase email domain like 'corp.example'")
+    StrictStr, matches(r"([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}", "a lowercase email domain like 'corp.example'")
 ]
 ConfigKey = Annotated[
     StrictStr,
-    _pattern(r"[A-Za-z][A-Za-z0-9_-]*", "the name of a key of this project's config, like 'kubeflowOidcClientSecret'"),
+    matches(r"[A-Za-z][A-Za-z0-9_-]*", "the name of a key of this project's config, like 'kubeflowOidcClientSecret'"),
 ]
 RedirectUri = Annotated[
     StrictStr,
-    _pattern(
+    matches(
         r"(https://[^\s/]+|http://localhost(:\d+)?)/\S*/callback",
         "an https:// URL (or http://localhost:<port>) ending in /callback",
     ),
@@ -98,7 +88,7 @@ class AuthConfig(_Model):
     """Sign-in besides the admin: connectors to the company's identity provider, static users for dev, and admins."""
 
     connectors: dict[Name, OidcConnectorConfig] = Field(
-        default={}, description="Dex OIDC connectors keyed by their id (shown in Dex's callback state)"
+        default={}, description="Dex OIDC connectors keyed by Dex's connector `id`"
     )
     static_users: dict[Name, Email] = Field(
         default={},
