@@ -164,14 +164,15 @@ def test_the_client_secret_comes_from_the_config_key_it_names_set_as_a_secret():
     assert secret_problems(config, raw, ["eks-ml-platform:kubeflowOidcClientSecret"]) == []
     (plain,) = secret_problems(config, raw, [])
     assert plain.path == "kubeflow.auth.connectors.corp.clientSecretKey"
-    assert "set in plain text" in plain.message and "pulumi config set --secret kubeflowOidcClientSecret" in plain.message
+    assert "set in plain text" in plain.message
+    assert "pulumi config set --secret kubeflowOidcClientSecret" in plain.message
     (missing,) = secret_problems(config, raw_stack(), [])
     assert "which is not set" in missing.message
 
 
 def test_a_secret_key_may_not_name_a_platform_setting():
     raw = raw_stack(auth={"connectors": {"corp": {**CORP, "clientSecretKey": "owner"}}})
-    with pytest.raises(ConfigError, match="kubeflow.auth.connectors.corp.clientSecretKey: names 'owner'"):
+    with pytest.raises(ConfigError, match=r"kubeflow\.auth\.connectors\.corp\.clientSecretKey: names 'owner'"):
         parse_config(raw, project="eks-ml-platform", stack="dev")
 
 
@@ -194,7 +195,7 @@ def test_the_shipped_stacks_sign_in_through_a_connector_whose_placeholders_are_r
     from components.tools.stack_files import load_stack
 
     for stack in ("dev", "prod"):
-        config, raw, _ = load_stack(Path(__file__).resolve().parents[1], stack)
+        config, _, _ = load_stack(Path(__file__).resolve().parents[1], stack)
         assert config.kubeflow.auth.connectors, stack
         keys = {p.key for p in placeholders(config)}
         assert {
@@ -242,7 +243,8 @@ def test_dex_renders_the_connector_with_only_documented_keys_and_no_secret_in_th
     (connector,) = config["connectors"]
     assert set(connector) <= DEX_CONNECTOR_KEYS
     assert set(connector["config"]) <= DEX_OIDC_KEYS
-    assert connector["type"] == "oidc" and connector["id"] == "corp"
+    assert connector["type"] == "oidc"
+    assert connector["id"] == "corp"
     assert connector["config"]["issuer"] == CORP["issuer"]
     assert connector["config"]["clientID"] == CORP["clientId"]
     # Dex expands `$VAR` in connector configs from its environment (DEX_EXPAND_ENV unset: on): the value lives in
@@ -274,7 +276,9 @@ def test_kfam_and_the_dashboard_know_the_admins(objects):
     assert find(objects, "ConfigMap", "kubeflow", "profiles-config")["data"]["ADMIN"] == "platform@corp.io,head@corp.io"
     kfam = next(
         c
-        for c in find(objects, "Deployment", "kubeflow", "profiles-deployment")["spec"]["template"]["spec"]["containers"]
+        for c in find(objects, "Deployment", "kubeflow", "profiles-deployment")["spec"]["template"]["spec"][
+            "containers"
+        ]
         if c["name"] == "access-management"
     )
     assert kfam["command"][kfam["command"].index("-cluster-admin") + 1] == "$(ADMIN)"
@@ -295,7 +299,11 @@ def test_contributors_get_kfams_binding_and_authorization_policy(objects):
     name = "user-bo-corp-io-clusterrole-edit"  # KFAM's getBindingName for User bo@corp.io, ClusterRole edit
     binding = find(objects, "RoleBinding", "vision", name)
     assert binding["metadata"]["annotations"] == {"user": "bo@corp.io", "role": "edit"}
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubeflow-edit"}
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "kubeflow-edit",
+    }
     assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bo@corp.io"}]
     policy = find(objects, "AuthorizationPolicy", "vision", name)
     assert policy["metadata"]["annotations"] == {"user": "bo@corp.io", "role": "edit"}
@@ -309,7 +317,8 @@ def test_contributors_get_kfams_binding_and_authorization_policy(objects):
     viewer = find(objects, "RoleBinding", "speech", "user-di-corp-io-clusterrole-view")
     assert viewer["roleRef"]["name"] == "kubeflow-view"
     # kubeflow-edit and kubeflow-view are the ClusterRoles the rendered tree defines.
-    assert find(objects, "ClusterRole", "", "kubeflow-edit") and find(objects, "ClusterRole", "", "kubeflow-view")
+    assert find(objects, "ClusterRole", "", "kubeflow-edit")
+    assert find(objects, "ClusterRole", "", "kubeflow-view")
 
 
 @needs_tree
@@ -335,9 +344,13 @@ def test_teams_and_named_namespaces_reach_the_gateway_in_the_cluster_and_others_
 
     def reaches(namespace: str) -> bool:
         source = Source({NAME_LABEL: namespace}, {"app": "caller"})
-        return network_policy.admits(policies, namespace=gateway.namespace, pod_labels=gateway.selector, port=port, source=source)
+        return network_policy.admits(
+            policies, namespace=gateway.namespace, pod_labels=gateway.selector, port=port, source=source
+        )
 
-    assert reaches("vision") and reaches("speech") and reaches("ci")
+    assert reaches("vision")
+    assert reaches("speech")
+    assert reaches("ci")
     assert not reaches("default")
 
 
@@ -360,7 +373,8 @@ def test_a_contributor_of_one_team_signs_in_and_is_bound_in_that_team_only(objec
     (connector,) = dex_config(objects)["connectors"]
     cfg = find(objects, "ConfigMap", "oauth2-proxy", "oauth2-proxy")["data"]["oauth2_proxy.cfg"]
     admitted = re.findall(r'"([^"]+)"', next(line for line in cfg.splitlines() if line.startswith("email_domains")))
-    assert connector["id"] == "corp" and email.rpartition("@")[2] in admitted
+    assert connector["id"] == "corp"
+    assert email.rpartition("@")[2] in admitted
     # 2. The gateway turns Dex's token into the kubeflow-userid header (the email claim).
     dex_jwt = find(objects, "RequestAuthentication", "istio-system", "dex-jwt")
     assert {"header": "kubeflow-userid", "claim": "email"} in dex_jwt["spec"]["jwtRules"][0]["outputClaimToHeaders"]

@@ -259,7 +259,11 @@ def test_teams_whose_s3_prefixes_overlap_are_refused_naming_the_inner_one():
 
 
 # With a host, the connector of the stack files has its callback (https://<host>/dex/callback).
-ALB = {"mode": "alb", "certificateArn": "arn:aws:acm:us-west-2:123456789012:certificate/0f1e2d3c-aaaa", "host": "kf.corp.io"}
+ALB = {
+    "mode": "alb",
+    "certificateArn": "arn:aws:acm:us-west-2:123456789012:certificate/0f1e2d3c-aaaa",
+    "host": "kf.corp.io",
+}
 
 
 def load_balancer_allowance(inventory):
@@ -404,8 +408,8 @@ def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_t
 
 @pytest.mark.stack
 def test_the_connectors_secret_and_static_users_passwords_reach_dex_only_as_secrets():
-    from components.tools.preview import mocks
     from components.stack import program
+    from components.tools.preview import mocks
 
     section = kubeflow_section()
     section["auth"] = {**section["auth"], "staticUsers": {"tester": "tester@example.org"}}

@@ -281,7 +281,9 @@ def contributor_manifests(namespace: str, contributor: Contributor) -> list[Mani
 
 
 def contributors(namespace: str, members: Iterable[Contributor]) -> list[Manifest]:
-    return [obj for member in sorted(members, key=lambda m: m.email) for obj in contributor_manifests(namespace, member)]
+    return [
+        obj for member in sorted(members, key=lambda m: m.email) for obj in contributor_manifests(namespace, member)
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ Dex's CRDs

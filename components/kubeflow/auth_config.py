@@ -1,18 +1,18 @@
 """The `kubeflow.auth` section and `kubeflow.access.clusterTokens`: who signs in and how machines call the gateway.
 
-    eks-ml-platform:kubeflow:
-      auth:
-        connectors:
-          corp:                                 # Dex's connector id
-            name: Corp SSO
-            issuer: https://login.corp.example/oauth2/default
-            clientId: 0oa1b2c3d4
-            clientSecretKey: kubeflowCorpClientSecret   # pulumi config set --secret kubeflowCorpClientSecret ...
-            emailDomains: [corp.example]
-        staticUsers: {alice: alice@corp.example}        # dev: passwords generated, in the kubeflowUserPasswords output
-        admins: [head-of-ml@corp.example]
-      access:
-        clusterTokens: {audiences: [pipelines.kubeflow.org], namespaces: [ci]}
+eks-ml-platform:kubeflow:
+  auth:
+    connectors:
+      corp:                                 # Dex's connector id
+        name: Corp SSO
+        issuer: https://login.corp.example/oauth2/default
+        clientId: 0oa1b2c3d4
+        clientSecretKey: kubeflowCorpClientSecret   # pulumi config set --secret kubeflowCorpClientSecret ...
+        emailDomains: [corp.example]
+    staticUsers: {alice: alice@corp.example}        # dev: passwords generated, in the kubeflowUserPasswords output
+    admins: [head-of-ml@corp.example]
+  access:
+    clusterTokens: {audiences: [pipelines.kubeflow.org], namespaces: [ci]}
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from components.config.validation import matches
 from .access import ClusterTokenSpec
 from .auth import OidcConnector, SignIn, StaticUser, is_dex_user
 
-
 Email = Annotated[StrictStr, matches(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address like 'lead@example.org'")]
-Name = Annotated[StrictStr, matches(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")]
+Name = Annotated[
+    StrictStr, matches(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")
+]
 HttpsUrl = Annotated[StrictStr, matches(r"https://[^\s/]+(/\S*)?", "an https:// URL")]
 Domain = Annotated[
     StrictStr, matches(r"([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}", "a lowercase email domain like 'corp.example'")
@@ -163,7 +164,9 @@ def sign_in(auth: AuthConfig, access: Any) -> SignIn:
     )
 
 
-def sign_in_problems(admin_email: str, auth: AuthConfig, access: Any, teams: Mapping[str, Any]) -> list[tuple[str, str]]:
+def sign_in_problems(
+    admin_email: str, auth: AuthConfig, access: Any, teams: Mapping[str, Any]
+) -> list[tuple[str, str]]:
     """(key, problem) for everyone named who could not sign in, and for connectors without a callback."""
     problems: list[tuple[str, str]] = []
     for key, connector in sorted(auth.connectors.items()):
@@ -171,8 +174,10 @@ def sign_in_problems(admin_email: str, auth: AuthConfig, access: Any, teams: Map
             problems.append(
                 (
                     f"auth.connectors.{key}.redirectUri",
-                    "is required with an ALB without access.host: the address browsers reach the dashboard at, "
-                    "followed by /dex/callback",
+                    (
+                        "is required with an ALB without access.host: the address browsers reach the dashboard at, "
+                        "followed by /dex/callback"
+                    ),
                 )
             )
     emails = {admin_email.lower(): "adminEmail"}

@@ -36,10 +36,10 @@ from components.scheduling import Taint
 
 from . import entries
 from .access import Alb
+from .auth import Contributor
 from .auth_config import AuthConfig, ClusterTokens, Role, sign_in, sign_in_problems
 from .credentials import Admin
 from .plan import Settings
-from .auth import Contributor
 from .teams import FsxShare, Team
 
 
