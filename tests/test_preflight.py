@@ -360,7 +360,10 @@ def test_the_command_line_exits_1_on_a_failure_and_prints_json(clients, monkeypa
     assert cli.main(["--stack", "prod", "--project-dir", str(REPO), "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert document["stack"] == "prod"
-    assert document["summary"]["FAIL"] == 13
+    # The checks of run_preflight, and the connector's client secret the shipped stack file does not set.
+    assert document["summary"]["FAIL"] == 14
+    names = [c["name"] for c in document["checks"] if c["status"] == "FAIL"]
+    assert "secret/kubeflowOidcClientSecret" in names
 
 
 def test_the_command_line_exits_2_on_an_invalid_stack(tmp_path, capsys):
