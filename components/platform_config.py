@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import Field, StrictStr, ValidationError, model_validator
+from pydantic.alias_generators import to_snake
 
 from components import versions
 from components.cluster import capacity as system_capacity
@@ -461,6 +462,42 @@ _SUPPLIED = {
 }
 
 
+def named_secret_keys(values: Mapping[str, Any]) -> dict[str, str]:
+    """Project config keys the stack's config names as secrets (a Kubeflow connector's `clientSecretKey`), with the
+    key path naming each; read from the raw values, so they are known even when the rest fails to validate."""
+    kubeflow = values.get("kubeflow")
+    auth = kubeflow.get("auth") if isinstance(kubeflow, Mapping) else None
+    connectors = auth.get("connectors") if isinstance(auth, Mapping) else None
+    named: dict[str, str] = {}
+    for name, connector in sorted(connectors.items()) if isinstance(connectors, Mapping) else ():
+        key = connector.get("clientSecretKey") if isinstance(connector, Mapping) else None
+        if isinstance(key, str) and key:
+            named.setdefault(key, f"kubeflow.auth.connectors.{name}.clientSecretKey")
+    return named
+
+
+def secret_problems(config: PlatformConfig, raw: Mapping[str, Any], secret_keys: Collection[str]) -> list[ConfigIssue]:
+    """Each secret the config names that the stack does not hold, or holds in plain text."""
+    issues = []
+    for name, connector in sorted(config.kubeflow.auth.connectors.items()):
+        key = connector.client_secret_key
+        full_key = f"{PROJECT_NAMESPACE}:{key}"
+        path = f"kubeflow.auth.connectors.{name}.clientSecretKey"
+        if full_key not in raw:
+            issues.append(
+                ConfigIssue(path=path, message=f"names {key}, which is not set: `pulumi config set --secret {key} ...`")
+            )
+        elif full_key not in secret_keys:
+            issues.append(
+                ConfigIssue(
+                    path=path,
+                    message=f"names {key}, which is set in plain text: set it again with `pulumi config set --secret "
+                    f"{key} ...`",
+                )
+            )
+    return issues
+
+
 def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> PlatformConfig:
     """Turn a stack's raw config (`namespace:key` -> value) into a `PlatformConfig`, or raise `ConfigError`."""
     issues: list[ConfigIssue] = []
@@ -488,6 +525,12 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
             issues.append(
                 ConfigIssue(path=full_key, message=f"is not read by this program (its keys are {PROJECT_NAMESPACE}:*)")
             )
+
+    for key, path in sorted(named_secret_keys(values).items()):
+        if key in PlatformConfig.model_fields or to_snake(key) in PlatformConfig.model_fields:
+            issues.append(ConfigIssue(path=path, message=f"names {key!r}, a setting of the platform, not a secret"))
+        else:
+            values.pop(key, None)  # read by the program as a secret, never parsed into the models
 
     region = aws.get("region")
     if region is None or region == "":

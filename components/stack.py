@@ -6,6 +6,7 @@ what would be deployed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,7 +33,7 @@ from components.kubeflow.staging import Staged
 from components.network.component import Network, NetworkArgs
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
-from components.platform_config import PlatformConfig, parse_config
+from components.platform_config import PROJECT_NAMESPACE, PlatformConfig, parse_config, secret_problems
 from components.scheduling import CSI_STARTUP_TAINTS, GPU_TAINT, Taint
 from components.storage.component import Storage, StorageArgs
 from components.storage.file_system import FsxFileSystem, FsxFileSystemArgs
@@ -142,7 +143,19 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
     return planned_objects(kubeflow, facts)
 
 
-def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ()) -> Platform:
+def connector_secrets(config: PlatformConfig, raw: dict[str, Any]) -> dict[str, pulumi.Output[str]]:
+    """The client secret of each Kubeflow connector, from the stack's config (`secret_problems` found none)."""
+    return {
+        name: pulumi.Output.secret(str(raw[f"{PROJECT_NAMESPACE}:{connector.client_secret_key}"]))
+        for name, connector in sorted(config.kubeflow.auth.connectors.items())
+    }
+
+
+def build_platform(
+    config: PlatformConfig,
+    kubeflow_plan: Sequence[Staged] = (),
+    kubeflow_connector_secrets: dict[str, pulumi.Output[str]] | None = None,
+) -> Platform:
     """Every part of the stack in the order of creation (Kubeflow's objects from `kubeflow_objects`, when it is on).
     Which parts exist is the config's decision; what each part is given, its `_<part>_args` below."""
     provider = aws.Provider(
@@ -200,6 +213,8 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
         kubeflow_args = _kubeflow_args(
             config, kubeflow_plan, handle, network, karpenter, storage, cert_manager, cleanup
         )
+        if kubeflow_connector_secrets:
+            kubeflow_args = dataclasses.replace(kubeflow_args, connector_secrets=dict(kubeflow_connector_secrets))
         kubeflow = Kubeflow("kubeflow", kubeflow_args, part("kubeflow"))
     kserve = None
     if config.kserve:  # new: no 0.1 name to alias
@@ -389,6 +404,8 @@ def export_outputs(platform: Platform) -> None:
         pulumi.export("grafanaAdminPassword", platform.observability.grafana_admin_password)
     if platform.kubeflow is not None:
         pulumi.export("kubeflowAdminPassword", platform.kubeflow.admin_password)
+        if platform.kubeflow.user_passwords:
+            pulumi.export("kubeflowUserPasswords", platform.kubeflow.user_passwords)
         pulumi.export("kubeflowTeamRoles", platform.kubeflow.team_roles)
     pulumi.export("kubeconfig", pulumi.Output.secret(platform.cluster.eks_cluster.kubeconfig_json))
     export_team_contract(platform)
@@ -436,6 +453,10 @@ def program() -> None:
     """The whole stack. A config error ends the run with the list of problems, never a traceback."""
     try:
         config = load_config()
+        raw = raw_config()
+        secret_keys = [key for key in raw if pulumi.runtime.is_config_secret(key)]
+        if problems := secret_problems(config, raw, secret_keys):
+            raise ConfigError(problems)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
     if (warning := config.system_capacity.warning()) is not None:
@@ -446,4 +467,4 @@ def program() -> None:
             kubeflow_plan = kubeflow_objects(config)
         except (TreeError, RenderError, ValueError) as error:
             raise pulumi.RunError(f"kubeflow: {error}") from None
-    export_outputs(build_platform(config, kubeflow_plan))
+    export_outputs(build_platform(config, kubeflow_plan, connector_secrets(config, raw)))

@@ -57,8 +57,15 @@ def offline_preview() -> SimpleNamespace:
     """The names the tests' shared helpers take from the offline preview and the stack program, imported here only."""
     from components.stack import program
     from components.tools.preview import mocks, read_stack_config, run_preview
+    from components.tools.stack_files import with_unset_secrets
 
-    return SimpleNamespace(mocks=mocks, read_stack_config=read_stack_config, run_preview=run_preview, program=program)
+    return SimpleNamespace(
+        mocks=mocks,
+        read_stack_config=read_stack_config,
+        run_preview=run_preview,
+        program=program,
+        with_unset_secrets=with_unset_secrets,
+    )
 
 
 # ----------------------------------------------------------------------------------------------------- markers
@@ -211,10 +218,17 @@ def run_stack(
 ) -> Inventory:
     """Run the real stack program under mocks with a stack file's config, changed as given; `account` describes
     the AWS account (`caller_arn`, `existing_clusters`, as `mocks.run` takes them)."""
-    config = stack_config(stack, overrides, drop)
+    # A client secret the config names is set as the stack file would leave it: unset, so the preview's stand-in.
+    config, secret_keys = offline_preview().with_unset_secrets(stack_config(stack, overrides, drop), [])
     preview = offline_preview()
     return preview.mocks.run(
-        preview.program, project=PROJECT, stack=stack, region=config["aws:region"], config=config, **account
+        preview.program,
+        project=PROJECT,
+        stack=stack,
+        region=config["aws:region"],
+        config=config,
+        secret_keys=secret_keys,
+        **account,
     )
 
 

@@ -14,7 +14,15 @@ from components.kubeflow.config import KubeflowConfig, selected_entries, setting
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 CERTIFICATE = "arn:aws:acm:us-west-2:123456789012:certificate/0f1e2d3c-aaaa-bbbb-cccc-0123456789ab"
-MINIMAL = {"enabled": True, "adminEmail": "platform@example.org"}
+#: The company's identity provider: everyone at example.org signs in through it.
+CORP = {
+    "name": "Corp SSO",
+    "issuer": "https://login.example.org/oauth2/default",
+    "clientId": "kubeflow",
+    "clientSecretKey": "kubeflowOidcClientSecret",
+    "emailDomains": ["example.org"],
+}
+MINIMAL = {"enabled": True, "adminEmail": "platform@example.org", "auth": {"connectors": {"corp": CORP}}}
 
 
 def parse(**changes) -> KubeflowConfig:
@@ -77,6 +85,7 @@ def test_an_alb_needs_its_certificate_and_port_forward_takes_no_alb_keys():
             "certificateArn": CERTIFICATE,
             "scheme": "internet-facing",
             "allowedCidrs": ["203.0.113.0/24"],
+            "host": "kubeflow.example.org",
         }
     )
     alb = settings(config, storage_class="gp3", gpu_node_pools=(), gpu_scheduler=None, tags={"stack": "dev"}).access

@@ -334,7 +334,7 @@ def test_an_exemption_for_a_policy_without_the_scheduler_rule_is_an_error(policy
 # ------------------------------------------------------------------------------------------------ access
 
 
-def test_the_alb_serves_https_only_with_the_certificate_and_tags():
+def test_the_alb_serves_https_with_the_certificate_and_tags_and_port_80_only_redirects():
     alb = access.Alb(
         "arn:aws:acm:us-west-2:123456789012:certificate/abc",
         scheme="internet-facing",
@@ -343,7 +343,10 @@ def test_the_alb_serves_https_only_with_the_certificate_and_tags():
     )
     ingress = access.ingress(alb, {"project": "ml", "stack": "dev"})
     annotations = ingress["metadata"]["annotations"]
-    assert json.loads(annotations["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTPS": 443}]
+    # The controller's ssl-redirect gives each HTTP listener a single default action: redirect to this HTTPS port
+    # (aws-load-balancer-controller v2.x docs, guide/tasks/ssl_redirect); the port must be one it listens on.
+    assert json.loads(annotations["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTP": 80}, {"HTTPS": 443}]
+    assert annotations["alb.ingress.kubernetes.io/ssl-redirect"] == "443"
     assert annotations["alb.ingress.kubernetes.io/certificate-arn"] == alb.certificate_arn
     assert annotations["alb.ingress.kubernetes.io/scheme"] == "internet-facing"
     assert annotations["alb.ingress.kubernetes.io/tags"] == "project=ml,stack=dev"

@@ -258,7 +258,12 @@ def test_teams_whose_s3_prefixes_overlap_are_refused_naming_the_inner_one():
     parse_config(stack_config("dev", {"kubeflow": section}), project=PROJECT, stack="dev")
 
 
-ALB = {"mode": "alb", "certificateArn": "arn:aws:acm:us-west-2:123456789012:certificate/0f1e2d3c-aaaa"}
+# With a host, the connector of the stack files has its callback (https://<host>/dex/callback).
+ALB = {
+    "mode": "alb",
+    "certificateArn": "arn:aws:acm:us-west-2:123456789012:certificate/0f1e2d3c-aaaa",
+    "host": "kf.corp.io",
+}
 
 
 def load_balancer_allowance(inventory):
@@ -379,6 +384,14 @@ def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_t
     (rule,) = authentication.inputs["spec"]["jwtRules"]
     assert rule["issuer"] == "https://" + inventory.stack_outputs["oidcIssuer"]
     assert rule["outputClaimToHeaders"][0] == {"claim": "sub", "header": "kubeflow-userid"}
+    assert rule["audiences"] == ["pipelines.kubeflow.org"]  # not any token of the cluster (IRSA's included)
+    (in_cluster,) = [
+        o
+        for o in objects
+        if o.inputs.get("kind") == "NetworkPolicy" and o.inputs["metadata"]["name"] == "allow-in-cluster-clients"
+    ]
+    (peer,) = in_cluster.inputs["spec"]["ingress"][0]["from"]
+    assert peer["namespaceSelector"]["matchExpressions"][0]["values"] == ["ml-research"]  # the team's pipelines
     (parameters,) = [
         o
         for o in objects
@@ -391,6 +404,35 @@ def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_t
         for o in kubeflow_objects(run_stack("dev"))
         if o.inputs.get("kind") == "RequestAuthentication" and o.inputs["metadata"]["name"] == "m2m-token-issuer"
     ]
+
+
+@pytest.mark.stack
+def test_the_connectors_secret_and_static_users_passwords_reach_dex_only_as_secrets():
+    from components.stack import program
+    from components.tools.preview import mocks
+
+    section = kubeflow_section()
+    section["auth"] = {**section["auth"], "staticUsers": {"tester": "tester@example.org"}}
+    secret_key = f"{PROJECT}:kubeflowOidcClientSecret"
+    config = {**stack_config("dev", {"kubeflow": section}), secret_key: "from-the-idp"}
+    inventory = mocks.run(
+        program, project=PROJECT, stack="dev", region="us-west-2", config=config, secret_keys=[secret_key]
+    )
+    assert inventory.stack_outputs["kubeflowUserPasswords"] == "[secret]"
+    (passwords,) = [
+        o
+        for o in kubeflow_objects(inventory)
+        if o.inputs.get("kind") == "Secret" and o.inputs["metadata"]["name"] == "dex-passwords"
+    ]
+    assert passwords.inputs["stringData"] == {
+        "DEX_USER_PASSWORD": "[secret]",
+        "DEX_STATIC_USER_TESTER_PASSWORD": "[secret]",
+        "DEX_CONNECTOR_CORP_CLIENT_SECRET": "[secret]",
+    }
+    assert "from-the-idp" not in json.dumps([r.inputs for r in inventory.resources])
+    # Set in plain text, it stops `pulumi up` before anything is created, naming the key.
+    with pytest.raises(pulumi.RunError, match=r"kubeflow\.auth\.connectors\.corp\.clientSecretKey: .*plain text"):
+        mocks.run(program, project=PROJECT, stack="dev", region="us-west-2", config=config)
 
 
 @pytest.mark.stack

@@ -75,7 +75,8 @@ def test_the_root_user_warns():
 
 
 def real_values(stack: str):
-    """A shipped stack with its placeholders (documentation CIDR, example.org e-mails) replaced by real values."""
+    """A shipped stack with its placeholders (documentation CIDR, example.org e-mails, the connector's example issuer,
+    client and domain) replaced by real values."""
     from components.platform_config import parse_config
     from tests.preflight_world import PROJECT, read_stack_config
 
@@ -83,7 +84,9 @@ def real_values(stack: str):
     real = {
         key: (value if isinstance(value, str) else json.dumps(value))
         .replace("203.0.113.0/24", "8.8.4.0/24")
-        .replace("@example.org", "@corp.test")
+        .replace("example.org", "corp.test")
+        .replace("login.example.com", "login.corp.test")
+        .replace("replace-with-your-client-id", "0oa1b2c3")
         for key, value in raw.items()
     }
     return parse_config(real, project=PROJECT, stack=stack)
@@ -94,6 +97,9 @@ def test_placeholders_fail_and_real_values_pass():
     assert names == [
         "placeholder/cluster.endpoint.publicCidrs",
         "placeholder/kubeflow.adminEmail",
+        "placeholder/kubeflow.auth.connectors.corp.issuer",
+        "placeholder/kubeflow.auth.connectors.corp.clientId",
+        "placeholder/kubeflow.auth.connectors.corp.emailDomains",
         "placeholder/kubeflow.teams.ml-research.owner",
     ]
     assert placeholder_checks(real_values("dev")) == []
@@ -281,6 +287,9 @@ def test_the_prod_stack_on_a_new_account_fails_on_gpu_quotas_and_the_spot_role(p
     statuses = {r.name: r.status for r in prod_results}
     assert {name for name, status in statuses.items() if status is Status.FAIL} == {
         "placeholder/kubeflow.adminEmail",
+        "placeholder/kubeflow.auth.connectors.corp.issuer",
+        "placeholder/kubeflow.auth.connectors.corp.clientId",
+        "placeholder/kubeflow.auth.connectors.corp.emailDomains",
         "placeholder/kubeflow.teams.research.owner",
         # with 0 vCPUs of G and P quota, no GPU pool can launch anything
         "nodepool/inference-a10g-on-demand",
@@ -335,10 +344,10 @@ def test_the_report_renders_as_a_table_markdown_and_json(prod_results):
     results = prod_results
     table = render_table(results, title="Preflight of stack 'prod'")
     assert "FAIL  spot-service-linked-role" in table
-    assert table.rstrip().endswith(f"{sum(r.status is Status.PASS for r in results)} PASS, 3 WARN, 10 FAIL, 0 ERROR")
+    assert table.rstrip().endswith(f"{sum(r.status is Status.PASS for r in results)} PASS, 3 WARN, 13 FAIL, 0 ERROR")
     assert render_markdown(results).splitlines()[0] == "| status | check | evidence | fix |"
     document = json.loads(render_json(results, stack="prod", region="us-west-2"))
-    assert document["summary"]["FAIL"] == 10
+    assert document["summary"]["FAIL"] == 13
     assert {"name", "status", "evidence", "fix"} == set(document["checks"][0])
 
 
@@ -351,7 +360,10 @@ def test_the_command_line_exits_1_on_a_failure_and_prints_json(clients, monkeypa
     assert cli.main(["--stack", "prod", "--project-dir", str(REPO), "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
     assert document["stack"] == "prod"
-    assert document["summary"]["FAIL"] == 10
+    # The checks of run_preflight, and the connector's client secret the shipped stack file does not set.
+    assert document["summary"]["FAIL"] == 14
+    names = [c["name"] for c in document["checks"] if c["status"] == "FAIL"]
+    assert "secret/kubeflowOidcClientSecret" in names
 
 
 def test_the_command_line_exits_2_on_an_invalid_stack(tmp_path, capsys):

@@ -50,7 +50,10 @@ def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
     annotations = {
         "alb.ingress.kubernetes.io/scheme": alb.scheme,
         "alb.ingress.kubernetes.io/target-type": "ip",
-        "alb.ingress.kubernetes.io/listen-ports": json.dumps([{"HTTPS": 443}]),
+        # Port 80 only answers with a redirect to 443 (the controller's ssl-redirect: the HTTP listener's one default
+        # action; kubernetes-sigs.github.io/aws-load-balancer-controller/v2.x guide/tasks/ssl_redirect).
+        "alb.ingress.kubernetes.io/listen-ports": json.dumps([{"HTTP": 80}, {"HTTPS": 443}]),
+        "alb.ingress.kubernetes.io/ssl-redirect": "443",
         "alb.ingress.kubernetes.io/certificate-arn": alb.certificate_arn,
         "alb.ingress.kubernetes.io/ssl-policy": SSL_POLICY,
         "alb.ingress.kubernetes.io/healthcheck-port": GATEWAY_HEALTH[0],
@@ -143,15 +146,62 @@ OIDC_ISSUER_PLACEHOLDER = "<<kubeflow-input:oidc-issuer>>"
 CLUSTER_TOKEN_AUTHENTICATION = ("RequestAuthentication", "istio-system", "m2m-token-issuer")
 
 
-def cluster_token_issuer(objects: list[Manifest]) -> list[Manifest]:
-    """Point the gateway's check of service-account tokens at this cluster's issuer (upstream leaves a template)."""
+ALLOW_IN_CLUSTER = "allow-in-cluster-clients"
+
+
+@dataclass(frozen=True)
+class ClusterTokenSpec:
+    """Which service-account tokens the gateway accepts, and which namespaces' pods may reach it in the cluster."""
+
+    audiences: tuple[str, ...] = ("pipelines.kubeflow.org",)
+    namespaces: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.audiences:
+            raise ValueError("cluster tokens need at least one audience: without one, any cluster token is accepted")
+
+
+def cluster_token_issuer(objects: list[Manifest], spec: ClusterTokenSpec | None = None) -> list[Manifest]:
+    """Point the gateway's check of service-account tokens at this cluster's issuer (upstream leaves a template),
+    accepting only the given audiences (upstream sets none, so an IRSA token would pass)."""
+    spec = spec or ClusterTokenSpec()
 
     def change(obj: Manifest) -> Manifest:
         (rule,) = obj["spec"]["jwtRules"]
         rule["issuer"] = OIDC_ISSUER_PLACEHOLDER
+        rule["audiences"] = list(spec.audiences)
         return obj
 
     return replace(objects, {CLUSTER_TOKEN_AUTHENTICATION: change})
+
+
+def in_cluster_allowance(exposed: Exposed, namespaces: Iterable[str]) -> Manifest:
+    """A policy admitting pods of the given namespaces to the gateway's pods on its HTTP port: upstream's policies
+    admit only the gateway's own namespace, so a pipeline calling the gateway by its Service would be dropped."""
+    names = sorted(set(namespaces))
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": ALLOW_IN_CLUSTER, "namespace": exposed.namespace},
+        "spec": {
+            "podSelector": {"matchLabels": dict(exposed.selector)},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {
+                                "matchExpressions": [
+                                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": names}
+                                ]
+                            }
+                        }
+                    ],
+                    "ports": [{"port": exposed.ports[0], "protocol": "TCP"}],
+                }
+            ],
+        },
+    }
 
 
 def cookies(objects: list[Manifest], *, secure: bool) -> list[Manifest]:

@@ -3,7 +3,8 @@ object by object under one stage component per stage, with generated credentials
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from components.identity.documents import to_json
 from components.identity.irsa import IrsaRole
 from components.kubeflow import fetch, pipelines, plan, render
 from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
+from components.kubeflow.auth import connector_secret_placeholder, static_user_placeholder
 from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
 from components.kubeflow.register import register
@@ -80,6 +82,9 @@ class KubeflowArgs:
     #: Where Kubeflow's pods run (Karpenter's untainted NodePools): its workloads wait for them, and go before them
     #: on destroy, so its controllers still run while team namespaces and their finalizers are cleared. Default: none.
     node_pools: tuple[pulumi.Resource, ...] = ()
+    #: The client secret of each of `config.auth.connectors`, by connector id (the stack reads them from its config
+    #: as secrets). Default: none (then the config must have no connector).
+    connector_secrets: Mapping[str, pulumi.Input[str]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.objects:
@@ -90,6 +95,8 @@ class Kubeflow(pulumi.ComponentResource):
     """Kubeflow 26.03.1: every object its own resource, ordered object to object across eight stages."""
 
     admin_password: pulumi.Output[str]
+    #: The generated password of each of `config.auth.staticUsers`, by username (secret).
+    user_passwords: dict[str, pulumi.Output[str]]
     team_roles: dict[str, pulumi.Output[str]]
     #: With `pipelines.artifacts: s3`, the ARNs of the Pipelines API server's and UI's roles ("server", "ui").
     pipelines_roles: dict[str, pulumi.Output[str]]
@@ -97,8 +104,27 @@ class Kubeflow(pulumi.ComponentResource):
     def __init__(self, name: str, args: KubeflowArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:kubeflow:Kubeflow", name, None, opts)
         config, cluster = args.config, args.cluster
+        missing = sorted(set(config.auth.connectors) - set(args.connector_secrets))
+        if missing:
+            raise ValueError(f"KubeflowArgs.connector_secrets lacks the client secret of: {', '.join(missing)}")
         secrets, admin = self._credentials(name)
         self.admin_password = pulumi.Output.secret(admin.result)
+        users = {
+            user: random.RandomPassword(
+                f"{name}-user-{user}-password", length=24, special=False, opts=pulumi.ResourceOptions(parent=self)
+            )
+            for user in sorted(config.auth.static_users)
+        }
+        self.user_passwords = {user: pulumi.Output.secret(p.result) for user, p in users.items()}
+        sign_in_values: dict[str, pulumi.Input[Any]] = {
+            static_user_placeholder(user): pulumi.Output.secret(p.bcrypt_hash) for user, p in users.items()
+        }
+        sign_in_values.update(
+            {
+                connector_secret_placeholder(key): pulumi.Output.secret(value)
+                for key, value in args.connector_secrets.items()
+            }
+        )
         self.team_roles = {team: self._team_role(name, team, args).arn for team in sorted(config.teams)}
         self.pipelines_roles = self._pipelines_roles(name, args)
         stages = {
@@ -117,7 +143,7 @@ class Kubeflow(pulumi.ComponentResource):
             cluster=cluster.eks_cluster,
             secrets=secrets,
             role_arns=self.team_roles,
-            inputs={**self._inputs(args), **self._pipelines_inputs(args)},
+            inputs={**self._inputs(args), **self._pipelines_inputs(args), **sign_in_values},
             # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them.
             depends_on=list(cluster.system_ready),
             depends_on_by_kind={
@@ -142,7 +168,12 @@ class Kubeflow(pulumi.ComponentResource):
             depends_on_by_group={group: [args.cert_manager] for group in sorted(CERT_MANAGER_GROUPS)},
         )
         self.register_outputs(
-            {"adminPassword": self.admin_password, "teamRoles": self.team_roles, "pipelinesRoles": self.pipelines_roles}
+            {
+                "adminPassword": self.admin_password,
+                "userPasswords": self.user_passwords,
+                "teamRoles": self.team_roles,
+                "pipelinesRoles": self.pipelines_roles,
+            }
         )
 
     @staticmethod

@@ -18,7 +18,17 @@ from collections.abc import Mapping
 from itertools import combinations
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from components.config.validation import FieldProblems
@@ -26,6 +36,8 @@ from components.scheduling import Taint
 
 from . import entries
 from .access import Alb
+from .auth import Contributor
+from .auth_config import AuthConfig, ClusterTokens, Role, sign_in, sign_in_problems
 from .credentials import Admin
 from .pipelines import SERVER_PREFIX, S3Store
 from .plan import Settings
@@ -96,6 +108,11 @@ class KubeflowTeamConfig(_Model):
         description="a claim of this name on the platform's FSx file system in the team's namespace (through a static "
         "volume of its own, needs `storage.fsx`), and a PodDefault that mounts it at /fsx; none: no claim",
     )
+    contributors: dict[Email, Role] = Field(
+        default={},
+        description="who else works in the team's namespace, by email: `edit` or `view` (KFAM's RoleBinding and "
+        "AuthorizationPolicy, as the dashboard's Manage Contributors makes them); each must be able to sign in",
+    )
 
 
 class Access(_Model):
@@ -119,11 +136,21 @@ class Access(_Model):
     allowed_cidrs: tuple[StrictStr, ...] = Field(
         default=(), description="who may connect to the ALB; empty: the load balancer controller's default"
     )
-    cluster_tokens: bool = Field(
-        default=False,
+    cluster_tokens: ClusterTokens | None = Field(
+        default=None,
         description="also accept the cluster's service-account tokens at the gateway (upstream's m2m-dex-and-eks: "
-        "the token's subject becomes the user), so programs in the cluster call Pipelines with a projected token",
+        "the token's subject becomes the user), so programs in the cluster call Pipelines with a projected token "
+        "of an accepted audience; `true` takes the defaults below; none (or false): only Dex's tokens",
     )
+
+    @field_validator("cluster_tokens", mode="before")
+    @classmethod
+    def _tokens_switch(cls, value: object) -> object:
+        if value is True:
+            return {}
+        if value is False:
+            return None
+        return value
 
     @model_validator(mode="after")
     def _alb_keys(self) -> Access:
@@ -216,7 +243,9 @@ class KubeflowConfig(_Model):
         default=False, description="install Kubeflow; while it is false its other keys are refused"
     )
     admin_email: Email | None = Field(
-        default=None, description="the one Dex user (its sign-in name), who signs in first; required when enabled"
+        default=None,
+        description="the Dex static user who signs in first (a cluster admin, and the way in when the identity "
+        "provider is down; its password is the `kubeflowAdminPassword` output); required when enabled",
     )
     components: Components = Field(
         default=Components(),
@@ -237,6 +266,10 @@ class KubeflowConfig(_Model):
     notebooks: Notebooks = Field(default=Notebooks(), description="what happens to idle notebooks")
     pipelines: Pipelines = Field(default=Pipelines(), description="where Pipelines keeps its artifacts")
     volumes: Volumes = Field(default=Volumes(), description="sizes of Kubeflow's volumes")
+    auth: AuthConfig = Field(
+        default=AuthConfig(),
+        description="who signs in besides `adminEmail` (Dex connectors, static users) and who is a cluster admin",
+    )
     bucket: TeamName = Field(
         default="datasets",
         description=(
@@ -272,6 +305,14 @@ class KubeflowConfig(_Model):
                 raise ValueError("hubRegistryTeam needs components.hub: true")
             if self.hub_registry_team not in self.teams:
                 raise ValueError(f"hubRegistryTeam {self.hub_registry_team!r} is not one of the teams")
+        return self
+
+    @model_validator(mode="after")
+    def _everyone_signs_in(self) -> KubeflowConfig:
+        if self.enabled and self.admin_email is not None:
+            problems = sign_in_problems(self.admin_email, self.auth, self.access, self.teams)
+            if problems:
+                raise FieldProblems(problems)
         return self
 
     def _volume_problems(self) -> list[tuple[str, str]]:
@@ -350,7 +391,7 @@ def selected_entries(config: KubeflowConfig) -> tuple[entries.Entry, ...]:
         hub=c.hub,
         knative=c.knative,
         hub_registry=config.hub_registry_team is not None,
-        cluster_tokens=config.access.cluster_tokens,
+        cluster_tokens=config.access.cluster_tokens is not None,
     )
 
 
@@ -391,6 +432,9 @@ def settings(
         )
     return Settings(
         admin=Admin(config.admin_email),
+        sign_in=sign_in(config.auth, config.access),
+        contributors={name: team_contributors(t) for name, t in sorted(config.teams.items()) if t.contributors},
+        cluster_tokens=config.access.cluster_tokens.spec() if config.access.cluster_tokens is not None else None,
         storage_class=storage_class,
         gpu_node_pools=gpu_node_pools,
         gpu_pool_taints=dict(gpu_pool_taints or {}),
@@ -408,3 +452,7 @@ def settings(
         pipelines_store=store,
         volume_sizes=config.volume_sizes(),
     )
+
+
+def team_contributors(team: KubeflowTeamConfig) -> tuple[Contributor, ...]:
+    return tuple(Contributor(email, role) for email, role in sorted(team.contributors.items()))

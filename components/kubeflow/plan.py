@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from components.scheduling import DEFAULT_GPU_SCHEDULER, Taint
 
 from . import access as access_
+from . import auth as auth_
 from . import credentials as credentials_
 from . import (
     dashboard,
@@ -23,9 +24,10 @@ from . import (
     transform,
 )
 from . import teams as teams_
-from .access import Alb
+from .access import Alb, ClusterTokenSpec
+from .auth import Contributor, SignIn
 from .credentials import Admin, Credentials
-from .entries import BY_PATH, CERT_MANAGER_ISSUER, HUB_REGISTRY, OAUTH2_PROXY_EKS_TOKENS, PIPELINES, Part
+from .entries import BY_PATH, CERT_MANAGER_ISSUER, DEX, HUB_REGISTRY, OAUTH2_PROXY_EKS_TOKENS, PIPELINES, Part
 from .objects import Manifest
 from .pipelines import S3Store
 from .staging import Item, Staged
@@ -59,6 +61,12 @@ class Settings:
     pipelines_store: S3Store | None = None
     #: Sizes of named claims, by (namespace, claim name); the others keep upstream's.
     volume_sizes: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    #: Connectors, static users and admins besides the admin (default: the admin alone).
+    sign_in: SignIn = field(default_factory=SignIn)
+    #: Contributors of each team's namespace, by team name.
+    contributors: Mapping[str, tuple[Contributor, ...]] = field(default_factory=dict)
+    #: What the gateway accepts of the cluster's tokens, when they are on (the oauth2-proxy-with-EKS entry).
+    cluster_tokens: ClusterTokenSpec | None = None
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.teams]
@@ -68,6 +76,9 @@ class Settings:
             raise ValueError(f"hub_registry_team {self.hub_registry_team!r} is not a team")
         if self.pipelines_store is not None and set(self.pipelines_store.team_prefixes) != set(names):
             raise ValueError("the Pipelines store must know every team's prefix, and only theirs")
+        strangers = sorted(set(self.contributors) - set(names))
+        if strangers:
+            raise ValueError(f"contributors of teams that do not exist: {', '.join(strangers)}")
 
 
 def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> list[Item]:
@@ -101,6 +112,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     objects = transform.volume_sizes(objects, settings.volume_sizes)
     objects = dashboard.installed_links(objects)  # links only to what is installed
     objects = credentials_.apply(objects, settings.credentials, settings.admin)
+    objects = auth_.apply(objects, settings.admin.email, settings.admin.username, settings.sign_in)
     objects = notebooks.apply(
         objects,
         gpu_pools=settings.gpu_node_pools,
@@ -117,12 +129,15 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     if settings.access is not None:
         objects = access_.readiness_gates(objects)
     if OAUTH2_PROXY_EKS_TOKENS.path in rendered:
-        objects = access_.cluster_token_issuer(objects)
+        objects = access_.cluster_token_issuer(objects, settings.cluster_tokens)
     objects = transform.config_digests(objects)
     left = credentials_.defaults_left(objects)
     if left:
         raise ValueError("upstream default credentials left:\n" + "\n".join(f"  - {line}" for line in left))
     items = [Item(obj, part) for obj, part in zip(objects, parts, strict=True)]
+    if DEX.path in rendered:
+        # Dex makes the CRDs it lacks at start, outside Pulumi, and they would outlive destroy: owned here instead.
+        items += [Item(crd, DEX.part) for crd in auth_.missing_dex_crds(objects)]
     items += resilience.budgets(items)
     if settings.monitoring_namespace is not None:
         part_of = {
@@ -143,6 +158,17 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
             if obj["metadata"].get("namespace") == exposed.namespace
         )
         items.append(Item(access_.load_balancer_allowance(exposed, settings.access.source_cidrs), gateway_part))
+    if OAUTH2_PROXY_EKS_TOKENS.path in rendered:
+        spec = settings.cluster_tokens or ClusterTokenSpec()
+        gateway = access_.gateway_exposure(objects)
+        callers = [t.name for t in settings.teams] + list(spec.namespaces)
+        if callers:
+            gateway_part = next(
+                part
+                for obj, part in zip(objects, parts, strict=True)
+                if obj["metadata"].get("namespace") == gateway.namespace
+            )
+            items.append(Item(access_.in_cluster_allowance(gateway, callers), gateway_part))
     closed = network_policy.problems([item.manifest for item in items], settings.monitoring_namespace, exposed)
     if closed:
         raise ValueError(
@@ -158,6 +184,7 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
         items.extend(Item(obj, None) for obj in teams_.manifests(team, settings.fsx, settings.monitoring_namespace))
         if settings.pipelines_store is not None:
             items.extend(Item(obj, None) for obj in pipelines.team_manifests(team.name, settings.pipelines_store))
+        items.extend(Item(obj, None) for obj in auth_.contributors(team.name, settings.contributors.get(team.name, ())))
     if settings.access is not None:
         # Exposed last, once everything behind the gateway serves.
         items.append(Item(access_.ingress(settings.access, settings.tags), None))

@@ -12,10 +12,13 @@ import yaml
 
 from components.config.errors import ConfigError, ConfigIssue
 from components.config.stack_file import load_stack_file
-from components.platform_config import PlatformConfig, parse_config
+from components.platform_config import PROJECT_NAMESPACE, PlatformConfig, named_secret_keys, parse_config
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
 SECRET_PLACEHOLDER = "preview-secret-placeholder"
+#: What a secret the config names (a Kubeflow connector's client secret) is, when the stack file does not set it:
+#: the preview shows what would be deployed once it is set, and says it is not (`unset_secrets`).
+UNSET_SECRET_PLACEHOLDER = "preview-unset-secret-placeholder"
 
 
 def read_project_name(project_dir: Path) -> str:
@@ -78,4 +81,23 @@ def load_stack(
     project = read_project_name(project_dir)
     config, secret_keys = read_stack_config(project_dir, project, stack)
     config = with_kubeflow_tree(config, project, kubeflow_tree)
+    config, secret_keys = with_unset_secrets(config, secret_keys)
     return parse_config(config, project=project, stack=stack), config, secret_keys
+
+
+def with_unset_secrets(config: dict[str, str], secret_keys: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The raw config with every secret the config names but the stack file lacks set to UNSET_SECRET_PLACEHOLDER
+    (as a secret): `pulumi up` stops on them, the preview goes on and warns."""
+    kubeflow = config.get(f"{PROJECT_NAMESPACE}:kubeflow", "")
+    values = {"kubeflow": json.loads(kubeflow)} if kubeflow[:1] == "{" else {}
+    added = {
+        f"{PROJECT_NAMESPACE}:{key}": UNSET_SECRET_PLACEHOLDER
+        for key in named_secret_keys(values)
+        if f"{PROJECT_NAMESPACE}:{key}" not in config
+    }
+    return {**config, **added}, [*secret_keys, *sorted(added)]
+
+
+def unset_secrets(config: Mapping[str, str]) -> list[str]:
+    """The config keys `with_unset_secrets` filled in."""
+    return sorted(key.partition(":")[2] for key, value in config.items() if value == UNSET_SECRET_PLACEHOLDER)

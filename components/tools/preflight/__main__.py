@@ -14,11 +14,12 @@ import sys
 from botocore.exceptions import BotoCoreError
 
 from components.tools.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
+from components.tools.stack_files import load_stack
 
 from .clients import Clients, session_for
 from .report import render_json, render_markdown, render_table
 from .results import errored, exit_code
-from .runner import placeholder_checks, run_preflight
+from .runner import placeholder_checks, run_preflight, unset_secret_checks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,18 +28,21 @@ def main(argv: list[str] | None = None) -> int:
     add_format_arguments(parser, "the results")
     args = parser.parse_args(argv)
 
-    config = read_stack(args)
-    if config is None:
+    loaded = read_stack(args, load_stack)
+    if loaded is None:
         return INVALID_STACK
+    config, raw_config, _ = loaded
+    unset = unset_secret_checks(raw_config)  # judged from the stack file alone, like the placeholders
     try:
         clients = Clients.from_session(session_for(config.profile, config.region))
     except BotoCoreError as error:  # e.g. aws:profile names a profile this machine does not have
         results = [
+            *unset,
             *placeholder_checks(config),
             errored("identity", f"no AWS session: {error}", "set aws:profile to a configured profile, or remove it"),
         ]
     else:
-        results = run_preflight(config, clients)
+        results = [*unset, *run_preflight(config, clients)]
     if args.json:
         print(render_json(results, stack=args.stack, region=config.region))
     elif args.markdown:

@@ -60,9 +60,27 @@ def placeholders(config: PlatformConfig) -> list[Placeholder]:
     if kubeflow.enabled and kubeflow.admin_email and _example_email(kubeflow.admin_email):
         found.append(
             Placeholder(
-                "kubeflow.adminEmail", kubeflow.admin_email, "an example domain (RFC 2606): Dex's one user is nobody's"
+                "kubeflow.adminEmail",
+                kubeflow.admin_email,
+                "an example domain (RFC 2606): Dex's admin user is nobody's",
             )
         )
+    for key, connector in sorted(kubeflow.auth.connectors.items()) if kubeflow.enabled else ():
+        where = f"kubeflow.auth.connectors.{key}"
+        host = connector.issuer.removeprefix("https://").split("/")[0]
+        if _example_email(f"x@{host}"):
+            found.append(
+                Placeholder(f"{where}.issuer", connector.issuer, "an example domain (RFC 2606): no identity provider")
+            )
+        if "replace" in connector.client_id.lower():
+            found.append(Placeholder(f"{where}.clientId", connector.client_id, "the example's stand-in: no client"))
+        for domain in connector.email_domains:
+            if _example_email(f"x@{domain}"):
+                found.append(
+                    Placeholder(
+                        f"{where}.emailDomains", domain, "an example domain (RFC 2606): nobody signs in from it"
+                    )
+                )
     for name, team in sorted(kubeflow.teams.items()):
         if kubeflow.enabled and _example_email(team.owner):
             found.append(

@@ -7,12 +7,13 @@ Without credentials nothing else can be read, so the run stops after the identit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from components.karpenter.specs import NodePoolSpec
 from components.platform_config import PlatformConfig
+from components.tools.stack_files import unset_secrets
 
 from . import reads
 from .checks_access import (
@@ -91,6 +92,18 @@ def placeholder_checks(config: PlatformConfig) -> list[CheckResult]:
     return [
         failed(f"placeholder/{p.key}", f"{p.key} is {p.value}: {p.why}", f"set {p.key} to a real value")
         for p in placeholders(config)
+    ]
+
+
+def unset_secret_checks(raw_config: Mapping[str, str]) -> list[CheckResult]:
+    """A failure per secret the config names that the stack does not set (`pulumi up` stops on it)."""
+    return [
+        failed(
+            f"secret/{key}",
+            f"{key} is not set: a Kubeflow connector's client secret",
+            f"pulumi config set --secret {key} <secret>",
+        )
+        for key in unset_secrets(raw_config)
     ]
 
 

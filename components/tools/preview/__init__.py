@@ -29,7 +29,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ from components.tools.model import Platform, Problem, StackView, check_views
 from components.tools.preflight.placeholders import placeholders
 from components.tools.preview import mocks
 from components.tools.preview.inventory import Inventory, Recorded
-from components.tools.stack_files import load_stack, read_project_name, read_stack_config
+from components.tools.stack_files import load_stack, read_project_name, read_stack_config, unset_secrets
 
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 PACKAGE_PREFIX = "eksml:"
@@ -234,9 +234,16 @@ def run_preview(project_dir: Path, stack: str, *, kubeflow_tree: Path | None = N
     )
 
 
-def placeholder_report(config: PlatformConfig) -> str:
-    """A warning per value left as an example's placeholder (the preflight fails on them)."""
-    return "\n".join(f"warning: {p.key}: {p.value} is {p.why}; replace it" for p in placeholders(config))
+def placeholder_report(config: PlatformConfig, raw_config: Mapping[str, str] | None = None) -> str:
+    """A warning per value left as an example's placeholder (the preflight fails on them), and per secret the config
+    names that the stack does not set."""
+    lines = [f"warning: {p.key}: {p.value} is {p.why}; replace it" for p in placeholders(config)]
+    lines += [
+        f"warning: {key} is not set (a Kubeflow connector's client secret): pulumi up stops until "
+        f"`pulumi config set --secret {key} ...`"
+        for key in unset_secrets(raw_config or {})
+    ]
+    return "\n".join(lines)
 
 
 def capacity_report(config: PlatformConfig) -> str:
@@ -320,11 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     if platform:
         beside = args.project_dir.resolve().parent / "shared" / "reference" / "charts"
         model, problems = platform_model(inventory, args.charts or (beside if beside.is_dir() else None))
-        parsed = load_stack(args.project_dir, args.stack)[0]
+        parsed, raw_config, _ = load_stack(args.project_dir, args.stack)
         print(capacity_report(parsed))
         cost = estimate(parsed, PINNED, on=date.today(), platform=model)
         print(f"Cost: {headline(cost)}")
-        if warnings := placeholder_report(parsed):
+        if warnings := placeholder_report(parsed, raw_config):
             print(warnings)
     print(policy_report(violations))
     if platform:
