@@ -20,6 +20,7 @@ from components.kubeflow import fetch, pipelines, plan, render
 from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
 from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
+from components.kubeflow.objects import MONITORING_GROUP
 from components.kubeflow.register import register
 from components.kubeflow.staging import Stage, Staged
 from components.kubeflow.teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
@@ -80,10 +81,16 @@ class KubeflowArgs:
     #: Where Kubeflow's pods run (Karpenter's untainted NodePools): its workloads wait for them, and go before them
     #: on destroy, so its controllers still run while team namespaces and their finalizers are cleared. Default: none.
     node_pools: tuple[pulumi.Resource, ...] = ()
+    #: The platform's kube-prometheus-stack release, which installs the monitors' CRDs: Kubeflow's ServiceMonitors
+    #: and PodMonitors (planned with `monitoring_namespace`) wait for it and go before it. Default: None (no
+    #: monitoring; the plan then has no monitors).
+    monitoring: pulumi.Resource | None = None
 
     def __post_init__(self) -> None:
         if not self.objects:
             raise ValueError("KubeflowArgs.objects is empty: plan them with planned_objects(config, settings(...))")
+        if self.monitoring is None and any(o.key.group == MONITORING_GROUP for o in self.objects):
+            raise ValueError("KubeflowArgs.objects have monitors (planned with monitoring) but no monitoring release")
 
 
 class Kubeflow(pulumi.ComponentResource):
@@ -139,7 +146,11 @@ class Kubeflow(pulumi.ComponentResource):
                 "PersistentVolume": [args.fsx.driver] if args.fsx is not None else [],
             },
             # why: cert-manager's CRDs and webhooks serve these groups; its release goes after their objects.
-            depends_on_by_group={group: [args.cert_manager] for group in sorted(CERT_MANAGER_GROUPS)},
+            depends_on_by_group={
+                **{group: [args.cert_manager] for group in sorted(CERT_MANAGER_GROUPS)},
+                # why: its CRDs define the monitors; on destroy the monitors go before the release.
+                **({MONITORING_GROUP: [args.monitoring]} if args.monitoring is not None else {}),
+            },
         )
         self.register_outputs(
             {"adminPassword": self.admin_password, "teamRoles": self.team_roles, "pipelinesRoles": self.pipelines_roles}

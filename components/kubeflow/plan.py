@@ -10,7 +10,18 @@ from components.scheduling import DEFAULT_GPU_SCHEDULER, Taint
 
 from . import access as access_
 from . import credentials as credentials_
-from . import dashboard, gpu_scheduling, network_policy, notebooks, pipelines, rbac, resilience, staging, transform
+from . import (
+    dashboard,
+    gpu_scheduling,
+    monitoring,
+    network_policy,
+    notebooks,
+    pipelines,
+    rbac,
+    resilience,
+    staging,
+    transform,
+)
 from . import teams as teams_
 from .access import Alb
 from .credentials import Admin, Credentials
@@ -122,6 +133,8 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
             Item(network_policy.monitoring_allowance(namespace, settings.monitoring_namespace), part_of[namespace])
             for namespace in network_policy.isolated_namespaces(objects)
         ]
+        part_in = {obj["metadata"].get("namespace"): part for obj, part in zip(objects, parts, strict=True)}
+        items += [Item(m, part_in[m["metadata"]["namespace"]]) for m in monitoring.monitors(objects)]
     exposed = None
     if settings.access is not None:
         exposed = access_.gateway_exposure(objects)
