@@ -104,7 +104,9 @@ class Kubeflow(pulumi.ComponentResource):
     def __init__(self, name: str, args: KubeflowArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:kubeflow:Kubeflow", name, None, opts)
         config, cluster = args.config, args.cluster
-        secrets, admin = self._credentials(name)
+        # With S3 artifacts, SeaweedFS is not installed: its generated S3 identity would be used by nothing.
+        unused = pipelines.UNUSED_CREDENTIALS if config.pipelines.artifacts == "s3" else frozenset()
+        secrets, admin = self._credentials(name, unused)
         self.admin_password = pulumi.Output.secret(admin.result)
         self.team_roles = {team: self._team_role(name, team, args).arn for team in sorted(config.teams)}
         self.pipelines_roles = self._pipelines_roles(name, args)
@@ -232,12 +234,17 @@ class Kubeflow(pulumi.ComponentResource):
             inputs.update({FSX_PLACEHOLDERS[field_]: value for field_, value in identity.items()})
         return inputs
 
-    def _credentials(self, name: str) -> tuple[dict[str, pulumi.Output[str]], random.RandomPassword]:
-        """Every credential upstream ships a default for, generated; the admin's as a bcrypt hash for Dex."""
+    def _credentials(
+        self, name: str, unused: frozenset[str]
+    ) -> tuple[dict[str, pulumi.Output[str]], random.RandomPassword]:
+        """Every credential upstream ships a default for, generated (but the `unused`); the admin's as a bcrypt hash
+        for Dex."""
         child = pulumi.ResourceOptions(parent=self)
         secrets: dict[str, pulumi.Output[str]] = {}
         admin = random.RandomPassword(f"{name}-admin-password", length=24, special=False, opts=child)
         for credential in NAMES:
+            if credential in unused:
+                continue
             if credential == _ADMIN:
                 secrets[credential] = admin.bcrypt_hash
                 continue
