@@ -211,7 +211,7 @@ def build_platform(
     if config.kubeflow.enabled:
         assert cert_manager is not None  # config.cert_manager follows kubeflow.enabled
         kubeflow_args = _kubeflow_args(
-            config, kubeflow_plan, handle, network, karpenter, storage, cert_manager, cleanup
+            config, kubeflow_plan, handle, network, karpenter, storage, cert_manager, cleanup, observability
         )
         if kubeflow_connector_secrets:
             kubeflow_args = dataclasses.replace(kubeflow_args, connector_secrets=dict(kubeflow_connector_secrets))
@@ -350,6 +350,7 @@ def _kubeflow_args(
     storage: Storage,
     cert_manager: CertManager,
     cleanup: tuple[pulumi.Resource, ...],
+    observability: Observability | None,
 ) -> KubeflowArgs:
     # the class kubeflow_objects planned with
     assert storage.kept_volume_class_name == kept_volume_class_name(config.stateful_resources)
@@ -372,6 +373,8 @@ def _kubeflow_args(
         # the ALB's sources the plan could not name (it left a placeholder for them)
         vpc_cidrs=network.existing_cidrs() if config.alb_reads_vpc_cidrs else None,
         node_pools=tuple(karpenter.node_pools[name] for name in config.karpenter.untainted_pools),
+        # the monitors' CRDs (the plan has monitors exactly when observability is on)
+        monitoring=observability.release if observability is not None else None,
     )
 
 

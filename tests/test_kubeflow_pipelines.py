@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from components.config.errors import ConfigError
-from components.kubeflow import entries, pipelines, plan, register, render, transform
+from components.kubeflow import credentials, entries, pipelines, plan, register, render, transform
 from components.kubeflow.config import KubeflowConfig, settings
 from components.kubeflow.objects import containers, pod_template
 from components.kubeflow.teams import Team, permission_policy
@@ -209,6 +209,32 @@ def test_seaweedfs_and_its_keys_are_not_installed_in_s3_mode(s3_objects, seaweed
     text = json.dumps(s3_objects)
     for gone in ("mlpipeline-minio-artifact", "seaweedfs.", "kubeflow-pipelines-profile-controller"):
         assert gone not in text
+
+
+@needs_tree
+def test_s3_mode_installs_no_metacontroller_and_uses_no_seaweedfs_credential(s3_objects, seaweedfs_objects):
+    def metacontroller(objects):
+        return [o for o in objects if "metacontroller" in json.dumps(o)]
+
+    assert {o["kind"] for o in metacontroller(seaweedfs_objects)} >= {"StatefulSet", "CustomResourceDefinition"}
+    assert metacontroller(s3_objects) == []
+    for unused in pipelines.UNUSED_CREDENTIALS:
+        assert credentials.placeholder(unused) in json.dumps(seaweedfs_objects)
+        assert credentials.placeholder(unused) not in json.dumps(s3_objects)
+
+
+@needs_tree
+def test_s3_mode_refuses_to_leave_metacontroller_out_while_something_needs_it(render_cache):
+    rendered = render.render(REFERENCE, entries.selected(), cache_dir=render_cache)
+    objects = transform.stable_names(transform.cleanup([o for objs in rendered.values() for o in objs]))
+    composite = {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "CompositeController",
+        "metadata": {"name": "someone-elses"},
+        "spec": {},
+    }
+    with pytest.raises(ValueError, match="these need it: CompositeController someone-elses"):
+        pipelines.apply([*objects, composite], STORE)
 
 
 @needs_tree

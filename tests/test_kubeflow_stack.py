@@ -479,3 +479,14 @@ def test_a_team_may_use_the_bucket_key_through_s3_only_where_its_bucket_is_kms_e
     assert statement["Resource"] == prod.one("aws:kms/key:Key", "storage-buckets").outputs["arn"]
     assert statement["Condition"]["StringEquals"] == {"kms:ViaService": "s3.us-west-2.amazonaws.com"}
     assert kms_statements(dev, "ml-research") == []
+
+
+@pytest.mark.stack
+def test_only_seaweedfs_mode_generates_seaweedfs_s3_keys(dev, prod):
+    def generated(inventory):
+        return {r.name for r in inventory.of_type("random:index/randomPassword:RandomPassword")}
+
+    keys = {"kubeflow-pipelines-s3-access-key", "kubeflow-pipelines-s3-secret-key"}
+    assert keys <= generated(dev)  # SeaweedFS (dev's default) serves its S3 API with them
+    assert not keys & generated(prod)  # prod keeps its artifacts on S3, through IRSA
+    assert "kubeflow-pipelines-mysql-password" in generated(prod)

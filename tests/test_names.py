@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import string
 
 import pulumi_aws as aws
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from components import aws_names
 from components.config.errors import ConfigError
-from components.kubeflow.pipelines import LEFT_OUT
+from components.kubeflow.pipelines import LEFT_OUT, UNUSED_CREDENTIALS
 from components.kubeflow.rbac import DROPPED_GRANTS
 from components.platform_config import parse_config
 from components.storage.config import MAX_BUCKET_KEY
@@ -32,11 +33,18 @@ def with_cluster_name(stack: str, name: str) -> dict:
 def dropped_on_purpose(urn: str, stack: str) -> bool:
     """Whether a URN is of an upstream grant the platform has since left out (`kubeflow.rbac.DROPPED_GRANTS`), or,
     in prod (whose Pipelines keep their artifacts on S3 since 0.2), of what S3 mode leaves out
-    (`kubeflow.pipelines.LEFT_OUT`)."""
+    (`kubeflow.pipelines.LEFT_OUT`, and the credentials it has no use for)."""
     dropped = [(kind, name) for kind, name in DROPPED_GRANTS]
     if stack == "prod":
         dropped += [(kind, "-".join(p for p in (namespace, name) if p)) for kind, namespace, name in LEFT_OUT]
-    return any(f":{kind}::" in urn and urn.endswith(f"-{kind.lower()}-{name}") for kind, name in dropped)
+        unused = {f"::kubeflow-{c.replace('_', '-')}" for c in UNUSED_CREDENTIALS}
+        if ":RandomPassword::" in urn and any(urn.endswith(u) for u in unused):
+            return True
+    # (logical names spell every character but letters, digits and dashes as a dash)
+    return any(
+        f":{kind}::" in urn and urn.endswith(f"-{kind.lower()}-{re.sub(r'[^a-z0-9-]', '-', name.lower())}")
+        for kind, name in dropped
+    )
 
 
 def is_component(urn: str) -> bool:

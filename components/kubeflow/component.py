@@ -22,6 +22,7 @@ from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_I
 from components.kubeflow.auth import connector_secret_placeholder, static_user_placeholder
 from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
+from components.kubeflow.objects import MONITORING_GROUP
 from components.kubeflow.register import register
 from components.kubeflow.staging import Stage, Staged
 from components.kubeflow.teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
@@ -85,10 +86,16 @@ class KubeflowArgs:
     #: The client secret of each of `config.auth.connectors`, by connector id (the stack reads them from its config
     #: as secrets). Default: none (then the config must have no connector).
     connector_secrets: Mapping[str, pulumi.Input[str]] = dataclasses.field(default_factory=dict)
+    #: The platform's kube-prometheus-stack release, which installs the monitors' CRDs: Kubeflow's ServiceMonitors
+    #: and PodMonitors (planned with `monitoring_namespace`) wait for it and go before it. Default: None (no
+    #: monitoring; the plan then has no monitors).
+    monitoring: pulumi.Resource | None = None
 
     def __post_init__(self) -> None:
         if not self.objects:
             raise ValueError("KubeflowArgs.objects is empty: plan them with planned_objects(config, settings(...))")
+        if self.monitoring is None and any(o.key.group == MONITORING_GROUP for o in self.objects):
+            raise ValueError("KubeflowArgs.objects have monitors (planned with monitoring) but no monitoring release")
 
 
 class Kubeflow(pulumi.ComponentResource):
@@ -107,7 +114,9 @@ class Kubeflow(pulumi.ComponentResource):
         missing = sorted(set(config.auth.connectors) - set(args.connector_secrets))
         if missing:
             raise ValueError(f"KubeflowArgs.connector_secrets lacks the client secret of: {', '.join(missing)}")
-        secrets, admin = self._credentials(name)
+        # With S3 artifacts, SeaweedFS is not installed: its generated S3 identity would be used by nothing.
+        unused = pipelines.UNUSED_CREDENTIALS if config.pipelines.artifacts == "s3" else frozenset()
+        secrets, admin = self._credentials(name, unused)
         self.admin_password = pulumi.Output.secret(admin.result)
         users = {
             user: random.RandomPassword(
@@ -165,7 +174,11 @@ class Kubeflow(pulumi.ComponentResource):
                 "PersistentVolume": [args.fsx.driver] if args.fsx is not None else [],
             },
             # why: cert-manager's CRDs and webhooks serve these groups; its release goes after their objects.
-            depends_on_by_group={group: [args.cert_manager] for group in sorted(CERT_MANAGER_GROUPS)},
+            depends_on_by_group={
+                **{group: [args.cert_manager] for group in sorted(CERT_MANAGER_GROUPS)},
+                # why: its CRDs define the monitors; on destroy the monitors go before the release.
+                **({MONITORING_GROUP: [args.monitoring]} if args.monitoring is not None else {}),
+            },
         )
         self.register_outputs(
             {
@@ -252,12 +265,17 @@ class Kubeflow(pulumi.ComponentResource):
             inputs.update({FSX_PLACEHOLDERS[field_]: value for field_, value in identity.items()})
         return inputs
 
-    def _credentials(self, name: str) -> tuple[dict[str, pulumi.Output[str]], random.RandomPassword]:
-        """Every credential upstream ships a default for, generated; the admin's as a bcrypt hash for Dex."""
+    def _credentials(
+        self, name: str, unused: frozenset[str]
+    ) -> tuple[dict[str, pulumi.Output[str]], random.RandomPassword]:
+        """Every credential upstream ships a default for, generated (but the `unused`); the admin's as a bcrypt hash
+        for Dex."""
         child = pulumi.ResourceOptions(parent=self)
         secrets: dict[str, pulumi.Output[str]] = {}
         admin = random.RandomPassword(f"{name}-admin-password", length=24, special=False, opts=child)
         for credential in NAMES:
+            if credential in unused:
+                continue
             if credential == _ADMIN:
                 secrets[credential] = admin.bcrypt_hash
                 continue

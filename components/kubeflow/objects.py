@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from components.certmanager.names import KINDS as CERT_MANAGER_KINDS
+from components.observability.render import MONITORING_API
 
 Manifest = dict[str, Any]
 
@@ -65,6 +66,13 @@ BUILTIN: Mapping[tuple[str, str], tuple[str, bool]] = {
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): ("validatingwebhookconfigurations", False),
 }
 
+#: The API group of Prometheus' monitors, served by the platform's kube-prometheus-stack (its CRDs come with the
+#: chart), and the kinds Kubeflow's monitors use: (group, kind) -> (REST resource, namespaced).
+MONITORING_GROUP = MONITORING_API.split("/")[0]
+MONITORING_KINDS = {
+    (MONITORING_GROUP, "ServiceMonitor"): ("servicemonitors", True),
+    (MONITORING_GROUP, "PodMonitor"): ("podmonitors", True),
+}
 WEBHOOK_KINDS = frozenset({"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "DaemonSet"})
 
@@ -89,7 +97,7 @@ class Scopes:
     """REST resource names and scope of every kind in a set of objects (built-ins plus the CRDs among them)."""
 
     def __init__(self, objects: list[Manifest]):
-        self._kinds: dict[tuple[str, str], tuple[str, bool]] = {**BUILTIN, **CERT_MANAGER_KINDS}
+        self._kinds: dict[tuple[str, str], tuple[str, bool]] = {**BUILTIN, **CERT_MANAGER_KINDS, **MONITORING_KINDS}
         for obj in objects:
             if is_crd(obj):
                 spec = obj["spec"]

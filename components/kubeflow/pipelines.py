@@ -85,8 +85,21 @@ LEFT_OUT = frozenset(
         ("DecoratorController", "", "kubeflow-pipelines-profile-controller"),  # cluster-scoped
         ("ConfigMap", NAMESPACE, "kubeflow-pipelines-profile-controller-code"),
         ("ConfigMap", NAMESPACE, "kubeflow-pipelines-profile-controller-env"),
+        # Metacontroller runs only the profile controller's DecoratorController: nothing else in the pinned tree
+        # makes a DecoratorController or CompositeController (third-party/metacontroller/base is its install).
+        ("StatefulSet", NAMESPACE, "metacontroller"),
+        ("ServiceAccount", NAMESPACE, "meta-controller-service"),
+        ("ClusterRole", "", "kubeflow-metacontroller"),
+        ("ClusterRoleBinding", "", "meta-controller-cluster-role-binding"),
+        ("CustomResourceDefinition", "", "compositecontrollers.metacontroller.k8s.io"),
+        ("CustomResourceDefinition", "", "controllerrevisions.metacontroller.k8s.io"),
+        ("CustomResourceDefinition", "", "decoratorcontrollers.metacontroller.k8s.io"),
     }
 )
+#: Metacontroller's API group: with it left out, no object of this group may remain.
+METACONTROLLER_GROUP = "metacontroller.k8s.io"
+#: The generated credentials S3 mode has no use for (SeaweedFS's S3 identity): not created in S3 mode.
+UNUSED_CREDENTIALS = frozenset({"pipelines_s3_access_key", "pipelines_s3_secret_key"})
 #: Env naming the static keys, removed from the API server and the UI.
 _STATIC_KEY_ENV = frozenset(
     {"OBJECTSTORECONFIG_ACCESSKEY", "OBJECTSTORECONFIG_SECRETACCESSKEY", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY"}
@@ -220,6 +233,11 @@ def apply(objects: Iterable[Manifest], store: S3Store) -> list[Manifest]:
     left = sorted(name for (_, _, name) in LEFT_OUT if f'"{name}"' in text)
     if left:
         raise ValueError(f"Pipelines on S3: left-out objects are still named: {', '.join(left)}")
+    users = sorted(
+        f"{o['kind']} {o['metadata']['name']}" for o in result if o["apiVersion"].startswith(METACONTROLLER_GROUP)
+    )
+    if users:
+        raise ValueError(f"Pipelines on S3 leaves Metacontroller out, but these need it: {', '.join(users)}")
     return result
 
 

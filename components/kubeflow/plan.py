@@ -14,6 +14,7 @@ from . import credentials as credentials_
 from . import (
     dashboard,
     gpu_scheduling,
+    monitoring,
     network_policy,
     notebooks,
     pipelines,
@@ -149,6 +150,8 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
             Item(network_policy.monitoring_allowance(namespace, settings.monitoring_namespace), part_of[namespace])
             for namespace in network_policy.isolated_namespaces(objects)
         ]
+        part_in = {obj["metadata"].get("namespace"): part for obj, part in zip(objects, parts, strict=True)}
+        items += [Item(m, part_in[m["metadata"]["namespace"]]) for m in monitoring.monitors(objects)]
     exposed = None
     if settings.access is not None:
         exposed = access_.gateway_exposure(objects)

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from components.certmanager.names import GROUPS as PLATFORM_GROUPS
+from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 
 from .objects import (
+    MONITORING_GROUP,
     NAME_LABEL,
     Manifest,
     ObjectKey,
@@ -26,6 +27,8 @@ from .objects import (
 )
 
 CERT_MANAGER_GROUP = "cert-manager.io"
+#: The API groups the platform serves from releases of its own, outside Kubeflow's objects.
+PLATFORM_GROUPS = CERT_MANAGER_GROUPS | {MONITORING_GROUP}
 
 
 def is_custom(obj: Mapping[str, Any]) -> bool:
@@ -148,7 +151,8 @@ class Relations:
         if namespace is not None and namespace != own:
             needs[namespace] = "its namespace"
         if is_custom(obj) and group_of(obj["apiVersion"]) not in PLATFORM_GROUPS:
-            # (The platform's cert-manager serves its groups: registration makes those objects depend on it.)
+            # (The platform's cert-manager and kube-prometheus-stack serve their groups: registration makes those
+            # objects depend on them.)
             crd = self.crd_of(obj)
             if crd is None:
                 kind = f"{obj['kind']}.{group_of(obj['apiVersion'])}"

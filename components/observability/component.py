@@ -188,6 +188,8 @@ class Observability(pulumi.ComponentResource):
     """Prometheus, Alertmanager and Grafana with the platform's dashboards and alerts, and the custom metrics API."""
 
     grafana_admin_password: pulumi.Output[str]
+    #: kube-prometheus-stack, whose CRDs define ServiceMonitors and PodMonitors (other parts' monitors wait for it).
+    release: pulumi.Resource
     #: prometheus-adapter (None when observability.metricsAdapter.enabled is false).
     metrics_adapter: pulumi.Resource | None
 
@@ -267,6 +269,7 @@ class Observability(pulumi.ComponentResource):
                 ),
             ),
         )
+        self.release = release
         self.metrics_adapter = None
         if config.metrics_adapter.enabled:
             self.metrics_adapter = helm.release(
