@@ -25,6 +25,8 @@ _EXPORTS = {
     "KarpenterArgs": "karpenter.component",
     "Kubeflow": "kubeflow.component",
     "KubeflowArgs": "kubeflow.component",
+    "KServe": "kserve.component",
+    "KServeArgs": "kserve.component",
     "Network": "network.component",
     "NetworkArgs": "network.component",
     "NodeDevices": "gpu.devices",
@@ -62,6 +64,8 @@ if TYPE_CHECKING:  # never run: the same names as _EXPORTS (a test holds them to
     from components.ingress.component import IngressArgs as IngressArgs
     from components.karpenter.component import Karpenter as Karpenter
     from components.karpenter.component import KarpenterArgs as KarpenterArgs
+    from components.kserve.component import KServe as KServe
+    from components.kserve.component import KServeArgs as KServeArgs
     from components.kubeflow.component import Kubeflow as Kubeflow
     from components.kubeflow.component import KubeflowArgs as KubeflowArgs
     from components.network.component import Network as Network

@@ -135,12 +135,12 @@ def test_prod_costs_what_the_hand_computation_says():
         + 3 * D("0.2016") * 730  # system nodes: 441.504
         + 3 * 50 * D("0.08")  # their root volumes: 12.00
         + 4800 * D("0.210")  # FSx PERSISTENT_2 at 250 MB/s/TiB: 1008.00
-        + 50 * D("0.08")  # Prometheus: 4.00
+        + 100 * D("0.08")  # Prometheus (observability.storageGib 100): 8.00
         + (1 + 2 + D("0.5") + 1 + D("0.5")) * D("0.50")  # logs, low: 2.50
         + 2 * D("1.00")  # KMS keys (secrets, buckets)
     )
     idle_high = idle_low - D("2.50") + (10 + 30 + 5 + 10 + 5) * D("0.50")  # logs, high: 30.00
-    assert (result.idle_low, result.idle_high) == (idle_low, idle_high) == (D("1652.504"), D("1680.004"))
+    assert (result.idle_low, result.idle_high) == (idle_low, idle_high) == (D("1656.504"), D("1684.004"))
 
     expected = {
         # 16 GPUs: 16 × g5.xlarge .. 16 × g5.8xlarge (4 × g5.12xlarge at $22.688/h lies between)
@@ -157,7 +157,7 @@ def test_prod_costs_what_the_hand_computation_says():
     assert _pools(result) == expected
     assert (expected["training"][1], expected["training"][3]) == (D("64116.31464"), D("160716.80"))
     dearest = sum(pool[3] for pool in expected.values())
-    assert result.ceiling == idle_high + dearest == D("359171.954")
+    assert result.ceiling == idle_high + dearest == D("359175.954")
     assert result.missing == ()
 
 
@@ -167,7 +167,7 @@ def test_the_preview_line_names_idle_and_ceiling():
         == "about $759/month idle; up to $13,384/month with every pool at its limit"
     )
     assert headline(estimate(platform_config("prod"), PINNED, on=ON)) == (
-        "about $1,680/month idle; up to $359,172/month with every pool at its limit"
+        "about $1,684/month idle; up to $359,176/month with every pool at its limit"
     )
 
 
@@ -305,10 +305,10 @@ def test_the_estimate_renders_as_a_table_markdown_and_json():
         "training: 32 GPUs, on-demand; cheapest 4 × p4d.24xlarge $64,116.31; dearest 32 × p5.4xlarge $160,716.80"
         in table
     )
-    assert "| **ceiling** (idle + every pool at its limit) | **$359,171.95** | |" in render_markdown(result)
+    assert "| **ceiling** (idle + every pool at its limit) | **$359,175.95** | |" in render_markdown(result)
     document = as_json(result)
-    assert document["idle"] == {"low": 1652.5, "high": 1680.0}
-    assert document["ceiling"] == 359171.95
+    assert document["idle"] == {"low": 1656.5, "high": 1684.0}
+    assert document["ceiling"] == 359175.95
     assert document["prices"]["date"] == "2026-07-06"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from components.kubeflow import entries, fetch, render
+from components.kubeflow import entries, fetch, render, tree_digests
 from components.kubeflow.pins import KUBECTL, REMOTES
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
@@ -98,7 +98,7 @@ def test_the_cache_key_follows_every_input():
     entry = entries.DEX
     base = render.cache_key(entry)
     assert render.cache_key(entries.OAUTH2_PROXY) != base
-    files = dict(render.FILES)
+    files = dict(tree_digests.FILES)
     path = next(iter(files))
     files[path] = "0" * 64
     assert render.cache_key(entry, files) != base
@@ -106,7 +106,7 @@ def test_the_cache_key_follows_every_input():
 
 def test_a_tampered_tree_is_not_rendered(tmp_path):
     tree = tmp_path / "tree"
-    for relative in fetch.FILES:
+    for relative in tree_digests.FILES:
         (tree / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(REFERENCE / relative, tree / relative)
     victim = tree / "community-distribution" / entries.DEX.path / "kustomization.yaml"
@@ -138,7 +138,7 @@ def test_the_pinned_remotes_leave_no_remote_base_in_any_entry(tmp_path):
 
 def test_preparing_a_render_leaves_the_verified_tree_as_it_was(tmp_path):
     tree = tmp_path / "tree"
-    for relative in fetch.FILES:
+    for relative in tree_digests.FILES:
         (tree / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(REFERENCE / relative, tree / relative)
     work = tmp_path / "work"

@@ -321,9 +321,9 @@ def test_an_alb_without_the_load_balancer_controller_is_refused():
 @pytest.mark.stack
 def test_an_unknown_component_name_is_refused_by_its_key():
     section = kubeflow_section()
-    section["components"] = {"kserve": True}
+    section["components"] = {"seldon": True}
     (problem,) = refused({"kubeflow": section})
-    assert problem.startswith("kubeflow.components.kserve: unknown key")
+    assert problem.startswith("kubeflow.components.seldon: unknown key")
 
 
 @pytest.mark.stack

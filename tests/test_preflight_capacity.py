@@ -80,12 +80,12 @@ def _system(clients, types, zones):
 
 
 def test_system_node_group_types_offered_in_every_zone_pass(clients):
-    assert _system(clients, ["m7i.large", "m6i.large"], ["us-west-2a", "us-west-2b"]).status is Status.PASS
+    assert _system(clients, ["m7i.xlarge", "m6i.xlarge"], ["us-west-2a", "us-west-2b"]).status is Status.PASS
 
 
 def test_a_system_type_missing_from_one_zone_warns_when_another_type_covers_it(clients):
     # moto's us-west-2 offers p5e.48xlarge in us-west-2c only.
-    result = _system(clients, ["m7i.large", "p5e.48xlarge"], ["us-west-2a", "us-west-2c"])
+    result = _system(clients, ["m7i.xlarge", "p5e.48xlarge"], ["us-west-2a", "us-west-2c"])
     assert result.status is Status.WARN
     assert "p5e.48xlarge" in result.fix
 
@@ -240,14 +240,14 @@ def _quota_results(clients, config, answers):
 
 
 def _one_gpu_pool(capacity, limit):
-    """A stack with a system node group of at most 3 two-vCPU nodes and one g5 pool."""
+    """A stack with a system node group of at most 3 four-vCPU nodes and one g5 pool."""
     return platform_config(
         "dev",
         {
             "cluster": {
                 "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]},
                 "systemNodeGroup": {
-                    "instanceTypes": ["m7i.large", "m6i.large"],
+                    "instanceTypes": ["m7i.xlarge", "m6i.xlarge"],
                     "minSize": 2,
                     "maxSize": 3,
                     "desiredSize": 2,
@@ -268,7 +268,7 @@ def _one_gpu_pool(capacity, limit):
 
 
 def test_a_gpu_quota_below_the_smallest_fill_fails_with_the_increase_command(clients):
-    # 8 GPUs of g5 on-demand: 8 × g5.xlarge = 32 vCPUs at the least; the system group needs 3 × 2 = 6
+    # 8 GPUs of g5 on-demand: 8 × g5.xlarge = 32 vCPUs at the least; the system group needs 3 × 4 = 12
     results = _quota_results(clients, _one_gpu_pool("on-demand", 8), [(STANDARD.on_demand, 64), (G_VT.on_demand, 0)])
     gpu = results["quota/g-vt-on-demand"]
     assert gpu.status is Status.FAIL
@@ -292,7 +292,7 @@ def test_the_system_node_group_fails_a_standard_quota_below_its_max_size(clients
     results = _quota_results(clients, _one_gpu_pool("spot", 8), [(STANDARD.on_demand, 4), (G_VT.spot, 256)])
     result = results["quota/standard-on-demand"]
     assert result.status is Status.FAIL
-    assert "system node group 6 (3 × m6i.large)" in result.evidence
+    assert "system node group 12 (3 × m6i.xlarge)" in result.evidence
 
 
 def test_a_quota_without_applied_or_default_value_warns(clients):

@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--by-team",
         action="store_true",
-        help="instead: what each team's GPUs cost between two dates, from Prometheus (see --by-team --help)",
+        help="instead: what each team's GPUs cost between two dates, from Prometheus: --by-team --from YYYY-MM-DD "
+        "--to YYYY-MM-DD [--prometheus URL] [--json] (see --by-team --help)",
     )
     add_stack_arguments(parser)
     parser.add_argument(
