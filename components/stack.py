@@ -219,7 +219,9 @@ def build_platform(
     kserve = None
     if config.kserve:  # new: no 0.1 name to alias
         assert cert_manager is not None  # KServe is a Kubeflow component
-        kserve = KServe("kserve", KServeArgs(cluster=handle, cert_manager=cert_manager.release), opts)
+        kserve = KServe(
+            "kserve", KServeArgs(cluster=handle, cert_manager=cert_manager.release, cleanup_controllers=cleanup), opts
+        )
     return Platform(
         config=config,
         network=network,

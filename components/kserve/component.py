@@ -24,6 +24,10 @@ class KServeArgs:
     #: The platform's cert-manager release (`components.certmanager`): the chart's Issuer and Certificate (the
     #: webhook's serving certificate) need its CRDs and webhook, and go before it.
     cert_manager: pulumi.Resource
+    #: Controllers that delete the AWS side of namespaced objects (`Ingress.controller`, the FSx CSI driver); the
+    #: namespace is deleted while they run, so anything a user puts in it that owns AWS resources is cleaned up.
+    #: Default: none.
+    cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
 
 class KServe(pulumi.ComponentResource):
@@ -38,7 +42,11 @@ class KServe(pulumi.ComponentResource):
         cluster = args.cluster
         k8s_opts = cluster.kubernetes_options(self)
         namespace = k8s_objects.owned_namespace(
-            f"{name}-namespace", NAMESPACE, pod_security="restricted", cleaners=[], opts=k8s_opts
+            f"{name}-namespace",
+            NAMESPACE,
+            pod_security="restricted",
+            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
+            opts=k8s_opts,
         )
         on_system_nodes = pulumi.ResourceOptions.merge(
             k8s_opts,
