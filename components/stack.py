@@ -28,6 +28,8 @@ from components.kubeflow.config import settings
 from components.kubeflow.fetch import TreeError
 from components.kubeflow.render import RenderError
 from components.kubeflow.staging import Staged
+from components.kueue.component import Kueue, KueueArgs, TeamQueues, TeamQueuesArgs
+from components.kueue.queues import offered as offered_queueing
 from components.network.component import Network, NetworkArgs
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
@@ -69,6 +71,10 @@ class Platform:
     cert_manager: CertManager | None = None
     #: Present when a NodePool launches Neuron instances or uses a node class with EFA interfaces.
     devices: NodeDevices | None = None
+    #: Present when the platform runs Kueue (`PlatformConfig.queueing`).
+    kueue: Kueue | None = None
+    #: The Kubeflow teams' ClusterQueues and LocalQueues, with Kueue and Kubeflow teams.
+    team_queues: TeamQueues | None = None
 
 
 #: Logical names of the parts. Fixed on purpose: the URN already carries project and stack, and every child's name
@@ -134,6 +140,7 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
         monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
         fsx_capacity_gib=config.storage.fsx.storage_capacity_gib if config.storage.fsx is not None else None,
         load_balancer_cidrs=config.load_balancer_cidrs,
+        queueing=config.queueing,
     )
     return planned_objects(kubeflow, facts)
 
@@ -183,13 +190,24 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
     cert_manager = None
     if config.cert_manager:  # new in 0.2: no 0.1 name to alias
         cert_manager = CertManager("cert-manager", CertManagerArgs(cluster=handle, cleanup_controllers=cleanup), opts)
+    kueue = None
+    if config.queueing:  # new: no earlier name to alias
+        kueue = Kueue("kueue", KueueArgs(cluster=handle, flavors=config.kueue_flavors), opts)
     kubeflow = None
+    team_queues = None
     if config.kubeflow.enabled:
         assert cert_manager is not None  # config.cert_manager follows kubeflow.enabled
         kubeflow_args = _kubeflow_args(
-            config, kubeflow_plan, handle, network, karpenter, storage, cert_manager, cleanup
+            config, kubeflow_plan, handle, network, karpenter, storage, cert_manager, cleanup, kueue
         )
         kubeflow = Kubeflow("kubeflow", kubeflow_args, part("kubeflow"))
+        if kueue is not None and config.kubeflow.teams:
+            team_queues = TeamQueues(
+                "kueue-teams",
+                # why: the LocalQueues go in the team namespaces Kubeflow creates; Kueue's CRDs serve them all.
+                TeamQueuesArgs(cluster=handle, queues=config.team_queues(), after=[kueue.release, kubeflow]),
+                opts,
+            )
     return Platform(
         config=config,
         network=network,
@@ -202,6 +220,8 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
         kubeflow=kubeflow,
         cert_manager=cert_manager,
         devices=devices,
+        kueue=kueue,
+        team_queues=team_queues,
     )
 
 
@@ -314,6 +334,7 @@ def _kubeflow_args(
     storage: Storage,
     cert_manager: CertManager,
     cleanup: tuple[pulumi.Resource, ...],
+    kueue: Kueue | None,
 ) -> KubeflowArgs:
     # the class kubeflow_objects planned with
     assert storage.kept_volume_class_name == kept_volume_class_name(config.stateful_resources)
@@ -334,6 +355,7 @@ def _kubeflow_args(
         # the ALB's sources the plan could not name (it left a placeholder for them)
         vpc_cidrs=network.existing_cidrs() if config.alb_reads_vpc_cidrs else None,
         node_pools=tuple(karpenter.node_pools[name] for name in config.karpenter.untainted_pools),
+        kueue=kueue.release if kueue is not None else None,
     )
 
 
@@ -407,6 +429,8 @@ def export_team_contract(platform: Platform) -> None:
     # Always, true or false: a team stack asking for a Profile is told plainly when no profile controller runs.
     pulumi.export("kubeflowEnabled", platform.kubeflow is not None)
     pulumi.export("kubeflowTeams", sorted(config.kubeflow.teams) if platform.kubeflow is not None else [])
+    if platform.kueue is not None:
+        pulumi.export("kueue", offered_queueing(config.kueue_flavors))
 
 
 def program() -> None:

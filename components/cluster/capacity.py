@@ -38,6 +38,10 @@ class Requests:
 KARPENTER_CONTROLLER = Requests(1000, 1024)
 KARPENTER_REPLICAS = 2
 PROMETHEUS = Requests(500, 2048)
+#: Kueue's controller manager: two replicas with leader election (its webhooks fail closed in team namespaces, so one
+#: is always up), each half the chart's default CPU request (a few teams' queues are a light load) and its memory.
+KUEUE = Requests(250, 512)
+KUEUE_REPLICAS = 2
 BINPACK_SCHEDULER = Requests(100, 128)
 #: cert-manager's chart sets none; ours, per pod of each of its three Deployments (a platform this size has a few
 #: dozen Certificates: the controller and the CA injector hold them in memory, the webhook only checks requests).
@@ -92,6 +96,7 @@ OBSERVABILITY = Workload("prometheus", PROMETHEUS, 1, "components/observability/
 ADAPTER = Workload(
     "prometheus-adapter", METRICS_ADAPTER, METRICS_ADAPTER_REPLICAS, "components/observability/adapter.py values"
 )
+KUEUE_WORKLOAD = Workload("kueue-controller-manager", KUEUE, KUEUE_REPLICAS, "components/kueue/values.py")
 
 
 CERT_MANAGER_WORKLOADS: tuple[Workload, ...] = tuple(
@@ -210,8 +215,11 @@ def system_capacity(
     observability: bool,
     metrics_adapter: bool = False,
     cert_manager: bool = False,
+    kueue: bool = False,
 ) -> SystemCapacity:
     workloads = list(BASE_WORKLOADS)
+    if kueue:
+        workloads.append(KUEUE_WORKLOAD)
     if cert_manager:
         workloads += CERT_MANAGER_WORKLOADS
     if fsx:
