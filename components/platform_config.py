@@ -176,10 +176,12 @@ class PlatformConfig(ConfigModel):
 
     @property
     def kueue_flavors(self) -> tuple[Flavor, ...]:
-        """A Kueue flavor per NodePool that launches NVIDIA GPUs under a GPU limit (Kueue counts GPUs against it)."""
+        """A Kueue flavor per NodePool that launches NVIDIA GPUs under a GPU limit (Kueue counts GPUs against it), in
+        the order Karpenter prefers the pools (highest weight first, then by name): the order Kueue tries them in."""
+        pools = sorted(self.karpenter.node_pools.items(), key=lambda item: (-(item[1].weight or 0), item[0]))
         return tuple(
             pool_flavor(name, pool.labels, pool.gpu_limit)
-            for name, pool in sorted(self.karpenter.node_pools.items())
+            for name, pool in pools
             if pool.accelerator == "nvidia" and pool.gpu_limit and pool.node_class in self.karpenter.node_classes
         )
 

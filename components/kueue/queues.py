@@ -147,8 +147,9 @@ def team_queue(
 
 
 def offered(flavors: Sequence[Flavor]) -> dict[str, Any]:
-    """How the platform exports its queueing to team stacks (the `kueue` output)."""
+    """How the platform exports its queueing to team stacks (the `kueue` output): the flavors as a list, in the order
+    Kueue tries them."""
     return {
         "cohort": COHORT,
-        "flavors": {f.name: {"nodeLabels": dict(f.node_labels), "gpus": f.gpus} for f in flavors},
+        "flavors": [{"name": f.name, "nodeLabels": dict(f.node_labels), "gpus": f.gpus} for f in flavors],
     }

@@ -43,19 +43,21 @@ class OfferedTaint(_Outputs):
 
 
 class OfferedFlavor(_Outputs):
+    name: StrictStr
     node_labels: dict[StrictStr, StrictStr]
     #: Numbers come back from a stack reference as floats: a whole one is accepted.
     gpus: int
 
 
 class OfferedQueueing(_Outputs):
-    """The platform's Kueue: the cohort team ClusterQueues join, and a ResourceFlavor per GPU pool."""
+    """The platform's Kueue: the cohort team ClusterQueues join, and a ResourceFlavor per GPU pool, in the order Kueue
+    tries them."""
 
     cohort: StrictStr
-    flavors: dict[StrictStr, OfferedFlavor]
+    flavors: tuple[OfferedFlavor, ...]
 
     def as_flavors(self) -> tuple[Flavor, ...]:
-        return tuple(Flavor(name, dict(f.node_labels), f.gpus) for name, f in sorted(self.flavors.items()))
+        return tuple(Flavor(f.name, dict(f.node_labels), f.gpus) for f in self.flavors)
 
 
 class PlatformOffer(_Outputs):
