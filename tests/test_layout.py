@@ -54,6 +54,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "components.ingress",
         "components.karpenter",
         "components.kubeflow",
+        "components.kueue",
         "components.network",
         "components.observability",
         "components.policy",

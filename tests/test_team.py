@@ -62,9 +62,9 @@ def test_extra_labels_never_weaken_pod_security():
 
 
 def test_the_quota_caps_gpu_requests_and_the_limit_range_only_defaults_requests():
-    namespace = plan_team(team(quota={"gpus": 4, "cpu": "32"}), offer()).namespace
+    namespace = plan_team(team(quota={"gpus": 4, "cpu": "32", "gpuBorrowingLimit": 2}), offer()).namespace
     hard = namespace["quota"]["spec"]["hard"]
-    assert hard["requests.nvidia.com/gpu"] == "4"
+    assert hard["requests.nvidia.com/gpu"] == "6"  # the share with what the team may borrow through Kueue
     assert hard["requests.cpu"] == "32"
     assert hard["services.loadbalancers"] == "2"
     (limits,) = namespace["limits"]["spec"]["limits"]

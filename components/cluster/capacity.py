@@ -39,8 +39,9 @@ KARPENTER_CONTROLLER = Requests(1000, 1024)
 KARPENTER_REPLICAS = 2
 PROMETHEUS = Requests(500, 2048)
 #: Kueue's controller manager: two replicas with leader election (its webhooks fail closed in team namespaces, so one
-#: is always up), each half the chart's default CPU request (a few teams' queues are a light load) and its memory.
-KUEUE = Requests(250, 512)
+#: is always up), each a fifth of the chart's default CPU request (a few teams' queues are a light load; no CPU
+#: limit) and its memory request.
+KUEUE = Requests(100, 512)
 KUEUE_REPLICAS = 2
 BINPACK_SCHEDULER = Requests(100, 128)
 #: cert-manager's chart sets none; ours, per pod of each of its three Deployments (a platform this size has a few
