@@ -31,8 +31,8 @@ from components.team.offer import parse_offer
 from components.team.plan import plan_team
 from components.versions import KUEUE
 from tests.conftest import REFCHECK, REPO, stack_config
+from tests.kueue_support import CHART, kueue_crds
 
-CHART = REPO.parent / "shared" / "reference" / "charts" / f"kueue-{KUEUE.version}"
 PLATFORM_OUTPUTS = json.loads((REPO / "examples" / "team-stack" / "platform-outputs.prod.json").read_text())
 needs_chart = pytest.mark.skipif(not CHART.is_dir(), reason="the pinned Kueue chart is not beside the repository")
 #: Values whose content is a Kubernetes object, not a chart setting.
@@ -119,19 +119,10 @@ def _checker() -> Any:
     """refcheck's checker, with the CRDs the pinned chart renders (its CRDs are templates of the chart)."""
     import importlib.util
 
-    from components.tools.model import helm
-
     spec = importlib.util.spec_from_file_location("refcheck_kueue", REFCHECK)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
-    release = {
-        "name": KUEUE.name,
-        "namespace": "kueue-system",
-        "chart": KUEUE.name,
-        "version": KUEUE.version,
-        "values": chart_values(placement=SYSTEM_PLACEMENT),
-    }
-    crds = helm.crds(release, CHART.parent, "1.35.0")
+    crds = kueue_crds()
     checker = module.K8sChecker(
         module.Reference(module.default_ref_dir()), module.Report(), ["1.35"], module.CelEngine()
     )
@@ -338,3 +329,27 @@ def test_the_model_catches_queued_work_that_no_flavor_fits_or_whose_flavor_names
     flavor["spec"]["nodeLabels"]["karpenter.sh/nodepool"] = "gone"
     found = _model_problems(tmp_path / "b", [_namespace("vision"), flavor, cluster_queue, local_queue, _job({})])
     assert any("on flavor gpu, runs on no node" in p for p in found)
+
+
+# ---------------------------------------------------------------------------------------------- in the stack
+
+
+@pytest.mark.stack
+def test_kueue_goes_with_the_cluster_and_kubeflow_waits_for_its_webhooks(dev):
+    eks = dev.one("eks:index:Cluster")
+    release = dev.one("kubernetes:helm.sh/v3:Release", "kueue")
+    queued = [
+        release,
+        *dev.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"),
+        *dev.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"),
+        *dev.of_type("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"),
+    ]
+    assert len(queued) == 4  # the release, dev's one GPU pool's flavor, ml-research's two queues
+    assert {r.deleted_with for r in queued} == {eks.urn}  # they own nothing in AWS
+    assert release.inputs["values"]["controllerManager"]["nodeSelector"] == {"eksml.io/node-role": "system"}
+    local_queue = dev.one("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
+    team_namespace = next(
+        r for r in dev.of_type("kubernetes:core/v1:Namespace") if r.inputs["metadata"]["name"] == "ml-research"
+    )
+    assert dev.depends_on(local_queue, team_namespace)
+    assert dev.depends_on(team_namespace, release)  # what Kueue's webhooks intercept there comes after them

@@ -89,7 +89,7 @@ class KubeflowTeamConfig(_Model):
         ge=0,
         description="GPUs the team may borrow beyond `gpuQuota` while other teams leave theirs idle (reclaimed by "
         "preemption when they need them); its Profile's quota is `gpuQuota` plus this; none: as many as `gpuQuota` "
-        "(a team at most doubles its share), 0 with Kueue off",
+        "(a team at most doubles its share); without Kueue none is lent, and setting it is refused",
     )
     s3_prefix: S3Prefix = Field(
         description=(

@@ -67,7 +67,7 @@ class TeamQuota(ConfigModel):
         default=None,
         ge=0,
         description="GPUs the team may borrow beyond `gpus` while other teams leave theirs idle (reclaimed by "
-        "preemption when they need them); none: as many as `gpus` (a team at most doubles its share), 0 when the "
+        "preemption when they need them); none: as many as `gpus` (a team at most doubles its share); refused when the "
         "platform runs no Kueue",
     )
     cpu: Quantity = Field(default="64", description="CPU the namespace's pods may request at once")

@@ -10,10 +10,18 @@ network policies, FSx claims), its IRSA identity, its NodePool, its Kueue queue 
 import pulumi
 import pulumi_aws as aws
 
-from components import ClusterHandle, TeamArgs, TeamIdentity, TeamIdentityArgs, TeamNamespace, TeamNodePool
+from components import (
+    ClusterHandle,
+    TeamArgs,
+    TeamIdentity,
+    TeamIdentityArgs,
+    TeamNamespace,
+    TeamNodePool,
+    TeamQueues,
+    TeamQueuesArgs,
+)
 from components.cluster.attach import read_outputs
 from components.config.errors import ConfigError, ConfigIssue
-from components.kueue.component import TeamQueues, TeamQueuesArgs
 from components.tags import standard_tags
 from components.team.component import TeamProfile, TeamProfileArgs
 from components.team.config import parse_team_config

@@ -60,8 +60,8 @@ def every_team_can_queue(platform: Platform, **_: Any) -> list[Problem]:
                         "does not exist",
                     )
                 )
-    for name, queue in sorted(cluster_queues.items()):
-        for group in queue["spec"].get("resourceGroups") or ():
+    for name, cluster_queue in sorted(cluster_queues.items()):
+        for group in cluster_queue["spec"].get("resourceGroups") or ():
             for flavor in group.get("flavors") or ():
                 if flavor["name"] not in flavors:
                     problems.append(
