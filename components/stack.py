@@ -192,7 +192,8 @@ def build_platform(config: PlatformConfig, kubeflow_plan: Sequence[Staged] = ())
         cert_manager = CertManager("cert-manager", CertManagerArgs(cluster=handle, cleanup_controllers=cleanup), opts)
     kueue = None
     if config.queueing:  # new: no earlier name to alias
-        kueue = Kueue("kueue", KueueArgs(cluster=handle, flavors=config.kueue_flavors), opts)
+        kueue_args = KueueArgs(cluster=handle, flavors=config.kueue_flavors, cleanup_controllers=cleanup)
+        kueue = Kueue("kueue", kueue_args, opts)
     kubeflow = None
     team_queues = None
     if config.kubeflow.enabled:

@@ -27,6 +27,9 @@ class KueueArgs:
     cluster: ClusterHandle
     #: A flavor per GPU pool (`queues.pool_flavor`); at least one.
     flavors: tuple[Flavor, ...]
+    #: Controllers that delete what objects in the namespace make in AWS (`Ingress.controller`): the namespace goes
+    #: while they run. Default: none.
+    cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
 
 class Kueue(pulumi.ComponentResource):
@@ -43,7 +46,11 @@ class Kueue(pulumi.ComponentResource):
         cluster = args.cluster
         k8s_opts = cluster.kubernetes_options(self)
         namespace = k8s_objects.owned_namespace(
-            f"{name}-namespace", NAMESPACE, pod_security="restricted", cleaners=[], opts=k8s_opts
+            f"{name}-namespace",
+            NAMESPACE,
+            pod_security="restricted",
+            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
+            opts=k8s_opts,
         )
         self.release = helm.release(
             name,
