@@ -28,14 +28,14 @@ def test_the_dev_stack_load_is_summed_from_every_controller_pinned_to_the_system
     config = parse_config(stack_config("dev"), project=PROJECT, stack="dev")
     # Deployments: Karpenter 2 x 1000m, CoreDNS 2 x 100m, EBS CSI controller 2 x 60m, FSx CSI controller 2 x 40m,
     # GPU Operator 200m, bin-packing scheduler 2 x 100m, Prometheus 500m, prometheus-adapter 2 x 50m, cert-manager
-    # (Kubeflow is on) 2 x (20m + 10m + 10m), Kueue (a GPU pool) 2 x 100m. DaemonSets on 3 nodes: aws-node 25m,
+    # (Kubeflow is on) 2 x (20m + 10m + 10m), Kueue (a GPU pool) 2 x 35m. DaemonSets on 2 nodes: aws-node 25m,
     # kube-proxy 100m, EBS CSI node 30m, FSx CSI node 30m.
-    cpu = 2000 + 200 + 120 + 80 + 200 + 200 + 500 + 2 * 50 + 2 * (20 + 10 + 10) + 2 * 100 + 3 * (25 + 100 + 30 + 30)
+    cpu = 2000 + 200 + 120 + 80 + 200 + 200 + 500 + 2 * 50 + 2 * (20 + 10 + 10) + 2 * 35 + 2 * (25 + 100 + 30 + 30)
     memory = (
-        2048 + 140 + 480 + 272 + 100 + 256 + 2048 + 2 * 128 + 2 * (96 + 48 + 96) + 2 * 512 + 3 * (0 + 0 + 120 + 104)
+        2048 + 140 + 480 + 272 + 100 + 256 + 2048 + 2 * 128 + 2 * (96 + 48 + 96) + 2 * 512 + 2 * (0 + 0 + 120 + 104)
     )
     capacity = config.system_capacity
-    assert capacity.requests == Requests(cpu, memory) == Requests(4235, 7776)
+    assert capacity.requests == Requests(cpu, memory) == Requests(3920, 7552)
     assert capacity.room(1) == node_capacity("m7i.xlarge")  # dev keeps room for its controllers with a node lost
     assert capacity.problem() is None
     assert capacity.warning() is None
@@ -52,7 +52,7 @@ def test_a_group_too_small_for_its_controllers_is_refused_before_anything_is_cre
     with pytest.raises(
         ConfigError,
         match=r"cluster.systemNodeGroup: the controllers pinned to the system nodes request "
-        r"3.87 vCPU, 7.2 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)",
+        r"3.73 vCPU, 7.2 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)",
     ):
         parse_config(stack_config("dev", overrides), project=PROJECT, stack="dev")
 
@@ -73,9 +73,10 @@ def test_the_preview_prints_the_figure_and_warns_when_a_lost_node_would_leave_co
         (REPO / "Pulumi.dev.yaml")
         .read_text()
         .replace("instanceTypes: [m7i.xlarge, m6i.xlarge]", "instanceTypes: [m7i.large]")
+        .replace("desiredSize: 2", "desiredSize: 3")
     )
     (tmp_path / "Pulumi.dev.yaml").write_text(stack_file)
     assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project-dir", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "system nodes: requests 4.24 vCPU, 7.6 GiB of 5.79 vCPU, 22.0 GiB allocatable on 3 x m7i.large" in printed
+    assert "system nodes: requests 4.11 vCPU, 7.6 GiB of 5.79 vCPU, 22.0 GiB allocatable on 3 x m7i.large" in printed
     assert "warning: cluster.systemNodeGroup: with one of the 3 system nodes lost, 3.86 vCPU" in printed

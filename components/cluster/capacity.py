@@ -39,9 +39,10 @@ KARPENTER_CONTROLLER = Requests(1000, 1024)
 KARPENTER_REPLICAS = 2
 PROMETHEUS = Requests(500, 2048)
 #: Kueue's controller manager: two replicas with leader election (its webhooks fail closed in team namespaces, so one
-#: is always up), each a fifth of the chart's default CPU request (a few teams' queues are a light load; no CPU
-#: limit) and its memory request.
-KUEUE = Requests(100, 512)
+#: is always up). CPU near what it uses idle, as for the other light controllers here (cert-manager's): the chart's
+#: 500m would be a fifth of a system node's room for a controller that reconciles a few teams' queues; no CPU limit,
+#: so it takes more when admitting. Memory as the chart requests it.
+KUEUE = Requests(35, 512)
 KUEUE_REPLICAS = 2
 BINPACK_SCHEDULER = Requests(100, 128)
 #: cert-manager's chart sets none; ours, per pod of each of its three Deployments (a platform this size has a few
