@@ -27,6 +27,8 @@ _EXPORTS = {
     "KubeflowArgs": "kubeflow.component",
     "KServe": "kserve.component",
     "KServeArgs": "kserve.component",
+    "Kueue": "kueue.component",
+    "KueueArgs": "kueue.component",
     "Network": "network.component",
     "NetworkArgs": "network.component",
     "NodeDevices": "gpu.devices",
@@ -44,6 +46,8 @@ _EXPORTS = {
     "TeamNodePool": "team.component",
     "TeamProfile": "team.component",
     "TeamProfileArgs": "team.component",
+    "TeamQueues": "kueue.component",
+    "TeamQueuesArgs": "kueue.component",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy_exports(__name__, _EXPORTS)
@@ -68,6 +72,10 @@ if TYPE_CHECKING:  # never run: the same names as _EXPORTS (a test holds them to
     from components.kserve.component import KServeArgs as KServeArgs
     from components.kubeflow.component import Kubeflow as Kubeflow
     from components.kubeflow.component import KubeflowArgs as KubeflowArgs
+    from components.kueue.component import Kueue as Kueue
+    from components.kueue.component import KueueArgs as KueueArgs
+    from components.kueue.component import TeamQueues as TeamQueues
+    from components.kueue.component import TeamQueuesArgs as TeamQueuesArgs
     from components.network.component import Network as Network
     from components.network.component import NetworkArgs as NetworkArgs
     from components.observability.component import Observability as Observability

@@ -101,6 +101,9 @@ _CUSTOM_KINDS = frozenset(
         ("monitoring.coreos.com/v1", "PrometheusRule"),
         ("karpenter.sh/v1", "NodePool"),
         ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+        ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
+        ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
+        ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
     }
 )
 

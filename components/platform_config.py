@@ -36,6 +36,8 @@ from components.instances import prices as instance_prices
 from components.instances.accelerators import ACCELERATED_FAMILIES
 from components.karpenter.config import KarpenterConfig
 from components.kubeflow.config import KubeflowConfig
+from components.kueue.config import KueueConfig
+from components.kueue.queues import Flavor, Manifest, gpu_share, pool_flavor, team_queue
 from components.network.config import ExistingVpc, NetworkConfig
 from components.network.plan import plan_subnets
 from components.observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
@@ -139,6 +141,11 @@ class PlatformConfig(ConfigModel):
     kubeflow: KubeflowConfig = Field(
         default=KubeflowConfig(), description="Kubeflow on the platform (see [Kubeflow](#kubeflow))"
     )
+    kueue: KueueConfig = Field(
+        default=KueueConfig(),
+        description="Kueue, the job queue that shares the GPU pools among teams (installed when a NodePool launches "
+        "NVIDIA GPUs under a limit; setting it with no such pool is an error)",
+    )
 
     @property
     def gpu_node_image(self) -> Literal["al2023", "bottlerocket"] | None:
@@ -170,12 +177,50 @@ class PlatformConfig(ConfigModel):
             cert_manager=self.cert_manager,
             kubeflow=self.kubeflow.enabled,
             kserve=self.kserve,
+            kueue=self.queueing,
         )
+
+    @property
+    def kueue_flavors(self) -> tuple[Flavor, ...]:
+        """A Kueue flavor per NodePool that launches NVIDIA GPUs under a GPU limit (Kueue counts GPUs against it), in
+        the order Karpenter prefers the pools (highest weight first, then by name): the order Kueue tries them in."""
+        pools = sorted(self.karpenter.node_pools.items(), key=lambda item: (-(item[1].weight or 0), item[0]))
+        return tuple(
+            pool_flavor(name, pool.labels, pool.gpu_limit)
+            for name, pool in pools
+            if pool.accelerator == "nvidia" and pool.gpu_limit and pool.node_class in self.karpenter.node_classes
+        )
+
+    @property
+    def queueing(self) -> bool:
+        """Whether the platform runs Kueue: it is on and the GPU stack runs with a GPU pool to queue for."""
+        return self.kueue.enabled and self.gpu_node_image is not None and bool(self.kueue_flavors)
+
+    def team_queues(self) -> dict[str, tuple[Manifest, Manifest]]:
+        """The ClusterQueue and LocalQueue of each Kubeflow team, from the same share its Profile's quota is."""
+        return {
+            name: team_queue(
+                name, gpu_share(team.gpu_quota, team.gpu_borrowing_limit, queueing=True), self.kueue_flavors
+            )
+            for name, team in sorted(self.kubeflow.teams.items())
+        }
 
     @property
     def cert_manager(self) -> bool:
         """Whether the platform installs cert-manager: a part that needs it is on (Kubeflow)."""
         return self.kubeflow.enabled
+
+    def _kueue_problems(self) -> list[tuple[str, str]]:
+        if self.kueue.enabled and "kueue" in self.model_fields_set and not self.kueue_flavors:
+            return [("kueue", "is configured but no NodePool launches NVIDIA GPUs under a GPU limit; remove it")]
+        if self.queueing:
+            return []
+        why = "kueue.enabled is false" if not self.kueue.enabled else "no NodePool launches NVIDIA GPUs"
+        return [
+            (f"kubeflow.teams.{name}.gpuBorrowingLimit", f"nothing lends GPUs without Kueue ({why}); remove it")
+            for name, team in sorted(self.kubeflow.teams.items())
+            if team.gpu_borrowing_limit is not None
+        ]
 
     @property
     def kserve(self) -> bool:
@@ -220,6 +265,7 @@ class PlatformConfig(ConfigModel):
                     f"NVIDIA pools use node classes of several AMI families {sorted(images)}; use one",
                 )
             )
+        problems.extend(self._kueue_problems())
         if not images and "gpu" in self.model_fields_set:
             problems.append(("gpu", "is configured but no NodePool launches NVIDIA GPUs; remove it or add a GPU pool"))
         if images == {"bottlerocket"}:

@@ -30,6 +30,8 @@ from components.kubeflow.config import settings
 from components.kubeflow.fetch import TreeError
 from components.kubeflow.render import RenderError
 from components.kubeflow.staging import Staged
+from components.kueue.component import Kueue, KueueArgs, TeamQueues, TeamQueuesArgs
+from components.kueue.queues import offered as offered_queueing
 from components.network.component import Network, NetworkArgs
 from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
 from components.observability.component import Observability, ObservabilityArgs
@@ -73,6 +75,10 @@ class Platform:
     kserve: KServe | None = None
     #: Present when a NodePool launches Neuron instances or uses a node class with EFA interfaces.
     devices: NodeDevices | None = None
+    #: Present when the platform runs Kueue (`PlatformConfig.queueing`).
+    kueue: Kueue | None = None
+    #: The Kubeflow teams' ClusterQueues and LocalQueues, with Kueue and Kubeflow teams.
+    team_queues: TeamQueues | None = None
 
 
 #: Logical names of the parts. Fixed on purpose: the URN already carries project and stack, and every child's name
@@ -139,6 +145,7 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
         fsx_capacity_gib=config.storage.fsx.storage_capacity_gib if config.storage.fsx is not None else None,
         load_balancer_cidrs=config.load_balancer_cidrs,
         region=config.region,
+        queueing=config.queueing,
     )
     return planned_objects(kubeflow, facts)
 
@@ -207,15 +214,27 @@ def build_platform(
             CertManagerArgs(cluster=handle, cleanup_controllers=cleanup, monitoring_namespace=monitoring),
             opts,
         )
+    kueue = None
+    if config.queueing:  # new: no earlier name to alias
+        kueue_args = KueueArgs(cluster=handle, flavors=config.kueue_flavors, cleanup_controllers=cleanup)
+        kueue = Kueue("kueue", kueue_args, opts)
     kubeflow = None
+    team_queues = None
     if config.kubeflow.enabled:
         assert cert_manager is not None  # config.cert_manager follows kubeflow.enabled
         kubeflow_args = _kubeflow_args(
-            config, kubeflow_plan, handle, network, karpenter, storage, cert_manager, cleanup, observability
+            config, kubeflow_plan, handle, network, karpenter, storage, cert_manager, cleanup, observability, kueue
         )
         if kubeflow_connector_secrets:
             kubeflow_args = dataclasses.replace(kubeflow_args, connector_secrets=dict(kubeflow_connector_secrets))
         kubeflow = Kubeflow("kubeflow", kubeflow_args, part("kubeflow"))
+        if kueue is not None and config.kubeflow.teams:
+            team_queues = TeamQueues(
+                "kueue-teams",
+                # why: the LocalQueues go in the team namespaces Kubeflow creates; Kueue's CRDs serve them all.
+                TeamQueuesArgs(cluster=handle, queues=config.team_queues(), after=[kueue.release, kubeflow]),
+                opts,
+            )
     kserve = None
     if config.kserve:  # new: no 0.1 name to alias
         assert cert_manager is not None  # KServe is a Kubeflow component
@@ -235,6 +254,8 @@ def build_platform(
         cert_manager=cert_manager,
         devices=devices,
         kserve=kserve,
+        kueue=kueue,
+        team_queues=team_queues,
     )
 
 
@@ -353,6 +374,7 @@ def _kubeflow_args(
     cert_manager: CertManager,
     cleanup: tuple[pulumi.Resource, ...],
     observability: Observability | None,
+    kueue: Kueue | None,
 ) -> KubeflowArgs:
     # the class kubeflow_objects planned with
     assert storage.kept_volume_class_name == kept_volume_class_name(config.stateful_resources)
@@ -377,6 +399,7 @@ def _kubeflow_args(
         node_pools=tuple(karpenter.node_pools[name] for name in config.karpenter.untainted_pools),
         # the monitors' CRDs (the plan has monitors exactly when observability is on)
         monitoring=observability.release if observability is not None else None,
+        kueue=kueue.release if kueue is not None else None,
     )
 
 
@@ -452,6 +475,8 @@ def export_team_contract(platform: Platform) -> None:
     # Always, true or false: a team stack asking for a Profile is told plainly when no profile controller runs.
     pulumi.export("kubeflowEnabled", platform.kubeflow is not None)
     pulumi.export("kubeflowTeams", sorted(config.kubeflow.teams) if platform.kubeflow is not None else [])
+    if platform.kueue is not None:
+        pulumi.export("kueue", offered_queueing(config.kueue_flavors))
 
 
 def program() -> None:

@@ -195,6 +195,20 @@ CERT_MANAGER = ChartPin(
     "https://github.com/cert-manager/cert-manager/releases/tag/v1.20.2",
     CrdUpgrade.TEMPLATES,
 )
+#: Kueue, the job queue that gives each team its GPU share (ClusterQueues in one cohort, a LocalQueue per team
+#: namespace). The release publishes the chart as an OCI artifact with version and image tag set to the release;
+#: its CRDs are templates of the chart (`templates/crd/`), so an upgrade updates them.
+KUEUE = ChartPin(
+    "kueue",
+    "0.19.2",
+    "oci://registry.k8s.io/kueue/charts",
+    "https://github.com/kubernetes-sigs/kueue/releases/tag/v0.19.2",
+    CrdUpgrade.TEMPLATES,
+)
+#: The controller image of that release (the chart in git names a staging build; the release sets this one).
+KUEUE_IMAGE = Pin(
+    "registry.k8s.io/kueue/kueue", "v0.19.2", "https://github.com/kubernetes-sigs/kueue/releases/tag/v0.19.2"
+)
 #: Lustre version of new file systems (data repository associations need 2.12 or newer).
 FSX_LUSTRE_VERSION = "2.15"
 

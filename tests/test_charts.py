@@ -32,6 +32,7 @@ def test_every_chart_says_how_its_crds_follow_a_version_bump():
         "cert-manager": CrdUpgrade.TEMPLATES,
         "kserve": CrdUpgrade.OWN_RELEASE,
         "kserve-crd": CrdUpgrade.TEMPLATES,
+        "kueue": CrdUpgrade.TEMPLATES,  # templates/crd/ of the chart, rendered with every upgrade
     }
 
 
@@ -55,6 +56,7 @@ def test_what_each_chart_needs_for_its_crd_answer_is_set(stack, request):
     assert job["enabled"] is True
     assert job["image"]["busybox"]["tag"] == versions.BUSYBOX.version  # never the chart's `latest`
     assert job["nodeSelector"] == {"eksml.io/node-role": "system"}
+    assert deployed["kueue"].inputs.get("skipCrds", False) is False  # its CRDs are templates of its chart
 
 
 @pytest.mark.stack

@@ -194,7 +194,8 @@ def test_a_team_gets_a_profile_with_its_gpu_quota_and_a_role_only_its_editor_acc
     objects = kubeflow_objects(dev)
     profile = next(o for o in objects if o.inputs.get("kind") == "Profile")
     assert profile.inputs["metadata"]["name"] == "ml-research"
-    assert profile.inputs["spec"]["resourceQuotaSpec"]["hard"]["requests.nvidia.com/gpu"] == "4"
+    # gpuQuota 4, and as many again the team may borrow through Kueue: the ceiling of its share
+    assert profile.inputs["spec"]["resourceQuotaSpec"]["hard"]["requests.nvidia.com/gpu"] == "8"
     namespace = next(
         o for o in objects if o.inputs.get("kind") == "Namespace" and o.inputs["metadata"]["name"] == "ml-research"
     )

@@ -56,6 +56,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "components.karpenter",
         "components.kserve",
         "components.kubeflow",
+        "components.kueue",
         "components.network",
         "components.observability",
         "components.policy",

@@ -73,7 +73,9 @@ def _system(clients, types, zones):
             "cluster": {
                 "endpoint": {"public": True, "publicCidrs": ["203.0.113.0/24"]},
                 "systemNodeGroup": {"instanceTypes": types},
-            }
+            },
+            # dev's controllers with Kueue's do not fit two 2-vCPU nodes, and Kueue is not what is checked here
+            "kueue": {"enabled": False},
         },
     )
     return system_group_check(config.cluster.system_node_group, zones, reads.offerings(clients.ec2, zones))
@@ -253,6 +255,8 @@ def _one_gpu_pool(capacity, limit):
                     "desiredSize": 2,
                 },
             },
+            # dev's controllers with Kueue's do not fit two 2-vCPU nodes, and Kueue is not what is checked here
+            "kueue": {"enabled": False},
             "karpenter": {
                 "nodeClasses": {"gpu": {"preset": "gpu"}},
                 "nodePools": {

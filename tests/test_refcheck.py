@@ -15,6 +15,7 @@ from components.ingress.iam import SHIELD_ACTIONS, WAF_ACTIONS
 from components.kubeflow import entries, render
 from components.tools.preview import main
 from tests.conftest import KUBEFLOW_TREE, REFCHECK, REPO
+from tests.kueue_support import kueue_crds_file
 
 #: Charts refcheck knows, by the chart name a preview's helm/<release>.yaml gives.
 CHECKED_CHARTS = {
@@ -63,7 +64,9 @@ def test_preview_passes_refcheck_with_no_error(stack, tmp_path):
     folder = tmp_path / stack
     assert main(["--stack", stack, "--out", str(folder), "--project-dir", str(REPO)]) == 0
     crds, crd_count = cert_manager_crds(tmp_path)
-    arguments = [str(crds), *refcheck_arguments(folder, tmp_path)]
+    queue_crds, queue_crd_count = kueue_crds_file(tmp_path)  # Kueue's flavors and queues against its CRDs
+    crd_count += queue_crd_count
+    arguments = [str(crds), str(queue_crds), *refcheck_arguments(folder, tmp_path)]
     for checked in ("karpenter=", "gpu-operator=", "aws-fsx-csi-driver=", "aws-load-balancer-controller=", "alb="):
         assert checked in " ".join(arguments)
     result = subprocess.run(

@@ -32,15 +32,17 @@ def test_the_dev_stack_load_is_summed_from_every_controller_pinned_to_the_system
     # 2 x 100m, FSx CSI controller 2 x 40m, GPU Operator 200m with NFD's master 100m and gc 10m, bin-packing
     # scheduler 2 x 100m, Prometheus 500m, Alertmanager 20m, Prometheus operator 100m, kube-state-metrics 10m,
     # Grafana 100m with two 50m sidecars, prometheus-adapter 2 x 50m, cert-manager (Kubeflow is on) 2 x (20m + 10m
-    # + 10m). DaemonSets on 3 nodes: aws-node 25m, kube-proxy 100m, EBS CSI node 30m, node monitoring agent 10m,
-    # FSx CSI node 30m, node-exporter 100m, Istio CNI (Kubeflow) 100m.
+    # + 10m), Kueue (a GPU pool) 2 x 35m. DaemonSets on 3 nodes: aws-node 25m, kube-proxy 100m, EBS CSI node 30m,
+    # node monitoring agent 10m, FSx CSI node 30m, node-exporter 100m, Istio CNI (Kubeflow) 100m.
     deployments_cpu = 2000 + 200 + 120 + 200 + 80 + 310 + 200 + 500 + 20 + 100 + 10 + 200 + 2 * 50 + 2 * 40
+    deployments_cpu += 2 * 35  # Kueue
     deployments_memory = 2048 + 140 + 480 + 256 + 272 + 356 + 256 + 2048 + 400 + 100 + 32 + 228 + 256 + 2 * 240
+    deployments_memory += 2 * 512  # Kueue
     daemons_cpu, daemons_memory = 25 + 100 + 30 + 10 + 30 + 100 + 100, 0 + 0 + 120 + 30 + 104 + 30 + 100
     capacity = config.system_capacity
     assert capacity.nodes == 3
     assert capacity.requests == Requests(deployments_cpu + 3 * daemons_cpu, deployments_memory + 3 * daemons_memory)
-    assert capacity.requests == Requests(5305, 8504)
+    assert capacity.requests == Requests(5375, 9528)
     # dev keeps room for its controllers with a node lost: two of its three nodes hold them, one would not.
     assert capacity.requests.fits_in(capacity.room(2))
     assert not capacity.requests.fits_in(capacity.room(1))
@@ -59,14 +61,16 @@ def test_a_group_too_small_for_its_controllers_is_refused_before_anything_is_cre
     with pytest.raises(
         ConfigError,
         match=r"cluster.systemNodeGroup: the controllers pinned to the system nodes request "
-        r"4.51 vCPU, 7.6 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)",
+        r"4.58 vCPU, 8.6 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)",
     ):
         parse_config(stack_config("dev", overrides), project=PROJECT, stack="dev")
 
 
 def test_the_smallest_type_the_group_may_launch_decides(tmp_path):
     config = parse_config(
-        stack_config("dev", with_group("dev", instanceTypes=["m7i.xlarge", "m7i.large"])), project=PROJECT, stack="dev"
+        stack_config("dev", with_group("dev", instanceTypes=["m7i.xlarge", "m7i.large"], desiredSize=3)),
+        project=PROJECT,
+        stack="dev",
     )
     assert config.system_capacity.instance_type == "m7i.large"
 
@@ -78,11 +82,12 @@ def test_the_preview_prints_the_figure_and_warns_when_a_lost_node_would_leave_co
         (REPO / "Pulumi.dev.yaml")
         .read_text()
         .replace("instanceTypes: [m7i.xlarge, m6i.xlarge]", "instanceTypes: [m7i.large]")
+        .replace("desiredSize: 2", "desiredSize: 3")
     )
     (tmp_path / "Pulumi.dev.yaml").write_text(stack_file)
     assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project-dir", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "system nodes: requests 5.30 vCPU, 8.3 GiB of 5.79 vCPU, 22.0 GiB allocatable on 3 x m7i.large" in printed
+    assert "system nodes: requests 5.38 vCPU, 9.3 GiB of 5.79 vCPU, 22.0 GiB allocatable on 3 x m7i.large" in printed
     assert "warning: cluster.systemNodeGroup: with one of the 3 system nodes lost, 3.86 vCPU" in printed
 
 

@@ -62,9 +62,9 @@ def test_extra_labels_never_weaken_pod_security():
 
 
 def test_the_quota_caps_gpu_requests_and_the_limit_range_only_defaults_requests():
-    namespace = plan_team(team(quota={"gpus": 4, "cpu": "32"}), offer()).namespace
+    namespace = plan_team(team(quota={"gpus": 4, "cpu": "32", "gpuBorrowingLimit": 2}), offer()).namespace
     hard = namespace["quota"]["spec"]["hard"]
-    assert hard["requests.nvidia.com/gpu"] == "4"
+    assert hard["requests.nvidia.com/gpu"] == "6"  # the share with what the team may borrow through Kueue
     assert hard["requests.cpu"] == "32"
     assert hard["services.loadbalancers"] == "2"
     (limits,) = namespace["limits"]["spec"]["limits"]
@@ -316,7 +316,7 @@ def _profile_schema(api_version: str) -> dict:
 
 @pytest.mark.skipif(not PROFILE_CRD.exists(), reason="the reference Kubeflow CRDs are not beside the repository")
 def test_the_team_profile_is_valid_against_kubeflows_crd_and_caps_the_teams_gpus():
-    profile = team_profile(team(quota={"gpus": 6}, kubeflow=KUBEFLOW), ROLE)
+    profile = team_profile(team(quota={"gpus": 6}, kubeflow=KUBEFLOW), ROLE, 6)
     jsonschema.validate(profile, _profile_schema(profile["apiVersion"]))
     assert profile["metadata"] == {"name": "vision"}
     assert profile["spec"]["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
@@ -328,7 +328,7 @@ def test_the_team_profile_is_valid_against_kubeflows_crd_and_caps_the_teams_gpus
 
 
 def test_the_strict_schema_refuses_a_field_the_crd_does_not_have():
-    profile = team_profile(team(kubeflow=KUBEFLOW), ROLE)
+    profile = team_profile(team(kubeflow=KUBEFLOW), ROLE, 8)
     profile["spec"]["resourceQuota"] = profile["spec"].pop("resourceQuotaSpec")
     with pytest.raises(jsonschema.ValidationError, match="resourceQuota"):
         jsonschema.validate(profile, _profile_schema(profile["apiVersion"]))

@@ -18,6 +18,7 @@ from components.tools.preview import main, read_project_name, read_stack_config
 from components.tools.preview.program import run_program
 
 from .conftest import KUBEFLOW_TREE, REFCHECK, REPO
+from .kueue_support import kueue_crds_file
 from .test_preview import SNAPSHOTS
 
 pytestmark = pytest.mark.stack
@@ -58,7 +59,12 @@ def test_the_team_stack_previews_offline_with_no_policy_violations(tmp_path, cap
     printed = capsys.readouterr().out
     assert "no violations" in printed
     assert "Cost:" not in printed
-    assert {p.name for p in (out / "manifests").iterdir()} == {"namespace.yaml", "identity.yaml", "pool.yaml"}
+    assert {p.name for p in (out / "manifests").iterdir()} == {
+        "namespace.yaml",
+        "identity.yaml",
+        "pool.yaml",
+        "queues.yaml",
+    }
     assert {p.name for p in (out / "iam").iterdir()} == {"identity-role.trust.json", "identity-s3.json"}
     # the report draws the team's parts and its destroy; its cost is the platform's, so it has no cost section
     report = (out / "report.html").read_text()
@@ -174,7 +180,12 @@ def test_the_dev_team_stack_previews_its_profile_with_no_policy_violations(tmp_p
     out = tmp_path / "out"
     assert main(preview_args(out, "--policy-config", str(TEAM_STACK / "policy-config.json"), stack="dev")) == 0
     assert "no violations" in capsys.readouterr().out
-    assert {p.name for p in (out / "manifests").iterdir()} == {"namespace.yaml", "identity.yaml", "profile.yaml"}
+    assert {p.name for p in (out / "manifests").iterdir()} == {
+        "namespace.yaml",
+        "identity.yaml",
+        "profile.yaml",
+        "queues.yaml",
+    }
 
 
 def test_the_profile_points_the_controller_at_the_teams_role_and_quota(team_dev):
@@ -182,7 +193,8 @@ def test_the_profile_points_the_controller_at_the_teams_role_and_quota(team_dev)
     assert profile.inputs["metadata"] == {"name": "vision"}
     spec = profile.inputs["spec"]
     assert spec["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
-    assert spec["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "2"}}
+    # quota.gpus 2, and as many again to borrow through the platform's Kueue
+    assert spec["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "4"}}
     (plugin,) = spec["plugins"]
     assert plugin == {
         "kind": "AwsIamForServiceAccount",
@@ -213,7 +225,12 @@ def test_the_profile_comes_after_the_namespace_and_service_account_and_goes_befo
 
 
 def test_the_teams_notebooks_get_the_pipelines_token_pod_default_the_platforms_teams_get(team_dev):
-    (pod_default,) = team_dev.of_type("kubernetes:kubeflow.org/v1alpha1:PodDefault")
+    pod_defaults = {
+        p.inputs["metadata"]["name"]: p for p in team_dev.of_type("kubernetes:kubeflow.org/v1alpha1:PodDefault")
+    }
+    assert set(pod_defaults) == {"access-ml-pipeline", "kueue-queue"}
+    assert pod_defaults["kueue-queue"].inputs["spec"]["labels"] == {"kueue.x-k8s.io/queue-name": "gpu"}
+    pod_default = pod_defaults["access-ml-pipeline"]
     namespace = team_dev.one("kubernetes:core/v1:Namespace")
     assert pod_default.inputs["metadata"] == {
         "name": "access-ml-pipeline",
@@ -255,8 +272,18 @@ def test_the_dev_team_preview_and_its_profile_pass_refcheck(tmp_path, capsys):
             ]
         )
     )
+    queue_crds, _ = kueue_crds_file(tmp_path)
     result = subprocess.run(
-        [sys.executable, str(REFCHECK), str(out / "manifests"), str(crds), "--k8s-version", "1.35", "--strict"],
+        [
+            sys.executable,
+            str(REFCHECK),
+            str(out / "manifests"),
+            str(crds),
+            str(queue_crds),
+            "--k8s-version",
+            "1.35",
+            "--strict",
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -272,8 +299,9 @@ def test_the_team_preview_passes_refcheck(tmp_path, capsys, prod):
     """Every object against the upstream schemas and CEL rules; the pool's node class is the platform's, not here."""
     out = tmp_path / "out"
     main(preview_args(out, "--policy-config", str(TEAM_STACK / "policy-config.json")))
+    queue_crds, _ = kueue_crds_file(tmp_path)
     result = subprocess.run(
-        [sys.executable, str(REFCHECK), str(out / "manifests"), "--k8s-version", "1.34,1.35", "-v"],
+        [sys.executable, str(REFCHECK), str(out / "manifests"), str(queue_crds), "--k8s-version", "1.34,1.35", "-v"],
         capture_output=True,
         text=True,
         check=False,

@@ -38,6 +38,12 @@ class Requests:
 KARPENTER_CONTROLLER = Requests(1000, 1024)
 KARPENTER_REPLICAS = 2
 PROMETHEUS = Requests(500, 2048)
+#: Kueue's controller manager: two replicas with leader election (its webhooks fail closed in team namespaces, so one
+#: is always up). CPU near what it uses idle, as for the other light controllers here (cert-manager's): the chart's
+#: 500m would be a fifth of a system node's room for a controller that reconciles a few teams' queues; no CPU limit,
+#: so it takes more when admitting. Memory as the chart requests it.
+KUEUE = Requests(35, 512)
+KUEUE_REPLICAS = 2
 BINPACK_SCHEDULER = Requests(100, 128)
 #: cert-manager's chart sets none; ours, per pod of each of its three Deployments (a platform this size has a few
 #: dozen Certificates: the controller and the CA injector hold them in memory, the webhook only checks requests).
@@ -158,6 +164,7 @@ KUBEFLOW_WORKLOADS: tuple[Workload, ...] = (
 ADAPTER = Workload(
     "prometheus-adapter", METRICS_ADAPTER, METRICS_ADAPTER_REPLICAS, "components/observability/adapter.py values"
 )
+KUEUE_WORKLOAD = Workload("kueue-controller-manager", KUEUE, KUEUE_REPLICAS, "components/kueue/values.py")
 
 
 CERT_MANAGER_WORKLOADS: tuple[Workload, ...] = tuple(
@@ -283,8 +290,11 @@ def system_capacity(
     cert_manager: bool = False,
     kubeflow: bool = False,
     kserve: bool = False,
+    kueue: bool = False,
 ) -> SystemCapacity:
     workloads = list(BASE_WORKLOADS)
+    if kueue:
+        workloads.append(KUEUE_WORKLOAD)
     if cert_manager:
         workloads += CERT_MANAGER_WORKLOADS
     if kubeflow:

@@ -97,6 +97,10 @@ class KubeflowArgs:
         if self.monitoring is None and any(o.key.group == MONITORING_GROUP for o in self.objects):
             raise ValueError("KubeflowArgs.objects have monitors (planned with monitoring) but no monitoring release")
 
+    #: Kueue's release when the platform runs it: its webhooks act in team namespaces, so what Kubeflow creates there
+    #: waits for them, and goes before them on destroy. Default: None.
+    kueue: pulumi.Resource | None = None
+
 
 class Kubeflow(pulumi.ComponentResource):
     """Kubeflow 26.03.1: every object its own resource, ordered object to object across eight stages."""
@@ -153,8 +157,9 @@ class Kubeflow(pulumi.ComponentResource):
             secrets=secrets,
             role_arns=self.team_roles,
             inputs={**self._inputs(args), **self._pipelines_inputs(args), **sign_in_values},
-            # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them.
-            depends_on=list(cluster.system_ready),
+            # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them. Kueue's
+            # webhooks (fail-closed) act in team namespaces: what is made there waits for them.
+            depends_on=[*cluster.system_ready, *([args.kueue] if args.kueue is not None else [])],
             depends_on_by_kind={
                 # why: its controllers run on these pools' nodes; deleted after everything that needs them running.
                 "Deployment": list(args.node_pools),

@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components.config.validation import FieldProblems
+from components.kueue.queues import gpu_share
 from components.scheduling import Taint
 
 from . import entries
@@ -96,7 +97,17 @@ class KubeflowTeamConfig(_Model):
 
     owner: Email = Field(description="the email that owns the team's Profile")
     gpu_quota: StrictInt = Field(
-        default=0, ge=0, description="GPUs the team may request at once; at most every GPU pool's limit together"
+        default=0,
+        ge=0,
+        description="the team's nominal GPU share (its Kueue ClusterQueue's quota); at most every GPU pool's limit "
+        "together",
+    )
+    gpu_borrowing_limit: StrictInt | None = Field(
+        default=None,
+        ge=0,
+        description="GPUs the team may borrow beyond `gpuQuota` while other teams leave theirs idle (reclaimed by "
+        "preemption when they need them); its Profile's quota is `gpuQuota` plus this; none: as many as `gpuQuota` "
+        "(a team at most doubles its share); without Kueue none is lent, and setting it is refused",
     )
     s3_prefix: S3Prefix = Field(
         description=(
@@ -407,10 +418,12 @@ def settings(
     fsx_capacity_gib: int | None = None,
     load_balancer_cidrs: tuple[str, ...] = (),
     region: str | None = None,
+    queueing: bool = False,
 ) -> Settings:
     """The settings of `plan.build` from the config and the platform's facts (its default StorageClass, the GPU
     NodePool names, the bin-packing scheduler's name or None, the platform's Prometheus namespace or None, the size
-    of its FSx file system or None, the CIDRs of the subnets an ALB would live in, or none when only AWS knows them).
+    of its FSx file system or None, the CIDRs of the subnets an ALB would live in, or none when only AWS knows them,
+    whether Kueue queues the teams' work: then each Profile's quota is the team's share with what it may borrow).
     With `pipelines.artifacts: s3`, the stack's `region` (where the bucket is) is required.
     Credentials, role ARNs, the bucket's name and the file system's identity stay placeholders."""
     if not config.enabled or config.admin_email is None:
@@ -441,7 +454,14 @@ def settings(
         gpu_scheduler=gpu_scheduler,
         notebook_idle_minutes=config.notebooks.idle_minutes,
         teams=tuple(
-            Team(name=name, owner=t.owner, gpu_quota=t.gpu_quota, s3_prefix=t.s3_prefix, fsx_claim=t.fsx_claim)
+            Team(
+                name=name,
+                owner=t.owner,
+                gpu_quota=gpu_share(t.gpu_quota, t.gpu_borrowing_limit, queueing=queueing).ceiling,
+                s3_prefix=t.s3_prefix,
+                fsx_claim=t.fsx_claim,
+                queued=queueing,
+            )
             for name, t in sorted(config.teams.items())
         ),
         hub_registry_team=config.hub_registry_team,

@@ -13,6 +13,7 @@ from typing import Any
 
 from components import network_policies as netpol
 from components.identity.team_policy import team_s3_policy
+from components.kueue.queues import LOCAL_QUEUE, MANAGED_NAMESPACE_LABEL, MANAGED_NAMESPACE_VALUE, QUEUE_LABEL
 from components.pod_security import TEAM_POD_SECURITY
 from components.scheduling import GPU_RESOURCE
 from components.storage.render import fsx_volume
@@ -78,6 +79,7 @@ class Team:
     s3_prefix: str  # the team's prefix in the platform bucket, without slashes at either end
     fsx_claim: str | None = None  # a PersistentVolumeClaim of the team's FSx share, in its namespace
     role_arn: str | None = None  # the IAM role default-editor assumes; None: a placeholder the registration resolves
+    queued: bool = False  # the platform runs Kueue: the namespace is Kueue's to manage, notebooks may queue
 
     def __post_init__(self) -> None:
         if not _DNS_LABEL.match(self.name):
@@ -96,12 +98,13 @@ class Team:
 
 
 def namespace(team: Team) -> Manifest:
+    queued = {MANAGED_NAMESPACE_LABEL: MANAGED_NAMESPACE_VALUE} if team.queued else {}
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
             "name": team.name,
-            "labels": {**PROFILE_NAMESPACE_LABELS, netpol.TEAM_LABEL: team.name},
+            "labels": {**PROFILE_NAMESPACE_LABELS, netpol.TEAM_LABEL: team.name, **queued},
             "annotations": {OWNER_ANNOTATION: team.owner},
         },
     }
@@ -169,6 +172,21 @@ def access_ml_pipeline(namespace: str) -> Manifest:
     }
 
 
+def queue_pod_default(namespace: str) -> Manifest:
+    """A PodDefault that queues a notebook through the team's Kueue LocalQueue (offered in the spawner's
+    configurations): its pod carries the queue label, Kueue holds it until the team's share admits it."""
+    return {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "PodDefault",
+        "metadata": {"name": "kueue-queue", "namespace": namespace},
+        "spec": {
+            "desc": f"Queue for a GPU through the team's share (Kueue LocalQueue {LOCAL_QUEUE})",
+            "selector": {"matchLabels": {"kueue-queue": "true"}},
+            "labels": {QUEUE_LABEL: LOCAL_QUEUE},
+        },
+    }
+
+
 def fsx_pod_default(team: Team) -> Manifest:
     """A PodDefault mounting the team's FSx claim at /fsx, offered in the spawner's configurations."""
     assert team.fsx_claim is not None
@@ -216,6 +234,8 @@ def manifests(team: Team, fsx: FsxShare | None = None, monitoring_namespace: str
     mounts (which need the platform's file system: `fsx`)."""
     objects = [namespace(team), *network_policies(team, monitoring_namespace), profile(team)]
     objects.append(access_ml_pipeline(team.name))
+    if team.queued:
+        objects.append(queue_pod_default(team.name))
     if team.fsx_claim is not None:
         if fsx is None:
             raise ValueError(f"team {team.name}: an FSx claim needs the platform's file system")

@@ -180,7 +180,7 @@ class TeamProfile(pulumi.ComponentResource):
         assert team.kubeflow is not None, "the team has no kubeflow section"
         self.profile = k8s_objects.create(
             f"{name}-profile",
-            team_profile(team, args.identity.role_arn),
+            team_profile(team, args.identity.role_arn, args.plan.gpu_share.ceiling),
             pulumi.ResourceOptions(
                 parent=self,
                 provider=args.cluster.kubernetes_provider,
@@ -192,7 +192,7 @@ class TeamProfile(pulumi.ComponentResource):
             any_custom=True,  # Kubeflow's CRD, installed by the platform
         )
         namespace = args.namespace.namespace
-        for manifest in team_pod_defaults(team):
+        for manifest in team_pod_defaults(team, queueing=args.plan.queues is not None):
             k8s_objects.create(
                 f"{name}-{manifest['metadata']['name']}",
                 manifest,

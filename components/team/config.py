@@ -59,7 +59,16 @@ class TeamQuota(ConfigModel):
     """What the namespace may request at once (a ResourceQuota on requests: GPUs only count as requests)."""
 
     gpus: StrictInt = Field(
-        ge=0, description="GPUs (`requests.nvidia.com/gpu`) the namespace's pods may request at once, on any pool"
+        ge=0,
+        description="the team's nominal GPU share (its Kueue ClusterQueue's quota, on any pool of the platform's); "
+        "the namespace's ResourceQuota on `requests.nvidia.com/gpu` is this plus `gpuBorrowingLimit`",
+    )
+    gpu_borrowing_limit: StrictInt | None = Field(
+        default=None,
+        ge=0,
+        description="GPUs the team may borrow beyond `gpus` while other teams leave theirs idle (reclaimed by "
+        "preemption when they need them); none: as many as `gpus` (a team at most doubles its share); refused when the "
+        "platform runs no Kueue",
     )
     cpu: Quantity = Field(default="64", description="CPU the namespace's pods may request at once")
     memory: Quantity = Field(default="256Gi", description="memory the namespace's pods may request at once")

@@ -49,11 +49,14 @@ def namespace_manifests(
     vpc_cidr: str | None,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
+    gpu_ceiling: int | None = None,
 ) -> dict[str, Manifest]:
     """The Namespace, its ResourceQuota and LimitRange, and its NetworkPolicies, keyed by a stable short name.
 
     `labels` and `annotations` are what another owner of the namespace needs on it (a Kubeflow Profile adopts a
-    namespace whose `owner` annotation names its owner); the Pod Security and team labels always win."""
+    namespace whose `owner` annotation names its owner); the Pod Security and team labels always win. The quota's
+    GPUs are `gpu_ceiling` (the team's share with what it may borrow, `kueue.queues.GpuShare.ceiling`); None: its
+    `quota.gpus`."""
     name, quota = team.name, team.quota
     metadata: dict[str, Any] = {"name": name, "labels": {**(labels or {}), **TEAM_POD_SECURITY, TEAM_LABEL: name}}
     if annotations:
@@ -68,7 +71,7 @@ def namespace_manifests(
                 "hard": {
                     # Extended resources take quota on requests only; requests and limits of GPUs are equal anyway
                     # (the platform's admission policy insists).
-                    GPU_QUOTA_KEY: str(quota.gpus),
+                    GPU_QUOTA_KEY: str(quota.gpus if gpu_ceiling is None else gpu_ceiling),
                     "requests.cpu": quota.cpu,
                     "requests.memory": quota.memory,
                     "pods": str(quota.pods),

@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from components.config.errors import issues_from
 from components.karpenter.specs import NodePoolSpec
+from components.kueue.queues import Flavor
 from components.scheduling import Taint
 
 
@@ -39,6 +40,24 @@ class OfferedTaint(_Outputs):
 
     def taint(self) -> Taint:
         return Taint(self.key, self.value, self.effect)
+
+
+class OfferedFlavor(_Outputs):
+    name: StrictStr
+    node_labels: dict[StrictStr, StrictStr]
+    #: Numbers come back from a stack reference as floats: a whole one is accepted.
+    gpus: int
+
+
+class OfferedQueueing(_Outputs):
+    """The platform's Kueue: the cohort team ClusterQueues join, and a ResourceFlavor per GPU pool, in the order Kueue
+    tries them."""
+
+    cohort: StrictStr
+    flavors: tuple[OfferedFlavor, ...]
+
+    def as_flavors(self) -> tuple[Flavor, ...]:
+        return tuple(Flavor(f.name, dict(f.node_labels), f.gpus) for f in self.flavors)
 
 
 class PlatformOffer(_Outputs):
@@ -75,6 +94,8 @@ class PlatformOffer(_Outputs):
     #: Namespaces the platform's Kubeflow creates for its own teams (`kubeflow.teams`): a team stack must not create
     #: them again.
     kubeflow_teams: tuple[StrictStr, ...] = ()
+    #: Present when the platform runs Kueue: a team stack then makes its ClusterQueue in the cohort and its LocalQueue.
+    kueue: OfferedQueueing | None = None
 
     @property
     def has_shared_file_system(self) -> bool:

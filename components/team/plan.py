@@ -21,6 +21,16 @@ from components.karpenter.presets import NODE_POOL_PRESETS
 from components.karpenter.render import render_nodepool
 from components.karpenter.specs import NodePoolSpec
 from components.kubeflow.teams import OWNER_ANNOTATION, PROFILE_NAMESPACE_LABELS
+from components.kueue.queues import (
+    MANAGED_NAMESPACE_LABEL,
+    MANAGED_NAMESPACE_VALUE,
+    Flavor,
+    GpuShare,
+    gpu_share,
+    pool_flavor,
+    resource_flavor,
+    team_queue,
+)
 from components.scheduling import GPU_RESOURCE, TEAM_TAINT_KEY, Taint
 from components.storage.render import fsx_volume
 from components.team.config import TeamConfig
@@ -52,6 +62,12 @@ class TeamPlan:
     node_pool_manifest: Manifest | None
     bucket: str | None
     bucket_kms_key_arn: str | None
+    #: The team's GPU share: nominal, what it may borrow, and the ceiling its ResourceQuota holds.
+    gpu_share: GpuShare
+    #: Its ClusterQueue and LocalQueue, when the platform runs Kueue.
+    queues: tuple[Manifest, Manifest] | None = None
+    #: The ResourceFlavor of its own GPU pool, when it has one and the platform runs Kueue.
+    flavor: Manifest | None = None
 
 
 def _issues(problems: list[tuple[str, str]]) -> list[ConfigIssue]:
@@ -244,6 +260,34 @@ def _quota_problems(team: TeamConfig, offer: PlatformOffer, spec: NodePoolSpec |
     ]
 
 
+def _queue_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str, str]]:
+    if team.quota.gpu_borrowing_limit is not None and offer.kueue is None:
+        return [
+            (
+                "quota.gpuBorrowingLimit",
+                (
+                    "the platform runs no Kueue (its kueue.enabled, or no GPU pool), so nothing lends the team GPUs; "
+                    "remove it"
+                ),
+            )
+        ]
+    return []
+
+
+def _own_flavor(team: TeamConfig, spec: NodePoolSpec | None) -> Flavor | None:
+    """The flavor of the team's own GPU pool: only pods that tolerate the team's taint are given it."""
+    if spec is None or not spec.gpu_limit:
+        return None
+    return pool_flavor(pool_name(team.name), spec.labels, spec.gpu_limit, [team_taint(team.name).as_dict()])
+
+
+def _queues(team: TeamConfig, offer: PlatformOffer, share: GpuShare, own: Flavor | None) -> tuple[Manifest, Manifest]:
+    """The team's queue: its own GPU pool first (no other team's queue lists it), then the platform's."""
+    assert offer.kueue is not None
+    flavors = [*([own] if own is not None else []), *offer.kueue.as_flavors()]
+    return team_queue(team.name, share, flavors, cohort=offer.kueue.cohort)
+
+
 def plan_team(
     team: TeamConfig,
     offer: PlatformOffer,
@@ -257,7 +301,7 @@ def plan_team(
     if team.node_pool is not None:
         spec, pool_problems = _pool(team, offer)
         problems += pool_problems
-    problems += _quota_problems(team, offer, spec)
+    problems += _quota_problems(team, offer, spec) + _queue_problems(team, offer)
     if problems:
         raise ConfigError(_issues(problems))
     volumes, claims = _volumes(team, offer)
@@ -268,6 +312,11 @@ def plan_team(
         # owner; its labels are there from the start, so pods created before it reconciles get their sidecar.
         labels = {**PROFILE_NAMESPACE_LABELS, **(labels or {})}
         annotations = {OWNER_ANNOTATION: team.kubeflow.owner, **(annotations or {})}
+    own = _own_flavor(team, spec) if offer.kueue is not None else None
+    share = gpu_share(team.quota.gpus, team.quota.gpu_borrowing_limit, queueing=offer.kueue is not None)
+    if offer.kueue is not None:
+        # Kueue's webhooks act in namespaces with this label only.
+        labels = {**(labels or {}), MANAGED_NAMESPACE_LABEL: MANAGED_NAMESPACE_VALUE}
     return TeamPlan(
         team=team,
         namespace=namespace_manifests(
@@ -276,6 +325,7 @@ def plan_team(
             vpc_cidr=offer.vpc_cidr,
             labels=labels,
             annotations=annotations,
+            gpu_ceiling=share.ceiling,
         ),
         volumes=volumes,
         claims=claims,
@@ -283,4 +333,7 @@ def plan_team(
         node_pool_manifest=render_nodepool(pool_name(team.name), spec, startup_taints=startup_taints) if spec else None,
         bucket=bucket,
         bucket_kms_key_arn=offer.bucket_kms_key_arns.get(team.storage.bucket) if team.storage is not None else None,
+        gpu_share=share,
+        queues=_queues(team, offer, share, own) if offer.kueue is not None else None,
+        flavor=resource_flavor(own) if own is not None else None,
     )

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.kubeflow.teams import access_ml_pipeline, profile_manifest
+from components.kubeflow.teams import access_ml_pipeline, profile_manifest, queue_pod_default
 from components.team.config import TeamConfig
 from components.team.namespace import Manifest
 
 
-def team_profile(team: TeamConfig, role_arn: Any) -> Manifest:
-    """The team's Profile: owned by `kubeflow.owner`, capped at `quota.gpus` GPUs, `default-editor` annotated with
-    `role_arn` (the team's IRSA role; a Pulumi output in a program, only placed, never read)."""
+def team_profile(team: TeamConfig, role_arn: Any, gpu_ceiling: int) -> Manifest:
+    """The team's Profile: owned by `kubeflow.owner`, capped at `gpu_ceiling` GPUs (its share's ceiling,
+    `TeamPlan.gpu_share`), `default-editor` annotated with `role_arn` (the team's IRSA role; a Pulumi output in a
+    program, only placed, never read)."""
     assert team.kubeflow is not None, "the team has no kubeflow section"
-    return profile_manifest(name=team.name, owner=team.kubeflow.owner, gpu_quota=team.quota.gpus, role_arn=role_arn)
+    return profile_manifest(name=team.name, owner=team.kubeflow.owner, gpu_quota=gpu_ceiling, role_arn=role_arn)
 
 
-def team_pod_defaults(team: TeamConfig) -> list[Manifest]:
+def team_pod_defaults(team: TeamConfig, *, queueing: bool) -> list[Manifest]:
     """The PodDefaults the platform's Kubeflow teams get too: `access-ml-pipeline`, which the notebook form
-    preselects, so notebooks call Pipelines as the team."""
-    return [access_ml_pipeline(team.name)]
+    preselects, so notebooks call Pipelines as the team; with Kueue, `kueue-queue`, which queues a notebook."""
+    return [access_ml_pipeline(team.name), *([queue_pod_default(team.name)] if queueing else [])]

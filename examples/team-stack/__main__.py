@@ -1,5 +1,5 @@
 """Team vision's stack: attach to the platform stack through its outputs, then create the team's namespace (quota,
-network policies, FSx claims), its IRSA identity, its NodePool and its Kubeflow Profile.
+network policies, FSx claims), its IRSA identity, its NodePool, its Kueue queue and its Kubeflow Profile.
 
 `pulumi up` here runs after the platform's; offline: `python -m components.preview --project-dir examples/team-stack
 --stack prod --out build/preview/team-prod
@@ -10,7 +10,16 @@ network policies, FSx claims), its IRSA identity, its NodePool and its Kubeflow 
 import pulumi
 import pulumi_aws as aws
 
-from components import ClusterHandle, TeamArgs, TeamIdentity, TeamIdentityArgs, TeamNamespace, TeamNodePool
+from components import (
+    ClusterHandle,
+    TeamArgs,
+    TeamIdentity,
+    TeamIdentityArgs,
+    TeamNamespace,
+    TeamNodePool,
+    TeamQueues,
+    TeamQueuesArgs,
+)
 from components.cluster.attach import read_outputs
 from components.config.errors import ConfigError, ConfigIssue
 from components.tags import standard_tags
@@ -52,6 +61,18 @@ def main() -> None:
     identity = TeamIdentity("identity", TeamIdentityArgs(cluster=cluster, plan=plan, namespace=namespace), opts)
     if plan.node_pool_manifest is not None:
         TeamNodePool("pool", TeamArgs(cluster=cluster, plan=plan), opts)
+    if plan.queues is not None:
+        TeamQueues(
+            "queues",
+            TeamQueuesArgs(
+                cluster=cluster,
+                queues={config.team.name: plan.queues},
+                # why: the LocalQueue goes in the team's namespace.
+                after=[namespace.namespace],
+                flavors=[plan.flavor] if plan.flavor is not None else [],
+            ),
+            opts,
+        )
     if config.team.kubeflow is not None:
         TeamProfile(
             "profile", TeamProfileArgs(cluster=cluster, plan=plan, namespace=namespace, identity=identity), opts

@@ -117,7 +117,20 @@ def render(release: Mapping[str, Any], charts: Path, kube_version: str) -> list[
     return objects
 
 
-def _template(release: Mapping[str, Any], directory: Path, kube_version: str) -> list[dict[str, Any]]:
+def crds(release: Mapping[str, Any], charts: Path, kube_version: str) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions a release installs (templates or `crds/`), as its chart renders them with its
+    values: what the objects the platform makes of those kinds are checked against."""
+    directory = chart_dir(charts, release["chart"], str(release["version"]))
+    return [doc for doc in _template(release, directory, kube_version, with_crds=True) if _is_crd(doc)]
+
+
+def _is_crd(doc: Mapping[str, Any]) -> bool:
+    return doc.get("kind") == "CustomResourceDefinition"
+
+
+def _template(
+    release: Mapping[str, Any], directory: Path, kube_version: str, *, with_crds: bool = False
+) -> list[dict[str, Any]]:
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as values:
         yaml.safe_dump(release.get("values") or {}, values)
         values.flush()
@@ -138,6 +151,7 @@ def _template(release: Mapping[str, Any], directory: Path, kube_version: str) ->
                 "monitoring.coreos.com/v1",
                 "--api-versions",
                 "apiregistration.k8s.io/v1",
+                *(["--include-crds"] if with_crds else []),
             ],
             capture_output=True,
             text=True,
@@ -148,5 +162,5 @@ def _template(release: Mapping[str, Any], directory: Path, kube_version: str) ->
     return [
         doc
         for doc in yaml.load_all(done.stdout, Loader=yaml.CSafeLoader)
-        if isinstance(doc, dict) and doc.get("kind") != "CustomResourceDefinition"
+        if isinstance(doc, dict) and (with_crds or not _is_crd(doc))
     ]

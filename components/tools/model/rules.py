@@ -6,8 +6,7 @@ against, so the message says what to change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -21,12 +20,14 @@ from components.tools.model.admission import (
     refusals,
     trainer_pods,
 )
-from components.tools.model.kube import affinity_matches, narrowed, selector_matches, untolerated
+from components.tools.model.kube import narrowed
+from components.tools.model.landing import Problem, lands_on, why_not
 from components.tools.model.network import Cluster
 from components.tools.model.network import problems as network_problems
 from components.tools.model.nodes import NodeKind
 from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
 from components.tools.model.pod_security import refused
+from components.tools.model.queues import every_team_can_queue, queued_work_lands
 from components.tools.model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
 from components.tools.model.workloads import DEFAULT_SCHEDULER, Workload
 
@@ -34,39 +35,6 @@ ARCH = "kubernetes.io/arch"
 CAPACITY = "karpenter.sh/capacity-type"
 #: Karpenter neither consolidates nor drifts a node running a pod with this annotation (karpenter.sh docs, Disruption).
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
-
-
-@dataclass(frozen=True)
-class Problem:
-    rule: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"[{self.rule}] {self.message}"
-
-
-# ------------------------------------------------------------------------------------------- where pods can run
-
-
-def why_not(workload: Workload, node: NodeKind) -> str | None:
-    """Why the workload's pods cannot run on this kind of node, or None if they can."""
-    blocking = untolerated(workload.tolerations, node.taints)
-    if blocking:
-        return "does not tolerate " + ", ".join(str(t) for t in blocking)
-    if not selector_matches(workload.node_selector, node.labels):
-        return f"nodeSelector {dict(workload.node_selector)} matches no node of it"
-    if not affinity_matches(workload.affinity, node.labels):
-        return "its required node affinity matches no node of it"
-    for resource in sorted(workload.extended):
-        if resource.startswith("nvidia.com/") and "nvidia" not in node.accelerators:
-            return f"asks for {resource}, which its instances do not have"
-        if resource.startswith("aws.amazon.com/neuron") and "neuron" not in node.accelerators:
-            return f"asks for {resource}, which its instances do not have"
-    return None
-
-
-def lands_on(workload: Workload, nodes: Iterable[NodeKind]) -> list[NodeKind]:
-    return [n for n in nodes if why_not(workload, n) is None]
 
 
 def with_operator_labels(platform: Platform) -> list[NodeKind]:
@@ -330,6 +298,8 @@ RULES: tuple[Callable[..., list[Problem]], ...] = (
     secrets_stay_with_their_holders,
     system_pods_are_sized,
     network_paths_hold,
+    every_team_can_queue,
+    queued_work_lands,
 )
 
 

@@ -1,0 +1,28 @@
+"""Kueue's NetworkPolicies (pure): default deny, and the paths its controller uses.
+
+The controller calls only the Kubernetes API (443). The API server calls it twice: its admission webhooks (the
+manager's `webhook-server` port, 9443) and the aggregated visibility API (`visibility`, 8082, behind the
+APIService's Service), both on the controller's pods (kueue chart 0.19.2, templates/manager/manager.yaml). Its
+metrics are not scraped (`enablePrometheus` stays false), so nothing else is open.
+"""
+
+from __future__ import annotations
+
+from components import network_policies as netpol
+from components.network_policies import Manifest
+
+#: The controller's pods (the chart's selector labels, templates/_helpers.tpl `kueue.selectorLabels`).
+CONTROLLER_POD = {"control-plane": "controller-manager"}
+WEBHOOK_PORT = 9443
+VISIBILITY_PORT = 8082
+
+
+def policies(namespace: str) -> dict[str, Manifest]:
+    """Every policy of Kueue's namespace, keyed by name."""
+    found = [
+        netpol.deny_all(namespace),
+        netpol.allow_dns(namespace),
+        netpol.allow_https_egress(namespace),  # the API server
+        netpol.allow_webhooks(namespace, [WEBHOOK_PORT, VISIBILITY_PORT], selects=CONTROLLER_POD),
+    ]
+    return {p["metadata"]["name"]: p for p in found}

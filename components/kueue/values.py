@@ -1,0 +1,73 @@
+"""Values of the pinned Kueue chart (pure).
+
+Which workloads queue: Jobs, JobSets, Kubeflow Trainer's TrainJobs and single pods (the `pod` integration: a
+notebook's pod, labelled through a PodDefault). Only those that carry the queue label, and only in team namespaces:
+`manageJobsWithoutQueueName` stays false, so the platform's own Jobs and a team's CPU work run as before, and the
+team's ResourceQuota still caps every GPU pod, queued or not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from components.cluster.capacity import KUEUE as REQUESTS
+from components.cluster.capacity import KUEUE_REPLICAS
+from components.kueue.queues import MANAGED_NAMESPACE_LABEL, MANAGED_NAMESPACE_VALUE
+from components.scheduling import Placement
+from components.versions import KUEUE_IMAGE
+
+NAMESPACE = "kueue-system"
+#: Kueue's integrations this platform queues (the `integrations.frameworks` names of the pinned release).
+FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob", "pod")
+#: Resources Kueue leaves to the namespace's ResourceQuota: it arbitrates GPUs only. Without this a workload asking
+#: for CPU would find no flavor for it in a ClusterQueue that covers only GPUs, and never be admitted.
+EXCLUDED_RESOURCE_PREFIXES = ("cpu", "memory", "ephemeral-storage", "pods", "hugepages-")
+
+
+def manager_config() -> dict[str, Any]:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), as the chart's `controllerManagerConfigYaml` holds it:
+    the chart's defaults for the manager, with the platform's choices of what is queued and where."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "manageJobsWithoutQueueName": False,
+        # The chart gives every mutating and validating webhook this selector: outside team namespaces no request
+        # waits on Kueue (its webhooks fail closed).
+        "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: MANAGED_NAMESPACE_VALUE}},
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
+    }
+
+
+def chart_values(*, placement: Placement) -> dict[str, Any]:
+    """The controller on the system nodes with the requests the system node sizing counts (two replicas and a
+    disruption budget: its webhooks fail closed in team namespaces), the release's image, and the manager
+    configuration above."""
+    on_system_nodes = placement.values()
+    return {
+        "controllerManager": {
+            "manager": {
+                "image": {
+                    "repository": KUEUE_IMAGE.name,
+                    "tag": KUEUE_IMAGE.version,
+                    "pullPolicy": "IfNotPresent",
+                },
+                "resources": {
+                    "requests": {"cpu": f"{REQUESTS.cpu_m}m", "memory": f"{REQUESTS.memory_mi}Mi"},
+                    "limits": {"memory": f"{REQUESTS.memory_mi}Mi"},
+                },
+            },
+            "replicas": KUEUE_REPLICAS,
+            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+            **on_system_nodes,
+        },
+        # A pod's labels may come from Kubeflow's PodDefault webhook after Kueue's has run: run Kueue's again then.
+        "mutatingWebhook": {"reinvocationPolicy": "IfNeeded"},
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(manager_config(), sort_keys=True)},
+    }

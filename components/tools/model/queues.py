@@ -1,0 +1,146 @@
+"""Kueue's part of the model: every team namespace can queue, and what is queued still lands on a GPU pool.
+
+Kueue admits a queued workload into one of its ClusterQueue's flavors and adds that flavor's node labels to its pods'
+node selector (it never gives a pod a flavor whose labels contradict its own selector, or whose taints it does not
+tolerate). So a queued GPU workload must land, with the labels of every flavor Kueue may give it, on some node kind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from components.kueue.queues import QUEUE_LABEL
+from components.scheduling import GPU_RESOURCE
+from components.team.namespace import TEAM_LABEL
+from components.tools.model.kube import Taint, untolerated
+from components.tools.model.landing import Problem, lands_on, why_not
+from components.tools.model.nodes import NodeKind
+from components.tools.model.platform import Platform
+from components.tools.model.workloads import from_object, pod_template
+
+#: The label the Kubeflow profile controller (and the platform, from the start) gives a Profile's namespace.
+_PROFILE_LABEL = ("app.kubernetes.io/part-of", "kubeflow-profile")
+
+
+def team_namespaces(platform: Platform) -> list[str]:
+    """Namespaces of teams with a GPU share: a team stack's (its team label and a ResourceQuota) and a Kubeflow
+    team's (a Profile's). A namespace the platform makes only to mount its FSx file system carries the team label
+    (its pods are a team's) but no quota: the team stack that moves in brings the queue."""
+    bounded = {q["metadata"].get("namespace") for q in platform.of_kind("ResourceQuota")}
+    found = set()
+    for namespace in platform.of_kind("Namespace"):
+        name, labels = namespace["metadata"]["name"], namespace["metadata"].get("labels") or {}
+        if (TEAM_LABEL in labels and name in bounded) or labels.get(_PROFILE_LABEL[0]) == _PROFILE_LABEL[1]:
+            found.add(name)
+    return sorted(found)
+
+
+def _named(platform: Platform, kind: str) -> dict[str, Mapping[str, Any]]:
+    return {obj["metadata"]["name"]: obj for obj in platform.of_kind(kind)}
+
+
+def every_team_can_queue(platform: Platform, **_: Any) -> list[Problem]:
+    """With Kueue, each team namespace has a LocalQueue whose ClusterQueue exists, and each ClusterQueue's flavors
+    exist (a missing one leaves the queue inactive: nothing is admitted)."""
+    cluster_queues, flavors = _named(platform, "ClusterQueue"), _named(platform, "ResourceFlavor")
+    local_queues = platform.of_kind("LocalQueue")
+    if not (cluster_queues or local_queues):
+        return []
+    problems = []
+    for namespace in team_namespaces(platform):
+        mine = [q for q in local_queues if q["metadata"].get("namespace") == namespace]
+        if not mine:
+            problems.append(Problem("queues", f"team namespace {namespace} has no Kueue LocalQueue"))
+        for queue in mine:
+            target = queue["spec"].get("clusterQueue")
+            if target not in cluster_queues:
+                problems.append(
+                    Problem(
+                        "queues",
+                        f"LocalQueue {namespace}/{queue['metadata']['name']} points at ClusterQueue {target}, which "
+                        "does not exist",
+                    )
+                )
+    for name, cluster_queue in sorted(cluster_queues.items()):
+        for group in cluster_queue["spec"].get("resourceGroups") or ():
+            for flavor in group.get("flavors") or ():
+                if flavor["name"] not in flavors:
+                    problems.append(
+                        Problem(
+                            "queues", f"ClusterQueue {name} uses ResourceFlavor {flavor['name']}, which does not exist"
+                        )
+                    )
+    return problems
+
+
+def _queue_name(obj: Mapping[str, Any]) -> str | None:
+    labels = dict(obj["metadata"].get("labels") or {})
+    template = pod_template(obj) or {}
+    labels.update((template.get("metadata") or {}).get("labels") or {})
+    return labels.get(QUEUE_LABEL)
+
+
+def _contradicts(selector: Mapping[str, str], node_labels: Mapping[str, str]) -> bool:
+    return any(key in selector and selector[key] != value for key, value in node_labels.items())
+
+
+def queued_work_lands(platform: Platform, nodes: list[NodeKind], **_: Any) -> list[Problem]:
+    """Every queued GPU workload lands on a node kind with the labels of each flavor Kueue may give it. A workload
+    that names no namespace (an example applied to a team's) is judged in every namespace with its queue."""
+    cluster_queues, flavors = _named(platform, "ClusterQueue"), _named(platform, "ResourceFlavor")
+    local_queues = platform.of_kind("LocalQueue")
+    problems = []
+    for origin, obj in platform.objects:
+        queue = _queue_name(obj)
+        workload = from_object(origin, obj) if queue is not None else None
+        if workload is None or GPU_RESOURCE not in workload.extended:
+            continue
+        namespace = obj["metadata"].get("namespace")
+        targets = [
+            q["spec"].get("clusterQueue")
+            for q in local_queues
+            if q["metadata"]["name"] == queue and namespace in (None, q["metadata"].get("namespace"))
+        ]
+        if not targets:
+            problems.append(Problem("queues", f"{workload.ref} is queued to {queue}, but no team has that LocalQueue"))
+        for target in targets:
+            problems += _lands_in(workload, cluster_queues.get(target), target, flavors, nodes)
+    return problems
+
+
+def _lands_in(
+    workload: Any,
+    cluster_queue: Mapping[str, Any] | None,
+    name: str,
+    flavors: Mapping[str, Mapping[str, Any]],
+    nodes: list[NodeKind],
+) -> list[Problem]:
+    if cluster_queue is None:
+        return []  # every_team_can_queue reports it
+    given = []
+    for group in cluster_queue["spec"].get("resourceGroups") or ():
+        if GPU_RESOURCE not in group.get("coveredResources", ()):
+            continue
+        for entry in group.get("flavors") or ():
+            spec = (flavors.get(entry["name"]) or {}).get("spec") or {}
+            labels = spec.get("nodeLabels") or {}
+            taints = [Taint(t["key"], t.get("value", ""), t["effect"]) for t in spec.get("nodeTaints") or ()]
+            if _contradicts(workload.node_selector, labels) or untolerated(workload.tolerations, taints):
+                continue
+            given.append((entry["name"], labels))
+    if not given:
+        return [Problem("queues", f"{workload.ref}: ClusterQueue {name} has no flavor Kueue could give it")]
+    problems = []
+    for flavor, labels in given:
+        placed = dataclasses.replace(workload, node_selector={**workload.node_selector, **labels})
+        if not lands_on(placed, nodes):
+            reasons = "; ".join(f"{n.name}: {why_not(placed, n)}" for n in nodes)
+            problems.append(
+                Problem(
+                    "queues",
+                    f"{workload.ref}, admitted by ClusterQueue {name} on flavor {flavor}, runs on no node ({reasons})",
+                )
+            )
+    return problems

@@ -1,0 +1,371 @@
+"""Kueue: the chart values the platform sets are ones the pinned chart reads, the queue objects pass the pinned CRDs'
+schemas and CEL rules, a team's share is derived once (queue, Profile and ResourceQuota agree), config mistakes are
+named, and the model catches a team that cannot queue or queued work that lands nowhere."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.config.errors import ConfigError
+from components.kueue.queues import (
+    COHORT,
+    LOCAL_QUEUE,
+    MANAGED_NAMESPACE_LABEL,
+    QUEUE_LABEL,
+    gpu_share,
+    pool_flavor,
+    resource_flavor,
+    team_queue,
+)
+from components.kueue.values import FRAMEWORKS, chart_values, manager_config
+from components.platform_config import parse_config
+from components.scheduling import SYSTEM_PLACEMENT
+from components.team.config import TeamConfig
+from components.team.offer import parse_offer
+from components.team.plan import plan_team
+from components.versions import KUEUE
+from tests.conftest import REFCHECK, REPO, stack_config
+from tests.kueue_support import CHART, kueue_crds
+
+PLATFORM_OUTPUTS = json.loads((REPO / "examples" / "team-stack" / "platform-outputs.prod.json").read_text())
+needs_chart = pytest.mark.skipif(not CHART.is_dir(), reason="the pinned Kueue chart is not beside the repository")
+#: Values whose content is a Kubernetes object, not a chart setting.
+PASS_THROUGH = {"resources", "nodeSelector", "tolerations"}
+
+
+def dev(**overrides: Any):
+    return parse_config(stack_config("dev", overrides), project="eks-ml-platform", stack="dev")
+
+
+def dev_problems(**overrides: Any) -> dict[str, str]:
+    with pytest.raises(ConfigError) as caught:
+        dev(**overrides)
+    return {issue.path: issue.message for issue in caught.value.issues}
+
+
+def key_paths(values: dict[str, Any], prefix: str = "") -> set[str]:
+    found = set()
+    for key, value in values.items():
+        if isinstance(value, dict) and value and key not in PASS_THROUGH:
+            found |= key_paths(value, f"{prefix}{key}.")
+        else:
+            found.add(f"{prefix}{key}")
+    return found
+
+
+# ------------------------------------------------------------------------------------------------ chart values
+
+
+@needs_chart
+def test_every_values_key_the_platform_sets_is_one_the_pinned_chart_has():
+    upstream = yaml.safe_load((CHART / "values.yaml").read_text())
+    unknown = {
+        path for path in key_paths(chart_values(placement=SYSTEM_PLACEMENT)) if not _has(upstream, path.split("."))
+    }
+    assert unknown == set()
+
+
+def _has(values: Any, path: list[str]) -> bool:
+    for key in path:
+        if not isinstance(values, dict) or key not in values:
+            return False
+        values = values[key]
+    return True
+
+
+@needs_chart
+def test_the_queued_frameworks_are_integrations_of_the_pinned_release_and_the_manager_keeps_its_defaults():
+    upstream = yaml.safe_load(
+        yaml.safe_load((CHART / "values.yaml").read_text())["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    ours = manager_config()
+    assert set(FRAMEWORKS) <= set(upstream["integrations"]["frameworks"])
+    assert ours["apiVersion"] == upstream["apiVersion"]
+    for key in ("health", "metrics", "webhook", "leaderElection"):
+        assert ours[key] == upstream[key], key
+    assert (
+        yaml.safe_load(chart_values(placement=SYSTEM_PLACEMENT)["managerConfig"]["controllerManagerConfigYaml"]) == ours
+    )
+
+
+def test_only_labelled_work_in_team_namespaces_is_queued_and_only_gpus_are_counted():
+    config = manager_config()
+    assert config["manageJobsWithoutQueueName"] is False
+    assert config["managedJobsNamespaceSelector"] == {"matchLabels": {MANAGED_NAMESPACE_LABEL: "managed"}}
+    assert {"cpu", "memory"} <= set(config["resources"]["excludeResourcePrefixes"])
+    assert "nvidia.com/gpu" not in " ".join(config["resources"]["excludeResourcePrefixes"])
+
+
+def test_the_controller_runs_on_the_system_nodes_from_the_release_image_and_survives_a_node_loss():
+    manager = chart_values(placement=SYSTEM_PLACEMENT)["controllerManager"]
+    assert manager["nodeSelector"] == dict(SYSTEM_PLACEMENT.node_selector)
+    assert manager["tolerations"] == [dict(t) for t in SYSTEM_PLACEMENT.tolerations]
+    assert manager["manager"]["image"]["tag"] == f"v{KUEUE.version}"
+    assert manager["replicas"] >= 2
+    assert manager["podDisruptionBudget"]["enabled"]
+
+
+# -------------------------------------------------------------------------------------------------- CRDs
+
+
+@cache
+def _checker() -> Any:
+    """refcheck's checker, with the CRDs the pinned chart renders (its CRDs are templates of the chart)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("refcheck_kueue", REFCHECK)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    crds = kueue_crds()
+    checker = module.K8sChecker(
+        module.Reference(module.default_ref_dir()), module.Report(), ["1.35"], module.CelEngine()
+    )
+    for index, crd in enumerate(crds):
+        checker.register_user_crd(module.Obj(crd, "kueue-crds", index))
+    kinds = {crd["spec"]["names"]["kind"] for crd in crds}
+    assert {"ClusterQueue", "LocalQueue", "ResourceFlavor"} <= kinds
+    return module, checker
+
+
+def crd_findings(objects: list[dict[str, Any]]) -> list[str]:
+    module, checker = _checker()
+    checker.rep = report = module.Report()
+    checked = [module.Obj(o, "rendered", index) for index, o in enumerate(objects, 1)]
+    for o in checked:
+        checker.check(o, checked)
+    return [f"{f['level']} {f['where']}: {f['msg']}" for f in report.findings if f["level"] in ("ERROR", "WARN")]
+
+
+def team_stack_plan():
+    team = TeamConfig.model_validate(
+        {
+            "name": "vision",
+            "quota": {"gpus": 16, "gpuBorrowingLimit": 8},
+            "nodePool": {"preset": "gpu-inference-a10g-spot", "limits": {"nvidia.com/gpu": "8"}},
+        }
+    )
+    return plan_team(team, parse_offer(PLATFORM_OUTPUTS, stack="acme/eks-ml-platform/prod"))
+
+
+@pytest.mark.subprocess
+@pytest.mark.refcheck
+@needs_chart
+def test_the_platforms_and_a_team_stacks_queue_objects_pass_the_pinned_crds():
+    config = dev()
+    plan = team_stack_plan()
+    assert plan.queues is not None
+    assert plan.flavor is not None
+    objects = [
+        *(resource_flavor(f) for f in config.kueue_flavors),
+        *(obj for queues in config.team_queues().values() for obj in queues),
+        *plan.queues,
+        plan.flavor,
+    ]
+    assert crd_findings(objects) == []
+    misspelled = plan.queues[0] | {"spec": {**plan.queues[0]["spec"], "cohort": COHORT}}
+    assert any("cohort" in finding for finding in crd_findings([misspelled]))
+
+
+# ------------------------------------------------------------------------------------------------ one share
+
+
+def test_a_borrowing_limit_left_unset_is_the_quota_and_the_ceiling_is_their_sum():
+    assert gpu_share(4, None, queueing=True).ceiling == 8
+    assert gpu_share(4, 1, queueing=True).ceiling == 5
+    assert gpu_share(4, None, queueing=False).ceiling == 4
+
+
+def test_a_kubeflow_teams_profile_quota_is_the_ceiling_of_the_share_its_cluster_queue_has():
+    config = dev(kubeflow=_dev_kubeflow(gpuQuota=3, gpuBorrowingLimit=1))
+    cluster_queue, local_queue = config.team_queues()["ml-research"]
+    gpus = cluster_queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+    assert (gpus["nominalQuota"], gpus["borrowingLimit"]) == (3, 1)
+    assert cluster_queue["spec"]["cohortName"] == COHORT
+    assert cluster_queue["spec"]["preemption"]["reclaimWithinCohort"] == "Any"
+    assert local_queue == {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": LOCAL_QUEUE, "namespace": "ml-research"},
+        "spec": {"clusterQueue": cluster_queue["metadata"]["name"]},
+    }
+    from components.kubeflow.config import settings
+    from components.kubeflow.teams import manifests
+
+    facts = settings(config.kubeflow, storage_class="gp3", gpu_node_pools=(), gpu_scheduler=None, queueing=True)
+    objects = manifests(facts.teams[0])
+    (namespace,) = [o for o in objects if o["kind"] == "Namespace"]
+    (profile,) = [o for o in objects if o["kind"] == "Profile"]
+    pod_defaults = [o for o in objects if o["kind"] == "PodDefault"]
+    assert profile["spec"]["resourceQuotaSpec"]["hard"] == {"requests.nvidia.com/gpu": "4"}
+    assert namespace["metadata"]["labels"][MANAGED_NAMESPACE_LABEL] == "managed"
+    queue_default = next(p for p in pod_defaults if p["metadata"]["name"] == "kueue-queue")
+    assert queue_default["spec"]["labels"] == {QUEUE_LABEL: LOCAL_QUEUE}
+
+
+def _dev_kubeflow(**team: Any) -> dict[str, Any]:
+    document = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())["config"]["eks-ml-platform:kubeflow"]
+    document["teams"]["ml-research"].update(team)
+    return document
+
+
+def test_a_team_stacks_resource_quota_holds_the_ceiling_and_its_own_pool_comes_first_for_its_pods_alone():
+    plan = team_stack_plan()
+    assert plan.namespace["quota"]["spec"]["hard"]["requests.nvidia.com/gpu"] == "24"
+    assert plan.namespace["namespace"]["metadata"]["labels"][MANAGED_NAMESPACE_LABEL] == "managed"
+    cluster_queue, _ = plan.queues
+    flavors = [f["name"] for f in cluster_queue["spec"]["resourceGroups"][0]["flavors"]]
+    assert flavors[0] == "team-vision"
+    assert flavors[1:] == [f["name"] for f in PLATFORM_OUTPUTS["kueue"]["flavors"]]
+    assert plan.flavor["spec"]["nodeTaints"] == [{"key": "eksml.io/team", "value": "vision", "effect": "NoSchedule"}]
+
+
+def test_a_team_stack_on_a_platform_without_kueue_keeps_its_quota_and_may_not_borrow():
+    outputs = {k: v for k, v in PLATFORM_OUTPUTS.items() if k != "kueue"}
+    offer = parse_offer(outputs, stack="acme/eks-ml-platform/prod")
+    plan = plan_team(TeamConfig.model_validate({"name": "vision", "quota": {"gpus": 16}}), offer)
+    assert plan.queues is None
+    assert plan.namespace["quota"]["spec"]["hard"]["requests.nvidia.com/gpu"] == "16"
+    with pytest.raises(ConfigError) as caught:
+        plan_team(TeamConfig.model_validate({"name": "vision", "quota": {"gpus": 16, "gpuBorrowingLimit": 2}}), offer)
+    assert [issue.path for issue in caught.value.issues] == ["team.quota.gpuBorrowingLimit"]
+
+
+def test_flavors_follow_the_pools_weights_and_carry_their_workload_label():
+    flavors = [f["name"] for f in PLATFORM_OUTPUTS["kueue"]["flavors"]]
+    assert flavors == ["inference-a10g-spot", "inference-t4-spot", "inference-a10g-on-demand", "training"]
+    training = pool_flavor("training", {"eksml.io/workload": "training"}, 32)
+    assert training.node_labels == {"karpenter.sh/nodepool": "training", "eksml.io/workload": "training"}
+
+
+# --------------------------------------------------------------------------------------------- config errors
+
+
+def test_borrowing_without_kueue_and_kueue_without_a_gpu_pool_are_refused():
+    assert "kubeflow.teams.ml-research.gpuBorrowingLimit" in dev_problems(
+        kueue={"enabled": False}, kubeflow=_dev_kubeflow(gpuBorrowingLimit=2)
+    )
+    assert "kubeflow.teams.ml-research.gpuBorrowingLimit" in dev_problems(kubeflow=_dev_kubeflow(gpuBorrowingLimit=-1))
+    cpu_only = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())["config"]["eks-ml-platform:karpenter"]
+    cpu_only["nodePools"].pop("gpu-inference")
+    found = dev_problems(kueue={"enabled": True}, karpenter=cpu_only, kubeflow={"enabled": False})
+    assert "kueue" in found
+    assert "no NodePool launches NVIDIA GPUs" in found["kueue"]
+    assert "kueue.enabeld" in dev_problems(kueue={"enabeld": True})
+
+
+def test_kueue_off_leaves_no_queue_and_the_plain_quota():
+    config = dev(kueue={"enabled": False})
+    assert config.queueing is False
+
+
+# ------------------------------------------------------------------------------------------------- the model
+
+
+def _model_problems(tmp_path: Path, objects: list[dict[str, Any]]) -> list[str]:
+    from tests.test_platform_model import node_pool, problems
+
+    gpu_pool = node_pool(
+        "gpu",
+        gpu=True,
+        taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+        labels={"eksml.io/workload": "inference"},
+    )
+    return [p for p in problems(tmp_path, [gpu_pool, *objects]) if p.startswith("[queues]")]
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"eksml.io/team": name}}}
+
+
+def _quota(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "team", "namespace": namespace},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "4"}},
+    }
+
+
+def _job(selector: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "labels": {QUEUE_LABEL: LOCAL_QUEUE}},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeSelector": selector,
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                            "resources": {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}},
+                        }
+                    ],
+                }
+            }
+        },
+    }
+
+
+def _queues(flavor_labels: dict[str, str]) -> list[dict[str, Any]]:
+    flavor = pool_flavor("gpu", flavor_labels, 4)
+    cluster_queue, local_queue = team_queue("vision", gpu_share(2, None, queueing=True), [flavor])
+    return [resource_flavor(flavor), cluster_queue, local_queue]
+
+
+def test_the_model_passes_a_team_whose_queued_job_lands_on_its_flavors_pool(tmp_path):
+    labels = {"eksml.io/workload": "inference"}
+    assert _model_problems(tmp_path, [_namespace("vision"), *_queues(labels), _job({})]) == []
+
+
+def test_the_model_catches_a_team_namespace_without_a_queue_and_a_queue_without_its_cluster_queue(tmp_path):
+    flavor, _, local_queue = _queues({"eksml.io/workload": "inference"})
+    # fsx-only: a namespace the platform makes for its file system (team label, no quota): its team stack brings
+    # the queue, so the platform alone is not faulted for it
+    objects = [_namespace("vision"), _namespace("nlp"), _quota("vision"), _quota("nlp"), _namespace("fsx-only")]
+    found = _model_problems(tmp_path, [*objects, flavor, local_queue])
+    assert any("team namespace nlp has no Kueue LocalQueue" in p for p in found)
+    assert not any("fsx-only" in p for p in found)
+    assert any("points at ClusterQueue team-vision, which does not exist" in p for p in found)
+
+
+def test_the_model_catches_queued_work_that_no_flavor_fits_or_whose_flavor_names_no_pool(tmp_path):
+    labels = {"eksml.io/workload": "inference"}
+    found = _model_problems(tmp_path, [_namespace("vision"), *_queues(labels), _job({"eksml.io/workload": "training"})])
+    assert any("has no flavor Kueue could give it" in p for p in found)
+    flavor, cluster_queue, local_queue = _queues(labels)
+    flavor["spec"]["nodeLabels"]["karpenter.sh/nodepool"] = "gone"
+    found = _model_problems(tmp_path / "b", [_namespace("vision"), flavor, cluster_queue, local_queue, _job({})])
+    assert any("on flavor gpu, runs on no node" in p for p in found)
+
+
+# ---------------------------------------------------------------------------------------------- in the stack
+
+
+@pytest.mark.stack
+def test_kueue_goes_with_the_cluster_and_kubeflow_waits_for_its_webhooks(dev):
+    eks = dev.one("eks:index:Cluster")
+    release = dev.one("kubernetes:helm.sh/v3:Release", "kueue")
+    queued = [
+        release,
+        *dev.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"),
+        *dev.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"),
+        *dev.of_type("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"),
+    ]
+    assert len(queued) == 4  # the release, dev's one GPU pool's flavor, ml-research's two queues
+    assert {r.deleted_with for r in queued} == {eks.urn}  # they own nothing in AWS
+    assert release.inputs["values"]["controllerManager"]["nodeSelector"] == {"eksml.io/node-role": "system"}
+    local_queue = dev.one("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
+    team_namespace = next(
+        r for r in dev.of_type("kubernetes:core/v1:Namespace") if r.inputs["metadata"]["name"] == "ml-research"
+    )
+    assert dev.depends_on(local_queue, team_namespace)
+    assert dev.depends_on(team_namespace, release)  # what Kueue's webhooks intercept there comes after them
