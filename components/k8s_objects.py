@@ -191,10 +191,12 @@ def owned_namespace(
     pod_security: str,
     cleaners: Sequence[pulumi.Resource],
     opts: pulumi.ResourceOptions,
+    policies: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> k8s.core.v1.Namespace:
-    """A namespace the stack owns (destroy removes it), with its Pod Security level. It depends on `cleaners`, the
-    drivers and controllers that delete the AWS side of what is put in it (volumes, load balancers), so on destroy
-    it goes, with everything in it, while they still run."""
+    """A namespace the stack owns (destroy removes it), with its Pod Security level and its NetworkPolicies
+    (`policies`, by key: each becomes `<name without -namespace>-netpol-<key>`, made once the namespace exists). It
+    depends on `cleaners`, the drivers and controllers that delete the AWS side of what is put in it (volumes, load
+    balancers), so on destroy it goes, with everything in it, while they still run."""
     namespace_ = create(
         name,
         {
@@ -205,4 +207,7 @@ def owned_namespace(
         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(cleaners))),
     )
     assert isinstance(namespace_, k8s.core.v1.Namespace)
+    in_namespace = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace_]))
+    for key, manifest in (policies or {}).items():
+        create(f"{name.removesuffix('-namespace')}-netpol-{key}", dict(manifest), in_namespace)
     return namespace_

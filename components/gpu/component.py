@@ -68,10 +68,8 @@ class GpuStack(pulumi.ComponentResource):
             pod_security="privileged",
             cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
             opts=k8s_opts,
+            policies=network_policy.policies(OPERATOR_NAMESPACE, args.monitoring_namespace),
         )
-        in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
-        for key, manifest in network_policy.policies(OPERATOR_NAMESPACE, args.monitoring_namespace).items():
-            k8s_objects.create(f"{name}-netpol-{key}", manifest, in_namespace)
         self.operator = helm.release(
             f"{name}-operator",
             versions.GPU_OPERATOR,

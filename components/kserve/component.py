@@ -47,6 +47,7 @@ class KServe(pulumi.ComponentResource):
             pod_security="restricted",
             cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
             opts=k8s_opts,
+            policies=network_policy.policies(NAMESPACE),
         )
         on_system_nodes = pulumi.ResourceOptions.merge(
             k8s_opts,
@@ -68,9 +69,6 @@ class KServe(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[crds, args.cert_manager]),
             ),
         )
-        in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
-        for key, manifest in network_policy.policies(NAMESPACE).items():
-            k8s_objects.create(f"{name}-netpol-{key}", manifest, in_namespace)
         suffixes = {"HorizontalPodAutoscaler": "replicas", "PodDisruptionBudget": "budget"}
         for manifest in controller_availability(NAMESPACE):
             k8s_objects.create(

@@ -52,10 +52,8 @@ class Kueue(pulumi.ComponentResource):
             pod_security="restricted",
             cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
             opts=k8s_opts,
+            policies=network_policy.policies(NAMESPACE),
         )
-        in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
-        for key, manifest in network_policy.policies(NAMESPACE).items():
-            k8s_objects.create(f"{name}-netpol-{key}", manifest, in_namespace)
         self.release = helm.release(
             name,
             versions.KUEUE,
