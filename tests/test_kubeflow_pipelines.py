@@ -23,7 +23,12 @@ from tests.iam_evaluator import ALLOW, IMPLICIT_DENY, decide
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 KFP = REFERENCE / "community-distribution" / "applications" / "pipeline" / "upstream"
 NS = "eks-ml-platform"
-MINIMAL = {"enabled": True, "adminEmail": "platform@example.org"}
+#: The teams' owners sign in as static users (a team's owner who cannot sign in is refused).
+MINIMAL = {
+    "enabled": True,
+    "adminEmail": "platform@example.org",
+    "auth": {"staticUsers": {"a": "a@example.org", "b": "b@example.org", "o": "o@example.org"}},
+}
 TEAMS = {
     "team-a": {"owner": "a@example.org", "s3Prefix": "teams/a"},
     "team-b": {"owner": "b@example.org", "s3Prefix": "teams/b"},

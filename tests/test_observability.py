@@ -242,7 +242,7 @@ def test_monitors_rules_and_dashboards_wait_for_the_release_that_installs_their_
 
 
 def test_karpenter_is_scraped_through_its_charts_service(dev):
-    monitor = dev.one("kubernetes:monitoring.coreos.com/v1:ServiceMonitor")
+    monitor = dev.one("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "observability-karpenter-monitor")
     karpenter = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "karpenter")
     assert monitor.inputs["spec"]["namespaceSelector"] == {"matchNames": [karpenter.inputs["namespace"]]}
     assert monitor.inputs["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "karpenter"

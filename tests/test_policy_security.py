@@ -365,4 +365,5 @@ def test_team_namespaces_enforce_baseline_and_warn_of_restricted(prod):
         "pod-security.kubernetes.io/enforce": "baseline",
         "pod-security.kubernetes.io/warn": "restricted",
         "pod-security.kubernetes.io/audit": "restricted",
+        "eksml.io/team": "team-a",  # a team's pods live here: held to the team namespaces' network checks
     }

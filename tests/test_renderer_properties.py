@@ -187,7 +187,10 @@ def test_every_accelerator_ceiling_gets_exactly_one_near_limit_alert_at_its_own_
 # ----------------------------------------------------------------------------------------------------- config
 
 #: Mappings keyed by name (a new key is a new entry, not an unknown key) and free-form ones.
-KEYED_BY_NAME = {"adminPrincipals", "nodePools", "nodeClasses", "buckets", "limits", "labels", "teams", "tags"}
+KEYED_BY_NAME = {
+    *("adminPrincipals", "nodePools", "nodeClasses", "buckets", "limits", "labels", "teams", "tags"),
+    *("connectors", "staticUsers", "contributors"),  # Kubeflow sign-in: by connector id, username, e-mail
+}
 
 
 def _places(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:

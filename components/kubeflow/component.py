@@ -157,9 +157,8 @@ class Kubeflow(pulumi.ComponentResource):
             secrets=secrets,
             role_arns=self.team_roles,
             inputs={**self._inputs(args), **self._pipelines_inputs(args), **sign_in_values},
-            # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them. Kueue's
-            # webhooks (fail-closed) act in team namespaces: what is made there waits for them.
-            depends_on=[*cluster.system_ready, *([args.kueue] if args.kueue is not None else [])],
+            # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them.
+            depends_on=list(cluster.system_ready),
             depends_on_by_kind={
                 # why: its controllers run on these pools' nodes; deleted after everything that needs them running.
                 "Deployment": list(args.node_pools),
@@ -179,6 +178,12 @@ class Kubeflow(pulumi.ComponentResource):
                 "PersistentVolume": [args.fsx.driver] if args.fsx is not None else [],
             },
             # why: cert-manager's CRDs and webhooks serve these groups; its release goes after their objects.
+            # why: Kueue's webhooks (fail-closed) act in the team namespaces, and its finalizers hold the pods it
+            # manages there: a team namespace is made after Kueue serves and deleted while it still runs. Only the
+            # team namespaces: Kubeflow's own do not wait for it.
+            depends_on_by_namespace=(
+                {team: [args.kueue] for team in sorted(args.config.teams)} if args.kueue is not None else None
+            ),
             depends_on_by_group={
                 **{group: [args.cert_manager] for group in sorted(CERT_MANAGER_GROUPS)},
                 # why: its CRDs define the monitors; on destroy the monitors go before the release.

@@ -63,6 +63,7 @@ def register(
     depends_on: Sequence[pulumi.Resource] = (),
     depends_on_by_kind: Mapping[str, Sequence[pulumi.Resource]] | None = None,
     depends_on_by_group: Mapping[str, Sequence[pulumi.Resource]] | None = None,
+    depends_on_by_namespace: Mapping[str, Sequence[pulumi.Resource]] | None = None,
 ) -> dict[ObjectKey, pulumi.CustomResource]:
     """Create every staged object under `parent` (one, or one per stage) with `provider`; an object that owns
     nothing in AWS goes with `cluster` on destroy (see `k8s_objects.needs_own_delete`).
@@ -72,7 +73,9 @@ def register(
     (say, the node group) is added to the objects that depend on nothing else; all others reach it through them, so
     it also outlives every object on destroy. `depends_on_by_kind` adds the controllers that delete what objects of a
     kind make in AWS: {"PersistentVolumeClaim": [EBS CSI driver], "Ingress": [load balancer controller]};
-    `depends_on_by_group` what serves an API group from outside Kubeflow: {"cert-manager.io": [cert-manager]}."""
+    `depends_on_by_group` what serves an API group from outside Kubeflow: {"cert-manager.io": [cert-manager]};
+    `depends_on_by_namespace` what must serve while a namespace's objects exist, for the objects in it and the
+    Namespace itself: {"team-a": [Kueue]}."""
     values = substitutions(secrets or {}, role_arns or {}, inputs)
     resources: dict[ObjectKey, pulumi.CustomResource] = {}
     for item in topological(staged):
@@ -80,6 +83,8 @@ def register(
         dependencies = [resources[k] for k in item.depends_on] if item.depends_on else list(depends_on)
         dependencies += list((depends_on_by_kind or {}).get(item.key.kind, ()))
         dependencies += list((depends_on_by_group or {}).get(item.key.group, ()))
+        home = item.key.name if item.key.kind == "Namespace" and not item.key.namespace else item.key.namespace
+        dependencies += list((depends_on_by_namespace or {}).get(home, ()))
         # A claim on a static volume goes with its namespace: deleted on its own it would wait, on its protection
         # finalizer, for the pods that mount it, which only the namespace's deletion removes.
         static_claim = item.key.kind == "PersistentVolumeClaim" and (item.manifest.get("spec") or {}).get("volumeName")
