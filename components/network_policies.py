@@ -141,6 +141,26 @@ def allow_same_namespace(namespace_: str) -> Manifest:
     return policy(namespace_, "allow-same-namespace", ingress=[rule(own, to=False)], egress=[rule(own, to=True)])
 
 
+def system_namespace(
+    namespace_: str,
+    *,
+    monitoring_namespace: str | None = None,
+    webhook_ports: Sequence[int] = (),
+    webhook_pods: Mapping[str, str] | None = None,
+    extra: Iterable[Manifest] = (),
+) -> dict[str, Manifest]:
+    """A platform controller's namespace's policies, keyed by name: default deny; DNS; HTTPS out (the Kubernetes
+    API, the AWS APIs); with monitoring, Prometheus' scrapes; the API server to `webhook_pods` on `webhook_ports`
+    (webhooks and aggregated APIs); then `extra`, the paths only that controller uses."""
+    found = [deny_all(namespace_), allow_dns(namespace_), allow_https_egress(namespace_)]
+    if monitoring_namespace is not None:
+        found.append(allow_prometheus(namespace_, monitoring_namespace))
+    if webhook_ports:
+        found.append(allow_webhooks(namespace_, webhook_ports, selects=webhook_pods))
+    found.extend(extra)
+    return {p["metadata"]["name"]: p for p in found}
+
+
 def team_namespace(
     namespace_: str,
     *,

@@ -18,27 +18,22 @@ WEBHOOK_PORT = 10250
 
 def policies(namespace: str, monitoring_namespace: str | None) -> dict[str, Manifest]:
     """Every policy of cert-manager's namespace, keyed by name."""
-    found = [
-        netpol.deny_all(namespace),
-        netpol.allow_dns(namespace),
-        # The API server, and ACME servers (HTTPS).
-        netpol.allow_https_egress(namespace),
-        netpol.allow_webhooks(namespace, [WEBHOOK_PORT], selects=WEBHOOK_POD),
-        # An ACME issuer's self-checks: HTTP-01 fetches the challenge over plain HTTP, DNS-01 asks the domain's
-        # authoritative name servers, wherever they are.
-        netpol.policy(
-            namespace,
-            "allow-acme-checks",
-            selects=CONTROLLER_POD,
-            egress=[
-                netpol.rule(
-                    [netpol.cidr(ANYWHERE)],
-                    netpol.ports(80) + netpol.ports(53) + netpol.ports(53, protocol="UDP"),
-                    to=True,
-                )
-            ],
-        ),
-    ]
-    if monitoring_namespace is not None:
-        found.append(netpol.allow_prometheus(namespace, monitoring_namespace))
-    return {p["metadata"]["name"]: p for p in found}
+    # HTTPS out reaches the API server and ACME servers; an ACME issuer's self-checks need more: HTTP-01 fetches the
+    # challenge over plain HTTP, DNS-01 asks the domain's authoritative name servers, wherever they are.
+    acme_checks = netpol.policy(
+        namespace,
+        "allow-acme-checks",
+        selects=CONTROLLER_POD,
+        egress=[
+            netpol.rule(
+                [netpol.cidr(ANYWHERE)], netpol.ports(80) + netpol.ports(53) + netpol.ports(53, protocol="UDP"), to=True
+            )
+        ],
+    )
+    return netpol.system_namespace(
+        namespace,
+        monitoring_namespace=monitoring_namespace,
+        webhook_ports=[WEBHOOK_PORT],
+        webhook_pods=WEBHOOK_POD,
+        extra=[acme_checks],
+    )

@@ -10,7 +10,4 @@ from components.network_policies import Manifest
 
 def policies(namespace: str, monitoring_namespace: str | None) -> dict[str, Manifest]:
     """Every policy of the operator's namespace, keyed by name."""
-    found = [netpol.deny_all(namespace), netpol.allow_dns(namespace), netpol.allow_https_egress(namespace)]
-    if monitoring_namespace is not None:
-        found.append(netpol.allow_prometheus(namespace, monitoring_namespace))
-    return {p["metadata"]["name"]: p for p in found}
+    return netpol.system_namespace(namespace, monitoring_namespace=monitoring_namespace)

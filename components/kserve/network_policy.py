@@ -18,10 +18,4 @@ WEBHOOK_PORT = 9443
 
 def policies(namespace: str) -> dict[str, Manifest]:
     """Every policy of KServe's namespace, keyed by name."""
-    found = [
-        netpol.deny_all(namespace),
-        netpol.allow_dns(namespace),
-        netpol.allow_https_egress(namespace),  # the API server
-        netpol.allow_webhooks(namespace, [WEBHOOK_PORT], selects=CONTROLLER_POD),
-    ]
-    return {p["metadata"]["name"]: p for p in found}
+    return netpol.system_namespace(namespace, webhook_ports=[WEBHOOK_PORT], webhook_pods=CONTROLLER_POD)

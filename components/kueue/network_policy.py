@@ -19,10 +19,5 @@ VISIBILITY_PORT = 8082
 
 def policies(namespace: str) -> dict[str, Manifest]:
     """Every policy of Kueue's namespace, keyed by name."""
-    found = [
-        netpol.deny_all(namespace),
-        netpol.allow_dns(namespace),
-        netpol.allow_https_egress(namespace),  # the API server
-        netpol.allow_webhooks(namespace, [WEBHOOK_PORT, VISIBILITY_PORT], selects=CONTROLLER_POD),
-    ]
-    return {p["metadata"]["name"]: p for p in found}
+    ports = [WEBHOOK_PORT, VISIBILITY_PORT]
+    return netpol.system_namespace(namespace, webhook_ports=ports, webhook_pods=CONTROLLER_POD)
