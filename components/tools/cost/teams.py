@@ -295,9 +295,7 @@ def _now() -> datetime:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m components.tools.cost --by-team", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m components.tools.cost", description=__doc__.split("\n\n")[0])
     parser.add_argument("--by-team", action="store_true", required=True, help="what each team's GPUs cost")
     add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the bill as JSON")
