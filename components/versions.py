@@ -265,6 +265,14 @@ def charts() -> tuple[ChartPin, ...]:
 #: Kubeflow community-distribution (formerly kubeflow/manifests) release; it needs Kubernetes 1.35 or newer.
 #: Real runs fetch the four repositories below (`python -m components.kubeflow fetch`), digest-checked.
 KUBEFLOW = Pin("kubeflow", "26.03.1", "https://github.com/kubeflow/community-distribution/releases/tag/26.03.1")
+#: Kubeflow Pipelines as 26.03.1 deploys it (its pipeline kustomizations tag every kfp-* image 2.16.1); the tag's
+#: commit in kubeflow/pipelines is the source of what the Pipelines-on-S3 render gives the UI, the API server and the
+#: launcher (components/kubeflow/pipelines.py). Not fetched: the images are upstream's, only their contract is read.
+KUBEFLOW_PIPELINES = Pin(
+    "kubeflow-pipelines",
+    "2.16.1",
+    "https://github.com/kubeflow/pipelines/tree/67a73cf809f7c76fee33c749f302f2bceedd8fab",
+)
 
 
 #: The kubectl wheel whose embedded kustomize (v5.8.1) is the renderer upstream validates 26.03 with. Its own

@@ -197,6 +197,82 @@ def test_the_api_server_reaches_s3_over_tls_with_the_keys_the_pinned_server_read
     )
 
 
+#: The env the KFP 2.16.1 UI server reads (kubeflow/pipelines@67a73cf809f7c76fee33c749f302f2bceedd8fab,
+#: frontend/server/configs.ts `loadConfigs`), the part of it about object stores and logs.
+UI_READS = frozenset(
+    {
+        "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY", "MINIO_PORT", "MINIO_HOST", "MINIO_NAMESPACE", "MINIO_SSL",
+        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_S3_ENDPOINT", "AWS_SSL",
+        "ARGO_ARCHIVE_LOGS", "ARGO_ARCHIVE_ARTIFACTORY", "ARGO_ARCHIVE_BUCKETNAME", "ARGO_KEYFORMAT",
+        "ARGO_ARTIFACT_REPOSITORIES_LOOKUP",
+    }
+)  # fmt: skip
+#: The object-store settings the 2.16.1 API server reads (client_manager.go `buildConfigFromEnvVars` and
+#: `initBlobObjectStore`), as env through viper's "." -> "_" replacer (main.go `initConfig`).
+SERVER_READS = frozenset(
+    "OBJECTSTORECONFIG_" + key.upper()
+    for key in ("BucketName", "Host", "Port", "Secure", "Region", "AccessKey", "SecretAccessKey", "PipelinePath")
+)
+
+
+@needs_tree
+def test_the_ui_reads_s3_with_irsa_at_the_endpoint_and_region_the_pinned_frontend_needs(s3_objects, seaweedfs_objects):
+    env = env_of(s3_objects, "ml-pipeline-ui")
+    given = {name: e["value"] for name, e in env.items() if name in pipelines.ui_env(STORE)}
+    assert set(given) <= UI_READS  # a misspelled name would be ignored by the UI
+    # Its defaults (s3.amazonaws.com, us-east-1) would sign for the wrong region; the regional endpoint must match
+    # isAWSS3Endpoint or the UI never asks the provider chain (web identity) for credentials.
+    assert (given["AWS_S3_ENDPOINT"], given["AWS_REGION"], given["AWS_SSL"]) == (
+        "s3.us-west-2.amazonaws.com",
+        "us-west-2",
+        "true",
+    )
+    assert re.search(pipelines.UI_AWS_ENDPOINT_PATTERN, given["AWS_S3_ENDPOINT"], re.IGNORECASE)
+    # Static keys take precedence over the provider chain: none may reach the UI.
+    assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY"} & set(env)
+    # The log-archive fallback cannot address a team's prefix: off in S3 mode, as upstream's stays on with SeaweedFS.
+    assert given["ARGO_ARCHIVE_LOGS"] == "false"
+    upstream = env_of(seaweedfs_objects, "ml-pipeline-ui")
+    assert upstream["ARGO_ARCHIVE_LOGS"]["value"] == "true"
+    assert "AWS_S3_ENDPOINT" not in upstream
+
+
+def test_the_ui_endpoint_is_one_the_frontend_takes_irsa_for_in_every_partition():
+    for region in ("us-west-2", "cn-north-1", "us-gov-west-1"):
+        endpoint = pipelines.ui_env(pipelines.S3Store(region, {}))["AWS_S3_ENDPOINT"]
+        assert re.search(pipelines.UI_AWS_ENDPOINT_PATTERN, endpoint, re.IGNORECASE), endpoint
+    assert not re.search(pipelines.UI_AWS_ENDPOINT_PATTERN, "seaweedfs.kubeflow", re.IGNORECASE)
+
+
+@needs_tree
+def test_the_api_server_is_given_only_settings_the_pinned_server_reads(s3_objects):
+    env = env_of(s3_objects, "ml-pipeline")
+    given = set(pipelines.server_env(STORE)) | {n for n in env if n.startswith("OBJECTSTORECONFIG_")}
+    assert given <= SERVER_READS
+    assert {name: env[name]["value"] for name in pipelines.server_env(STORE)} == pipelines.server_env(STORE)
+
+
+def test_a_teams_launcher_config_uses_only_the_keys_the_pinned_launcher_parses():
+    provider = yaml.safe_load(pipelines.launcher_providers(STORE))
+    assert set(provider) == {"s3"}
+    default = provider["s3"]["default"]
+    assert set(default) <= pipelines.LAUNCHER_S3_KEYS
+    assert set(default["credentials"]) <= pipelines.LAUNCHER_CREDENTIAL_KEYS
+    # fromEnv: the launcher opens the bucket with the SDK's default chain (the team role's web identity).
+    assert default["credentials"] == {"fromEnv": True}
+
+
+@needs_tree
+def test_s3_mode_refuses_the_per_namespace_artifact_proxy_it_does_not_install(render_cache):
+    rendered = render.render(REFERENCE, entries.selected(), cache_dir=render_cache)
+    objects = transform.stable_names(transform.cleanup([o for objs in rendered.values() for o in objs]))
+    config = transform.find(objects, "ConfigMap", "kubeflow", "pipeline-install-config")
+    assert config["data"]["ARTIFACTS_PROXY_ENABLED"] == "false"  # upstream's default, which S3 mode keeps
+    config["data"]["ARTIFACTS_PROXY_ENABLED"] = "true"
+    with pytest.raises(ValueError, match="ARTIFACTS_PROXY_ENABLED='true'"):
+        pipelines.apply(objects, STORE)
+
+
 @needs_tree
 def test_the_server_and_ui_accounts_carry_their_roles(s3_objects):
     for account, role in ((pipelines.SERVER_ACCOUNT, "server"), (pipelines.UI_ACCOUNT, "ui")):

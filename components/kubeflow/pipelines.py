@@ -20,6 +20,30 @@ Where each key comes from (the pinned tree, community-distribution/applications/
   server, the UI (`MINIO_ACCESS_KEY`/`MINIO_SECRET_KEY`, base/pipeline/ml-pipeline-ui-deployment.yaml), the profile
   controller and Argo's default repository (third-party/argo/base/workflow-controller-configmap-patch.yaml).
 
+What each reader does with that config, read in kubeflow/pipelines at the tag of the release the tree deploys
+(`versions.KUBEFLOW_PIPELINES`: 2.16.1, commit 67a73cf809f7c76fee33c749f302f2bceedd8fab):
+
+- the API server (backend/src/apiserver/client_manager/client_manager.go, `buildConfigFromEnvVars`,
+  `loadAWSConfig`): reads `ObjectStoreConfig.{BucketName,Host,Port,Secure,Region,AccessKey,SecretAccessKey}` through
+  viper (env `OBJECTSTORECONFIG_*`, main.go `initConfig`); with both keys empty it loads the AWS SDK v2 default chain,
+  which takes the IRSA web identity; the region defaults to us-east-1 when unset;
+- the launcher and driver in a team namespace (backend/src/v2/config/s3.go, backend/src/v2/objectstore/
+  object_store.go `OpenBucket`): with `credentials.fromEnv: true` they open `s3://<bucket>?prefix=<root>` with
+  the SDK's default chain, so the pod's IRSA variables (and the `AWS_REGION` EKS's pod identity webhook sets beside
+  them) are what count; `endpoint`/`region` are recorded in the artifact's `store_session_info` only;
+- the UI (frontend/server/configs.ts, minio-helper.ts `createMinioClient`, aws-helper.ts `isAWSS3Endpoint`,
+  handlers/artifacts.ts): an `s3://` artifact is read with `AWS_S3_ENDPOINT` (default s3.amazonaws.com),
+  `AWS_REGION` (default us-east-1) and `AWS_SSL`; when `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` are unset, the
+  artifact's session info says `fromEnv`, and the endpoint matches `s3.*.amazonaws.com`, it takes credentials from
+  the SDK's node provider chain (`fromNodeProviderChain`, web identity included): IRSA works for the UI at this
+  version. Its Argo log-archive fallback (`ARGO_ARCHIVE_*`, handlers/pod-logs.ts, workflow-helper.ts) cannot find a
+  team's logs: one `ARGO_KEYFORMAT` for every namespace, or a per-namespace lookup that reads a data key
+  (`artifact-repositories`) neither upstream's nor this ConfigMap carries, through a ConfigMap read the UI's
+  ClusterRole does not grant; so it is off, and a finished step's logs come from the `executor-logs` artifact the
+  launcher publishes (`PUBLISH_LOGS`, on in the pinned API server), read through the same S3 path. Its per-namespace
+  artifact proxy (`ARTIFACTS_PROXY_ENABLED`) is served by the profile controller's `ml-pipeline-ui-artifact`, which
+  S3 mode leaves out, so it must stay off.
+
 That sync hook can only serve SeaweedFS (it makes each namespace's keys through SeaweedFS's IAM API and writes
 `minio://` roots), so in S3 mode the profile controller is left out and the platform writes those three ConfigMaps
 into each of its teams' namespaces itself. Values known only at deploy time (the bucket's name, the roles' ARNs) are
@@ -100,10 +124,25 @@ LEFT_OUT = frozenset(
 METACONTROLLER_GROUP = "metacontroller.k8s.io"
 #: The generated credentials S3 mode has no use for (SeaweedFS's S3 identity): not created in S3 mode.
 UNUSED_CREDENTIALS = frozenset({"pipelines_s3_access_key", "pipelines_s3_secret_key"})
-#: Env naming the static keys, removed from the API server and the UI.
-_STATIC_KEY_ENV = frozenset(
-    {"OBJECTSTORECONFIG_ACCESSKEY", "OBJECTSTORECONFIG_SECRETACCESSKEY", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY"}
+#: Env naming static keys, removed from the API server and the UI: each reader prefers them to the IRSA web identity
+#: (client_manager.go `loadAWSConfig`; minio-helper.ts `createMinioClient` uses the provider chain only when the UI's
+#: `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` are not both set).
+STATIC_KEY_ENV = frozenset(
+    {
+        "OBJECTSTORECONFIG_ACCESSKEY",
+        "OBJECTSTORECONFIG_SECRETACCESSKEY",
+        "MINIO_ACCESS_KEY",
+        "MINIO_SECRET_KEY",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+    }
 )
+#: The UI reads AWS artifacts with IRSA only at an endpoint this matches (aws-helper.ts `isAWSS3Endpoint`, 2.16.1).
+UI_AWS_ENDPOINT_PATTERN = r"s3.{0,}\.amazonaws\.com\.?.{0,}"
+#: The keys a `kfp-launcher` S3 provider may carry (backend/src/v2/config/s3.go `S3ProviderDefault`, json tags) and
+#: those of its `credentials` (`S3Credentials`); the launcher parses `providers` with sigs.k8s.io/yaml (env.go).
+LAUNCHER_S3_KEYS = frozenset({"endpoint", "credentials", "region", "disableSSL", "forcePathStyle", "maxRetries"})
+LAUNCHER_CREDENTIAL_KEYS = frozenset({"fromEnv", "secretRef"})
 
 
 def partition_of(region: str) -> str:
@@ -200,6 +239,29 @@ def left_out(obj: Manifest) -> bool:
     return _ident(obj) in LEFT_OUT
 
 
+def server_env(store: S3Store) -> dict[str, str]:
+    """What the API server is given to reach S3 with IRSA (besides the bucket, read from `pipeline-install-config`)."""
+    return {
+        "OBJECTSTORECONFIG_HOST": store.endpoint,
+        "OBJECTSTORECONFIG_PORT": "443",
+        "OBJECTSTORECONFIG_SECURE": "true",
+        "OBJECTSTORECONFIG_REGION": store.region,  # unset, the server signs for us-east-1
+        "OBJECTSTORECONFIG_PIPELINEPATH": SERVER_PREFIX,
+    }
+
+
+def ui_env(store: S3Store) -> dict[str, str]:
+    """What the UI is given to read `s3://` artifacts with IRSA: the regional endpoint (which `isAWSS3Endpoint`
+    accepts) and region (its default, us-east-1, would sign for the wrong region), TLS; and the Argo log-archive
+    fallback off (it cannot address a team's prefix, see the module's notes)."""
+    return {
+        "AWS_S3_ENDPOINT": store.endpoint,
+        "AWS_REGION": store.region,
+        "AWS_SSL": "true",
+        "ARGO_ARCHIVE_LOGS": "false",
+    }
+
+
 def _set_env(container: dict[str, Any], name: str, value: str) -> None:
     env = [e for e in container.get("env") or () if e["name"] != name]
     env.append({"name": name, "value": value})
@@ -247,23 +309,30 @@ def _change(obj: Manifest, store: S3Store) -> None:
         role = SERVER_ROLE_PLACEHOLDER if name == SERVER_ACCOUNT else UI_ROLE_PLACEHOLDER
         obj["metadata"].setdefault("annotations", {})[IRSA_ANNOTATION] = role
     elif kind == "ConfigMap" and name == "pipeline-install-config":
+        proxy = obj["data"].get("ARTIFACTS_PROXY_ENABLED", "false")
+        if proxy.lower() != "false":
+            # The UI would send artifact reads to `ml-pipeline-ui-artifact` in each namespace, which only the
+            # profile controller (left out here) makes.
+            raise ValueError(
+                f"Pipelines on S3: pipeline-install-config sets ARTIFACTS_PROXY_ENABLED={proxy!r}, but the "
+                "per-namespace artifact proxy it routes to is not installed in S3 mode"
+            )
         obj["data"]["bucketName"] = BUCKET_PLACEHOLDER
     elif kind == "ConfigMap":
         obj["data"]["artifactRepository"] = DEFAULT_REPOSITORY_PLACEHOLDER
     else:
         template = pod_template(obj)
         assert template is not None
+        env = server_env(store) if name == "ml-pipeline" else ui_env(store)
+        own = 0
         for container in containers(template["spec"]):
-            container["env"] = [e for e in container.get("env") or () if e["name"] not in _STATIC_KEY_ENV]
-            if name == "ml-pipeline":
-                for key, value in (
-                    ("OBJECTSTORECONFIG_HOST", store.endpoint),
-                    ("OBJECTSTORECONFIG_PORT", "443"),
-                    ("OBJECTSTORECONFIG_SECURE", "true"),
-                    ("OBJECTSTORECONFIG_REGION", store.region),
-                    ("OBJECTSTORECONFIG_PIPELINEPATH", SERVER_PREFIX),
-                ):
+            container["env"] = [e for e in container.get("env") or () if e["name"] not in STATIC_KEY_ENV]
+            if container["name"].startswith(name):  # the server's and the UI's own container, not a sidecar
+                own += 1
+                for key, value in env.items():
                     _set_env(container, key, value)
+        if own != 1:
+            raise ValueError(f"Pipelines on S3: Deployment {name} has {own} containers named {name}*, expected one")
 
 
 def team_manifests(team: str, store: S3Store) -> list[Manifest]:
