@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from components.config.errors import ConfigError
-from components.kubeflow import credentials, entries, pipelines, plan, register, render, transform
+from components.kubeflow import credentials, entries, pipelines, pipelines_iam, plan, register, render, transform
 from components.kubeflow.config import KubeflowConfig, settings
 from components.kubeflow.objects import containers, pod_template
 from components.kubeflow.teams import Team, permission_policy
@@ -392,7 +392,7 @@ def test_a_teams_runs_read_and_write_its_own_pipeline_root_and_not_another_teams
 
 
 def test_the_api_server_keeps_pipeline_definitions_and_reads_no_teams_data():
-    server = pipelines.server_policy(STORE, bucket=BUCKET, kms_key_arn=KEY)
+    server = pipelines_iam.server_policy(STORE, bucket=BUCKET, kms_key_arn=KEY)
     for action in ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"):
         assert decide(server, action, obj(f"{pipelines.SERVER_PREFIX}/p-1")) == ALLOW
     assert decide(server, "s3:GetObject", obj(f"{STORE.team_root('team-a')}/run-1/model")) == IMPLICIT_DENY
@@ -406,7 +406,7 @@ def test_the_api_server_keeps_pipeline_definitions_and_reads_no_teams_data():
 
 
 def test_the_ui_reads_what_it_shows_every_teams_runs_and_writes_nothing():
-    ui = pipelines.ui_policy(STORE, bucket=BUCKET, kms_key_arn=KEY)
+    ui = pipelines_iam.ui_policy(STORE, bucket=BUCKET, kms_key_arn=KEY)
     for team in ("team-a", "team-b"):
         artifact = obj(f"{STORE.team_root(team)}/run-1/metrics.json")
         assert decide(ui, "s3:GetObject", artifact) == ALLOW

@@ -17,7 +17,7 @@ from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
 from components.identity.irsa import IrsaRole
-from components.kubeflow import fetch, pipelines, plan, render
+from components.kubeflow import fetch, pipelines, pipelines_iam, plan, render
 from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
 from components.kubeflow.auth import connector_secret_placeholder, static_user_placeholder
 from components.kubeflow.config import KubeflowConfig, selected_entries
@@ -235,7 +235,7 @@ class Kubeflow(pulumi.ComponentResource):
         if store is None:
             return {}
         cluster = args.cluster
-        documents = {"server": pipelines.server_policy, "ui": pipelines.ui_policy}
+        documents = {"server": pipelines_iam.server_policy, "ui": pipelines_iam.ui_policy}
         accounts = {"server": pipelines.SERVER_ACCOUNT, "ui": pipelines.UI_ACCOUNT}
         roles = {}
 

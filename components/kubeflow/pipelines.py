@@ -1,6 +1,6 @@
 """Kubeflow Pipelines' artifacts on the platform's S3 bucket, read and written with IRSA (`kubeflow.pipelines.artifacts:
-s3`): what changes in the rendered objects, what each team namespace gets, and the IAM documents of the platform's two
-Pipelines roles.
+s3`): what changes in the rendered objects and what each team namespace gets (the platform's two Pipelines roles'
+IAM documents are in pipelines_iam.py).
 
 Where each key comes from (the pinned tree, community-distribution/applications/pipeline/upstream/):
 
@@ -59,7 +59,7 @@ from typing import Any
 
 import yaml
 
-from components.identity.documents import IAM_VERSION, dns_suffix
+from components.identity.documents import dns_suffix
 
 from .objects import Manifest, containers, pod_template
 
@@ -362,63 +362,3 @@ def team_manifests(team: str, store: S3Store) -> list[Manifest]:
             {ARGO_REPOSITORY_ANNOTATION: ARGO_REPOSITORY_KEY},
         ),
     ]
-
-
-# ------------------------------------------------------------------------------------------------ IAM
-
-
-def _kms_statement(kms_key_arn: str, store: S3Store, bucket_arn: str, actions: list[str]) -> dict[str, Any]:
-    return {
-        "Sid": "BucketKeyThroughS3",
-        "Effect": "Allow",
-        "Action": actions,
-        "Resource": kms_key_arn,
-        "Condition": {
-            "StringEquals": {"kms:ViaService": f"s3.{store.region}.{dns_suffix(store.partition)}"},
-            "StringLike": {"kms:EncryptionContext:aws:s3:arn": [bucket_arn, f"{bucket_arn}/*"]},
-        },
-    }
-
-
-def server_policy(store: S3Store, *, bucket: str, kms_key_arn: str | None = None) -> dict[str, Any]:
-    """The API server's role: read, write and delete pipeline definitions under SERVER_PREFIX. It also checks at
-    start that the bucket exists (a HEAD on the bucket, which S3 authorises as s3:ListBucket and with no prefix to
-    narrow it by), so it may list the bucket's keys, never read another prefix's objects."""
-    bucket_arn = f"arn:{store.partition}:s3:::{bucket}"
-    statements: list[dict[str, Any]] = [
-        {"Sid": "FindBucket", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn},
-        {
-            "Sid": "PipelineDefinitions",
-            "Effect": "Allow",
-            "Action": ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"],
-            "Resource": f"{bucket_arn}/{SERVER_PREFIX}/*",
-        },
-    ]
-    if kms_key_arn is not None:
-        statements.append(_kms_statement(kms_key_arn, store, bucket_arn, ["kms:Decrypt", "kms:GenerateDataKey"]))
-    return {"Version": IAM_VERSION, "Statement": statements}
-
-
-def ui_policy(store: S3Store, *, bucket: str, kms_key_arn: str | None = None) -> dict[str, Any]:
-    """The UI's role: read the artifacts and archived logs of every team's runs (the UI serves them to whoever the
-    API's authorisation lets see the run) and the pipeline definitions; it writes nothing."""
-    bucket_arn = f"arn:{store.partition}:s3:::{bucket}"
-    roots = [store.team_root(team) for team in sorted(store.team_prefixes)]
-    statements: list[dict[str, Any]] = [
-        {
-            "Sid": "ReadRuns",
-            "Effect": "Allow",
-            "Action": "s3:GetObject",
-            "Resource": [f"{bucket_arn}/{root}/*" for root in [SERVER_PREFIX, *roots]],
-        },
-        {
-            "Sid": "ListRuns",
-            "Effect": "Allow",
-            "Action": "s3:ListBucket",
-            "Resource": bucket_arn,
-            "Condition": {"StringLike": {"s3:prefix": [f"{root}/*" for root in [SERVER_PREFIX, *roots]]}},
-        },
-    ]
-    if kms_key_arn is not None:
-        statements.append(_kms_statement(kms_key_arn, store, bucket_arn, ["kms:Decrypt"]))
-    return {"Version": IAM_VERSION, "Statement": statements}
