@@ -12,8 +12,8 @@ from components import network_policies as netpol
 from components.certmanager import network_policy as certmanager_policies
 from components.kubeflow import access
 from components.kubeflow import teams as kubeflow_teams
-from components.network_policies import TEAM_LABEL
 from components.network.tags import private_subnet_tags, public_subnet_tags
+from components.network_policies import TEAM_LABEL
 from components.observability.network_policy import monitoring_policies
 from components.tools.model import StackView, check_views
 from components.tools.model.addresses import from_resources
@@ -357,7 +357,8 @@ def recorded_vpc(cidr: str, *secondary: str) -> list[dict]:
     """The network resources a preview records for a VPC the stack creates: the VPC, its secondary ranges, a
     private (node) and a public subnet tagged for load balancers as the network part tags them."""
     network = IPv4Network(cidr)
-    private, public = list(network.subnets(prefixlen_diff=2))[0], list(network.subnets(prefixlen_diff=2))[3]
+    quarters = list(network.subnets(prefixlen_diff=2))
+    private, public = quarters[0], quarters[3]
     return [
         {"type": "aws:ec2/vpc:Vpc", "name": "network-vpc", "inputs": {"cidrBlock": cidr}},
         *(
@@ -383,7 +384,8 @@ def recorded_vpc(cidr: str, *secondary: str) -> list[dict]:
 
 def test_the_model_reads_the_vpc_its_secondary_ranges_and_its_subnets_by_role_from_the_preview():
     vpc = from_resources(recorded_vpc("10.20.0.0/16", "100.64.0.0/16"))
-    assert vpc is not None and vpc.known
+    assert vpc is not None
+    assert vpc.known
     assert vpc.cidrs == (IPv4Network("10.20.0.0/16"), IPv4Network("100.64.0.0/16"))
     assert vpc.node_subnets == (IPv4Network("10.20.0.0/18"),)
     assert vpc.public_subnets == (IPv4Network("10.20.192.0/18"),)
@@ -448,11 +450,10 @@ def test_prometheus_open_to_all_but_a_wrong_vpc_range_is_caught_answering_team_p
         return [p for p in judged(objects, recorded_vpc("10.20.0.0/16")) if "which answers anyone" in p]
 
     assert found("10.20.0.0/16") == []
+    prometheus = "Deployment monitoring/prometheus (manifests/all.yaml) on port 9090, which answers anyone"
     assert found("10.0.0.0/16") == [
-        "Deployment team-a/notebook (manifests/all.yaml) can reach Deployment monitoring/prometheus "
-        "(manifests/all.yaml) on port 9090, which answers anyone",
-        "a pod in team namespace team-a can reach Deployment monitoring/prometheus (manifests/all.yaml) on port "
-        "9090, which answers anyone",
+        f"Deployment team-a/notebook (manifests/all.yaml) can reach {prometheus}",
+        f"a pod in team namespace team-a can reach {prometheus}",
     ]
 
 
