@@ -298,12 +298,52 @@ def test_behind_an_alb_the_gateway_admits_the_albs_subnets_and_the_ingress_goes_
 
 @pytest.mark.stack
 def test_behind_an_alb_in_an_existing_vpc_the_gateway_admits_that_vpcs_cidrs():
+    from components.tools.preview import platform_model
+
     existing = {
         "availabilityZones": ["us-west-2a", "us-west-2b"],
         "existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567", "subnet-89abcdef"]},
     }
     inventory = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": ALB}, "network": existing})
     assert load_balancer_allowance(inventory) == [{"ipBlock": {"cidr": "[unknown]"}}]  # every CIDR, read from AWS
+    # the model reads that as the VPC's ranges, which only AWS knows: it judges in a stand-in and says so
+    platform, found = platform_model(inventory, None)
+    assert [str(p) for p in found] == []
+    assert not platform.vpc.known
+
+
+@pytest.mark.stack
+@pytest.mark.parametrize("scheme", ["internal", "internet-facing"])
+def test_the_model_judges_the_alb_allowance_in_the_stacks_own_vpc_and_catches_one_built_for_another(scheme):
+    """dev's VPC is 10.20.0.0/16, not the network config's default: the allowance the plan made from dev's subnets
+    passes the model, the same allowance made from the default VPC's subnets is caught."""
+    from ipaddress import IPv4Network
+
+    from components.network.plan import plan_subnets
+    from components.tools.model import check_views
+    from components.tools.preview import stack_view
+
+    inventory = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": {**ALB, "scheme": scheme}}})
+    view = stack_view(inventory)
+    platform, found = check_views([view], None)
+    assert platform.vpc.cidrs == (IPv4Network("10.20.0.0/16"),)
+    assert [str(p) for p in found] == []
+
+    default_vpc = plan_subnets(IPv4Network("10.0.0.0/16"), ["us-west-2a", "us-west-2b"])
+    wrong = [{"ipBlock": {"cidr": str(p.public if scheme == "internet-facing" else p.private)}} for p in default_vpc]
+    for _, obj in view.manifests:
+        if obj["kind"] == "NetworkPolicy" and obj["metadata"]["name"] == "allow-load-balancer":
+            obj["spec"]["ingress"][0]["from"] = wrong
+    _, found = check_views([view], None)
+    assert (
+        sorted(p.message.split(" (")[0] for p in found)
+        == [
+            "a load balancer in the public subnets cannot reach Deployment istio-system/istio-ingressgateway"
+            if scheme == "internet-facing"
+            else "a load balancer in the VPC cannot reach Deployment istio-system/istio-ingressgateway"
+        ]
+        * 2
+    )
 
 
 @pytest.mark.stack

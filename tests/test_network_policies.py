@@ -4,17 +4,23 @@ missing allowance caught."""
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network
+
 import pytest
 
 from components import network_policies as netpol
 from components.certmanager import network_policy as certmanager_policies
 from components.kubeflow import access
 from components.kubeflow import teams as kubeflow_teams
+from components.network.tags import private_subnet_tags, public_subnet_tags
 from components.network_policies import TEAM_LABEL
 from components.observability.network_policy import monitoring_policies
+from components.tools.model import StackView, check_views
+from components.tools.model.addresses import from_resources
 from components.tools.model.netpol import Endpoint, allowed
 from components.tools.model.network import INGRESS_ONLY, Cluster, problems
 from components.tools.model.workloads import from_object
+from components.tools.preview.answers import UNKNOWN
 
 A = Endpoint("a", "10.0.0.10", "apps", {"team": "x"}, {"app": "a"}, {"web": 8080})
 B = Endpoint("b", "10.0.0.11", "apps", {"team": "x"}, {"app": "b"}, {"web": 8080})
@@ -342,3 +348,137 @@ def test_every_namespace_excused_from_egress_isolation_has_its_reason_in_the_sec
     page = (Path(__file__).parents[1] / "docs" / "security.md").read_text()
     for namespace, reason in INGRESS_ONLY.items():
         assert f"| `{namespace}` | {reason} |" in page
+
+
+# ------------------------------------------------------------------------------------------- the stack's addresses
+
+
+def recorded_vpc(cidr: str, *secondary: str) -> list[dict]:
+    """The network resources a preview records for a VPC the stack creates: the VPC, its secondary ranges, a
+    private (node) and a public subnet tagged for load balancers as the network part tags them."""
+    network = IPv4Network(cidr)
+    quarters = list(network.subnets(prefixlen_diff=2))
+    private, public = quarters[0], quarters[3]
+    return [
+        {"type": "aws:ec2/vpc:Vpc", "name": "network-vpc", "inputs": {"cidrBlock": cidr}},
+        *(
+            {
+                "type": "aws:ec2/vpcIpv4CidrBlockAssociation:VpcIpv4CidrBlockAssociation",
+                "name": f"extra-{i}",
+                "inputs": {"cidrBlock": block},
+            }
+            for i, block in enumerate(secondary)
+        ),
+        {
+            "type": "aws:ec2/subnet:Subnet",
+            "name": "network-private-us-west-2a",
+            "inputs": {"cidrBlock": str(private), "tags": private_subnet_tags("c")},
+        },
+        {
+            "type": "aws:ec2/subnet:Subnet",
+            "name": "network-public-us-west-2a",
+            "inputs": {"cidrBlock": str(public), "tags": public_subnet_tags()},
+        },
+    ]
+
+
+def test_the_model_reads_the_vpc_its_secondary_ranges_and_its_subnets_by_role_from_the_preview():
+    vpc = from_resources(recorded_vpc("10.20.0.0/16", "100.64.0.0/16"))
+    assert vpc is not None
+    assert vpc.known
+    assert vpc.cidrs == (IPv4Network("10.20.0.0/16"), IPv4Network("100.64.0.0/16"))
+    assert vpc.node_subnets == (IPv4Network("10.20.0.0/18"),)
+    assert vpc.public_subnets == (IPv4Network("10.20.192.0/18"),)
+    assert from_resources([]) is None  # an existing VPC: only AWS knows its ranges
+
+
+def webhook_platform(*, allowance_cidr: str, vpc_cidr: str) -> list[str]:
+    """A team namespace serving a webhook, its allowance admitting the API server from `allowance_cidr`, judged by
+    the model of a preview whose VPC is `vpc_cidr`: the network-policy problems."""
+    labels = {"app": "hook"}
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {TEAM_LABEL: "team-a"}}},
+        deployment("team-a", "hook", labels, [("https", 9443)]),
+        deployment("kube-system", "coredns", {"k8s-app": "kube-dns"}),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "hook", "namespace": "team-a"},
+            "spec": {"selector": labels, "ports": [{"port": 443, "targetPort": "https"}]},
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "hook"},
+            "webhooks": [
+                {"name": "hook.example.org", "clientConfig": {"service": {"name": "hook", "namespace": "team-a"}}}
+            ],
+        },
+        *netpol.team_namespace(
+            "team-a", monitoring_namespace=None, webhook_ports=[9443], vpc_cidr=allowance_cidr
+        ).values(),
+    ]
+    return judged(objects, recorded_vpc(vpc_cidr))
+
+
+def judged(objects: list[dict], resources: list[dict]) -> list[str]:
+    view = StackView(resources, [("manifests/all.yaml", o) for o in objects], [])
+    _, found = check_views([view], None)
+    return [p.message for p in found if p.rule == "network-policy"]
+
+
+def test_a_webhook_allowance_is_judged_against_the_stacks_vpc_not_a_default_one():
+    assert webhook_platform(allowance_cidr="10.20.0.0/16", vpc_cidr="10.20.0.0/16") == []
+    # built for the default range in a stack whose VPC is another: the API server's calls never arrive
+    found = webhook_platform(allowance_cidr="10.0.0.0/16", vpc_cidr="10.20.0.0/16")
+    assert any(p.startswith("the API server (control plane ENI) cannot reach Deployment team-a/hook") for p in found)
+
+
+def test_prometheus_open_to_all_but_a_wrong_vpc_range_is_caught_answering_team_pods():
+    """An allowance meant for "outside the VPC only" whose `except` names the default range, not the stack's: the
+    stack's own pods, a team's notebook among them, reach Prometheus."""
+
+    def found(excepted: str) -> list[str]:
+        outside_only = {"ipBlock": {"cidr": "0.0.0.0/0", "except": [excepted]}}
+        objects = [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {TEAM_LABEL: "t"}}},
+            deployment("monitoring", "prometheus", {"app.kubernetes.io/name": "prometheus"}, [("web", 9090)]),
+            deployment("team-a", "notebook", {"app": "notebook"}),
+            netpol.deny_all("monitoring"),
+            netpol.policy("monitoring", "from-outside", ingress=[netpol.rule([outside_only], to=False)]),
+        ]
+        return [p for p in judged(objects, recorded_vpc("10.20.0.0/16")) if "which answers anyone" in p]
+
+    assert found("10.20.0.0/16") == []
+    prometheus = "Deployment monitoring/prometheus (manifests/all.yaml) on port 9090, which answers anyone"
+    assert found("10.0.0.0/16") == [
+        f"Deployment team-a/notebook (manifests/all.yaml) can reach {prometheus}",
+        f"a pod in team namespace team-a can reach {prometheus}",
+    ]
+
+
+def test_an_existing_vpcs_unknown_ranges_are_judged_in_a_stand_in_that_the_model_names():
+    """In an existing VPC the preview records the ALB allowance's sources as unknown (read from AWS at deploy time):
+    the model judges them as the VPC's ranges, in a stand-in VPC it says it used."""
+    labels = {"istio": "ingressgateway"}
+    objects = [
+        deployment(access.GATEWAY_NAMESPACE, "gateway", labels, [("http", 8080), ("status", 15021)]),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": access.GATEWAY_SERVICE, "namespace": access.GATEWAY_NAMESPACE},
+            "spec": {"selector": labels, "ports": [{"port": access.GATEWAY_HTTP_PORT, "targetPort": 8080}]},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": "k", "namespace": "istio-system"},
+        },
+        netpol.deny_all(access.GATEWAY_NAMESPACE),
+    ]
+    allowance = access.load_balancer_allowance(access.gateway_exposure(objects), ())
+    allowance["spec"]["ingress"][0]["from"] = [{"ipBlock": {"cidr": UNKNOWN}}]  # as the preview records it
+    platform, found = check_views([StackView([], [("m", o) for o in [*objects, allowance]], [])], None)
+    assert [p for p in found if p.rule == "network-policy"] == []
+    assert not platform.vpc.known
+    assert "stand-in VPC 10.0.0.0/16" in platform.vpc.describe()

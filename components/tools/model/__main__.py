@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     platform, problems = check_previews(args.previews, args.charts)
     for release, why in sorted(platform.unrendered.items()):
         print(f"not judged: the pods of Helm release {release} ({why})")
+    if not platform.vpc.known:
+        print(platform.vpc.describe())
     for problem in problems:
         print(problem)
     print(

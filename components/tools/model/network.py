@@ -12,8 +12,8 @@ the gateway and the notebook culler in, and istiod, Kubeflow's services and the 
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable, Iterator, Mapping
+from ipaddress import IPv4Network
 from typing import Any
 
 from components.kubeflow.access import GATEWAY_NAMESPACE, gateway_exposure
@@ -34,20 +34,29 @@ from components.kubeflow.teams import PROFILE_NAMESPACE_LABELS
 from components.network_policies import ALERTMANAGER_POD, DNS_POD, PROMETHEUS_POD, TEAM_LABEL
 from components.observability.adapter import PROMETHEUS_PORT
 from components.observability.network_policy import ALERTMANAGER_PORT, GRAFANA_POD
+from components.tools.model.addresses import UNKNOWN_VALUE, VpcAddresses
 from components.tools.model.netpol import Endpoint, allowed
 from components.tools.model.workloads import pod_template
 
-#: Where the model puts the VPC when no preview names it (the network config's default).
-DEFAULT_VPC = "10.0.0.0/16"
+#: The scheme an ALB gets when its Ingress names none (the AWS Load Balancer Controller's default).
+_DEFAULT_SCHEME = "internal"
+_SCHEME_ANNOTATION = "alb.ingress.kubernetes.io/scheme"
 
 
 class Cluster:
-    """Every pod endpoint of the platform's workloads, addresses drawn from the VPC as the VPC CNI gives them."""
+    """Every pod endpoint of the platform's workloads, with addresses where the stack puts them: pods and the control
+    plane's interfaces in the node subnets (the VPC CNI gives pods VPC addresses), load balancers in the subnets of
+    their scheme. `vpc` is the stack's (`Platform.vpc`); the stand-in serves objects judged without a preview."""
 
-    def __init__(self, objects: list[Mapping[str, Any]], workloads: Iterable[Any], vpc_cidr: str = DEFAULT_VPC):
+    def __init__(
+        self,
+        objects: list[Mapping[str, Any]],
+        workloads: Iterable[Any],
+        vpc: VpcAddresses | None = None,
+    ):
         self.objects = objects
-        self.vpc_cidr = vpc_cidr
-        self.policies = [_placed(o, vpc_cidr) for o in objects if o.get("kind") == "NetworkPolicy"]
+        self.vpc = vpc = vpc if vpc is not None else VpcAddresses.stand_in()
+        self.policies = [_placed(o, vpc.cidrs) for o in objects if o.get("kind") == "NetworkPolicy"]
         self.namespace_labels = {
             o["metadata"]["name"]: dict(o["metadata"].get("labels") or {}) for o in objects if o["kind"] == "Namespace"
         }
@@ -56,9 +65,14 @@ class Cluster:
             for o in objects
             if (t := pod_template(o)) is not None
         }
-        self.hosts = hosts = ipaddress.ip_network(vpc_cidr, strict=False).hosts()
-        self.control_plane = Endpoint("the API server (control plane ENI)", str(next(hosts)))
-        self.load_balancer = Endpoint("a load balancer in the VPC", str(next(hosts)))
+        self.hosts = hosts = vpc.hosts()
+        self.control_plane = Endpoint("the API server (control plane ENI)", next(hosts))
+        # An internal load balancer shares the node subnets; an internet-facing one lives in the public ones.
+        public = [str(next(s.hosts())) for s in vpc.public_subnets[:1]]
+        self.load_balancers = {
+            "internal": Endpoint("a load balancer in the VPC", next(hosts)),
+            "internet-facing": Endpoint("a load balancer in the public subnets", public[0] if public else next(hosts)),
+        }
         self.pods: list[Endpoint] = []
         for w in workloads:
             template = templates.get((w.namespace, w.name)) or {}
@@ -76,7 +90,7 @@ class Cluster:
             self.pods.append(
                 Endpoint(
                     w.ref,
-                    str(next(hosts)),
+                    next(hosts),
                     w.namespace,
                     self.namespace_labels.get(w.namespace, {}),
                     labels,
@@ -114,24 +128,47 @@ class Cluster:
                 yield pod, number
 
 
-def _placed(policy: Mapping[str, Any], vpc_cidr: str) -> Mapping[str, Any]:
+def _placed(policy: Mapping[str, Any], vpc_cidrs: Iterable[IPv4Network]) -> Mapping[str, Any]:
     """The policy as deployed: peers left as a placeholder for the VPC's ranges (the load balancer's, filled in at
-    registration) become the VPC's range."""
-    rules = (policy.get("spec") or {}).get("ingress") or ()
-    if not any(isinstance(r.get("from"), str) for r in rules):
+    registration) become the VPC's ranges, and so does an `ipBlock` the preview could only record as unknown (an
+    existing VPC's CIDRs, read from AWS at deploy time: the only address range the platform learns so)."""
+    vpc = [{"ipBlock": {"cidr": str(c)}} for c in vpc_cidrs]
+    spec = policy.get("spec") or {}
+
+    def peers(listed: Any) -> Any:
+        if isinstance(listed, str):
+            return vpc
+        if not isinstance(listed, list):
+            return listed
+        return [
+            p for peer in listed for p in (vpc if (peer.get("ipBlock") or {}).get("cidr") == UNKNOWN_VALUE else [peer])
+        ]
+
+    placed = {
+        direction: [{**r, key: peers(r[key])} if key in r else r for r in spec[direction]]
+        for direction, key in (("ingress", "from"), ("egress", "to"))
+        if spec.get(direction)
+    }
+    if all(placed[d] == spec[d] for d in placed):
         return policy
-    placed = [{**r, "from": [{"ipBlock": {"cidr": vpc_cidr}}]} if isinstance(r.get("from"), str) else r for r in rules]
-    return {**policy, "spec": {**policy["spec"], "ingress": placed}}
+    return {**policy, "spec": {**spec, **placed}}
 
 
 def gateway_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, int]]:
-    """With the ALB in front of Kubeflow, the load balancer to the gateway's pods on the request and health ports."""
-    if not any(o["kind"] == "Ingress" and o["metadata"].get("namespace") == GATEWAY_NAMESPACE for o in cluster.objects):
+    """With the ALB in front of Kubeflow, the load balancer to the gateway's pods on the request and health ports,
+    from the subnets of the scheme its Ingress asks for."""
+    ingresses = [
+        o for o in cluster.objects if o["kind"] == "Ingress" and o["metadata"].get("namespace") == GATEWAY_NAMESPACE
+    ]
+    if not ingresses:
         return
     exposed = gateway_exposure([dict(o) for o in cluster.objects])
-    for pod in cluster.matching(exposed.namespace, exposed.selector):
-        for port in exposed.ports:
-            yield "the Kubeflow ALB", cluster.load_balancer, pod, port
+    schemes = {(o["metadata"].get("annotations") or {}).get(_SCHEME_ANNOTATION, _DEFAULT_SCHEME) for o in ingresses}
+    for scheme in sorted(schemes):
+        load_balancer = cluster.load_balancers.get(scheme, cluster.load_balancers[_DEFAULT_SCHEME])
+        for pod in cluster.matching(exposed.namespace, exposed.selector):
+            for port in exposed.ports:
+                yield f"the Kubeflow ALB, {scheme}", load_balancer, pod, port
 
 
 def _service_ports(service: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -222,7 +259,7 @@ def problems(cluster: Cluster) -> list[str]:
     teams = {n for n, labels in cluster.namespace_labels.items() if TEAM_LABEL in labels}
     outsiders = [p for p in cluster.pods if p.namespace in teams]
     outsiders += [
-        Endpoint(f"a pod in team namespace {n}", str(next(cluster.hosts)), n, cluster.namespace_labels[n])
+        Endpoint(f"a pod in team namespace {n}", next(cluster.hosts), n, cluster.namespace_labels[n])
         for n in sorted(teams)
     ]
     for outsider in outsiders:
@@ -261,8 +298,8 @@ def open_namespaces(cluster: Cluster) -> Iterator[tuple[str, str]]:
     opened. That is what a default deny means, whatever shape its policies take; the namespaces of `INGRESS_ONLY`
     are held to ingress only."""
     for name, labels in sorted(cluster.namespace_labels.items()):
-        stand_in = Endpoint(f"a new pod in {name}", str(next(cluster.hosts)), name, labels, {"eksml.io/stand-in": name})
-        stranger = Endpoint("a pod elsewhere", str(next(cluster.hosts)), "stand-in-elsewhere", {}, {})
+        stand_in = Endpoint(f"a new pod in {name}", next(cluster.hosts), name, labels, {"eksml.io/stand-in": name})
+        stranger = Endpoint("a pod elsewhere", next(cluster.hosts), "stand-in-elsewhere", {}, {})
         if allowed(cluster.policies, stranger, stand_in, _UNNAMED_PORT):
             yield name, f"a pod in another namespace reaches a new pod there on port {_UNNAMED_PORT}"
         elif name not in INGRESS_ONLY and allowed(cluster.policies, stand_in, stranger, _UNNAMED_PORT):
@@ -272,8 +309,6 @@ def open_namespaces(cluster: Cluster) -> Iterator[tuple[str, str]]:
 #: The label every Kubeflow Profile's namespace carries.
 PROFILE_LABEL = ("app.kubernetes.io/part-of", PROFILE_NAMESPACE_LABELS["app.kubernetes.io/part-of"])
 IN_CLUSTER_GATEWAY = "the gateway in the cluster"
-#: An address outside the VPC, for a team pod's HTTPS out (S3, STS, the API server's public endpoint).
-_INTERNET = "192.0.2.10"
 #: A port a team's workload serves metrics on, as Prometheus would scrape it.
 _METRICS_PORT = 9090
 
@@ -283,12 +318,13 @@ def team_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, int,
     DNS, HTTPS out, Prometheus' scrapes in; in a Kubeflow Profile's namespace also the gateway and the notebook
     culler in, and out to istiod, Kubeflow's services and the gateway."""
     prometheus = cluster.matching(None, PROMETHEUS_POD)
-    outside = Endpoint("an address outside the VPC", _INTERNET)
+    # HTTPS out goes to S3, STS and the API server's public endpoint: somewhere outside the VPC.
+    outside = Endpoint("an address outside the VPC", cluster.vpc.outside())
     for name, labels in sorted(cluster.namespace_labels.items()):
         if TEAM_LABEL not in labels:
             continue
         what = f"a new pod in team namespace {name}"
-        pod = Endpoint(what, str(next(cluster.hosts)), name, labels, {"eksml.io/stand-in": name})
+        pod = Endpoint(what, next(cluster.hosts), name, labels, {"eksml.io/stand-in": name})
         for server in cluster.matching("kube-system", DNS_POD):
             yield "cluster DNS", pod, server, 53, "UDP"
         yield "HTTPS out", pod, outside, 443, "TCP"

@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from components.tools.model import helm
+from components.tools.model import addresses, helm
+from components.tools.model.addresses import VpcAddresses
 from components.tools.model.admission import notebook_pods, trainer_pods
 from components.tools.model.nodes import NodeKind, node_kinds
 from components.tools.model.workloads import Workload, from_object, from_pod_template
@@ -53,6 +54,9 @@ class Platform:
     nodes: list[NodeKind] = field(default_factory=list)
     #: Releases the model could not render (no chart copy or no Helm): their pods are not judged.
     unrendered: dict[str, str] = field(default_factory=dict)
+    #: The VPC's ranges and subnets, from the first preview that records them (the platform's; team stacks make no
+    #: VPC), which NetworkPolicies' address ranges are judged against; a stand-in when none does.
+    vpc: VpcAddresses = field(default_factory=VpcAddresses.stand_in)
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [obj for _, obj in self.objects if obj.get("kind") == kind]
@@ -146,6 +150,8 @@ def build(views: Iterable[StackView], charts: Path | None) -> Platform:
     addons: list[str] = []
     for view in views:
         kube_version = _kubernetes_version(view.resources)
+        if not platform.vpc.known and (vpc := addresses.from_resources(view.resources)) is not None:
+            platform.vpc = vpc
         for resource in view.resources:
             if resource["type"] == "aws:eks/nodeGroup:NodeGroup":
                 node_groups[resource["name"]] = resource["inputs"]

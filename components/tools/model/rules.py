@@ -283,7 +283,7 @@ def system_pods_are_sized(platform: Platform, nodes: list[NodeKind], **_: Any) -
 def network_paths_hold(platform: Platform, **_: Any) -> list[Problem]:
     """The NetworkPolicies leave open every path the platform needs (webhooks, scrapes, DNS, Prometheus' clients)
     and keep Prometheus and Alertmanager closed to team namespaces (`network.problems`)."""
-    cluster = Cluster([obj for _, obj in platform.objects], platform.workloads)
+    cluster = Cluster([obj for _, obj in platform.objects], platform.workloads, platform.vpc)
     return [Problem("network-policy", message) for message in network_problems(cluster)]
 
 

@@ -162,6 +162,8 @@ def model_report(platform: Platform, problems: list[Problem]) -> tuple[str, bool
     ]
     if platform.unrendered:
         lines.append("  not judged: each node's agents and device plugins (give --charts with the pinned charts)")
+    if not platform.vpc.known:
+        lines.append(f"  {platform.vpc.describe()}")
     lines += [f"  {problem}" for problem in problems]
     head = f"Platform model: {len(platform.workloads)} workloads on {len(platform.nodes)} kinds of node, " + (
         f"{len(problems)} problem(s)" if problems else "every pod lands, gets its devices and survives node loss"
