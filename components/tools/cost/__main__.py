@@ -9,7 +9,7 @@ instance prices from the AWS Price List API and the spot price history instead, 
 platform's own pods on Karpenter pools (`make cost` previews first). Exit status: 0; 1 when `--live` cannot read
 prices; 2 when the stack config is invalid or the preview folder cannot be read.
 
-`--by-team` is what each team's GPUs cost between two dates, read from the stack's Prometheus (`teams.py`, which
+`--by-team` is what each team's GPUs cost between two dates, read from the stack's Prometheus (`by_team.py`, which
 says its exit status).
 """
 
@@ -26,11 +26,11 @@ from components.tools.commands import INVALID_STACK, add_format_arguments, add_s
 from components.tools.model.platform import Platform, load
 from components.tools.preflight.clients import PRICING_REGION, session_for
 
+from .by_team import main as by_team
 from .calculator import estimate
 from .live import live_table
 from .prices import PINNED
 from .render import render_json, render_markdown, render_table
-from .teams import main as by_team
 
 
 def main(argv: list[str] | None = None) -> int:
