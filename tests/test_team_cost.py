@@ -230,6 +230,18 @@ def test_the_cost_dashboard_shows_each_teams_hand_computed_day(recorded, title, 
     assert {dict(key)["namespace"]: round(value, 6) for key, value in found.items()} == expected
 
 
+def test_the_cost_dashboard_labels_spot_rows_as_the_on_demand_ceiling(recorded):
+    # Prometheus has no spot prices: the dashboard says which rows are a ceiling rather than what spot billed.
+    found = Evaluator(recorded).query(
+        _dashboard_query("Cost per team, pool and capacity type in the time range (USD)"), END
+    )
+    assert isinstance(found, dict)
+    assert {
+        (labels["namespace"], labels["capacity_type"], labels["price"]): round(value, 6)
+        for labels, value in ((dict(key), value) for key, value in found.items())
+    } == {("vision", "on-demand", "on-demand"): 11.344, ("nlp", "spot", "on-demand ceiling"): 3.018}
+
+
 def test_the_cost_dashboard_draws_one_bar_per_day():
     for panel in dashboard("gpu-cost")["panels"]:
         if panel["title"].endswith("per day") or panel["title"].endswith("per day (USD)"):

@@ -1,7 +1,7 @@
 """What a stack costs: the idle baseline and the GPU spend ceiling of every NodePool, from its config alone.
 
     python -m components.tools.cost --stack prod [--preview build/preview/prod] [--json | --markdown] [--live]
-    python -m components.tools.cost --by-team --from 2026-06-01 --to 2026-07-01 [--prometheus URL] [--json]
+    python -m components.tools.cost --by-team --from 2026-06-01 --to 2026-07-01 --stack prod [--prometheus URL] [--json]
 
 Prices come from the pinned table (`components/tools/cost/prices/`, no credentials needed); `--live` reads EC2
 instance prices from the AWS Price List API and the spot price history instead, with the stack's credentials.
@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         "--by-team",
         action="store_true",
         help="instead: what each team's GPUs cost between two dates, from Prometheus: --by-team --from YYYY-MM-DD "
-        "--to YYYY-MM-DD [--prometheus URL] [--json] (see --by-team --help)",
+        "--to YYYY-MM-DD (--stack NAME | --region REGION | --no-spot-prices) [--prometheus URL] [--json] "
+        "(see --by-team --help)",
     )
     add_stack_arguments(parser)
     parser.add_argument(
