@@ -18,6 +18,7 @@ By hand: vision 4 GPUs × 2 h = 8 GPU-hours (4 busy) at 5.672 / 4 = $1.418 each 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import urllib.parse
 from datetime import UTC, datetime, timedelta
@@ -27,6 +28,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import boto3
 import promql_parser
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 from botocore.stub import Stubber
 
 from components.instances.prices import gpu_hour_prices, on_demand_tables
@@ -38,6 +42,7 @@ from components.scheduling import SYSTEM_PLACEMENT
 from components.tools.commands import stack_config
 from components.tools.cost import __main__ as cli
 from components.tools.cost import by_team
+from components.tools.cost.amp import sigv4_signer, workspace_region
 from components.tools.cost.teams import PrometheusError, http_query, team_bill
 
 from .conftest import REPO
@@ -398,6 +403,24 @@ def test_a_query_prometheus_refuses_is_reported_with_its_reason(prometheus):
             ["--from", "2026-06-01", "--to", "2026-07-01", "--region", "us-west-2", "--project-dir", "."],
             "--project-dir names the folder of --stack's Pulumi.yaml: give --stack too",
         ),
+        (
+            [*("--from", "2026-06-01", "--to", "2026-07-01", "--no-spot-prices"), "--amp-workspace-url", "x.y/ws"],
+            "--amp-workspace-url: expected an http:// or https:// URL, got 'x.y/ws'",
+        ),
+        (
+            [
+                *("--from", "2026-06-01", "--to", "2026-07-01", "--no-spot-prices"),
+                *("--amp-workspace-url", "https://prometheus.example.com/workspaces/ws-1"),
+            ],
+            "--amp-workspace-url: its host names no region (aps-workspaces.<region>.amazonaws.com): give the region",
+        ),
+        (
+            [
+                *("--from", "2026-06-01", "--to", "2026-07-01", "--region", "us-west-2"),
+                *("--prometheus", "http://localhost:9090", "--amp-workspace-url", "https://h/workspaces/ws-1"),
+            ],
+            "argument --amp-workspace-url: not allowed with argument --prometheus",
+        ),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_flag(argv, message, capsys, monkeypatch):
@@ -588,3 +611,101 @@ def test_the_stack_installs_the_cost_rules_priced_for_its_region_and_the_labels_
     )
     assert release.inputs["values"]["kube-state-metrics"]["metricLabelsAllowlist"] == cost.ksm_label_allowlist()
     assert release.urn in rule.dependencies  # its CRD comes with the release
+
+
+# ------------------------------------------------------------------------------- Amazon Managed Prometheus (SigV4)
+
+#: The credentials the tests sign with (read from the environment, as boto3 does).
+FAKE_KEYS = ("AKIDTEST", "test-signing-key")
+WORKSPACE = "/workspaces/ws-test"
+_AUTHORIZATION = re.compile(
+    rf"AWS4-HMAC-SHA256 Credential={FAKE_KEYS[0]}/(?P<day>[0-9]{{8}})/us-west-2/aps/aws4_request, "
+    r"SignedHeaders=(?P<signed>[a-z0-9;-]+), Signature=(?P<signature>[0-9a-f]{64})"
+)
+
+
+class _FakeAmp(_FakePrometheus):
+    """An AMP workspace's query API: refuses (403) a request whose SigV4 signature for `aps` in us-west-2 is not
+    the one the test's keys give over the request as received, else answers as the fake Prometheus."""
+
+    signed: list[str]
+
+    def do_GET(self):
+        found = _AUTHORIZATION.fullmatch(self.headers.get("Authorization", ""))
+        date = self.headers.get("X-Amz-Date", "")
+        if not found or not date.startswith(found["day"]) or not self.path.startswith(f"{WORKSPACE}/api/v1/query?"):
+            self._send(403, {"message": "missing or malformed signature"})
+            return
+        assert found["signed"].split(";") == ["host", "x-amz-date"]
+        request = AWSRequest(method="GET", url=f"http://{self.headers['Host']}{self.path}")
+        request.headers["X-Amz-Date"] = date
+        request.context["timestamp"] = date
+        signer = SigV4Auth(Credentials(*FAKE_KEYS), "aps", "us-west-2")
+        if (
+            signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+            != found["signature"]
+        ):
+            self._send(403, {"message": "signature does not match"})
+            return
+        self.signed.append(self.path)
+        self.path = self.path.removeprefix(WORKSPACE)
+        super().do_GET()
+
+
+@pytest.fixture
+def amp(recorded, no_aws_credentials, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", FAKE_KEYS[0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_KEYS[1])
+    handler = type("Handler", (_FakeAmp,), {"store": recorded, "signed": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}{WORKSPACE}", handler.signed
+    server.shutdown()
+    server.server_close()
+
+
+def test_amazon_managed_prometheus_is_read_with_sigv4_signed_queries(amp, capsys, monkeypatch):
+    url, signed = amp
+    stub, _ = _ec2(monkeypatch)
+    status, out, err = _command(capsys, *JUNE, "--amp-workspace-url", url, "--region", "us-west-2")
+    assert status == 0, err
+    stub.assert_no_pending_responses()
+    assert f"from {url}" in out
+    assert "vision: 8.0 GPU-hours, $11.34" in out
+    assert "nlp: 3.0 GPU-hours, $1.50 (at the on-demand list price: $3.02)" in out
+    assert len(signed) == 4  # coverage, held, busy, cost: every query signed
+    assert all("%20" in path and "+" not in path for path in signed[1:])  # spaces as SigV4 encodes them
+
+
+def test_an_unsigned_query_to_the_workspace_is_refused_naming_the_permission(amp):
+    url, _ = amp
+    with pytest.raises(PrometheusError, match=r"refused the query \(403\)"):
+        http_query(url)("up", NOW.timestamp())
+    signer = sigv4_signer(Credentials(FAKE_KEYS[0], "another-key"), "us-west-2")
+    with pytest.raises(
+        PrometheusError, match=r"\(403\): signature does not match \(the signing identity needs aps:QueryMetrics\)"
+    ):
+        http_query(url, signer)("up", NOW.timestamp())
+
+
+def test_without_credentials_amp_cannot_be_signed_and_the_command_says_so(capsys, monkeypatch, no_aws_credentials):
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
+    url = "https://aps-workspaces.eu-central-1.amazonaws.com/workspaces/ws-1"
+    status, out, err = _command(capsys, *JUNE, "--amp-workspace-url", url, "--no-spot-prices")
+    assert (status, out) == (1, "")
+    assert "cannot sign queries to Amazon Managed Prometheus in eu-central-1: no AWS credentials found" in err
+    assert "aps:QueryMetrics" in err
+
+
+@pytest.mark.parametrize(
+    ("host", "region"),
+    [
+        ("aps-workspaces.eu-central-1.amazonaws.com", "eu-central-1"),
+        ("vpce-0a1b-c2d3.aps-workspaces.us-west-2.vpce.amazonaws.com", "us-west-2"),
+        ("aps-workspaces.cn-north-1.amazonaws.com.cn", "cn-north-1"),
+        ("prometheus.example.com", None),
+    ],
+)
+def test_the_signing_region_comes_from_the_workspace_host(host, region):
+    assert workspace_region(host) == region

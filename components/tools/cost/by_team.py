@@ -1,6 +1,7 @@
 """`--by-team`: what each team's GPUs cost between two dates, read from the platform's Prometheus.
 
     python -m components.tools.cost --by-team --from 2026-06-01 --to 2026-07-01 --stack prod [--prometheus URL] [--json]
+    python -m components.tools.cost --by-team --from 2026-06-01 --to 2026-07-01 --stack prod --amp-workspace-url URL
 
 A team is a namespace. The figures come from the platform's GPU cost rules (`components.observability.cost`): the
 GPU-hours a team's running pods held, per node pool, capacity type and instance type, the part of them DCGM saw busy,
@@ -8,7 +9,8 @@ and their price at the pinned on-demand table. Spot GPU-hours are then priced at
 range (`spot_history.py`), in the region of `--stack` (its profile and AZs) or `--region`; `--no-spot-prices` keeps
 them at the on-demand list price (a ceiling) and calls no AWS API. Dates are UTC days; `--to` is exclusive, so a
 month is `--from 2026-06-01 --to 2026-07-01`. Prometheus keeps `observability.retention` (15 days by default): the
-command says how many hours of the range it had samples for, and never fills the rest in.
+command says how many hours of the range it had samples for, and never fills the rest in. `--amp-workspace-url`
+reads Amazon Managed Prometheus instead (`amp.py`), signing each query with the same credentials.
 Exit status: 0; 1 Prometheus or the spot price history could not be read, or Prometheus has no cost samples in the
 range; 2 wrong arguments or an invalid stack.
 """
@@ -27,9 +29,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import BotoCoreError
+
 from components.tools.commands import INVALID_STACK, read_stack
 from components.tools.preflight.clients import session_for
 
+from .amp import IAM_ACTION as AMP_ACTION
+from .amp import Signer, sigv4_signer, workspace_region
 from .spot_history import PRODUCT_DESCRIPTION
 from .teams import (
     DEFAULT_PROMETHEUS,
@@ -66,21 +72,31 @@ def _region(text: str) -> str:
     return text
 
 
-def _url(text: str) -> str:
-    parsed = urllib.parse.urlparse(text)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise argparse.ArgumentTypeError(f"--prometheus: expected an http:// or https:// URL, got {text!r}")
-    return text
+def _url(flag: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        parsed = urllib.parse.urlparse(text)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise argparse.ArgumentTypeError(f"{flag}: expected an http:// or https:// URL, got {text!r}")
+        return text
+
+    return parse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="start", type=_day("--from"), help="first UTC day of the range (YYYY-MM-DD)")
     parser.add_argument("--to", dest="end", type=_day("--to"), help="UTC day after the range (YYYY-MM-DD, exclusive)")
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
         "--prometheus",
-        type=_url,
+        type=_url("--prometheus"),
         default=DEFAULT_PROMETHEUS,
         help=f"the stack's Prometheus (default: {DEFAULT_PROMETHEUS})",
+    )
+    source.add_argument(
+        "--amp-workspace-url",
+        type=_url("--amp-workspace-url"),
+        help="instead: an Amazon Managed Prometheus workspace (https://aps-workspaces.<region>.amazonaws.com/"
+        f"workspaces/<id>), queried with SigV4 signatures (needs {AMP_ACTION})",
     )
     spot = parser.add_mutually_exclusive_group()
     spot.add_argument(
@@ -260,14 +276,28 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, now: datetime
         if config is None:
             return INVALID_STACK
         region, profile, zones = config.region, config.profile, tuple(config.network.availability_zones)
+    url, sign = args.prometheus, None
+    if args.amp_workspace_url:
+        url = args.amp_workspace_url
+        signing_region = workspace_region(urllib.parse.urlparse(url).hostname or "") or region
+        if signing_region is None:
+            parser.error(
+                "--amp-workspace-url: its host names no region (aps-workspaces.<region>.amazonaws.com): give the "
+                "region to sign for with --region or --stack"
+            )
+        try:
+            sign = _amp_signer(profile, signing_region)
+        except PrometheusError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
     try:
-        bill = team_bill(http_query(args.prometheus), start, end, args.prometheus)
+        bill = team_bill(http_query(url, sign), start, end, url)
     except PrometheusError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     if bill.covered_hours == 0:
         print(
-            f"error: Prometheus at {args.prometheus} has no GPU cost samples between {args.start} and {args.end}: "
+            f"error: Prometheus at {url} has no GPU cost samples between {args.start} and {args.end}: "
             "the platform's cost rules (PrometheusRule gpu-cost) did not run then, or the range is older than "
             "Prometheus' retention (observability.retention)",
             file=sys.stderr,
@@ -289,6 +319,23 @@ def _now() -> datetime:
 
 def _ec2_client(profile: str | None, region: str) -> Any:
     return session_for(profile, region).client("ec2")
+
+
+def _amp_signer(profile: str | None, region: str) -> Signer:
+    """SigV4 signatures for Amazon Managed Prometheus in `region`, with the stack's profile or the ambient
+    credentials. Raises PrometheusError naming what to do when there are none."""
+    try:
+        credentials = session_for(profile, region).get_credentials()
+    except BotoCoreError as error:
+        credentials, reason = None, str(error)
+    else:
+        reason = "no AWS credentials found"
+    if credentials is None:
+        raise PrometheusError(
+            f"cannot sign queries to Amazon Managed Prometheus in {region}: {reason}. Sign in with credentials that "
+            f"may call {AMP_ACTION} (the stack's profile, AWS_PROFILE, or keys in the environment)"
+        )
+    return sigv4_signer(credentials, region)
 
 
 def main(argv: list[str]) -> int:

@@ -26,6 +26,8 @@ from components.observability.cost import (
     POOL_LABELS,
 )
 
+from .amp import IAM_ACTION as AMP_ACTION
+from .amp import Signer
 from .spot_history import IAM_ACTION, SpotPrice, spot_prices
 
 #: Where `kubectl -n monitoring port-forward svc/kube-prometheus-stack-prometheus 9090` puts the stack's Prometheus.
@@ -126,22 +128,33 @@ class TeamBill:
 Query = Callable[[str, float], list[dict[str, Any]]]
 
 
-def http_query(url: str) -> Query:
-    """A Prometheus instant query over its HTTP API (`/api/v1/query`) at `url`."""
+def http_query(url: str, sign: Signer | None = None) -> Query:
+    """A Prometheus instant query over its HTTP API (`/api/v1/query`) at `url`; each request signed with `sign`
+    (Amazon Managed Prometheus, `amp.sigv4_signer`) when given."""
 
     def query(expr: str, at: float) -> list[dict[str, Any]]:
-        address = f"{url.rstrip('/')}/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"})
+        # Spaces as %20, never '+': a SigV4 signature covers the query string exactly as the server re-encodes it.
+        parameters = urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"}, quote_via=urllib.parse.quote)
+        address = f"{url.rstrip('/')}/api/v1/query?{parameters}"
+        headers = dict(sign(address)) if sign else {}
         try:
-            with urllib.request.urlopen(address, timeout=TIMEOUT_SECONDS) as answer:  # noqa: S310 (http(s) only)
+            request = urllib.request.Request(address, headers=headers)  # noqa: S310 (http(s) only)
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as answer:  # noqa: S310 (http(s) only)
                 body = json.loads(answer.read())
         except urllib.error.HTTPError as error:
-            raise PrometheusError(f"Prometheus at {url} refused the query ({error.code}): {_reason(error)}") from None
+            denied = f" (the signing identity needs {AMP_ACTION})" if sign and error.code == 403 else ""
+            raise PrometheusError(
+                f"Prometheus at {url} refused the query ({error.code}): {_reason(error)}{denied}"
+            ) from None
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
-            raise PrometheusError(
-                f"cannot reach Prometheus at {url}: {reason}. Port-forward the stack's Prometheus first: "
+            how = (
+                "Check the workspace URL and the network path to it"
+                if sign
+                else "Port-forward the stack's Prometheus first: "
                 "kubectl -n monitoring port-forward svc/kube-prometheus-stack-prometheus 9090"
-            ) from None
+            )
+            raise PrometheusError(f"cannot reach Prometheus at {url}: {reason}. {how}") from None
         except ValueError:
             raise PrometheusError(f"{url} answered with something other than Prometheus' JSON") from None
         if body.get("status") != "success" or body.get("data", {}).get("resultType") != "vector":
@@ -153,8 +166,10 @@ def http_query(url: str) -> Query:
 
 def _reason(error: urllib.error.HTTPError) -> str:
     try:
-        return str(json.loads(error.read()).get("error", error.reason))
-    except ValueError:
+        body = json.loads(error.read())
+        # Prometheus says why in `error`; AWS's front of Amazon Managed Prometheus in `message`.
+        return str(body.get("error") or body.get("message") or error.reason)
+    except (ValueError, AttributeError):  # not JSON, or not an object
         return str(error.reason)
 
 
