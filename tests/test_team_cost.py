@@ -18,14 +18,20 @@ By hand: vision 4 GPUs × 2 h = 8 GPU-hours (4 busy) at 5.672 / 4 = $1.418 each 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import urllib.parse
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import boto3
 import promql_parser
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from botocore.stub import Stubber
 
 from components.instances.prices import gpu_hour_prices, on_demand_tables
 from components.observability import cost
@@ -33,10 +39,13 @@ from components.observability.component import stack_values
 from components.observability.config import ObservabilityConfig
 from components.observability.render import dashboard
 from components.scheduling import SYSTEM_PLACEMENT
+from components.tools.commands import stack_config
 from components.tools.cost import __main__ as cli
-from components.tools.cost import teams
+from components.tools.cost import by_team
+from components.tools.cost.amp import sigv4_signer, workspace_region
 from components.tools.cost.teams import PrometheusError, http_query, team_bill
 
+from .conftest import REPO
 from .promql_eval import STALE, Evaluator, Store, record
 
 HOURS = 3
@@ -226,6 +235,18 @@ def test_the_cost_dashboard_shows_each_teams_hand_computed_day(recorded, title, 
     assert {dict(key)["namespace"]: round(value, 6) for key, value in found.items()} == expected
 
 
+def test_the_cost_dashboard_labels_spot_rows_as_the_on_demand_ceiling(recorded):
+    # Prometheus has no spot prices: the dashboard says which rows are a ceiling rather than what spot billed.
+    found = Evaluator(recorded).query(
+        _dashboard_query("Cost per team, pool and capacity type in the time range (USD)"), END
+    )
+    assert isinstance(found, dict)
+    assert {
+        (labels["namespace"], labels["capacity_type"], labels["price"]): round(value, 6)
+        for labels, value in ((dict(key), value) for key, value in found.items())
+    } == {("vision", "on-demand", "on-demand"): 11.344, ("nlp", "spot", "on-demand ceiling"): 3.018}
+
+
 def test_the_cost_dashboard_draws_one_bar_per_day():
     for panel in dashboard("gpu-cost")["panels"]:
         if panel["title"].endswith("per day") or panel["title"].endswith("per day (USD)"):
@@ -287,15 +308,17 @@ NOW = datetime(2026, 7, 3, tzinfo=UTC)
 def test_the_bill_per_team_reads_gpu_hours_and_dollars_from_prometheus(prometheus):
     bill = team_bill(http_query(prometheus), DAY, DAY + timedelta(hours=HOURS), prometheus)
     assert bill.covered_hours == HOURS
+    # per team: GPU-hours, USD, GPU-hours not priced, USD at the on-demand list price
     assert bill.team_totals() == {
-        "audio": (Decimal(1), Decimal(0), Decimal(1)),
-        "nlp": (Decimal(3), Decimal("3.018"), Decimal(0)),
-        "vision": (Decimal(8), Decimal("11.344"), Decimal(0)),
+        "audio": (Decimal(1), Decimal(0), Decimal(1), Decimal(0)),
+        "nlp": (Decimal(3), Decimal("3.018"), Decimal(0), Decimal("3.018")),
+        "vision": (Decimal(8), Decimal("11.344"), Decimal(0), Decimal("11.344")),
     }
     lines = {line.team: line for line in bill.lines}
     assert lines["audio"].usd is None  # not priced, never $0
     nlp = lines["nlp"]
     assert (nlp.pool, nlp.capacity_type, nlp.instance_type) == ("gpu-infer", "spot", "g5.xlarge")
+    assert nlp.price == "on-demand ceiling"  # until the spot price history prices it
     assert lines["vision"].busy_gpu_hours == 4
 
 
@@ -306,8 +329,10 @@ def _command(capsys, *argv):
 
 
 def test_the_command_prints_a_months_bill_per_team_with_what_prometheus_covered(prometheus, capsys, monkeypatch):
-    monkeypatch.setattr(teams, "_now", lambda: NOW)
-    status, out, err = _command(capsys, "--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", prometheus)
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
+    status, out, err = _command(
+        capsys, "--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", prometheus, "--no-spot-prices"
+    )
     assert status == 0, err
     assert "vision: 8.0 GPU-hours, $11.34" in out
     assert "nlp: 3.0 GPU-hours, $3.02" in out
@@ -315,7 +340,7 @@ def test_the_command_prints_a_months_bill_per_team_with_what_prometheus_covered(
     assert "not priced" in out  # audio's line
     assert "cost samples for 3.0 of the range's 720.0 hours" in out
     status, out, err = _command(
-        capsys, "--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", prometheus, "--json"
+        capsys, "--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", prometheus, "--json", "--no-spot-prices"
     )
     document = json.loads(out)
     assert document["hours"] == "720"
@@ -324,18 +349,22 @@ def test_the_command_prints_a_months_bill_per_team_with_what_prometheus_covered(
 
 
 def test_a_range_without_cost_samples_is_an_error_not_a_zero_bill(prometheus, capsys, monkeypatch):
-    monkeypatch.setattr(teams, "_now", lambda: NOW)
-    status, out, err = _command(capsys, "--from", "2026-05-01", "--to", "2026-06-01", "--prometheus", prometheus)
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
+    status, out, err = _command(
+        capsys, "--from", "2026-05-01", "--to", "2026-06-01", "--prometheus", prometheus, "--region", "us-west-2"
+    )
     assert (status, out) == (1, "")
     assert "has no GPU cost samples between 2026-05-01 and 2026-06-01" in err
 
 
 def test_an_unreachable_prometheus_is_named_with_how_to_reach_it(capsys, monkeypatch):
-    monkeypatch.setattr(teams, "_now", lambda: NOW)
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakePrometheus)
     url = f"http://127.0.0.1:{server.server_address[1]}"
     server.server_close()  # nothing listens there any more
-    status, out, err = _command(capsys, "--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", url)
+    status, out, err = _command(
+        capsys, "--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", url, "--no-spot-prices"
+    )
     assert (status, out) == (1, "")
     assert f"cannot reach Prometheus at {url}" in err
     assert "port-forward svc/kube-prometheus-stack-prometheus 9090" in err
@@ -358,14 +387,204 @@ def test_a_query_prometheus_refuses_is_reported_with_its_reason(prometheus):
             ["--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", "localhost:9090"],
             "--prometheus: expected an http:// or https:// URL, got 'localhost:9090'",
         ),
+        (
+            ["--from", "2026-06-01", "--to", "2026-07-01"],
+            "name the stack (--stack NAME) or its region (--region REGION), or pass --no-spot-prices",
+        ),
+        (
+            ["--from", "2026-06-01", "--to", "2026-07-01", "--region", "oregon"],
+            "--region: expected an AWS region such as us-west-2, got 'oregon'",
+        ),
+        (
+            ["--from", "2026-06-01", "--to", "2026-07-01", "--region", "us-west-2", "--no-spot-prices"],
+            "argument --no-spot-prices: not allowed with argument --region",
+        ),
+        (
+            ["--from", "2026-06-01", "--to", "2026-07-01", "--region", "us-west-2", "--project-dir", "."],
+            "--project-dir names the folder of --stack's Pulumi.yaml: give --stack too",
+        ),
+        (
+            [*("--from", "2026-06-01", "--to", "2026-07-01", "--no-spot-prices"), "--amp-workspace-url", "x.y/ws"],
+            "--amp-workspace-url: expected an http:// or https:// URL, got 'x.y/ws'",
+        ),
+        (
+            [
+                *("--from", "2026-06-01", "--to", "2026-07-01", "--no-spot-prices"),
+                *("--amp-workspace-url", "https://prometheus.example.com/workspaces/ws-1"),
+            ],
+            "--amp-workspace-url: its host names no region (aps-workspaces.<region>.amazonaws.com): give the region",
+        ),
+        (
+            [
+                *("--from", "2026-06-01", "--to", "2026-07-01", "--region", "us-west-2"),
+                *("--prometheus", "http://localhost:9090", "--amp-workspace-url", "https://h/workspaces/ws-1"),
+            ],
+            "argument --amp-workspace-url: not allowed with argument --prometheus",
+        ),
     ],
 )
-def test_bad_dates_are_refused_naming_the_flag(argv, message, capsys, monkeypatch):
-    monkeypatch.setattr(teams, "_now", lambda: NOW)
+def test_bad_arguments_are_refused_naming_the_flag(argv, message, capsys, monkeypatch):
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
     with pytest.raises(SystemExit) as exit_:
         cli.main(["--by-team", *argv])
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------- spot GPU-hours at spot prices
+
+JUNE = ("--from", "2026-06-01", "--to", "2026-07-01")
+
+
+def _spot_answer(ec2, zones=()):
+    """June's g5.xlarge history in two pages. us-west-2a: 0.40 when June opens, 0.70 from June 16 (half the month
+    each: 0.55); us-west-2b: 0.45 all month. Averaged over the zones: 0.50 per hour, and a g5.xlarge has 1 GPU."""
+    stub = Stubber(ec2)
+    request = {
+        "InstanceTypes": ["g5.xlarge"],
+        "ProductDescriptions": ["Linux/UNIX"],
+        "StartTime": datetime(2026, 6, 1, tzinfo=UTC),
+        "EndTime": datetime(2026, 7, 1, tzinfo=UTC),
+    }
+    if zones:
+        request["Filters"] = [{"Name": "availability-zone", "Values": list(zones)}]
+
+    def entry(zone, at, usd):
+        return {"InstanceType": "g5.xlarge", "AvailabilityZone": zone, "Timestamp": at, "SpotPrice": usd}
+
+    stub.add_response(
+        "describe_spot_price_history",
+        {
+            "SpotPriceHistory": [
+                entry("us-west-2a", datetime(2026, 5, 20, 7, 12, tzinfo=UTC), "0.400000"),
+                entry("us-west-2a", datetime(2026, 6, 16, tzinfo=UTC), "0.700000"),
+            ],
+            "NextToken": "2",
+        },
+        request,
+    )
+    stub.add_response(
+        "describe_spot_price_history",
+        {"SpotPriceHistory": [entry("us-west-2b", datetime(2026, 5, 28, tzinfo=UTC), "0.450000")], "NextToken": ""},
+        {**request, "NextToken": "2"},
+    )
+    stub.activate()
+    return stub
+
+
+def _ec2(monkeypatch, zones=()):
+    """A stubbed EC2 client for the command, and where the command asked for it."""
+    ec2 = boto3.client("ec2", region_name="us-west-2")
+    stub = _spot_answer(ec2, zones)
+    asked = []
+
+    def client(profile, region):
+        asked.append((profile, region))
+        return ec2
+
+    monkeypatch.setattr(by_team, "_ec2_client", client)
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
+    return stub, asked
+
+
+def test_spot_gpu_hours_are_priced_at_the_months_spot_price_beside_the_on_demand_ceiling(
+    prometheus, capsys, monkeypatch
+):
+    stub, asked = _ec2(monkeypatch)
+    status, out, err = _command(capsys, *JUNE, "--prometheus", prometheus, "--region", "us-west-2")
+    assert status == 0, err
+    stub.assert_no_pending_responses()
+    assert asked == [(None, "us-west-2")]
+    # nlp: 3 spot GPU-hours × $0.50 = $1.50, against $3.018 at the on-demand list price
+    assert "nlp: 3.0 GPU-hours, $1.50 (at the on-demand list price: $3.02)" in out
+    (nlp,) = [line for line in out.splitlines() if line.startswith("nlp ")]
+    assert nlp.split()[-3:] == ["$3.02", "$1.50", "spot"]  # on-demand USD, USD, price
+    assert "vision: 8.0 GPU-hours, $11.34\n" in out  # on-demand only: unchanged
+    assert "g5.xlarge: $0.5000 per hour, $0.5000 per GPU-hour, over us-west-2a, us-west-2b." in out
+    assert "every AZ of us-west-2 with a price" in out
+
+
+def test_the_json_bill_says_which_price_each_line_used(prometheus, capsys, monkeypatch):
+    _ec2(monkeypatch)
+    status, out, err = _command(capsys, *JUNE, "--prometheus", prometheus, "--region", "us-west-2", "--json")
+    assert status == 0, err
+    document = json.loads(out)
+    assert document["teams"]["nlp"] == {
+        "gpuHours": "3.0000",
+        "usd": "1.5000",
+        "unpricedGpuHours": "0",
+        "onDemandUsd": "3.0180",
+    }
+    assert {line["team"]: line["price"] for line in document["lines"]} == {
+        "audio": "not priced",
+        "nlp": "spot",
+        "vision": "on-demand",
+    }
+    assert document["spotPrices"] == {
+        "region": "us-west-2",
+        "productDescription": "Linux/UNIX",
+        "zones": "all",
+        "types": {
+            "g5.xlarge": {"usdPerHour": "0.5000", "usdPerGpuHour": "0.5000", "zones": ["us-west-2a", "us-west-2b"]}
+        },
+    }
+
+
+def test_with_a_stack_the_prices_are_its_regions_and_azs_read_with_its_profile(prometheus, capsys, monkeypatch):
+    config = stack_config(REPO, "prod")
+    stub, asked = _ec2(monkeypatch, zones=config.network.availability_zones)
+    status, out, err = _command(
+        capsys, *JUNE, "--prometheus", prometheus, "--stack", "prod", "--project-dir", str(REPO)
+    )
+    assert status == 0, err
+    stub.assert_no_pending_responses()  # the request named prod's AZs
+    assert asked == [(config.profile, config.region)]
+    assert f"the stack's AZs ({', '.join(config.network.availability_zones)})" in out
+
+
+def test_no_spot_prices_keeps_the_list_price_and_calls_no_aws_api(prometheus, capsys, monkeypatch):
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
+    monkeypatch.setattr(by_team, "_ec2_client", lambda *_: pytest.fail("--no-spot-prices called AWS"))
+    status, out, err = _command(capsys, *JUNE, "--prometheus", prometheus, "--no-spot-prices")
+    assert status == 0, err
+    assert "nlp: 3.0 GPU-hours, $3.02\n" in out
+    (nlp,) = [line for line in out.splitlines() if line.startswith("nlp ")]
+    assert nlp.split()[-4:] == ["$3.02", "$3.02", "on-demand", "ceiling"]
+    assert "Spot GPU-hours at the on-demand list price (--no-spot-prices)" in out
+
+
+def test_a_spot_type_without_history_stays_at_the_on_demand_ceiling_and_says_so(prometheus, capsys, monkeypatch):
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
+    ec2 = boto3.client("ec2", region_name="us-west-2")
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_spot_price_history", {"SpotPriceHistory": []})
+        monkeypatch.setattr(by_team, "_ec2_client", lambda *_: ec2)
+        status, out, err = _command(capsys, *JUNE, "--prometheus", prometheus, "--region", "us-west-2")
+    assert status == 0, err
+    assert "nlp: 3.0 GPU-hours, $3.02\n" in out
+    assert "g5.xlarge: no spot price in the range; priced at the on-demand ceiling." in out
+
+
+def test_without_credentials_the_command_says_how_to_sign_in_or_skip_spot_prices(
+    prometheus, capsys, monkeypatch, no_aws_credentials
+):
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
+    status, out, err = _command(capsys, *JUNE, "--prometheus", prometheus, "--region", "us-west-2")
+    assert (status, out) == (1, "")
+    assert "error: cannot read EC2's spot price history in us-west-2: Unable to locate credentials" in err
+    assert "ec2:DescribeSpotPriceHistory" in err
+    assert "--no-spot-prices" in err
+
+
+def test_access_denied_names_the_permission_the_command_needs(prometheus, capsys, monkeypatch):
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
+    ec2 = boto3.client("ec2", region_name="us-west-2")
+    with Stubber(ec2) as stub:
+        stub.add_client_error("describe_spot_price_history", "UnauthorizedOperation", "not authorized", 403)
+        monkeypatch.setattr(by_team, "_ec2_client", lambda *_: ec2)
+        status, out, err = _command(capsys, *JUNE, "--prometheus", prometheus, "--region", "us-west-2")
+    assert (status, out) == (1, "")
+    assert "the credentials may not call ec2:DescribeSpotPriceHistory (UnauthorizedOperation)" in err
 
 
 def test_the_stack_estimate_still_needs_its_stack(capsys):
@@ -392,3 +611,101 @@ def test_the_stack_installs_the_cost_rules_priced_for_its_region_and_the_labels_
     )
     assert release.inputs["values"]["kube-state-metrics"]["metricLabelsAllowlist"] == cost.ksm_label_allowlist()
     assert release.urn in rule.dependencies  # its CRD comes with the release
+
+
+# ------------------------------------------------------------------------------- Amazon Managed Prometheus (SigV4)
+
+#: The credentials the tests sign with (read from the environment, as boto3 does).
+FAKE_KEYS = ("AKIDTEST", "test-signing-key")
+WORKSPACE = "/workspaces/ws-test"
+_AUTHORIZATION = re.compile(
+    rf"AWS4-HMAC-SHA256 Credential={FAKE_KEYS[0]}/(?P<day>[0-9]{{8}})/us-west-2/aps/aws4_request, "
+    r"SignedHeaders=(?P<signed>[a-z0-9;-]+), Signature=(?P<signature>[0-9a-f]{64})"
+)
+
+
+class _FakeAmp(_FakePrometheus):
+    """An AMP workspace's query API: refuses (403) a request whose SigV4 signature for `aps` in us-west-2 is not
+    the one the test's keys give over the request as received, else answers as the fake Prometheus."""
+
+    signed: list[str]
+
+    def do_GET(self):
+        found = _AUTHORIZATION.fullmatch(self.headers.get("Authorization", ""))
+        date = self.headers.get("X-Amz-Date", "")
+        if not found or not date.startswith(found["day"]) or not self.path.startswith(f"{WORKSPACE}/api/v1/query?"):
+            self._send(403, {"message": "missing or malformed signature"})
+            return
+        assert found["signed"].split(";") == ["host", "x-amz-date"]
+        request = AWSRequest(method="GET", url=f"http://{self.headers['Host']}{self.path}")
+        request.headers["X-Amz-Date"] = date
+        request.context["timestamp"] = date
+        signer = SigV4Auth(Credentials(*FAKE_KEYS), "aps", "us-west-2")
+        if (
+            signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+            != found["signature"]
+        ):
+            self._send(403, {"message": "signature does not match"})
+            return
+        self.signed.append(self.path)
+        self.path = self.path.removeprefix(WORKSPACE)
+        super().do_GET()
+
+
+@pytest.fixture
+def amp(recorded, no_aws_credentials, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", FAKE_KEYS[0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_KEYS[1])
+    handler = type("Handler", (_FakeAmp,), {"store": recorded, "signed": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}{WORKSPACE}", handler.signed
+    server.shutdown()
+    server.server_close()
+
+
+def test_amazon_managed_prometheus_is_read_with_sigv4_signed_queries(amp, capsys, monkeypatch):
+    url, signed = amp
+    stub, _ = _ec2(monkeypatch)
+    status, out, err = _command(capsys, *JUNE, "--amp-workspace-url", url, "--region", "us-west-2")
+    assert status == 0, err
+    stub.assert_no_pending_responses()
+    assert f"from {url}" in out
+    assert "vision: 8.0 GPU-hours, $11.34" in out
+    assert "nlp: 3.0 GPU-hours, $1.50 (at the on-demand list price: $3.02)" in out
+    assert len(signed) == 4  # coverage, held, busy, cost: every query signed
+    assert all("%20" in path and "+" not in path for path in signed[1:])  # spaces as SigV4 encodes them
+
+
+def test_an_unsigned_query_to_the_workspace_is_refused_naming_the_permission(amp):
+    url, _ = amp
+    with pytest.raises(PrometheusError, match=r"refused the query \(403\)"):
+        http_query(url)("up", NOW.timestamp())
+    signer = sigv4_signer(Credentials(FAKE_KEYS[0], "another-key"), "us-west-2")
+    with pytest.raises(
+        PrometheusError, match=r"\(403\): signature does not match \(the signing identity needs aps:QueryMetrics\)"
+    ):
+        http_query(url, signer)("up", NOW.timestamp())
+
+
+def test_without_credentials_amp_cannot_be_signed_and_the_command_says_so(capsys, monkeypatch, no_aws_credentials):
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
+    url = "https://aps-workspaces.eu-central-1.amazonaws.com/workspaces/ws-1"
+    status, out, err = _command(capsys, *JUNE, "--amp-workspace-url", url, "--no-spot-prices")
+    assert (status, out) == (1, "")
+    assert "cannot sign queries to Amazon Managed Prometheus in eu-central-1: no AWS credentials found" in err
+    assert "aps:QueryMetrics" in err
+
+
+@pytest.mark.parametrize(
+    ("host", "region"),
+    [
+        ("aps-workspaces.eu-central-1.amazonaws.com", "eu-central-1"),
+        ("vpce-0a1b-c2d3.aps-workspaces.us-west-2.vpce.amazonaws.com", "us-west-2"),
+        ("aps-workspaces.cn-north-1.amazonaws.com.cn", "cn-north-1"),
+        ("prometheus.example.com", None),
+    ],
+)
+def test_the_signing_region_comes_from_the_workspace_host(host, region):
+    assert workspace_region(host) == region

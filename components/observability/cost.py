@@ -11,7 +11,9 @@ per node pool, capacity type and instance type:
 The price of a GPU-hour is one static series per NVIDIA instance type (`GPU_HOUR_PRICE`), rendered from the pinned
 on-demand table (`components.instances.prices`): the instance's hourly price ÷ its GPUs. The table has no spot
 prices, so spot capacity is priced at the on-demand list price, which a spot instance never bills above: for spot
-pools the figure is a ceiling. The capacity type stays a label, so a bill shows which GPU-hours ran on spot.
+pools the figure is a ceiling. The capacity type stays a label, so a bill shows which GPU-hours ran on spot, and
+`python -m components.tools.cost --by-team` prices those at EC2's spot price history instead (Prometheus cannot call
+AWS). The rules keep no AZ label, so that price is a regional average.
 
 Because each rule is evaluated once per `INTERVAL_SECONDS`, the GPU-hours over a window are the sum of the recorded
 samples in it ÷ `EVALUATIONS_PER_HOUR` (`sum_over_time(...[window]) / 60`), and the dollars likewise. A minute in

@@ -1,7 +1,7 @@
 """What a stack costs: the idle baseline and the GPU spend ceiling of every NodePool, from its config alone.
 
     python -m components.tools.cost --stack prod [--preview build/preview/prod] [--json | --markdown] [--live]
-    python -m components.tools.cost --by-team --from 2026-06-01 --to 2026-07-01 [--prometheus URL] [--json]
+    python -m components.tools.cost --by-team --from 2026-06-01 --to 2026-07-01 --stack prod [--prometheus URL] [--json]
 
 Prices come from the pinned table (`components/tools/cost/prices/`, no credentials needed); `--live` reads EC2
 instance prices from the AWS Price List API and the spot price history instead, with the stack's credentials.
@@ -9,7 +9,7 @@ instance prices from the AWS Price List API and the spot price history instead, 
 platform's own pods on Karpenter pools (`make cost` previews first). Exit status: 0; 1 when `--live` cannot read
 prices; 2 when the stack config is invalid or the preview folder cannot be read.
 
-`--by-team` is what each team's GPUs cost between two dates, read from the stack's Prometheus (`teams.py`, which
+`--by-team` is what each team's GPUs cost between two dates, read from the stack's Prometheus (`by_team.py`, which
 says its exit status).
 """
 
@@ -26,11 +26,11 @@ from components.tools.commands import INVALID_STACK, add_format_arguments, add_s
 from components.tools.model.platform import Platform, load
 from components.tools.preflight.clients import PRICING_REGION, session_for
 
+from .by_team import main as by_team
 from .calculator import estimate
 from .live import live_table
 from .prices import PINNED
 from .render import render_json, render_markdown, render_table
-from .teams import main as by_team
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         "--by-team",
         action="store_true",
         help="instead: what each team's GPUs cost between two dates, from Prometheus: --by-team --from YYYY-MM-DD "
-        "--to YYYY-MM-DD [--prometheus URL] [--json] (see --by-team --help)",
+        "--to YYYY-MM-DD (--stack NAME | --region REGION | --no-spot-prices) [--prometheus URL] [--json] "
+        "(see --by-team --help)",
     )
     add_stack_arguments(parser)
     parser.add_argument(

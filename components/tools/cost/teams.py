@@ -1,28 +1,21 @@
-"""`--by-team`: what each team's GPUs cost between two dates, read from the platform's Prometheus.
+"""A team's GPU bill as data: read from the platform's Prometheus, then spot lines priced at EC2's spot price history.
 
-    python -m components.tools.cost --by-team --from 2026-06-01 --to 2026-07-01 [--prometheus URL] [--json]
-
-A team is a namespace. The figures come from the platform's GPU cost rules (`components.observability.cost`): the
-GPU-hours a team's running pods held, per node pool, capacity type and instance type, the part of them DCGM saw busy,
-and their price at the pinned on-demand table (spot GPU-hours at the on-demand list price: a ceiling). Dates are UTC
-days; `--to` is exclusive, so a month is `--from 2026-06-01 --to 2026-07-01`. Prometheus keeps `observability.retention`
-(15 days by default): the command says how many hours of the range it had samples for, and never fills the rest in.
-Exit status: 0; 1 Prometheus could not be read or has no cost samples in the range; 2 wrong arguments.
+The command that prints it is `by_team.py`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from datetime import UTC, date, datetime, time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from components.observability.cost import (
     EVALUATIONS_PER_HOUR,
@@ -33,6 +26,10 @@ from components.observability.cost import (
     POOL_LABELS,
 )
 
+from .amp import IAM_ACTION as AMP_ACTION
+from .amp import Signer
+from .spot_history import IAM_ACTION, SpotPrice, spot_prices
+
 #: Where `kubectl -n monitoring port-forward svc/kube-prometheus-stack-prometheus 9090` puts the stack's Prometheus.
 DEFAULT_PROMETHEUS = "http://localhost:9090"
 TIMEOUT_SECONDS = 60
@@ -41,6 +38,20 @@ _GROUP = f"namespace, {', '.join(POOL_LABELS)}"
 
 class PrometheusError(Exception):
     """Prometheus could not be reached or refused a query; the message says which and why."""
+
+
+class SpotPriceError(Exception):
+    """EC2's spot price history could not be read; the message says why and what to do."""
+
+
+#: How a line's `usd` was priced.
+ON_DEMAND = "on-demand"
+SPOT = "spot"
+#: A spot line at the on-demand list price, which spot never bills above.
+CEILING = "on-demand ceiling"
+NOT_PRICED = "not priced"
+#: Karpenter's capacity type of spot nodes (`karpenter.sh/capacity-type`).
+SPOT_CAPACITY = "spot"
 
 
 @dataclass(frozen=True)
@@ -53,8 +64,33 @@ class UsageLine:
     instance_type: str
     gpu_hours: Decimal
     busy_gpu_hours: Decimal
-    #: None when the instance type has no price in the pinned table (never counted as $0).
+    #: What the line costs; None when it has no price (never counted as $0).
     usd: Decimal | None
+    #: At the pinned on-demand list price (the cost rules' figure; for spot, a ceiling); None when the pinned table
+    #: has no price for the instance type.
+    on_demand_usd: Decimal | None
+    #: How `usd` was priced: ON_DEMAND, SPOT, CEILING or NOT_PRICED.
+    price: str
+
+
+class TeamTotal(NamedTuple):
+    gpu_hours: Decimal
+    #: The USD of the priced lines.
+    usd: Decimal
+    unpriced_gpu_hours: Decimal
+    #: The same lines at the on-demand list price (those the pinned table prices).
+    on_demand_usd: Decimal
+
+
+@dataclass(frozen=True)
+class SpotPricing:
+    """Where spot prices were read and what they came to."""
+
+    region: str
+    #: The AZs asked for (the stack's); empty: every AZ of the region with a price.
+    zones: tuple[str, ...]
+    #: The average over the range by instance type; a spot type missing here had no history in the range.
+    prices: Mapping[str, SpotPrice]
 
 
 @dataclass(frozen=True)
@@ -65,42 +101,60 @@ class TeamBill:
     #: Hours of the range in which the cost rules ran (Prometheus' samples), out of `hours`.
     covered_hours: Decimal
     lines: tuple[UsageLine, ...]
+    #: None: spot lines stay at the on-demand ceiling (`--no-spot-prices`, or no spot line to price).
+    spot: SpotPricing | None = None
 
     @property
     def hours(self) -> Decimal:
         return Decimal(int((self.end - self.start).total_seconds())) / 3600
 
-    def team_totals(self) -> dict[str, tuple[Decimal, Decimal, Decimal]]:
-        """Per team: GPU-hours, the USD of those priced, and the GPU-hours not priced."""
-        totals: dict[str, tuple[Decimal, Decimal, Decimal]] = {}
+    def spot_types(self) -> list[str]:
+        return sorted({line.instance_type for line in self.lines if line.capacity_type == SPOT_CAPACITY})
+
+    def team_totals(self) -> dict[str, TeamTotal]:
+        """Per team: GPU-hours, the USD of those priced, the GPU-hours not priced, and the on-demand list figure."""
+        totals: dict[str, TeamTotal] = {}
         for line in self.lines:
-            hours, usd, unpriced = totals.get(line.team, (Decimal(0), Decimal(0), Decimal(0)))
-            if line.usd is None:
-                totals[line.team] = (hours + line.gpu_hours, usd, unpriced + line.gpu_hours)
-            else:
-                totals[line.team] = (hours + line.gpu_hours, usd + line.usd, unpriced)
+            hours, usd, unpriced, on_demand = totals.get(line.team, TeamTotal(*(Decimal(0),) * 4))
+            totals[line.team] = TeamTotal(
+                gpu_hours=hours + line.gpu_hours,
+                usd=usd + (line.usd or 0),
+                unpriced_gpu_hours=unpriced + (line.gpu_hours if line.usd is None else 0),
+                on_demand_usd=on_demand + (line.on_demand_usd or 0),
+            )
         return dict(sorted(totals.items()))
 
 
 Query = Callable[[str, float], list[dict[str, Any]]]
 
 
-def http_query(url: str) -> Query:
-    """A Prometheus instant query over its HTTP API (`/api/v1/query`) at `url`."""
+def http_query(url: str, sign: Signer | None = None) -> Query:
+    """A Prometheus instant query over its HTTP API (`/api/v1/query`) at `url`; each request signed with `sign`
+    (Amazon Managed Prometheus, `amp.sigv4_signer`) when given."""
 
     def query(expr: str, at: float) -> list[dict[str, Any]]:
-        address = f"{url.rstrip('/')}/api/v1/query?" + urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"})
+        # Spaces as %20, never '+': a SigV4 signature covers the query string exactly as the server re-encodes it.
+        parameters = urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"}, quote_via=urllib.parse.quote)
+        address = f"{url.rstrip('/')}/api/v1/query?{parameters}"
+        headers = dict(sign(address)) if sign else {}
         try:
-            with urllib.request.urlopen(address, timeout=TIMEOUT_SECONDS) as answer:  # noqa: S310 (http(s) only)
+            request = urllib.request.Request(address, headers=headers)  # noqa: S310 (http(s) only)
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as answer:  # noqa: S310 (http(s) only)
                 body = json.loads(answer.read())
         except urllib.error.HTTPError as error:
-            raise PrometheusError(f"Prometheus at {url} refused the query ({error.code}): {_reason(error)}") from None
+            denied = f" (the signing identity needs {AMP_ACTION})" if sign and error.code == 403 else ""
+            raise PrometheusError(
+                f"Prometheus at {url} refused the query ({error.code}): {_reason(error)}{denied}"
+            ) from None
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
-            raise PrometheusError(
-                f"cannot reach Prometheus at {url}: {reason}. Port-forward the stack's Prometheus first: "
+            how = (
+                "Check the workspace URL and the network path to it"
+                if sign
+                else "Port-forward the stack's Prometheus first: "
                 "kubectl -n monitoring port-forward svc/kube-prometheus-stack-prometheus 9090"
-            ) from None
+            )
+            raise PrometheusError(f"cannot reach Prometheus at {url}: {reason}. {how}") from None
         except ValueError:
             raise PrometheusError(f"{url} answered with something other than Prometheus' JSON") from None
         if body.get("status") != "success" or body.get("data", {}).get("resultType") != "vector":
@@ -112,8 +166,10 @@ def http_query(url: str) -> Query:
 
 def _reason(error: urllib.error.HTTPError) -> str:
     try:
-        return str(json.loads(error.read()).get("error", error.reason))
-    except ValueError:
+        body = json.loads(error.read())
+        # Prometheus says why in `error`; AWS's front of Amazon Managed Prometheus in `message`.
+        return str(body.get("error") or body.get("message") or error.reason)
+    except (ValueError, AttributeError):  # not JSON, or not an object
         return str(error.reason)
 
 
@@ -152,6 +208,8 @@ def team_bill(query: Query, start: datetime, end: datetime, prometheus: str) -> 
             gpu_hours=hours,
             busy_gpu_hours=busy.get(key, Decimal(0)),
             usd=cost.get(key),
+            on_demand_usd=cost.get(key),
+            price=NOT_PRICED if key not in cost else CEILING if key[2] == SPOT_CAPACITY else ON_DEMAND,
         )
         for key, hours in sorted(held.items())
         if hours > 0
@@ -159,145 +217,38 @@ def team_bill(query: Query, start: datetime, end: datetime, prometheus: str) -> 
     return TeamBill(start=start, end=end, prometheus=prometheus, covered_hours=covered, lines=lines)
 
 
-# ----------------------------------------------------------------------------------------------- command line
+def with_spot_prices(bill: TeamBill, spot: SpotPricing) -> TeamBill:
+    """`bill` with each spot line priced at its type's average spot price per GPU-hour, where `spot` has one; the
+    others stay at the on-demand ceiling (or not priced)."""
+
+    def priced(line: UsageLine) -> UsageLine:
+        found = spot.prices.get(line.instance_type)
+        if line.capacity_type != SPOT_CAPACITY or found is None or found.usd_per_gpu_hour is None:
+            return line
+        usd = (line.gpu_hours * found.usd_per_gpu_hour).quantize(PRECISION)
+        return replace(line, usd=usd, price=SPOT)
+
+    return replace(bill, lines=tuple(priced(line) for line in bill.lines), spot=spot)
 
 
-def _day(flag: str) -> Callable[[str], date]:
-    def parse(text: str) -> date:
-        try:
-            return date.fromisoformat(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag}: expected a date as YYYY-MM-DD, got {text!r}") from None
-
-    return parse
-
-
-def _url(text: str) -> str:
-    parsed = urllib.parse.urlparse(text)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise argparse.ArgumentTypeError(f"--prometheus: expected an http:// or https:// URL, got {text!r}")
-    return text
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--from", dest="start", type=_day("--from"), help="first UTC day of the range (YYYY-MM-DD)")
-    parser.add_argument("--to", dest="end", type=_day("--to"), help="UTC day after the range (YYYY-MM-DD, exclusive)")
-    parser.add_argument(
-        "--prometheus",
-        type=_url,
-        default=DEFAULT_PROMETHEUS,
-        help=f"the stack's Prometheus (default: {DEFAULT_PROMETHEUS})",
-    )
-
-
-def _hours(value: Decimal) -> str:
-    return f"{value:,.1f}"
-
-
-def _usd(value: Decimal | None) -> str:
-    return "not priced" if value is None else f"${value:,.2f}"
-
-
-def render_text(bill: TeamBill) -> str:
-    head = (
-        f"GPU cost per team, {bill.start:%Y-%m-%d} to {bill.end:%Y-%m-%d} (UTC, end exclusive), from {bill.prometheus}"
-    )
-    rows = [("team", "pool", "capacity", "instance type", "GPU-hours", "busy GPU-hours", "USD")]
-    rows += [
-        (
-            line.team,
-            line.pool,
-            line.capacity_type,
-            line.instance_type,
-            _hours(line.gpu_hours),
-            _hours(line.busy_gpu_hours),
-            _usd(line.usd),
-        )
-        for line in bill.lines
-    ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    table = [
-        "  ".join(
-            cell.rjust(w) if i >= 4 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in rows
-    ]
-    totals = [
-        f"  {team}: {_hours(hours)} GPU-hours, {_usd(usd)}"
-        + (f" ({_hours(unpriced)} GPU-hours not priced)" if unpriced else "")
-        for team, (hours, usd, unpriced) in bill.team_totals().items()
-    ]
-    notes = [
-        (
-            "Prices: the pinned on-demand table per GPU (instance price / its GPUs); spot GPU-hours are priced at the "
-            "on-demand list price, which spot never bills above."
-        ),
-        (
-            f"Prometheus had cost samples for {_hours(bill.covered_hours)} of the range's {_hours(bill.hours)} hours; "
-            "hours without samples are not counted."
-        ),
-    ]
-    if any(line.usd is None for line in bill.lines):
-        notes.append("not priced: the pinned table has no price for that instance type in the stack's region.")
-    body = table if bill.lines else ["no GPU held by any team in the range"]
-    return "\n".join([head, "", *body, "", "per team:", *totals, "", *notes]).rstrip() + "\n"
-
-
-def render_json(bill: TeamBill) -> str:
-    def plain(value: Any) -> Any:
-        return str(value) if isinstance(value, Decimal) else value
-
-    document = {
-        "from": bill.start.isoformat(),
-        "to": bill.end.isoformat(),
-        "prometheus": bill.prometheus,
-        "hours": str(bill.hours),
-        "coveredHours": str(bill.covered_hours),
-        "teams": {
-            team: {"gpuHours": str(hours), "usd": str(usd), "unpricedGpuHours": str(unpriced)}
-            for team, (hours, usd, unpriced) in bill.team_totals().items()
-        },
-        "lines": [{key: plain(value) for key, value in asdict(line).items()} for line in bill.lines],
-    }
-    return json.dumps(document, indent=2) + "\n"
-
-
-def run(args: argparse.Namespace, parser: argparse.ArgumentParser, now: datetime) -> int:
-    if args.start is None or args.end is None:
-        parser.error("--by-team needs --from and --to (UTC days, YYYY-MM-DD; --to exclusive)")
-    if args.end <= args.start:
-        parser.error(f"--to ({args.end}) must be after --from ({args.start}); --to is exclusive")
-    start = datetime.combine(args.start, time(), UTC)
-    end = datetime.combine(args.end, time(), UTC)
-    if end > now:
-        parser.error(
-            f"--to ({args.end}) is in the future: a range ends at the latest today ({now:%Y-%m-%d}), exclusive"
-        )
+def read_spot_pricing(ec2: Callable[[], Any], bill: TeamBill, region: str, zones: tuple[str, ...]) -> SpotPricing:
+    """The spot prices of the bill's spot instance types over its range, read with the client `ec2()` makes (one in
+    `region`). Raises SpotPriceError naming what to do when AWS refuses."""
+    what = f"EC2's spot price history in {region}"
+    fallback = "or pass --no-spot-prices to price spot GPU-hours at the on-demand list price (a ceiling)"
     try:
-        bill = team_bill(http_query(args.prometheus), start, end, args.prometheus)
-    except PrometheusError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    if bill.covered_hours == 0:
-        print(
-            f"error: Prometheus at {args.prometheus} has no GPU cost samples between {args.start} and {args.end}: "
-            "the platform's cost rules (PrometheusRule gpu-cost) did not run then, or the range is older than "
-            "Prometheus' retention (observability.retention)",
-            file=sys.stderr,
-        )
-        return 1
-    print(render_json(bill) if args.json else render_text(bill), end="")
-    return 0
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.tools.cost", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--by-team", action="store_true", required=True, help="what each team's GPUs cost")
-    add_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the bill as JSON")
-    args = parser.parse_args(argv)
-    return run(args, parser, _now())
+        prices = spot_prices(ec2(), bill.spot_types(), bill.start, bill.end, zones)
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        if code in ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException"):
+            raise SpotPriceError(
+                f"cannot read {what}: the credentials may not call {IAM_ACTION} ({code}). Grant it to the role or "
+                f"user you run as, {fallback}"
+            ) from None
+        raise SpotPriceError(f"cannot read {what}: {error}. Check the credentials and the region, {fallback}") from None
+    except BotoCoreError as error:
+        raise SpotPriceError(
+            f"cannot read {what}: {error}. Sign in with credentials that may call {IAM_ACTION} (the stack's profile, "
+            f"AWS_PROFILE, or keys in the environment), {fallback}"
+        ) from None
+    return SpotPricing(region=region, zones=zones, prices=prices)
