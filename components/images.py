@@ -5,6 +5,7 @@ is taken to be amd64-only, the one architecture every image here is built for.""
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -27,6 +28,18 @@ def split(image: str) -> tuple[str, str]:
     if not repository or "/" in tag:
         return reference, "latest"
     return repository, tag
+
+
+#: A tag that names one release: a full version (major.minor.patch, `v` and a build suffix allowed).
+_EXACT_TAG = re.compile(r"^v?\d+\.\d+\.\d+(?:[-+_.][0-9A-Za-z._+-]*)?$")
+
+
+def is_exact(image: str) -> bool:
+    """Whether a reference names one build or release: a digest, or a tag with a full version. `latest`, a missing
+    tag, major-only and major.minor tags (`mysql:8.4`, `postgres:16-alpine`) move with each new release."""
+    if "@sha256:" in image:
+        return True
+    return bool(_EXACT_TAG.match(split(image)[1]))
 
 
 #: The architectures Karpenter pools of this platform launch (`kubernetes.io/arch` values).

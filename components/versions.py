@@ -346,3 +346,93 @@ LWS = SourcePin(
 )
 
 SOURCES: tuple[SourcePin, ...] = (COMMUNITY_DISTRIBUTION, ARGO_WORKFLOWS, JOBSET, LWS)
+
+
+# Kubeflow images named by a moving tag -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImagePin:
+    """An exact image in place of one that upstream's manifests name by a moving tag (a tag that a publisher moves
+    to each new build of a line: `mysql:8.4`): the exact tag that line named when the pin was cut, with its index
+    digest where the publisher records one, and the record it was read from."""
+
+    moving: str  # the reference exactly as the rendered manifests carry it
+    tag: str
+    digest: str | None
+    source: str
+
+    @property
+    def image(self) -> str:
+        repository = self.moving.rsplit(":", 1)[0] if ":" in self.moving else self.moving
+        return f"{repository}:{self.tag}" + (f"@{self.digest}" if self.digest else "")
+
+
+#: Docker official images are recorded, tag by tag with each tag's index digest, in docker-library/repo-info
+#: (`repos/<image>/remote/<tag>.md`, rewritten at each rebuild). Each record below is named where it was read: that
+#: repository, or a fork that keeps the history it has since rewritten (maxmood96/repo-info; hiramtibbit/repo-info for
+#: 2018), at a commit.
+_REPO_INFO = "docker-library/repo-info repos/{path}, https://github.com/{fork}/blob/{commit}/repos/{path}"
+
+#: Every image a rendered Kubeflow object names by a moving tag, each replaced wherever it appears
+#: (`kubeflow.image_pins`).
+#: Exact tags as of Kubeflow 26.03.1 (March 2026); the digest is the tag's multi-architecture index (amd64 and arm64
+#: among its platforms, `image_architectures.json`).
+KUBEFLOW_IMAGES: tuple[ImagePin, ...] = (
+    # Pipelines' MySQL. mysql:8.4 named 8.4.8 from January to April 2026; this is the 2026-01-28 build of 8.4.8.
+    ImagePin(
+        "mysql:8.4",
+        "8.4.8",
+        "sha256:f1c7674d8dd3c94f439b0d607792187d55bd861f94e8c6d683b959b577152bdc",
+        _REPO_INFO.format(
+            fork="maxmood96/repo-info", commit="edd6b37efc9a76c57875308717447a126f363ffa", path="mysql/remote/8.4.8.md"
+        ),
+    ),
+    # Katib's MySQL (kubeflow.components.katib). mysql:8.0 named 8.0.45 from January to April 2026; its
+    # 2026-01-21 build.
+    ImagePin(
+        "mysql:8.0",
+        "8.0.45",
+        "sha256:0546f878adee48eef82ccf936fc8ff932bdaa180ee614a8043ca917533654bc1",
+        _REPO_INFO.format(
+            fork="maxmood96/repo-info", commit="3174d82a91df149e63f154f07a6243582a18f1a7", path="mysql/remote/8.0.45.md"
+        ),
+    ),
+    # The Hub's per-team model registry database. postgres:16-alpine named 16.13-alpine from February 2026; the
+    # record's build of 2026-04-15 (Alpine 3.23.4).
+    ImagePin(
+        "postgres:16-alpine",
+        "16.13-alpine",
+        "sha256:32ebb7185baf2c9d38f91684417d140c0745aeff5082dfbb62edb330c2af6197",
+        _REPO_INFO.format(
+            fork="maxmood96/repo-info",
+            commit="7e8e1dbeff1cda24c7f1218e81585f03728722d6",
+            path="postgres/remote/16.13-alpine.md",
+        ),
+    ),
+    # Istio's sidecar injector names it in its `grpc-agent` template's init container (used only by pods that ask
+    # for that template, none of Kubeflow's). busybox:1.28 last moved to 1.28.4 (May 2018): the record of
+    # busybox:1.28 at this commit lists the same amd64 image as that of 1.28.4, in the full multi-architecture index.
+    ImagePin(
+        "busybox:1.28",
+        "1.28.4",
+        "sha256:16e7a348e22a062544d4f288bb2575c0fec3dee8199b28c5f20ec4361b017ba1",
+        _REPO_INFO.format(
+            fork="hiramtibbit/repo-info",
+            commit="f0319c3f4cf3f99bd9d270a7c746183775cc54d7",
+            path="busybox/remote/1.28.md",
+        ),
+    ),
+    # The Hub's model catalog names plain `busybox` (latest) for an init container; latest has been 1.37.0 since
+    # September 2024, the release kube-prometheus-stack's job runs too (BUSYBOX). The record's build of 2026-05-22.
+    ImagePin(
+        "busybox",
+        BUSYBOX.version,
+        "sha256:9db7b59979c38555a39def84a31fb98b5296952f9e3afd4f6f11f05b07adfab0",
+        _REPO_INFO.format(
+            fork="docker-library/repo-info",
+            commit="01a7054230d50b3dccaf8d579f161c522be8c9f0",
+            path="busybox/remote/1.37.0.md",
+        ),
+    ),
+)

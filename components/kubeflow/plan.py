@@ -14,6 +14,7 @@ from . import credentials as credentials_
 from . import (
     dashboard,
     gpu_scheduling,
+    image_pins,
     monitoring,
     network_policy,
     notebooks,
@@ -102,6 +103,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     parts = [item.part for item in items]
     objects = [item.manifest for item in items]
     objects = transform.cleanup(objects)
+    objects = image_pins.pin(objects)  # exact images for upstream's moving tags, before anything reads an image
     objects = tokens.without_api_tokens(objects)
     objects = transform.stable_names(objects)
     if settings.pipelines_store is not None:
