@@ -158,10 +158,20 @@ def connector_secrets(config: PlatformConfig, raw: dict[str, Any]) -> dict[str, 
     }
 
 
+def alb_client_secret(config: PlatformConfig, raw: dict[str, Any]) -> pulumi.Output[str] | None:
+    """The client secret of the Kubeflow ALB's OIDC action, from the stack's config (`secret_problems` found no
+    problem with it); None without one."""
+    auth = config.kubeflow.access.alb_auth
+    if auth is None or auth.client_secret_key is None:
+        return None
+    return pulumi.Output.secret(str(raw[f"{PROJECT_NAMESPACE}:{auth.client_secret_key}"]))
+
+
 def build_platform(
     config: PlatformConfig,
     kubeflow_plan: Sequence[Staged] = (),
     kubeflow_connector_secrets: dict[str, pulumi.Output[str]] | None = None,
+    kubeflow_alb_client_secret: pulumi.Output[str] | None = None,
 ) -> Platform:
     """Every part of the stack in the order of creation (Kubeflow's objects from `kubeflow_objects`, when it is on).
     Which parts exist is the config's decision; what each part is given, its `_<part>_args` below."""
@@ -227,6 +237,8 @@ def build_platform(
         )
         if kubeflow_connector_secrets:
             kubeflow_args = dataclasses.replace(kubeflow_args, connector_secrets=dict(kubeflow_connector_secrets))
+        if kubeflow_alb_client_secret is not None:
+            kubeflow_args = dataclasses.replace(kubeflow_args, alb_client_secret=kubeflow_alb_client_secret)
         kubeflow = Kubeflow("kubeflow", kubeflow_args, part("kubeflow"))
         if kueue is not None and config.kubeflow.teams:
             team_queues = TeamQueues(
@@ -497,4 +509,6 @@ def program() -> None:
             kubeflow_plan = kubeflow_objects(config)
         except (TreeError, RenderError, ValueError) as error:
             raise pulumi.RunError(f"kubeflow: {error}") from None
-    export_outputs(build_platform(config, kubeflow_plan, connector_secrets(config, raw)))
+    export_outputs(
+        build_platform(config, kubeflow_plan, connector_secrets(config, raw), alb_client_secret(config, raw))
+    )

@@ -17,11 +17,8 @@ from components.cluster import capacity as system_capacity
 from components.cluster.handle import ClusterHandle
 from components.identity.documents import to_json
 from components.ingress.iam import ControllerScope, controller_policy
+from components.ingress.names import NAMESPACE, SERVICE_ACCOUNT
 from components.scheduling import Placement
-
-NAMESPACE = "kube-system"
-#: The service account the chart creates; the IRSA trust policy names exactly this.
-SERVICE_ACCOUNT = "aws-load-balancer-controller"
 
 
 def controller_values(

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from components import network_policies as netpol
 
+from . import alb_auth
+from .alb_auth import AlbAuth
 from .network_policy import ISTIO_NAMESPACE, Exposed
 from .objects import Manifest
 from .transform import replace
@@ -42,6 +44,8 @@ class Alb:
     #: The CIDRs of the subnets the ALB's nodes live in, which its requests and health checks come from (empty: the
     #: VPC's CIDRs, known only at deploy time).
     source_cidrs: tuple[str, ...] = ()
+    #: The authenticate action on the HTTPS listener (None: the ALB forwards every request).
+    auth: AlbAuth | None = None
 
 
 def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
@@ -63,6 +67,8 @@ def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
         annotations["alb.ingress.kubernetes.io/tags"] = ",".join(f"{k}={v}" for k, v in sorted(tags.items()))
     if alb.allowed_cidrs:
         annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = ",".join(alb.allowed_cidrs)
+    if alb.auth is not None:
+        annotations.update(alb_auth.ingress_annotations(alb.auth))
     rule: dict[str, Any] = {
         "http": {
             "paths": [
@@ -82,6 +88,12 @@ def ingress(alb: Alb, tags: Mapping[str, str]) -> Manifest:
         "metadata": {"name": "kubeflow", "namespace": GATEWAY_NAMESPACE, "annotations": annotations},
         "spec": {"ingressClassName": "alb", "rules": [rule]},
     }
+
+
+def authentication(alb: Alb) -> list[Manifest]:
+    """What the ALB's authenticate action reads in the cluster besides the Ingress (the OIDC client's Secret, and
+    the RBAC that lets the load balancer controller read it); empty without one."""
+    return alb_auth.manifests(alb.auth, GATEWAY_NAMESPACE) if alb.auth is not None else []
 
 
 def gateway_exposure(objects: list[Manifest]) -> Exposed:

@@ -19,6 +19,7 @@ from components.identity.documents import to_json
 from components.identity.irsa import IrsaRole
 from components.kubeflow import fetch, pipelines, pipelines_iam, plan, render
 from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
+from components.kubeflow.alb_auth import CLIENT_SECRET_PLACEHOLDER as ALB_CLIENT_SECRET_PLACEHOLDER
 from components.kubeflow.auth import connector_secret_placeholder, static_user_placeholder
 from components.kubeflow.config import KubeflowConfig, selected_entries
 from components.kubeflow.credentials import NAMES
@@ -86,6 +87,9 @@ class KubeflowArgs:
     #: The client secret of each of `config.auth.connectors`, by connector id (the stack reads them from its config
     #: as secrets). Default: none (then the config must have no connector).
     connector_secrets: Mapping[str, pulumi.Input[str]] = dataclasses.field(default_factory=dict)
+    #: The client secret of the ALB's OIDC action (`config.access.albAuth` of type oidc; the stack reads it from its
+    #: config as a secret). Default: None (then the config must not ask for one).
+    alb_client_secret: pulumi.Input[str] | None = None
     #: The platform's kube-prometheus-stack release, which installs the monitors' CRDs: Kubeflow's ServiceMonitors
     #: and PodMonitors (planned with `monitoring_namespace`) wait for it and go before it. Default: None (no
     #: monitoring; the plan then has no monitors).
@@ -118,6 +122,12 @@ class Kubeflow(pulumi.ComponentResource):
         missing = sorted(set(config.auth.connectors) - set(args.connector_secrets))
         if missing:
             raise ValueError(f"KubeflowArgs.connector_secrets lacks the client secret of: {', '.join(missing)}")
+        alb_auth = config.access.alb_auth
+        if (alb_auth is not None and alb_auth.type == "oidc") != (args.alb_client_secret is not None):
+            raise ValueError(
+                "KubeflowArgs.alb_client_secret is the client secret of access.albAuth with type oidc: give it "
+                "exactly when the config has one"
+            )
         # With S3 artifacts, SeaweedFS is not installed: its generated S3 identity would be used by nothing.
         unused = pipelines.UNUSED_CREDENTIALS if config.pipelines.artifacts == "s3" else frozenset()
         secrets, admin = self._credentials(name, unused)
@@ -138,6 +148,8 @@ class Kubeflow(pulumi.ComponentResource):
                 for key, value in args.connector_secrets.items()
             }
         )
+        if args.alb_client_secret is not None:
+            sign_in_values[ALB_CLIENT_SECRET_PLACEHOLDER] = pulumi.Output.secret(args.alb_client_secret)
         self.team_roles = {team: self._team_role(name, team, args).arn for team in sorted(config.teams)}
         self.pipelines_roles = self._pipelines_roles(name, args)
         stages = {

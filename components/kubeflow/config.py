@@ -37,6 +37,7 @@ from components.scheduling import Taint
 
 from . import entries
 from .access import Alb
+from .alb_auth_config import AlbAuthConfig
 from .auth import Contributor
 from .auth_config import AuthConfig, ClusterTokens, Role, sign_in, sign_in_problems
 from .credentials import Admin
@@ -152,6 +153,11 @@ class Access(_Model):
         description="also accept the cluster's service-account tokens at the gateway (upstream's m2m-dex-and-eks: "
         "the token's subject becomes the user), so programs in the cluster call Pipelines with a projected token "
         "of an accepted audience; `true` takes the defaults below; none (or false): only Dex's tokens",
+    )
+    alb_auth: AlbAuthConfig | None = Field(
+        default=None,
+        description="the ALB signs people in (OIDC or Cognito) before a request reaches the gateway, where Dex still "
+        "signs them in to Kubeflow; none: the ALB forwards every request",
     )
 
     @field_validator("cluster_tokens", mode="before")
@@ -442,6 +448,7 @@ def settings(
             config.access.host,
             config.access.allowed_cidrs,
             source_cidrs=load_balancer_cidrs,
+            auth=config.access.alb_auth.spec() if config.access.alb_auth is not None else None,
         )
     return Settings(
         admin=Admin(config.admin_email),

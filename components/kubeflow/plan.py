@@ -191,7 +191,8 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
             items.extend(Item(obj, None) for obj in pipelines.team_manifests(team.name, settings.pipelines_store))
         items.extend(Item(obj, None) for obj in auth_.contributors(team.name, settings.contributors.get(team.name, ())))
     if settings.access is not None:
-        # Exposed last, once everything behind the gateway serves.
+        # Exposed last, once everything behind the gateway serves (and what its authentication reads exists).
+        items.extend(Item(obj, None) for obj in access_.authentication(settings.access))
         items.append(Item(access_.ingress(settings.access, settings.tags), None))
     team_names = [t.name for t in settings.teams]
     staged = staging.stage(items, team_names)

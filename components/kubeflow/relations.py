@@ -1,14 +1,17 @@
 """What each Kubeflow object must wait for besides its stage's gates: its namespace, its CRD, the fail-closed
 webhooks that see its creation, the Service and workload behind a webhook, the Certificates a workload mounts, a
-Certificate's Issuer, a team namespace. `staging` adds these as edges and checks them."""
+Certificate's Issuer, a team namespace, the Secret (and the RBAC to read it) of an Ingress's ALB authentication.
+`staging` adds these as edges and checks them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 
+from .alb_auth import IDP_OIDC
 from .objects import (
     MONITORING_GROUP,
     NAME_LABEL,
@@ -143,6 +146,35 @@ class Relations:
             }
         return {}
 
+    def authentication_reads(self, obj: Manifest) -> dict[ObjectKey, str]:
+        """For an Ingress whose ALB authenticates with OIDC: the client's Secret, and the Roles and RoleBindings in
+        its namespace that let a subject read it. The controller reads the Secret while it builds the ALB (no
+        Secret, or no right to read it, and the Ingress stays without a load balancer); on destroy the Ingress goes
+        first, while the controller can still read what it needs to reconcile."""
+        if obj["kind"] != "Ingress":
+            return {}
+        raw = (obj["metadata"].get("annotations") or {}).get(IDP_OIDC)
+        if raw is None:
+            return {}
+        namespace, name = obj["metadata"].get("namespace", ""), json.loads(raw).get("secretName")
+        secret = ObjectKey("", "Secret", namespace, name)
+        needs = {secret: "the Secret its ALB's OIDC action reads"} if secret in self.objects else {}
+        for role in self.objects.values():
+            if role["kind"] != "Role" or role["metadata"].get("namespace") != namespace:
+                continue
+            if not any(_reads_secret(rule, name) for rule in role.get("rules") or ()):
+                continue
+            for binding in self.objects.values():
+                ref = binding.get("roleRef") or {}
+                if (
+                    binding["kind"] == "RoleBinding"
+                    and binding["metadata"].get("namespace") == namespace
+                    and (ref.get("kind"), ref.get("name")) == ("Role", role["metadata"]["name"])
+                ):
+                    needs[key(role)] = "the Role that lets the load balancer controller read its OIDC Secret"
+                    needs[key(binding)] = "the binding that lets the load balancer controller read its OIDC Secret"
+        return needs
+
     def required(self, obj: Manifest, stages: Mapping[ObjectKey, int]) -> dict[ObjectKey, str]:
         """What `obj` must depend on (directly or through others), each with the reason."""
         own = key(obj)
@@ -172,11 +204,23 @@ class Relations:
             needs[issuer] = "its Issuer"
         for volume, why in self.static_volumes(obj).items():
             needs[volume] = why
+        for needed, why in self.authentication_reads(obj).items():
+            needs[needed] = why
         if obj["kind"] == "Profile" and group_of(obj["apiVersion"]) == "kubeflow.org":
             team_namespace = self.namespaces.get(obj["metadata"]["name"])
             if team_namespace is not None:
                 needs[team_namespace] = "the team namespace it adopts"
         return needs
+
+
+def _reads_secret(rule: Mapping[str, Any], name: str) -> bool:
+    names = rule.get("resourceNames") or [name]
+    return (
+        "" in (rule.get("apiGroups") or ())
+        and "secrets" in (rule.get("resources") or ())
+        and "get" in (rule.get("verbs") or ())
+        and name in names
+    )
 
 
 def _rule_matches(rule: Mapping[str, Any], group: str, version: str, resource: str, namespaced: bool) -> bool:

@@ -16,8 +16,8 @@ from components.platform_config import PROJECT_NAMESPACE, PlatformConfig, named_
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
 SECRET_PLACEHOLDER = "preview-secret-placeholder"
-#: What a secret the config names (a Kubeflow connector's client secret) is, when the stack file does not set it:
-#: the preview shows what would be deployed once it is set, and says it is not (`unset_secrets`).
+#: What a secret the config names (a Kubeflow connector's or ALB's client secret) is, when the stack file does not
+#: set it: the preview shows what would be deployed once it is set, and says it is not (`unset_secrets`).
 UNSET_SECRET_PLACEHOLDER = "preview-unset-secret-placeholder"
 
 

@@ -100,7 +100,7 @@ def unset_secret_checks(raw_config: Mapping[str, str]) -> list[CheckResult]:
     return [
         failed(
             f"secret/{key}",
-            f"{key} is not set: a Kubeflow connector's client secret",
+            f"{key} is not set: a client secret the Kubeflow config names",
             f"pulumi config set --secret {key} <secret>",
         )
         for key in unset_secrets(raw_config)

@@ -241,7 +241,7 @@ def placeholder_report(config: PlatformConfig, raw_config: Mapping[str, str] | N
     names that the stack does not set."""
     lines = [f"warning: {p.key}: {p.value} is {p.why}; replace it" for p in placeholders(config)]
     lines += [
-        f"warning: {key} is not set (a Kubeflow connector's client secret): pulumi up stops until "
+        f"warning: {key} is not set (a client secret the Kubeflow config names): pulumi up stops until "
         f"`pulumi config set --secret {key} ...`"
         for key in unset_secrets(raw_config or {})
     ]
