@@ -6,19 +6,38 @@ controller IAM policy moves in lock-step with the chart version).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+
+#: An OCI content digest as registries and the publishers' records write it: `sha256:` and 64 lowercase hex digits.
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
 class Pin:
-    """An exact version of something the platform installs, and the upstream place it was read from."""
+    """An exact version of something the platform installs, and the upstream place it was read from.
+
+    An image pin also carries the digest of that tag where the publisher records one (`digest`, read from the place
+    `source` names); None where no publisher's record of it could be read, and the image is then pinned by tag only.
+    """
 
     name: str
     version: str
     source: str
+    digest: str | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.digest is not None and not DIGEST.fullmatch(self.digest):
+            raise ValueError(f"{self.name} {self.version}: digest {self.digest!r} is not sha256:<64 hex digits>")
+
+    @property
+    def image_tag(self) -> str:
+        """What follows `<repository>:` in an image reference: `<tag>@<digest>` where the digest is pinned (the
+        runtime pulls by digest, the tag stays for people to read), else the tag alone."""
+        return f"{self.version}@{self.digest}" if self.digest else self.version
 
 
 #: Kubernetes minor versions this package is tested against (Kubeflow 26.03 needs 1.35: config refuses it on 1.34); each
@@ -161,7 +180,11 @@ EFA_DEVICE_PLUGIN = ChartPin(
 )
 
 #: The secondary bin-packing scheduler runs the upstream kube-scheduler image of the cluster's minor version (the
-#: patch releases EKS ships its kube-proxy builds from).
+#: patch releases EKS ships its kube-proxy builds from). By tag only: the publisher's record of registry.k8s.io's
+#: digests, the promoter manifest (github.com/kubernetes/k8s.io, registry.k8s.io/images/k8s-staging-kubernetes/
+#: images.yaml, `- name: kube-scheduler`), lists neither tag in the newest copy that could be read (commit
+#: ecf019a88caa0923c610e8982ca44a460c0303e5 ends at v1.34.0 and v1.35.0-alpha.0). Add each tag's digest from
+#: that file (`digest=`) when it does.
 KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler"
 KUBE_SCHEDULER: Mapping[str, Pin] = MappingProxyType(
     {
@@ -205,7 +228,10 @@ KUEUE = ChartPin(
     "https://github.com/kubernetes-sigs/kueue/releases/tag/v0.19.2",
     CrdUpgrade.TEMPLATES,
 )
-#: The controller image of that release (the chart in git names a staging build; the release sets this one).
+#: The controller image of that release (the chart in git names a staging build; the release sets this one). By tag
+#: only: the promoter manifest that records registry.k8s.io's digests (github.com/kubernetes/k8s.io,
+#: registry.k8s.io/images/k8s-staging-kueue/images.yaml) lists `kueue` up to v0.13.3 in the newest copy that could be
+#: read (commit 2ad855ab17653d663e0883b8655ae7e3c08fdea0).
 KUEUE_IMAGE = Pin(
     "registry.k8s.io/kueue/kueue", "v0.19.2", "https://github.com/kubernetes-sigs/kueue/releases/tag/v0.19.2"
 )
@@ -220,8 +246,16 @@ KUBE_PROMETHEUS_STACK = ChartPin(
     "https://github.com/prometheus-community/helm-charts/releases/tag/kube-prometheus-stack-88.5.3",
     CrdUpgrade.CHART_HOOK,  # crds.upgradeJob
 )
-#: The image kube-prometheus-stack's CRD upgrade job copies its CRDs with (the chart defaults to `latest`).
-BUSYBOX = Pin("busybox", "1.37.0", "https://hub.docker.com/_/busybox (docker.io/library/busybox:1.37.0)")
+#: The image kube-prometheus-stack's CRD upgrade job copies its CRDs with (the chart defaults to `latest`), by tag and
+#: the digest of its multi-platform index as Docker's official-images record lists it (`docker pull busybox@...` at
+#: the head of the file in `source`).
+BUSYBOX = Pin(
+    "busybox",
+    "1.37.0",
+    "https://github.com/docker-library/repo-info/blob/01a7054230d50b3dccaf8d579f161c522be8c9f0"
+    "/repos/busybox/remote/1.37.0.md",
+    digest="sha256:9db7b59979c38555a39def84a31fb98b5296952f9e3afd4f6f11f05b07adfab0",
+)
 #: prometheus-adapter (adapter v0.12.0, the chart's appVersion): the custom metrics API for GPU-utilisation HPAs.
 #: v0.12.0 is built on the Kubernetes 1.30 libraries (its go.mod), whose API Priority and Fairness watch reads
 #: flowcontrol v1; adapters before it watch a beta version that Kubernetes 1.32 and later no longer serve. No copy of

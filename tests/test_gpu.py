@@ -184,7 +184,7 @@ def test_scheduler_image_matches_the_cluster_minor_version(dev):
     image = deployment.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
     assert (
         image
-        == f"registry.k8s.io/kube-scheduler:{versions.KUBE_SCHEDULER[versions.DEFAULT_KUBERNETES_VERSION].version}"
+        == f"registry.k8s.io/kube-scheduler:{versions.KUBE_SCHEDULER[versions.DEFAULT_KUBERNETES_VERSION].image_tag}"
     )
     assert image.split(":v")[1].startswith(versions.DEFAULT_KUBERNETES_VERSION + ".")
 

@@ -96,7 +96,7 @@ class GpuStack(pulumi.ComponentResource):
             manifests = scheduler_manifests(
                 SchedulerOptions(
                     name=config.scheduler.name,
-                    image=f"{versions.KUBE_SCHEDULER_IMAGE}:{image.version}",
+                    image=f"{versions.KUBE_SCHEDULER_IMAGE}:{image.image_tag}",
                     strategy=config.scheduler.strategy,
                     gpu_weight=config.scheduler.gpu_weight,
                     replicas=config.scheduler.replicas,

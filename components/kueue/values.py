@@ -55,7 +55,8 @@ def chart_values(*, placement: Placement) -> dict[str, Any]:
             "manager": {
                 "image": {
                     "repository": KUEUE_IMAGE.name,
-                    "tag": KUEUE_IMAGE.version,
+                    # <tag>@<digest> once a digest is pinned: the manager template joins repository:tag.
+                    "tag": KUEUE_IMAGE.image_tag,
                     "pullPolicy": "IfNotPresent",
                 },
                 "resources": {

@@ -50,7 +50,10 @@ def stack_values(
         "crds": {
             "upgradeJob": {
                 "enabled": True,
-                "image": {"busybox": {"tag": versions.BUSYBOX.version}},
+                # The digest rides in the tag: the job's template adds `busybox.sha` only when `upgradeJob.image.sha`
+                # is set, a key chart 88.5.3's values do not declare, and otherwise joins registry/repository:tag, so
+                # this renders docker.io/busybox:<tag>@sha256:<digest> (name:tag@digest, pulled by digest).
+                "image": {"busybox": {"tag": versions.BUSYBOX.image_tag}},
                 **on_system_nodes,
             }
         },
