@@ -388,18 +388,23 @@ SOURCES: tuple[SourcePin, ...] = (COMMUNITY_DISTRIBUTION, ARGO_WORKFLOWS, JOBSET
 @dataclass(frozen=True)
 class ImagePin:
     """An exact image in place of one that upstream's manifests name by a moving tag (a tag that a publisher moves
-    to each new build of a line: `mysql:8.4`): the exact tag that line named when the pin was cut, with its index
-    digest where the publisher records one, and the record it was read from."""
+    to each new build of a line: `mysql:8.4`): `pin` is the exact tag that line named when the pin was cut, with its
+    index digest where the publisher records one, and the record it was read from."""
 
     moving: str  # the reference exactly as the rendered manifests carry it
-    tag: str
-    digest: str | None
-    source: str
+    pin: Pin
+
+    @property
+    def repository(self) -> str:
+        return self.moving.rsplit(":", 1)[0] if ":" in self.moving else self.moving
 
     @property
     def image(self) -> str:
-        repository = self.moving.rsplit(":", 1)[0] if ":" in self.moving else self.moving
-        return f"{repository}:{self.tag}" + (f"@{self.digest}" if self.digest else "")
+        return f"{self.repository}:{self.pin.image_tag}"
+
+
+def _image_pin(moving: str, tag: str, digest: str, source: str) -> ImagePin:
+    return ImagePin(moving, Pin(moving.split(":")[0], tag, source, digest=digest))
 
 
 #: Docker official images are recorded, tag by tag with each tag's index digest, in docker-library/repo-info
@@ -414,7 +419,7 @@ _REPO_INFO = "docker-library/repo-info repos/{path}, https://github.com/{fork}/b
 #: among its platforms, `image_architectures.json`).
 KUBEFLOW_IMAGES: tuple[ImagePin, ...] = (
     # Pipelines' MySQL. mysql:8.4 named 8.4.8 from January to April 2026; this is the 2026-01-28 build of 8.4.8.
-    ImagePin(
+    _image_pin(
         "mysql:8.4",
         "8.4.8",
         "sha256:f1c7674d8dd3c94f439b0d607792187d55bd861f94e8c6d683b959b577152bdc",
@@ -424,7 +429,7 @@ KUBEFLOW_IMAGES: tuple[ImagePin, ...] = (
     ),
     # Katib's MySQL (kubeflow.components.katib). mysql:8.0 named 8.0.45 from January to April 2026; its
     # 2026-01-21 build.
-    ImagePin(
+    _image_pin(
         "mysql:8.0",
         "8.0.45",
         "sha256:0546f878adee48eef82ccf936fc8ff932bdaa180ee614a8043ca917533654bc1",
@@ -434,7 +439,7 @@ KUBEFLOW_IMAGES: tuple[ImagePin, ...] = (
     ),
     # The Hub's per-team model registry database. postgres:16-alpine named 16.13-alpine from February 2026; the
     # record's build of 2026-04-15 (Alpine 3.23.4).
-    ImagePin(
+    _image_pin(
         "postgres:16-alpine",
         "16.13-alpine",
         "sha256:32ebb7185baf2c9d38f91684417d140c0745aeff5082dfbb62edb330c2af6197",
@@ -447,7 +452,7 @@ KUBEFLOW_IMAGES: tuple[ImagePin, ...] = (
     # Istio's sidecar injector names it in its `grpc-agent` template's init container (used only by pods that ask
     # for that template, none of Kubeflow's). busybox:1.28 last moved to 1.28.4 (May 2018): the record of
     # busybox:1.28 at this commit lists the same amd64 image as that of 1.28.4, in the full multi-architecture index.
-    ImagePin(
+    _image_pin(
         "busybox:1.28",
         "1.28.4",
         "sha256:16e7a348e22a062544d4f288bb2575c0fec3dee8199b28c5f20ec4361b017ba1",
@@ -459,14 +464,5 @@ KUBEFLOW_IMAGES: tuple[ImagePin, ...] = (
     ),
     # The Hub's model catalog names plain `busybox` (latest) for an init container; latest has been 1.37.0 since
     # September 2024, the release kube-prometheus-stack's job runs too (BUSYBOX). The record's build of 2026-05-22.
-    ImagePin(
-        "busybox",
-        BUSYBOX.version,
-        "sha256:9db7b59979c38555a39def84a31fb98b5296952f9e3afd4f6f11f05b07adfab0",
-        _REPO_INFO.format(
-            fork="docker-library/repo-info",
-            commit="01a7054230d50b3dccaf8d579f161c522be8c9f0",
-            path="busybox/remote/1.37.0.md",
-        ),
-    ),
+    ImagePin("busybox", BUSYBOX),
 )
