@@ -40,7 +40,7 @@ from components.scheduling import CSI_STARTUP_TAINTS, GPU_TAINT, Taint
 from components.storage.component import Storage, StorageArgs
 from components.storage.file_system import FsxFileSystem, FsxFileSystemArgs
 from components.storage.render import kept_volume_class_name
-from components.team.offer import offered_pool
+from components.team.offer import offered_pipelines, offered_pool
 
 
 def raw_config() -> dict[str, Any]:
@@ -487,6 +487,8 @@ def export_team_contract(platform: Platform) -> None:
     # Always, true or false: a team stack asking for a Profile is told plainly when no profile controller runs.
     pulumi.export("kubeflowEnabled", platform.kubeflow is not None)
     pulumi.export("kubeflowTeams", sorted(config.kubeflow.teams) if platform.kubeflow is not None else [])
+    if platform.kubeflow is not None:
+        pulumi.export("kubeflowPipelines", offered_pipelines(config.kubeflow))
     if platform.kueue is not None:
         pulumi.export("kueue", offered_queueing(config.kueue_flavors))
 

@@ -378,6 +378,25 @@ def test_prod_its_team_stack_and_the_example_workloads_break_no_rule_and_the_tea
     assert [str(p) for p in found] == []
 
 
+@pytest.mark.subprocess
+@pytest.mark.stack
+@pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
+def test_prod_and_a_team_stacks_profile_whose_pipelines_keep_artifacts_in_s3_break_no_rule(prod, tmp_path):
+    from components.tools.model import check_views
+    from components.tools.model.platform import read_folder
+    from components.tools.preview import write_preview
+
+    from .test_team_stack import run_team_with_profile
+
+    write_preview(prod, tmp_path / "prod")
+    team = run_team_with_profile()
+    assert {c.inputs["metadata"]["name"] for c in team.of_type("kubernetes:core/v1:ConfigMap")} >= {"kfp-launcher"}
+    write_preview(team, tmp_path / "team")
+    platform, found = check_views([read_folder(tmp_path / "prod"), read_folder(tmp_path / "team")], CHARTS)
+    assert platform.unrendered == {}
+    assert [str(p) for p in found] == []
+
+
 def test_kubeflow_pods_whose_images_are_amd64_only_select_amd64_nodes_and_others_are_left_free():
     from components.kubeflow.transform import pinned_architectures
 

@@ -35,9 +35,12 @@ def preview_args(out, *extra: str, stack: str = "prod") -> list[str]:
     return ["--project-dir", str(TEAM_STACK), "--stack", stack, "--out", str(out), *reference, *extra]
 
 
-def run_team(stack: str):
+def run_team(stack: str, team_changes: dict | None = None, drop: tuple[str, ...] = ()):
     project = read_project_name(TEAM_STACK)
     config, secret_keys = read_stack_config(TEAM_STACK, project, stack)
+    if team_changes or drop:
+        team = {**json.loads(config[f"{project}:team"]), **(team_changes or {})}
+        config = {**config, f"{project}:team": json.dumps({k: v for k, v in team.items() if k not in drop})}
     outputs = json.loads((TEAM_STACK / f"platform-outputs.{stack}.json").read_text())
     return run_program(TEAM_STACK, project, stack, config, secret_keys, {f"acme/eks-ml-platform/{stack}": outputs})
 
@@ -45,6 +48,17 @@ def run_team(stack: str):
 @pytest.fixture(scope="module")
 def team():
     return run_team("prod")
+
+
+def run_team_with_profile():
+    """The prod team with a Profile (its pods then run as default-editor), on the prod platform, whose Pipelines keep
+    their artifacts in S3."""
+    return run_team("prod", {"kubeflow": {"owner": "vision-lead@example.org"}}, drop=("serviceAccount",))
+
+
+@pytest.fixture(scope="module")
+def team_s3():
+    return run_team_with_profile()
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +187,93 @@ def test_team_resource_names_match_the_snapshot(stack, request):
     assert actual == snapshot.read_text(), "resource names changed; rerun with UPDATE_SNAPSHOTS=1 if intended"
 
 
+# ---------------------------------------------------------------------------- Kubeflow Pipelines on S3 (prod)
+
+
+def test_the_profiles_runs_write_under_the_teams_prefix_of_the_platforms_kubeflow_bucket(team_s3):
+    """The prod platform keeps Pipelines' artifacts in S3 and writes no team stack's namespace config: the team stack
+    writes the three ConfigMaps the platform writes into its own teams' namespaces."""
+    platform = json.loads(OUTPUTS.read_text())
+    bucket = platform["buckets"][platform["kubeflowPipelines"]["bucket"]]
+    namespace = team_s3.one("kubernetes:core/v1:Namespace")
+    config_maps = {c.inputs["metadata"]["name"]: c for c in team_s3.of_type("kubernetes:core/v1:ConfigMap")}
+    assert set(config_maps) == {"kfp-launcher", "metadata-grpc-configmap", "artifact-repositories"}
+    for config_map in config_maps.values():
+        assert config_map.inputs["metadata"]["namespace"] == "vision"
+        assert config_map.deleted_with == namespace.urn
+        assert team_s3.depends_on(config_map, namespace)
+    launcher = config_maps["kfp-launcher"].inputs["data"]
+    assert launcher["defaultPipelineRoot"] == f"s3://{bucket}/teams/vision/pipelines"
+    assert yaml.safe_load(launcher["providers"])["s3"]["default"]["credentials"] == {"fromEnv": True}
+    argo = json.loads(config_maps["artifact-repositories"].inputs["data"]["default-namespaced"])["s3"]
+    assert (argo["bucket"], argo["useSDKCreds"]) == (bucket, True)
+    assert argo["keyFormat"].startswith("teams/vision/pipelines/logs/")
+
+
+def test_the_team_stacks_role_and_the_platforms_kubeflow_teams_roles_keep_to_their_own_prefixes(team_s3):
+    """IAM evaluated on the rendered policy: the team stack's role writes its pipeline root and not the platform's
+    team research's, whose role (the platform's builder, for the prefix the platform exports) cannot write the team
+    stack's; the team stack's policy is that same builder's for its prefix."""
+    from components.kubeflow.pipelines import SERVER_PREFIX
+    from components.kubeflow.teams import Team, permission_policy
+    from tests.iam_evaluator import ALLOW, IMPLICIT_DENY, decide
+
+    platform = json.loads(OUTPUTS.read_text())
+    offered = platform["kubeflowPipelines"]
+    bucket = platform["buckets"][offered["bucket"]]
+    key = platform["bucketKmsKeyArns"][offered["bucket"]]
+
+    def platform_team_policy(name: str, prefix: str) -> dict:
+        spec = Team(name=name, owner="lead@example.org", gpu_quota=0, s3_prefix=prefix)
+        return permission_policy(spec, bucket=bucket, region=platform["region"], kms_key_arn=key)
+
+    trust = json.loads(team_s3.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
+    (statement,) = trust["Statement"]
+    assert statement["Condition"]["StringEquals"][f"{platform['oidcIssuer']}:sub"] == (
+        "system:serviceaccount:vision:default-editor"  # what the Profile's pipeline runs use, and nothing else
+    )
+    vision = json.loads(team_s3.one("aws:iam/rolePolicy:RolePolicy").inputs["policy"])
+    research = platform_team_policy("research", offered["teamPrefixes"]["research"])
+    assert vision == platform_team_policy("vision", "teams/vision")
+
+    def obj(path: str) -> str:
+        return f"arn:aws:s3:::{bucket}/{path}"
+
+    for action in ("s3:PutObject", "s3:GetObject"):
+        assert decide(vision, action, obj("teams/vision/pipelines/run-1/model")) == ALLOW
+        assert decide(vision, action, obj("teams/research/pipelines/run-1/model")) == IMPLICIT_DENY
+        assert decide(vision, action, obj(f"{SERVER_PREFIX}/p-1")) == IMPLICIT_DENY
+        assert decide(research, action, obj("teams/research/pipelines/run-1/model")) == ALLOW
+        assert decide(research, action, obj("teams/vision/pipelines/run-1/model")) == IMPLICIT_DENY
+    listing = {"s3:prefix": "teams/research/pipelines/"}
+    assert decide(vision, "s3:ListBucket", f"arn:aws:s3:::{bucket}", listing) == IMPLICIT_DENY
+    assert decide(research, "s3:ListBucket", f"arn:aws:s3:::{bucket}", listing) == ALLOW
+
+
+def test_a_team_stack_prefix_within_a_platform_teams_exits_2_naming_the_key(tmp_path, capsys):
+    project = tmp_path / "team"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        (project / name).write_text((TEAM_STACK / name).read_text())
+    stack_file = yaml.safe_load((TEAM_STACK / "Pulumi.prod.yaml").read_text())
+    stack_file["config"]["team-vision:team"]["storage"]["prefix"] = "teams/research/vision"
+    (project / "Pulumi.prod.yaml").write_text(yaml.safe_dump(stack_file))
+    out = tmp_path / "out"
+    assert main(["--project-dir", str(project), "--stack", "prod", "--out", str(out), *REFERENCE]) == 2
+    error = capsys.readouterr().err
+    assert (
+        "team.storage.prefix: 'teams/research/vision' overlaps 'teams/research', the prefix of the platform's" in error
+    )
+    assert not out.exists()
+
+
 # --------------------------------------------------------------------------------------------- Kubeflow (dev)
+
+
+def test_on_the_seaweedfs_platform_the_team_stack_writes_no_pipelines_config(team_dev):
+    """The dev platform keeps Pipelines' artifacts in SeaweedFS, whose profile controller writes each Profile
+    namespace's config itself."""
+    assert team_dev.of_type("kubernetes:core/v1:ConfigMap") == []
 
 
 def test_the_dev_team_stack_previews_its_profile_with_no_policy_violations(tmp_path, capsys):

@@ -7,6 +7,13 @@ from typing import Any
 from components.identity.documents import IAM_VERSION, dns_suffix
 
 
+def prefix_within(inner: str, outer: str) -> bool:
+    """Whether every key under `inner` is also under `outer` (the same prefix, or one below it, compared by whole
+    path segments): a role given `outer` (its policy names `outer/*`) reaches `inner`'s objects. Team prefixes are kept
+    apart with it, the platform's Kubeflow teams and team stacks alike."""
+    return f"{inner}/".startswith(f"{outer}/")
+
+
 def team_s3_policy(
     *, partition: str, region: str, bucket: str, prefix: str, kms_key_arn: str | None = None
 ) -> dict[str, Any]:

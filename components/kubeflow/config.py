@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components.config.validation import FieldProblems
+from components.identity.team_policy import prefix_within
 from components.kueue.queues import gpu_share
 from components.scheduling import Taint
 
@@ -41,7 +42,7 @@ from .alb_auth_config import AlbAuthConfig
 from .auth import Contributor
 from .auth_config import AuthConfig, ClusterTokens, Role, sign_in, sign_in_problems
 from .credentials import Admin
-from .pipelines import SERVER_PREFIX, S3Store
+from .pipelines import S3Store, server_prefix_overlap
 from .plan import Settings
 from .teams import FsxShare, Team
 
@@ -362,17 +363,10 @@ class KubeflowConfig(_Model):
 def pipelines_prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, str]]:
     """(key, problem) for each team whose prefix is, holds or lies within the API server's (`pipelines.SERVER_PREFIX`):
     its role could read and write every team's pipeline definitions."""
-    server = f"{SERVER_PREFIX}/"
     return [
-        (
-            f"teams.{name}.s3Prefix",
-            (
-                f"{prefix!r} overlaps {SERVER_PREFIX!r}, where the Pipelines API server keeps every team's pipelines "
-                "(pipelines.artifacts: s3); choose a prefix outside it"
-            ),
-        )
+        (f"teams.{name}.s3Prefix", f"{prefix!r} {problem} (pipelines.artifacts: s3); choose a prefix outside it")
         for name, prefix in sorted(prefixes.items())
-        if server.startswith(f"{prefix}/") or f"{prefix}/".startswith(server)
+        if (problem := server_prefix_overlap(prefix)) is not None
     ]
 
 
@@ -381,9 +375,9 @@ def prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, str]]:
     team's role's too); two teams with the same prefix are reported once, on the later name."""
     problems = []
     for (first, first_prefix), (second, second_prefix) in combinations(sorted(prefixes.items()), 2):
-        if f"{second_prefix}/".startswith(f"{first_prefix}/"):
+        if prefix_within(second_prefix, first_prefix):
             inner, outer = second, first
-        elif f"{first_prefix}/".startswith(f"{second_prefix}/"):
+        elif prefix_within(first_prefix, second_prefix):
             inner, outer = first, second
         else:
             continue

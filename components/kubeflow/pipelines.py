@@ -60,6 +60,7 @@ from typing import Any
 import yaml
 
 from components.identity.documents import dns_suffix
+from components.identity.team_policy import prefix_within
 
 from .objects import Manifest, containers, pod_template
 
@@ -172,6 +173,15 @@ class S3Store:
     def team_root(self, team: str) -> str:
         """The key prefix a team's runs write below."""
         return f"{self.team_prefixes[team]}/{TEAM_FOLDER}"
+
+
+def server_prefix_overlap(prefix: str, server: str = SERVER_PREFIX) -> str | None:
+    """Why `prefix` may not be a team's while Pipelines run on S3 (it is, holds or lies within the API server's
+    `server` prefix, so the team's role could read and write every team's pipeline definitions), or None. The
+    platform's teams and team stacks are both checked with it."""
+    if prefix_within(prefix, server) or prefix_within(server, prefix):
+        return f"overlaps {server!r}, where the Pipelines API server keeps every team's pipelines"
+    return None
 
 
 def launcher_providers(store: S3Store) -> str:
@@ -362,3 +372,16 @@ def team_manifests(team: str, store: S3Store) -> list[Manifest]:
             {ARGO_REPOSITORY_ANNOTATION: ARGO_REPOSITORY_KEY},
         ),
     ]
+
+
+def filled_team_manifests(team: str, store: S3Store, bucket: str) -> list[Manifest]:
+    """`team_manifests` with the bucket's name known (a team stack reads it from the platform's outputs): every
+    placeholder filled by `values`, as registration fills the platform's teams'."""
+    found = values(store, bucket)
+    objects = []
+    for obj in team_manifests(team, store):
+        data = {key: found.get(value, value) for key, value in obj["data"].items()}
+        objects.append({**obj, "data": data})
+    left = sorted(value for obj in objects for value in obj["data"].values() if value.startswith("<<kubeflow-input:"))
+    assert not left, f"placeholders left in {team}'s Pipelines config: {left}"
+    return objects

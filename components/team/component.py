@@ -100,8 +100,9 @@ class TeamIdentity(pulumi.ComponentResource):
         super().__init__("eksml:team:TeamIdentity", name, None, opts)
         cluster, plan, team = args.cluster, args.plan, args.plan.team
         policies = {}
-        if plan.bucket is not None and team.s3_prefix is not None:
-            bucket, prefix, key = plan.bucket, team.s3_prefix, plan.bucket_kms_key_arn
+        if plan.bucket is not None and plan.s3_prefix is not None:
+            # The policy the platform's Kubeflow teams get too (their `permission_policy`).
+            bucket, prefix, key = plan.bucket, plan.s3_prefix, plan.bucket_kms_key_arn
             policies["s3"] = cluster.partition.apply(
                 lambda partition: to_json(
                     team_s3_policy(
@@ -170,7 +171,9 @@ class TeamProfileArgs:
 class TeamProfile(pulumi.ComponentResource):
     """The team's Kubeflow Profile: owned by `kubeflow.owner`, its GPU quota the team's, `default-editor` annotated
     with the team's role; and the `access-ml-pipeline` PodDefault. The platform's profile controller adopts the
-    namespace and handles the rest."""
+    namespace and handles the rest. When the platform's Pipelines keep artifacts in S3, the namespace's Pipelines
+    config (its pipeline root under the team's prefix, read and written with the team's role), which in that mode no
+    controller of the platform writes."""
 
     profile: pulumi.Resource
 
@@ -203,5 +206,16 @@ class TeamProfile(pulumi.ComponentResource):
                     deleted_with=namespace,
                 ),
                 any_custom=True,
+            )
+        for key, manifest in sorted((args.plan.pipelines or {}).items()):
+            k8s_objects.create(
+                f"{name}-{key}",
+                manifest,
+                pulumi.ResourceOptions(
+                    parent=self,
+                    provider=args.cluster.kubernetes_provider,
+                    depends_on=[namespace],
+                    deleted_with=namespace,
+                ),
             )
         self.register_outputs({"profile": team.name})

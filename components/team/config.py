@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 
@@ -175,6 +175,12 @@ class TeamKubeflow(ConfigModel):
         description="the email that owns the team's Profile (as the platform's Dex reports it), written on the "
         "namespace as its `owner` annotation so the profile controller adopts it"
     )
+    artifacts: Literal["s3", "seaweedfs"] | None = Field(
+        default=None,
+        description="where the team's pipeline runs must keep their artifacts, checked against the platform's "
+        "`kubeflow.pipelines.artifacts` (refused when it differs); none: wherever the platform's Pipelines keep "
+        "them (with `s3`, under `<prefix>/pipelines` of the team's prefix in the platform's `kubeflow.bucket`)",
+    )
 
 
 class TeamConfig(ConfigModel):
@@ -195,7 +201,10 @@ class TeamConfig(ConfigModel):
         f"or `{TEAM_SERVICE_ACCOUNT}` with `kubeflow` (the one a Profile's pods run as; another is refused then)",
     )
     storage: TeamStorage | None = Field(
-        default=None, description="the team's prefix in a platform bucket; none: the role may use no bucket"
+        default=None,
+        description="the team's prefix in a platform bucket; none: the role may use no bucket, but a team with "
+        "`kubeflow` on a platform whose Pipelines keep artifacts in S3 gets `teams/<team>` of that bucket (its "
+        "`kubeflow.bucket`, the only bucket such a team may name here)",
     )
     node_pool: TeamPool | None = Field(
         default=None, description="a NodePool for the team alone; none: the team's pods use the platform's pools"
@@ -221,7 +230,14 @@ class TeamConfig(ConfigModel):
     def s3_prefix(self) -> str | None:
         if self.storage is None:
             return None
-        return self.storage.prefix or f"teams/{self.name}"
+        return self.own_prefix
+
+    @property
+    def own_prefix(self) -> str:
+        """The team's prefix in whichever platform bucket it gets one of: `storage.prefix`, else `teams/<team>`."""
+        if self.storage is not None and self.storage.prefix is not None:
+            return self.storage.prefix
+        return f"teams/{self.name}"
 
     @model_validator(mode="after")
     def _check(self) -> TeamConfig:

@@ -8,13 +8,15 @@ parses them here. A missing or malformed output is reported by its name, never g
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 from pydantic.alias_generators import to_camel
 
 from components.config.errors import issues_from
 from components.karpenter.specs import NodePoolSpec
+from components.kubeflow.config import KubeflowConfig
+from components.kubeflow.pipelines import SERVER_PREFIX
 from components.kueue.queues import Flavor
 from components.scheduling import Taint
 
@@ -60,6 +62,17 @@ class OfferedQueueing(_Outputs):
         return tuple(Flavor(f.name, dict(f.node_labels), f.gpus) for f in self.flavors)
 
 
+class OfferedPipelines(_Outputs):
+    """Where the platform's Kubeflow Pipelines keep artifacts. With `s3`: the `buckets` key of the bucket, the prefix
+    its API server keeps pipeline definitions under, and its Kubeflow teams' prefixes there (no team stack's may
+    overlap them)."""
+
+    artifacts: Literal["s3", "seaweedfs"]
+    bucket: StrictStr | None = None
+    server_prefix: StrictStr | None = None
+    team_prefixes: dict[StrictStr, StrictStr] = {}
+
+
 class PlatformOffer(_Outputs):
     """The platform stack's outputs a team stack builds on (names as exported)."""
 
@@ -94,6 +107,8 @@ class PlatformOffer(_Outputs):
     #: Namespaces the platform's Kubeflow creates for its own teams (`kubeflow.teams`): a team stack must not create
     #: them again.
     kubeflow_teams: tuple[StrictStr, ...] = ()
+    #: Present when the platform runs Kubeflow; a platform too old to export it keeps no Pipelines artifacts in S3.
+    kubeflow_pipelines: OfferedPipelines | None = None
     #: Present when the platform runs Kueue: a team stack then makes its ClusterQueue in the cohort and its LocalQueue.
     kueue: OfferedQueueing | None = None
 
@@ -138,6 +153,18 @@ def parse_offer(outputs: Mapping[str, Any], *, stack: str) -> PlatformOffer:
             f"output {issue.path.removeprefix('aws:')}: {issue.message}" for issue in issues_from(error, PlatformOffer)
         ]
         raise PlatformContractError(stack, problems) from None
+
+
+def offered_pipelines(config: KubeflowConfig) -> dict[str, Any]:
+    """How the platform exports where its Pipelines keep artifacts (the `kubeflowPipelines` output)."""
+    if config.pipelines.artifacts != "s3":
+        return {"artifacts": config.pipelines.artifacts}
+    return {
+        "artifacts": "s3",
+        "bucket": config.bucket,
+        "serverPrefix": SERVER_PREFIX,
+        "teamPrefixes": {name: team.s3_prefix for name, team in sorted(config.teams.items())},
+    }
 
 
 def offered_pool(pool: NodePoolSpec) -> dict[str, Any]:

@@ -17,9 +17,11 @@ from pydantic import ValidationError
 
 from components.config.errors import ConfigError, ConfigIssue, issues_from
 from components.gpu.admission import SYSTEM_NAMESPACES
+from components.identity.team_policy import prefix_within
 from components.karpenter.presets import NODE_POOL_PRESETS
 from components.karpenter.render import render_nodepool
 from components.karpenter.specs import NodePoolSpec
+from components.kubeflow.pipelines import S3Store, filled_team_manifests, server_prefix_overlap
 from components.kubeflow.teams import OWNER_ANNOTATION, PROFILE_NAMESPACE_LABELS
 from components.kueue.queues import (
     MANAGED_NAMESPACE_LABEL,
@@ -60,6 +62,7 @@ class TeamPlan:
     claims: dict[str, Manifest]
     node_pool: NodePoolSpec | None
     node_pool_manifest: Manifest | None
+    #: The bucket (its name) the team's role may use a prefix of, that prefix, and the bucket's KMS key.
     bucket: str | None
     bucket_kms_key_arn: str | None
     #: The team's GPU share: nominal, what it may borrow, and the ceiling its ResourceQuota holds.
@@ -68,6 +71,11 @@ class TeamPlan:
     queues: tuple[Manifest, Manifest] | None = None
     #: The ResourceFlavor of its own GPU pool, when it has one and the platform runs Kueue.
     flavor: Manifest | None = None
+    s3_prefix: str | None = None
+    #: With a Profile on a platform whose Pipelines keep artifacts in S3: the ConfigMaps that give the namespace's
+    #: runs their pipeline root under the team's prefix (`kfp-launcher`, `metadata-grpc-configmap`,
+    #: `artifact-repositories`), keyed by name, as the platform writes them into its own teams' namespaces.
+    pipelines: dict[str, Manifest] | None = None
 
 
 def _issues(problems: list[tuple[str, str]]) -> list[ConfigIssue]:
@@ -125,6 +133,86 @@ def _storage_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str,
                     "the platform offers no FSx StorageClass (its storage.fsx.storageClass)",
                 )
             )
+    return problems
+
+
+def _pipelines_bucket(team: TeamConfig, offer: PlatformOffer) -> str | None:
+    """The `buckets` key of the bucket the team's pipeline runs write to: the platform's Pipelines bucket when they
+    keep artifacts in S3 and the team has a Profile; else None."""
+    pipelines = offer.kubeflow_pipelines
+    if team.kubeflow is None or pipelines is None or pipelines.artifacts != "s3":
+        return None
+    return pipelines.bucket
+
+
+def _pipelines_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str, str]]:
+    """A Profile's runs write where the platform's Pipelines keep artifacts: with S3, under the team's prefix of the
+    platform's Kubeflow bucket. A team's prefix in that bucket, Profile or not, stays clear of the platform's Kubeflow
+    teams' and its API server's (the rule that keeps the platform's own teams apart)."""
+    offered = offer.kubeflow_pipelines
+    mode = offered.artifacts if offered is not None else "seaweedfs"
+    problems: list[tuple[str, str]] = []
+    if team.kubeflow is not None:
+        wanted = team.kubeflow.artifacts
+        if wanted is not None and wanted != mode:
+            where = (
+                f"its kubeflow.pipelines.artifacts is {mode}"
+                if offered is not None
+                else "it exports no kubeflowPipelines output, so keeps none in S3"
+            )
+            message = f"asks for {wanted}, but the platform's Pipelines keep their artifacts elsewhere ({where})"
+            problems.append(("kubeflow.artifacts", message))
+        if offered is not None and mode == "s3" and offered.bucket not in offer.buckets:
+            message = (
+                f"the platform's Pipelines keep artifacts in S3, but its outputs name no bucket of theirs "
+                f"({offered.bucket!r} is not one of its buckets {sorted(offer.buckets)}); is the platform on an "
+                "older version?"
+            )
+            return [*problems, ("kubeflow.artifacts" if wanted is not None else "kubeflow", message)]
+    if offered is None or mode != "s3" or offered.bucket is None:
+        return problems
+    if team.kubeflow is not None:
+        if team.storage is not None and team.storage.bucket != offered.bucket:
+            problems.append(
+                (
+                    "storage.bucket",
+                    (
+                        f"the platform's Pipelines keep artifacts in its bucket {offered.bucket!r} (its "
+                        f"kubeflow.bucket), and a Profile's runs write under the team's prefix there; use bucket "
+                        f"{offered.bucket!r}"
+                    ),
+                )
+            )
+        if not team.network.https_egress:
+            problems.append(
+                (
+                    "network.httpsEgress",
+                    (
+                        "the platform's Pipelines keep artifacts in S3: the team's runs need HTTPS out (S3, and STS "
+                        "for their role); remove it"
+                    ),
+                )
+            )
+    elif team.storage is None or team.storage.bucket != offered.bucket:
+        return problems
+    prefix = team.own_prefix
+    chosen = team.storage is not None and team.storage.prefix is not None
+    key, whose = ("storage.prefix", repr(prefix)) if chosen else ("name", f"the team's prefix {prefix!r} (its name's)")
+    hint = "choose another prefix" if chosen else "set storage.prefix to another prefix"
+    for other, theirs in sorted(offered.team_prefixes.items()):
+        if prefix_within(prefix, theirs) or prefix_within(theirs, prefix):
+            problems.append(
+                (
+                    key,
+                    (
+                        f"{whose} overlaps {theirs!r}, the prefix of the platform's Kubeflow team {other} (its "
+                        f"kubeflow.teams.{other}.s3Prefix) in bucket {offered.bucket!r}, so each role could read and "
+                        f"write the other's data; {hint}"
+                    ),
+                )
+            )
+    if offered.server_prefix is not None and (overlap := server_prefix_overlap(prefix, offered.server_prefix)):
+        problems.append((key, f"{whose} {overlap}; {hint}"))
     return problems
 
 
@@ -297,6 +385,7 @@ def plan_team(
 ) -> TeamPlan:
     """The team's objects on this platform, or ConfigError listing every way the team does not fit it."""
     problems = _namespace_problems(team, offer) + _storage_problems(team, offer) + _kubeflow_problems(team, offer)
+    problems += _pipelines_problems(team, offer)
     spec = None
     if team.node_pool is not None:
         spec, pool_problems = _pool(team, offer)
@@ -306,7 +395,15 @@ def plan_team(
         raise ConfigError(_issues(problems))
     volumes, claims = _volumes(team, offer)
     startup_taints = [taint.taint() for taint in offer.node_pool_startup_taints]
-    bucket = offer.buckets[team.storage.bucket] if team.storage is not None else None
+    bucket_key = _pipelines_bucket(team, offer) or (team.storage.bucket if team.storage is not None else None)
+    bucket = offer.buckets[bucket_key] if bucket_key is not None else None
+    prefix = team.own_prefix if bucket_key is not None else None
+    pipelines = None
+    if _pipelines_bucket(team, offer) is not None:
+        assert bucket is not None
+        assert prefix is not None
+        store = S3Store(offer.region, {team.name: prefix})
+        pipelines = {o["metadata"]["name"]: o for o in filled_team_manifests(team.name, store, bucket)}
     if team.kubeflow is not None:
         # The profile controller adopts an existing namespace only when its `owner` annotation names the Profile's
         # owner; its labels are there from the start, so pods created before it reconciles get their sidecar.
@@ -332,8 +429,10 @@ def plan_team(
         node_pool=spec,
         node_pool_manifest=render_nodepool(pool_name(team.name), spec, startup_taints=startup_taints) if spec else None,
         bucket=bucket,
-        bucket_kms_key_arn=offer.bucket_kms_key_arns.get(team.storage.bucket) if team.storage is not None else None,
+        bucket_kms_key_arn=offer.bucket_kms_key_arns.get(bucket_key) if bucket_key is not None else None,
         gpu_share=share,
         queues=_queues(team, offer, share, own) if offer.kueue is not None else None,
         flavor=resource_flavor(own) if own is not None else None,
+        s3_prefix=prefix,
+        pipelines=pipelines,
     )
