@@ -27,7 +27,7 @@ from components.kueue.queues import (
     shared_flavor,
     team_queue,
 )
-from components.kueue.values import FRAMEWORKS, chart_values, manager_config
+from components.kueue.values import chart_values, manager_config
 from components.platform_config import parse_config
 from components.scheduling import SYSTEM_PLACEMENT
 from components.team.config import TeamConfig
@@ -81,21 +81,6 @@ def _has(values: Any, path: list[str]) -> bool:
             return False
         values = values[key]
     return True
-
-
-@needs_chart
-def test_the_queued_frameworks_are_integrations_of_the_pinned_release_and_the_manager_keeps_its_defaults():
-    upstream = yaml.safe_load(
-        yaml.safe_load((CHART / "values.yaml").read_text())["managerConfig"]["controllerManagerConfigYaml"]
-    )
-    ours = manager_config()
-    assert set(FRAMEWORKS) <= set(upstream["integrations"]["frameworks"])
-    assert ours["apiVersion"] == upstream["apiVersion"]
-    for key in ("health", "metrics", "webhook", "leaderElection"):
-        assert ours[key] == upstream[key], key
-    assert (
-        yaml.safe_load(chart_values(placement=SYSTEM_PLACEMENT)["managerConfig"]["controllerManagerConfigYaml"]) == ours
-    )
 
 
 def test_only_labelled_work_in_team_namespaces_is_queued_and_only_gpus_are_counted():
