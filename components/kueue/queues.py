@@ -81,8 +81,8 @@ def shared_flavor(gpu_limits: Iterable[int]) -> Flavor:
     """The platform's GPU pools (their GPU limits) as one flavor.
 
     Kueue bounds a ClusterQueue per flavor only (nominalQuota + borrowingLimit of each flavor; the pinned
-    ClusterQueue CRD has no limit across flavors), so with a flavor per pool a team was admitted its share on every
-    pool at once, past the ceiling its ResourceQuota then refused. One flavor holds what Kueue admits for a team to
+    ClusterQueue CRD has no limit across flavors), so a flavor per pool would admit a team its share on every pool
+    at once, past the ceiling its ResourceQuota then refuses. One flavor holds what Kueue admits for a team to
     its share whichever pool its pods land on. It has no node labels: the pods' own selector (the `eksml.io/workload`
     label), the GPU admission policy and Karpenter's pool weights choose the pool, as they do without Kueue. Its
     GPUs are the pools' GPU limits together."""
