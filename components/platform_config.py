@@ -37,7 +37,7 @@ from components.instances.accelerators import ACCELERATED_FAMILIES
 from components.karpenter.config import KarpenterConfig
 from components.kubeflow.config import KubeflowConfig
 from components.kueue.config import KueueConfig
-from components.kueue.queues import Flavor, Manifest, gpu_share, pool_flavor, team_queue
+from components.kueue.queues import Flavor, Manifest, gpu_share, shared_flavor, team_queue
 from components.network.config import ExistingVpc, NetworkConfig
 from components.network.plan import plan_subnets
 from components.observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
@@ -181,27 +181,33 @@ class PlatformConfig(ConfigModel):
         )
 
     @property
-    def kueue_flavors(self) -> tuple[Flavor, ...]:
-        """A Kueue flavor per NodePool that launches NVIDIA GPUs under a GPU limit (Kueue counts GPUs against it), in
-        the order Karpenter prefers the pools (highest weight first, then by name): the order Kueue tries them in."""
-        pools = sorted(self.karpenter.node_pools.items(), key=lambda item: (-(item[1].weight or 0), item[0]))
-        return tuple(
-            pool_flavor(name, pool.labels, pool.gpu_limit)
-            for name, pool in pools
+    def kueue_gpu_pools(self) -> dict[str, int]:
+        """The NodePools Kueue shares among teams, with their GPU limits: those that launch NVIDIA GPUs under a GPU
+        limit (Kueue counts GPUs against it)."""
+        return {
+            name: pool.gpu_limit
+            for name, pool in sorted(self.karpenter.node_pools.items())
             if pool.accelerator == "nvidia" and pool.gpu_limit and pool.node_class in self.karpenter.node_classes
-        )
+        }
+
+    @property
+    def kueue_flavor(self) -> Flavor | None:
+        """The one ResourceFlavor of the GPU pools (`queues.shared_flavor`), or None without a GPU pool."""
+        pools = self.kueue_gpu_pools
+        return shared_flavor(pools.values()) if pools else None
 
     @property
     def queueing(self) -> bool:
         """Whether the platform runs Kueue: it is on and the GPU stack runs with a GPU pool to queue for."""
-        return self.kueue.enabled and self.gpu_node_image is not None and bool(self.kueue_flavors)
+        return self.kueue.enabled and self.gpu_node_image is not None and self.kueue_flavor is not None
 
     def team_queues(self) -> dict[str, tuple[Manifest, Manifest]]:
         """The ClusterQueue and LocalQueue of each Kubeflow team, from the same share its Profile's quota is."""
+        flavor = self.kueue_flavor
+        if flavor is None:
+            return {}
         return {
-            name: team_queue(
-                name, gpu_share(team.gpu_quota, team.gpu_borrowing_limit, queueing=True), self.kueue_flavors
-            )
+            name: team_queue(name, gpu_share(team.gpu_quota, team.gpu_borrowing_limit, queueing=True), flavor)
             for name, team in sorted(self.kubeflow.teams.items())
         }
 
@@ -211,7 +217,7 @@ class PlatformConfig(ConfigModel):
         return self.kubeflow.enabled
 
     def _kueue_problems(self) -> list[tuple[str, str]]:
-        if self.kueue.enabled and "kueue" in self.model_fields_set and not self.kueue_flavors:
+        if self.kueue.enabled and "kueue" in self.model_fields_set and self.kueue_flavor is None:
             return [("kueue", "is configured but no NodePool launches NVIDIA GPUs under a GPU limit; remove it")]
         if self.queueing:
             return []

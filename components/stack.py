@@ -226,7 +226,8 @@ def build_platform(
         )
     kueue = None
     if config.queueing:  # new: no earlier name to alias
-        kueue_args = KueueArgs(cluster=handle, flavors=config.kueue_flavors, cleanup_controllers=cleanup)
+        assert config.kueue_flavor is not None  # config.queueing needs a GPU pool
+        kueue_args = KueueArgs(cluster=handle, flavor=config.kueue_flavor, cleanup_controllers=cleanup)
         kueue = Kueue("kueue", kueue_args, opts)
     kubeflow = None
     team_queues = None
@@ -243,8 +244,11 @@ def build_platform(
         if kueue is not None and config.kubeflow.teams:
             team_queues = TeamQueues(
                 "kueue-teams",
-                # why: the LocalQueues go in the team namespaces Kubeflow creates; Kueue's CRDs serve them all.
-                TeamQueuesArgs(cluster=handle, queues=config.team_queues(), after=[kueue.release, kubeflow]),
+                # why: the LocalQueues go in the team namespaces Kubeflow creates; Kueue's CRDs serve them all; the
+                # ClusterQueues name the flavor.
+                TeamQueuesArgs(
+                    cluster=handle, queues=config.team_queues(), after=[kueue.release, kueue.flavor, kubeflow]
+                ),
                 opts,
             )
     kserve = None
@@ -489,8 +493,8 @@ def export_team_contract(platform: Platform) -> None:
     pulumi.export("kubeflowTeams", sorted(config.kubeflow.teams) if platform.kubeflow is not None else [])
     if platform.kubeflow is not None:
         pulumi.export("kubeflowPipelines", offered_pipelines(config.kubeflow))
-    if platform.kueue is not None:
-        pulumi.export("kueue", offered_queueing(config.kueue_flavors))
+    if platform.kueue is not None and config.kueue_flavor is not None:
+        pulumi.export("kueue", offered_queueing(config.kueue_flavor))
 
 
 def program() -> None:

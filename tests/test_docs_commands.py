@@ -30,7 +30,7 @@ NOT_RUN = {
     "make test": "the suite this test belongs to",
     ".venv/bin/python -m components.tools.preflight ": "reads the stack's AWS account (needs credentials)",
     ".venv/bin/python -m components.tools.sweep ": "lists or deletes in the stack's AWS account (needs credentials)",
-    ".venv/bin/python -m components.tools.cost --by-team ": "reads the stack's Prometheus (port-forwarded)",
+    ".venv/bin/python -m components.cost --by-team ": "reads the stack's Prometheus (port-forwarded)",
 }
 
 #: Commands the docs show that another shown command already runs: the text it prints for them (`make -n`) is

@@ -4,6 +4,7 @@ named, and the model catches a team that cannot queue or queued work that lands 
 
 from __future__ import annotations
 
+import copy
 import json
 from functools import cache
 from pathlib import Path
@@ -18,16 +19,19 @@ from components.kueue.queues import (
     LOCAL_QUEUE,
     MANAGED_NAMESPACE_LABEL,
     QUEUE_LABEL,
+    SHARED_FLAVOR,
+    flavor_quotas,
     gpu_share,
     pool_flavor,
     resource_flavor,
+    shared_flavor,
     team_queue,
 )
-from components.kueue.values import FRAMEWORKS, chart_values, manager_config
+from components.kueue.values import chart_values, manager_config
 from components.platform_config import parse_config
 from components.scheduling import SYSTEM_PLACEMENT
 from components.team.config import TeamConfig
-from components.team.offer import parse_offer
+from components.team.offer import PlatformContractError, parse_offer
 from components.team.plan import plan_team
 from components.versions import KUEUE
 from tests.conftest import REFCHECK, REPO, stack_config
@@ -77,21 +81,6 @@ def _has(values: Any, path: list[str]) -> bool:
             return False
         values = values[key]
     return True
-
-
-@needs_chart
-def test_the_queued_frameworks_are_integrations_of_the_pinned_release_and_the_manager_keeps_its_defaults():
-    upstream = yaml.safe_load(
-        yaml.safe_load((CHART / "values.yaml").read_text())["managerConfig"]["controllerManagerConfigYaml"]
-    )
-    ours = manager_config()
-    assert set(FRAMEWORKS) <= set(upstream["integrations"]["frameworks"])
-    assert ours["apiVersion"] == upstream["apiVersion"]
-    for key in ("health", "metrics", "webhook", "leaderElection"):
-        assert ours[key] == upstream[key], key
-    assert (
-        yaml.safe_load(chart_values(placement=SYSTEM_PLACEMENT)["managerConfig"]["controllerManagerConfigYaml"]) == ours
-    )
 
 
 def test_only_labelled_work_in_team_namespaces_is_queued_and_only_gpus_are_counted():
@@ -162,7 +151,7 @@ def test_the_platforms_and_a_team_stacks_queue_objects_pass_the_pinned_crds():
     assert plan.queues is not None
     assert plan.flavor is not None
     objects = [
-        *(resource_flavor(f) for f in config.kueue_flavors),
+        resource_flavor(config.kueue_flavor),
         *(obj for queues in config.team_queues().values() for obj in queues),
         *plan.queues,
         plan.flavor,
@@ -219,10 +208,32 @@ def test_a_team_stacks_resource_quota_holds_the_ceiling_and_its_own_pool_comes_f
     assert plan.namespace["quota"]["spec"]["hard"]["requests.nvidia.com/gpu"] == "24"
     assert plan.namespace["namespace"]["metadata"]["labels"][MANAGED_NAMESPACE_LABEL] == "managed"
     cluster_queue, _ = plan.queues
-    flavors = [f["name"] for f in cluster_queue["spec"]["resourceGroups"][0]["flavors"]]
-    assert flavors[0] == "team-vision"
-    assert flavors[1:] == [f["name"] for f in PLATFORM_OUTPUTS["kueue"]["flavors"]]
+    quotas = {
+        f["name"]: (f["resources"][0]["nominalQuota"], f["resources"][0]["borrowingLimit"])
+        for f in cluster_queue["spec"]["resourceGroups"][0]["flavors"]
+    }
+    # Its own pool (8 GPUs) first, then the platform's: the quota of 16 split between them, the borrowing limit of 8
+    # on the platform's pools only, so 24 at most in all.
+    assert list(quotas) == ["team-vision", PLATFORM_OUTPUTS["kueue"]["flavor"]["name"]]
+    assert quotas == {"team-vision": (8, 0), SHARED_FLAVOR: (8, 8)}
     assert plan.flavor["spec"]["nodeTaints"] == [{"key": "eksml.io/team", "value": "vision", "effect": "NoSchedule"}]
+    assert plan.flavor["spec"]["nodeLabels"]["karpenter.sh/nodepool"] == "team-vision"
+
+
+def test_a_team_pool_larger_than_the_quota_holds_the_quota_and_the_team_only_borrows_on_the_platforms_pools():
+    share = gpu_share(4, 2, queueing=True)
+    own = pool_flavor("team-vision", {"eksml.io/workload": "inference"}, 8)
+    quotas = [(f.name, nominal, borrowing) for f, nominal, borrowing in flavor_quotas(share, shared_flavor([16]), own)]
+    assert quotas == [("team-vision", 4, 0), (SHARED_FLAVOR, 0, 2)]
+    assert sum(n + b for _, n, b in quotas) == share.ceiling
+
+
+def test_a_team_stack_reading_a_platform_that_exported_a_flavor_per_pool_is_told_the_platform_is_older():
+    per_pool = {"cohort": COHORT, "flavors": [{"name": "training", "nodeLabels": {}, "gpus": 32}]}
+    with pytest.raises(PlatformContractError) as caught:
+        parse_offer({**PLATFORM_OUTPUTS, "kueue": per_pool}, stack="acme/eks-ml-platform/prod")
+    assert any(problem.startswith("output kueue.flavor") for problem in caught.value.problems)
+    assert "older version" in str(caught.value)
 
 
 def test_a_team_stack_on_a_platform_without_kueue_keeps_its_quota_and_may_not_borrow():
@@ -236,11 +247,32 @@ def test_a_team_stack_on_a_platform_without_kueue_keeps_its_quota_and_may_not_bo
     assert [issue.path for issue in caught.value.issues] == ["team.quota.gpuBorrowingLimit"]
 
 
-def test_flavors_follow_the_pools_weights_and_carry_their_workload_label():
-    flavors = [f["name"] for f in PLATFORM_OUTPUTS["kueue"]["flavors"]]
-    assert flavors == ["inference-a10g-spot", "inference-t4-spot", "inference-a10g-on-demand", "training"]
-    training = pool_flavor("training", {"eksml.io/workload": "training"}, 32)
-    assert training.node_labels == {"karpenter.sh/nodepool": "training", "eksml.io/workload": "training"}
+def test_the_platforms_gpu_pools_are_one_flavor_that_leaves_the_choice_of_pool_to_the_pods_and_karpenter():
+    prod = parse_config(stack_config("prod"), project="eks-ml-platform", stack="prod")
+    assert prod.kueue_gpu_pools == {
+        "inference-a10g-on-demand": 16,
+        "inference-a10g-spot": 32,
+        "inference-t4-spot": 16,
+        "training": 32,
+    }
+    flavor = resource_flavor(prod.kueue_flavor)
+    assert flavor["metadata"]["name"] == SHARED_FLAVOR
+    assert flavor["spec"] == {}  # no node labels: Kueue adds no node selector, the pods' own picks the pool
+    assert PLATFORM_OUTPUTS["kueue"] == {
+        "cohort": COHORT,
+        "flavor": {"name": SHARED_FLAVOR, "nodeLabels": {}, "gpus": 96},  # the pools' GPU limits together
+    }
+    (cluster_queue, _) = prod.team_queues()["research"]
+    (only,) = cluster_queue["spec"]["resourceGroups"][0]["flavors"]
+    assert only == {
+        "name": SHARED_FLAVOR,
+        "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16, "borrowingLimit": 16}],
+    }
+
+
+def test_a_team_pools_flavor_carries_its_pool_and_workload_label():
+    training = pool_flavor("team-vision", {"eksml.io/workload": "training", "other": "x"}, 32)
+    assert training.node_labels == {"karpenter.sh/nodepool": "team-vision", "eksml.io/workload": "training"}
 
 
 # --------------------------------------------------------------------------------------------- config errors
@@ -317,7 +349,7 @@ def _job(selector: dict[str, str]) -> dict[str, Any]:
 
 def _queues(flavor_labels: dict[str, str]) -> list[dict[str, Any]]:
     flavor = pool_flavor("gpu", flavor_labels, 4)
-    cluster_queue, local_queue = team_queue("vision", gpu_share(2, None, queueing=True), [flavor])
+    cluster_queue, local_queue = team_queue("vision", gpu_share(2, None, queueing=True), flavor)
     return [resource_flavor(flavor), cluster_queue, local_queue]
 
 
@@ -347,6 +379,24 @@ def test_the_model_catches_queued_work_that_no_flavor_fits_or_whose_flavor_names
     assert any("on flavor gpu, runs on no node" in p for p in found)
 
 
+def test_the_model_catches_a_queue_that_admits_more_gpus_over_its_flavors_than_its_namespaces_quota(tmp_path):
+    labels = {"eksml.io/workload": "inference"}
+    flavor, cluster_queue, local_queue = _queues(labels)  # nominal 2, borrowing 2: the quota of 4
+    objects = [_namespace("vision"), _quota("vision"), flavor, local_queue, _job({})]
+    assert _model_problems(tmp_path, [*objects, cluster_queue]) == []
+    # A flavor per pool, each with the whole share: Kueue would admit 8.
+    (entry,) = cluster_queue["spec"]["resourceGroups"][0]["flavors"]
+    second = resource_flavor(pool_flavor("gpu-2", labels, 4))
+    per_pool = copy.deepcopy(cluster_queue)
+    per_pool["spec"]["resourceGroups"][0]["flavors"] = [entry, {**entry, "name": "gpu-2"}]
+    found = _model_problems(tmp_path / "b", [*objects, second, per_pool])
+    assert any("ClusterQueue team-vision admits up to 8 GPUs over its flavors" in p and "(4)" in p for p in found)
+    unbounded = copy.deepcopy(cluster_queue)
+    del unbounded["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"]
+    found = _model_problems(tmp_path / "c", [*objects, unbounded])
+    assert any("admits any number of GPUs" in p for p in found)
+
+
 # ---------------------------------------------------------------------------------------------- in the stack
 
 
@@ -360,7 +410,9 @@ def test_kueue_goes_with_the_cluster_and_kubeflow_waits_for_its_webhooks(dev):
         *dev.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"),
         *dev.of_type("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"),
     ]
-    assert len(queued) == 4  # the release, dev's one GPU pool's flavor, ml-research's two queues
+    assert len(queued) == 4  # the release, the GPU pools' one flavor, ml-research's two queues
+    flavor = dev.one("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+    assert dev.depends_on(dev.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"), flavor)  # destroy: queue first
     assert {r.deleted_with for r in queued} == {eks.urn}  # they own nothing in AWS
     assert release.inputs["values"]["controllerManager"]["nodeSelector"] == {"eksml.io/node-role": "system"}
     local_queue = dev.one("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")

@@ -65,7 +65,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "components.team",
     ),
     PROGRAM: ("components.platform_config", "components.stack"),
-    TOOLS: ("components.preview", "components.tools"),
+    TOOLS: ("components.cost", "components.preview", "components.tools"),
 }
 ROOT = "components"
 #: Importing one of these creates or registers resources.
@@ -319,7 +319,7 @@ def test_importing_the_library_loads_no_tool_and_no_policy_sdk():
     code = (
         "import sys, components, components.stack;"
         "loaded = [m for m in sys.modules if m.startswith(('components.tools', 'components.preview', "
-        "'pulumi_policy', 'moto'))];"
+        "'components.cost', 'pulumi_policy', 'moto'))];"
         "print(loaded)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)

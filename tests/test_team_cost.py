@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import threading
 import urllib.parse
 from datetime import UTC, datetime, timedelta
@@ -346,6 +348,26 @@ def test_the_command_prints_a_months_bill_per_team_with_what_prometheus_covered(
     assert document["hours"] == "720"
     assert Decimal(document["coveredHours"]) == HOURS
     assert Decimal(document["teams"]["vision"]["usd"]) == Decimal("11.344")
+
+
+@pytest.mark.subprocess
+def test_python_m_components_cost_is_the_same_command_under_the_name_the_docs_give(prometheus, capsys, monkeypatch):
+    argv = ["--by-team", "--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", prometheus, "--no-spot-prices"]
+    argv.append("--json")
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)  # the process below reads the real clock, past --to too
+    assert cli.main(argv) == 0
+    expected = capsys.readouterr().out
+    run = subprocess.run([sys.executable, "-m", "components.cost", *argv], capture_output=True, text=True, cwd=REPO)
+    assert (run.returncode, run.stderr) == (0, "")
+    assert json.loads(run.stdout) == json.loads(expected)
+    assert Decimal(json.loads(run.stdout)["teams"]["vision"]["gpuHours"]) == 8
+    # Its usage names it, not the module it delegates to.
+    run = subprocess.run(
+        [sys.executable, "-m", "components.cost", "--by-team"], capture_output=True, text=True, cwd=REPO
+    )
+    assert run.returncode == 2
+    assert run.stderr.startswith("usage: python -m components.cost ")
+    assert "python -m components.cost: error: --by-team needs --from and --to" in run.stderr
 
 
 def test_a_range_without_cost_samples_is_an_error_not_a_zero_bill(prometheus, capsys, monkeypatch):

@@ -1,4 +1,4 @@
-"""Kueue on the system nodes, with a ResourceFlavor per GPU pool; and `TeamQueues`, a team's ClusterQueue and
+"""Kueue on the system nodes, with one ResourceFlavor for the GPU pools; and `TeamQueues`, a team's ClusterQueue and
 LocalQueue, which the platform makes for its Kubeflow teams and team stacks make for themselves.
 
 None of these objects owns anything in AWS: they go with the cluster (`helm.OWN_DELETE_CHARTS` does not list the
@@ -26,24 +26,23 @@ class KueueArgs:
 
     #: The cluster to install into: `Cluster.handle`, or `ClusterHandle.from_stack_reference` / `from_existing`.
     cluster: ClusterHandle
-    #: A flavor per GPU pool (`queues.pool_flavor`); at least one.
-    flavors: tuple[Flavor, ...]
+    #: The flavor of the GPU pools the teams share (`queues.shared_flavor`).
+    flavor: Flavor
     #: Controllers that delete what objects in the namespace make in AWS (`Ingress.controller`): the namespace goes
     #: while they run. Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
 
 
 class Kueue(pulumi.ComponentResource):
-    """Kueue's controller (its CRDs come with the chart) and the platform's ResourceFlavors."""
+    """Kueue's controller (its CRDs come with the chart) and the platform's ResourceFlavor."""
 
     #: What queue objects and anything Kueue's webhooks intercept wait for; they go before it on destroy.
     release: pulumi.Resource
-    flavors: dict[str, pulumi.Resource]
+    #: The ResourceFlavor the teams' ClusterQueues name: they go before it on destroy.
+    flavor: pulumi.Resource
 
     def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:kueue:Kueue", name, None, opts)
-        if not args.flavors:
-            raise ValueError("Kueue needs at least one GPU flavor")
         cluster = args.cluster
         k8s_opts = cluster.kubernetes_options(self)
         namespace = k8s_objects.owned_namespace(
@@ -66,10 +65,9 @@ class Kueue(pulumi.ComponentResource):
             ),
         )
         after_release = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.release]))
-        self.flavors = {
-            flavor.name: k8s_objects.create(f"{name}-flavor-{flavor.name}", resource_flavor(flavor), after_release)
-            for flavor in args.flavors
-        }
+        self.flavor = k8s_objects.create(
+            f"{name}-flavor-{args.flavor.name}", resource_flavor(args.flavor), after_release
+        )
         self.register_outputs({})
 
 
@@ -81,7 +79,8 @@ class TeamQueuesArgs:
     cluster: ClusterHandle
     #: (ClusterQueue, LocalQueue) per team.
     queues: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]]
-    #: What must exist first: Kueue's release (its CRDs and webhooks) and the teams' namespaces.
+    #: What must exist first: Kueue's release (its CRDs and webhooks), the flavors the queues name (a queue naming a
+    #: missing one admits nothing; on destroy the queues go first) and the teams' namespaces.
     after: Sequence[pulumi.Resource]
     #: ResourceFlavors of the teams' own GPU pools (`queues.resource_flavor`), made before the queues. Default: none.
     flavors: Sequence[Mapping[str, Any]] = ()

@@ -13,6 +13,6 @@ class KueueConfig(ConfigModel):
     enabled: StrictBool = Field(
         default=True,
         description="install Kueue when a NodePool launches NVIDIA GPUs: a ClusterQueue per team in one cohort, a "
-        "ResourceFlavor per GPU pool and a LocalQueue in each team namespace; false: teams have their ResourceQuota "
-        "only (no queue, no borrowing)",
+        "ResourceFlavor for the GPU pools and a LocalQueue in each team namespace; false: teams have their "
+        "ResourceQuota only (no queue, no borrowing)",
     )

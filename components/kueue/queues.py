@@ -4,12 +4,14 @@ used by the platform's Kubeflow teams and by team stacks alike.
 A team's share has three numbers: its nominal quota (the GPUs it is guaranteed, `gpuQuota` / `quota.gpus`), how
 many more it may borrow from idle teams of the cohort (`gpuBorrowingLimit`), and their sum, the ceiling its
 namespace's ResourceQuota holds (`requests.nvidia.com/gpu`). Kueue admits within the ceiling; the ResourceQuota
-refuses anything past it, queued or not.
+refuses anything past it, queued or not. Kueue counts quota per ResourceFlavor only, so the platform's GPU pools are
+one flavor (`shared_flavor`), and a team stack's own pool a second one that takes part of the same share
+(`flavor_quotas`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,9 +61,13 @@ def gpu_share(quota: int, borrowing_limit: int | None, *, queueing: bool) -> Gpu
     return GpuShare(quota, quota if borrowing_limit is None else borrowing_limit)
 
 
+#: The one ResourceFlavor of the platform's GPU pools, which every team's ClusterQueue shares.
+SHARED_FLAVOR = "platform-gpus"
+
+
 @dataclass(frozen=True)
 class Flavor:
-    """A ResourceFlavor: the nodes of one GPU NodePool, and at most how many GPUs it runs."""
+    """A ResourceFlavor: nodes Kueue counts GPUs on, and at most how many GPUs they run."""
 
     name: str
     node_labels: Mapping[str, str]
@@ -71,12 +77,27 @@ class Flavor:
     node_taints: tuple[Mapping[str, str], ...] = ()
 
 
+def shared_flavor(gpu_limits: Iterable[int]) -> Flavor:
+    """The platform's GPU pools (their GPU limits) as one flavor.
+
+    Kueue bounds a ClusterQueue per flavor only (nominalQuota + borrowingLimit of each flavor; the pinned
+    ClusterQueue CRD has no limit across flavors), so a flavor per pool would admit a team its share on every pool
+    at once, past the ceiling its ResourceQuota then refuses. One flavor holds what Kueue admits for a team to
+    its share whichever pool its pods land on. It has no node labels: the pods' own selector (the `eksml.io/workload`
+    label), the GPU admission policy and Karpenter's pool weights choose the pool, as they do without Kueue. Its
+    GPUs are the pools' GPU limits together."""
+    total = sum(gpu_limits)
+    if total <= 0:
+        raise ValueError("the shared GPU flavor needs at least one GPU pool with a GPU limit")
+    return Flavor(SHARED_FLAVOR, {}, total)
+
+
 def pool_flavor(
     name: str, labels: Mapping[str, str], gpu_limit: int, node_taints: Sequence[Mapping[str, str]] = ()
 ) -> Flavor:
-    """The flavor of the GPU pool `name`: Kueue adds its labels as a node selector to what it admits there. The pool's
-    workload label is among them, so a pod that selects `eksml.io/workload: training` is only given training pools
-    (Kueue skips flavors whose labels contradict a pod's selector)."""
+    """The flavor of one GPU pool `name` (a team stack's own pool): Kueue adds its labels as a node selector to what
+    it admits there. The pool's workload label is among them, so a pod that selects another workload is not given
+    it (Kueue skips flavors whose labels contradict a pod's selector)."""
     node_labels = {NODEPOOL_LABEL: name}
     if WORKLOAD_LABEL in labels:
         node_labels[WORKLOAD_LABEL] = labels[WORKLOAD_LABEL]
@@ -84,7 +105,9 @@ def pool_flavor(
 
 
 def resource_flavor(flavor: Flavor) -> Manifest:
-    spec: dict[str, Any] = {"nodeLabels": dict(sorted(flavor.node_labels.items()))}
+    spec: dict[str, Any] = {}
+    if flavor.node_labels:
+        spec["nodeLabels"] = dict(sorted(flavor.node_labels.items()))
     if flavor.node_taints:
         spec["nodeTaints"] = [dict(t) for t in flavor.node_taints]
     return {"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": flavor.name}, "spec": spec}
@@ -94,23 +117,37 @@ def cluster_queue_name(team: str) -> str:
     return f"team-{team}"
 
 
-def cluster_queue(team: str, share: GpuShare, flavors: Sequence[Flavor], *, cohort: str = COHORT) -> Manifest:
-    """The team's ClusterQueue in the cohort. Per flavor (GPU pool) the team's nominal quota and borrowing limit, each
-    no more than the pool runs; the namespace's ResourceQuota holds the total across pools to the share's ceiling.
+def flavor_quotas(share: GpuShare, shared: Flavor, own: Flavor | None = None) -> list[tuple[Flavor, int, int]]:
+    """(flavor, nominal quota, borrowing limit) of each flavor of the team's ClusterQueue, in the order Kueue tries
+    them. Together they never pass the share's ceiling, since Kueue adds up nothing across flavors:
+
+    - the team's own pool (a team stack's, tainted for it) first: as much of the nominal quota as the pool runs, and
+      nothing to borrow (no other team's queue lists it, so there is nothing to borrow there);
+    - the platform's shared pools: the rest of the nominal quota, and the whole borrowing limit, each no more than
+      the pools run.
+
+    So a team with a pool of its own holds its share across both, and claims on the shared pools only the part its
+    own pool does not cover: the cohort's guarantees on the shared pools stay within what they run."""
+    own_nominal = min(share.nominal, own.gpus) if own is not None else 0
+    quotas = [(own, own_nominal, 0)] if own is not None else []
+    quotas.append((shared, min(share.nominal - own_nominal, shared.gpus), min(share.borrowing_limit, shared.gpus)))
+    return quotas
+
+
+def cluster_queue(
+    team: str, share: GpuShare, shared: Flavor, *, own: Flavor | None = None, cohort: str = COHORT
+) -> Manifest:
+    """The team's ClusterQueue in the cohort, with the quotas of `flavor_quotas`: Kueue admits no more than the
+    share's ceiling, which the namespace's ResourceQuota holds too.
 
     Preemption: a team below its nominal quota reclaims it from teams that borrowed (`reclaimWithinCohort: Any`),
     and within a team a higher-priority workload may preempt a lower one (`withinClusterQueue: LowerPriority`)."""
-    if not flavors:
-        raise ValueError(f"team {team}: a ClusterQueue needs at least one GPU flavor")
 
-    def quota(flavor: Flavor) -> dict[str, Any]:
-        resource: dict[str, Any] = {
-            "name": GPU_RESOURCE,
-            "nominalQuota": min(share.nominal, flavor.gpus),
-            "borrowingLimit": min(share.borrowing_limit, flavor.gpus),
-        }
+    def quota(flavor: Flavor, nominal: int, borrowing_limit: int) -> dict[str, Any]:
+        resource = {"name": GPU_RESOURCE, "nominalQuota": nominal, "borrowingLimit": borrowing_limit}
         return {"name": flavor.name, "resources": [resource]}
 
+    flavors = [quota(*entry) for entry in flavor_quotas(share, shared, own)]
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterQueue",
@@ -119,7 +156,7 @@ def cluster_queue(team: str, share: GpuShare, flavors: Sequence[Flavor], *, coho
             "cohortName": cohort,
             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team}},
             "queueingStrategy": "BestEffortFIFO",
-            "resourceGroups": [{"coveredResources": [GPU_RESOURCE], "flavors": [quota(f) for f in flavors]}],
+            "resourceGroups": [{"coveredResources": [GPU_RESOURCE], "flavors": flavors}],
             "preemption": {
                 "reclaimWithinCohort": "Any",
                 "borrowWithinCohort": {"policy": "Never"},
@@ -139,16 +176,16 @@ def local_queue(team: str) -> Manifest:
 
 
 def team_queue(
-    team: str, share: GpuShare, flavors: Sequence[Flavor], *, cohort: str = COHORT
+    team: str, share: GpuShare, shared: Flavor, *, own: Flavor | None = None, cohort: str = COHORT
 ) -> tuple[Manifest, Manifest]:
     """The team's ClusterQueue and the LocalQueue in its namespace that points at it."""
-    return cluster_queue(team, share, flavors, cohort=cohort), local_queue(team)
+    return cluster_queue(team, share, shared, own=own, cohort=cohort), local_queue(team)
 
 
-def offered(flavors: Sequence[Flavor]) -> dict[str, Any]:
-    """How the platform exports its queueing to team stacks (the `kueue` output): the flavors as a list, in the order
-    Kueue tries them."""
+def offered(shared: Flavor) -> dict[str, Any]:
+    """How the platform exports its queueing to team stacks (the `kueue` output): the cohort and the shared flavor
+    a team stack's ClusterQueue joins them with."""
     return {
         "cohort": COHORT,
-        "flavors": [{"name": f.name, "nodeLabels": dict(f.node_labels), "gpus": f.gpus} for f in flavors],
+        "flavor": {"name": shared.name, "nodeLabels": dict(shared.node_labels), "gpus": shared.gpus},
     }

@@ -36,6 +36,19 @@ def manager_config() -> dict[str, Any]:
         "metrics": {"bindAddress": ":8443"},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        # How many objects of each kind the manager reconciles at once, and how fast it may call the API server: the
+        # chart's defaults too (without them each controller reconciles one object at a time).
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "ClusterQueue.kueue.x-k8s.io": 5,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 300, "burst": 500},
         "manageJobsWithoutQueueName": False,
         # The chart gives every mutating and validating webhook this selector: outside team namespaces no request
         # waits on Kueue (its webhooks fail closed).

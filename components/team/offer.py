@@ -52,14 +52,14 @@ class OfferedFlavor(_Outputs):
 
 
 class OfferedQueueing(_Outputs):
-    """The platform's Kueue: the cohort team ClusterQueues join, and a ResourceFlavor per GPU pool, in the order Kueue
-    tries them."""
+    """The platform's Kueue: the cohort team ClusterQueues join, and the one ResourceFlavor of its GPU pools. (A
+    platform that exported a list of flavors, one per pool, has no `flavor`: it is reported as older.)"""
 
     cohort: StrictStr
-    flavors: tuple[OfferedFlavor, ...]
+    flavor: OfferedFlavor
 
-    def as_flavors(self) -> tuple[Flavor, ...]:
-        return tuple(Flavor(f.name, dict(f.node_labels), f.gpus) for f in self.flavors)
+    def shared_flavor(self) -> Flavor:
+        return Flavor(self.flavor.name, dict(self.flavor.node_labels), self.flavor.gpus)
 
 
 class OfferedPipelines(_Outputs):

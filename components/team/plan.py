@@ -370,10 +370,10 @@ def _own_flavor(team: TeamConfig, spec: NodePoolSpec | None) -> Flavor | None:
 
 
 def _queues(team: TeamConfig, offer: PlatformOffer, share: GpuShare, own: Flavor | None) -> tuple[Manifest, Manifest]:
-    """The team's queue: its own GPU pool first (no other team's queue lists it), then the platform's."""
+    """The team's queue: its own GPU pool first (no other team's queue lists it), then the platform's shared pools,
+    the share split between them (`queues.flavor_quotas`)."""
     assert offer.kueue is not None
-    flavors = [*([own] if own is not None else []), *offer.kueue.as_flavors()]
-    return team_queue(team.name, share, flavors, cohort=offer.kueue.cohort)
+    return team_queue(team.name, share, offer.kueue.shared_flavor(), own=own, cohort=offer.kueue.cohort)
 
 
 def plan_team(

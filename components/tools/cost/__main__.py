@@ -33,11 +33,12 @@ from .prices import PINNED
 from .render import render_json, render_markdown, render_table
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m components.tools.cost") -> int:
+    """The command; `prog` is the name its usage and errors give it (`components.cost` runs it too)."""
     argv = sys.argv[1:] if argv is None else argv
     if "--by-team" in argv:
-        return by_team(argv)
-    parser = argparse.ArgumentParser(prog="python -m components.tools.cost", description=__doc__.split("\n\n")[0])
+        return by_team(argv, prog)
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--by-team",
         action="store_true",

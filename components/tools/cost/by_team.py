@@ -1,7 +1,9 @@
 """`--by-team`: what each team's GPUs cost between two dates, read from the platform's Prometheus.
 
-    python -m components.tools.cost --by-team --from 2026-06-01 --to 2026-07-01 --stack prod [--prometheus URL] [--json]
-    python -m components.tools.cost --by-team --from 2026-06-01 --to 2026-07-01 --stack prod --amp-workspace-url URL
+    python -m components.cost --by-team --from 2026-06-01 --to 2026-07-01 --stack prod [--prometheus URL] [--json]
+    python -m components.cost --by-team --from 2026-06-01 --to 2026-07-01 --stack prod --amp-workspace-url URL
+
+(`python -m components.tools.cost --by-team ...` is the same command.)
 
 A team is a namespace. The figures come from the platform's GPU cost rules (`components.observability.cost`): the
 GPU-hours a team's running pods held, per node pool, capacity type and instance type, the part of them DCGM saw busy,
@@ -338,8 +340,8 @@ def _amp_signer(profile: str | None, region: str) -> Signer:
     return sigv4_signer(credentials, region)
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.tools.cost", description=__doc__.split("\n\n")[0])
+def main(argv: list[str], prog: str = "python -m components.tools.cost") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--by-team", action="store_true", required=True, help="what each team's GPUs cost")
     add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the bill as JSON")

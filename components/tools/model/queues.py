@@ -3,6 +3,9 @@
 Kueue admits a queued workload into one of its ClusterQueue's flavors and adds that flavor's node labels to its pods'
 node selector (it never gives a pod a flavor whose labels contradict its own selector, or whose taints it does not
 tolerate). So a queued GPU workload must land, with the labels of every flavor Kueue may give it, on some node kind.
+And Kueue bounds a ClusterQueue per flavor only, nothing across its flavors: what a queue may admit in all (each
+flavor's nominal quota and borrowing limit, added up) must be no more than its namespace's ResourceQuota allows, or
+an admitted workload's pods are refused and it sits admitted, holding quota, never running.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 from components.kueue.queues import QUEUE_LABEL
 from components.scheduling import GPU_RESOURCE
 from components.team.namespace import TEAM_LABEL
+from components.team.quantity import parse_quantity
 from components.tools.model.kube import Taint, untolerated
 from components.tools.model.landing import Problem, lands_on, why_not
 from components.tools.model.nodes import NodeKind
@@ -141,6 +145,65 @@ def _lands_in(
                 Problem(
                     "queues",
                     f"{workload.ref}, admitted by ClusterQueue {name} on flavor {flavor}, runs on no node ({reasons})",
+                )
+            )
+    return problems
+
+
+#: The quota key that caps a namespace's GPUs (a ResourceQuota's, or a Kubeflow Profile's `resourceQuotaSpec`).
+_GPU_QUOTA = f"requests.{GPU_RESOURCE}"
+
+
+def _gpu_ceilings(platform: Platform) -> dict[str, int]:
+    """Each namespace's GPU ceiling: the lowest of its ResourceQuotas', or its Profile's (the profile controller
+    makes that ResourceQuota in the cluster)."""
+    found: dict[str, list[int]] = {}
+    for quota in platform.of_kind("ResourceQuota"):
+        hard = (quota.get("spec") or {}).get("hard") or {}
+        if _GPU_QUOTA in hard:
+            found.setdefault(quota["metadata"].get("namespace"), []).append(int(parse_quantity(str(hard[_GPU_QUOTA]))))
+    for profile in platform.of_kind("Profile"):
+        hard = ((profile.get("spec") or {}).get("resourceQuotaSpec") or {}).get("hard") or {}
+        if _GPU_QUOTA in hard:
+            found.setdefault(profile["metadata"]["name"], []).append(int(parse_quantity(str(hard[_GPU_QUOTA]))))
+    return {namespace: min(values) for namespace, values in found.items()}
+
+
+def _admits_at_most(cluster_queue: Mapping[str, Any]) -> int | None:
+    """The GPUs a ClusterQueue may admit at once over all its flavors, or None: no bound (a flavor in a cohort
+    without a borrowing limit may borrow all the cohort has)."""
+    in_cohort = bool(cluster_queue["spec"].get("cohortName"))
+    total = 0
+    for group in cluster_queue["spec"].get("resourceGroups") or ():
+        for flavor in group.get("flavors") or ():
+            for resource in flavor.get("resources") or ():
+                if resource["name"] != GPU_RESOURCE:
+                    continue
+                if in_cohort and "borrowingLimit" not in resource:
+                    return None
+                total += int(parse_quantity(str(resource["nominalQuota"])))
+                total += int(parse_quantity(str(resource.get("borrowingLimit", 0))))
+    return total
+
+
+def queues_stay_within_quotas(platform: Platform, **_: Any) -> list[Problem]:
+    """No ClusterQueue admits more GPUs, over all its flavors, than the ResourceQuota of a namespace it serves."""
+    ceilings = _gpu_ceilings(platform)
+    problems = []
+    for name, cluster_queue in sorted(_named(platform, "ClusterQueue").items()):
+        selected = ((cluster_queue["spec"].get("namespaceSelector") or {}).get("matchLabels") or {}).get(
+            "kubernetes.io/metadata.name"
+        )
+        if selected not in ceilings:
+            continue
+        most = _admits_at_most(cluster_queue)
+        if most is None or most > ceilings[selected]:
+            admits = "any number of" if most is None else f"up to {most}"
+            problems.append(
+                Problem(
+                    "queues",
+                    f"ClusterQueue {name} admits {admits} GPUs over its flavors, more than namespace {selected}'s "
+                    f"quota allows ({ceilings[selected]}): workloads admitted past it are refused their pods",
                 )
             )
     return problems

@@ -27,7 +27,7 @@ from components.tools.model.network import problems as network_problems
 from components.tools.model.nodes import NodeKind
 from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
 from components.tools.model.pod_security import refused
-from components.tools.model.queues import every_team_can_queue, queued_work_lands
+from components.tools.model.queues import every_team_can_queue, queued_work_lands, queues_stay_within_quotas
 from components.tools.model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
 from components.tools.model.workloads import DEFAULT_SCHEDULER, Workload
 
@@ -300,6 +300,7 @@ RULES: tuple[Callable[..., list[Problem]], ...] = (
     network_paths_hold,
     every_team_can_queue,
     queued_work_lands,
+    queues_stay_within_quotas,
 )
 
 

@@ -1,0 +1,7 @@
+"""`python -m components.cost`: the cost command of `components.tools.cost`, under this name."""
+
+import sys
+
+from components.tools.cost.__main__ import main
+
+sys.exit(main(prog="python -m components.cost"))
