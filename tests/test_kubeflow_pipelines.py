@@ -414,10 +414,6 @@ def test_the_ui_reads_what_it_shows_every_teams_runs_and_writes_nothing():
         assert decide(ui, "s3:ListBucket", f"arn:aws:s3:::{BUCKET}", {"s3:prefix": f"{STORE.team_root(team)}/r/"}) == (
             ALLOW
         )
-    # a team stack's pipeline root (its prefix from its own stack, unknown to the platform's role) reads the same
-    stack_root = "teams/vision/pipelines"
-    assert decide(ui, "s3:GetObject", obj(f"{stack_root}/run-1/metrics.json")) == ALLOW
-    assert decide(ui, "s3:ListBucket", f"arn:aws:s3:::{BUCKET}", {"s3:prefix": f"{stack_root}/run-1/"}) == ALLOW
     # a team's data outside its pipeline root is not the UI's to read
     assert decide(ui, "s3:GetObject", obj("teams/a/datasets/train.csv")) == IMPLICIT_DENY
     assert decide(ui, "kms:GenerateDataKey", KEY, {"kms:ViaService": "s3.us-west-2.amazonaws.com"}) == IMPLICIT_DENY

@@ -8,7 +8,7 @@ from typing import Any
 
 from components.identity.documents import IAM_VERSION, dns_suffix
 
-from .pipelines import SERVER_PREFIX, TEAM_FOLDER, S3Store
+from .pipelines import SERVER_PREFIX, S3Store
 
 
 def _kms_statement(kms_key_arn: str, store: S3Store, bucket_arn: str, actions: list[str]) -> dict[str, Any]:
@@ -44,25 +44,23 @@ def server_policy(store: S3Store, *, bucket: str, kms_key_arn: str | None = None
 
 
 def ui_policy(store: S3Store, *, bucket: str, kms_key_arn: str | None = None) -> dict[str, Any]:
-    """The UI's role: read the artifacts and archived logs of every run (the UI serves them to whoever the API's
-    authorisation lets see the run) and the pipeline definitions; it writes nothing. Every pipeline root in the
-    bucket ends in TEAM_FOLDER, the platform's teams' and team stacks' alike (team stacks come and go without the
-    platform's role changing), so the role reads keys under any `<prefix>/pipelines/`, and no other key of a team."""
+    """The UI's role: read the artifacts and archived logs of every team's runs (the UI serves them to whoever the
+    API's authorisation lets see the run) and the pipeline definitions; it writes nothing."""
     bucket_arn = f"arn:{store.partition}:s3:::{bucket}"
-    roots = [SERVER_PREFIX, f"*/{TEAM_FOLDER}"]
+    roots = [store.team_root(team) for team in sorted(store.team_prefixes)]
     statements: list[dict[str, Any]] = [
         {
             "Sid": "ReadRuns",
             "Effect": "Allow",
             "Action": "s3:GetObject",
-            "Resource": [f"{bucket_arn}/{root}/*" for root in roots],
+            "Resource": [f"{bucket_arn}/{root}/*" for root in [SERVER_PREFIX, *roots]],
         },
         {
             "Sid": "ListRuns",
             "Effect": "Allow",
             "Action": "s3:ListBucket",
             "Resource": bucket_arn,
-            "Condition": {"StringLike": {"s3:prefix": [f"{root}/*" for root in roots]}},
+            "Condition": {"StringLike": {"s3:prefix": [f"{root}/*" for root in [SERVER_PREFIX, *roots]]}},
         },
     ]
     if kms_key_arn is not None:
