@@ -414,6 +414,10 @@ def test_the_ui_reads_what_it_shows_every_teams_runs_and_writes_nothing():
         assert decide(ui, "s3:ListBucket", f"arn:aws:s3:::{BUCKET}", {"s3:prefix": f"{STORE.team_root(team)}/r/"}) == (
             ALLOW
         )
-    # a team's data outside its pipeline root is not the UI's to read
+    # a team's data outside its pipeline root is not the UI's to read, even in a folder named like one
     assert decide(ui, "s3:GetObject", obj("teams/a/datasets/train.csv")) == IMPLICIT_DENY
+    assert decide(ui, "s3:GetObject", obj("teams/a/datasets/pipelines/train.csv")) == IMPLICIT_DENY
+    assert decide(ui, "s3:ListBucket", f"arn:aws:s3:::{BUCKET}", {"s3:prefix": "teams/a/x/pipelines/"}) == (
+        IMPLICIT_DENY
+    )
     assert decide(ui, "kms:GenerateDataKey", KEY, {"kms:ViaService": "s3.us-west-2.amazonaws.com"}) == IMPLICIT_DENY
