@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+
+#: An AWS region's name in the partitions the package supports (us-west-2, ap-southeast-4, us-gov-west-1,
+#: cn-north-1): stack config, the cost command's `--region` and Amazon Managed Prometheus hosts are read with it.
+REGION_PATTERN = r"(?:us|eu|ap|sa|ca|me|af|il|mx|cn|us-gov)-[a-z]+-\d"
+REGION = re.compile(REGION_PATTERN)
 
 #: pulumi-terraform-bridge's auto-name suffix: a separator and 7 random hex characters.
 RANDOM_SUFFIX_LENGTH = 7

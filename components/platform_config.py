@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, StrictStr, ValidationError, model_validator
 from pydantic.alias_generators import to_snake
 
-from components import versions
+from components import aws_names, versions
 from components.cluster import capacity as system_capacity
 from components.cluster.config import CLUSTER_NAME, ClusterConfig, EndpointAccess, SystemNodeGroup
 from components.config.errors import ConfigError, ConfigIssue, issues_from
@@ -82,8 +82,6 @@ KUBEFLOW_KUBERNETES_VERSIONS = ("1.35",)
 AWS_KEYS = ("region", "profile")
 #: Fields filled in from the Pulumi context (the project and stack being run), never from stack config.
 CONTEXT_KEYS = ("project", "stack")
-
-_REGION = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx|cn|us-gov)-[a-z]+-\d$")
 
 
 class PlatformConfig(ConfigModel):
@@ -441,7 +439,7 @@ class PlatformConfig(ConfigModel):
 def _region_problems(region: Any, zones: Any) -> list[tuple[str, str]]:
     if not region:  # missing: reported once, as required
         return []
-    if not isinstance(region, str) or not _REGION.match(region):
+    if not isinstance(region, str) or not aws_names.REGION.fullmatch(region):
         return [("aws:region", f"expected an AWS region like 'us-west-2', got {region!r}")]
     problems = []
     for index, zone in enumerate(zones if isinstance(zones, (list, tuple)) else ()):

@@ -14,9 +14,11 @@ from typing import Any
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
+from components.aws_names import REGION_PATTERN
+
 SERVICE = "aps"
 IAM_ACTION = "aps:QueryMetrics"
-_HOST_REGION = re.compile(r"(?:^|\.)aps-workspaces\.([a-z]{2}(?:-[a-z]+)+-[0-9]+)\.")
+_HOST_REGION = re.compile(rf"(?:^|\.)aps-workspaces\.({REGION_PATTERN})\.")
 
 #: Signs a GET of a URL: the headers to send with it.
 Signer = Callable[[str], Mapping[str, str]]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import urllib.parse
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError
 
+from components.aws_names import REGION
 from components.tools.commands import INVALID_STACK, read_stack
 from components.tools.preflight.clients import session_for
 
@@ -64,12 +64,8 @@ def _day(flag: str) -> Callable[[str], date]:
     return parse
 
 
-#: An AWS region's name (us-west-2, ap-southeast-4, us-gov-west-1, cn-north-1).
-_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
-
-
 def _region(text: str) -> str:
-    if not _REGION.fullmatch(text):
+    if not REGION.fullmatch(text):
         raise argparse.ArgumentTypeError(f"--region: expected an AWS region such as us-west-2, got {text!r}")
     return text
 
