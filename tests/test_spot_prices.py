@@ -21,6 +21,7 @@ from components.tools.cost.teams import (
     NOT_PRICED,
     ON_DEMAND,
     SPOT,
+    UNKNOWN,
     SpotPriceError,
     SpotPricing,
     TeamBill,
@@ -210,3 +211,22 @@ def test_missing_credentials_say_how_to_sign_in(no_aws_credentials):
     assert "ec2:DescribeSpotPriceHistory" in message
     assert "--no-spot-prices" in message
     assert isinstance(error.value.__cause__ or error.value.__context__, NoCredentialsError)
+
+
+def test_a_spot_line_without_its_instance_type_is_not_asked_for_and_keeps_its_ceiling():
+    # A series that lost its instance-type label names no type EC2 knows: asking for "(unknown)" would be refused
+    # and read as a credentials problem. The typed line is asked for alone; the other stays at its ceiling.
+    ec2 = boto3.client("ec2", region_name="us-west-2")
+    bill = TeamBill(
+        START,
+        END,
+        "http://prometheus",
+        Decimal(96),
+        (_line("spot", "g5.xlarge", "1", "1.006"), _line("spot", UNKNOWN, "1", None)),
+    )
+    assert bill.spot_types() == ["g5.xlarge"]
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_spot_price_history", {"SpotPriceHistory": []}, _request(["g5.xlarge"]))
+        pricing = read_spot_pricing(lambda: ec2, bill, "us-west-2", ())
+        stub.assert_no_pending_responses()
+    assert [line.price for line in with_spot_prices(bill, pricing).lines] == [CEILING, NOT_PRICED]

@@ -35,6 +35,9 @@ DEFAULT_PROMETHEUS = "http://localhost:9090"
 TIMEOUT_SECONDS = 60
 _GROUP = f"namespace, {', '.join(POOL_LABELS)}"
 
+#: What a line says where its series had no capacity-type or instance-type label.
+UNKNOWN = "(unknown)"
+
 
 class PrometheusError(Exception):
     """Prometheus could not be reached or refused a query; the message says which and why."""
@@ -109,7 +112,9 @@ class TeamBill:
         return Decimal(int((self.end - self.start).total_seconds())) / 3600
 
     def spot_types(self) -> list[str]:
-        return sorted({line.instance_type for line in self.lines if line.capacity_type == SPOT_CAPACITY})
+        """The instance types of the spot lines, whose price history is asked for; a line whose series lost its type
+        label (UNKNOWN) names no type EC2 knows, and stays at its ceiling."""
+        return sorted({line.instance_type for line in self.lines if line.capacity_type == SPOT_CAPACITY} - {UNKNOWN})
 
     def team_totals(self) -> dict[str, TeamTotal]:
         """Per team: GPU-hours, the USD of those priced, the GPU-hours not priced, and the on-demand list figure."""
@@ -203,8 +208,8 @@ def team_bill(query: Query, start: datetime, end: datetime, prometheus: str) -> 
         UsageLine(
             team=key[0] or "(no namespace)",
             pool=key[1] or "(no pool)",
-            capacity_type=key[2] or "(unknown)",
-            instance_type=key[3] or "(unknown)",
+            capacity_type=key[2] or UNKNOWN,
+            instance_type=key[3] or UNKNOWN,
             gpu_hours=hours,
             busy_gpu_hours=busy.get(key, Decimal(0)),
             usd=cost.get(key),
