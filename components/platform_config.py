@@ -181,12 +181,8 @@ class PlatformConfig(ConfigModel):
     @property
     def kueue_gpu_pools(self) -> dict[str, int]:
         """The NodePools Kueue shares among teams, with their GPU limits: those that launch NVIDIA GPUs under a GPU
-        limit (Kueue counts GPUs against it)."""
-        return {
-            name: pool.gpu_limit
-            for name, pool in sorted(self.karpenter.node_pools.items())
-            if pool.accelerator == "nvidia" and pool.gpu_limit and pool.node_class in self.karpenter.node_classes
-        }
+        limit (Kueue counts GPUs against it), labelled for its flavor (`KarpenterConfig.shared_gpu_pools`)."""
+        return {name: pool.gpu_limit or 0 for name, pool in self.karpenter.shared_gpu_pools().items()}
 
     @property
     def kueue_flavor(self) -> Flavor | None:

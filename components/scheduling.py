@@ -59,6 +59,12 @@ DEFAULT_GPU_SCHEDULER = "gpu-binpack"
 #: What a NodePool's nodes are for (general, inference, training): policies and dashboards read it.
 WORKLOAD_LABEL = "eksml.io/workload"
 
+#: Set on the nodes of the platform's GPU pools that every team shares (Kueue's `platform-gpus` flavor selects them
+#: by it), never on a team stack's own pool: what Kueue admits on the shared flavor then runs on shared nodes only,
+#: not on a team pool whose taint the pod tolerates. The platform sets it; a pool's `labels` may not.
+GPU_SHARE_LABEL = "eksml.io/gpu-share"
+GPU_SHARE_PLATFORM = "platform"
+
 
 @dataclass(frozen=True)
 class Placement:

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from components.karpenter.render import render_nodeclass, render_nodepool
+from components.karpenter.render import render_nodeclass, render_nodepools
 from components.karpenter.specs import NODE_POOL_PRESETS
 from components.platform_config import parse_config
 from components.scheduling import CSI_STARTUP_TAINTS
@@ -34,11 +34,9 @@ def config_of(example: dict):
 
 def rendered(example: dict) -> list[dict]:
     karpenter = config_of(example).karpenter
-    efa_pools = karpenter.efa_pools()
-    return [render_nodeclass(name, spec, CONTEXT) for name, spec in sorted(karpenter.node_classes.items())] + [
-        render_nodepool(name, spec, startup_taints=[CSI_STARTUP_TAINTS["ebs"]], efa=name in efa_pools)
-        for name, spec in sorted(karpenter.node_pools.items())
-    ]
+    return [render_nodeclass(name, spec, CONTEXT) for name, spec in sorted(karpenter.node_classes.items())] + list(
+        render_nodepools(karpenter, [CSI_STARTUP_TAINTS["ebs"]]).values()
+    )
 
 
 def test_the_worked_examples_cover_what_the_best_gpu_platforms_run():

@@ -5,6 +5,7 @@ named, and the model catches a team that cannot queue or queued work that lands 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from functools import cache
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 import yaml
 
 from components.config.errors import ConfigError
+from components.karpenter.render import render_nodepools
+from components.karpenter.validation import label_problem
 from components.kueue.queues import (
     COHORT,
     LOCAL_QUEUE,
@@ -22,6 +25,7 @@ from components.kueue.queues import (
     SHARED_FLAVOR,
     flavor_quotas,
     gpu_share,
+    offered,
     pool_flavor,
     resource_flavor,
     shared_flavor,
@@ -29,7 +33,7 @@ from components.kueue.queues import (
 )
 from components.kueue.values import chart_values, manager_config
 from components.platform_config import parse_config
-from components.scheduling import SYSTEM_PLACEMENT
+from components.scheduling import GPU_SHARE_LABEL, GPU_SHARE_PLATFORM, SYSTEM_PLACEMENT
 from components.team.config import TeamConfig
 from components.team.offer import PlatformContractError, parse_offer
 from components.team.plan import plan_team
@@ -247,7 +251,11 @@ def test_a_team_stack_on_a_platform_without_kueue_keeps_its_quota_and_may_not_bo
     assert [issue.path for issue in caught.value.issues] == ["team.quota.gpuBorrowingLimit"]
 
 
-def test_the_platforms_gpu_pools_are_one_flavor_that_leaves_the_choice_of_pool_to_the_pods_and_karpenter():
+def _labels(pool: dict[str, Any]) -> dict[str, str]:
+    return pool["spec"]["template"]["metadata"]["labels"]
+
+
+def test_the_platforms_gpu_pools_are_one_flavor_that_selects_exactly_those_pools_by_their_label():
     prod = parse_config(stack_config("prod"), project="eks-ml-platform", stack="prod")
     assert prod.kueue_gpu_pools == {
         "inference-a10g-on-demand": 16,
@@ -257,11 +265,26 @@ def test_the_platforms_gpu_pools_are_one_flavor_that_leaves_the_choice_of_pool_t
     }
     flavor = resource_flavor(prod.kueue_flavor)
     assert flavor["metadata"]["name"] == SHARED_FLAVOR
-    assert flavor["spec"] == {}  # no node labels: Kueue adds no node selector, the pods' own picks the pool
-    assert PLATFORM_OUTPUTS["kueue"] == {
-        "cohort": COHORT,
-        "flavor": {"name": SHARED_FLAVOR, "nodeLabels": {}, "gpus": 96},  # the pools' GPU limits together
-    }
+    # One node label, which Kueue adds to the selector of what it admits here; among the pools that carry it the
+    # pods' own selector picks, as without Kueue.
+    assert flavor["spec"] == {"nodeLabels": {GPU_SHARE_LABEL: GPU_SHARE_PLATFORM}}
+    pools = render_nodepools(prod.karpenter)  # as the Karpenter component renders them
+    labelled = {name for name, pool in pools.items() if _labels(pool).get(GPU_SHARE_LABEL) == GPU_SHARE_PLATFORM}
+    assert labelled == set(prod.kueue_gpu_pools)
+    assert not any(GPU_SHARE_LABEL in _labels(pools[name]) for name in set(pools) - labelled)  # cpu-general
+    assert (
+        PLATFORM_OUTPUTS["kueue"]
+        == offered(prod.kueue_flavor)
+        == {
+            "cohort": COHORT,
+            # the pools' GPU limits together
+            "flavor": {"name": SHARED_FLAVOR, "nodeLabels": {GPU_SHARE_LABEL: GPU_SHARE_PLATFORM}, "gpus": 96},
+        }
+    )
+    # A team stack reads the flavor back with its label: its queue's shared flavor is the platform's.
+    offer = parse_offer(PLATFORM_OUTPUTS, stack="acme/eks-ml-platform/prod")
+    assert offer.kueue is not None
+    assert offer.kueue.shared_flavor() == prod.kueue_flavor
     (cluster_queue, _) = prod.team_queues()["research"]
     (only,) = cluster_queue["spec"]["resourceGroups"][0]["flavors"]
     assert only == {
@@ -273,6 +296,22 @@ def test_the_platforms_gpu_pools_are_one_flavor_that_leaves_the_choice_of_pool_t
 def test_a_team_pools_flavor_carries_its_pool_and_workload_label():
     training = pool_flavor("team-vision", {"eksml.io/workload": "training", "other": "x"}, 32)
     assert training.node_labels == {"karpenter.sh/nodepool": "team-vision", "eksml.io/workload": "training"}
+
+
+def test_a_team_pool_never_carries_the_shared_label_and_no_pools_labels_may_set_it():
+    plan = team_stack_plan()
+    assert plan.node_pool_manifest is not None
+    assert GPU_SHARE_LABEL not in _labels(plan.node_pool_manifest)
+    # Outside the domains Karpenter reserves, so a NodePool may carry it.
+    assert label_problem(GPU_SHARE_LABEL) is None
+    # A platform pool's labels can neither fake it (the CPU pool) nor set it for the platform (the GPU pool); a team
+    # stack's pool has no labels of its own to set (its preset's and the team label).
+    karpenter = yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())["config"]["eks-ml-platform:karpenter"]
+    for pool in ("cpu-general", "gpu-inference"):
+        karpenter["nodePools"][pool]["labels"] = {GPU_SHARE_LABEL: GPU_SHARE_PLATFORM}
+    found = dev_problems(karpenter=karpenter)
+    for pool in ("cpu-general", "gpu-inference"):
+        assert "set by the platform" in found[f"karpenter.nodePools.{pool}.labels.{GPU_SHARE_LABEL}"]
 
 
 # --------------------------------------------------------------------------------------------- config errors
@@ -397,6 +436,59 @@ def test_the_model_catches_a_queue_that_admits_more_gpus_over_its_flavors_than_i
     assert any("admits any number of GPUs" in p for p in found)
 
 
+def _team_job(team: str, taint: dict[str, str]) -> dict[str, Any]:
+    job = _job({})
+    job["metadata"]["namespace"] = team
+    tolerations = job["spec"]["template"]["spec"]["tolerations"]
+    tolerations.append({"key": taint["key"], "operator": "Equal", "value": taint["value"], "effect": taint["effect"]})
+    return job
+
+
+def test_a_team_stacks_job_admitted_on_the_shared_flavor_lands_on_the_platforms_pools_only(tmp_path):
+    """A team stack's pod tolerates its own pool's taint: were the shared flavor to select no nodes, Kueue would admit
+    it on `platform-gpus` (holding shared quota) and it could run on the team's own pool."""
+    from components.tools.model import check_previews
+    from components.tools.model.landing import lands_on
+    from components.tools.model.nodes import from_node_pool
+    from components.tools.model.workloads import from_object
+    from tests.test_platform_model import preview
+
+    prod = parse_config(stack_config("prod"), project="eks-ml-platform", stack="prod")
+    plan = team_stack_plan()  # vision, with its own GPU pool team-vision, on prod's recorded outputs
+    assert plan.queues is not None
+    assert plan.flavor is not None
+    assert plan.node_pool_manifest is not None
+    shared = resource_flavor(prod.kueue_flavor)
+    job = _team_job("vision", plan.flavor["spec"]["nodeTaints"][0])
+    pools = [*render_nodepools(prod.karpenter).values(), plan.node_pool_manifest]
+    objects = [*pools, shared, plan.flavor, *plan.queues, *plan.namespace.values(), job]
+
+    # Where Kueue puts it when it admits it on the shared flavor: its selector plus the flavor's node labels.
+    admitted = from_object("job", job)
+    assert admitted is not None
+    admitted = dataclasses.replace(
+        admitted, node_selector={**admitted.node_selector, **shared["spec"].get("nodeLabels", {})}
+    )
+    landing = {node.name for node in lands_on(admitted, [from_node_pool(pool) for pool in pools])}
+    assert landing == {f"NodePool {name}" for name in prod.kueue_gpu_pools}  # never NodePool team-vision
+
+    def queue_problems(folder: str, flavor: dict[str, Any]) -> list[str]:
+        found = check_previews([preview(tmp_path / folder, [*objects, flavor])], None)[1]
+        return [str(p) for p in found if p.rule == "queues"]
+
+    objects.remove(shared)
+    assert queue_problems("now", shared) == []
+    # The shared flavor without its label (as it was rendered before): the model names the team pool it can reach.
+    unlabelled = copy.deepcopy(shared)
+    unlabelled["spec"].pop("nodeLabels")
+    found = queue_problems("unlabelled", unlabelled)
+    assert any(
+        f"on flavor {SHARED_FLAVOR}, can run on NodePool team-vision, which carries the node labels of its flavor "
+        "team-vision" in p
+        for p in found
+    )
+
+
 # ---------------------------------------------------------------------------------------------- in the stack
 
 
@@ -421,3 +513,12 @@ def test_kueue_goes_with_the_cluster_and_kubeflow_waits_for_its_webhooks(dev):
     )
     assert dev.depends_on(local_queue, team_namespace)
     assert dev.depends_on(team_namespace, release)  # what Kueue's webhooks intercept there comes after them
+
+
+@pytest.mark.stack
+def test_the_stack_labels_the_gpu_pools_its_flavor_selects_and_no_other(dev):
+    flavor = dev.one("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+    assert flavor.inputs["spec"]["nodeLabels"] == {GPU_SHARE_LABEL: GPU_SHARE_PLATFORM}
+    pools = {r.inputs["metadata"]["name"]: r for r in dev.of_type("kubernetes:karpenter.sh/v1:NodePool")}
+    labelled = {name for name, pool in pools.items() if _labels(pool.inputs).get(GPU_SHARE_LABEL) == GPU_SHARE_PLATFORM}
+    assert labelled == {"gpu-inference"}  # not cpu-general

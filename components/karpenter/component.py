@@ -31,7 +31,7 @@ from components.karpenter.iam import (
     event_pattern,
     queue_policy,
 )
-from components.karpenter.render import NodeClassContext, render_nodeclass, render_nodepool
+from components.karpenter.render import NodeClassContext, render_nodeclass, render_nodepools
 from components.karpenter.repair import FEATURE_GATE as NODE_REPAIR
 from components.karpenter.specs import NodeClassSpec
 from components.karpenter.validation import delete_timeout
@@ -299,9 +299,9 @@ class Karpenter(pulumi.ComponentResource):
         self.node_pools = {}
         self.gpu_limits = {}
         self.accelerator_limits = {}
-        efa_pools = config.efa_pools()
+        rendered_pools = render_nodepools(config, startup_taints)
         for pool_name, pool in sorted(config.node_pools.items()):
-            rendered = render_nodepool(pool_name, pool, startup_taints=startup_taints, efa=pool_name in efa_pools)
+            rendered = rendered_pools[pool_name]
             self.node_pools[pool_name] = k8s.apiextensions.CustomResource(
                 f"{name}-pool-{pool_name}",
                 api_version=rendered["apiVersion"],

@@ -119,6 +119,15 @@ class KarpenterConfig(ConfigModel):
                         )
         return found
 
+    def shared_gpu_pools(self) -> dict[str, NodePoolSpec]:
+        """The GPU pools every team shares: those that launch NVIDIA GPUs under a GPU limit. Kueue's one flavor counts
+        their GPUs and selects their nodes by `scheduling.GPU_SHARE_LABEL`, which they carry."""
+        return {
+            name: pool
+            for name, pool in sorted(self.node_pools.items())
+            if pool.accelerator == "nvidia" and pool.gpu_limit and pool.node_class in self.node_classes
+        }
+
     def efa_pools(self) -> dict[str, NodePoolSpec]:
         """Pools whose node class attaches EFA interfaces."""
         return {

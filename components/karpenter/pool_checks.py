@@ -28,6 +28,7 @@ from components.karpenter.validation import excludes, label_problem, requirement
 from components.scheduling import (
     ACCELERATOR_RESOURCES,
     GPU_RESOURCE,
+    GPU_SHARE_LABEL,
     GPU_TAINT,
     NEURON_CORE_RESOURCE,
     NEURON_RESOURCE,
@@ -345,6 +346,18 @@ def pool_problems(pool: Pool, skip: frozenset[str] = frozenset()) -> Problems:
     problems += [("instanceFamilies", problem) for f in pool.instance_families if (problem := family_problem(f))]
     problems += [("instanceSizes", problem) for size in pool.instance_sizes if (problem := size_problem(size))]
     problems += [(f"labels.{key}", problem) for key in pool.labels if (problem := label_problem(key))]
+    if GPU_SHARE_LABEL in pool.labels:
+        # Set by the platform on its shared GPU pools: given to a team pool (or taken off a shared one), it would put
+        # what Kueue admits on the shared flavor onto nodes no shared quota stands for.
+        problems.append(
+            (
+                f"labels.{GPU_SHARE_LABEL}",
+                (
+                    f"{GPU_SHARE_LABEL!r} is set by the platform on the GPU pools every team shares (Kueue's shared "
+                    "flavor selects their nodes by it); remove it"
+                ),
+            )
+        )
     problems += limit_problems(pool)
     for index, r in enumerate(pool.requirements):
         problems += [(f"requirements[{index}].{key}", message) for key, message in requirement_problems(r)]

@@ -103,7 +103,8 @@ class NodePoolSpec(Spec):
     labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict,
         description="node labels; those in the domains Karpenter reserves (`karpenter.sh`, `karpenter.k8s.aws`, "
-        "`kubernetes.io` and `k8s.io` except `node.kubernetes.io` and the well-known labels) are refused",
+        "`kubernetes.io` and `k8s.io` except `node.kubernetes.io` and the well-known labels) are refused, and so is "
+        "`eksml.io/gpu-share`, which the platform sets on the GPU pools every team shares",
     )
     #: Checked by the pool (`pool_checks.limit_problems`).
     limits: dict[StrictStr, LooseQuantity] = Field(

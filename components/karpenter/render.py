@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components import versions
+from components.karpenter.config import KarpenterConfig
 from components.karpenter.specs import NodeClassSpec, NodePoolSpec
 from components.karpenter.userdata import (
     FAST_IMAGE_PULL_GATE,
@@ -16,7 +17,7 @@ from components.karpenter.userdata import (
 )
 from components.karpenter.validation import EXCLUDE, excludes
 from components.network.tags import DISCOVERY_TAG
-from components.scheduling import EFA_LABEL, Taint
+from components.scheduling import EFA_LABEL, GPU_SHARE_LABEL, GPU_SHARE_PLATFORM, Taint
 
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
@@ -71,9 +72,14 @@ def requirements(pool: NodePoolSpec) -> list[dict[str, Any]]:
 
 
 def render_nodepool(
-    name: str, pool: NodePoolSpec, *, startup_taints: Sequence[Taint] = (), efa: bool = False
+    name: str, pool: NodePoolSpec, *, startup_taints: Sequence[Taint] = (), efa: bool = False, gpu_share: bool = False
 ) -> dict[str, Any]:
-    """`efa`: the pool's node class attaches EFA interfaces (its nodes are labelled for the EFA device plugin)."""
+    """`efa`: the pool's node class attaches EFA interfaces (its nodes are labelled for the EFA device plugin).
+    `gpu_share`: the pool is one of the platform's GPU pools every team shares (`KarpenterConfig.shared_gpu_pools`),
+    labelled for Kueue's shared flavor; a team stack's own pool never is."""
+    labels = {POOL_LABEL: name, **({EFA_LABEL: "true"} if efa else {}), **pool.labels}
+    if gpu_share:
+        labels[GPU_SHARE_LABEL] = GPU_SHARE_PLATFORM
     template_spec: dict[str, Any] = {
         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.node_class},
         "requirements": requirements(pool),
@@ -86,7 +92,7 @@ def render_nodepool(
     template_spec["terminationGracePeriod"] = pool.termination_grace_period
     spec: dict[str, Any] = {
         "template": {
-            "metadata": {"labels": {POOL_LABEL: name, **({EFA_LABEL: "true"} if efa else {}), **pool.labels}},
+            "metadata": {"labels": labels},
             "spec": template_spec,
         },
         "limits": dict(pool.limits),
@@ -96,6 +102,18 @@ def render_nodepool(
     if pool.weight is not None:
         spec["weight"] = pool.weight
     return {"apiVersion": NODEPOOL_API, "kind": "NodePool", "metadata": {"name": name}, "spec": spec}
+
+
+def render_nodepools(config: KarpenterConfig, startup_taints: Sequence[Taint] = ()) -> dict[str, dict[str, Any]]:
+    """Every NodePool of the platform's config, by name: EFA pools labelled for their plugin, the GPU pools every team
+    shares labelled for Kueue's shared flavor."""
+    efa_pools, shared_gpu_pools = config.efa_pools(), config.shared_gpu_pools()
+    return {
+        name: render_nodepool(
+            name, pool, startup_taints=startup_taints, efa=name in efa_pools, gpu_share=name in shared_gpu_pools
+        )
+        for name, pool in sorted(config.node_pools.items())
+    }
 
 
 def _ebs(size_gib: int, iops: int, throughput: int) -> dict[str, Any]:

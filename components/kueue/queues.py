@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.scheduling import GPU_RESOURCE, WORKLOAD_LABEL
+from components.scheduling import GPU_RESOURCE, GPU_SHARE_LABEL, GPU_SHARE_PLATFORM, WORKLOAD_LABEL
 
 Manifest = dict[str, Any]
 
@@ -83,13 +83,15 @@ def shared_flavor(gpu_limits: Iterable[int]) -> Flavor:
     Kueue bounds a ClusterQueue per flavor only (nominalQuota + borrowingLimit of each flavor; the pinned
     ClusterQueue CRD has no limit across flavors), so a flavor per pool would admit a team its share on every pool
     at once, past the ceiling its ResourceQuota then refuses. One flavor holds what Kueue admits for a team to
-    its share whichever pool its pods land on. It has no node labels: the pods' own selector (the `eksml.io/workload`
-    label), the GPU admission policy and Karpenter's pool weights choose the pool, as they do without Kueue. Its
-    GPUs are the pools' GPU limits together."""
+    its share whichever pool its pods land on. Its one node label is `GPU_SHARE_LABEL`, which every shared pool
+    carries and no team pool does: a team stack's pods tolerate its own pool's taint, and without the label what Kueue
+    admits here could run on the team's own pool, holding shared quota for capacity it does not use. Among the shared
+    pools the pods' own selector (the `eksml.io/workload` label), the GPU admission policy and Karpenter's pool
+    weights choose, as they do without Kueue. Its GPUs are the pools' GPU limits together."""
     total = sum(gpu_limits)
     if total <= 0:
         raise ValueError("the shared GPU flavor needs at least one GPU pool with a GPU limit")
-    return Flavor(SHARED_FLAVOR, {}, total)
+    return Flavor(SHARED_FLAVOR, {GPU_SHARE_LABEL: GPU_SHARE_PLATFORM}, total)
 
 
 def pool_flavor(

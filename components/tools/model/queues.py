@@ -2,7 +2,10 @@
 
 Kueue admits a queued workload into one of its ClusterQueue's flavors and adds that flavor's node labels to its pods'
 node selector (it never gives a pod a flavor whose labels contradict its own selector, or whose taints it does not
-tolerate). So a queued GPU workload must land, with the labels of every flavor Kueue may give it, on some node kind.
+tolerate). So a queued GPU workload must land, with the labels of every flavor Kueue may give it, on some node kind,
+and on nodes of that flavor only: a node kind that carries the labels of another flavor it may be given holds GPUs
+Kueue counts under that other flavor, so admitted on one flavor it would use the other's capacity (a team stack's job
+admitted on the shared flavor running on the team's own pool, whose taint it tolerates).
 And Kueue bounds a ClusterQueue per flavor only, nothing across its flavors: what a queue may admit in all (each
 flavor's nominal quota and borrowing limit, added up) must be no more than its namespace's ResourceQuota allows, or
 an admitted workload's pods are refused and it sits admitted, holding quota, never running.
@@ -18,7 +21,7 @@ from components.kueue.queues import QUEUE_LABEL
 from components.scheduling import GPU_RESOURCE
 from components.team.namespace import TEAM_LABEL
 from components.team.quantity import parse_quantity
-from components.tools.model.kube import Taint, untolerated
+from components.tools.model.kube import Taint, selector_matches, untolerated
 from components.tools.model.landing import Problem, lands_on, why_not
 from components.tools.model.nodes import NodeKind
 from components.tools.model.platform import Platform
@@ -139,7 +142,8 @@ def _lands_in(
     problems = []
     for flavor, labels in given:
         placed = dataclasses.replace(workload, node_selector={**workload.node_selector, **labels})
-        if not lands_on(placed, nodes):
+        landing = lands_on(placed, nodes)
+        if not landing:
             reasons = "; ".join(f"{n.name}: {why_not(placed, n)}" for n in nodes)
             problems.append(
                 Problem(
@@ -147,6 +151,17 @@ def _lands_in(
                     f"{workload.ref}, admitted by ClusterQueue {name} on flavor {flavor}, runs on no node ({reasons})",
                 )
             )
+        for node in landing:
+            others = [other for other, theirs in given if other != flavor and selector_matches(theirs, node.labels)]
+            if others:
+                problems.append(
+                    Problem(
+                        "queues",
+                        f"{workload.ref}, admitted by ClusterQueue {name} on flavor {flavor}, can run on {node.name}, "
+                        f"which carries the node labels of its flavor {', '.join(others)} too: Kueue counts its GPUs "
+                        f"under {flavor} on nodes whose capacity {', '.join(others)} stands for",
+                    )
+                )
     return problems
 
 
