@@ -12,6 +12,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from components import versions
 from components.config.errors import ConfigError
 from components.kubeflow import credentials, entries, pipelines, pipelines_iam, plan, register, render, transform
 from components.kubeflow.config import KubeflowConfig, settings
@@ -36,6 +37,13 @@ TEAMS = {
 BUCKET = "eks-ml-platform-datasets-0a1b2c3"
 KEY = "arn:aws:kms:us-west-2:123456789012:key/0f1e2d3c-aaaa-bbbb-cccc-0123456789ab"
 STORE = pipelines.S3Store("us-west-2", {"team-a": "teams/a", "team-b": "teams/b"})
+
+#: The UI reads AWS artifacts with IRSA only at an endpoint this matches (aws-helper.ts `isAWSS3Endpoint`, 2.16.1).
+UI_AWS_ENDPOINT_PATTERN = r"s3.{0,}\.amazonaws\.com\.?.{0,}"
+#: The keys a `kfp-launcher` S3 provider may carry (backend/src/v2/config/s3.go `S3ProviderDefault`, json tags) and
+#: those of its `credentials` (`S3Credentials`); the launcher parses `providers` with sigs.k8s.io/yaml (env.go).
+LAUNCHER_S3_KEYS = frozenset({"endpoint", "credentials", "region", "disableSSL", "forcePathStyle", "maxRetries"})
+LAUNCHER_CREDENTIAL_KEYS = frozenset({"fromEnv", "secretRef"})
 
 
 def parse(**changes) -> KubeflowConfig:
@@ -216,6 +224,20 @@ SERVER_READS = frozenset(
 
 
 @needs_tree
+def test_the_pipelines_release_whose_source_the_contract_is_read_from_is_the_one_kubeflow_deploys(s3_objects):
+    # The env and config names above were read in kubeflow/pipelines at versions.KUBEFLOW_PIPELINES: a Kubeflow pin
+    # that deploys another Pipelines release makes them unproven until they are read again there.
+    tags = {
+        c["image"].rsplit(":", 1)[1]
+        for o in s3_objects
+        if o["kind"] == "Deployment" and o["metadata"]["name"] in ("ml-pipeline", "ml-pipeline-ui")
+        for c in pod_template(o)["spec"]["containers"]
+        if "/kfp-" in c["image"]
+    }
+    assert tags == {versions.KUBEFLOW_PIPELINES.version}
+
+
+@needs_tree
 def test_the_ui_reads_s3_with_irsa_at_the_endpoint_and_region_the_pinned_frontend_needs(s3_objects, seaweedfs_objects):
     env = env_of(s3_objects, "ml-pipeline-ui")
     given = {name: e["value"] for name, e in env.items() if name in pipelines.ui_env(STORE)}
@@ -227,7 +249,7 @@ def test_the_ui_reads_s3_with_irsa_at_the_endpoint_and_region_the_pinned_fronten
         "us-west-2",
         "true",
     )
-    assert re.search(pipelines.UI_AWS_ENDPOINT_PATTERN, given["AWS_S3_ENDPOINT"], re.IGNORECASE)
+    assert re.search(UI_AWS_ENDPOINT_PATTERN, given["AWS_S3_ENDPOINT"], re.IGNORECASE)
     # Static keys take precedence over the provider chain: none may reach the UI.
     assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "MINIO_ACCESS_KEY", "MINIO_SECRET_KEY"} & set(env)
     # The log-archive fallback cannot address a team's prefix: off in S3 mode, as upstream's stays on with SeaweedFS.
@@ -240,8 +262,8 @@ def test_the_ui_reads_s3_with_irsa_at_the_endpoint_and_region_the_pinned_fronten
 def test_the_ui_endpoint_is_one_the_frontend_takes_irsa_for_in_every_partition():
     for region in ("us-west-2", "cn-north-1", "us-gov-west-1"):
         endpoint = pipelines.ui_env(pipelines.S3Store(region, {}))["AWS_S3_ENDPOINT"]
-        assert re.search(pipelines.UI_AWS_ENDPOINT_PATTERN, endpoint, re.IGNORECASE), endpoint
-    assert not re.search(pipelines.UI_AWS_ENDPOINT_PATTERN, "seaweedfs.kubeflow", re.IGNORECASE)
+        assert re.search(UI_AWS_ENDPOINT_PATTERN, endpoint, re.IGNORECASE), endpoint
+    assert not re.search(UI_AWS_ENDPOINT_PATTERN, "seaweedfs.kubeflow", re.IGNORECASE)
 
 
 @needs_tree
@@ -256,8 +278,8 @@ def test_a_teams_launcher_config_uses_only_the_keys_the_pinned_launcher_parses()
     provider = yaml.safe_load(pipelines.launcher_providers(STORE))
     assert set(provider) == {"s3"}
     default = provider["s3"]["default"]
-    assert set(default) <= pipelines.LAUNCHER_S3_KEYS
-    assert set(default["credentials"]) <= pipelines.LAUNCHER_CREDENTIAL_KEYS
+    assert set(default) <= LAUNCHER_S3_KEYS
+    assert set(default["credentials"]) <= LAUNCHER_CREDENTIAL_KEYS
     # fromEnv: the launcher opens the bucket with the SDK's default chain (the team role's web identity).
     assert default["credentials"] == {"fromEnv": True}
 

@@ -138,12 +138,6 @@ STATIC_KEY_ENV = frozenset(
         "AWS_SECRET_ACCESS_KEY",
     }
 )
-#: The UI reads AWS artifacts with IRSA only at an endpoint this matches (aws-helper.ts `isAWSS3Endpoint`, 2.16.1).
-UI_AWS_ENDPOINT_PATTERN = r"s3.{0,}\.amazonaws\.com\.?.{0,}"
-#: The keys a `kfp-launcher` S3 provider may carry (backend/src/v2/config/s3.go `S3ProviderDefault`, json tags) and
-#: those of its `credentials` (`S3Credentials`); the launcher parses `providers` with sigs.k8s.io/yaml (env.go).
-LAUNCHER_S3_KEYS = frozenset({"endpoint", "credentials", "region", "disableSSL", "forcePathStyle", "maxRetries"})
-LAUNCHER_CREDENTIAL_KEYS = frozenset({"fromEnv", "secretRef"})
 
 
 def partition_of(region: str) -> str:
