@@ -200,11 +200,11 @@ def test_without_the_monitoring_deny_nor_the_teams_a_team_notebook_reaches_prome
     assert any("monitoring/alertmanager" in p and "team-a" in p for p in found)
 
 
-def gateway(drop_allowance: bool):
-    """The Kubeflow gateway behind an ALB: upstream's deny in its namespace, the platform's load balancer allowance
-    with its sources left as the placeholder the registration fills with the VPC's ranges."""
+def gateway_objects() -> list[dict]:
+    """The Kubeflow gateway behind an ALB without the load balancer's allowance: the gateway, its Service, the
+    Ingress and upstream's deny in its namespace."""
     labels = {"istio": "ingressgateway"}
-    objects = [
+    return [
         deployment(access.GATEWAY_NAMESPACE, "gateway", labels, [("http", 8080), ("status", 15021)]),
         {
             "apiVersion": "v1",
@@ -219,6 +219,12 @@ def gateway(drop_allowance: bool):
         },
         netpol.deny_all(access.GATEWAY_NAMESPACE),
     ]
+
+
+def gateway(drop_allowance: bool):
+    """The gateway behind an ALB, with the platform's load balancer allowance unless dropped, its sources left as the
+    placeholder the registration fills with the VPC's ranges."""
+    objects = gateway_objects()
     if not drop_allowance:
         objects.append(access.load_balancer_allowance(access.gateway_exposure(objects), ()))
     return Cluster(objects, [w for o in objects if (w := from_object("test", o)) is not None])
@@ -460,22 +466,7 @@ def test_prometheus_open_to_all_but_a_wrong_vpc_range_is_caught_answering_team_p
 def test_an_existing_vpcs_unknown_ranges_are_judged_in_a_stand_in_that_the_model_names():
     """In an existing VPC the preview records the ALB allowance's sources as unknown (read from AWS at deploy time):
     the model judges them as the VPC's ranges, in a stand-in VPC it says it used."""
-    labels = {"istio": "ingressgateway"}
-    objects = [
-        deployment(access.GATEWAY_NAMESPACE, "gateway", labels, [("http", 8080), ("status", 15021)]),
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": access.GATEWAY_SERVICE, "namespace": access.GATEWAY_NAMESPACE},
-            "spec": {"selector": labels, "ports": [{"port": access.GATEWAY_HTTP_PORT, "targetPort": 8080}]},
-        },
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "Ingress",
-            "metadata": {"name": "k", "namespace": "istio-system"},
-        },
-        netpol.deny_all(access.GATEWAY_NAMESPACE),
-    ]
+    objects = gateway_objects()
     allowance = access.load_balancer_allowance(access.gateway_exposure(objects), ())
     allowance["spec"]["ingress"][0]["from"] = [{"ipBlock": {"cidr": UNKNOWN}}]  # as the preview records it
     platform, found = check_views([StackView([], [("m", o) for o in [*objects, allowance]], [])], None)

@@ -195,19 +195,13 @@ class TeamProfile(pulumi.ComponentResource):
             any_custom=True,  # Kubeflow's CRD, installed by the platform
         )
         namespace = args.namespace.namespace
-        for manifest in team_pod_defaults(team, queueing=args.plan.queues is not None):
-            k8s_objects.create(
-                f"{name}-{manifest['metadata']['name']}",
-                manifest,
-                pulumi.ResourceOptions(
-                    parent=self,
-                    provider=args.cluster.kubernetes_provider,
-                    depends_on=[namespace],
-                    deleted_with=namespace,
-                ),
-                any_custom=True,
-            )
-        for key, manifest in sorted((args.plan.pipelines or {}).items()):
+        # The namespace's PodDefaults (Kubeflow's CRD) and, on an S3 platform, its Pipelines config: made in the
+        # namespace once it exists, and gone with it.
+        in_namespace = [
+            (manifest["metadata"]["name"], manifest, True)
+            for manifest in team_pod_defaults(team, queueing=args.plan.queues is not None)
+        ] + [(key, manifest, False) for key, manifest in sorted((args.plan.pipelines or {}).items())]
+        for key, manifest, custom in in_namespace:
             k8s_objects.create(
                 f"{name}-{key}",
                 manifest,
@@ -217,5 +211,6 @@ class TeamProfile(pulumi.ComponentResource):
                     depends_on=[namespace],
                     deleted_with=namespace,
                 ),
+                any_custom=custom,
             )
         self.register_outputs({"profile": team.name})
