@@ -94,7 +94,8 @@ def test_identity_is_irsa_unless_asked_and_anything_else_is_refused_by_its_key()
         parse_config(raw("dev", identity="pod-identity"), project=NS, stack="t")
     (issue,) = caught.value.issues
     assert issue.path == "identity"
-    assert "irsa" in issue.message and "podIdentity" in issue.message
+    assert "irsa" in issue.message
+    assert "podIdentity" in issue.message
 
 
 def test_pod_identity_is_refused_while_kubeflow_makes_roles_it_does_not_cover():
