@@ -207,3 +207,26 @@ def test_the_platform_with_pod_identity_breaks_no_rule_of_the_model(pod_identity
     platform, found = platform_model(pod_identity_dev, CHARTS)
     assert [str(p) for p in found] == []
     assert any(w.origin == "eks-addon/eks-pod-identity-agent" for w in platform.workloads)
+
+
+# ------------------------------------------------------------------------------------------------ team stacks
+
+
+def test_a_team_with_a_profile_is_refused_on_a_pod_identity_platform_and_accepted_on_irsa():
+    from components.team.config import TeamConfig
+    from components.team.offer import OFFER_OUTPUTS, parse_offer
+    from components.team.plan import plan_team
+
+    from .conftest import REPO
+
+    outputs = json.loads((REPO / "examples" / "team-stack" / "platform-outputs.dev.json").read_text())
+    vision = TeamConfig.model_validate({"name": "vision", "quota": {"gpus": 1}, "kubeflow": {"owner": "a@example.org"}})
+    irsa = parse_offer({k: v for k, v in outputs.items() if k in OFFER_OUTPUTS}, stack="acme/eks-ml-platform/dev")
+    assert irsa.identity == "irsa"
+    plan_team(vision, irsa)
+    pod_identity = irsa.model_copy(update={"identity": "podIdentity"})
+    with pytest.raises(ConfigError) as caught:
+        plan_team(vision, pod_identity)
+    assert [issue.path for issue in caught.value.issues] == ["team.kubeflow"]
+    # Without the Profile, the team's own role follows the platform (TeamIdentity through ClusterHandle.irsa_role).
+    plan_team(TeamConfig.model_validate({"name": "vision", "quota": {"gpus": 1}}), pod_identity)
