@@ -25,6 +25,7 @@ from components.config.types import (
     ConfigModel,
     ControlPlaneLog,
     Environment,
+    Identity,
     NatGateways,
     StatefulResources,
     TagValue,
@@ -61,6 +62,7 @@ __all__ = [
     "FsxConfig",
     "GpuAdmission",
     "GpuConfig",
+    "Identity",
     "IngressConfig",
     "KarpenterConfig",
     "MigOptions",
@@ -107,6 +109,14 @@ class PlatformConfig(ConfigModel):
         description="what `pulumi destroy` does with stateful resources (KMS keys, log groups, buckets, file "
         "systems, volumes): `protect` refuses until they are unprotected, `retain` leaves them in AWS and forgets "
         "them, `destroy` deletes them, emptying buckets first (see [Teardown](#teardown))"
+    )
+    identity: Identity = Field(
+        default=Identity.IRSA,
+        description="how the platform's pods get AWS credentials: `irsa` (IAM roles for service accounts, through the "
+        "cluster's OIDC provider) or `podIdentity` (EKS Pod Identity: the `eks-pod-identity-agent` add-on and an "
+        "association per service account); team stacks follow it. `podIdentity` covers the controllers and add-ons "
+        "and team stacks without a Kubeflow section; it is refused while Kubeflow makes roles (`kubeflow.teams`, "
+        "`kubeflow.pipelines.artifacts: s3`) (see [Pod credentials](#pod-credentials-irsa-or-eks-pod-identity))",
     )
     network: NetworkConfig = Field(description="the VPC: created from `cidr`, or an existing one")
     cluster: ClusterConfig = Field(
@@ -274,6 +284,7 @@ class PlatformConfig(ConfigModel):
                     problems.append((key, "is not available on Bottlerocket, which runs its own device plugin"))
         problems.extend(self._storage_problems())
         problems.extend(self._kubeflow_problems())
+        problems.extend(self._identity_problems())
         if (full := self.system_capacity.problem()) is not None:
             problems.append(("cluster.systemNodeGroup", full))
         if not CLUSTER_NAME.match(self.cluster_name):
@@ -289,6 +300,28 @@ class PlatformConfig(ConfigModel):
         if problems:
             raise FieldProblems(problems)
         return self
+
+    def _identity_problems(self) -> list[tuple[str, str]]:
+        """What EKS Pod Identity does not cover yet: the roles Kubeflow's own objects name (the Profiles' IRSA plugin
+        annotates `default-editor`, Pipelines' manifests carry the annotation), which would keep IRSA annotations."""
+        if self.identity is not Identity.POD_IDENTITY or not self.kubeflow.enabled:
+            return []
+        makers = []
+        if self.kubeflow.teams:
+            makers.append("kubeflow.teams")
+        if self.kubeflow.pipelines.artifacts == "s3":
+            makers.append("kubeflow.pipelines.artifacts: s3")
+        if not makers:
+            return []
+        return [
+            (
+                "identity",
+                (
+                    f"podIdentity does not cover the roles Kubeflow makes yet ({', '.join(makers)}): their service "
+                    "accounts would keep IRSA annotations; use irsa, or run Kubeflow without them"
+                ),
+            )
+        ]
 
     def _storage_problems(self) -> list[tuple[str, str]]:
         fsx = self.storage.fsx

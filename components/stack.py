@@ -313,6 +313,7 @@ def _cluster_args(
         owns_vpc=network.owns_vpc,
         network_ready=network.egress,
         network_subnets=network.subnets,
+        identity=config.identity,
     )
 
 
@@ -465,6 +466,7 @@ def export_team_contract(platform: Platform) -> None:
     pulumi.export("clusterCertificateAuthority", kubeconfig.apply(certificate_authority_of))
     pulumi.export("clusterSecurityGroupId", handle.cluster_security_group_id)
     pulumi.export("oidcIssuer", handle.oidc_issuer)
+    pulumi.export("identity", handle.identity.value)
     if config.network.existing is None:
         pulumi.export("vpcCidr", str(config.network.cidr))
     pulumi.export("nodePools", {name: offered_pool(pool) for name, pool in sorted(config.karpenter.node_pools.items())})

@@ -52,6 +52,7 @@ _EBS_CSI_SOURCE = "aws eks describe-addon-versions --addon-name aws-ebs-csi-driv
 #: The node monitoring agent's build, as its chart (aws/eks-node-monitoring-agent, charts/eks-node-monitoring-agent,
 #: nodeAgent.image.tag at v1.7.0) and `aws eks describe-addon-versions --addon-name eks-node-monitoring-agent` name it.
 _NODE_MONITORING_SOURCE = "https://github.com/aws/eks-node-monitoring-agent/releases/tag/v1.7.0"
+_POD_IDENTITY_SOURCE = "aws eks describe-addon-versions --addon-name eks-pod-identity-agent --kubernetes-version {k8s}"
 
 
 def _addons(k8s: str, *, kube_proxy: str, coredns: str) -> Mapping[str, Pin]:
@@ -64,6 +65,10 @@ def _addons(k8s: str, *, kube_proxy: str, coredns: str) -> Mapping[str, Pin]:
             "aws-ebs-csi-driver": Pin("aws-ebs-csi-driver", "v1.62.0-eksbuild.1", _EBS_CSI_SOURCE.format(k8s=k8s)),
             # Sets the node conditions (AcceleratedHardwareReady, KernelReady, ...) Karpenter's node repair acts on.
             "eks-node-monitoring-agent": Pin("eks-node-monitoring-agent", "v1.7.0-eksbuild.1", _NODE_MONITORING_SOURCE),
+            # Installed with `identity: podIdentity` only; one build serves Kubernetes 1.34 to 1.36.
+            "eks-pod-identity-agent": Pin(
+                "eks-pod-identity-agent", "v1.3.10-eksbuild.3", _POD_IDENTITY_SOURCE.format(k8s=k8s)
+            ),
         }
     )
 

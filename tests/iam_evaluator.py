@@ -80,8 +80,12 @@ def _applies(statement: Mapping[str, Any], action: str, resource: str, context: 
     if "Resource" in statement:
         if not any(_wildcard(p, resource, case_sensitive=True) for p in _as_list(statement["Resource"])):
             return False
-    elif any(_wildcard(p, resource, case_sensitive=True) for p in _as_list(statement["NotResource"])):
+    elif "NotResource" in statement and any(
+        _wildcard(p, resource, case_sensitive=True) for p in _as_list(statement["NotResource"])
+    ):
         return False
+    # Neither: a role's trust policy, whose statements apply to the role they belong to (their Principal is for the
+    # caller to check).
     return _condition_holds(statement.get("Condition") or {}, context)
 
 

@@ -389,6 +389,7 @@ def test_every_supported_kubernetes_version_has_all_addons_pinned():
             "coredns",
             "aws-ebs-csi-driver",
             "eks-node-monitoring-agent",
+            "eks-pod-identity-agent",
         }
         for pin in versions.EKS_ADDONS[version].values():
             assert pin.version.startswith("v")

@@ -140,7 +140,12 @@ def test_only_the_load_balancer_controller_may_read_the_client_secret_and_only_t
     chart = yaml.safe_load(CHART_VALUES.read_text())
     assert chart["clusterSecretsPermissions"]["allowAllSecrets"] is CONTRACT["chartReadsAllSecretsByDefault"] is False
     values = controller_values(
-        cluster_name="c", region="us-west-2", vpc_id="vpc-1", role_arn="arn", placement=Placement({}, ()), tags={}
+        cluster_name="c",
+        region="us-west-2",
+        vpc_id="vpc-1",
+        service_account_annotations={},
+        placement=Placement({}, ()),
+        tags={},
     )
     assert "clusterSecretsPermissions" not in values
     account = values["serviceAccount"]["name"]

@@ -12,7 +12,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 
 from components import versions
-from components.identity.irsa import IrsaRole, IrsaRoleArgs, aws_managed_policy_arn
+from components.identity.irsa import IrsaRole, IrsaRoleArgs, PodIdentityTarget, aws_managed_policy_arn
 
 #: vpc-cni add-on configuration (its schema: `aws eks describe-addon-configuration --addon-name vpc-cni`).
 VPC_CNI_CONFIGURATION: Mapping[str, str] = {"enableNetworkPolicy": "true"}
@@ -29,6 +29,10 @@ EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
 NODE_MONITORING_CONFIGURATION: Mapping[str, Any] = {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
 
 
+#: The add-on that serves EKS Pod Identity credentials on every node.
+POD_IDENTITY_AGENT = "eks-pod-identity-agent"
+
+
 @dataclass(frozen=True)
 class AddonSite:
     """What every managed add-on and add-on role of the cluster shares."""
@@ -41,6 +45,9 @@ class AddonSite:
     cluster_name: pulumi.Output[str]
     kubernetes_version: str
     partition: pulumi.Output[str]
+    #: With EKS Pod Identity, the cluster as the place its roles are used in (`associate=False`: each add-on makes
+    #: its own association); None: IRSA.
+    pod_identity: PodIdentityTarget | None = None
 
 
 def addon_role(site: AddonSite, key: str, service_account: tuple[str, str], policy: str) -> IrsaRole:
@@ -52,6 +59,7 @@ def addon_role(site: AddonSite, key: str, service_account: tuple[str, str], poli
             namespace=service_account[0],
             service_account=service_account[1],
             managed_policy_arns={"aws-managed": aws_managed_policy_arn(site.partition, policy)},
+            pod_identity=site.pod_identity,
         ),
         pulumi.ResourceOptions(parent=site.parent),
     )
@@ -65,14 +73,22 @@ def addon(
     depends_on: Sequence[pulumi.Resource] = (),
     configuration: Mapping[str, Any] | None = None,
 ) -> aws.eks.Addon:
-    """A managed add-on at its pinned version for the cluster's Kubernetes version."""
+    """A managed add-on at its pinned version for the cluster's Kubernetes version. Its `role` is given to it the
+    way the cluster's pods get credentials: as the service account's IRSA role, or as a Pod Identity association the
+    add-on makes for its service account (and removes with itself)."""
     pin = versions.eks_addon(site.kubernetes_version, addon_name)
+    pod_identity = role is not None and site.pod_identity is not None
     return aws.eks.Addon(
         f"{site.name}-{addon_name}",
         cluster_name=site.cluster_name,
         addon_name=addon_name,
         addon_version=pin.version,
-        service_account_role_arn=role.arn if role else None,
+        service_account_role_arn=role.arn if role is not None and not pod_identity else None,
+        pod_identity_associations=(
+            [aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=role.service_account)]
+            if role is not None and pod_identity
+            else None
+        ),
         configuration_values=json.dumps(configuration, sort_keys=True) if configuration else None,
         resolve_conflicts_on_create="OVERWRITE",
         resolve_conflicts_on_update="OVERWRITE",
@@ -93,6 +109,14 @@ def networking_addons(site: AddonSite) -> tuple[aws.eks.Addon, aws.eks.Addon]:
     # with no policy stay open, so Prometheus keeps scraping across namespaces.
     vpc_cni = addon(site, "vpc-cni", role=cni_role, configuration=VPC_CNI_CONFIGURATION)
     return vpc_cni, addon(site, "kube-proxy")
+
+
+def pod_identity_agent_addon(site: AddonSite) -> aws.eks.Addon:
+    """The EKS Pod Identity agent, a DaemonSet on every node (it tolerates every taint) that hands pods the
+    credentials of their service account's association. Like the networking add-ons it needs no node to become
+    ACTIVE, and the nodes' role already allows what it calls (`eks-auth:AssumeRoleForPodIdentity`, in
+    AmazonEKSWorkerNodePolicy: EKS User Guide, pod-id-agent-setup.html)."""
+    return addon(site, POD_IDENTITY_AGENT)
 
 
 def node_health_addon(site: AddonSite) -> aws.eks.Addon:

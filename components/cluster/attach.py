@@ -28,6 +28,8 @@ HANDLE_OUTPUTS = (
     "clusterEndpoint",
     "clusterName",
     "clusterSecurityGroupId",
+    # How pods get AWS credentials (irsa or podIdentity): the team's roles follow the platform's choice.
+    "identity",
     "kubernetesVersion",
     "oidcIssuer",
     "oidcProviderArn",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,11 +13,17 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components import versions
-from components.cluster.addons import AddonSite, networking_addons, node_health_addon, workload_addons
+from components.cluster.addons import (
+    AddonSite,
+    networking_addons,
+    node_health_addon,
+    pod_identity_agent_addon,
+    workload_addons,
+)
 from components.cluster.config import ClusterConfig, EndpointAccess
 from components.cluster.create_order import created_after
-from components.cluster.handle import MUTABLE_DATA, ClusterHandle
-from components.config.types import StatefulResources
+from components.cluster.handle import MUTABLE_DATA, ClusterHandle, pod_identity_target
+from components.config.types import Identity, StatefulResources
 from components.identity.documents import same_principal
 from components.identity.irsa import node_role as node_role_with_policies
 from components.scheduling import SYSTEM_PLACEMENT, SYSTEM_TAINT
@@ -95,6 +102,10 @@ class ClusterArgs:
     #: EKS gives it admin access itself, so it gets no entry of ours, and the cluster is tagged with it so later runs
     #: by another identity know. None: unknown (a cluster created before the tag existed), no tag, every entry made.
     creator_arn: str | None = None
+    #: How pods get AWS credentials: IRSA, or EKS Pod Identity (then the `eks-pod-identity-agent` add-on is installed,
+    #: the add-ons' roles are given as Pod Identity associations, and `handle.irsa_role` makes Pod Identity roles).
+    #: Default: IRSA.
+    identity: Identity = Identity.IRSA
 
 
 class Cluster(pulumi.ComponentResource):
@@ -126,7 +137,20 @@ class Cluster(pulumi.ComponentResource):
         # The name of the aws.eks.Cluster inside pulumi-eks's component, not of the component: what uses it then
         # depends on that resource itself, and the engine deletes node groups, add-ons and access entries before
         # the EKS cluster (a dependency on the component alone leaves them unordered against its children).
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         site = AddonSite(name, self, cluster, cluster.eks_cluster.name, config.kubernetes_version, partition)
+        agent = None
+        if args.identity is Identity.POD_IDENTITY:
+            agent = pod_identity_agent_addon(site)
+            target = pod_identity_target(
+                cluster_name=site.cluster_name,
+                region=args.region,
+                partition=partition,
+                account_id=account_id,
+                agent=agent,
+                associate=False,
+            )
+            site = dataclasses.replace(site, pod_identity=target)
         networking = networking_addons(site)
         self.system_node_group = _system_node_group(
             name, args, site.cluster_name, partition, networking=networking, network_sweep=network_sweep, parent=self
@@ -140,7 +164,14 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-sweep",
             _sweep_args(args, IN_CLUSTER_SWEEP, site.cluster_name),
             parent=self,
-            after=[self.system_node_group, *networking, coredns, ebs_csi_driver, node_health],
+            after=[
+                self.system_node_group,
+                *networking,
+                coredns,
+                ebs_csi_driver,
+                node_health,
+                *([agent] if agent is not None else []),
+            ],
         )
         kubernetes_provider = _kubernetes_provider(name, cluster, args.aws_profile, sweep=self.sweep, parent=self)
         self.handle = ClusterHandle(
@@ -148,7 +179,7 @@ class Cluster(pulumi.ComponentResource):
             kubernetes_version=config.kubernetes_version,
             region=args.region,
             partition=partition,
-            account_id=aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id,
+            account_id=account_id,
             endpoint=cluster.kubeconfig_json.apply(_endpoint_from_kubeconfig),
             oidc_provider_arn=cluster.oidc_provider_arn,
             oidc_issuer=cluster.oidc_issuer,
@@ -163,6 +194,8 @@ class Cluster(pulumi.ComponentResource):
             coredns=coredns,
             eks_cluster=cluster,
             aws_profile=args.aws_profile,
+            identity=args.identity,
+            pod_identity_agent=agent,
         )
         self.register_outputs(
             {

@@ -12,7 +12,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.cluster import attach
-from components.identity.irsa import IrsaRole, IrsaRoleArgs
+from components.config.types import Identity
+from components.identity.documents import eks_cluster_arn
+from components.identity.irsa import IrsaRole, IrsaRoleArgs, PodIdentityTarget
 from components.scheduling import SYSTEM_PLACEMENT, Placement
 
 #: `enableConfigMapMutable` and `enableSecretMutable` of every Kubernetes provider the package makes: a ConfigMap or
@@ -53,6 +55,10 @@ class ClusterHandle:
     eks_cluster: pulumi.Resource | None = None
     #: The AWS CLI profile the stack acts as (None: ambient credentials), for what calls AWS itself.
     aws_profile: str | None = None
+    #: How pods get AWS credentials: every role `irsa_role` makes follows it. Default: IRSA.
+    identity: Identity = Identity.IRSA
+    #: The `eks-pod-identity-agent` add-on (with `Identity.POD_IDENTITY`): associations wait for it.
+    pod_identity_agent: pulumi.Resource | None = None
 
     def kubernetes_options(self, parent: pulumi.Resource) -> pulumi.ResourceOptions:
         """Options for the objects a part puts in the cluster: the cluster's provider, and `deleted_with` the EKS
@@ -83,13 +89,17 @@ class ClusterHandle:
         region: str,
         aws_profile: str | None = None,
         system_node_group: str | None = None,
+        identity: Identity = Identity.IRSA,
         provider: aws.Provider | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> ClusterHandle:
-        """The handle of an existing cluster, read from AWS (see `attach.existing_outputs`)."""
+        """The handle of an existing cluster, read from AWS (see `attach.existing_outputs`). `identity`: how its
+        pods get AWS credentials (AWS does not say which the cluster's owner chose); `Identity.POD_IDENTITY` needs the
+        `eks-pod-identity-agent` add-on on the cluster."""
         values = attach.existing_outputs(
             cluster_name=cluster_name, region=region, system_node_group=system_node_group, provider=provider
         )
+        values["identity"] = identity.value
         return _handle("cluster", values=values, aws_profile=aws_profile, provider=provider, opts=opts)
 
     @property
@@ -108,7 +118,8 @@ class ClusterHandle:
         inline_policies: Mapping[str, pulumi.Input[str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> IrsaRole:
-        """An IRSA role for one service account of this cluster."""
+        """A role for one service account of this cluster, through IRSA or EKS Pod Identity as the cluster's
+        `identity` says; annotate the service account with the role's `service_account_annotations`."""
         return IrsaRole(
             name,
             IrsaRoleArgs(
@@ -118,9 +129,39 @@ class ClusterHandle:
                 service_account=service_account,
                 managed_policy_arns=managed_policy_arns or {},
                 inline_policies=inline_policies or {},
+                pod_identity=self.pod_identity_target() if self.identity is Identity.POD_IDENTITY else None,
             ),
             opts,
         )
+
+    def pod_identity_target(self, *, associate: bool = True) -> PodIdentityTarget:
+        """This cluster as the place EKS Pod Identity roles are used in (`associate`: see PodIdentityTarget)."""
+        return pod_identity_target(
+            cluster_name=self.name,
+            region=self.region,
+            partition=self.partition,
+            account_id=self.account_id,
+            agent=self.pod_identity_agent,
+            associate=associate,
+        )
+
+
+def pod_identity_target(
+    *,
+    cluster_name: pulumi.Input[str],
+    region: str,
+    partition: pulumi.Input[str],
+    account_id: pulumi.Input[str],
+    agent: pulumi.Resource | None,
+    associate: bool = True,
+) -> PodIdentityTarget:
+    """A cluster as the place EKS Pod Identity roles are used in."""
+    arn = pulumi.Output.all(partition, account_id, cluster_name).apply(
+        lambda v: eks_cluster_arn(partition=v[0], region=region, account_id=v[1], cluster_name=v[2])
+    )
+    return PodIdentityTarget(
+        cluster_name=cluster_name, cluster_arn=arn, account_id=account_id, agent=agent, associate=associate
+    )
 
 
 def _handle(
@@ -133,6 +174,12 @@ def _handle(
 ) -> ClusterHandle:
     cluster_name = values["clusterName"]
     account_id, partition = attach.arn_account_and_partition(values["oidcProviderArn"])
+    try:
+        identity = Identity(values["identity"])
+    except ValueError:
+        raise attach.AttachError(
+            f"the platform's output identity is {values['identity']!r}; expected one of {[i.value for i in Identity]}"
+        ) from None
     read = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=provider))
 
     def addon(key: str, addon_name: str) -> aws.eks.Addon:
@@ -175,4 +222,7 @@ def _handle(
         coredns=addon("coredns", "coredns"),
         eks_cluster=None,
         aws_profile=aws_profile,
+        identity=identity,
+        # The platform's agent, not this program's: its associations need not wait for it.
+        pod_identity_agent=None,
     )

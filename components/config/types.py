@@ -125,6 +125,18 @@ class StatefulResources(StrEnum):
     DESTROY = "destroy"
 
 
+class Identity(StrEnum):
+    """How pods of the platform get their AWS credentials.
+
+    `irsa`: IAM roles for service accounts (the cluster's OIDC provider, the service account annotated with its role);
+    `podIdentity`: EKS Pod Identity (the `eks-pod-identity-agent` add-on and an association per service account, no
+    annotation).
+    """
+
+    IRSA = "irsa"
+    POD_IDENTITY = "podIdentity"
+
+
 class ControlPlaneLog(StrEnum):
     API = "api"
     AUDIT = "audit"

@@ -68,6 +68,50 @@ def irsa_trust_policy(
     }
 
 
+#: The service EKS Pod Identity assumes roles as (EKS User Guide, "Create IAM role with trust policy required by EKS
+#: Pod Identity", docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html).
+POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
+
+
+def eks_cluster_arn(*, partition: str, region: str, account_id: str, cluster_name: str) -> str:
+    """The ARN of an EKS cluster, as EKS Pod Identity's `eks-cluster-arn` session tag carries it."""
+    return f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}"
+
+
+def pod_identity_trust_policy(
+    *, account_id: str, cluster_arn: str, namespace: str, service_account: str
+) -> dict[str, Any]:
+    """Trust policy admitting EKS Pod Identity for exactly one service account of one cluster of this account.
+
+    The service principal alone names no cluster: any association in the account could then hand the role to any
+    pod. EKS Pod Identity tags every session it opens with the cluster's ARN, the namespace and the service account
+    (`eks-cluster-arn`, `kubernetes-namespace`, `kubernetes-service-account`: EKS User Guide, pod-id-role.html and
+    "Enable or disable session tags", pod-id-abac.html), which is why it needs `sts:TagSession`; pinning those tags
+    with StringEquals admits only that cluster's association for that service account. `aws:SourceAccount` keeps
+    another account's EKS from acting on the role. `aws:SourceArn` is not used: in these requests it is the
+    association's ARN (`...:podidentityassociation/<cluster>/<id>`, awslabs/mountpoint-s3-csi-driver#781), not
+    the cluster's, and an association's ID is known only once it exists.
+    """
+    return {
+        "Version": IAM_VERSION,
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": POD_IDENTITY_SERVICE},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {
+                        "aws:SourceAccount": account_id,
+                        "aws:RequestTag/eks-cluster-arn": cluster_arn,
+                        "aws:RequestTag/kubernetes-namespace": namespace,
+                        "aws:RequestTag/kubernetes-service-account": service_account,
+                    }
+                },
+            }
+        ],
+    }
+
+
 def same_principal(a: str, b: str) -> bool:
     """Whether two IAM principal ARNs name the same user or role (paths aside: an assumed role's session context
     gives the role's ARN with its path, config may give it without)."""

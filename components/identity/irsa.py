@@ -1,14 +1,39 @@
-"""The IRSA role every controller uses, and the node role of EKS nodes (IAM documents in `documents`)."""
+"""The role every pod of the platform that calls AWS uses (IRSA, or EKS Pod Identity), and the node role of EKS
+nodes (IAM documents in `documents`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
-from components.identity.documents import irsa_trust_policy, node_trust_policy, to_json
+from components.identity.documents import irsa_trust_policy, node_trust_policy, pod_identity_trust_policy, to_json
+
+#: The service account annotation IRSA reads. With EKS Pod Identity it must be absent: the SDKs' credential chain
+#: tries web identity (what the annotation sets up) before container credentials (what Pod Identity sets up), so a
+#: leftover annotation would win, and fail once the role no longer trusts the OIDC provider.
+IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
+
+
+@dataclass(frozen=True)
+class PodIdentityTarget:
+    """Where an EKS Pod Identity role is used: its cluster, and whether the role makes its own association."""
+
+    #: The cluster's name (the association is made in it).
+    cluster_name: pulumi.Input[str]
+    #: Its ARN, which Pod Identity tags each session with (`documents.eks_cluster_arn`).
+    cluster_arn: pulumi.Input[str]
+    #: The account of the cluster and the role.
+    account_id: pulumi.Input[str]
+    #: The `eks-pod-identity-agent` add-on: the association waits for it, so no pod is given credentials no agent
+    #: serves, and on destroy goes before it. None: it exists already (a cluster this program did not create).
+    agent: pulumi.Resource | None = None
+    #: False for an EKS managed add-on's role: the add-on makes the association itself
+    #: (`aws.eks.Addon(pod_identity_associations=...)`), and a second one for the same service account is refused.
+    #: Default: the role makes it.
+    associate: bool = True
 
 
 def aws_managed_policy_arn(partition: pulumi.Input[str], path_and_name: str) -> pulumi.Output[str]:
@@ -25,8 +50,9 @@ class IrsaRoleArgs:
     """
 
     #: The cluster's IAM OIDC provider (`ClusterHandle.oidc_provider_arn`; `ClusterHandle.irsa_role` fills it).
+    #: Unused with `pod_identity`.
     oidc_provider_arn: pulumi.Input[str]
-    #: Its issuer, with or without `https://` (`ClusterHandle.oidc_issuer`).
+    #: Its issuer, with or without `https://` (`ClusterHandle.oidc_issuer`). Unused with `pod_identity`.
     oidc_issuer: pulumi.Input[str]
     #: The namespace of the only service account that may assume the role.
     namespace: str
@@ -36,31 +62,59 @@ class IrsaRoleArgs:
     managed_policy_arns: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     #: Inline policy documents (JSON), by name. Default: none.
     inline_policies: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    #: None: IRSA (the default). Set: the role trusts EKS Pod Identity for the service account in that cluster, and
+    #: the service account must carry no IRSA annotation (`IrsaRole.service_account_annotations` is then empty).
+    pod_identity: PodIdentityTarget | None = None
 
 
 class IrsaRole(pulumi.ComponentResource):
-    """An IAM role assumable only by one service account of one cluster (IAM Roles for Service Accounts)."""
+    """An IAM role assumable only by one service account of one cluster: through IAM Roles for Service Accounts, or
+    through EKS Pod Identity (`IrsaRoleArgs.pod_identity`). One component for both, so every consumer follows the
+    cluster's choice and its URN does not change with it."""
 
     role: aws.iam.Role
-    #: The role's ARN, resolved once its policies are attached.
+    #: The role's ARN, resolved once its policies are attached (and, with Pod Identity, its association made).
     arn: pulumi.Output[str]
+    #: What the service account must be annotated with: `{IRSA_ANNOTATION: arn}` with IRSA, nothing with Pod
+    #: Identity. Resolved when `arn` is, so a chart or object given it waits for the policies and the association.
+    service_account_annotations: pulumi.Output[dict[str, str]]
+    #: The Pod Identity association this role made (None with IRSA, or when an add-on makes it).
+    association: aws.eks.PodIdentityAssociation | None
+    #: The one service account that may assume the role, and its namespace.
+    namespace: str
+    service_account: str
 
     def __init__(self, name: str, args: IrsaRoleArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:iam:IrsaRole", name, None, opts)
-        trust = pulumi.Output.all(args.oidc_provider_arn, args.oidc_issuer).apply(
-            lambda values: to_json(
-                irsa_trust_policy(
-                    oidc_provider_arn=values[0],
-                    oidc_issuer=values[1],
-                    namespace=args.namespace,
-                    service_account=args.service_account,
+        self.namespace, self.service_account = args.namespace, args.service_account
+        target = args.pod_identity
+        if target is None:
+            trust = pulumi.Output.all(args.oidc_provider_arn, args.oidc_issuer).apply(
+                lambda values: to_json(
+                    irsa_trust_policy(
+                        oidc_provider_arn=values[0],
+                        oidc_issuer=values[1],
+                        namespace=args.namespace,
+                        service_account=args.service_account,
+                    )
                 )
             )
-        )
+        else:
+            trust = pulumi.Output.all(target.account_id, target.cluster_arn).apply(
+                lambda values: to_json(
+                    pod_identity_trust_policy(
+                        account_id=values[0],
+                        cluster_arn=values[1],
+                        namespace=args.namespace,
+                        service_account=args.service_account,
+                    )
+                )
+            )
+        kind = "IRSA" if target is None else "EKS Pod Identity"
         self.role = aws.iam.Role(
             f"{name}-role",
             assume_role_policy=trust,
-            description=f"IRSA role for {args.namespace}/{args.service_account}",
+            description=f"{kind} role for {args.namespace}/{args.service_account}",
             opts=pulumi.ResourceOptions(parent=self),
         )
         grants: list[pulumi.CustomResource] = [
@@ -78,9 +132,27 @@ class IrsaRole(pulumi.ComponentResource):
             )
             for policy_name, document in sorted(args.inline_policies.items())
         ]
-        # Known only once the policies are attached: a chart or add-on given this ARN waits for them through it,
-        # with no depends_on to remember (a pod that assumes the role earlier is denied and may not retry).
-        self.arn = pulumi.Output.all(self.role.arn, *(grant.id for grant in grants)).apply(lambda values: values[0])
+        self.association = None
+        if target is not None and target.associate:
+            self.association = aws.eks.PodIdentityAssociation(
+                f"{name}-association",
+                cluster_name=target.cluster_name,
+                namespace=args.namespace,
+                service_account=args.service_account,
+                role_arn=self.role.arn,
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    # why: credentials are served by the agent; on destroy the association goes before it.
+                    depends_on=[target.agent] if target.agent is not None else [],
+                ),
+            )
+            grants.append(self.association)
+        # Known only once the policies are attached (and the association made): a chart or add-on given this ARN or
+        # these annotations waits for them through it, with no depends_on to remember (a pod that assumes the role
+        # earlier is denied and may not retry; one created before its association gets no credentials at all).
+        waited: Sequence[pulumi.Output[str]] = [grant.id for grant in grants]
+        self.arn = pulumi.Output.all(self.role.arn, *waited).apply(lambda values: values[0])
+        self.service_account_annotations = self.arn.apply(lambda arn: {IRSA_ANNOTATION: arn} if target is None else {})
         self.register_outputs({"arn": self.arn})
 
 

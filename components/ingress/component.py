@@ -26,7 +26,7 @@ def controller_values(
     cluster_name: pulumi.Input[str],
     region: str,
     vpc_id: pulumi.Input[str],
-    role_arn: pulumi.Input[str],
+    service_account_annotations: pulumi.Input[Mapping[str, str]],
     placement: Placement,
     tags: Mapping[str, str],
     waf: bool = False,
@@ -41,7 +41,8 @@ def controller_values(
         "serviceAccount": {
             "create": True,
             "name": SERVICE_ACCOUNT,
-            "annotations": {"eks.amazonaws.com/role-arn": role_arn},
+            # The role's IRSA annotation, or none with EKS Pod Identity (IrsaRole.service_account_annotations).
+            "annotations": service_account_annotations,
         },
         "replicaCount": system_capacity.LB_CONTROLLER_REPLICAS,
         "podDisruptionBudget": {"maxUnavailable": 1},
@@ -123,7 +124,7 @@ class Ingress(pulumi.ComponentResource):
                 cluster_name=cluster.name,
                 region=cluster.region,
                 vpc_id=cluster.vpc_id,
-                role_arn=role.arn,
+                service_account_annotations=role.service_account_annotations,
                 placement=cluster.system_placement,
                 tags=args.tags,
                 waf=args.waf,

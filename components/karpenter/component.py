@@ -48,7 +48,7 @@ def controller_values(
     cluster_name: pulumi.Input[str],
     cluster_endpoint: pulumi.Input[str],
     queue_name: pulumi.Input[str],
-    role_arn: pulumi.Input[str],
+    service_account_annotations: pulumi.Input[Mapping[str, str]],
     region: str,
     config: KarpenterConfig,
     placement: Placement,
@@ -69,7 +69,8 @@ def controller_values(
         "serviceAccount": {
             "create": True,
             "name": SERVICE_ACCOUNT,
-            "annotations": {"eks.amazonaws.com/role-arn": role_arn},
+            # The role's IRSA annotation, or none with EKS Pod Identity (IrsaRole.service_account_annotations).
+            "annotations": service_account_annotations,
         },
         "replicas": system_capacity.KARPENTER_REPLICAS,
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
@@ -221,7 +222,7 @@ class Karpenter(pulumi.ComponentResource):
                 cluster_name=created_after(cluster.name, crds),
                 cluster_endpoint=cluster.endpoint,
                 queue_name=self.queue.name,
-                role_arn=role.arn,
+                service_account_annotations=role.service_account_annotations,
                 region=cluster.region,
                 config=args.config,
                 placement=cluster.system_placement,

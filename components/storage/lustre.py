@@ -258,7 +258,7 @@ def csi_driver(
         controller["serviceAccount"] = {
             # The chart creates it (its default); the name is spelled out because the trust policy names it.
             "name": FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
-            "annotations": {"eks.amazonaws.com/role-arn": controller_role.arn},
+            "annotations": controller_role.service_account_annotations,
         }
         controller["extraTags"] = {DYNAMIC_FSX_TAG: cluster.name}
         controller["region"] = cluster.region

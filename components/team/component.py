@@ -90,7 +90,8 @@ class TeamIdentityArgs:
 
 
 class TeamIdentity(pulumi.ComponentResource):
-    """The team's service account and the IRSA role only it may assume, allowed the team's bucket prefix."""
+    """The team's service account and the role only it may assume (IRSA, or EKS Pod Identity as the platform runs),
+    allowed the team's bucket prefix."""
 
     role: IrsaRole
     role_arn: pulumi.Output[str]
@@ -121,7 +122,7 @@ class TeamIdentity(pulumi.ComponentResource):
         namespace = args.namespace.namespace
         self.service_account = k8s_objects.create(
             f"{name}-service-account",
-            service_account(team, self.role_arn),
+            service_account(team, self.role.service_account_annotations),
             pulumi.ResourceOptions(
                 parent=self, provider=cluster.kubernetes_provider, depends_on=[namespace], deleted_with=namespace
             ),

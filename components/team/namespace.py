@@ -100,15 +100,15 @@ def namespace_manifests(
     return manifests
 
 
-def service_account(team: TeamConfig, role_arn: Any) -> Manifest:
-    """The team's service account, annotated with its IRSA role (`role_arn` may be a Pulumi output: it is only
-    placed, never read)."""
+def service_account(team: TeamConfig, annotations: Any) -> Manifest:
+    """The team's service account, annotated as its role asks (`IrsaRole.service_account_annotations`: the IRSA
+    role's ARN, or nothing with EKS Pod Identity; may be a Pulumi output: it is only placed, never read)."""
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
         "metadata": {
             "name": team.service_account_name,
             "namespace": team.name,
-            "annotations": {"eks.amazonaws.com/role-arn": role_arn},
+            "annotations": annotations,
         },
     }

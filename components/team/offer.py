@@ -111,6 +111,8 @@ class PlatformOffer(_Outputs):
     kubeflow_pipelines: OfferedPipelines | None = None
     #: Present when the platform runs Kueue: a team stack then makes its ClusterQueue in the cohort and its LocalQueue.
     kueue: OfferedQueueing | None = None
+    #: How the platform's pods get AWS credentials (its `identity`), which the team's role follows.
+    identity: Literal["irsa", "podIdentity"] = "irsa"
 
     @property
     def has_shared_file_system(self) -> bool:

@@ -104,6 +104,17 @@ def _namespace_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[st
 
 
 def _kubeflow_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str, str]]:
+    if team.kubeflow is not None and offer.identity == "podIdentity":
+        # The Profile's IRSA plugin would annotate default-editor with the role, which Pod Identity must not have.
+        return [
+            (
+                "kubeflow",
+                (
+                    "the platform runs EKS Pod Identity (its identity: podIdentity), which does not cover Kubeflow "
+                    "Profiles yet; remove the kubeflow section, or run the platform with identity: irsa"
+                ),
+            )
+        ]
     if team.kubeflow is not None and not offer.kubeflow_enabled:
         return [
             (
