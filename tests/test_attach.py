@@ -98,6 +98,18 @@ def test_a_platform_without_an_output_the_handle_needs_is_named():
 
 
 @pytest.mark.stack
+def test_a_platform_of_the_release_before_identity_was_exported_is_read_as_irsa():
+    # A platform not yet re-deployed on this release exports no `identity`; it ran IRSA, so its team stacks keep an
+    # IRSA role instead of stopping.
+    outputs = {k: v for k, v in recorded().items() if k != "identity"}
+    inventory = attach(
+        lambda: ClusterHandle.from_stack_reference(PLATFORM_STACK), stack_references={PLATFORM_STACK: outputs}
+    )
+    assert trust(inventory)["Statement"][0]["Principal"] == {"Federated": outputs["oidcProviderArn"]}
+    assert not [r for r in inventory.resources if r.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"]
+
+
+@pytest.mark.stack
 def test_a_stack_reference_the_mocks_have_no_outputs_for_fails_loudly():
     with pytest.raises(UnexpectedCall, match="no recorded outputs for the stack reference 'acme/other/prod'"):
         attach(

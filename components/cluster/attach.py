@@ -38,6 +38,8 @@ HANDLE_OUTPUTS = (
     "systemNodeGroup",
     "vpcId",
 )
+#: Outputs a platform of an earlier release did not export, with what their absence means: such a platform ran IRSA.
+OPTIONAL_HANDLE_OUTPUTS = {"identity": "irsa"}
 
 
 class AttachError(Exception):
@@ -115,7 +117,10 @@ def stack_outputs(stack: str | pulumi.StackReference, *, opts: pulumi.ResourceOp
         else pulumi.StackReference("platform", stack_name=stack, opts=opts)
     )
     stack_name = _sync_await(ref.name.future()) if isinstance(stack, pulumi.StackReference) else stack
-    return read_outputs(ref, HANDLE_OUTPUTS, stack=str(stack_name), required=HANDLE_OUTPUTS)
+    found = read_outputs(
+        ref, HANDLE_OUTPUTS, stack=str(stack_name), required=set(HANDLE_OUTPUTS) - set(OPTIONAL_HANDLE_OUTPUTS)
+    )
+    return {**OPTIONAL_HANDLE_OUTPUTS, **found}
 
 
 def _system_node_group(cluster_name: str, invoke: pulumi.InvokeOptions) -> str:
