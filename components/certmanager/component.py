@@ -13,7 +13,7 @@ from typing import Any
 
 import pulumi
 
-from components import helm, k8s_objects, versions
+from components import helm, versions
 from components.certmanager import network_policy
 from components.certmanager.names import GROUPS, NAMESPACE
 from components.cluster.capacity import CERT_MANAGER as REQUESTS
@@ -75,13 +75,12 @@ class CertManager(pulumi.ComponentResource):
     def __init__(self, name: str, args: CertManagerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:certmanager:CertManager", name, None, opts)
         cluster = args.cluster
-        k8s_opts = cluster.kubernetes_options(self)
-        namespace = k8s_objects.owned_namespace(
+        namespace = cluster.owned_namespace(
             f"{name}-namespace",
             NAMESPACE,
+            parent=self,
             pod_security="restricted",
-            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
-            opts=k8s_opts,
+            cleanup_controllers=args.cleanup_controllers,
             policies=network_policy.policies(NAMESPACE, args.monitoring_namespace),
         )
         self.release = helm.release(
@@ -89,10 +88,6 @@ class CertManager(pulumi.ComponentResource):
             versions.CERT_MANAGER,
             namespace=namespace.metadata["name"],
             values=chart_values(placement=cluster.system_placement),
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts,
-                # why: it runs on the system nodes and resolves through CoreDNS; on destroy it goes before them.
-                pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
-            ),
+            opts=cluster.on_system_nodes(self),
         )
         self.register_outputs({})

@@ -11,6 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components import k8s_objects
 from components.cluster import attach
 from components.config.types import Identity
 from components.identity.documents import eks_cluster_arn
@@ -107,6 +108,34 @@ class ClusterHandle:
         """What a controller on the system nodes needs before it can start (nodes to run on, cluster DNS), and must
         be deleted before: depend on all of it."""
         return (self.system_node_group, self.coredns)
+
+    def on_system_nodes(self, parent: pulumi.Resource) -> pulumi.ResourceOptions:
+        """`kubernetes_options` for what runs on the system nodes (a controller's release): it waits for
+        `system_ready`, and on destroy goes before the nodes and CoreDNS it runs on."""
+        return pulumi.ResourceOptions.merge(
+            self.kubernetes_options(parent), pulumi.ResourceOptions(depends_on=list(self.system_ready))
+        )
+
+    def owned_namespace(
+        self,
+        name: str,
+        namespace: str,
+        *,
+        parent: pulumi.Resource,
+        pod_security: str,
+        cleanup_controllers: Sequence[pulumi.Resource] = (),
+        policies: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> k8s.core.v1.Namespace:
+        """`k8s_objects.owned_namespace` of a part: it goes on destroy while the EBS CSI driver and
+        `cleanup_controllers` (what deletes the AWS side of what is put in it) still run."""
+        return k8s_objects.owned_namespace(
+            name,
+            namespace,
+            pod_security=pod_security,
+            cleaners=[self.ebs_csi_driver, *cleanup_controllers],
+            opts=self.kubernetes_options(parent),
+            policies=policies,
+        )
 
     def irsa_role(
         self,

@@ -55,19 +55,15 @@ class GpuStack(pulumi.ComponentResource):
         super().__init__("eksml:gpu:GpuStack", name, None, opts)
         cluster, config = args.cluster, args.config
         k8s_opts = cluster.kubernetes_options(self)
-        on_system_nodes = pulumi.ResourceOptions.merge(
-            k8s_opts,
-            # why: the operator and the scheduler run on the system nodes; on destroy they go before those nodes.
-            pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
-        )
+        on_system_nodes = cluster.on_system_nodes(self)  # the operator and the scheduler
         mig = config.mig
         # Owned by the stack (not created by Helm), so destroy removes it; the operator's DaemonSets need host access.
-        namespace = k8s_objects.owned_namespace(
+        namespace = cluster.owned_namespace(
             f"{name}-namespace",
             OPERATOR_NAMESPACE,
+            parent=self,
             pod_security="privileged",
-            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
-            opts=k8s_opts,
+            cleanup_controllers=args.cleanup_controllers,
             policies=network_policy.policies(OPERATOR_NAMESPACE, args.monitoring_namespace),
         )
         self.operator = helm.release(

@@ -44,7 +44,7 @@ class NodeDevices(pulumi.ComponentResource):
         cluster = args.cluster
         k8s_opts = cluster.kubernetes_options(self)
         # why: Helm waits for the DaemonSet's pods, which need cluster DNS and the system nodes' controllers.
-        ready = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=list(cluster.system_ready)))
+        ready = cluster.on_system_nodes(self)
         if args.neuron_taints is not None:
             helm.release(
                 f"{name}-neuron",

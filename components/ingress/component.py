@@ -130,10 +130,7 @@ class Ingress(pulumi.ComponentResource):
                 waf=args.waf,
                 shield=args.shield,
             ),
-            opts=pulumi.ResourceOptions.merge(
-                cluster.kubernetes_options(self),
-                # why: it runs on the system nodes; destroy removes it first. (Its role ARN waits for the policy.)
-                pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
-            ),
+            # Its role ARN waits for the policy.
+            opts=cluster.on_system_nodes(self),
         )
         self.register_outputs({})

@@ -41,19 +41,15 @@ class KServe(pulumi.ComponentResource):
         super().__init__("eksml:kserve:KServe", name, None, opts)
         cluster = args.cluster
         k8s_opts = cluster.kubernetes_options(self)
-        namespace = k8s_objects.owned_namespace(
+        namespace = cluster.owned_namespace(
             f"{name}-namespace",
             NAMESPACE,
+            parent=self,
             pod_security="restricted",
-            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
-            opts=k8s_opts,
+            cleanup_controllers=args.cleanup_controllers,
             policies=network_policy.policies(NAMESPACE),
         )
-        on_system_nodes = pulumi.ResourceOptions.merge(
-            k8s_opts,
-            # why: the controller runs on the system nodes and resolves through CoreDNS; on destroy it goes first.
-            pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
-        )
+        on_system_nodes = cluster.on_system_nodes(self)
         crds = helm.release(
             f"{name}-crd", versions.KSERVE_CRD, namespace=namespace.metadata["name"], values={}, opts=on_system_nodes
         )

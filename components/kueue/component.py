@@ -45,12 +45,12 @@ class Kueue(pulumi.ComponentResource):
         super().__init__("eksml:kueue:Kueue", name, None, opts)
         cluster = args.cluster
         k8s_opts = cluster.kubernetes_options(self)
-        namespace = k8s_objects.owned_namespace(
+        namespace = cluster.owned_namespace(
             f"{name}-namespace",
             NAMESPACE,
+            parent=self,
             pod_security="restricted",
-            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
-            opts=k8s_opts,
+            cleanup_controllers=args.cleanup_controllers,
             policies=network_policy.policies(NAMESPACE),
         )
         self.release = helm.release(
@@ -58,11 +58,7 @@ class Kueue(pulumi.ComponentResource):
             versions.KUEUE,
             namespace=namespace.metadata["name"],
             values=chart_values(placement=cluster.system_placement),
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts,
-                # why: it runs on the system nodes and resolves through CoreDNS; on destroy it goes before them.
-                pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
-            ),
+            opts=cluster.on_system_nodes(self),
         )
         after_release = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.release]))
         self.flavor = k8s_objects.create(

@@ -200,21 +200,19 @@ class Observability(pulumi.ComponentResource):
         super().__init__("eksml:observability:Observability", name, None, opts)
         cluster, config = args.cluster, args.config
         k8s_opts = cluster.kubernetes_options(self)
-        namespace = k8s_objects.owned_namespace(
+        namespace = cluster.owned_namespace(
             f"{name}-namespace",
             NAMESPACE,
+            parent=self,
             pod_security="restricted",  # node-exporter, the one host agent, runs in its own namespace
-            # Prometheus' claim among what lives here.
-            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
-            opts=k8s_opts,
+            cleanup_controllers=args.cleanup_controllers,  # Prometheus' claim among what lives here
         )
-        node_exporter_namespace = k8s_objects.owned_namespace(
+        node_exporter_namespace = cluster.owned_namespace(
             f"{name}-node-exporter-namespace",
             NODE_EXPORTER_NAMESPACE,
+            parent=self,
             pod_security="privileged",
-            # Like every namespace the stack owns: it goes while what deletes the AWS side of its contents still runs.
-            cleaners=[cluster.ebs_csi_driver, *args.cleanup_controllers],
-            opts=k8s_opts,
+            cleanup_controllers=args.cleanup_controllers,
         )
         in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace]))
         policies = {
