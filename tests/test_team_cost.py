@@ -418,8 +418,8 @@ def test_a_query_prometheus_refuses_is_reported_with_its_reason(prometheus):
             "--region: expected an AWS region such as us-west-2, got 'oregon'",
         ),
         (
-            ["--from", "2026-06-01", "--to", "2026-07-01", "--region", "us-west-2", "--no-spot-prices"],
-            "argument --no-spot-prices: not allowed with argument --region",
+            ["--from", "2026-06-01", "--to", "2026-07-01", "--region", "us-west-2", "--stack", "prod"],
+            "argument --stack: not allowed with argument --region",
         ),
         (
             ["--from", "2026-06-01", "--to", "2026-07-01", "--region", "us-west-2", "--project-dir", "."],
@@ -573,6 +573,18 @@ def test_no_spot_prices_keeps_the_list_price_and_calls_no_aws_api(prometheus, ca
     (nlp,) = [line for line in out.splitlines() if line.startswith("nlp ")]
     assert nlp.split()[-4:] == ["$3.02", "$3.02", "on-demand", "ceiling"]
     assert "Spot GPU-hours at the on-demand list price (--no-spot-prices)" in out
+
+
+def test_no_spot_prices_goes_with_the_stack_the_readme_names_and_calls_no_aws_api(prometheus, capsys, monkeypatch):
+    # The README's command names --stack prod; adding --no-spot-prices to it keeps the list price.
+    monkeypatch.setattr(by_team, "_now", lambda: NOW)
+    monkeypatch.setattr(by_team, "_ec2_client", lambda *_: pytest.fail("--no-spot-prices called AWS"))
+    status, out, err = _command(
+        capsys, *JUNE, "--prometheus", prometheus, "--stack", "prod", "--project-dir", str(REPO), "--no-spot-prices"
+    )
+    assert status == 0, err
+    (nlp,) = [line for line in out.splitlines() if line.startswith("nlp ")]
+    assert nlp.split()[-4:] == ["$3.02", "$3.02", "on-demand", "ceiling"]
 
 
 def test_a_spot_type_without_history_stays_at_the_on_demand_ceiling_and_says_so(prometheus, capsys, monkeypatch):

@@ -105,10 +105,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     spot.add_argument(
         "--region", type=_region, help="price spot GPU-hours at the spot price history of every AZ of this region"
     )
-    spot.add_argument(
+    parser.add_argument(
         "--no-spot-prices",
         action="store_true",
-        help="price spot GPU-hours at the on-demand list price (a ceiling); calls no AWS API",
+        help="price spot GPU-hours at the on-demand list price (a ceiling) and read no spot price history; "
+        "--stack or --region then only give Amazon Managed Prometheus its region and credentials",
     )
     parser.add_argument("--project-dir", type=Path, help="with --stack: folder with Pulumi.yaml (default: .)")
 
@@ -301,7 +302,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, now: datetime
             file=sys.stderr,
         )
         return 1
-    if region and bill.spot_types():
+    if region and bill.spot_types() and not args.no_spot_prices:
         try:
             bill = with_spot_prices(bill, read_spot_pricing(lambda: _ec2_client(profile, region), bill, region, zones))
         except SpotPriceError as error:
