@@ -197,6 +197,35 @@ def test_a_workload_waits_for_the_certificates_it_mounts_and_a_certificate_for_i
     )
 
 
+def test_every_workload_waits_for_its_service_account_and_what_its_pods_mount(staged):
+    # The API server refuses a pod whose ServiceAccount does not exist; with the workload created first, the engine
+    # (at --parallel 8, a 2-core runner's default) filled every slot waiting for workloads whose accounts queued
+    # behind them, until the awaits timed out (found by the engine tier).
+    seaweedfs = one(staged, "Deployment", "kubeflow", "seaweedfs")
+    assert ObjectKey("", "ServiceAccount", "kubeflow", "seaweedfs") in seaweedfs.depends_on
+    argo = one(staged, "Deployment", "kubeflow", "workflow-controller")
+    assert ObjectKey("", "ServiceAccount", "kubeflow", "argo") in argo.depends_on
+    jupyter = one(staged, "Deployment", "kubeflow", "jupyter-web-app-deployment")
+    assert ObjectKey("", "ConfigMap", "kubeflow", "jupyter-web-app-config") in jupyter.depends_on
+    by_key = {s.key for s in staged}
+    for item in staged:
+        template = (item.manifest.get("spec") or {}).get("template") or {}
+        account = (template.get("spec") or {}).get("serviceAccountName")
+        wanted = ObjectKey("", "ServiceAccount", item.key.namespace, account or "")
+        if account and wanted in by_key:
+            assert reaches(staged, item, wanted), item.key
+
+
+def test_the_checker_catches_a_workload_that_does_not_wait_for_its_service_account(staged):
+    deployment = one(staged, "Deployment", "kubeflow", "seaweedfs")
+    kept = tuple(d for d in deployment.depends_on if d.kind != "ServiceAccount")
+    problems = staging.check(replaced(staged, deployment, depends_on=kept))
+    assert problems == [
+        "Deployment.apps kubeflow/seaweedfs: does not wait for ServiceAccount kubeflow/seaweedfs "
+        "(the ServiceAccount its pods run as)"
+    ]
+
+
 def test_a_team_profile_waits_for_its_namespace_and_team_objects_for_the_apps(staged):
     profile = one(staged, "Profile", "", "vision")
     assert ObjectKey("", "Namespace", "", "vision") in profile.depends_on

@@ -120,6 +120,39 @@ class Relations:
         names = {v["secret"]["secretName"] for v in template.get("spec", {}).get("volumes") or () if "secret" in v}
         return {self.certificates[(namespace, n)] for n in names if (namespace, n) in self.certificates}
 
+    def pod_prerequisites(self, obj: Manifest) -> dict[ObjectKey, str]:
+        """What a workload's pods need to exist before they can start: the ServiceAccount they run as (the API
+        server refuses a pod whose ServiceAccount does not exist, and the controller only retries with a backoff),
+        and the ConfigMaps and Secrets they mount or read without `optional` (the kubelet holds the pod until they
+        exist). Without the edge the engine may create the workload first and wait for its readiness with every
+        slot of its parallelism while these wait behind it (found by the engine tier at `--parallel` 8)."""
+        template = pod_template(obj)
+        if template is None:
+            return {}
+        namespace = obj["metadata"].get("namespace", "")
+        spec = template.get("spec") or {}
+        wanted: dict[ObjectKey, str] = {}
+        account = spec.get("serviceAccountName") or spec.get("serviceAccount")
+        if account:
+            wanted[ObjectKey("", "ServiceAccount", namespace, account)] = "the ServiceAccount its pods run as"
+        for volume in spec.get("volumes") or ():
+            for kind, source, name_key in (("ConfigMap", "configMap", "name"), ("Secret", "secret", "secretName")):
+                ref = volume.get(source)
+                if ref and not ref.get("optional") and ref.get(name_key):
+                    wanted[ObjectKey("", kind, namespace, ref[name_key])] = f"the {kind} its pods mount"
+        for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+            for source in container.get("envFrom") or ():
+                for kind, field in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+                    ref = source.get(field)
+                    if ref and not ref.get("optional") and ref.get("name"):
+                        wanted[ObjectKey("", kind, namespace, ref["name"])] = f"the {kind} its pods read"
+            for variable in container.get("env") or ():
+                for kind, field in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
+                    ref = (variable.get("valueFrom") or {}).get(field)
+                    if ref and not ref.get("optional") and ref.get("name"):
+                        wanted[ObjectKey("", kind, namespace, ref["name"])] = f"the {kind} its pods read"
+        return {k: why for k, why in wanted.items() if k in self.objects}
+
     def issuer_of(self, obj: Manifest) -> ObjectKey | None:
         if group_of(obj["apiVersion"]) != CERT_MANAGER_GROUP or obj["kind"] != "Certificate":
             return None
@@ -199,6 +232,11 @@ class Relations:
                 needs[backend] = "the service behind its webhooks"
         for certificate in self.mounted_certificates(obj):
             needs[certificate] = "the Certificate whose Secret it mounts"
+        for needed, why in self.pod_prerequisites(obj).items():
+            # Dependencies only point back to the same or an earlier stage; none of Kubeflow's workloads uses an
+            # object of a later one (a team's, which its own namespace's objects reach through the team stage).
+            if stages.get(needed, 0) <= stages[own]:
+                needs[needed] = why
         issuer = self.issuer_of(obj)
         if issuer is not None:
             needs[issuer] = "its Issuer"
