@@ -52,6 +52,20 @@ def test_the_unresolved_jobset_ca_injection_is_dropped_and_resolved_ones_are_kep
     assert "$(" not in json.dumps(annotations)
 
 
+def test_aggregated_cluster_roles_leave_their_rules_to_the_aggregation_controller(upstream, cleaned):
+    # Applied with `rules: []`, every later preview failed with a server-side apply conflict with
+    # "clusterrole-aggregation-controller" on .rules, and refresh saw a change (found by the engine tier).
+    def aggregated(objects):
+        return {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole" and "aggregationRule" in o}
+
+    assert any("rules" in o for o in aggregated(upstream).values())  # upstream ships them
+    kept = aggregated(cleaned)
+    assert {"kubeflow-view", "kubeflow-edit", "kubeflow-admin"} <= set(kept)
+    assert [name for name, o in kept.items() if "rules" in o] == []
+    plain = [o for o in cleaned if o["kind"] == "ClusterRole" and "aggregationRule" not in o]
+    assert plain and all("rules" in o for o in plain)  # only the aggregated ones lose theirs
+
+
 def test_cluster_scoped_objects_carry_no_namespace(upstream, cleaned):
     scopes = Scopes(cleaned)
 

@@ -110,6 +110,24 @@ def drop_cluster_scoped_namespaces(objects: list[Manifest]) -> list[Manifest]:
     return _edit(objects, change, lambda obj: "namespace" in obj["metadata"])
 
 
+def drop_aggregated_rules(objects: Iterable[Manifest]) -> list[Manifest]:
+    """Remove `rules` from aggregated ClusterRoles (those with an `aggregationRule`): the controller manager's
+    clusterrole-aggregation controller owns that field and fills it from the selected roles. Kubeflow's manifests
+    carry `rules: []` there; applied by Pulumi (server-side apply), every later preview and update fails with a field
+    conflict with "clusterrole-aggregation-controller" on .rules, and refresh reports a change (found by the engine
+    tier; Kubernetes docs, "Aggregated ClusterRoles": the control plane overwrites any rules given)."""
+
+    def change(obj: Manifest) -> Manifest | None:
+        obj.pop("rules", None)
+        return obj
+
+    return _edit(
+        objects,
+        change,
+        lambda obj: obj["kind"] == "ClusterRole" and "aggregationRule" in obj and "rules" in obj,
+    )
+
+
 def clear_controller_filled_secrets(objects: Iterable[Manifest]) -> list[Manifest]:
     def change(obj: Manifest) -> Manifest | None:
         if (obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) not in CONTROLLER_FILLED_SECRETS:
@@ -168,6 +186,7 @@ def cleanup(objects: list[Manifest]) -> list[Manifest]:
     objects = istio_validation_fails_closed(objects)
     objects = drop_unresolved_ca_injection(objects)
     objects = drop_cluster_scoped_namespaces(objects)
+    objects = drop_aggregated_rules(objects)
     return clear_controller_filled_secrets(objects)
 
 
