@@ -142,6 +142,9 @@ def test_queue_is_encrypted_short_lived_and_accepts_only_eventbridge_over_tls(de
     assert allow["Resource"] == queue.outputs["arn"]
     assert deny["Effect"] == "Deny"
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    # SQS attaches a policy to the queue named by its URL (pulumi-aws QueuePolicy.queueUrl, required).
+    assert dev.one("aws:sqs/queuePolicy:QueuePolicy").inputs["queueUrl"] == queue.outputs["url"]
+    assert queue.outputs["url"].startswith("https://sqs.us-west-2.amazonaws.com/123456789012/")
 
 
 def test_controller_role_trusts_exactly_the_service_account_the_chart_creates(dev):

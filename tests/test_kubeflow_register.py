@@ -16,7 +16,7 @@ from pulumi.runtime.sync_await import _sync_await
 from components import k8s_objects
 from components.kubeflow import credentials, entries, plan, register, render, staging, teams
 from components.kubeflow.credentials import Admin
-from components.kubeflow.objects import BUILTIN, group_of
+from components.kubeflow.objects import BUILTIN, ObjectKey, group_of
 from components.kubeflow.staging import Stage
 from components.kubeflow.teams import Team
 
@@ -48,6 +48,7 @@ class Recorder(pulumi_mocks.MockMonitor):
             "dependencies": set(request.dependencies),
             "provider": request.provider,
             "inputs": rpc.deserialize_properties(request.object, keep_unknowns=True),
+            "deleted_with": request.deletedWith,
         }
         return response
 
@@ -136,12 +137,30 @@ def test_each_typed_class_registers_its_own_kind():
 def test_dependencies_are_exactly_the_staged_ones(staged, seen):
     names = {item.key: item.name for item in staged}
     urn_names = {record["urn"]: name for name, record in seen.items()}
+    claim_namespaces = {item.key.namespace for item in staged if item.key.kind == "PersistentVolumeClaim"}
     for item in staged:
         recorded = {urn_names[urn] for urn in seen[item.name]["dependencies"]}
         expected = {names[d] for d in item.depends_on} or {"node-group"}
-        if item.key.kind == "PersistentVolumeClaim":
+        # A claim, and the namespace it goes with on destroy, wait for the driver that deletes its volume.
+        if item.key.kind == "PersistentVolumeClaim" or (
+            item.key.kind == "Namespace" and item.key.name in claim_namespaces
+        ):
             expected.add("csi-driver")
         assert recorded == expected, item.key
+
+
+@pytest.mark.stack
+def test_every_claim_goes_with_its_namespace_and_workloads_wait_for_their_claims(staged, seen):
+    # Deleted on its own, a claim waits on its protection finalizer for the pods that mount it, which go with the
+    # cluster: the engine tier's destroy waited on Kubeflow's MySQL and SeaweedFS claims until the delete timed out.
+    urns = {name: record["urn"] for name, record in seen.items()}
+    claims = [item for item in staged if item.key.kind == "PersistentVolumeClaim"]
+    assert {c.key.name for c in claims} >= {"mysql-pv-claim", "seaweedfs-pvc"}
+    for claim in claims:
+        namespace = next(i for i in staged if i.key.kind == "Namespace" and i.key.name == claim.key.namespace)
+        assert seen[claim.name]["deleted_with"] == urns[namespace.name], claim.key
+    mysql = next(i for i in staged if i.key.kind == "Deployment" and i.key.name == "mysql")
+    assert ObjectKey("", "PersistentVolumeClaim", "kubeflow", "mysql-pv-claim") in mysql.depends_on
 
 
 @pytest.mark.stack

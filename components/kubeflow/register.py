@@ -78,6 +78,7 @@ def register(
     Namespace itself: {"team-a": [Kueue]}."""
     values = substitutions(secrets or {}, role_arns or {}, inputs)
     resources: dict[ObjectKey, pulumi.CustomResource] = {}
+    claim_namespaces = {s.key.namespace for s in staged if s.key.kind == "PersistentVolumeClaim"}
     for item in topological(staged):
         owner = parent[item.stage] if isinstance(parent, Mapping) else parent
         dependencies = [resources[k] for k in item.depends_on] if item.depends_on else list(depends_on)
@@ -85,10 +86,15 @@ def register(
         dependencies += list((depends_on_by_group or {}).get(item.key.group, ()))
         home = item.key.name if item.key.kind == "Namespace" and not item.key.namespace else item.key.namespace
         dependencies += list((depends_on_by_namespace or {}).get(home, ()))
-        # A claim on a static volume goes with its namespace: deleted on its own it would wait, on its protection
-        # finalizer, for the pods that mount it, which only the namespace's deletion removes.
-        static_claim = item.key.kind == "PersistentVolumeClaim" and (item.manifest.get("spec") or {}).get("volumeName")
-        namespace = resources.get(ObjectKey("", "Namespace", "", item.key.namespace)) if static_claim else None
+        # A claim goes with its namespace: deleted on its own it would wait, on its protection finalizer, for the
+        # pods that mount it, which go with the cluster or the namespace, until its delete timed out (a static
+        # claim's was seen offline; a provisioned claim's by the engine tier's destroy). The volume follows its
+        # reclaim policy: the kept-volume class retains it where the stack keeps its data. The namespace of a claim
+        # waits for the controllers that act on a claim's delete (the EBS CSI driver), as the claim would.
+        claim = item.key.kind == "PersistentVolumeClaim"
+        namespace = resources.get(ObjectKey("", "Namespace", "", item.key.namespace)) if claim else None
+        if item.key.kind == "Namespace" and item.key.name in claim_namespaces:
+            dependencies += list((depends_on_by_kind or {}).get("PersistentVolumeClaim", ()))
         opts = pulumi.ResourceOptions(
             provider=provider,
             parent=owner,

@@ -123,9 +123,11 @@ class Relations:
     def pod_prerequisites(self, obj: Manifest) -> dict[ObjectKey, str]:
         """What a workload's pods need to exist before they can start: the ServiceAccount they run as (the API
         server refuses a pod whose ServiceAccount does not exist, and the controller only retries with a backoff),
-        and the ConfigMaps and Secrets they mount or read without `optional` (the kubelet holds the pod until they
-        exist). Without the edge the engine may create the workload first and wait for its readiness with every
-        slot of its parallelism while these wait behind it (found by the engine tier at `--parallel` 8)."""
+        the ConfigMaps and Secrets they mount or read without `optional` (the kubelet holds the pod until they
+        exist), and the claims they mount (on destroy the workload then goes first: a claim's protection finalizer
+        holds its delete until no pod mounts it). Without the edge the engine may create the workload first and
+        wait for its readiness with every slot of its parallelism while these wait behind it (found by the engine
+        tier at `--parallel` 8)."""
         template = pod_template(obj)
         if template is None:
             return {}
@@ -136,6 +138,9 @@ class Relations:
         if account:
             wanted[ObjectKey("", "ServiceAccount", namespace, account)] = "the ServiceAccount its pods run as"
         for volume in spec.get("volumes") or ():
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim:
+                wanted[ObjectKey("", "PersistentVolumeClaim", namespace, claim)] = "the claim its pods mount"
             for kind, source, name_key in (("ConfigMap", "configMap", "name"), ("Secret", "secret", "secretName")):
                 ref = volume.get(source)
                 if ref and not ref.get("optional") and ref.get(name_key):
