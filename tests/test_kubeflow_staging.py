@@ -221,8 +221,10 @@ def test_the_checker_catches_a_workload_that_does_not_wait_for_its_service_accou
     kept = tuple(d for d in deployment.depends_on if d.kind != "ServiceAccount")
     problems = staging.check(replaced(staged, deployment, depends_on=kept))
     assert problems == [
-        "Deployment.apps kubeflow/seaweedfs: does not wait for ServiceAccount kubeflow/seaweedfs "
-        "(the ServiceAccount its pods run as)"
+        (
+            "Deployment.apps kubeflow/seaweedfs: does not wait for ServiceAccount kubeflow/seaweedfs "
+            "(the ServiceAccount its pods run as)"
+        )
     ]
 
 

@@ -63,7 +63,8 @@ def test_aggregated_cluster_roles_leave_their_rules_to_the_aggregation_controlle
     assert {"kubeflow-view", "kubeflow-edit", "kubeflow-admin"} <= set(kept)
     assert [name for name, o in kept.items() if "rules" in o] == []
     plain = [o for o in cleaned if o["kind"] == "ClusterRole" and "aggregationRule" not in o]
-    assert plain and all("rules" in o for o in plain)  # only the aggregated ones lose theirs
+    assert plain
+    assert all("rules" in o for o in plain)  # only the aggregated ones lose theirs
 
 
 def test_cluster_scoped_objects_carry_no_namespace(upstream, cleaned):
