@@ -111,11 +111,14 @@ def drop_cluster_scoped_namespaces(objects: list[Manifest]) -> list[Manifest]:
 
 
 def drop_aggregated_rules(objects: Iterable[Manifest]) -> list[Manifest]:
-    """Remove `rules` from aggregated ClusterRoles (those with an `aggregationRule`): the controller manager's
-    clusterrole-aggregation controller owns that field and fills it from the selected roles. Kubeflow's manifests
-    carry `rules: []` there; applied by Pulumi (server-side apply), every later preview and update fails with a field
-    conflict with "clusterrole-aggregation-controller" on .rules, and refresh reports a change (found by the engine
-    tier; Kubernetes docs, "Aggregated ClusterRoles": the control plane overwrites any rules given)."""
+    """Remove `rules` from aggregated ClusterRoles (those with an `aggregationRule`), and an empty `rules` from any
+    ClusterRole. The controller manager's clusterrole-aggregation controller owns an aggregated role's rules and
+    fills them from the selected roles; Kubeflow's manifests carry `rules: []` there, and applied by Pulumi
+    (server-side apply) every later preview and update failed with a field conflict with
+    "clusterrole-aggregation-controller" on .rules, and refresh reported a change (Kubernetes docs, "Aggregated
+    ClusterRoles": the control plane overwrites any rules given). An empty list on a plain role (Kubeflow's
+    `*-ui-admin` roles, which only label themselves into an aggregate) is read back as no list, and every preview
+    planned to add it again. Both found by the engine tier."""
 
     def change(obj: Manifest) -> Manifest | None:
         obj.pop("rules", None)
@@ -124,7 +127,7 @@ def drop_aggregated_rules(objects: Iterable[Manifest]) -> list[Manifest]:
     return _edit(
         objects,
         change,
-        lambda obj: obj["kind"] == "ClusterRole" and "aggregationRule" in obj and "rules" in obj,
+        lambda obj: obj["kind"] == "ClusterRole" and "rules" in obj and ("aggregationRule" in obj or not obj["rules"]),
     )
 
 
