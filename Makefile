@@ -7,7 +7,7 @@ SCAN_VENV := .venv-scan
 STACK ?= dev
 WORKERS ?= 2
 
-.PHONY: preview test test-fast lint benchmark preflight cost leak-check kubeflow-fetch config-reference clean
+.PHONY: preview test test-fast test-engine engine-tools engine-box lint benchmark preflight cost leak-check kubeflow-fetch config-reference clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,11 +24,27 @@ $(SCAN_VENV)/.installed: tests/checkov-requirements.txt
 	$(SCAN_VENV)/bin/python -m pip install --quiet -r tests/checkov-requirements.txt
 	touch $@
 
-## The whole suite, spread over WORKERS processes (pytest-xdist; WORKERS=auto: one per core). A test module stays
-## on one process (--dist loadscope), so its module fixtures are computed once. The security scan's checkov is
-## installed into .venv-scan first.
+## The whole suite: the offline tier spread over WORKERS processes (pytest-xdist; WORKERS=auto: one per core; a test
+## module stays on one process, --dist loadscope, so its module fixtures are computed once), then the engine tier
+## (test-engine). The security scan's checkov is installed into .venv-scan first.
 test: $(VENV)/.installed $(SCAN_VENV)/.installed
-	$(PY) -m pytest -n $(WORKERS) --dist loadscope
+	$(PY) -m pytest -n $(WORKERS) --dist loadscope -m "not engine"
+	$(MAKE) test-engine
+
+## The engine tools (Pulumi CLI and language host, the Kubernetes provider, etcd, the control plane, kwok) built
+## from their pinned Go modules into the per-user cache; only what is missing is built (cold: see README).
+engine-tools: $(VENV)/.installed
+	$(PY) -m engine.tools.build
+
+## The engine tier: the real Pulumi CLI deploys the dev stack into the cluster in a box and destroys it (root, Linux:
+## it makes a network namespace with only loopback up).
+test-engine: engine-tools
+	$(PY) -m pytest -m engine tests/engine
+
+## A cluster in a box for a person: the control plane, kwok and the stack's nodes in a network namespace; Ctrl-C
+## stops it. Deploy into it with the steps in docs/engine.md.
+engine-box: engine-tools preview
+	$(PY) -m engine.box --stack $(STACK)
 
 ## The pure tests, the loop to run while editing: all but those marked `slow` (stack previews, processes,
 ## refcheck, Kubeflow renders, whole preflight runs; see tests/conftest.py). T=tests/test_x.py runs one file;

@@ -1,0 +1,337 @@
+"""A Kubernetes control plane in a box: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, all
+inside a network namespace that this module makes, with only loopback up.
+
+**The network rule.** Nothing the engine tier starts may send a packet anywhere but loopback. Every process (the
+control plane, kwok, and later the Pulumi CLI with its plugins) runs with `ip netns exec <ns>`, in a namespace whose
+only interface is `lo`; `Box.start` checks that before it starts anything. The API server will try to call webhooks
+and pods at service and pod addresses: inside the namespace those connections fail at once (no route), and nothing
+leaves the machine.
+
+Nodes have no kubelet: kwok plays every node marked with `KWOK_ANNOTATION`, answers their heartbeats and moves their
+pods through their lifecycle (Pending -> Running and Ready; a Job's pods to Succeeded; deleted pods away).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from engine.kube import Kube
+from engine.pki import Pki
+
+#: The annotation kwok's `--manage-nodes-with-annotation-selector` picks its nodes by.
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+#: How kwok moves nodes and pods through their lives (our own Stage objects).
+KWOK_STAGES = Path(__file__).resolve().parent / "data" / "kwok-stages.yaml"
+#: Fixed ports are safe: the namespace is new and holds nothing else.
+ETCD_CLIENT, ETCD_PEER, API_PORT, MOTO_PORT = 2379, 2380, 6443, 5000
+#: The dev stack's service range (Pulumi.dev.yaml cluster.serviceCidr), so ClusterIPs look like the real cluster's.
+SERVICE_CIDR = "172.20.0.0/16"
+
+
+class BoxError(RuntimeError):
+    """The box could not start (a process exited, a check failed): the message says which and where its log is."""
+
+
+def _ip() -> str:
+    """iproute2's `ip`, which makes and enters network namespaces (Debian's iproute2 package)."""
+    path = shutil.which("ip")
+    if path is None:
+        raise BoxError("the engine tier needs `ip` from iproute2 (apt-get install iproute2)")
+    return path
+
+
+def netns_exec(namespace: str) -> list[str]:
+    """The prefix that runs a command inside `namespace`."""
+    return [_ip(), "netns", "exec", namespace]
+
+
+def _only_loopback(namespace: str) -> list[str]:
+    """The namespace's interfaces that are up, other than loopback (must be none)."""
+    out = subprocess.run(
+        [*netns_exec(namespace), _ip(), "-o", "link", "show"], check=True, capture_output=True, text=True
+    ).stdout
+    return [line.split(":")[1].strip() for line in out.splitlines() if line.split(":")[1].strip() != "lo"]
+
+
+def _component_flags(kubeconfig: Path) -> list[str]:
+    """What the controller manager and the scheduler share: their identity (one kubeconfig for the API, its
+    authentication and authorization delegation), loopback only, and no leader election (there is one of each)."""
+    return [
+        *(f"--{flag}={kubeconfig}" for flag in ("kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig")),
+        "--bind-address=127.0.0.1",
+        "--leader-elect=false",
+    ]
+
+
+@dataclass
+class _Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+
+@dataclass
+class Box:
+    """The control plane's binaries in `bin_dir`, its data and logs in `folder`."""
+
+    bin_dir: Path
+    folder: Path
+    namespace: str = field(default_factory=lambda: f"eksml-{uuid.uuid4().hex[:8]}")
+    processes: list[_Process] = field(default_factory=list)
+    kubeconfig: Path | None = None
+    pki: Pki | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------------------------
+
+    def start(self) -> Kube:
+        """Make the namespace, start the control plane and kwok, and return a client for the API server."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run([_ip(), "netns", "add", self.namespace], check=True)
+        subprocess.run([*netns_exec(self.namespace), _ip(), "link", "set", "lo", "up"], check=True)
+        if others := _only_loopback(self.namespace):
+            raise BoxError(f"network namespace {self.namespace} has interfaces besides lo: {others}")
+        pki = self.pki = Pki(self.folder / "pki")
+        api = pki.issue(
+            "apiserver",
+            "kube-apiserver",
+            server_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
+            server_ips=("127.0.0.1", SERVICE_CIDR.split("/")[0].rsplit(".", 2)[0] + ".0.1"),
+        )
+        kubeconfigs = {
+            user: self._kubeconfig(pki, user, cn, org)
+            for user, cn, org in (
+                ("admin", "eksml-admin", "system:masters"),
+                ("controller-manager", "system:kube-controller-manager", None),
+                ("scheduler", "system:kube-scheduler", None),
+                ("kwok", "eksml-kwok", "system:masters"),
+            )
+        }
+        self.kubeconfig = kubeconfigs["admin"]
+        self._start_etcd()
+        self._start_apiserver(pki, api)
+        kube = Kube.from_kubeconfig(self.kubeconfig, runner=netns_exec(self.namespace))
+        self._wait("kube-apiserver", lambda: kube.ready(), timeout=120)
+        self._spawn(
+            "kube-controller-manager",
+            [
+                *_component_flags(kubeconfigs["controller-manager"]),
+                "--use-service-account-credentials=true",
+                "--service-account-private-key-file", str(pki.service_account_key),
+                "--root-ca-file", str(pki.ca_cert),
+                "--cluster-signing-cert-file", str(pki.ca_cert),
+                "--cluster-signing-key-file", str(pki.ca_key),
+                "--service-cluster-ip-range", SERVICE_CIDR,
+                # No cloud, no node IPAM: kwok gives pods their (fake) addresses.
+                "--allocate-node-cidrs=false",
+                "--controllers=*,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+            ],
+        )  # fmt: skip
+        self._spawn(
+            "kube-scheduler",
+            _component_flags(kubeconfigs["scheduler"]),
+        )  # fmt: skip
+        self._spawn(
+            "kwok",
+            [
+                "--kubeconfig", str(kubeconfigs["kwok"]),
+                "--config", str(KWOK_STAGES),
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+                # Pod addresses are never dialled from outside the namespace; any range does.
+                "--cidr", "10.244.0.1/16",
+                "--node-ip", "127.0.0.1",
+                "--server-address", "127.0.0.1:10247",
+                "--node-lease-duration-seconds", "40",
+            ],
+        )  # fmt: skip
+        return kube
+
+    def start_moto(self) -> str:
+        """moto's AWS server inside the namespace, for what calls AWS with boto3 (the sweeps); its endpoint URL."""
+        server = Path(sys.executable).parent / "moto_server"
+        self._spawn("moto", ["-H", "127.0.0.1", "-p", str(MOTO_PORT)], executable=server)
+        url = f"http://127.0.0.1:{MOTO_PORT}"
+        self._wait("moto", lambda: "Running on" in (self.folder / "logs" / "moto.log").read_text(errors="replace"), 60)
+        return url
+
+    def start_standins(self) -> None:
+        """The stand-ins for the controllers whose work the stack waits for (engine.standins)."""
+        assert self.pki is not None
+        admin = self.pki.folder
+        self._spawn(
+            "standins",
+            [
+                "-m", "engine.standins", f"https://127.0.0.1:{API_PORT}",
+                str(self.pki.ca_cert), str(admin / "admin.crt"), str(admin / "admin.key"),
+            ],
+            executable=Path(sys.executable),
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        """Stop every process (the API server last but etcd) and whatever else runs in the namespace (a Pulumi CLI's
+        plugins outlive a killed CLI), then remove the namespace."""
+        stray = subprocess.run([_ip(), "netns", "pids", self.namespace], capture_output=True, text=True, check=False)
+        ours = {p.popen.pid for p in self.processes}
+        for pid in {int(p) for p in stray.stdout.split()} - ours:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for process in reversed(self.processes):
+            if process.popen.poll() is None:
+                os.killpg(process.popen.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for process in reversed(self.processes):
+            try:
+                process.popen.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                os.killpg(process.popen.pid, signal.SIGKILL)
+                process.popen.wait()
+        self.processes.clear()
+        subprocess.run([_ip(), "netns", "delete", self.namespace], check=False)
+
+    def __enter__(self) -> Box:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    # -- running things inside -------------------------------------------------------------------------------------
+
+    def run(
+        self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None, timeout: float
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a command inside the namespace and wait for it (its output captured)."""
+        return subprocess.run(
+            [*netns_exec(self.namespace), *argv],
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def logs(self, name: str) -> str:
+        """The last lines of a component's log, for an error message."""
+        path = self.folder / "logs" / f"{name}.log"
+        lines = path.read_text(errors="replace").splitlines() if path.exists() else []
+        return "\n".join(lines[-40:])
+
+    def check(self) -> None:
+        """Raise if a control-plane process has exited."""
+        for process in self.processes:
+            if process.popen.poll() is not None:
+                raise BoxError(
+                    f"{process.name} exited with {process.popen.returncode}; log {process.log}:\n"
+                    f"{self.logs(process.name)}"
+                )
+
+    # -- the parts -------------------------------------------------------------------------------------------------
+
+    def _kubeconfig(self, pki: Pki, user: str, common_name: str, organization: str | None) -> Path:
+        credential = pki.issue(user, common_name, organization=organization)
+        config: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "engine",
+                    "cluster": {"server": f"https://127.0.0.1:{API_PORT}", "certificate-authority-data": pki.ca_data},
+                }
+            ],
+            "users": [{"name": user, "user": credential.kubeconfig_user()}],
+            "contexts": [{"name": "engine", "context": {"cluster": "engine", "user": user}}],
+            "current-context": "engine",
+        }
+        path = self.folder / f"{user}.kubeconfig"
+        path.write_text(json.dumps(config, indent=2))
+        path.chmod(0o600)
+        return path
+
+    def _start_etcd(self) -> None:
+        data = self.folder / "etcd"
+        shutil.rmtree(data, ignore_errors=True)
+        self._spawn(
+            "etcd",
+            [
+                "--name", "box",
+                "--data-dir", str(data),
+                "--listen-client-urls", f"http://127.0.0.1:{ETCD_CLIENT}",
+                "--advertise-client-urls", f"http://127.0.0.1:{ETCD_CLIENT}",
+                "--listen-peer-urls", f"http://127.0.0.1:{ETCD_PEER}",
+                "--initial-advertise-peer-urls", f"http://127.0.0.1:{ETCD_PEER}",
+                "--initial-cluster", f"box=http://127.0.0.1:{ETCD_PEER}",
+                # A test cluster: losing it on a crash costs nothing, and fsync costs seconds per hundred writes.
+                "--unsafe-no-fsync",
+                "--quota-backend-bytes", str(4 * 1024**3),
+            ],
+        )  # fmt: skip
+
+    def _start_apiserver(self, pki: Pki, serving: Any) -> None:
+        self._spawn(
+            "kube-apiserver",
+            [
+                "--etcd-servers", f"http://127.0.0.1:{ETCD_CLIENT}",
+                "--bind-address", "127.0.0.1",
+                "--advertise-address", "127.0.0.1",
+                "--secure-port", str(API_PORT),
+                "--tls-cert-file", str(serving.cert),
+                "--tls-private-key-file", str(serving.key),
+                "--client-ca-file", str(pki.ca_cert),
+                "--service-account-key-file", str(pki.service_account_pub),
+                "--service-account-signing-key-file", str(pki.service_account_key),
+                "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+                "--service-cluster-ip-range", SERVICE_CIDR,
+                # As EKS: RBAC decides, the default admission chain (Pod Security, quotas, ...) applies, and
+                # privileged containers are allowed (node agents need them; Pod Security admission decides per
+                # namespace). The API server's own default refuses every privileged pod.
+                "--authorization-mode", "Node,RBAC",
+                "--allow-privileged=true",
+                # The Pulumi engine creates hundreds of objects at once; the defaults (400/200 in flight) answer
+                # 429 and slow the run. EKS scales its control plane instead.
+                "--max-requests-inflight", "1600",
+                "--max-mutating-requests-inflight", "800",
+                # Webhook and aggregated-API calls would go to pod and service addresses; nothing listens there.
+                "--enable-aggregator-routing=false",
+            ],
+        )  # fmt: skip
+
+    def _spawn(self, name: str, args: list[str], *, executable: Path | None = None) -> None:
+        """Start `name` (a binary of bin_dir unless `executable` is given) inside the namespace, logging to a file."""
+        logs = self.folder / "logs"
+        logs.mkdir(exist_ok=True)
+        log = logs / f"{name}.log"
+        handle: IO[bytes] = log.open("wb")
+        popen = subprocess.Popen(
+            [*netns_exec(self.namespace), str(executable or self.bin_dir / name), *args],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            # The stand-ins and moto are Python modules of this repository and its virtualenv.
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        )
+        self.processes.append(_Process(name, popen, log))
+        time.sleep(0.2)
+        self.check()
+        if name == "etcd":
+            self._wait("etcd", lambda: "ready to serve client requests" in log.read_text(errors="replace"), 60)
+
+    def _wait(self, what: str, ready: Any, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check()
+            if ready():
+                return
+            time.sleep(0.5)
+        raise BoxError(f"{what} not ready after {timeout:.0f} s; log:\n{self.logs(what)}")

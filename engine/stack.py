@@ -1,0 +1,148 @@
+"""The real Pulumi CLI, run against the box: a project folder holding the stack's Pulumi files, a local file
+backend, a passphrase secrets provider, and the plugins that stand in for what cannot run here.
+
+The project folder is made fresh (`Deployment.prepare`): its `Pulumi.yaml` is the repository's with two additions,
+the virtualenv given as an absolute path and `plugins.providers` mapping `aws`, `eks`, `random` to the fake
+providers (engine.providers) and `kubernetes` to the provider built from its pinned module; its program is
+`engine.program` (the stack's program after the test-only transforms). Every command runs inside the box's network
+namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.cluster import Box
+
+REPO = Path(__file__).resolve().parent.parent
+#: What a stack needs set before `pulumi up` that its file cannot hold: its secrets (a generated value each).
+_SECRETS = ("kubeflowOidcClientSecret",)
+
+
+class PulumiFailed(RuntimeError):
+    """A Pulumi command exited non-zero: the message carries the command and the end of its output."""
+
+
+@dataclass
+class Step:
+    """One CLI command's wall time and outcome, for the run's record."""
+
+    command: str
+    seconds: float
+    returncode: int
+
+
+@dataclass
+class Deployment:
+    box: Box
+    bin_dir: Path
+    plugin_dirs: Mapping[str, Path]
+    folder: Path
+    stack: str = "dev"
+    aws_endpoint: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    passphrase: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+
+    @property
+    def project(self) -> Path:
+        return self.folder / "project"
+
+    def env(self) -> dict[str, str]:
+        assert self.box.kubeconfig is not None
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(REPO),
+            "PULUMI_HOME": str(self.folder / "pulumi-home"),
+            "PULUMI_BACKEND_URL": f"file://{self.folder / 'state'}",
+            "PULUMI_CONFIG_PASSPHRASE": self.passphrase,
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            # Only the plugins Pulumi.yaml names, and the language host and dynamic-provider plugin found beside the
+            # CLI, never one that happens to be on PATH.
+            "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
+            "EKSML_ENGINE_KUBECONFIG": str(self.box.kubeconfig),
+            "EKSML_ENGINE_CHARTS": str(charts_folder()),
+            "EKSML_ENGINE_SCRATCH": str(self.folder / "scratch"),
+            # The sweeps (dynamic providers) call AWS with boto3: a moto server inside the box, or nothing.
+            "AWS_ACCESS_KEY_ID": "engine-tier",
+            "AWS_SECRET_ACCESS_KEY": "engine-tier",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+        if self.aws_endpoint:
+            env["AWS_ENDPOINT_URL"] = self.aws_endpoint
+        return env
+
+    def prepare(self) -> None:
+        """The project folder, the backend and the stack with its generated secrets."""
+        shutil.rmtree(self.project, ignore_errors=True)
+        self.project.mkdir(parents=True)
+        (self.folder / "state").mkdir(exist_ok=True)
+        project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+        project["runtime"]["options"]["virtualenv"] = str(REPO / ".venv")
+        project["plugins"] = {
+            "providers": [{"name": name, "path": str(path)} for name, path in sorted(self.plugin_dirs.items())]
+        }
+        (self.project / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
+        (self.project / "__main__.py").write_text("import engine.program  # noqa: F401  (runs the stack's program)\n")
+        shutil.copyfile(REPO / f"Pulumi.{self.stack}.yaml", self.project / f"Pulumi.{self.stack}.yaml")
+        self.pulumi("login", f"file://{self.folder / 'state'}", timeout=120)
+        self.pulumi("stack", "init", self.stack, timeout=120)
+        for key in _SECRETS:
+            self.pulumi("config", "set", "--secret", key, secrets.token_urlsafe(24), timeout=120)
+
+    def pulumi(self, *args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run `pulumi <args>` in the project, inside the box; record its wall time."""
+        started = time.monotonic()
+        done = self.box.run(
+            [str(self.bin_dir / "pulumi"), "--non-interactive", *args],
+            env=self.env(),
+            cwd=self.project,
+            timeout=timeout,
+        )
+        self.steps.append(Step(" ".join(args[:2]), time.monotonic() - started, done.returncode))
+        if check and done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).splitlines()[-80:])
+            raise PulumiFailed(f"pulumi {' '.join(args)} exited {done.returncode}:\n{tail}")
+        return done
+
+    def up(self, *extra: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("up", "--yes", "--skip-preview", "--stack", self.stack, *extra, timeout=timeout)
+
+    def preview_no_changes(self, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("preview", "--expect-no-changes", "--diff", "--stack", self.stack, timeout=timeout)
+
+    def refresh(self, *extra: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("refresh", "--yes", "--skip-preview", "--stack", self.stack, *extra, timeout=timeout)
+
+    def destroy(self, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("destroy", "--yes", "--skip-preview", "--stack", self.stack, timeout=timeout)
+
+    def state(self) -> dict[str, Any]:
+        """The stack's checkpoint (`pulumi stack export`)."""
+        done = self.pulumi("stack", "export", "--stack", self.stack, timeout=120)
+        return dict(json.loads(done.stdout))
+
+    def resources(self) -> list[dict[str, Any]]:
+        return list(self.state().get("deployment", {}).get("resources") or [])
+
+    def outputs(self, *, show_secrets: bool = False) -> dict[str, Any]:
+        args: Sequence[str] = ("stack", "output", "--json", "--stack", self.stack)
+        if show_secrets:
+            args = (*args, "--show-secrets")
+        return dict(json.loads(self.pulumi(*args, timeout=120).stdout))
+
+
+def charts_folder() -> Path:
+    """The pinned chart copies: ../shared/reference/charts beside the repository."""
+    return REPO.parent / "shared" / "reference" / "charts"

@@ -1,0 +1,302 @@
+"""Stand-ins for the controllers whose work the stack waits for, and which cannot run in the box (kwok's pods run no
+containers). Each does only the one thing the stack's own objects rely on, as the real controller would:
+
+- **cert-manager** (the chart the stack installs): marks Issuers, ClusterIssuers and Certificates Ready. The stack
+  gates Kubeflow's later stages on `condition=Ready` of these (components/kubeflow/staging.py).
+- **cert-manager's CA injector**: writes a CA bundle into webhook configurations, CRD conversion webhooks and
+  APIServices annotated `cert-manager.io/inject-ca-from[-secret]`. The stack gates on the injected bundle.
+- **istiod's webhook patcher**: writes istiod's CA bundle into the webhook configurations of its revision
+  (labelled `istio.io/rev`), which istiod does at start; the stack gates Kubeflow's apps on it.
+- **the cert rotators inside JobSet's and Kubeflow Trainer's controllers**: each writes its own CA bundle into its
+  own webhook configurations (listed in `SELF_INJECTED`); the stack gates Kubeflow's app resources on them.
+- **Karpenter** (the chart the stack installs): launches a node for pods the scheduler cannot place, from the
+  NodePool and instance type our model of Karpenter picks (tests/karpenter_fit.py `place`, over the NodePools read
+  from the API server), never past a pool's limits; and removes a NodePool's nodes once the NodePool is gone, as
+  Karpenter terminates them when its NodePool is deleted. The real scheduler then places the pods.
+- **the EBS CSI driver's provisioner** (an EKS add-on): gives a claim of an `ebs.csi.aws.com` storage class a
+  volume once the scheduler has picked its node (WaitForFirstConsumer) or at once (Immediate), and deletes a
+  released volume whose reclaim policy is Delete, so destroy leaves no volume behind.
+
+Run inside the box (`python -m engine.standins <api-url> <ca> <cert> <key>`); it polls the API server each second
+and stops when killed. It never changes anything else.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import requests
+
+CERT_MANAGER = "cert-manager.io/v1"
+_CERT_KINDS = ("issuers", "clusterissuers", "certificates")
+INJECT = ("cert-manager.io/inject-ca-from", "cert-manager.io/inject-ca-from-secret")
+EBS = "ebs.csi.aws.com"
+#: Webhook configurations whose controller injects its own CA bundle (open-policy-agent's cert-controller rotator,
+#: which JobSet's and Trainer's managers run), by name: the controller.
+SELF_INJECTED = {
+    "jobset-mutating-webhook-configuration": "JobSet's controller manager",
+    "jobset-validating-webhook-configuration": "JobSet's controller manager",
+    "validator.trainer.kubeflow.org": "Kubeflow Trainer's controller manager",
+    "defaulter.trainer.kubeflow.org": "Kubeflow Trainer's controller manager",
+}
+#: istiod patches its CA into the webhook configurations labelled with its revision (istio pkg/webhooks).
+ISTIO_REVISION = "istio.io/rev"
+_REASON = "EngineTierStandIn"
+
+
+class Api:
+    def __init__(self, url: str, ca: str, cert: str, key: str) -> None:
+        self.url, self.session = url.rstrip("/"), requests.Session()
+        self.session.verify, self.session.cert = ca, (cert, key)
+        # The machine's CA bundle variables (REQUESTS_CA_BUNDLE) would replace the box's CA, and proxies are none.
+        self.session.trust_env = False
+
+    def items(self, path: str) -> list[dict[str, Any]]:
+        response = self.session.get(f"{self.url}{path}", timeout=30)
+        if response.status_code == 404:  # the CRD is not (yet) installed
+            return []
+        response.raise_for_status()
+        return list(response.json().get("items") or [])
+
+    def patch(self, path: str, body: Any, kind: str = "application/merge-patch+json") -> None:
+        response = self.session.patch(f"{self.url}{path}", json=body, headers={"Content-Type": kind}, timeout=30)
+        if response.status_code not in (200, 201, 404, 409):
+            response.raise_for_status()
+
+    def post(self, path: str, body: Any) -> None:
+        response = self.session.post(f"{self.url}{path}", json=body, timeout=30)
+        if response.status_code not in (200, 201, 409):
+            response.raise_for_status()
+
+    def delete(self, path: str) -> None:
+        response = self.session.delete(f"{self.url}{path}", timeout=30)
+        if response.status_code not in (200, 202, 404):
+            response.raise_for_status()
+
+
+def _path(api_version: str, plural: str, namespace: str | None, name: str) -> str:
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    return f"{base}{scope}/{plural}/{name}"
+
+
+def _ready(obj: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or ()
+    )
+
+
+def cert_manager(api: Api) -> Iterator[str]:
+    """Issuers, ClusterIssuers and Certificates made Ready."""
+    for plural in _CERT_KINDS:
+        for obj in api.items(f"/apis/{CERT_MANAGER}/{plural}"):
+            if _ready(obj) or obj["metadata"].get("deletionTimestamp"):
+                continue
+            meta = obj["metadata"]
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            condition = {
+                "type": "Ready",
+                "status": "True",
+                "reason": _REASON,
+                "message": "set by the engine tier's cert-manager stand-in",
+                "lastTransitionTime": now,
+                "observedGeneration": meta.get("generation", 1),
+            }
+            path = _path(CERT_MANAGER, plural, meta.get("namespace"), meta["name"]) + "/status"
+            api.patch(path, {"status": {"conditions": [condition]}})
+            yield f"{plural} {meta.get('namespace', '')}/{meta['name']} Ready"
+
+
+def ca_injector(api: Api, bundle: str) -> Iterator[str]:
+    """A CA bundle in every webhook, conversion webhook and APIService that asks cert-manager for one, and in the
+    webhook configurations of istiod's revision."""
+    sources = (
+        ("admissionregistration.k8s.io/v1", "validatingwebhookconfigurations"),
+        ("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"),
+        ("apiextensions.k8s.io/v1", "customresourcedefinitions"),
+        ("apiregistration.k8s.io/v1", "apiservices"),
+    )
+    for api_version, plural in sources:
+        for obj in api.items(f"/apis/{api_version}/{plural}"):
+            annotations = obj["metadata"].get("annotations") or {}
+            webhooks = plural.endswith("webhookconfigurations")
+            own = webhooks and (
+                ISTIO_REVISION in (obj["metadata"].get("labels") or {}) or obj["metadata"]["name"] in SELF_INJECTED
+            )
+            if not own and not any(a in annotations for a in INJECT):
+                continue
+            ops = []
+            if plural.endswith("webhookconfigurations"):
+                for index, webhook in enumerate(obj.get("webhooks") or ()):
+                    if not (webhook.get("clientConfig") or {}).get("caBundle"):
+                        ops.append({"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": bundle})
+            elif plural == "customresourcedefinitions":
+                conversion = (obj["spec"].get("conversion") or {}).get("webhook") or {}
+                if conversion and not (conversion.get("clientConfig") or {}).get("caBundle"):
+                    ops.append({"op": "add", "path": "/spec/conversion/webhook/clientConfig/caBundle", "value": bundle})
+            elif not obj["spec"].get("caBundle"):
+                ops.append({"op": "add", "path": "/spec/caBundle", "value": bundle})
+            if ops:
+                api.patch(_path(api_version, plural, None, obj["metadata"]["name"]), ops, "application/json-patch+json")
+                yield f"{plural} {obj['metadata']['name']}: CA injected"
+
+
+def ebs_provisioner(api: Api) -> Iterator[str]:
+    """Volumes for the claims of EBS storage classes, and released ones deleted."""
+    classes = {c["metadata"]["name"]: c for c in api.items("/apis/storage.k8s.io/v1/storageclasses")}
+    ebs_classes = {name for name, c in classes.items() if c.get("provisioner") == EBS}
+    volumes = api.items("/api/v1/persistentvolumes")
+    claimed = {(v["spec"].get("claimRef") or {}).get("uid") for v in volumes}
+    for claim in api.items("/api/v1/persistentvolumeclaims"):
+        meta, spec = claim["metadata"], claim["spec"]
+        if spec.get("volumeName") or spec.get("storageClassName") not in ebs_classes or meta["uid"] in claimed:
+            continue
+        storage_class = classes[spec["storageClassName"]]
+        node = (meta.get("annotations") or {}).get("volume.kubernetes.io/selected-node")
+        if storage_class.get("volumeBindingMode") == "WaitForFirstConsumer" and not node:
+            continue
+        name = f"pvc-{meta['uid']}"
+        api.post(
+            "/api/v1/persistentvolumes",
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": name, "annotations": {"pv.kubernetes.io/provisioned-by": EBS}},
+                "spec": {
+                    "capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                    "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": storage_class.get("reclaimPolicy", "Delete"),
+                    "storageClassName": spec["storageClassName"],
+                    "volumeMode": spec.get("volumeMode", "Filesystem"),
+                    "claimRef": {
+                        "apiVersion": "v1",
+                        "kind": "PersistentVolumeClaim",
+                        "namespace": meta["namespace"],
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                    },
+                    "csi": {"driver": EBS, "volumeHandle": f"vol-{meta['uid'].replace('-', '')[:17]}"},
+                },
+            },
+        )
+        yield f"volume {name} for claim {meta['namespace']}/{meta['name']}"
+    for volume in volumes:
+        spec = volume["spec"]
+        released = (volume.get("status") or {}).get("phase") == "Released"
+        if (
+            released
+            and (spec.get("csi") or {}).get("driver") == EBS
+            and spec.get("persistentVolumeReclaimPolicy") == "Delete"
+        ):
+            api.delete(f"/api/v1/persistentvolumes/{volume['metadata']['name']}")
+            yield f"released volume {volume['metadata']['name']} deleted"
+
+
+def _packing_instance(fitting: tuple[str, ...]) -> str:
+    """Of the instance types that fit a pod (smallest first), the smallest with at least 4 vCPUs: Karpenter packs
+    a round's pending pods onto one node, so a node for one small pod would be the wrong model of its choice."""
+    from tests.karpenter_fit import catalogue
+
+    vcpus = {i.shape.instance_type: i.vcpus for i in catalogue()}
+    return next((t for t in fitting if vcpus.get(t, 0) >= 4), fitting[-1])
+
+
+class Karpenter:
+    """Nodes for unschedulable pods, as the model of Karpenter places them; pool nodes gone with their pool."""
+
+    #: A pod that still cannot be placed after this many launches for it is left pending (and reported).
+    MAX_LAUNCHES = 2
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.launches: dict[str, int] = {}
+        self.refused: dict[str, str] = {}
+        #: NodePools seen in the cluster: only their nodes go when they go (the box's first nodes come before them).
+        self.seen: set[str] = set()
+
+    def __call__(self) -> Iterator[str]:
+        from engine import nodes as box_nodes
+        from tests.karpenter_fit import Unschedulable, place
+
+        pools = {p["metadata"]["name"]: p for p in self.api.items("/apis/karpenter.sh/v1/nodepools")}
+        self.seen |= set(pools)
+        current = self.api.items("/api/v1/nodes")
+        for node in current:
+            pool = (node["metadata"].get("labels") or {}).get("karpenter.sh/nodepool")
+            if pool in self.seen and pool not in pools:
+                self.api.delete(f"/api/v1/nodes/{node['metadata']['name']}")
+                yield f"node {node['metadata']['name']} terminated (NodePool {pool} deleted)"
+        if not pools:
+            return
+        zones = sorted({(n["metadata"].get("labels") or {}).get("topology.kubernetes.io/zone", "") for n in current})
+        regions = [(n["metadata"].get("labels") or {}).get("topology.kubernetes.io/region") for n in current]
+        region = next((str(r) for r in regions if r), "us-west-2")
+        fsx = any(d["metadata"]["name"] == "fsx-csi-node" for d in self.api.items("/apis/apps/v1/daemonsets"))
+        launched: set[str] = set()
+        for pod in self.api.items("/api/v1/pods"):
+            meta, spec = pod["metadata"], pod["spec"]
+            unschedulable = any(
+                c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+                for c in (pod.get("status") or {}).get("conditions") or ()
+            )
+            if spec.get("nodeName") or meta.get("deletionTimestamp") or not unschedulable:
+                continue
+            uid = meta["uid"]
+            if self.launches.get(uid, 0) >= self.MAX_LAUNCHES:
+                continue
+            try:
+                landing = place(spec, list(pools.values()), zones=[z for z in zones if z], fsx=fsx)
+            except Unschedulable as error:
+                if self.refused.get(uid) != str(error):
+                    self.refused[uid] = str(error)
+                    yield f"pod {meta['namespace']}/{meta['name']}: no NodePool can launch a node for it: {error}"
+                continue
+            if landing.pool in launched:  # one launch per pool per round: the next round sees the new room
+                continue
+            existing = [
+                n for n in current if (n["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == landing.pool
+            ]
+            # A pool's nodes count against its limits; a launch that would pass one does not happen.
+            instance = landing.instance_types[min(2, len(landing.instance_types) - 1)]
+            plan = box_nodes.node_pool_node(
+                pools[landing.pool],
+                zones=list(landing.zones) or zones,
+                region=region,
+                instance_type=instance,
+                capacity_type=landing.capacity_types[0],
+                index=len(existing),
+            )
+            # A pool's nodes count against its limits; a launch that would pass one does not happen.
+            if not box_nodes.within_pool_limits(pools[landing.pool], [*existing, plan.manifest()]):
+                yield f"pod {meta['namespace']}/{meta['name']}: NodePool {landing.pool} is at its limits"
+                self.launches[uid] = self.MAX_LAUNCHES
+                continue
+            box_nodes.create_with(self.api, plan)
+            self.launches[uid] = self.launches.get(uid, 0) + 1
+            launched.add(landing.pool)
+            where = f"{instance}, {landing.capacity_types[0]}"
+            yield f"node {plan.name} ({where}) for pod {meta['namespace']}/{meta['name']}"
+
+
+def main() -> int:
+    url, ca, cert, key = sys.argv[1:5]
+    api = Api(url, ca, cert, key)
+    bundle = base64.b64encode(Path(ca).read_bytes()).decode()
+    karpenter = Karpenter(api)
+    while True:
+        try:
+            for done in (*cert_manager(api), *ca_injector(api, bundle), *ebs_provisioner(api), *karpenter()):
+                print(done, flush=True)
+        except requests.RequestException as error:  # the API server restarting: try again next round
+            print(f"stand-ins: {error}", flush=True)
+        time.sleep(1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
