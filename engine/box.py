@@ -4,7 +4,7 @@ offline preview in build/preview/<stack>), and prints how to reach it. Ctrl-C st
 
 Everything runs inside the namespace; to use the cluster, enter it too:
 
-    ip netns exec <namespace> kubectl --kubeconfig <folder>/admin.kubeconfig get nodes
+    ip netns exec <namespace> .venv/bin/kubectl --kubeconfig <folder>/admin.kubeconfig get nodes
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from components.kubeflow.render import kubectl_binary
 from engine import nodes
 from engine.cluster import Box
 from engine.tools.build import bin_dir
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"namespace:  {box.namespace}")
         print(f"kubeconfig: {box.kubeconfig}")
         print(f"logs:       {folder / 'logs'}")
-        print(f"try:        ip netns exec {box.namespace} kubectl --kubeconfig {box.kubeconfig} get nodes")
+        print(f"try:        ip netns exec {box.namespace} {kubectl_binary()} --kubeconfig {box.kubeconfig} get nodes")
         print("Ctrl-C stops the box.", flush=True)
         signal.sigwait({signal.SIGINT, signal.SIGTERM})
     finally:
