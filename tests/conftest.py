@@ -48,7 +48,7 @@ KUBEFLOW_TREE = REPO.parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 REFCHECK = REPO.parent / "shared" / "tools" / "refcheck" / "refcheck.py"
 
 #: The markers for slow work, each implying `slow` (registered, with their meaning, in pyproject.toml).
-SLOW_MARKERS = ("stack", "subprocess", "refcheck", "render")
+SLOW_MARKERS = ("stack", "subprocess", "refcheck", "render", "engine")
 #: Fixtures whose use makes a test slow, and the marker it gets for them.
 FIXTURE_MARKERS = {"dev": "stack", "prod": "stack", "render_cache": "render"}
 
