@@ -23,11 +23,10 @@ from typing import Any
 
 import yaml
 
+from components.tools.stack_files import read_stack_config, unset_secrets, with_unset_secrets
 from engine.cluster import Box
 
 REPO = Path(__file__).resolve().parent.parent
-#: What a stack needs set before `pulumi up` that its file cannot hold: its secrets (a generated value each).
-_SECRETS = ("kubeflowOidcClientSecret",)
 
 
 class PulumiFailed(RuntimeError):
@@ -98,7 +97,10 @@ class Deployment:
         shutil.copyfile(REPO / f"Pulumi.{self.stack}.yaml", self.project / f"Pulumi.{self.stack}.yaml")
         self.pulumi("login", f"file://{self.folder / 'state'}", timeout=120)
         self.pulumi("stack", "init", self.stack, timeout=120)
-        for key in _SECRETS:
+        # The secrets the stack's config names but its file cannot hold (a client secret, ...): a generated value
+        # each, found as the offline preview finds them.
+        config, secret_keys = read_stack_config(REPO, project["name"], self.stack)
+        for key in unset_secrets(with_unset_secrets(config, secret_keys)[0]):
             self.pulumi("config", "set", "--secret", key, secrets.token_urlsafe(24), timeout=120)
 
     def pulumi(self, *args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:

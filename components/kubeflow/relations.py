@@ -146,14 +146,13 @@ class Relations:
                 if ref and not ref.get("optional") and ref.get(name_key):
                     wanted[ObjectKey("", kind, namespace, ref[name_key])] = f"the {kind} its pods mount"
         for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
-            for source in container.get("envFrom") or ():
-                for kind, field in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+            sources = [
+                *((s, "configMapRef", "secretRef") for s in container.get("envFrom") or ()),
+                *(((v.get("valueFrom") or {}), "configMapKeyRef", "secretKeyRef") for v in container.get("env") or ()),
+            ]
+            for source, config_map, secret in sources:
+                for kind, field in (("ConfigMap", config_map), ("Secret", secret)):
                     ref = source.get(field)
-                    if ref and not ref.get("optional") and ref.get("name"):
-                        wanted[ObjectKey("", kind, namespace, ref["name"])] = f"the {kind} its pods read"
-            for variable in container.get("env") or ():
-                for kind, field in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
-                    ref = (variable.get("valueFrom") or {}).get(field)
                     if ref and not ref.get("optional") and ref.get("name"):
                         wanted[ObjectKey("", kind, namespace, ref["name"])] = f"the {kind} its pods read"
         return {k: why for k, why in wanted.items() if k in self.objects}

@@ -182,7 +182,7 @@ class PlatformMocks(pulumi_mocks.Mocks):
             }
         if type_ == "aws:sqs/queue:Queue":
             # SQS addresses a queue by its URL (pulumi-aws: the queue's id and `url`); QueuePolicy requires it.
-            queue = aws_names.checked_name(type_, name, inputs) or inputs.get("name") or name
+            queue = aws_names.checked_name(type_, name, inputs)
             return {"url": f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{queue}"}
         if type_ == "aws:ec2/vpc:Vpc":
             return {"defaultSecurityGroupId": "sg-" + _short_hex(name, "default")}
