@@ -68,7 +68,8 @@ cost: $(VENV)/.installed kubeflow-fetch
 	-$(PY) -m components.preview --stack $(STACK) --out build/preview/$(STACK) > /dev/null
 	$(PY) -m components.tools.cost --stack $(STACK) --preview build/preview/$(STACK)
 
-## After `pulumi destroy`: exit 1 if anything tagged for the stack's cluster is left in AWS (needs credentials).
+## After `pulumi destroy`: exit 1 if anything tagged for the stack's cluster is left in AWS, 3 if AWS cannot be
+## asked (no credentials, an endpoint down; docs/teardown.md lists the codes).
 leak-check: $(VENV)/.installed
 	$(PY) -m components.tools.sweep --stack $(STACK) --check
 

@@ -259,3 +259,60 @@ def test_dry_run_and_check_cannot_be_combined(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["--stack", "dev", "--dry-run", "--check"])
     assert exited.value.code == 2
+
+
+def _no_credentials(**kwargs: Any) -> boto3.Session:
+    """A session that finds no credentials anywhere (and so never asks the instance metadata service)."""
+    import botocore.session
+
+    core = botocore.session.Session()
+    core.get_component("credential_provider").providers = []
+    return boto3.Session(botocore_session=core, region_name=kwargs.get("region_name"))
+
+
+@pytest.mark.parametrize("mode", ["--check", "--dry-run"])
+def test_without_credentials_the_sweep_exits_3_not_1_and_json_mode_prints_json(mode: str, capsys):
+    code, out, _ = _run(capsys, "--stack", "dev", mode, "--json", session_factory=_no_credentials)
+
+    assert code == 3  # not 1: nothing was found to be left, the check could not look
+    document = json.loads(out)
+    assert document["ok"] is False
+    assert document["exit"] == 3
+    assert "NoCredentialsError" in document["error"]
+
+
+def test_without_credentials_the_text_mode_says_so_on_stderr(capsys):
+    code, out, err = _run(capsys, "--stack", "dev", "--check", session_factory=_no_credentials)
+
+    assert (code, out) == (3, "")
+    assert err.startswith("error: could not look for the stack's VPC: NoCredentialsError")
+
+
+def test_a_leak_check_that_could_not_list_a_kind_exits_3_when_nothing_else_is_left(aws, capsys, monkeypatch):
+    build_world("ml-other-team", project="other-project")  # nothing of dev is left
+    from components.sweep import leaks as leak_module
+
+    real = leak_module.find_leaks
+
+    def one_kind_unlisted(aws_clients: Any, target: Any) -> Any:
+        report = real(aws_clients, target)
+        failure = leak_module.Failure(Found(Kind.VOLUME, "*", "EBS volumes"), "AccessDenied: not allowed")
+        return leak_module.LeakReport(report.target, report.leaks, report.retained, (failure,))
+
+    monkeypatch.setattr("components.tools.sweep.__main__.find_leaks", one_kind_unlisted)
+    code, out, _ = _run(capsys, "--stack", "dev", "--check", "--json")
+
+    assert code == 3
+    assert json.loads(out)["failed"][0]["error"] == "AccessDenied: not allowed"
+
+
+def test_an_invalid_stack_config_in_json_mode_is_a_json_document_with_exit_2(aws, tmp_path: Path, capsys):
+    config = {"aws:region": REGION, "eks-ml-platform:environment": "dev", "eks-ml-platform:netwrk": {}}
+    project = _project(tmp_path, "bad", config)
+
+    code = main(["--project-dir", str(project), "--stack", "bad", "--check", "--json"])
+    document = json.loads(capsys.readouterr()[0])
+
+    assert code == 2
+    assert document["exit"] == 2
+    assert "netwrk" in document["error"]

@@ -39,15 +39,26 @@ def stack_config(project_dir: Path, stack: str) -> PlatformConfig:
     return load_stack(project_dir, stack)[0]
 
 
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 @overload
-def read_stack(args: argparse.Namespace) -> PlatformConfig | None: ...
+def read_stack(args: argparse.Namespace, *, report: Callable[[str], None] = ...) -> PlatformConfig | None: ...
 @overload
-def read_stack(args: argparse.Namespace, read: Callable[[Path, str], T]) -> T | None: ...
-def read_stack(args: argparse.Namespace, read: Callable[[Path, str], Any] = stack_config) -> Any:
-    """What `read` (by default: the parsed config) makes of the stack the command line names; None once stderr says
-    why that stack cannot be read, and the command should exit with INVALID_STACK."""
+def read_stack(
+    args: argparse.Namespace, read: Callable[[Path, str], T], *, report: Callable[[str], None] = ...
+) -> T | None: ...
+def read_stack(
+    args: argparse.Namespace,
+    read: Callable[[Path, str], Any] = stack_config,
+    *,
+    report: Callable[[str], None] = _to_stderr,
+) -> Any:
+    """What `read` (by default: the parsed config) makes of the stack the command line names; None once `report`
+    (by default: stderr) is told why that stack cannot be read, and the command should exit with INVALID_STACK."""
     try:
         return read(args.project_dir, args.stack)
     except (ConfigError, FileNotFoundError) as error:
-        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
+        report(f"Stack '{args.stack}': {error}")
         return None

@@ -31,6 +31,9 @@ from components.tools.sweep.locate import VpcLookupError, locate_vpc, target_for
 
 SessionFactory = Callable[..., Any]
 
+#: Exit statuses (2, an invalid stack config, is `components.tools.commands.INVALID_STACK`; preflight uses the same).
+DONE, FOUND, UNREACHABLE = 0, 1, 3
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m components.tools.sweep", description=__doc__.split("\n\n")[0])
@@ -40,27 +43,28 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--dry-run", action="store_true", help="list what would be deleted and kept; delete nothing (the default)"
     )
-    mode.add_argument("--check", action="store_true", help="exit 1 if anything tagged for the cluster remains")
+    mode.add_argument(
+        "--check", action="store_true", help="exit 1 if anything tagged for the cluster remains (3: could not tell)"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     return parser
 
 
 def main(argv: list[str] | None = None, *, session_factory: SessionFactory = boto3.Session) -> int:
     args = _parser().parse_args(argv)
-    config = read_stack(args)
+    why: list[str] = []
+    config = read_stack(args, report=why.append)
     if config is None:
-        return INVALID_STACK
+        return _stopped(args.json, INVALID_STACK, why[0])
 
-    session = session_factory(profile_name=config.profile, region_name=config.region)
-    clients = Clients.from_session(session, config.region)
     try:
+        session = session_factory(profile_name=config.profile, region_name=config.region)
+        clients = Clients.from_session(session, config.region)
         vpc = locate_vpc(clients.ec2, config)
     except VpcLookupError as error:
-        print(f"Stack '{args.stack}': {error}", file=sys.stderr)
-        return INVALID_STACK
+        return _stopped(args.json, INVALID_STACK, f"Stack '{args.stack}': {error}")
     except AWS_ERRORS as error:
-        print(f"error: could not look for the stack's VPC: {describe(error)}", file=sys.stderr)
-        return 1
+        return _stopped(args.json, UNREACHABLE, f"could not look for the stack's VPC: {describe(error)}")
     target = target_for(config, vpc)
     if not args.json:
         print(f"VPC: {vpc.vpc_id or 'none'} ({vpc.how})", file=sys.stderr)
@@ -68,7 +72,7 @@ def main(argv: list[str] | None = None, *, session_factory: SessionFactory = bot
     if args.check:
         leaks = find_leaks(clients, target)
         _emit(args.json, leaks.as_json(), leak_text(leaks))
-        return 0 if leaks.ok else 1
+        return FOUND if leaks.leaks else UNREACHABLE if leaks.failed else DONE
     progress = (lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr))
     sweeper = Sweeper(clients, target, log=progress)
     plan = sweeper.plan()
@@ -78,18 +82,27 @@ def main(argv: list[str] | None = None, *, session_factory: SessionFactory = bot
             f"Nothing was deleted (a dry run). To delete what is listed: {_command(argv)} --yes",
             file=sys.stderr,
         )
-        return 1 if plan.failed else 0
+        return UNREACHABLE if plan.failed else DONE
     # What it is about to remove, before it does (on stderr, so that stdout stays the report).
     print(plan_text(plan, about_to_delete=True), file=sys.stderr)
     report = sweeper.run()
     _emit(args.json, report.as_json(), report_text(report))
-    return 0 if report.clean else 1
+    return DONE if report.clean else FOUND
 
 
 def _command(argv: list[str] | None) -> str:
     """This command line as the user gave it, without --dry-run."""
     given = sys.argv[1:] if argv is None else argv
     return " ".join(["python -m components.tools.sweep", *(shlex.quote(a) for a in given if a != "--dry-run")])
+
+
+def _stopped(as_json: bool, code: int, error: str) -> int:
+    """Why the run stopped before it had a result: one JSON document on stdout with --json, else a line on stderr."""
+    if as_json:
+        print(json.dumps({"ok": False, "error": error, "exit": code}, indent=2, sort_keys=True))
+    else:
+        print(f"error: {error}" if code == UNREACHABLE else error, file=sys.stderr)
+    return code
 
 
 def _emit(as_json: bool, document: dict[str, Any], text: str) -> None:
