@@ -95,14 +95,17 @@ def test_dev_costs_what_the_hand_computation_says():
         "g5.8xlarge",
         D("7148.16"),
     )
-    # cpu-general's 64 vCPUs: at best 1 × c6g.12xlarge (48 vCPUs, $1.632/h; no c/m/r type of generation 6+ costs less
-    # for as many vCPUs as fit), at worst 16 × r8idn.xlarge (4 vCPUs, $0.46894/h)
-    cpu = ("c6g.12xlarge", 1 * D("1.632") * 730, "r8idn.xlarge", 16 * D("0.46894") * 730)
+    # cpu-general stops at the first of its limits, 64 vCPUs and 256Gi, memory counted as Karpenter does (the type's
+    # memory less 7.5 % for the hypervisor). At best 4 × r6g.2xlarge (8 vCPUs, 64 GiB: 59.2 GiB counted, 4 fit in
+    # 256 GiB before the vCPUs run out; $0.4032/h); at worst 16 × m8ine.xlarge (4 vCPUs, 16 GiB: the vCPUs bind at 16,
+    # memory would allow 17; $0.4177/h). By vCPUs alone the dearest would be 16 × r8idn.xlarge ($5,477), of which
+    # only 8 fit in 256 GiB (32 GiB each, 29.6 counted).
+    cpu = ("r6g.2xlarge", 4 * D("0.4032") * 730, "m8ine.xlarge", 16 * D("0.4177") * 730)
     assert _pools(result) == {
         "cpu-general": cpu,
         "gpu-inference": ("g4dn.xlarge", D("1535.92"), "g5.8xlarge", D("7148.16")),
     }
-    assert result.ceiling == idle_high + D("7148.16") + cpu[3] == D("13383.8832")
+    assert result.ceiling == idle_high + D("7148.16") + cpu[3] == D("12785.4000")
     assert result.missing == ()
 
 
@@ -150,24 +153,25 @@ def test_prod_costs_what_the_hand_computation_says():
         # 32 GPUs: 4 × p4d.24xlarge at the prices after AWS's June 2025 cut .. 32 × p5.4xlarge (1 H100, $6.88/h),
         # which costs what 4 × p5.48xlarge (8 H100, $55.04/h) does
         "training": ("p4d.24xlarge", 4 * D("21.957642") * 730, "p5.4xlarge", 32 * D("6.88") * 730),
-        # 1000 vCPUs: 20 × c6g.12xlarge .. 250 × r8idn.xlarge
-        "cpu-general": ("c6g.12xlarge", 20 * D("1.632") * 730, "r8idn.xlarge", 250 * D("0.46894") * 730),
+        # 1000 vCPUs and 4000Gi: at best 2 × r6a.48xlarge (1536 GiB, 1420.8 counted: memory binds at 2, $10.8864/h),
+        # at worst 250 × m8ine.xlarge (the vCPUs bind: 14.8 GiB counted each would allow 270)
+        "cpu-general": ("r6a.48xlarge", 2 * D("10.8864") * 730, "m8ine.xlarge", 250 * D("0.4177") * 730),
     }
     assert 32 * D("6.88") == 4 * D("55.04")
     assert _pools(result) == expected
     assert (expected["training"][1], expected["training"][3]) == (D("64116.31464"), D("160716.80"))
     dearest = sum(pool[3] for pool in expected.values())
-    assert result.ceiling == idle_high + dearest == D("359175.954")
+    assert result.ceiling == idle_high + dearest == D("349824.654")
     assert result.missing == ()
 
 
 def test_the_preview_line_names_idle_and_ceiling():
     assert (
         headline(estimate(platform_config("dev"), PINNED, on=ON))
-        == "about $759/month idle; up to $13,384/month with every pool at its limit"
+        == "about $759/month idle; up to $12,785/month with every pool at its limit"
     )
     assert headline(estimate(platform_config("prod"), PINNED, on=ON)) == (
-        "about $1,684/month idle; up to $359,176/month with every pool at its limit"
+        "about $1,684/month idle; up to $349,825/month with every pool at its limit"
     )
 
 
@@ -197,8 +201,16 @@ def test_a_region_missing_from_the_table_has_no_price_at_all():
     assert result.idle_high is None
     assert result.ceiling is None
     assert all(line.low is None for line in result.baseline)
-    assert result.missing[0].startswith("region eu-west-1: no rates in the pinned table")
+    assert result.missing[0].startswith("region eu-west-1: EKS, NAT, EBS, FSx, log and KMS rates unknown")
+    assert "--refresh --region eu-west-1" in result.missing[1]
     assert headline(result).startswith("cost unknown: region eu-west-1")
+    # every pool is unknown too, not $0, and not "no type fits": the table has no instance prices there
+    assert result.gpu_ceiling is None
+    assert all(p.unpriced == ("every type (no instance prices for eu-west-1)",) for p in result.pools)
+    assert not [note for note in result.notes if "fits within" in note]
+    table = render_table(result)
+    assert "all pools at their limits" in table
+    assert "$0.00" not in table
 
 
 # ------------------------------------------------------------------------------------ what else decides it
@@ -305,16 +317,16 @@ def test_the_estimate_renders_as_a_table_markdown_and_json():
         "training: 32 GPUs, on-demand; cheapest 4 × p4d.24xlarge $64,116.31; dearest 32 × p5.4xlarge $160,716.80"
         in table
     )
-    assert "| **ceiling** (idle + every pool at its limit) | **$359,175.95** | |" in render_markdown(result)
+    assert "| **ceiling** (idle + every pool at its limit) | **$349,824.65** | |" in render_markdown(result)
     document = as_json(result)
     assert document["idle"] == {"low": 1656.5, "high": 1684.0}
-    assert document["ceiling"] == 359175.95
+    assert document["ceiling"] == 349824.65
     assert document["prices"]["date"] == "2026-07-06"
 
 
 def test_the_command_line_prints_json_and_exits_2_on_an_invalid_stack(capsys, tmp_path):
     assert cli.main(["--stack", "dev", "--project-dir", str(REPO), "--json", "--on", "2026-11-01"]) == 0
-    assert json.loads(capsys.readouterr().out)["ceiling"] == 13383.88
+    assert json.loads(capsys.readouterr().out)["ceiling"] == 12785.4
     (tmp_path / "Pulumi.yaml").write_text("name: eks-ml-platform\n")
     assert cli.main(["--stack", "nope", "--project-dir", str(tmp_path)]) == 2
 

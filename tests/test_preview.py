@@ -80,7 +80,7 @@ def test_preview_prints_the_resource_tree_counts_and_time(capsys, tmp_path):
     assert "     5  aws:eks/addon:Addon" in printed
     assert 'kubeconfig: "[secret]"' in printed
     # the platform's own pods (Kubeflow on cpu-general) and volumes are in the idle figure (tests/test_cost.py)
-    assert "\nCost: about $888/month idle; up to $13,513/month with every pool at its limit\n" in printed
+    assert "\nCost: about $888/month idle; up to $12,915/month with every pool at its limit\n" in printed
     assert "\nwarning: cluster.endpoint.publicCidrs: 203.0.113.0/24 is a documentation range (RFC 5737)" in printed
     assert re.search(r"^Wrote .+ in \d+\.\d\d s$", printed, flags=re.M)
     assert "\nPolicies: 23 rules, no violations\n" in printed

@@ -145,9 +145,17 @@ def test_the_report_holds_the_destroy_estimate_and_every_part(dev_report, dev):
     path = lines[2 : lines.index("Longest chain of delete levels (each must be deleted before the next):")]
     assert path, said
     for line in path:  # each step of the critical path, on the timeline and in its table
-        step = re.match(r"^ +\d+ +[\d.]+ min +(\d+) s  (\S+) ", line)
+        step = re.match(r"^ +\d+ +[\d.]+ min +(\d+) s  (\S+) +([^\s,]+)", line)
         assert step, line
-        assert f"{step.group(2)} ({step.group(1)} s)" in text
+        kind = step.group(3).rsplit(":", 1)[-1]
+        assert f"{step.group(2)} ({kind}, {step.group(1)} s)" in text
+    # the headline's levels that take time are the bars drawn, one each, and no two bars share a label
+    timed = re.search(r"in \d+ levels, (\d+) of which take time", text)
+    assert timed, text
+    figure = page[page.index('id="destroy"') : page.index("</figure>", page.index('id="destroy"'))]
+    bars = re.findall(r">([^<>]+ \(\w+, \d+ s\))</text>", figure)
+    assert len(bars) == len(path) == int(timed.group(1))
+    assert len(set(bars)) == len(bars), bars
     resources = json.loads((out / "resources.json").read_text())["resources"]
     names = {r["name"] for r in resources if r["parent"] is None and r["type"].startswith("eksml:")}
     assert len(names) >= 8
@@ -198,8 +206,39 @@ def test_a_stack_without_prices_gets_a_report_that_says_what_is_missing_rather_t
     assert cost.missing
     network = _resource("network", "eksml:network:Network")
     inventory = Inventory([network, _resource("network-vpc", "aws:ec2/vpc:Vpc", network)], {})
-    page = render(inventory, stack="dev", cost=cost, destroy=destroy_estimate.estimate(inventory))
+    page = render(
+        inventory, project="eks-ml-platform", stack="dev", cost=cost, destroy=destroy_estimate.estimate(inventory)
+    )
     text = _text(page)
     assert f"cost unknown: {cost.missing[0]}" in text
     assert "idle total n/a" in text
     assert f"Missing from the price table (left out of the sums, not counted as $0): {cost.missing[0]}" in text
+
+
+def test_the_cost_figure_draws_the_total_as_its_legend_says_cheapest_dark_then_dearest_light():
+    from datetime import date
+
+    from components.tools.cost import PINNED, estimate
+    from components.tools.preview.report import cost_bars
+    from tests.preflight_world import platform_config
+
+    cost = estimate(platform_config("dev"), PINNED, on=date(2026, 11, 1))
+    *_, (label, dark, light, note) = cost_bars(cost)
+    assert label == "idle + every pool at its limit"
+    cheapest = float(cost.idle_high or 0) + sum(float(p.cheapest.monthly) for p in cost.pools if p.cheapest)
+    assert dark == pytest.approx(cheapest)  # dark: the limits filled with the cheapest types, as on every pool row
+    assert dark + light == pytest.approx(float(cost.ceiling or 0))  # light: on to the dearest, the ceiling
+    assert note == f"${cost.ceiling:,.2f}"
+
+
+@pytest.mark.stack  # draws a report
+def test_the_report_is_titled_with_the_project_and_the_stack():
+    from components.tools.preview import destroy_estimate
+    from components.tools.preview.report import render
+
+    network = _resource("network", "eksml:network:Network")
+    inventory = Inventory([network], {})
+    page = render(
+        inventory, project="team-vision", stack="prod", cost=None, destroy=destroy_estimate.estimate(inventory)
+    )
+    assert "<title>Offline preview of team-vision, stack &#x27;prod&#x27;</title>" in page

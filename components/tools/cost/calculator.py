@@ -16,13 +16,14 @@ A price missing from the table is reported and left out of the sums, never count
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
 from components.config.types import ControlPlaneLog
 from components.platform_config import PlatformConfig
+from components.team.quantity import parse_quantity
 from components.tools.model.platform import Platform
 from components.tools.preflight.checks_account import nat_zones
 from components.tools.preflight.selection import (
@@ -34,8 +35,8 @@ from components.tools.preflight.selection import (
     select,
 )
 
-from .cpu_types import cpu_catalog
-from .footprint import footprint
+from .cpu_types import CpuType, cpu_catalog
+from .footprint import capacity_memory, footprint
 from .prices import HOURS_PER_MONTH, STANDARD_SUPPORT_ENDS, PriceTable, RegionRates
 
 #: Assumed control-plane log volume per month by log type (GB ingested), low and high: an estimate for a cluster of
@@ -121,15 +122,18 @@ class Estimate:
         return self._sum("high")
 
     @property
-    def gpu_ceiling(self) -> Decimal:
-        """Every pool filled at its limit with its dearest instance type."""
+    def gpu_ceiling(self) -> Decimal | None:
+        """Every pool filled at its limit with its dearest instance type; None when a pool could launch a type the
+        table does not price (unknown, never $0)."""
+        if any(p.dearest is None and p.unpriced for p in self.pools):
+            return None
         return sum((p.dearest.monthly for p in self.pools if p.dearest is not None), Decimal(0))
 
     @property
     def ceiling(self) -> Decimal | None:
         """Idle (high end) plus every pool filled at its limit with its dearest instance type."""
-        idle = self.idle_high
-        return None if idle is None else idle + self.gpu_ceiling
+        idle, pools = self.idle_high, self.gpu_ceiling
+        return None if idle is None or pools is None else idle + pools
 
 
 def _quantity(value: Decimal) -> str:
@@ -149,11 +153,17 @@ class _Pricer:
         self.region = region
         self.rates: RegionRates | None = prices.rates.get(region)
         self.missing: list[str] = []
-        self._known_region = region in prices.instances
+        self.knows_instances = region in prices.instances
         if self.rates is None:
-            self.missing.append(f"region {region}: no rates in the {prices.source}")
-        if not self._known_region:
-            self.missing.append(f"region {region}: no instance prices in the {prices.source}")
+            self.missing.append(
+                f"region {region}: EKS, NAT, EBS, FSx, log and KMS rates unknown (the rates of prices.json name "
+                f"{', '.join(sorted(prices.rates))}; add the region's from the AWS pricing pages)"
+            )
+        if not self.knows_instances:
+            self.missing.append(
+                f"region {region}: instance prices unknown (the {prices.source} has none for it; add them with "
+                f"`python -m components.tools.cost.prices --refresh --region {region}`, or price live with --live)"
+            )
 
     def rate(self, name: str) -> Decimal | None:
         return None if self.rates is None else getattr(self.rates, name)
@@ -166,7 +176,7 @@ class _Pricer:
 
     def instance(self, instance_type: str) -> Decimal | None:
         hourly = self.prices.instance_hour(self.region, instance_type)
-        if hourly is None and self._known_region:
+        if hourly is None and self.knows_instances:
             self.missing.append(f"{self.region} {instance_type} on-demand")
         return hourly
 
@@ -275,45 +285,53 @@ def baseline(config: PlatformConfig, pricer: _Pricer, on: date, notes: list[str]
 
 
 def _fills(
-    shapes: list[InstanceShape], limits: Mapping[str, int], hourly: Mapping[str, Decimal]
+    shapes: list[InstanceShape], count: Callable[[InstanceShape], int], hourly: Mapping[str, Decimal]
 ) -> tuple[Fill | None, Fill | None]:
-    fills = [
-        Fill(s.instance_type, _instances(s, limits), hourly[s.instance_type])
-        for s in shapes
-        if s.instance_type in hourly
-    ]
+    fills = [Fill(s.instance_type, count(s), hourly[s.instance_type]) for s in shapes if s.instance_type in hourly]
     if not fills:
         return None, None
     by_cost = sorted(fills, key=lambda f: (f.monthly, f.instance_type))
     return by_cost[0], by_cost[-1]
 
 
-def _instances(shape: InstanceShape, limits: Mapping[str, int]) -> int:
-    """Instances of `shape` that fill the pool's limits: accelerator limits, or a CPU pool's vCPUs."""
-    if "cpu" in limits:
-        return limits["cpu"] // (shape.vcpus or limits["cpu"] + 1)
-    return shape.instances_within(limits)
+def _cpu_fill(types: Mapping[str, CpuType], cpus: int, memory: Decimal | None) -> Callable[[InstanceShape], int]:
+    """Instances of a type that fill a CPU pool: Karpenter launches a type only while its capacity fits what the
+    pool's limits leave (kubernetes-sigs/karpenter v1.14, pkg/controllers/provisioning/scheduling: instance types are
+    filtered by the NodePool's remaining resources), so the pool stops at the first of its vCPU and memory limits."""
+
+    def count(shape: InstanceShape) -> int:
+        found = types[shape.instance_type]
+        by_cpu = cpus // (found.vcpus or cpus + 1)
+        return by_cpu if memory is None else min(by_cpu, int(memory // capacity_memory(found)))
+
+    return count
+
+
+def _accelerator_fill(limits: Mapping[str, int]) -> Callable[[InstanceShape], int]:
+    return lambda shape: shape.instances_within(limits)
 
 
 def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> list[PoolCeiling]:
     ceilings = []
     accelerated = accelerated_shapes(config.karpenter.added_families)
     with_facts = {shape.family for shape in accelerated}
-    sized = [t.shape for t in cpu_catalog(pricer.prices.instances.get(pricer.region, {}))]
+    sized = {t.shape.instance_type: t for t in cpu_catalog(pricer.prices.instances.get(pricer.region, {}))}
     for name, pool in sorted(config.karpenter.node_pools.items()):
         limits: dict[str, int] = accelerator_limits(pool)
-        catalog = accelerated
+        catalog, count = accelerated, _accelerator_fill(limits)
         if not limits:
             cpus = cpu_limit(pool)
             if cpus is None:
                 notes.append(f"{name}: neither an accelerator nor a cpu limit, so no ceiling")
                 continue
-            limits, catalog = {"cpu": cpus}, sized
+            memory = pool.limits.get("memory")
+            limits, catalog = {"cpu": cpus}, [t.shape for t in sized.values()]
+            count = _cpu_fill(sized, cpus, None if memory is None else parse_quantity(memory))
         resource, devices = next(iter(limits.items()))
         selection = select(pool)
         allowed = selection.allowed(catalog)
-        fitting = [s for s in allowed if _instances(s, limits) > 0]
-        over = tuple(s.instance_type for s in allowed if _instances(s, limits) == 0)
+        fitting = [s for s in allowed if count(s) > 0]
+        over = tuple(s.instance_type for s in allowed if count(s) == 0)
         on_demand: dict[str, Decimal] = {}
         # A family an accelerator pool names without device facts has no shapes here: say so rather than price the
         # pool as if it could not launch it.
@@ -332,7 +350,7 @@ def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> 
                 unpriced.append(shape.instance_type)
             else:
                 on_demand[shape.instance_type] = hourly
-        cheapest, dearest = _fills(fitting, limits, on_demand)
+        cheapest, dearest = _fills(fitting, count, on_demand)
         spot_cheapest = spot_dearest = None
         if "spot" in selection.capacity_types:
             spot = {
@@ -340,8 +358,10 @@ def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> 
                 for s in fitting
                 if (price := pricer.prices.spot_hour(pricer.region, s.instance_type)) is not None
             }
-            spot_cheapest, spot_dearest = _fills(fitting, limits, spot)
-        if not fitting:
+            spot_cheapest, spot_dearest = _fills(fitting, count, spot)
+        if not pricer.knows_instances:
+            unpriced = [f"every type (no instance prices for {pricer.region})"]
+        elif not fitting:
             notes.append(f"{name}: no allowed instance type fits within its limit of {devices} {resource}")
         if resource == "cpu":
             notes.append(

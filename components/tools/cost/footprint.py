@@ -51,9 +51,15 @@ def reserved_cpu(vcpus: int) -> Decimal:
     return reserved + left * Decimal("0.0025")
 
 
+def capacity_memory(cpu_type: CpuType) -> Decimal:
+    """The bytes of memory Karpenter counts for a node of this type (against a pool's `memory` limit too): the type's
+    memory less the hypervisor's share."""
+    return cpu_type.memory_gib * _GIB * (1 - VM_MEMORY_OVERHEAD)
+
+
 def allocatable(cpu_type: CpuType) -> tuple[Decimal, Decimal]:
     """(cores, bytes) a node of this type offers pods."""
-    memory = cpu_type.memory_gib * _GIB * (1 - VM_MEMORY_OVERHEAD) - (11 * MAX_PODS + 255 + 100) * _MIB
+    memory = capacity_memory(cpu_type) - (11 * MAX_PODS + 255 + 100) * _MIB
     return cpu_type.vcpus - reserved_cpu(cpu_type.vcpus), memory
 
 

@@ -339,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     if platform:
         verdict, broken = model_report(model, problems)
         print(verdict)
-    page = report.render(inventory, stack=args.stack, cost=cost, destroy=destroy_estimate.estimate(inventory))
+    page = report.render(
+        inventory, project=project, stack=args.stack, cost=cost, destroy=destroy_estimate.estimate(inventory)
+    )
     report.write(args.out, page)
     return 1 if broken or any(v.enforcement == "mandatory" for v in violations) else 0

@@ -194,26 +194,27 @@ def _parts_figure(found: list[Part]) -> str:
     return _svg(figure)
 
 
-def _cost_figure(cost: Estimate) -> str:
-    from matplotlib.figure import Figure
-
-    labels, solid, light, notes = [], [], [], []
+def cost_bars(cost: Estimate) -> list[tuple[str, float, float, str]]:
+    """The cost figure's rows: (label, dark, light, note). Dark is the idle baseline or a limit filled with the
+    cheapest allowed types, light the rest of the way to the dearest, as the legend says, the total row too."""
     idle = float(cost.idle_high) if cost.idle_high is not None else 0.0
-    labels.append("idle baseline")
-    solid.append(idle)
-    light.append(0.0)
-    notes.append(money_range(cost.idle_low, cost.idle_high))
+    rows = [("idle baseline", idle, 0.0, money_range(cost.idle_low, cost.idle_high))]
     for pool in cost.pools:
         low = float(pool.cheapest.monthly) if pool.cheapest else 0.0
         high = float(pool.dearest.monthly) if pool.dearest else low
-        labels.append(f"pool {pool.pool}")
-        solid.append(low)
-        light.append(high - low)
-        notes.append(money_range(_monthly(pool.cheapest), _monthly(pool.dearest)))
-    labels.append("idle + every pool at its limit")
-    solid.append(float(cost.ceiling) if cost.ceiling is not None else 0.0)
-    light.append(0.0)
-    notes.append(money(cost.ceiling))
+        rows.append(
+            (f"pool {pool.pool}", low, high - low, money_range(_monthly(pool.cheapest), _monthly(pool.dearest)))
+        )
+    cheapest_total = sum(dark for _, dark, _, _ in rows)
+    dearest = float(cost.ceiling) - cheapest_total if cost.ceiling is not None else 0.0
+    rows.append(("idle + every pool at its limit", cheapest_total, dearest, money(cost.ceiling)))
+    return rows
+
+
+def _cost_figure(cost: Estimate) -> str:
+    from matplotlib.figure import Figure
+
+    labels, solid, light, notes = (list(column) for column in zip(*cost_bars(cost), strict=True))
 
     figure = Figure(figsize=(9.0, 0.6 + 0.45 * len(labels)))
     axes = figure.add_subplot()
@@ -241,7 +242,8 @@ def _destroy_figure(estimate: destroy_estimate.Estimate) -> str:
     start = 0
     for row, (seconds, resource) in enumerate(path):
         axes.barh(row, seconds / 60, left=start / 60, color=_ACCENT)
-        axes.annotate(f"{resource.name} ({seconds} s)", ((start + seconds) / 60, row), fontsize=8, **_BESIDE)
+        label = f"{resource.name} ({resource.type.rsplit(':', 1)[-1]}, {seconds} s)"
+        axes.annotate(label, ((start + seconds) / 60, row), fontsize=8, **_BESIDE)
         start += seconds
     axes.axvline(estimate.seconds / 60, color=_EDGE, linestyle="--", linewidth=0.8)
     axes.annotate(destroy_minutes(estimate), (estimate.seconds / 60, -1), **_BESIDE)
@@ -274,11 +276,15 @@ def _section(anchor: str, title: str, figure: str, caption: str, table: str) -> 
 
 
 def destroy_minutes(estimate: destroy_estimate.Estimate) -> str:
-    """How the destroy estimate's own report states its total."""
-    return f"{estimate.seconds / 60:.1f} minutes in {len(estimate.batches)} levels"
+    """How the destroy estimate's own report states its total: every level, and how many of them take time (those
+    the figure draws; the others hold only deletes that return at once)."""
+    levels, timed = len(estimate.batches), len(estimate.critical_path())
+    return f"{estimate.seconds / 60:.1f} minutes in {levels} levels, {timed} of which take time"
 
 
-def render(inventory: Inventory, *, stack: str, cost: Estimate | None, destroy: destroy_estimate.Estimate) -> str:
+def render(
+    inventory: Inventory, *, project: str, stack: str, cost: Estimate | None, destroy: destroy_estimate.Estimate
+) -> str:
     """The report page of one preview: `cost` is None for a program that is not the platform (a team stack)."""
     import matplotlib
 
@@ -314,7 +320,8 @@ def render(inventory: Inventory, *, stack: str, cost: Estimate | None, destroy: 
                 f"pulumi destroy: {destroy_minutes(destroy)}",
                 _destroy_figure(destroy),
                 "The engine deletes in levels, each after the one before; a level lasts as long as its slowest "
-                f"delete, drawn here. {len(destroy.skipped)} resources go with their deleted_with target, without a "
+                "delete, drawn here for every level that takes time (the others' deletes return at once). "
+                f"{len(destroy.skipped)} resources go with their deleted_with target, without a "
                 "delete call.",
                 _table(
                     ("start (min)", "seconds", "slowest delete of its batch", "type"),
@@ -326,7 +333,7 @@ def render(inventory: Inventory, *, stack: str, cost: Estimate | None, destroy: 
     if cost is not None:
         summary.append(headline(cost))
     summary.append(f"pulumi destroy {destroy_minutes(destroy)}")
-    title = f"Offline preview of stack '{stack}'"
+    title = f"Offline preview of {project}, stack '{stack}'"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
