@@ -632,7 +632,8 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
         issues.append(ConfigIssue(path="aws:region", message=f"is required (e.g. 'us-west-2'){got}"))
         region = ""  # the remaining keys are still checked
     environment = values.get("environment")
-    if isinstance(environment, str) and environment in {e.value for e in Environment}:
+    known_environment = isinstance(environment, str) and environment in {e.value for e in Environment}
+    if known_environment:
         network = values.get("network")
         existing_vpc = isinstance(network, dict) and "existing" in network
         values = _fill_defaults(values, environment_defaults(Environment(environment), str(region), existing_vpc))
@@ -647,8 +648,26 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
     try:
         config = PlatformConfig.model_validate(document)
     except ValidationError as exc:
-        issues.extend(issues_from(exc, PlatformConfig))
+        found = issues_from(exc, PlatformConfig)
+        if not known_environment:  # what an environment fills in is not missing: the environment is the problem
+            implied = _environment_keys(str(region))
+            found = [i for i in found if not (i.path in implied and i.message.startswith("is required"))]
+        issues.extend(found)
         raise ConfigError(issues) from None
     if issues:
         raise ConfigError(issues)
     return config
+
+
+def _environment_keys(region: str) -> set[str]:
+    """The dotted keys some environment fills in when the stack leaves them out."""
+
+    def paths(values: dict[str, Any], prefix: str = "") -> set[str]:
+        found = set()
+        for key, value in values.items():
+            found.add(prefix + key)
+            if isinstance(value, dict):
+                found |= paths(value, f"{prefix}{key}.")
+        return found
+
+    return set().union(*(paths(environment_defaults(e, region)) for e in Environment))

@@ -49,6 +49,16 @@ def test_prod_defaults_are_safe():
     assert config.cluster.endpoint.private is True
 
 
+def test_a_mistyped_environment_is_the_one_problem_reported_not_the_keys_it_would_have_filled_in():
+    assert problems(raw("develop")) == {"environment": "Input should be 'dev' or 'prod', got 'develop'"}
+
+
+def test_a_key_no_environment_fills_in_is_still_required_when_the_environment_is_mistyped():
+    config = raw("develop")
+    del config[f"{NS}:owner"]
+    assert set(problems(config)) == {"environment", "owner"}
+
+
 def test_explicit_values_override_environment_defaults():
     config = parse_config(
         raw("prod", network={"natGateways": "single"}, statefulResources="retain"), project=NS, stack="prod"

@@ -87,6 +87,7 @@ def real_values(stack: str):
         .replace("example.org", "corp.test")
         .replace("login.example.com", "login.corp.test")
         .replace("replace-with-your-client-id", "0oa1b2c3")
+        .replace("arn:aws:iam::123456789012:", "arn:aws:iam::210987654321:")
         for key, value in raw.items()
     }
     return parse_config(real, project=PROJECT, stack=stack)
@@ -96,6 +97,7 @@ def test_placeholders_fail_and_real_values_pass():
     names = [r.name for r in placeholder_checks(platform_config("dev"))]
     assert names == [
         "placeholder/cluster.endpoint.publicCidrs",
+        "placeholder/cluster.adminPrincipals.platform-admins",
         "placeholder/kubeflow.adminEmail",
         "placeholder/kubeflow.auth.connectors.corp.issuer",
         "placeholder/kubeflow.auth.connectors.corp.clientId",
@@ -288,6 +290,7 @@ def prod_results():
 def test_the_prod_stack_on_a_new_account_fails_on_gpu_quotas_and_the_spot_role(prod_results):
     statuses = {r.name: r.status for r in prod_results}
     assert {name for name, status in statuses.items() if status is Status.FAIL} == {
+        "placeholder/cluster.adminPrincipals.platform-admins",
         "placeholder/kubeflow.adminEmail",
         "placeholder/kubeflow.auth.connectors.corp.issuer",
         "placeholder/kubeflow.auth.connectors.corp.clientId",
@@ -346,10 +349,10 @@ def test_the_report_renders_as_a_table_markdown_and_json(prod_results):
     results = prod_results
     table = render_table(results, title="Preflight of stack 'prod'")
     assert "FAIL  spot-service-linked-role" in table
-    assert table.rstrip().endswith(f"{sum(r.status is Status.PASS for r in results)} PASS, 3 WARN, 13 FAIL, 0 ERROR")
+    assert table.rstrip().endswith(f"{sum(r.status is Status.PASS for r in results)} PASS, 3 WARN, 14 FAIL, 0 ERROR")
     assert render_markdown(results).splitlines()[0] == "| status | check | evidence | fix |"
     document = json.loads(render_json(results, stack="prod", region="us-west-2"))
-    assert document["summary"]["FAIL"] == 13
+    assert document["summary"]["FAIL"] == 14
     assert {"name", "status", "evidence", "fix"} == set(document["checks"][0])
 
 
@@ -363,7 +366,7 @@ def test_the_command_line_exits_1_on_a_failure_and_prints_json(clients, monkeypa
     document = json.loads(capsys.readouterr().out)
     assert document["stack"] == "prod"
     # The checks of run_preflight, and the connector's client secret the shipped stack file does not set.
-    assert document["summary"]["FAIL"] == 14
+    assert document["summary"]["FAIL"] == 15
     names = [c["name"] for c in document["checks"] if c["status"] == "FAIL"]
     assert "secret/kubeflowOidcClientSecret" in names
 

@@ -3,7 +3,9 @@ they reach a real system. An API endpoint open only to 203.0.113.0/24 admits nob
 cluster it creates (the deploy hangs on the first in-cluster object); a Kubeflow user `@example.org` is nobody.
 
 RFC 5737 reserves 192.0.2.0/24, 198.51.100.0/24 and 203.0.113.0/24 for documentation; RFC 2606 and RFC 6761
-reserve example.com, example.net and example.org (and their subdomains) likewise.
+reserve example.com, example.net and example.org (and their subdomains) likewise. AWS's documentation writes its
+examples' account as 123456789012 or 111122223333 (the IAM User Guide, "IAM identifiers": ARN examples); an admin
+role there is nobody's, and with it as the only admin principal nobody administers the cluster.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ DOCUMENTATION_RANGES = tuple(
     ipaddress.ip_network(cidr) for cidr in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")
 )
 EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org")
+EXAMPLE_ACCOUNTS = ("123456789012", "111122223333")
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,16 @@ def placeholders(config: PlatformConfig) -> list[Placeholder]:
         for cidr in values:
             if _documentation_range(str(cidr)):
                 found.append(Placeholder(key, str(cidr), f"a documentation range (RFC 5737): {why}"))
+    for name, arn in sorted(config.cluster.admin_principals.items()):
+        account = str(arn).split(":")[4] if str(arn).count(":") >= 5 else ""
+        if account in EXAMPLE_ACCOUNTS:
+            found.append(
+                Placeholder(
+                    f"cluster.adminPrincipals.{name}",
+                    str(arn),
+                    "the AWS documentation's example account: nobody can administer the cluster as it",
+                )
+            )
     kubeflow = config.kubeflow
     if kubeflow.enabled and kubeflow.admin_email and _example_email(kubeflow.admin_email):
         found.append(
