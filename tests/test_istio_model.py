@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.tools.model.istio import TCP, Mesh, Policies, Request, Side, injected
+from components.tools.model.istio import TCP, Mesh, Policies, Request, Side, injected, mesh_of
 
 SLEEP = Side("foo", {"app": "sleep"}, "10.0.0.5", Mesh(sidecar=True, service_account="sleep"))
 SLEEP_DEFAULT_NS = Side("default", {"app": "sleep"}, "10.0.0.6", Mesh(sidecar=True, service_account="sleep"))
@@ -206,3 +206,14 @@ def test_sidecar_injection_follows_the_namespace_and_pod_labels(
     template = {"metadata": metadata, "spec": {"hostNetwork": host_network, "containers": []}}
     labels = {"istio-injection": namespace} if namespace else {}
     assert injected(template, labels) is expected
+
+
+def test_ports_the_sidecar_does_not_capture_and_the_proxys_own_ports_are_outside_every_policy():
+    """The annotations reference (`traffic.sidecar.istio.io/excludeInboundPorts`) and "Ports used by Istio"
+    (15090, Envoy's Prometheus telemetry): a mesh-wide allow-nothing does not reach them."""
+    template = {"metadata": {"annotations": {"traffic.sidecar.istio.io/excludeInboundPorts": "9443"}}, "spec": {}}
+    webhook = Side("foo", {"app": "webhook"}, "10.0.3.5", mesh_of(template, {"istio-injection": "enabled"}))
+    deny_all = Policies([authz("istio-system", "global-deny-all", {})])
+    assert deny_all.decide(NO_SIDECAR, webhook, 9443, TCP).allowed
+    assert not deny_all.decide(NO_SIDECAR, webhook, 8080, TCP).allowed
+    assert deny_all.decide(NO_SIDECAR, HTTPBIN, 15090, TCP).allowed

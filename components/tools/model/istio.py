@@ -39,6 +39,13 @@ ROOT_NAMESPACE = "istio-system"
 INJECTION_LABEL = "istio-injection"
 INJECT = "sidecar.istio.io/inject"
 DEFAULT_MODE = "PERMISSIVE"
+#: Inbound ports left to the application, not redirected to the sidecar (istio.io/v1.30/docs/reference/config/
+#: annotations/): no policy of Istio's sees them.
+EXCLUDE_INBOUND = "traffic.sidecar.istio.io/excludeInboundPorts"
+#: Ports the proxy serves itself, outside the inbound chain policies apply to: 15020 merged metrics, 15021 health,
+#: 15090 Envoy's Prometheus telemetry (istio.io/v1.30/docs/ops/deployment/application-requirements/, "Ports used
+#: by Istio").
+PROXY_PORTS = frozenset({15020, 15021, 15090})
 #: Request fields only HTTP (and gRPC) traffic carries.
 _HTTP_SOURCE = ("requestPrincipals", "notRequestPrincipals")
 _HTTP_OPERATION = ("hosts", "notHosts", "methods", "notMethods", "paths", "notPaths")
@@ -52,6 +59,8 @@ class Mesh:
     sidecar: bool = False
     gateway: bool = False
     service_account: str = "default"
+    #: Inbound ports the sidecar does not capture (`traffic.sidecar.istio.io/excludeInboundPorts`).
+    excluded_ports: frozenset[int] = frozenset()
 
     @property
     def proxied(self) -> bool:
@@ -79,7 +88,8 @@ def mesh_of(template: Mapping[str, Any], namespace_labels: Mapping[str, str]) ->
     account = spec.get("serviceAccountName") or "default"
     sidecar = injected(template, namespace_labels)
     gateway = not sidecar and any("/proxyv2:" in i or i.endswith("/proxyv2") for i in images)
-    return Mesh(sidecar, gateway, account)
+    excluded = ((template.get("metadata") or {}).get("annotations") or {}).get(EXCLUDE_INBOUND, "")
+    return Mesh(sidecar, gateway, account, frozenset(int(p) for p in excluded.split(",") if p.strip().isdigit()))
 
 
 @dataclass(frozen=True)
@@ -291,7 +301,7 @@ class Policies:
     def decide(self, source: Side, destination: Side, port: int, request: Request = TCP) -> Verdict:
         """Whether Istio lets `source` reach `destination` on `port` with `request`; only a destination with an
         Envoy of its own enforces anything."""
-        if not destination.mesh.proxied:
+        if not destination.mesh.proxied or port in destination.mesh.excluded_ports or port in PROXY_PORTS:
             return OPEN
         mode, setter = self.mtls_mode(destination, port) if destination.mesh.sidecar else (DEFAULT_MODE, None)
         # A gateway's listeners take what clients send, not the mesh's mTLS: only a sidecar terminates it.
