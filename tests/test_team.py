@@ -395,3 +395,17 @@ def test_a_profile_owner_must_be_an_email():
     ((path, message),) = [(issue.path, issue.message) for issue in caught.value.issues]
     assert path == "team.kubeflow.owner"
     assert "an email address" in message
+
+
+def test_on_a_pod_identity_platform_the_teams_pods_reach_the_agent_for_credentials_and_only_there():
+    """EKS Pod Identity serves credentials from a link-local agent on port 80, which the namespace's egress deny
+    (443 out only) closed: the team's role was unusable. IRSA's STS call goes over 443 and needs no such path."""
+    from components.tools.model.flows import problems as flow_problems
+    from components.tools.model.network import Cluster
+
+    plan = plan_team(team(), offer(identity="podIdentity"))
+    cluster = Cluster(list(plan.namespace.values()), [], pod_identity=[("vision", "vision")])
+    assert [p for p in flow_problems(cluster) if "Pod Identity agent" in p] == []
+    (agent,) = plan.namespace["allow-pod-identity-agent"]["spec"]["egress"]
+    assert agent == {"to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}], "ports": [{"protocol": "TCP", "port": 80}]}
+    assert "allow-pod-identity-agent" not in plan_team(team(), offer()).namespace

@@ -27,15 +27,17 @@ GPU_QUOTA_KEY = f"requests.{GPU_RESOURCE}"
 
 
 def network_policies(
-    team: TeamConfig, *, monitoring_namespace: str | None, vpc_cidr: str | None
+    team: TeamConfig, *, monitoring_namespace: str | None, vpc_cidr: str | None, pod_identity: bool = False
 ) -> dict[str, Manifest]:
     """A team namespace's policies (`netpol.team_namespace`, the same as every team namespace the platform makes),
     with a Kubeflow Profile's paths when the team has one: its pods take Istio's sidecar, which needs istiod, and
-    the gateway brings users to its notebooks."""
+    the gateway brings users to its notebooks. `pod_identity`: the team's role reaches its pods through EKS Pod
+    Identity (the platform's `identity`), whose node agent they must reach."""
     return netpol.team_namespace(
         team.name,
         monitoring_namespace=monitoring_namespace,
         https_egress=team.network.https_egress,
+        pod_identity=pod_identity,
         webhook_ports=team.network.webhook_ports,
         vpc_cidr=vpc_cidr,
         extra=profile_allowances(team.name) if team.kubeflow is not None else (),
@@ -50,6 +52,7 @@ def namespace_manifests(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     gpu_ceiling: int | None = None,
+    pod_identity: bool = False,
 ) -> dict[str, Manifest]:
     """The Namespace, its ResourceQuota and LimitRange, and its NetworkPolicies, keyed by a stable short name.
 
@@ -96,7 +99,9 @@ def namespace_manifests(
             },
         },
     }
-    manifests.update(network_policies(team, monitoring_namespace=monitoring_namespace, vpc_cidr=vpc_cidr))
+    manifests.update(
+        network_policies(team, monitoring_namespace=monitoring_namespace, vpc_cidr=vpc_cidr, pod_identity=pod_identity)
+    )
     return manifests
 
 
