@@ -124,6 +124,18 @@ def allow_pod_identity_agent(namespace_: str) -> Manifest:
     return policy(namespace_, "allow-pod-identity-agent", egress=[rule(peers, ports(POD_IDENTITY_AGENT_PORT), to=True)])
 
 
+#: The team namespace's annotation listing the egress its config asks for (`{name: {cidr, ports, protocol}}`, JSON):
+#: what the platform model judges the namespace's policies against.
+EGRESS_ANNOTATION = "eksml.io/egress"
+
+
+def allow_egress(namespace_: str, name: str, block: str, on: Sequence[int], protocol: str = "TCP") -> Manifest:
+    """Pods may connect to `block` on the ports `on` (a team's `network.egress.<name>`)."""
+    return policy(
+        namespace_, f"allow-egress-{name}", egress=[rule([cidr(block)], ports(*on, protocol=protocol), to=True)]
+    )
+
+
 def allow_prometheus(namespace_: str, monitoring_namespace: str) -> Manifest:
     """Prometheus may scrape every pod of the namespace (which ports it scrapes is the monitors' choice)."""
     source = [namespace(monitoring_namespace, PROMETHEUS_POD)]

@@ -11,6 +11,7 @@ traffic) is its own policy.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,8 +41,25 @@ def network_policies(
         pod_identity=pod_identity,
         webhook_ports=team.network.webhook_ports,
         vpc_cidr=vpc_cidr,
-        extra=profile_allowances(team.name) if team.kubeflow is not None else (),
+        extra=[
+            *(profile_allowances(team.name) if team.kubeflow is not None else ()),
+            *(
+                netpol.allow_egress(team.name, name, str(entry.cidr), entry.ports, entry.protocol)
+                for name, entry in sorted(team.network.egress.items())
+            ),
+        ],
     )
+
+
+def egress_annotation(team: TeamConfig) -> dict[str, str]:
+    """The namespace's record of the egress its config asks for, which the platform model judges."""
+    if not team.network.egress:
+        return {}
+    promised = {
+        name: {"cidr": str(e.cidr), "ports": list(e.ports), "protocol": e.protocol}
+        for name, e in sorted(team.network.egress.items())
+    }
+    return {netpol.EGRESS_ANNOTATION: json.dumps(promised, sort_keys=True)}
 
 
 def namespace_manifests(
@@ -62,8 +80,9 @@ def namespace_manifests(
     `quota.gpus`."""
     name, quota = team.name, team.quota
     metadata: dict[str, Any] = {"name": name, "labels": {**(labels or {}), **TEAM_POD_SECURITY, TEAM_LABEL: name}}
+    annotations = {**(annotations or {}), **egress_annotation(team)}
     if annotations:
-        metadata["annotations"] = dict(annotations)
+        metadata["annotations"] = annotations
     manifests = {
         "namespace": {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata},
         "quota": {

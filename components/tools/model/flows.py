@@ -178,6 +178,15 @@ CATALOGUE: tuple[Flow, ...] = (
         platform.pod_identity_agent,
     ),
     Flow(
+        "team egress",
+        "a new pod of a team stack's namespace",
+        "each range of the team's `network.egress`",
+        "its `ports`",
+        "its `protocol` (TCP by default)",
+        "docs/team-stacks.md; https://kubernetes.io/docs/concepts/services-networking/network-policies/ (ipBlock)",
+        platform.team_egress,
+    ),
+    Flow(
         "closed: Prometheus and Alertmanager answer anyone",
         "a pod of a team namespace",
         "Prometheus; Alertmanager",

@@ -4,8 +4,10 @@ says so."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from ipaddress import ip_network
 from typing import Any
 
 from components.kubeflow.network_policy import (
@@ -19,7 +21,7 @@ from components.kubeflow.network_policy import (
     NOTEBOOK_CONTROLLER_POD,
     NOTEBOOK_PORT,
 )
-from components.network_policies import ALERTMANAGER_POD, DNS_POD, PROMETHEUS_POD, TEAM_LABEL
+from components.network_policies import ALERTMANAGER_POD, DNS_POD, EGRESS_ANNOTATION, PROMETHEUS_POD, TEAM_LABEL
 from components.observability.adapter import PROMETHEUS_PORT
 from components.observability.network_policy import ALERTMANAGER_PORT, GRAFANA_POD
 from components.tools.model import istio
@@ -252,3 +254,17 @@ def pod_identity_agent(cluster: Cluster) -> Iterator[Connection]:
             f"a new pod in {namespace}", next(cluster.hosts), namespace, cluster.namespace_labels[namespace], {}
         )
         yield Connection("AWS credentials", pod, agent, POD_IDENTITY_PORT)
+
+
+def team_egress(cluster: Cluster) -> Iterator[Connection]:
+    """Each range and port a team namespace's `network.egress` asks for, to the range's first address."""
+    for obj in cluster.objects:
+        if obj.get("kind") != "Namespace":
+            continue
+        promised = json.loads((obj["metadata"].get("annotations") or {}).get(EGRESS_ANNOTATION) or "{}")
+        namespace = obj["metadata"]["name"]
+        for name, entry in sorted(promised.items()):
+            network = ip_network(entry["cidr"])
+            target = Endpoint(f"{entry['cidr']} ({name})", str(next(network.hosts(), network.network_address)))
+            for port in entry["ports"]:
+                yield Connection(f"egress {name}", _stand_in(cluster, namespace), target, port, entry["protocol"])
