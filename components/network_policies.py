@@ -110,6 +110,32 @@ def allow_https_egress(namespace_: str, *, selects: Mapping[str, str] | None = N
     )
 
 
+#: The EKS Pod Identity agent, a host-network DaemonSet serving credentials on this link-local address and port (the
+#: SDKs read `AWS_CONTAINER_CREDENTIALS_FULL_URI=http://169.254.170.23/v1/credentials`;
+#: https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html, pod-id-how-it-works.html).
+POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
+POD_IDENTITY_AGENT_PORT = 80
+
+
+def allow_pod_identity_agent(namespace_: str) -> Manifest:
+    """Pods may ask the node's EKS Pod Identity agent for credentials (that address and port only): without it a
+    namespace's egress deny leaves its pods with no AWS credentials under EKS Pod Identity."""
+    peers = [cidr(POD_IDENTITY_AGENT_CIDR)]
+    return policy(namespace_, "allow-pod-identity-agent", egress=[rule(peers, ports(POD_IDENTITY_AGENT_PORT), to=True)])
+
+
+#: The team namespace's annotation listing the egress its config asks for (`{name: {cidr, ports, protocol}}`, JSON):
+#: what the platform model judges the namespace's policies against.
+EGRESS_ANNOTATION = "eksml.io/egress"
+
+
+def allow_egress(namespace_: str, name: str, block: str, on: Sequence[int], protocol: str = "TCP") -> Manifest:
+    """Pods may connect to `block` on the ports `on` (a team's `network.egress.<name>`)."""
+    return policy(
+        namespace_, f"allow-egress-{name}", egress=[rule([cidr(block)], ports(*on, protocol=protocol), to=True)]
+    )
+
+
 def allow_prometheus(namespace_: str, monitoring_namespace: str) -> Manifest:
     """Prometheus may scrape every pod of the namespace (which ports it scrapes is the monitors' choice)."""
     source = [namespace(monitoring_namespace, PROMETHEUS_POD)]
@@ -166,17 +192,21 @@ def team_namespace(
     *,
     monitoring_namespace: str | None,
     https_egress: bool = True,
+    pod_identity: bool = False,
     webhook_ports: Sequence[int] = (),
     vpc_cidr: str | None = None,
     extra: Iterable[Manifest] = (),
 ) -> dict[str, Manifest]:
     """A team namespace's policies, keyed by name, whichever part makes the namespace (a team stack, Kubeflow's
     teams, the FSx namespaces): default deny; the namespace's own pods to each other; DNS; with `https_egress`,
-    HTTPS out (STS for IRSA, S3, the Kubernetes API); with monitoring, Prometheus' scrapes; the control plane to the
+    HTTPS out (STS for IRSA, S3, the Kubernetes API); with `pod_identity` (its pods' credentials come from EKS Pod
+    Identity), the node's Pod Identity agent; with monitoring, Prometheus' scrapes; the control plane to the
     team's webhooks on `webhook_ports`; then `extra`, what the namespace's owner adds (a Kubeflow Profile's paths)."""
     found = [deny_all(namespace_), allow_same_namespace(namespace_), allow_dns(namespace_)]
     if https_egress:
         found.append(allow_https_egress(namespace_))
+    if pod_identity:
+        found.append(allow_pod_identity_agent(namespace_))
     if monitoring_namespace is not None:
         found.append(allow_prometheus(namespace_, monitoring_namespace))
     if webhook_ports:

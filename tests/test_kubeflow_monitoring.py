@@ -13,7 +13,8 @@ import pytest
 from components.kubeflow import entries, monitoring, network_policy, plan, render
 from components.kubeflow.credentials import Admin
 from components.observability.network_policy import monitoring_policies
-from components.tools.model.network import Cluster, problems, scrape_paths
+from components.tools.model.flows import problems
+from components.tools.model.network import Cluster, scrape_paths
 from components.tools.model.workloads import from_object
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
@@ -79,7 +80,7 @@ def model(objects, drop_allowances: bool = False) -> Cluster:
 
 def test_the_model_finds_every_monitors_targets_on_upstreams_ports_and_prometheus_reaches_them(rendered):
     cluster = model(planned(rendered, WITH_KATIB))
-    paths = [(what, destination.what, port) for what, _, destination, port in scrape_paths(cluster)]
+    paths = [(what, destination.what, port) for what, _, destination, port, _ in scrape_paths(cluster)]
     reached = {what: (dest, port) for what, dest, port in paths}
     # The ports upstream's pinned files give (see monitoring.TARGETS): every monitor finds its pods there.
     assert reached["ServiceMonitor istio-system/istiod"][1] == 15014
@@ -94,6 +95,23 @@ def test_without_the_monitoring_allowances_the_model_reports_the_kubeflow_scrape
     found = problems(model(planned(rendered, DEFAULT), drop_allowances=True))
     for monitor in ("PodMonitor ml-pipeline", "PodMonitor workflow-controller", "ServiceMonitor istio-system/istiod"):
         assert any(f"({monitor})" in p for p in found), monitor
+
+
+def test_argos_metrics_port_is_opened_through_its_sidecar_which_the_mesh_wide_deny_would_close(rendered):
+    """Argo's controller gets Istio's sidecar in `kubeflow`, where upstream's root-namespace `global-deny-all`
+    refuses whatever no ALLOW rule names, and Prometheus has no sidecar whose identity a rule could name."""
+    objects = planned(rendered, DEFAULT)
+    (allowance,) = [
+        o
+        for o in objects
+        if o["kind"] == "AuthorizationPolicy" and o["metadata"]["name"] == "workflow-controller-metrics"
+    ]
+    assert allowance["spec"]["rules"] == [{"to": [{"operation": {"ports": ["9090"]}}]}]
+    assert problems(model(objects)) == []
+    found = problems(model([o for o in objects if o is not allowance]))
+    assert [p.split(": ", 1)[1] for p in found if "(PodMonitor workflow-controller)" in p] == [
+        "Istio: no rule of the ALLOW policies that select it matches (AuthorizationPolicy istio-system/global-deny-all)"
+    ]
 
 
 def test_a_component_that_no_longer_names_its_metrics_port_is_refused(rendered):

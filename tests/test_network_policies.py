@@ -17,8 +17,9 @@ from components.network_policies import TEAM_LABEL
 from components.observability.network_policy import monitoring_policies
 from components.tools.model import StackView, check_views
 from components.tools.model.addresses import from_resources
+from components.tools.model.flows import problems
 from components.tools.model.netpol import Endpoint, allowed
-from components.tools.model.network import INGRESS_ONLY, Cluster, problems
+from components.tools.model.network import INGRESS_ONLY, Cluster
 from components.tools.model.workloads import from_object
 from components.tools.preview.answers import UNKNOWN
 
@@ -178,7 +179,7 @@ def test_the_platforms_policies_open_every_needed_path_and_keep_prometheus_from_
         ("allow-webhooks", "the API server (control plane ENI) cannot reach Deployment cert-manager/webhook"),
         ("prometheus-clients", "Deployment monitoring/grafana (test) cannot reach Deployment monitoring/prometheus"),
         ("allow-grafana-out", "Deployment monitoring/grafana (test) cannot reach Deployment monitoring/alertmanager"),
-        ("allow-dns", "Deployment monitoring/grafana (test) cannot ask cluster DNS"),
+        ("allow-dns", "Deployment monitoring/grafana (test) cannot reach Deployment kube-system/coredns"),
     ],
 )
 def test_a_missing_allowance_is_caught_naming_both_ends(dropped, expected):

@@ -395,3 +395,65 @@ def test_a_profile_owner_must_be_an_email():
     ((path, message),) = [(issue.path, issue.message) for issue in caught.value.issues]
     assert path == "team.kubeflow.owner"
     assert "an email address" in message
+
+
+def test_on_a_pod_identity_platform_the_teams_pods_reach_the_agent_for_credentials_and_only_there():
+    """EKS Pod Identity serves credentials from a link-local agent on port 80, which the namespace's egress deny
+    (443 out only) closed: the team's role was unusable. IRSA's STS call goes over 443 and needs no such path."""
+    from components.tools.model.flows import problems as flow_problems
+    from components.tools.model.network import Cluster
+
+    plan = plan_team(team(), offer(identity="podIdentity"))
+    cluster = Cluster(list(plan.namespace.values()), [], pod_identity=[("vision", "vision")])
+    assert [p for p in flow_problems(cluster) if "Pod Identity agent" in p] == []
+    (agent,) = plan.namespace["allow-pod-identity-agent"]["spec"]["egress"]
+    assert agent == {"to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}], "ports": [{"protocol": "TCP", "port": 80}]}
+    assert "allow-pod-identity-agent" not in plan_team(team(), offer()).namespace
+
+
+MIRROR = {"mirror": {"cidr": "10.8.0.0/16", "ports": [8081]}, "git": {"cidr": "0.0.0.0/0", "ports": [22]}}
+
+
+def test_a_teams_egress_opens_each_range_on_its_ports_and_the_model_judges_it_open():
+    """Package mirrors, git over SSH, databases: egress beyond HTTPS that the default (443 only) closed."""
+    from components.tools.model.flows import problems as flow_problems
+    from components.tools.model.network import Cluster
+
+    namespace = plan_team(team(network={"egress": MIRROR}), offer()).namespace
+    (git,) = namespace["allow-egress-git"]["spec"]["egress"]
+    assert git == {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 22}]}
+    assert flow_problems(Cluster(list(namespace.values()), [])) == []
+    without = [m for k, m in namespace.items() if k != "allow-egress-mirror"]
+    (found,) = flow_problems(Cluster(without, []))
+    assert found.startswith("a new pod in team namespace vision cannot reach 10.8.0.0/16 (mirror) on port 8081")
+    assert "NetworkPolicy vision/deny-all" in found
+
+
+def test_by_default_a_team_namespace_opens_no_egress_but_https():
+    policies = plan_team(team(), offer()).namespace
+    assert not any(k.startswith("allow-egress-") for k in policies)
+
+
+@pytest.mark.parametrize(
+    ("egress", "key", "expected"),
+    [
+        ({"db": {"cidr": "10.0.0.1/16", "ports": [5432]}}, "team.network.egress.db.cidr", "no host bits set"),
+        ({"db": {"cidr": "10.0.0.0/16", "ports": [70000]}}, "team.network.egress.db.ports", "65535"),
+        ({"db": {"cidr": "10.0.0.0/16", "ports": []}}, "team.network.egress.db.ports", "at least 1"),
+        (
+            {"db": {"cidr": "10.0.0.0/16", "ports": [5432], "protocol": "SCTP"}},
+            "team.network.egress.db.protocol",
+            "TCP",
+        ),
+    ],
+)
+def test_a_bad_egress_entry_is_refused_naming_its_key(egress, key, expected):
+    raw = {
+        "team-vision:platformStack": "acme/eks-ml-platform/prod",
+        "team-vision:owner": "vision-leads",
+        "team-vision:team": json.dumps({"name": "vision", "quota": {"gpus": 1}, "network": {"egress": egress}}),
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_team_config(raw, project="team-vision", stack="dev")
+    messages = [str(issue) for issue in caught.value.issues]
+    assert any(m.startswith(key) and expected in m for m in messages), messages

@@ -38,6 +38,11 @@ class Target:
     service: Mapping[str, str] = field(default_factory=dict)
     #: A self-signed certificate, no client authentication.
     tls: bool = False
+    #: The pods get Istio's sidecar, and the port serves metrics only: an AuthorizationPolicy opens it to any
+    #: source, since upstream's mesh-wide `global-deny-all` (istio-system, the root namespace) refuses everything
+    #: no ALLOW rule names, and Prometheus has no sidecar, so no mesh identity to name (its NetworkPolicy
+    #: allowance still admits the monitoring namespace alone).
+    open_in_mesh: bool = False
 
 
 TARGETS: tuple[Target, ...] = (
@@ -88,6 +93,7 @@ TARGETS: tuple[Target, ...] = (
         source="remote/argoproj/argo-workflows@v3.7.3/manifests/base/workflow-controller/"
         "workflow-controller-deployment.yaml",
         tls=True,
+        open_in_mesh=True,
     ),
     # Katib's controller: its Service's port `metrics` (8080), `prometheus.io/scheme: http`.
     Target(
@@ -107,9 +113,28 @@ def _selects(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def _port_names(obj: Manifest) -> set[str]:
+def _ports(obj: Manifest) -> dict[str, int]:
     template = pod_template(obj) or {}
-    return {p["name"] for c in containers(template.get("spec", {})) for p in c.get("ports") or () if p.get("name")}
+    return {
+        p["name"]: p["containerPort"]
+        for c in containers(template.get("spec", {}))
+        for p in c.get("ports") or ()
+        if p.get("name")
+    }
+
+
+def mesh_allowance(target: Target, port: int) -> Manifest:
+    """An Istio ALLOW policy for the target's pods on its metrics port, from any source."""
+    return {
+        "apiVersion": "security.istio.io/v1",
+        "kind": "AuthorizationPolicy",
+        "metadata": {"name": f"{target.name}-metrics", "namespace": target.namespace},
+        "spec": {
+            "action": "ALLOW",
+            "selector": {"matchLabels": dict(target.pods)},
+            "rules": [{"to": [{"operation": {"ports": [str(port)]}}]}],
+        },
+    }
 
 
 def render(target: Target) -> Manifest:
@@ -129,7 +154,8 @@ def render(target: Target) -> Manifest:
 
 
 def monitors(objects: Iterable[Manifest], targets: Iterable[Target] = TARGETS) -> list[Manifest]:
-    """A monitor for each target whose workload is among `objects`. Raises ValueError when such a workload no longer
+    """A monitor for each target whose workload is among `objects` (and, for a target `open_in_mesh`, the Istio
+    policy that lets Prometheus through the sidecar). Raises ValueError when such a workload no longer
     names the port, or a ServiceMonitor's Service is missing or lacks the port (the monitor would find nothing)."""
     objects = list(objects)
     found, problems = [], []
@@ -144,9 +170,14 @@ def monitors(objects: Iterable[Manifest], targets: Iterable[Target] = TARGETS) -
         ]
         if not workloads:
             continue  # not installed
+        numbers = set()
         for workload in workloads:
-            if target.port not in _port_names(workload):
+            if target.port not in _ports(workload):
                 problems.append(f"{target.namespace}/{workload['metadata']['name']}: no port {target.port!r}")
+            else:
+                numbers.add(_ports(workload)[target.port])
+        if target.open_in_mesh:
+            found += [mesh_allowance(target, number) for number in sorted(numbers)]
         if target.kind == "ServiceMonitor":
             services = [
                 o

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 
 from components.config.errors import ConfigError, ConfigIssue, issues_from
-from components.config.types import ConfigModel, KeyName
+from components.config.types import Cidr, ConfigModel, KeyName
 from components.config.validation import FieldProblems, matches
 from components.kubeflow.teams import TEAM_SERVICE_ACCOUNT
 from components.storage.config import fsx_capacity_problem
@@ -88,6 +88,14 @@ class DefaultRequests(ConfigModel):
     memory: Quantity = Field(default="512Mi", description="the memory request of a container that sets none")
 
 
+class TeamEgress(ConfigModel):
+    """Somewhere the team's pods may connect to beyond HTTPS: a package mirror, git over SSH, a database."""
+
+    cidr: Cidr = Field(description="the addresses, as an IPv4 CIDR like '10.8.0.0/16' ('0.0.0.0/0': anywhere)")
+    ports: tuple[Port, ...] = Field(min_length=1, description="the ports there, at least one (1-65535)")
+    protocol: Literal["TCP", "UDP"] = Field(default="TCP", description="the protocol of those ports")
+
+
 class TeamNetwork(ConfigModel):
     """What the namespace's default-deny NetworkPolicy lets through beyond DNS, Prometheus and its own pods."""
 
@@ -100,6 +108,11 @@ class TeamNetwork(ConfigModel):
         default=(9443,),
         description="ports webhook servers of the team listen on, open to the control plane (its ENIs sit in the "
         "VPC); empty: none",
+    )
+    egress: dict[KeyName, TeamEgress] = Field(
+        default_factory=dict,
+        description="more places the pods may connect to, keyed by a name of your choice (each its own "
+        "NetworkPolicy `allow-egress-<name>`); empty: HTTPS (`httpsEgress`), DNS and the platform's paths only",
     )
 
 

@@ -11,6 +11,7 @@ traffic) is its own policy.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,19 +28,38 @@ GPU_QUOTA_KEY = f"requests.{GPU_RESOURCE}"
 
 
 def network_policies(
-    team: TeamConfig, *, monitoring_namespace: str | None, vpc_cidr: str | None
+    team: TeamConfig, *, monitoring_namespace: str | None, vpc_cidr: str | None, pod_identity: bool = False
 ) -> dict[str, Manifest]:
     """A team namespace's policies (`netpol.team_namespace`, the same as every team namespace the platform makes),
     with a Kubeflow Profile's paths when the team has one: its pods take Istio's sidecar, which needs istiod, and
-    the gateway brings users to its notebooks."""
+    the gateway brings users to its notebooks. `pod_identity`: the team's role reaches its pods through EKS Pod
+    Identity (the platform's `identity`), whose node agent they must reach."""
     return netpol.team_namespace(
         team.name,
         monitoring_namespace=monitoring_namespace,
         https_egress=team.network.https_egress,
+        pod_identity=pod_identity,
         webhook_ports=team.network.webhook_ports,
         vpc_cidr=vpc_cidr,
-        extra=profile_allowances(team.name) if team.kubeflow is not None else (),
+        extra=[
+            *(profile_allowances(team.name) if team.kubeflow is not None else ()),
+            *(
+                netpol.allow_egress(team.name, name, str(entry.cidr), entry.ports, entry.protocol)
+                for name, entry in sorted(team.network.egress.items())
+            ),
+        ],
     )
+
+
+def egress_annotation(team: TeamConfig) -> dict[str, str]:
+    """The namespace's record of the egress its config asks for, which the platform model judges."""
+    if not team.network.egress:
+        return {}
+    promised = {
+        name: {"cidr": str(e.cidr), "ports": list(e.ports), "protocol": e.protocol}
+        for name, e in sorted(team.network.egress.items())
+    }
+    return {netpol.EGRESS_ANNOTATION: json.dumps(promised, sort_keys=True)}
 
 
 def namespace_manifests(
@@ -50,6 +70,7 @@ def namespace_manifests(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     gpu_ceiling: int | None = None,
+    pod_identity: bool = False,
 ) -> dict[str, Manifest]:
     """The Namespace, its ResourceQuota and LimitRange, and its NetworkPolicies, keyed by a stable short name.
 
@@ -59,8 +80,9 @@ def namespace_manifests(
     `quota.gpus`."""
     name, quota = team.name, team.quota
     metadata: dict[str, Any] = {"name": name, "labels": {**(labels or {}), **TEAM_POD_SECURITY, TEAM_LABEL: name}}
+    annotations = {**(annotations or {}), **egress_annotation(team)}
     if annotations:
-        metadata["annotations"] = dict(annotations)
+        metadata["annotations"] = annotations
     manifests = {
         "namespace": {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata},
         "quota": {
@@ -96,7 +118,9 @@ def namespace_manifests(
             },
         },
     }
-    manifests.update(network_policies(team, monitoring_namespace=monitoring_namespace, vpc_cidr=vpc_cidr))
+    manifests.update(
+        network_policies(team, monitoring_namespace=monitoring_namespace, vpc_cidr=vpc_cidr, pod_identity=pod_identity)
+    )
     return manifests
 
 

@@ -434,6 +434,7 @@ def plan_team(
             labels=labels,
             annotations=annotations,
             gpu_ceiling=share.ceiling,
+            pod_identity=offer.identity == "podIdentity",
         ),
         volumes=volumes,
         claims=claims,

@@ -140,3 +140,22 @@ def allowed(
     return _side_allows(listed, "Egress", source, destination, destination, port, protocol) and _side_allows(
         listed, "Ingress", destination, source, destination, port, protocol
     )
+
+
+def refusal(
+    policies: Iterable[Mapping[str, Any]], source: Endpoint, destination: Endpoint, port: int, protocol: str = "TCP"
+) -> str | None:
+    """None when the policies let the connection through; else the side that refuses it and the policies that
+    isolate that side (none of whose rules allows the connection)."""
+    listed = list(policies)
+    for direction, pod, other in (("Egress", source, destination), ("Ingress", destination, source)):
+        if _side_allows(listed, direction, pod, other, destination, port, protocol):
+            continue
+        names = ", ".join(
+            sorted(
+                f"NetworkPolicy {p['metadata']['namespace']}/{p['metadata']['name']}"
+                for p in selecting(listed, pod, direction)
+            )
+        )
+        return f"its {direction.lower()} side is isolated by {names}, and no rule of them allows it"
+    return None

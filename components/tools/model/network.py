@@ -18,23 +18,14 @@ from typing import Any
 
 from components.kubeflow.access import GATEWAY_NAMESPACE, gateway_exposure
 from components.kubeflow.network_policy import (
-    GATEWAY_POD,
-    GATEWAY_POD_HTTP_PORT,
-    ISTIO_NAMESPACE,
-    ISTIOD_POD,
-    ISTIOD_XDS_PORT,
-    KUBEFLOW_NAMESPACE,
-    KUBEFLOW_SERVICES,
-    NOTEBOOK_CONTROLLER_POD,
-    NOTEBOOK_PORT,
     runtime_labels,
 )
 from components.kubeflow.objects import is_webhook_configuration, matches
 from components.kubeflow.teams import PROFILE_NAMESPACE_LABELS
-from components.network_policies import ALERTMANAGER_POD, DNS_POD, PROMETHEUS_POD, TEAM_LABEL
-from components.observability.adapter import PROMETHEUS_PORT
-from components.observability.network_policy import ALERTMANAGER_PORT, GRAFANA_POD
+from components.network_policies import DNS_POD, PROMETHEUS_POD
+from components.tools.model import istio
 from components.tools.model.addresses import UNKNOWN_VALUE, VpcAddresses
+from components.tools.model.kubeflow_mesh import runtime_policies
 from components.tools.model.netpol import Endpoint, allowed
 from components.tools.model.workloads import pod_template
 
@@ -53,8 +44,15 @@ class Cluster:
         objects: list[Mapping[str, Any]],
         workloads: Iterable[Any],
         vpc: VpcAddresses | None = None,
+        pod_identity: Iterable[tuple[str, str]] = (),
     ):
         self.objects = objects
+        #: (namespace, service account) pairs EKS Pod Identity gives credentials to (its associations).
+        self.pod_identity = frozenset(pod_identity)
+        #: Istio's policies, with those Kubeflow's profile controller writes at run time.
+        self.istio = istio.Policies([*objects, *runtime_policies(objects)])
+        #: Each pod endpoint's place in the mesh, by address.
+        self.mesh: dict[str, istio.Mesh] = {}
         self.vpc = vpc = vpc if vpc is not None else VpcAddresses.stand_in()
         self.policies = [_placed(o, vpc.cidrs) for o in objects if o.get("kind") == "NetworkPolicy"]
         self.namespace_labels = {
@@ -87,10 +85,12 @@ class Cluster:
             labels = {**w.labels, **runtime_labels(template, self.namespace_labels.get(w.namespace, {}), w.name)}
             if w.namespace == "kube-system" and w.name == "coredns":
                 labels.update(DNS_POD)  # the EKS coredns add-on labels its pods so
+            address = next(hosts)
+            self.mesh[address] = istio.mesh_of(template, self.namespace_labels.get(w.namespace, {}))
             self.pods.append(
                 Endpoint(
                     w.ref,
-                    next(hosts),
+                    address,
                     w.namespace,
                     self.namespace_labels.get(w.namespace, {}),
                     labels,
@@ -98,6 +98,18 @@ class Cluster:
                     bool(spec.get("hostNetwork")),
                 )
             )
+
+    def side(self, endpoint: Endpoint) -> istio.Side:
+        """An endpoint as Istio sees it. A stand-in pod (a new pod of a namespace) gets the namespace's injection
+        and runs as `default-editor` in a Kubeflow Profile's namespace (what its notebooks and pipelines run as),
+        else as `default`."""
+        mesh = self.mesh.get(endpoint.address)
+        if mesh is None and endpoint.is_pod:
+            labels = self.namespace_labels.get(endpoint.namespace or "", {})
+            profile = labels.get(PROFILE_LABEL[0]) == PROFILE_LABEL[1]
+            account = PROFILE_ACCOUNT if profile else "default"
+            mesh = istio.Mesh(istio.injected({}, labels), service_account=account)
+        return istio.Side(endpoint.namespace, endpoint.labels, endpoint.address, mesh or istio.OUTSIDE_MESH)
 
     def matching(self, namespace: str | None, labels: Mapping[str, str]) -> list[Endpoint]:
         return [
@@ -197,14 +209,23 @@ def webhook_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, i
                         yield what, cluster.control_plane, pod, number
 
 
-def scrape_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, int]]:
+def _scrape_path(endpoint: Mapping[str, Any]) -> str | None:
+    """The HTTP path Prometheus asks for (the operator's default `/metrics`), or None over HTTPS, which a sidecar
+    sees as TCP (prometheus-operator API reference, `Endpoint.path`, `Endpoint.scheme`)."""
+    if endpoint.get("scheme") == "https":
+        return None
+    return str(endpoint.get("path") or "/metrics")
+
+
+def scrape_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, int, str | None]]:
+    """Prometheus to every target of every ServiceMonitor and PodMonitor, with the HTTP path it asks for."""
     prometheus = cluster.matching(None, PROMETHEUS_POD)
     for monitor in cluster.objects:
         if monitor["kind"] != "ServiceMonitor":
             continue
         spec, home = monitor.get("spec") or {}, monitor["metadata"].get("namespace")
         chosen = spec.get("namespaceSelector") or {}
-        wanted_ports = {e.get("port") for e in spec.get("endpoints") or ()}
+        endpoints = {e.get("port"): e for e in spec.get("endpoints") or ()}
         for service in cluster.objects:
             namespace = service["metadata"].get("namespace")
             if service["kind"] != "Service" or not matches(
@@ -214,11 +235,12 @@ def scrape_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, in
             if not chosen.get("any") and namespace not in (chosen.get("matchNames") or [home]):
                 continue
             for port in _service_ports(service):
-                if port.get("name") not in wanted_ports:
+                if port.get("name") not in endpoints:
                     continue
+                path = _scrape_path(endpoints[port.get("name")])
                 for pod, number in cluster.service_backends(namespace, service["metadata"]["name"], port):
                     for source in prometheus:
-                        yield f"ServiceMonitor {home}/{monitor['metadata']['name']}", source, pod, number
+                        yield f"ServiceMonitor {home}/{monitor['metadata']['name']}", source, pod, number, path
     for monitor in cluster.objects:
         if monitor["kind"] != "PodMonitor":
             continue
@@ -231,50 +253,7 @@ def scrape_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, in
                 if named is None:
                     continue
                 for source in prometheus:
-                    yield f"PodMonitor {monitor['metadata']['name']}", source, pod, named
-
-
-def problems(cluster: Cluster) -> list[str]:
-    """Every needed path the policies close, and every closed path they open."""
-    found = []
-    for what, source, destination, port in [*webhook_paths(cluster), *scrape_paths(cluster), *gateway_paths(cluster)]:
-        if not allowed(cluster.policies, source, destination, port):
-            found.append(f"{source.what} cannot reach {destination.what} on port {port} ({what})")
-    dns = cluster.matching("kube-system", DNS_POD)
-    for pod in cluster.pods:
-        for server in dns:
-            if pod.is_pod and not allowed(cluster.policies, pod, server, 53, "UDP"):
-                found.append(f"{pod.what} cannot ask cluster DNS ({server.what})")
-    prometheus, alertmanager = cluster.matching(None, PROMETHEUS_POD), cluster.matching(None, ALERTMANAGER_POD)
-    clients = [(p, PROMETHEUS_PORT, prometheus) for p in cluster.matching(None, GRAFANA_POD)]
-    clients += [
-        (p, PROMETHEUS_PORT, prometheus)
-        for p in cluster.matching(None, {"app.kubernetes.io/name": "prometheus-adapter"})
-    ]
-    clients += [(p, ALERTMANAGER_PORT, alertmanager) for p in prometheus + cluster.matching(None, GRAFANA_POD)]
-    for client, port, servers in clients:
-        for server in servers:
-            if not allowed(cluster.policies, client, server, port):
-                found.append(f"{client.what} cannot reach {server.what} on port {port}")
-    teams = {n for n, labels in cluster.namespace_labels.items() if TEAM_LABEL in labels}
-    outsiders = [p for p in cluster.pods if p.namespace in teams]
-    outsiders += [
-        Endpoint(f"a pod in team namespace {n}", next(cluster.hosts), n, cluster.namespace_labels[n])
-        for n in sorted(teams)
-    ]
-    for outsider in outsiders:
-        for server, port in [(s, PROMETHEUS_PORT) for s in prometheus] + [(s, ALERTMANAGER_PORT) for s in alertmanager]:
-            if allowed(cluster.policies, outsider, server, port):
-                found.append(f"{outsider.what} can reach {server.what} on port {port}, which answers anyone")
-    for what, source, destination, port, protocol in team_paths(cluster):
-        judged = cluster.policies
-        if what == IN_CLUSTER_GATEWAY:
-            # Only the team's side: whether the gateway admits a namespace is `kubeflow.access`'s to say.
-            judged = [p for p in judged if p["metadata"].get("namespace") == source.namespace]
-        if not allowed(judged, source, destination, port, protocol):
-            found.append(f"{source.what} cannot reach {destination.what} on port {port} ({what})")
-    found += [f"namespace {n} has no default deny: {why}" for n, why in open_namespaces(cluster)]
-    return found
+                    yield f"PodMonitor {monitor['metadata']['name']}", source, pod, named, _scrape_path(endpoint)
 
 
 #: A port no allowance of the platform names, for the stand-in pods of `open_namespaces`.
@@ -306,40 +285,10 @@ def open_namespaces(cluster: Cluster) -> Iterator[tuple[str, str]]:
             yield name, f"a new pod there reaches a pod in another namespace on port {_UNNAMED_PORT}"
 
 
+#: The service account a Profile's notebooks and pipeline runs use (the profile controller makes it).
+PROFILE_ACCOUNT = "default-editor"
 #: The label every Kubeflow Profile's namespace carries.
 PROFILE_LABEL = ("app.kubernetes.io/part-of", PROFILE_NAMESPACE_LABELS["app.kubernetes.io/part-of"])
 IN_CLUSTER_GATEWAY = "the gateway in the cluster"
 #: A port a team's workload serves metrics on, as Prometheus would scrape it.
 _METRICS_PORT = 9090
-
-
-def team_paths(cluster: Cluster) -> Iterator[tuple[str, Endpoint, Endpoint, int, str]]:
-    """The paths a new pod of every team namespace needs (whichever part made the namespace: `TEAM_LABEL`): cluster
-    DNS, HTTPS out, Prometheus' scrapes in; in a Kubeflow Profile's namespace also the gateway and the notebook
-    culler in, and out to istiod, Kubeflow's services and the gateway."""
-    prometheus = cluster.matching(None, PROMETHEUS_POD)
-    # HTTPS out goes to S3, STS and the API server's public endpoint: somewhere outside the VPC.
-    outside = Endpoint("an address outside the VPC", cluster.vpc.outside())
-    for name, labels in sorted(cluster.namespace_labels.items()):
-        if TEAM_LABEL not in labels:
-            continue
-        what = f"a new pod in team namespace {name}"
-        pod = Endpoint(what, next(cluster.hosts), name, labels, {"eksml.io/stand-in": name})
-        for server in cluster.matching("kube-system", DNS_POD):
-            yield "cluster DNS", pod, server, 53, "UDP"
-        yield "HTTPS out", pod, outside, 443, "TCP"
-        for source in prometheus:
-            yield "a scrape", source, pod, _METRICS_PORT, "TCP"
-        if labels.get(PROFILE_LABEL[0]) != PROFILE_LABEL[1]:
-            continue
-        for source in cluster.matching(ISTIO_NAMESPACE, GATEWAY_POD):
-            yield "a notebook through the gateway", source, pod, NOTEBOOK_PORT, "TCP"
-            yield IN_CLUSTER_GATEWAY, pod, source, GATEWAY_POD_HTTP_PORT, "TCP"
-        for source in cluster.matching(KUBEFLOW_NAMESPACE, NOTEBOOK_CONTROLLER_POD):
-            yield "the notebook culler", source, pod, NOTEBOOK_PORT, "TCP"
-        for server in cluster.matching(ISTIO_NAMESPACE, ISTIOD_POD):
-            yield "the sidecar's configuration", pod, server, ISTIOD_XDS_PORT, "TCP"
-        for service in KUBEFLOW_SERVICES:
-            for server in cluster.matching(KUBEFLOW_NAMESPACE, service.pods):
-                for port in service.ports:
-                    yield service.what, pod, server, port, "TCP"

@@ -43,6 +43,7 @@ _ALWAYS_ON = ("validator",)
 #: Node Feature Discovery labels a node with an NVIDIA PCI device (vendor 0x10de) like this; the operator reads it.
 NVIDIA_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 GPU_DEPLOY_LABEL = "nvidia.com/gpu.deploy.{}"
+POD_IDENTITY_ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 
 
 @dataclass
@@ -57,6 +58,8 @@ class Platform:
     #: The VPC's ranges and subnets, from the first preview that records them (the platform's; team stacks make no
     #: VPC), which NetworkPolicies' address ranges are judged against; a stand-in when none does.
     vpc: VpcAddresses = field(default_factory=VpcAddresses.stand_in)
+    #: (namespace, service account) of every EKS Pod Identity association the stacks make.
+    pod_identity: set[tuple[str, str]] = field(default_factory=set)
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [obj for _, obj in self.objects if obj.get("kind") == kind]
@@ -155,6 +158,9 @@ def build(views: Iterable[StackView], charts: Path | None) -> Platform:
         for resource in view.resources:
             if resource["type"] == "aws:eks/nodeGroup:NodeGroup":
                 node_groups[resource["name"]] = resource["inputs"]
+            elif resource["type"] == POD_IDENTITY_ASSOCIATION:
+                inputs = resource["inputs"]
+                platform.pod_identity.add((inputs.get("namespace", ""), inputs.get("serviceAccount", "")))
             elif resource["type"] == "aws:eks/addon:Addon":
                 addons.append(resource["inputs"]["addonName"])
         platform.objects += view.manifests

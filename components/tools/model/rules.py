@@ -6,7 +6,7 @@ against, so the message says what to change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
@@ -20,10 +20,10 @@ from components.tools.model.admission import (
     refusals,
     trainer_pods,
 )
+from components.tools.model.flows import problems as flow_problems
 from components.tools.model.kube import narrowed
 from components.tools.model.landing import Problem, lands_on, why_not
 from components.tools.model.network import Cluster
-from components.tools.model.network import problems as network_problems
 from components.tools.model.nodes import NodeKind
 from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
 from components.tools.model.pod_security import refused
@@ -281,10 +281,12 @@ def system_pods_are_sized(platform: Platform, nodes: list[NodeKind], **_: Any) -
 
 
 def network_paths_hold(platform: Platform, **_: Any) -> list[Problem]:
-    """The NetworkPolicies leave open every path the platform needs (webhooks, scrapes, DNS, Prometheus' clients)
-    and keep Prometheus and Alertmanager closed to team namespaces (`network.problems`)."""
-    cluster = Cluster([obj for _, obj in platform.objects], platform.workloads, platform.vpc)
-    return [Problem("network-policy", message) for message in network_problems(cluster)]
+    """Every flow of the catalogue holds under the NetworkPolicies and Istio's policies: the promised ones open
+    (webhooks, scrapes, DNS, Kubeflow's paths, AWS credentials), Prometheus and Alertmanager closed to team
+    namespaces, and every namespace denying by default (`flows.problems`)."""
+    objects: list[Mapping[str, Any]] = [obj for _, obj in platform.objects]
+    cluster = Cluster(objects, platform.workloads, platform.vpc, platform.pod_identity)
+    return [Problem("network-policy", message) for message in flow_problems(cluster)]
 
 
 RULES: tuple[Callable[..., list[Problem]], ...] = (
