@@ -64,6 +64,8 @@ BUILTIN: Mapping[tuple[str, str], tuple[str, bool]] = {
     ("apiextensions.k8s.io", "CustomResourceDefinition"): ("customresourcedefinitions", False),
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): ("mutatingwebhookconfigurations", False),
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): ("validatingwebhookconfigurations", False),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): ("validatingadmissionpolicies", False),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): ("validatingadmissionpolicybindings", False),
 }
 
 #: The API group of Prometheus' monitors, served by the platform's kube-prometheus-stack (its CRDs come with the

@@ -15,6 +15,7 @@ from . import (
     dashboard,
     gpu_scheduling,
     image_pins,
+    katib,
     monitoring,
     network_policy,
     notebooks,
@@ -23,13 +24,24 @@ from . import (
     resilience,
     staging,
     tokens,
+    trainer_admission,
     transform,
 )
 from . import teams as teams_
 from .access import Alb, ClusterTokenSpec
 from .auth import Contributor, SignIn
 from .credentials import Admin, Credentials
-from .entries import BY_PATH, CERT_MANAGER_ISSUER, DEX, HUB_REGISTRY, OAUTH2_PROXY_EKS_TOKENS, PIPELINES, Part
+from .entries import (
+    BY_PATH,
+    CERT_MANAGER_ISSUER,
+    DEX,
+    HUB_REGISTRY,
+    KATIB,
+    OAUTH2_PROXY_EKS_TOKENS,
+    PIPELINES,
+    TRAINER,
+    Part,
+)
 from .objects import Manifest
 from .pipelines import S3Store
 from .staging import Item, Staged
@@ -128,6 +140,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     objects = transform.stateful_placement(objects)
     objects = transform.pinned_architectures(objects)
     objects = resilience.harden(objects)
+    objects = katib.apply(objects)
     objects = access_.cookies(objects, secure=settings.access is not None)
     if settings.access is not None:
         objects = access_.readiness_gates(objects)
@@ -142,6 +155,10 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
         # Dex makes the CRDs it lacks at start, outside Pulumi, and they would outlive destroy: owned here instead.
         items += [Item(crd, DEX.part) for crd in auth_.missing_dex_crds(objects)]
     items += resilience.budgets(items)
+    if KATIB.path in rendered:
+        items += [Item(obj, KATIB.part) for obj in katib.platform_manifests()]
+    if TRAINER.path in rendered:
+        items += [Item(obj, TRAINER.part) for obj in trainer_admission.manifests()]
     if settings.monitoring_namespace is not None:
         part_of = {
             obj["metadata"].get("namespace"): part
@@ -190,6 +207,8 @@ def build(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> lis
         if settings.pipelines_store is not None:
             items.extend(Item(obj, None) for obj in pipelines.team_manifests(team.name, settings.pipelines_store))
         items.extend(Item(obj, None) for obj in auth_.contributors(team.name, settings.contributors.get(team.name, ())))
+        if KATIB.path in rendered:
+            items.extend(Item(obj, None) for obj in katib.team_manifests(team.name))
     if settings.access is not None:
         # Exposed last, once everything behind the gateway serves (and what its authentication reads exists).
         items.extend(Item(obj, None) for obj in access_.authentication(settings.access))

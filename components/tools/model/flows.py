@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from components.tools.model import flows_katib as katib
 from components.tools.model import flows_platform as platform
 from components.tools.model.flows_platform import Connection
 from components.tools.model.netpol import refusal
@@ -185,6 +186,26 @@ CATALOGUE: tuple[Flow, ...] = (
         "its `protocol` (TCP by default)",
         "docs/team-stacks.md; https://kubernetes.io/docs/concepts/services-networking/network-policies/ (ipBlock)",
         platform.team_egress,
+    ),
+    Flow(
+        "Katib's suggestions (with `kubeflow.components.katib`)",
+        "Katib's controller (`kubeflow`)",
+        "an Experiment's suggestion pod in each Profile's namespace (no sidecar)",
+        "6789 (suggestion), 6788 (early stopping)",
+        "gRPC",
+        "https://github.com/kubeflow/katib/blob/v0.19.0/pkg/controller.v1beta1/consts/const.go "
+        "(DefaultSuggestionPort, DefaultEarlyStoppingPort)",
+        katib.suggestions,
+    ),
+    Flow(
+        "Katib's trial metrics (with `kubeflow.components.katib`)",
+        "a trial pod in each Profile's namespace (its metrics collector)",
+        "Katib's DB manager (`kubeflow`, `katib-db-manager`)",
+        "6789",
+        "gRPC",
+        "https://github.com/kubeflow/katib/blob/v0.19.0/pkg/controller.v1beta1/consts/const.go "
+        "(DefaultKatibDBManagerServicePort)",
+        katib.trial_metrics,
     ),
     Flow(
         "closed: Prometheus and Alertmanager answer anyone",

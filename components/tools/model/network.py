@@ -101,14 +101,15 @@ class Cluster:
 
     def side(self, endpoint: Endpoint) -> istio.Side:
         """An endpoint as Istio sees it. A stand-in pod (a new pod of a namespace) gets the namespace's injection
-        and runs as `default-editor` in a Kubeflow Profile's namespace (what its notebooks and pipelines run as),
+        unless its labels opt out, and runs as `default-editor` in a Kubeflow Profile's namespace (what its notebooks and pipelines run as),
         else as `default`."""
         mesh = self.mesh.get(endpoint.address)
         if mesh is None and endpoint.is_pod:
             labels = self.namespace_labels.get(endpoint.namespace or "", {})
             profile = labels.get(PROFILE_LABEL[0]) == PROFILE_LABEL[1]
             account = PROFILE_ACCOUNT if profile else "default"
-            mesh = istio.Mesh(istio.injected({}, labels), service_account=account)
+            own = {"metadata": {"labels": dict(endpoint.labels)}}  # a stand-in's own `sidecar.istio.io/inject`
+            mesh = istio.Mesh(istio.injected(own, labels), service_account=account)
         return istio.Side(endpoint.namespace, endpoint.labels, endpoint.address, mesh or istio.OUTSIDE_MESH)
 
     def matching(self, namespace: str | None, labels: Mapping[str, str]) -> list[Endpoint]:
@@ -265,6 +266,8 @@ _UNNAMED_PORT = 31337
 INGRESS_ONLY = {
     "auth": "Dex calls the company's identity providers, which only the connectors' config names",
     "istio-system": "the gateway sends requests wherever a VirtualService routes, in any namespace and on any port",
+    "knative-serving": "the activator proxies requests to every Revision's pods, in any namespace and on the port "
+    "its container names, and the controller resolves image tags at any registry",
     "kubeflow": "two dozen controllers and apps, several calling user-given addresses (pipeline sources, model URIs)",
     "kubeflow-system": "the Trainer's and Spark's controllers, whose calls upstream does not list",
     "oauth2-proxy": "it calls Dex through the gateway's public address, which only the deployment knows",

@@ -28,6 +28,11 @@ SECRET_HOLDERS: Mapping[str, str] = MappingProxyType(
         "shows (get and list, as upstream's multi-user install grants them)",
         "kubeflow-system/kubeflow-trainer-controller-manager": "creates the SSH key Secret of each MPI TrainJob in "
         "the job's namespace, and watches them",
+        "knative-serving/controller": "Knative Serving's controllers (the controller, autoscaler and net-istio share "
+        "the account) resolve each Revision's image tag to a digest with the pull Secrets of its service account, in "
+        "the Revision's namespace, and net-istio copies each KIngress' TLS Secret into the gateway's namespace "
+        "(knative/serving v1.22 `config/core/roles/clusterrole.yaml` `knative-serving-core`, aggregated into "
+        "`knative-serving-admin`)",
         "kserve/kserve-controller-manager": "reads the storage credentials an InferenceService's service account "
         "names (its Secrets), in the InferenceService's namespace, for the model download",
     }

@@ -1,0 +1,61 @@
+"""Katib's flows, as the concrete connections of one cluster (`network.Cluster`), for the catalogue
+(`flows.CATALOGUE`): where the platform runs Katib's controller, it reaches the suggestion and early-stopping
+services it makes in every Kubeflow Profile's namespace, and a trial pod there reaches the DB manager with its
+metrics (components/kubeflow/katib.py names the upstream sources of the labels and ports).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from components.kubeflow.katib import CONTROLLER_POD, EARLY_STOPPING_PORT, SUGGESTION_LABEL, SUGGESTION_PORT
+from components.kubeflow.network_policy import KUBEFLOW_NAMESPACE
+from components.kubeflow.teams import PROFILE_NAMESPACE_LABELS
+from components.tools.model.flows_platform import Connection
+from components.tools.model.netpol import Endpoint
+from components.tools.model.network import Cluster
+
+#: The DB manager's pods (`katib-db-manager` in `kubeflow`) and its gRPC port (consts.DefaultKatibDBManagerServicePort).
+DB_MANAGER_POD = {"katib.kubeflow.org/component": "db-manager"}
+DB_MANAGER_PORT = 6789
+_PROFILE = "app.kubernetes.io/part-of"
+
+
+def _profile_namespaces(cluster: Cluster) -> Iterator[tuple[str, dict[str, str]]]:
+    for name, labels in sorted(cluster.namespace_labels.items()):
+        if labels.get(_PROFILE) == PROFILE_NAMESPACE_LABELS[_PROFILE]:
+            yield name, dict(labels)
+
+
+def suggestions(cluster: Cluster) -> Iterator[Connection]:
+    """Katib's controller to an Experiment's suggestion pod of each Profile namespace, when the controller runs."""
+    controllers = cluster.matching(KUBEFLOW_NAMESPACE, CONTROLLER_POD)
+    for name, labels in _profile_namespaces(cluster) if controllers else ():
+        # As Katib labels them (util.SuggestionLabels): no sidecar (Katib sets `sidecar.istio.io/inject: "false"`).
+        suggestion = Endpoint(
+            f"an Experiment's suggestion pod in {name}",
+            next(cluster.hosts),
+            name,
+            labels,
+            {
+                SUGGESTION_LABEL: "stand-in",
+                "katib.kubeflow.org/experiment": "stand-in",
+                "sidecar.istio.io/inject": "false",
+            },
+        )
+        for controller in controllers:
+            yield Connection("Katib's suggestion service", controller, suggestion, SUGGESTION_PORT)
+            yield Connection("Katib's early-stopping service", controller, suggestion, EARLY_STOPPING_PORT)
+
+
+def trial_metrics(cluster: Cluster) -> Iterator[Connection]:
+    """A trial pod of each Profile namespace to the DB manager, when Katib's controller runs."""
+    if not cluster.matching(KUBEFLOW_NAMESPACE, CONTROLLER_POD):
+        return
+    db_managers = cluster.matching(KUBEFLOW_NAMESPACE, DB_MANAGER_POD)
+    for name, labels in _profile_namespaces(cluster):
+        trial = Endpoint(
+            f"a trial pod in {name}", next(cluster.hosts), name, labels, {"katib.kubeflow.org/trial": "stand-in"}
+        )
+        for server in db_managers:
+            yield Connection("a trial's metrics to Katib's DB manager", trial, server, DB_MANAGER_PORT)
