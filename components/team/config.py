@@ -28,6 +28,7 @@ from components.config.errors import ConfigError, ConfigIssue, issues_from
 from components.config.types import ConfigModel, KeyName
 from components.config.validation import FieldProblems, matches
 from components.kubeflow.teams import TEAM_SERVICE_ACCOUNT
+from components.regions import Region
 from components.storage.config import fsx_capacity_problem
 from components.team.quantity import QUANTITY_PATTERN
 
@@ -263,7 +264,9 @@ class TeamConfig(ConfigModel):
 class TeamStackConfig(ConfigModel):
     project: StrictStr = Field(description="the Pulumi project (from the Pulumi context, not stack config)")
     stack: StrictStr = Field(description="the Pulumi stack (from the Pulumi context, not stack config)")
-    region: StrictStr = Field(description="the region the team's AWS objects are created in: the platform's")
+    region: Region = Field(
+        description="the region the team's AWS objects are created in: the platform's (checked as the platform's is)"
+    )
     profile: StrictStr | None = Field(
         default=None,
         description="AWS CLI profile for the program's AWS provider and for the kubeconfig of the platform's cluster "
