@@ -34,7 +34,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components.config.cidrs import parse_cidr, whole_internet_problems
-from components.config.validation import FieldProblems
+from components.config.validation import FieldProblems, matches
 from components.identity.team_policy import prefix_within
 from components.kueue.queues import gpu_share
 from components.scheduling import Taint
@@ -45,7 +45,8 @@ from .alb_auth_config import AlbAuthConfig
 from .auth import Contributor
 from .auth_config import AuthConfig, ClusterTokens, Role, sign_in, sign_in_problems
 from .credentials import Admin
-from .pipelines import S3Store, server_prefix_overlap
+from .pipelines import PREFIX_MAX_LENGTH, S3Store, prefix_length_problem, server_prefix_overlap
+from .pipelines_iam import ui_policy_size_problem
 from .plan import Settings
 from .teams import FsxShare, Team
 
@@ -65,11 +66,20 @@ Email = Annotated[StrictStr, _pattern(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email add
 TeamName = Annotated[
     StrictStr, _pattern(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")
 ]
+
+
+def _prefix_length(value: str) -> str:
+    if problem := prefix_length_problem(value):
+        raise ValueError(problem)
+    return value
+
+
+_prefix_length.constraint = f"at most {PREFIX_MAX_LENGTH} characters"  # type: ignore[attr-defined]  # the reference's
+#: A team's key prefix in a platform bucket (`kubeflow.teams.<team>.s3Prefix`, a team stack's `storage.prefix`).
 S3Prefix = Annotated[
     StrictStr,
-    _pattern(
-        r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no leading or trailing '/')"
-    ),
+    matches(r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no '/' at either end)"),
+    AfterValidator(_prefix_length),
 ]
 CertificateArn = Annotated[
     StrictStr, _pattern(r"arn:aws(-cn|-us-gov)?:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+", "an ACM certificate ARN")
@@ -354,7 +364,10 @@ class KubeflowConfig(_Model):
             raise FieldProblems(overlaps)
         problems = self._volume_problems()
         if self.pipelines.artifacts == "s3":
-            problems += pipelines_prefix_overlaps({name: team.s3_prefix for name, team in self.teams.items()})
+            prefixes = {name: team.s3_prefix for name, team in self.teams.items()}
+            problems += pipelines_prefix_overlaps(prefixes)
+            if too_big := ui_policy_size_problem(prefixes):
+                problems.append(("teams", too_big))
         if problems:
             raise FieldProblems(problems)
         if self.hub_registry_team is not None:
