@@ -32,7 +32,7 @@ def whole_families(cidrs: Sequence[Network]) -> list[Network]:
     covered = []
     for everything in EVERYTHING:
         family = [c for c in cidrs if c.version == everything.version]
-        if everything in collapse_addresses(family):  # type: ignore[arg-type]  # one family at a time
+        if everything in collapse_addresses(family):  # type: ignore[type-var]  # one family at a time, as it needs
             covered.append(everything)
     return covered
 
