@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, StrictStr, ValidationError, model_validator
 from pydantic.alias_generators import to_snake
 
-from components import aws_names, versions
+from components import versions
 from components.cluster import capacity as system_capacity
 from components.cluster.config import CLUSTER_NAME, ClusterConfig, EndpointAccess, SystemNodeGroup
 from components.config.errors import ConfigError, ConfigIssue, issues_from
@@ -43,6 +43,7 @@ from components.network.config import ExistingVpc, NetworkConfig
 from components.network.plan import plan_subnets
 from components.observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
 from components.observability.render import GpuPool, gpu_pools
+from components.regions import region_problem
 from components.storage.config import BucketConfig, DataRepository, FsxConfig, StorageConfig
 from components.tags import standard_tags
 
@@ -91,7 +92,10 @@ class PlatformConfig(ConfigModel):
 
     project: StrictStr = Field(description="the Pulumi project (from the Pulumi context, not stack config)")
     stack: StrictStr = Field(description="the Pulumi stack (from the Pulumi context, not stack config)")
-    region: StrictStr = Field(description="the region everything is created in")
+    region: StrictStr = Field(
+        description="the region everything is created in: a region of the `aws`, `aws-cn` or `aws-us-gov` partition "
+        "as the pinned botocore lists them (a near miss is answered with the region meant)"
+    )
     profile: StrictStr | None = Field(
         default=None,
         description="AWS CLI profile for the program's AWS provider and for the kubeconfig that Kubernetes and Helm "
@@ -468,8 +472,8 @@ class PlatformConfig(ConfigModel):
 def _region_problems(region: Any, zones: Any) -> list[tuple[str, str]]:
     if not region:  # missing: reported once, as required
         return []
-    if not isinstance(region, str) or not aws_names.REGION.fullmatch(region):
-        return [("aws:region", f"expected an AWS region like 'us-west-2', got {region!r}")]
+    if problem := region_problem(region):
+        return [("aws:region", problem)]
     problems = []
     for index, zone in enumerate(zones if isinstance(zones, (list, tuple)) else ()):
         if isinstance(zone, str) and not re.fullmatch(re.escape(region) + r"[a-z]", zone):

@@ -265,6 +265,8 @@ ALB = {
     "certificateArn": "arn:aws:acm:us-west-2:123456789012:certificate/0f1e2d3c-aaaa",
     "host": "kf.corp.io",
 }
+#: An internet-facing ALB admits only the ranges it lists (without them the controller would admit 0.0.0.0/0).
+FACING = {**ALB, "scheme": "internet-facing", "allowedCidrs": ["198.18.0.0/15"]}
 
 
 def load_balancer_allowance(inventory):
@@ -283,7 +285,7 @@ def test_behind_an_alb_the_gateway_admits_the_albs_subnets_and_the_ingress_goes_
     internal = [peer["ipBlock"]["cidr"] for peer in load_balancer_allowance(inventory)]
     assert internal
     assert all("private" in subnets[cidr] for cidr in internal)
-    facing = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": {**ALB, "scheme": "internet-facing"}}})
+    facing = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": FACING}})
     public = [peer["ipBlock"]["cidr"] for peer in load_balancer_allowance(facing)]
     assert len(public) == len(internal)
     assert all("public" in subnets[cidr] for cidr in public)
@@ -323,7 +325,8 @@ def test_the_model_judges_the_alb_allowance_in_the_stacks_own_vpc_and_catches_on
     from components.tools.model import check_views
     from components.tools.preview import stack_view
 
-    inventory = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": {**ALB, "scheme": scheme}}})
+    access = FACING if scheme == "internet-facing" else ALB
+    inventory = run_stack("dev", {"kubeflow": {**kubeflow_section(), "access": access}})
     view = stack_view(inventory)
     platform, found = check_views([view], None)
     assert platform.vpc.cidrs == (IPv4Network("10.20.0.0/16"),)

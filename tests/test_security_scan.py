@@ -1,7 +1,7 @@
-"""checkov, run on everything the dev stack installs (its own objects, Kubeflow's, every Helm release rendered with
-the platform's values): every failed check is on the allow-list with its reason, and the platform fails no more of
-the checks it answers for one by one than upstream's defaults do (the same charts rendered with their default
-values, Kubeflow's entries as kustomize renders them). The scan runs once per session, in a module fixture."""
+"""checkov, run on everything the dev and prod stacks install (their own objects, Kubeflow's, every Helm release
+rendered with the platform's values): every failed check is on the allow-list with its reason, and the platform fails
+no more of the checks it answers for one by one than upstream's defaults do (the same charts rendered with their default
+values, Kubeflow's entries as kustomize renders them; dev's). The scans run once per session, in a module fixture."""
 
 from __future__ import annotations
 
@@ -59,16 +59,21 @@ def test_a_finding_no_entry_covers_is_new_and_a_pattern_without_its_finding_is_s
 # ------------------------------------------------------------------------------------------------ the scans
 
 
-@pytest.fixture(scope="module")
-def platform_findings(dev) -> list[Finding]:
+def _findings(inventory: Any) -> list[Finding]:
     from components.tools.preview import platform_model
 
-    built, _ = platform_model(dev, CHARTS)
+    built, _ = platform_model(inventory, CHARTS)
     assert built.unrendered == {}
     grouped: dict[str, list[dict[str, Any]]] = {}
     for origin, obj in built.objects:
         grouped.setdefault(_source(origin), []).append(obj)
     return scan(grouped)
+
+
+@pytest.fixture(scope="module")
+def platform_findings(dev, prod) -> dict[str, list[Finding]]:
+    """What checkov finds on each shipped stack: prod installs what dev does not (KServe, Pipelines on S3)."""
+    return {"dev": _findings(dev), "prod": _findings(prod)}
 
 
 def upstream_objects(dev) -> dict[str, list[dict[str, Any]]]:
@@ -97,8 +102,14 @@ def upstream_objects(dev) -> dict[str, list[dict[str, Any]]]:
 @pytest.mark.stack
 @pytest_charts
 def test_every_finding_on_what_the_platform_installs_is_on_the_allowlist(platform_findings):
-    new, stale = judge(platform_findings, load_allowlist())
-    assert not new, "findings no allow-list entry covers:\n" + "\n".join(f"{f.check} {f.resource}" for f in new)
+    allowed = load_allowlist()
+    for stack, findings in platform_findings.items():
+        new, _ = judge(findings, allowed)
+        assert not new, f"findings on {stack} no allow-list entry covers:\n" + "\n".join(
+            f"{f.check} {f.resource}" for f in new
+        )
+    # An entry is stale when no stack has its finding any more (some objects are one stack's only).
+    _, stale = judge([f for findings in platform_findings.values() for f in findings], allowed)
     assert not stale, "allow-list patterns that match no finding any more (remove them):\n" + "\n".join(stale)
 
 
@@ -132,12 +143,12 @@ def test_the_platform_adds_no_finding_to_upstreams_defaults_but_the_listed_ones(
     docs/security.md publishes."""
     upstream = scan(upstream_objects(dev))
     wide = {entry.check for entry in load_allowlist() if entry.objects == ("*",)}
-    ours = Counter(f.source for f in platform_findings)
+    ours = Counter(f.source for f in platform_findings["dev"])
     theirs = Counter(f.source for f in upstream)
-    listed_ours = Counter(f.source for f in platform_findings if f.check not in wide)
+    listed_ours = Counter(f.source for f in platform_findings["dev"] if f.check not in wide)
     listed_theirs = Counter(f.source for f in upstream if f.check not in wide)
     table = {s: (ours[s], theirs[s], listed_ours[s], listed_theirs[s]) for s in sorted(set(ours) | set(theirs))}
     print("source: all checks ours/upstream, listed checks ours/upstream", *table.items(), sep="\n")
-    added = {_identity(f) for f in platform_findings if f.check not in wide} - {_identity(f) for f in upstream}
+    added = {_identity(f) for f in platform_findings["dev"] if f.check not in wide} - {_identity(f) for f in upstream}
     added_to_upstream = sorted(a for a in added if a[0] != "platform")
     assert added_to_upstream == sorted(ADDED_BY_THE_PLATFORM), "\n".join(map(str, added_to_upstream))

@@ -415,7 +415,7 @@ def test_a_query_prometheus_refuses_is_reported_with_its_reason(prometheus):
         ),
         (
             ["--from", "2026-06-01", "--to", "2026-07-01", "--region", "oregon"],
-            "--region: expected an AWS region such as us-west-2, got 'oregon'",
+            "--region: expected an AWS region like 'us-west-2', got 'oregon'",
         ),
         (
             ["--from", "2026-06-01", "--to", "2026-07-01", "--region", "us-west-2", "--stack", "prod"],

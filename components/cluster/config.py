@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from components import versions
+from components.config.cidrs import whole_internet_problems
 from components.config.types import (
     Cidr,
     ConfigModel,
@@ -37,12 +38,13 @@ class EndpointAccess(ConfigModel):
     public_cidrs: tuple[Cidr, ...] = Field(
         default=(),
         description="who may reach the public endpoint; required when `public` is true, refused otherwise; "
-        "`0.0.0.0/0` is refused",
+        "ranges that admit every IPv4 address (`0.0.0.0/0`, or `0.0.0.0/1` with `128.0.0.0/1`) are refused",
     )
     private_cidrs: tuple[Cidr, ...] = Field(
         default=(),
         description="ranges (a VPN, a CI runner's subnet, a peered network) whose HTTPS the cluster security group "
-        "admits, so they reach the private endpoint (it admits only itself otherwise); `0.0.0.0/0` is refused",
+        "admits, so they reach the private endpoint (it admits only itself otherwise); ranges that admit every IPv4 "
+        "address, alone or together, are refused",
     )
     private_security_groups: tuple[SecurityGroupId, ...] = Field(
         default=(), description="security groups (a bastion's, a runner's) admitted the same way"
@@ -67,19 +69,13 @@ class EndpointAccess(ConfigModel):
         ):
             if len(set(values)) != len(values):
                 problems.append((key, "lists a value more than once"))
-        for index, cidr in enumerate(self.private_cidrs):
-            if cidr.prefixlen == 0:
-                problems.append(
-                    (f"privateCidrs[{index}]", f"{cidr} admits every address; list your VPN or runner ranges")
-                )
-        for index, cidr in enumerate(self.public_cidrs):
-            if cidr.prefixlen == 0:
-                problems.append(
-                    (
-                        f"publicCidrs[{index}]",
-                        f"{cidr} opens the API server to the whole internet; list your egress ranges",
-                    )
-                )
+        # One test for every key that opens something: a range of /0, or ranges that together cover a whole family.
+        problems += whole_internet_problems(
+            "privateCidrs", self.private_cidrs, "the private endpoint", "list your VPN or runner ranges"
+        )
+        problems += whole_internet_problems(
+            "publicCidrs", self.public_cidrs, "the API server", "list your egress ranges"
+        )
         if problems:
             raise FieldProblems(problems)
         return self

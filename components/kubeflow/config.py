@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from ipaddress import IPv4Network
 from itertools import combinations
 from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -31,7 +33,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from components.config.validation import FieldProblems
+from components.config.cidrs import parse_cidr, whole_internet_problems
+from components.config.validation import FieldProblems, matches
 from components.identity.team_policy import prefix_within
 from components.kueue.queues import gpu_share
 from components.scheduling import Taint
@@ -42,7 +45,8 @@ from .alb_auth_config import AlbAuthConfig
 from .auth import Contributor
 from .auth_config import AuthConfig, ClusterTokens, Role, sign_in, sign_in_problems
 from .credentials import Admin
-from .pipelines import S3Store, server_prefix_overlap
+from .pipelines import PREFIX_MAX_LENGTH, S3Store, prefix_length_problem, server_prefix_overlap
+from .pipelines_iam import ui_policy_size_problem
 from .plan import Settings
 from .teams import FsxShare, Team
 
@@ -62,15 +66,38 @@ Email = Annotated[StrictStr, _pattern(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email add
 TeamName = Annotated[
     StrictStr, _pattern(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")
 ]
+
+
+def _prefix_length(value: str) -> str:
+    if problem := prefix_length_problem(value):
+        raise ValueError(problem)
+    return value
+
+
+_prefix_length.constraint = f"at most {PREFIX_MAX_LENGTH} characters"  # type: ignore[attr-defined]  # the reference's
+#: A team's key prefix in a platform bucket (`kubeflow.teams.<team>.s3Prefix`, a team stack's `storage.prefix`).
 S3Prefix = Annotated[
     StrictStr,
-    _pattern(
-        r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no leading or trailing '/')"
-    ),
+    matches(r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no '/' at either end)"),
+    AfterValidator(_prefix_length),
 ]
 CertificateArn = Annotated[
     StrictStr, _pattern(r"arn:aws(-cn|-us-gov)?:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+", "an ACM certificate ARN")
 ]
+
+
+def _alb_range(value: object) -> IPv4Network:
+    network = parse_cidr(value)
+    # The Ingress sets no `ip-address-type`, so the ALB is `ipv4` (the annotation's default), and the controller's
+    # security group admits IPv6 ranges only on a `dualstack` ALB (aws-load-balancer-controller v3.5.0,
+    # pkg/ingress/model_build_managed_sg.go): an IPv6 range here could not admit anyone.
+    if not isinstance(network, IPv4Network):
+        raise ValueError(f"{network} is an IPv6 range: the load balancer is IPv4-only (no dualstack); list IPv4 ranges")
+    return network
+
+
+#: A range the Kubeflow ALB admits.
+AlbCidr = Annotated[IPv4Network, BeforeValidator(_alb_range)]
 
 
 class _Model(BaseModel):
@@ -146,8 +173,11 @@ class Access(_Model):
         default="internal", description="where the ALB is reachable from"
     )
     host: StrictStr | None = Field(default=None, description="the host name the ALB answers for; none: any")
-    allowed_cidrs: tuple[StrictStr, ...] = Field(
-        default=(), description="who may connect to the ALB; empty: the load balancer controller's default"
+    allowed_cidrs: tuple[AlbCidr, ...] = Field(
+        default=(),
+        description="the IPv4 ranges that may connect to the ALB; required with `internet-facing` (the load "
+        "balancer controller admits `0.0.0.0/0` without them); empty with `internal`: that default, inside the VPC; "
+        "ranges that admit every address, alone or together, are refused",
     )
     cluster_tokens: ClusterTokens | None = Field(
         default=None,
@@ -171,6 +201,12 @@ class Access(_Model):
         return value
 
     @model_validator(mode="after")
+    def _allowed(self) -> Access:
+        if self.mode == "alb" and (problems := _allowed_cidr_problems(self.scheme, self.allowed_cidrs)):
+            raise FieldProblems(problems)
+        return self
+
+    @model_validator(mode="after")
     def _alb_keys(self) -> Access:
         if self.mode == "alb" and self.certificate_arn is None:
             raise ValueError("certificateArn is required with mode alb (the ALB serves HTTPS only)")
@@ -179,6 +215,19 @@ class Access(_Model):
             if unused:
                 raise ValueError(f"{', '.join(unused)} only apply to mode alb; remove them")
         return self
+
+
+def _allowed_cidr_problems(scheme: str, cidrs: tuple[IPv4Network, ...]) -> list[tuple[str, str]]:
+    """Why the ALB should not admit these ranges (`allowedCidrs`, the controller's `inbound-cidrs`)."""
+    key = "allowedCidrs"
+    if scheme == "internet-facing" and not cidrs:
+        # Without `inbound-cidrs` the controller admits 0.0.0.0/0 to an `ipv4` ALB (aws-load-balancer-controller
+        # docs, guide/ingress/annotations.md, "inbound-cidrs"): the whole internet, which the API endpoint never is.
+        return [(key, "must list the ranges that may connect: the load balancer controller then admits 0.0.0.0/0")]
+    problems = [(key, "lists a range more than once")] if len(set(cidrs)) != len(cidrs) else []
+    return problems + whole_internet_problems(
+        key, cidrs, "the Kubeflow load balancer", "list the ranges that may connect"
+    )
 
 
 class Notebooks(_Model):
@@ -315,7 +364,10 @@ class KubeflowConfig(_Model):
             raise FieldProblems(overlaps)
         problems = self._volume_problems()
         if self.pipelines.artifacts == "s3":
-            problems += pipelines_prefix_overlaps({name: team.s3_prefix for name, team in self.teams.items()})
+            prefixes = {name: team.s3_prefix for name, team in self.teams.items()}
+            problems += pipelines_prefix_overlaps(prefixes)
+            if too_big := ui_policy_size_problem(prefixes):
+                problems.append(("teams", too_big))
         if problems:
             raise FieldProblems(problems)
         if self.hub_registry_team is not None:
@@ -440,7 +492,7 @@ def settings(
             config.access.certificate_arn,
             config.access.scheme,
             config.access.host,
-            config.access.allowed_cidrs,
+            tuple(str(cidr) for cidr in config.access.allowed_cidrs),
             source_cidrs=load_balancer_cidrs,
             auth=config.access.alb_auth.spec() if config.access.alb_auth is not None else None,
         )

@@ -169,6 +169,54 @@ class S3Store:
         return f"{self.team_prefixes[team]}/{TEAM_FOLDER}"
 
 
+def log_key_format(root: str) -> str:
+    """Argo's `keyFormat` of a team's archived step logs, below its runs' root."""
+    return (
+        f"{root}/logs/{{{{workflow.name}}}}/{{{{workflow.creationTimestamp.Y}}}}/{{{{workflow.creationTimestamp.m}}}}"
+        f"/{{{{workflow.creationTimestamp.d}}}}/{{{{pod.name}}}}"
+    )
+
+
+#: Amazon S3 User Guide, "Naming Amazon S3 objects": an object key is at most 1,024 bytes of UTF-8 (a team prefix is
+#: ASCII, so bytes are characters).
+S3_KEY_BYTES = 1024
+#: Kubernetes docs, "Object Names and IDs": a Workflow's and a Pod's names are DNS subdomains of at most 253 characters.
+_LONGEST_NAME = "n" * 253
+#: Argo stores a step's archived log as `<keyFormat>/main.log` (argo-workflows workflow/executor/executor.go,
+#: SaveLogs: `path.Join(key, "main.log")`).
+_ARGO_LOG_FILE = "main.log"
+
+
+def longest_key_below(prefix: str) -> str:
+    """The longest key the platform's own layout writes below a team's prefix: a step's archived log, with the longest
+    workflow and pod names Kubernetes allows (what users' pipelines name below `<prefix>/pipelines` is theirs)."""
+    key = log_key_format(f"{prefix}/{TEAM_FOLDER}")
+    for placeholder, value in {
+        "{{workflow.name}}": _LONGEST_NAME,
+        "{{workflow.creationTimestamp.Y}}": "2026",
+        "{{workflow.creationTimestamp.m}}": "01",
+        "{{workflow.creationTimestamp.d}}": "01",
+        "{{pod.name}}": _LONGEST_NAME,
+    }.items():
+        key = key.replace(placeholder, value)
+    return f"{key}/{_ARGO_LOG_FILE}"
+
+
+#: The longest team prefix below which that key still fits in S3's limit.
+PREFIX_MAX_LENGTH = S3_KEY_BYTES - len(longest_key_below(""))
+
+
+def prefix_length_problem(prefix: str) -> str | None:
+    """Why a team prefix is too long for the keys the platform writes below it, or None."""
+    if len(prefix) <= PREFIX_MAX_LENGTH:
+        return None
+    return (
+        f"expected at most {PREFIX_MAX_LENGTH} characters, got {len(prefix)}: S3 keys are at most {S3_KEY_BYTES} "
+        f"bytes, and below the prefix Pipelines keep step logs at keys up to {len(longest_key_below(''))} characters "
+        "longer (<prefix>/pipelines/logs/<workflow>/<date>/<pod>/main.log)"
+    )
+
+
 def server_prefix_overlap(prefix: str, server: str = SERVER_PREFIX) -> str | None:
     """Why `prefix` may not be a team's while Pipelines run on S3 (it is, holds or lies within the API server's
     `server` prefix, so the team's role could read and write every team's pipeline definitions), or None. The
@@ -227,8 +275,7 @@ def values(store: S3Store, bucket: str) -> dict[str, str]:
         found[repository_placeholder(team)] = _argo_repository(
             store,
             bucket,
-            f"{root}/logs/{{{{workflow.name}}}}/{{{{workflow.creationTimestamp.Y}}}}/{{{{workflow.creationTimestamp.m}}}}"
-            f"/{{{{workflow.creationTimestamp.d}}}}/{{{{pod.name}}}}",
+            log_key_format(root),
             archive_logs=True,
         )
     return found

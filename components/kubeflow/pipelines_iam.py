@@ -4,9 +4,10 @@ bucket."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from components.identity.documents import IAM_VERSION, dns_suffix
+from components.identity.documents import IAM_VERSION, ROLE_INLINE_POLICY_CHARS, dns_suffix, policy_size
 
 from .pipelines import SERVER_PREFIX, S3Store
 
@@ -66,3 +67,24 @@ def ui_policy(store: S3Store, *, bucket: str, kms_key_arn: str | None = None) ->
     if kms_key_arn is not None:
         statements.append(_kms_statement(kms_key_arn, store, bucket_arn, ["kms:Decrypt"]))
     return {"Version": IAM_VERSION, "Statement": statements}
+
+
+#: The longest names a policy may carry in place of the bucket's and its key's: an S3 bucket name is at most 63
+#: characters (Amazon S3 User Guide, "General purpose bucket naming rules"); a KMS key ARN in the longest partition
+#: and region ends in a 36-character key id (AWS KMS Developer Guide, "Key identifiers (KeyId)").
+_LONGEST_BUCKET = "b" * 63
+_LONGEST_REGION = "us-gov-west-1"
+_LONGEST_KEY_ARN = f"arn:aws-us-gov:kms:{_LONGEST_REGION}:123456789012:key/{'k' * 36}"
+
+
+def ui_policy_size_problem(team_prefixes: Mapping[str, str]) -> str | None:
+    """Why the UI role's policy, which names every team's runs twice, could pass IAM's size for a role, or None."""
+    worst = ui_policy(S3Store(_LONGEST_REGION, team_prefixes), bucket=_LONGEST_BUCKET, kms_key_arn=_LONGEST_KEY_ARN)
+    size = policy_size(worst)
+    if size <= ROLE_INLINE_POLICY_CHARS:
+        return None
+    return (
+        f"the Pipelines UI role's policy names each team's runs twice: with these prefixes it may reach {size} "
+        f"characters (with the longest bucket name and key ARN), past the {ROLE_INLINE_POLICY_CHARS} IAM allows a "
+        "role; shorten the prefixes"
+    )

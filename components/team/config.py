@@ -27,7 +27,9 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, m
 from components.config.errors import ConfigError, ConfigIssue, issues_from
 from components.config.types import Cidr, ConfigModel, KeyName
 from components.config.validation import FieldProblems, matches
+from components.kubeflow.config import S3Prefix
 from components.kubeflow.teams import TEAM_SERVICE_ACCOUNT
+from components.regions import Region
 from components.storage.config import fsx_capacity_problem
 from components.team.quantity import QUANTITY_PATTERN
 
@@ -39,12 +41,6 @@ StackName = Annotated[
 #: A namespace name: a DNS label.
 NamespaceName = Annotated[
     StrictStr, matches(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")
-]
-Prefix = Annotated[
-    StrictStr,
-    matches(
-        r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no '/' at either end, no '*')"
-    ),
 ]
 Quantity = Annotated[StrictStr, matches(QUANTITY_PATTERN, "a Kubernetes quantity like '500m', '64' or '256Gi'")]
 Port = Annotated[StrictInt, Field(ge=1, le=65535)]
@@ -122,7 +118,7 @@ class TeamStorage(ConfigModel):
     bucket: KeyName = Field(
         description="the platform's bucket (its `storage.buckets` key) the team's role may use a prefix of"
     )
-    prefix: Prefix | None = Field(
+    prefix: S3Prefix | None = Field(
         default=None, description="the team's prefix in the bucket, the only one its role may use; none: `teams/<team>`"
     )
 
@@ -276,7 +272,9 @@ class TeamConfig(ConfigModel):
 class TeamStackConfig(ConfigModel):
     project: StrictStr = Field(description="the Pulumi project (from the Pulumi context, not stack config)")
     stack: StrictStr = Field(description="the Pulumi stack (from the Pulumi context, not stack config)")
-    region: StrictStr = Field(description="the region the team's AWS objects are created in: the platform's")
+    region: Region = Field(
+        description="the region the team's AWS objects are created in: the platform's (checked as the platform's is)"
+    )
     profile: StrictStr | None = Field(
         default=None,
         description="AWS CLI profile for the program's AWS provider and for the kubeconfig of the platform's cluster "

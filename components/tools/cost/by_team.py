@@ -32,7 +32,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError
 
-from components.aws_names import REGION
+from components.regions import region_argument
 from components.tools.commands import INVALID_STACK, read_stack
 from components.tools.preflight.clients import session_for
 
@@ -62,12 +62,6 @@ def _day(flag: str) -> Callable[[str], date]:
             raise argparse.ArgumentTypeError(f"{flag}: expected a date as YYYY-MM-DD, got {text!r}") from None
 
     return parse
-
-
-def _region(text: str) -> str:
-    if not REGION.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"--region: expected an AWS region such as us-west-2, got {text!r}")
-    return text
 
 
 def _url(flag: str) -> Callable[[str], str]:
@@ -103,7 +97,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(reads Pulumi.<stack>.yaml)",
     )
     spot.add_argument(
-        "--region", type=_region, help="price spot GPU-hours at the spot price history of every AZ of this region"
+        "--region",
+        type=region_argument,
+        help="price spot GPU-hours at the spot price history of every AZ of this region",
     )
     parser.add_argument(
         "--no-spot-prices",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from botocore.parsers import ResponseParserError
 
 from components.karpenter.specs import NodePoolSpec
 from components.platform_config import PlatformConfig
@@ -53,7 +54,7 @@ from .checks_capacity import (
     vcpu_quota_check,
     zones_check,
 )
-from .clients import Clients
+from .clients import Clients, answered_by
 from .placeholders import placeholders
 from .quotas import ELASTIC_IPS, FSX_STORAGE, NAT_GATEWAYS_PER_AZ, VPCS_PER_REGION, Quota
 from .results import CheckResult, Status, errored, failed
@@ -78,6 +79,8 @@ def _guarded(name: str, produce: Callable[[], Iterable[CheckResult | None]]) -> 
         ]
     except BotoCoreError as error:
         return [errored(name, f"could not check: {error}", "check the network path (proxy, endpoint) to the AWS API")]
+    except ResponseParserError as error:  # not a BotoCoreError: botocore raises it bare
+        return [_unreadable(name, error)]
     except (KeyError, TypeError, ValueError) as error:  # an answer without the fields the API documents
         return [
             errored(
@@ -86,6 +89,16 @@ def _guarded(name: str, produce: Callable[[], Iterable[CheckResult | None]]) -> 
                 "check the endpoint and proxy the AWS SDK uses (AWS_ENDPOINT_URL, HTTPS_PROXY)",
             )
         ]
+
+
+def _unreadable(name: str, error: ResponseParserError) -> CheckResult:
+    """An answer botocore could not parse: something other than AWS answered (a proxy, a portal, a wrong endpoint)."""
+    detail = " ".join(str(error).split())
+    return errored(
+        name,
+        f"could not check: {answered_by(error)} answered something that is not an AWS response ({detail[:300]})",
+        "check the endpoint and proxy the AWS SDK uses (AWS_ENDPOINT_URL, HTTPS_PROXY)",
+    )
 
 
 def placeholder_checks(config: PlatformConfig) -> list[CheckResult]:
@@ -128,6 +141,17 @@ def run_preflight(config: PlatformConfig, clients: Clients) -> list[CheckResult]
                 "identity",
                 f"sts:GetCallerIdentity failed: {error}",
                 "check the credentials and the network path to AWS",
+            ),
+        ]
+    except ResponseParserError as error:
+        return [*offline, _unreadable("identity", error)]
+    except (KeyError, TypeError) as error:  # XML, but not GetCallerIdentity's answer (botocore reads it by key)
+        return [
+            *offline,
+            errored(
+                "identity",
+                f"sts:GetCallerIdentity answered something unexpected ({type(error).__name__}: {error})",
+                "check the endpoint and proxy the AWS SDK uses (AWS_ENDPOINT_URL, HTTPS_PROXY)",
             ),
         ]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from botocore.exceptions import BotoCoreError, ClientError
 
 from components.instances import prices as instance_prices
+from components.regions import region_argument
 from components.tools.preflight.clients import PRICING_REGION, session_for
 
 from . import INSTANCE_DATA, INSTANCES_DOCUMENT, instance_tables
@@ -33,7 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--karpenter", type=Path, metavar="FILE", help="Karpenter's zz_generated.pricing_aws.go")
     source.add_argument("--refresh", action="store_true", help="read the AWS Price List API (needs credentials)")
     parser.add_argument("--ref", help="the Karpenter tag the file was taken from (with --karpenter)")
-    parser.add_argument("--region", action="append", default=[], help="a region to add (with --refresh; repeatable)")
+    parser.add_argument(
+        "--region",
+        action="append",
+        default=[],
+        type=region_argument,
+        help="a region to add (with --refresh; repeatable)",
+    )
     parser.add_argument("--profile", help="AWS profile for --refresh (default: the ambient credentials)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="file to write (default: the pinned table)")
     args = parser.parse_args(argv)
