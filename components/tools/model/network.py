@@ -35,6 +35,7 @@ from components.network_policies import ALERTMANAGER_POD, DNS_POD, PROMETHEUS_PO
 from components.observability.adapter import PROMETHEUS_PORT
 from components.observability.network_policy import ALERTMANAGER_PORT, GRAFANA_POD
 from components.tools.model.addresses import UNKNOWN_VALUE, VpcAddresses
+from components.tools.model.flows_kserve import model_paths
 from components.tools.model.netpol import Endpoint, allowed
 from components.tools.model.workloads import pod_template
 
@@ -266,7 +267,7 @@ def problems(cluster: Cluster) -> list[str]:
         for server, port in [(s, PROMETHEUS_PORT) for s in prometheus] + [(s, ALERTMANAGER_PORT) for s in alertmanager]:
             if allowed(cluster.policies, outsider, server, port):
                 found.append(f"{outsider.what} can reach {server.what} on port {port}, which answers anyone")
-    for what, source, destination, port, protocol in team_paths(cluster):
+    for what, source, destination, port, protocol in [*team_paths(cluster), *model_paths(cluster)]:
         judged = cluster.policies
         if what == IN_CLUSTER_GATEWAY:
             # Only the team's side: whether the gateway admits a namespace is `kubeflow.access`'s to say.
