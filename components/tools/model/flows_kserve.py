@@ -11,14 +11,22 @@ client is a stand-in pod of its namespace. Each flow is (what, source, destinati
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from components.kserve.route import PORT_ANNOTATION, ROUTE_LABEL, SERVICE_ACCOUNT_USER, predictor_labels
 from components.kubeflow.network_policy import GATEWAY_POD, GATEWAY_POD_HTTP_PORT, ISTIO_NAMESPACE
 from components.tools.model.netpol import Endpoint
 
-if TYPE_CHECKING:
-    from components.tools.model.network import Cluster
+
+class Cluster(Protocol):
+    """What the flows read of `network.Cluster` (a protocol: `network` imports this module)."""
+
+    objects: list[Mapping[str, Any]]
+    namespace_labels: dict[str, dict[str, str]]
+    hosts: Iterator[str]
+
+    def matching(self, namespace: str | None, labels: Mapping[str, str]) -> list[Endpoint]: ...
+
 
 Flow = tuple[str, Endpoint, Endpoint, int, str]
 _USER_PREFIX = SERVICE_ACCOUNT_USER.split("{", 1)[0]
