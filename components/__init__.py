@@ -29,6 +29,9 @@ _EXPORTS = {
     "KServeArgs": "kserve.component",
     "Kueue": "kueue.component",
     "KueueArgs": "kueue.component",
+    "ModelRoute": "kserve.publish",
+    "ModelRouteArgs": "kserve.publish",
+    "ModelRouteSpec": "kserve.route",
     "Network": "network.component",
     "NetworkArgs": "network.component",
     "NodeDevices": "gpu.devices",
@@ -70,6 +73,9 @@ if TYPE_CHECKING:  # never run: the same names as _EXPORTS (a test holds them to
     from components.karpenter.component import KarpenterArgs as KarpenterArgs
     from components.kserve.component import KServe as KServe
     from components.kserve.component import KServeArgs as KServeArgs
+    from components.kserve.publish import ModelRoute as ModelRoute
+    from components.kserve.publish import ModelRouteArgs as ModelRouteArgs
+    from components.kserve.route import ModelRouteSpec as ModelRouteSpec
     from components.kubeflow.component import Kubeflow as Kubeflow
     from components.kubeflow.component import KubeflowArgs as KubeflowArgs
     from components.kueue.component import Kueue as Kueue

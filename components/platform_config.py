@@ -640,7 +640,7 @@ def parse_config(raw: Mapping[str, Any], *, project: str, stack: str) -> Platfor
     if known_environment:
         network = values.get("network")
         existing_vpc = isinstance(network, dict) and "existing" in network
-        values = _fill_defaults(values, environment_defaults(Environment(environment), str(region), existing_vpc))
+        values = _fill_defaults(values, environment_defaults(Environment(str(environment)), str(region), existing_vpc))
 
     document = {**values, "project": project, "stack": stack, "region": region}
     if "profile" in aws:

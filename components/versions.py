@@ -53,6 +53,9 @@ _EBS_CSI_SOURCE = "aws eks describe-addon-versions --addon-name aws-ebs-csi-driv
 #: nodeAgent.image.tag at v1.7.0) and `aws eks describe-addon-versions --addon-name eks-node-monitoring-agent` name it.
 _NODE_MONITORING_SOURCE = "https://github.com/aws/eks-node-monitoring-agent/releases/tag/v1.7.0"
 _POD_IDENTITY_SOURCE = "aws eks describe-addon-versions --addon-name eks-pod-identity-agent --kubernetes-version {k8s}"
+#: The EKS community add-on of kubernetes-sigs/metrics-server (EKS User Guide, community-addons.html and
+#: metrics-server.html); its build as `aws eks describe-addon-versions --addon-name metrics-server` lists it.
+_METRICS_SERVER_SOURCE = "aws eks describe-addon-versions --addon-name metrics-server --kubernetes-version {k8s}"
 
 
 def _addons(k8s: str, *, kube_proxy: str, coredns: str) -> Mapping[str, Pin]:
@@ -69,6 +72,9 @@ def _addons(k8s: str, *, kube_proxy: str, coredns: str) -> Mapping[str, Pin]:
             "eks-pod-identity-agent": Pin(
                 "eks-pod-identity-agent", "v1.3.10-eksbuild.3", _POD_IDENTITY_SOURCE.format(k8s=k8s)
             ),
+            # Serves metrics.k8s.io (CPU and memory) to HPAs and `kubectl top`; metrics-server v0.8.0, one build for
+            # every supported minor version.
+            "metrics-server": Pin("metrics-server", "v0.8.0-eksbuild.2", _METRICS_SERVER_SOURCE.format(k8s=k8s)),
         }
     )
 

@@ -83,7 +83,14 @@ def test_cluster_has_an_oidc_provider_and_no_unmanaged_defaults(dev):
 
 def test_managed_addons_are_pinned_from_the_versions_module(dev):
     addons = {a.inputs["addonName"]: a for a in dev.of_type(ADDON)}
-    assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent"}
+    assert set(addons) == {
+        "vpc-cni",
+        "kube-proxy",
+        "coredns",
+        "aws-ebs-csi-driver",
+        "eks-node-monitoring-agent",
+        "metrics-server",
+    }
     for name, addon in addons.items():
         assert addon.inputs["addonVersion"] == versions.eks_addon(versions.DEFAULT_KUBERNETES_VERSION, name).version
         assert addon.inputs["clusterName"] == "eks-ml-platform-dev"
@@ -165,7 +172,21 @@ def test_deployment_addons_wait_for_the_system_nodes_and_are_destroyed_before_th
     addons = {a.inputs["addonName"]: a for a in dev.of_type(ADDON)}
     assert dev.depends_on(addons["coredns"], group)
     assert dev.depends_on(addons["aws-ebs-csi-driver"], group)
+    assert dev.depends_on(addons["metrics-server"], group)
     assert not dev.depends_on(addons["vpc-cni"], group)
+
+
+def test_metrics_server_serves_resource_metrics_from_two_pods_on_the_system_nodes(dev, prod):
+    """HPAs on CPU (KServe's default, istiod's, the gateway's) read metrics.k8s.io, which only metrics-server serves:
+    the add-on is installed on every stack, its pods where the controllers run and two of them."""
+    for stack in (dev, prod):
+        addon = next(a for a in stack.of_type(ADDON) if a.inputs["addonName"] == "metrics-server")
+        configuration = json.loads(addon.inputs["configurationValues"])
+        assert configuration["replicas"] == 2
+        assert configuration["nodeSelector"] == {"eksml.io/node-role": "system"}
+        assert configuration["tolerations"] == [
+            {"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}
+        ]
 
 
 def test_everything_in_the_cluster_waits_for_the_cluster(dev):

@@ -400,6 +400,7 @@ def test_every_supported_kubernetes_version_has_all_addons_pinned():
             "aws-ebs-csi-driver",
             "eks-node-monitoring-agent",
             "eks-pod-identity-agent",
+            "metrics-server",
         }
         for pin in versions.EKS_ADDONS[version].values():
             assert pin.version.startswith("v")

@@ -43,6 +43,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "components.k8s_objects",
         "components.network_policies",
         "components.pod_security",
+        "components.regions",
         "components.scheduling",
         "components.tags",
         "components.versions",

@@ -639,3 +639,46 @@ def test_an_account_outside_the_reasoned_list_bound_to_every_namespaces_secrets_
             "controllers listed with their reason in components/tools/model/rbac.py may"
         )
     ]
+
+
+# ------------------------------------------------------------------------------------------ metrics-server add-on
+
+
+def metrics_server_addon(configuration: dict[str, Any] | None) -> dict[str, Any]:
+    inputs: dict[str, Any] = {"addonName": "metrics-server"}
+    if configuration is not None:
+        inputs["configurationValues"] = json.dumps(configuration)
+    return {"type": "aws:eks/addon:Addon", "name": "cluster-metrics-server", "inputs": inputs}
+
+
+def test_the_metrics_server_add_ons_pods_land_where_its_configuration_puts_them(tmp_path):
+    """The model knows the add-on's pods (no manifest shows them) and reads their placement from the add-on's
+    configuration, as the cluster component sets it."""
+    from components.cluster.addons import metrics_server_configuration
+    from components.scheduling import SYSTEM_PLACEMENT
+
+    addon = metrics_server_addon(metrics_server_configuration(SYSTEM_PLACEMENT))
+    platform, found = check_previews([preview(tmp_path / "p", agents(), (SYSTEM_GROUP, addon))], None)
+    (server,) = [w for w in platform.workloads if w.name == "metrics-server"]
+    assert (server.kind, server.namespace, server.replicas) == ("Deployment", "kube-system", 2)
+    assert server.node_selector == {"eksml.io/node-role": "system"}
+    assert [str(p) for p in found] == []
+
+
+def test_the_api_server_must_reach_the_metrics_server_behind_its_apiservice(tmp_path):
+    """The add-on's APIService is not among the stack's objects; the model adds it, so a policy that closes
+    metrics-server's port to the control plane (every HPA on CPU then reads nothing) is caught."""
+    from components.cluster.addons import metrics_server_configuration
+    from components.scheduling import SYSTEM_PLACEMENT
+
+    deny = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "deny-all", "namespace": "kube-system"},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
+    }
+    addon = metrics_server_addon(metrics_server_configuration(SYSTEM_PLACEMENT))
+    _, found = check_previews([preview(tmp_path / "p", [*agents(), deny], (SYSTEM_GROUP, addon))], None)
+    assert any(
+        "metrics-server" in str(p) and "port 10251 (APIService v1beta1.metrics.k8s.io)" in str(p) for p in found
+    ), found

@@ -77,7 +77,7 @@ def test_preview_prints_the_resource_tree_counts_and_time(capsys, tmp_path):
     printed = capsys.readouterr().out
     assert "Offline preview of stack 'dev'" in printed
     assert "\n  cluster (eksml:cluster:Cluster)\n    cluster-control-plane" in printed
-    assert "     5  aws:eks/addon:Addon" in printed
+    assert "     6  aws:eks/addon:Addon" in printed
     assert 'kubeconfig: "[secret]"' in printed
     # the platform's own pods (Kubeflow on cpu-general) and volumes are in the idle figure (tests/test_cost.py)
     assert "\nCost: about $888/month idle; up to $12,915/month with every pool at its limit\n" in printed

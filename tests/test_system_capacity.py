@@ -36,13 +36,15 @@ def test_the_dev_stack_load_is_summed_from_every_controller_pinned_to_the_system
     # node monitoring agent 10m, FSx CSI node 30m, node-exporter 100m, Istio CNI (Kubeflow) 100m.
     deployments_cpu = 2000 + 200 + 120 + 200 + 80 + 310 + 200 + 500 + 20 + 100 + 10 + 200 + 2 * 50 + 2 * 40
     deployments_cpu += 2 * 35  # Kueue
+    deployments_cpu += 2 * 100  # metrics-server
     deployments_memory = 2048 + 140 + 480 + 256 + 272 + 356 + 256 + 2048 + 400 + 100 + 32 + 228 + 256 + 2 * 240
     deployments_memory += 2 * 512  # Kueue
+    deployments_memory += 2 * 200  # metrics-server
     daemons_cpu, daemons_memory = 25 + 100 + 30 + 10 + 30 + 100 + 100, 0 + 0 + 120 + 30 + 104 + 30 + 100
     capacity = config.system_capacity
     assert capacity.nodes == 3
     assert capacity.requests == Requests(deployments_cpu + 3 * daemons_cpu, deployments_memory + 3 * daemons_memory)
-    assert capacity.requests == Requests(5375, 9528)
+    assert capacity.requests == Requests(5575, 9928)
     # dev keeps room for its controllers with a node lost: two of its three nodes hold them, one would not.
     assert capacity.requests.fits_in(capacity.room(2))
     assert not capacity.requests.fits_in(capacity.room(1))
@@ -61,7 +63,7 @@ def test_a_group_too_small_for_its_controllers_is_refused_before_anything_is_cre
     with pytest.raises(
         ConfigError,
         match=r"cluster.systemNodeGroup: the controllers pinned to the system nodes request "
-        r"4.58 vCPU, 8.6 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)",
+        r"4.79 vCPU, 8.9 GiB, more than 1 x m7i.large allocate \(1.93 vCPU, 7.3 GiB\)",
     ):
         parse_config(stack_config("dev", overrides), project=PROJECT, stack="dev")
 
@@ -87,7 +89,7 @@ def test_the_preview_prints_the_figure_and_warns_when_a_lost_node_would_leave_co
     (tmp_path / "Pulumi.dev.yaml").write_text(stack_file)
     assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project-dir", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "system nodes: requests 5.38 vCPU, 9.3 GiB of 5.79 vCPU, 22.0 GiB allocatable on 3 x m7i.large" in printed
+    assert "system nodes: requests 5.58 vCPU, 9.7 GiB of 5.79 vCPU, 22.0 GiB allocatable on 3 x m7i.large" in printed
     assert "warning: cluster.systemNodeGroup: with one of the 3 system nodes lost, 3.86 vCPU" in printed
 
 

@@ -53,6 +53,7 @@ def test_the_sweep_runs_before_the_nodes_add_ons_cluster_and_network_it_cleans_u
         addon(stack, "coredns"),
         addon(stack, "aws-ebs-csi-driver"),
         addon(stack, "vpc-cni"),
+        addon(stack, "metrics-server"),
         stack.one("aws:eks/cluster:Cluster"),
         stack.one("aws:ec2/vpc:Vpc"),
     ):
@@ -378,7 +379,8 @@ def test_what_aws_deletes_with_its_parent_is_not_deleted_one_by_one(stack):
     assert stack.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation").deleted_with == file_system.urn
     eks = stack.one("eks:index:Cluster")
     assert {a.inputs["addonName"]: a.deleted_with for a in stack.of_type("aws:eks/addon:Addon")} == dict.fromkeys(
-        ("vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent"), eks.urn
+        ("vpc-cni", "kube-proxy", "coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent", "metrics-server"),
+        eks.urn,
     )
     assert stack.one("aws:eks/accessEntry:AccessEntry").deleted_with == eks.urn
 

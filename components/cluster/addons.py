@@ -12,7 +12,9 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 
 from components import versions
+from components.cluster.capacity import METRICS_SERVER_REPLICAS
 from components.identity.irsa import IrsaRole, IrsaRoleArgs, PodIdentityTarget, aws_managed_policy_arn
+from components.scheduling import Placement
 
 #: vpc-cni add-on configuration (its schema: `aws eks describe-addon-configuration --addon-name vpc-cni`).
 VPC_CNI_CONFIGURATION: Mapping[str, str] = {"enableNetworkPolicy": "true"}
@@ -27,6 +29,20 @@ EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
 #: tolerates none by default, so on the tainted GPU pools the agent would run without DCGM's diagnostics. The model's
 #: facts (tools/model/data/eks_addons.json) declare the same tolerations.
 NODE_MONITORING_CONFIGURATION: Mapping[str, Any] = {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
+
+
+#: The community add-on that serves the resource metrics API (`metrics.k8s.io`), which HPAs on CPU or memory (KServe's
+#: default, istiod's and the gateway's) and `kubectl top` read.
+METRICS_SERVER = "metrics-server"
+
+
+def metrics_server_configuration(placement: Placement) -> dict[str, Any]:
+    """The metrics-server add-on's configuration: its pods on the system nodes, `METRICS_SERVER_REPLICAS` of them.
+    The keys are the upstream chart's (kubernetes-sigs/metrics-server charts/metrics-server/values.yaml: `replicas`,
+    `nodeSelector`, `tolerations`), which the add-on's configuration schema takes
+    (`aws eks describe-addon-configuration --addon-name metrics-server`). The model reads them back from the
+    add-on's inputs (tools/model/platform.py)."""
+    return {"replicas": METRICS_SERVER_REPLICAS, **placement.values()}
 
 
 #: The add-on that serves EKS Pod Identity credentials on every node.
@@ -124,6 +140,14 @@ def node_health_addon(site: AddonSite) -> aws.eks.Addon:
     faults (XIDs, DCGM diagnostics) into node conditions, which Karpenter's node repair replaces nodes on. Like the
     networking add-ons it needs no node to become ACTIVE."""
     return addon(site, "eks-node-monitoring-agent", configuration=NODE_MONITORING_CONFIGURATION)
+
+
+def metrics_server_addon(site: AddonSite, nodes: pulumi.Resource, placement: Placement) -> aws.eks.Addon:
+    """metrics-server: a Deployment, like CoreDNS, that needs a node to run on (else the add-on sits DEGRADED). The
+    API server calls it through its APIService on the add-on's port (10251: EKS User Guide, metrics-server.html),
+    and it calls every kubelet on 10250; kube-system has no NetworkPolicy and the cluster security group admits
+    both (the nodes share it with the control plane)."""
+    return addon(site, METRICS_SERVER, depends_on=[nodes], configuration=metrics_server_configuration(placement))
 
 
 def workload_addons(site: AddonSite, nodes: pulumi.Resource) -> tuple[aws.eks.Addon, aws.eks.Addon]:

@@ -51,6 +51,10 @@ CERT_MANAGER = MappingProxyType(
     {"controller": Requests(20, 96), "webhook": Requests(10, 48), "cainjector": Requests(10, 96)}
 )
 CERT_MANAGER_REPLICAS = 2
+#: metrics-server (the EKS community add-on): two replicas, as the add-on runs by default (kept explicit in its
+#: configuration); each requests what the upstream chart's values.yaml sets (100m / 200Mi).
+METRICS_SERVER = Requests(100, 200)
+METRICS_SERVER_REPLICAS = 2
 #: prometheus-adapter, serving one custom metric.
 METRICS_ADAPTER = Requests(50, 128)
 METRICS_ADAPTER_REPLICAS = 2
@@ -122,6 +126,7 @@ ADDON_SOURCE = _ADDONS
 BASE_WORKLOADS: tuple[Workload, ...] = (
     Workload("karpenter", KARPENTER_CONTROLLER, KARPENTER_REPLICAS, "components/karpenter/component.py values"),
     Workload("coredns", Requests(100, 70), 2, _ADDONS),
+    Workload("metrics-server", METRICS_SERVER, METRICS_SERVER_REPLICAS, _ADDONS),
     # ebs-plugin and its five sidecars, 10m / 40Mi each.
     Workload("ebs-csi-controller", Requests(60, 240), 2, _ADDONS),
     Workload("aws-node", Requests(25, 0), 0, _ADDONS),

@@ -15,6 +15,7 @@ import pulumi_kubernetes as k8s
 from components import versions
 from components.cluster.addons import (
     AddonSite,
+    metrics_server_addon,
     networking_addons,
     node_health_addon,
     pod_identity_agent_addon,
@@ -157,6 +158,7 @@ class Cluster(pulumi.ComponentResource):
         )
         coredns, ebs_csi_driver = workload_addons(site, self.system_node_group)
         node_health = node_health_addon(site)
+        metrics_server = metrics_server_addon(site, self.system_node_group, SYSTEM_PLACEMENT)
 
         # Deleted once everything in the cluster is (all of it uses the provider below, which depends on it), and
         # before the nodes, add-ons and cluster it names: what the controllers made in AWS and did not clean up.
@@ -170,6 +172,7 @@ class Cluster(pulumi.ComponentResource):
                 coredns,
                 ebs_csi_driver,
                 node_health,
+                metrics_server,
                 *([agent] if agent is not None else []),
             ],
         )

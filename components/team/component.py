@@ -20,6 +20,8 @@ from components.identity.documents import to_json
 from components.identity.irsa import IrsaRole
 from components.identity.team_policy import team_s3_policy
 from components.karpenter.validation import delete_timeout
+from components.kserve.publish import ModelRoute, ModelRouteArgs
+from components.kserve.route import ModelRouteSpec
 from components.team.namespace import service_account
 from components.team.plan import TeamPlan
 from components.team.profile import team_pod_defaults, team_profile
@@ -174,9 +176,11 @@ class TeamProfile(pulumi.ComponentResource):
     with the team's role; and the `access-ml-pipeline` PodDefault. The platform's profile controller adopts the
     namespace and handles the rest. When the platform's Pipelines keep artifacts in S3, the namespace's Pipelines
     config (its pipeline root under the team's prefix, read and written with the team's role), which in that mode no
-    controller of the platform writes."""
+    controller of the platform writes. Each of `kubeflow.models` is published on the gateway (`ModelRoute`)."""
 
     profile: pulumi.Resource
+    #: Each published model's path on the gateway (`kubeflow.models`), by InferenceService name.
+    model_paths: dict[str, str]
 
     def __init__(self, name: str, args: TeamProfileArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:team:TeamProfile", name, None, opts)
@@ -214,4 +218,23 @@ class TeamProfile(pulumi.ComponentResource):
                 ),
                 any_custom=custom,
             )
+        # The models the team publishes on the gateway: a Profile's namespace is the one where the gateway's
+        # requests carry the user's identity to a sidecar that checks it.
+        self.model_paths = {
+            model: ModelRoute(
+                f"{name}-model-{model}",
+                ModelRouteArgs(
+                    cluster=args.cluster,
+                    spec=ModelRouteSpec(
+                        namespace=team.name,
+                        inference_service=model,
+                        token_clients=tuple(settings.token_clients),
+                        predictor_port=settings.port,
+                    ),
+                    namespace=namespace,
+                ),
+                pulumi.ResourceOptions(parent=self),
+            ).path
+            for model, settings in sorted(team.kubeflow.models.items())
+        }
         self.register_outputs({"profile": team.name})

@@ -177,6 +177,46 @@ class FsxClaim(ConfigModel):
         return self
 
 
+#: An InferenceService's name (KServe's DNS-1035 rule), short enough for its Service `<name>-predictor`.
+InferenceServiceName = Annotated[
+    StrictStr,
+    matches(
+        r"[a-z]([-a-z0-9]{0,51}[a-z0-9])?",
+        "an InferenceService name (lowercase letters, digits and '-', starting with a letter, at most 53 characters)",
+    ),
+]
+#: A service account as `<namespace>/<name>`.
+ServiceAccountRef = Annotated[
+    StrictStr,
+    matches(
+        r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?",
+        "a service account as '<namespace>/<name>', like 'vision/default-editor'",
+    ),
+]
+
+
+class TeamModel(ConfigModel):
+    """One InferenceService of the team's namespace, published on the Kubeflow gateway (`components.kserve.route`)."""
+
+    port: Port = Field(
+        default=8080,
+        description="the predictor container's port (its first `ports` entry; KServe's default 8080), which the "
+        "platform model checks the gateway reaches",
+    )
+    token_clients: list[ServiceAccountRef] = Field(
+        default_factory=list,
+        description="service accounts (`<namespace>/<name>`) whose cluster tokens may call the model through the "
+        "gateway (the platform's `kubeflow.access.clusterTokens` must admit their audience and namespace); none: "
+        "only people signed in as the Profile's owner or a contributor",
+    )
+
+    @model_validator(mode="after")
+    def _distinct_clients(self) -> TeamModel:
+        if len(set(self.token_clients)) != len(self.token_clients):
+            raise ValueError(f"tokenClients names a service account twice: {self.token_clients}")
+        return self
+
+
 class TeamKubeflow(ConfigModel):
     """The team's Kubeflow Profile, taken by the platform's profile controller (the platform must run Kubeflow)."""
 
@@ -189,6 +229,12 @@ class TeamKubeflow(ConfigModel):
         description="where the team's pipeline runs must keep their artifacts, checked against the platform's "
         "`kubeflow.pipelines.artifacts` (refused when it differs); none: wherever the platform's Pipelines keep "
         "them (with `s3`, under `<prefix>/pipelines` of the team's prefix in the platform's `kubeflow.bucket`)",
+    )
+    models: dict[InferenceServiceName, TeamModel] = Field(
+        default_factory=dict,
+        description="InferenceServices of the namespace published on the Kubeflow gateway at "
+        "`/serving/<team>/<name>/`, by name (the platform must run KServe, `kubeflow.components.kserve`); none: "
+        "models are reached only in the cluster",
     )
 
 

@@ -55,10 +55,26 @@ def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> b
     )
 
 
+def judges_pods(policy: Mapping[str, Any]) -> bool:
+    """Whether the policy's `matchConstraints.resourceRules` take in pod creation (core group `pods`, CREATE): the
+    API server asks only the policies whose rules match the request (ValidatingAdmissionPolicy, "Matching
+    requests"). A policy on other kinds (a TrainJob, an Experiment) is not asked about a pod."""
+    for rule in (policy["spec"].get("matchConstraints") or {}).get("resourceRules") or ():
+        groups, resources = rule.get("apiGroups") or (), rule.get("resources") or ()
+        operations = rule.get("operations") or ()
+        if (
+            ("" in groups or "*" in groups)
+            and ("pods" in resources or "*" in resources)
+            and ("CREATE" in operations or "*" in operations)
+        ):
+            return True
+    return False
+
+
 def refusals(policy: Mapping[str, Any], binding: Mapping[str, Any], judged: JudgedPod) -> list[str]:
     """Why the policy, as bound, denies creating the pod (empty: admitted): the message of every validation that
     fails (the API server reports the first under Deny, every one under Warn)."""
-    if "Deny" not in (binding["spec"].get("validationActions") or ()):
+    if "Deny" not in (binding["spec"].get("validationActions") or ()) or not judges_pods(policy):
         return []
     namespace_name = (judged.pod.get("metadata") or {}).get("namespace", "default")
     labels = {"kubernetes.io/metadata.name": namespace_name, **judged.namespace_labels}

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from components.tools.model import flows_katib as katib
+from components.tools.model import flows_kserve as kserve
 from components.tools.model import flows_platform as platform
 from components.tools.model.flows_platform import Connection
 from components.tools.model.netpol import refusal
@@ -206,6 +207,27 @@ CATALOGUE: tuple[Flow, ...] = (
         "https://github.com/kubeflow/katib/blob/v0.19.0/pkg/controller.v1beta1/consts/const.go "
         "(DefaultKatibDBManagerServicePort)",
         katib.trial_metrics,
+    ),
+    Flow(
+        "a published model (`team.kubeflow.models`), for a signed-in user",
+        "the Istio ingress gateway, with the Profile owner's `kubeflow-userid`",
+        "the InferenceService's predictor pods (the team's namespace, with a sidecar)",
+        "the route's predictor port",
+        "HTTP (KServe's V1/V2 inference protocol)",
+        "https://github.com/kserve/kserve/blob/v0.16.0/pkg/constants/constants.go (predictor labels); "
+        + _PROFILE_CONTROLLER
+        + " (ns-owner-access-istio)",
+        kserve.signed_in,
+    ),
+    Flow(
+        "a published model, for a listed token client",
+        "a pod of the client's namespace, then the gateway with its service account's `kubeflow-userid`",
+        "the gateway (port 8080), then the predictor pods",
+        "8080; the route's predictor port",
+        "HTTP with a projected service account token",
+        "docs/kubeflow.md (reaching a model through the gateway); "
+        "https://istio.io/v1.30/docs/reference/config/security/conditions/ (request.headers)",
+        kserve.token_clients,
     ),
     Flow(
         "closed: Prometheus and Alertmanager answer anyone",

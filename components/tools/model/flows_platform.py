@@ -62,7 +62,7 @@ class Connection:
     own_side_only: bool = False
 
 
-def _user(email: str = _USER, path: str = "/") -> Request:
+def user_request(email: str = _USER, path: str = "/") -> Request:
     return Request(
         http=True,
         path=path,
@@ -139,7 +139,7 @@ def team_to_monitoring(cluster: Cluster) -> Iterator[Connection]:
 
 def load_balancer(cluster: Cluster) -> Iterator[Connection]:
     for what, source, destination, port in gateway_paths(cluster):
-        yield Connection(what, source, destination, port, request=_user())
+        yield Connection(what, source, destination, port, request=user_request())
 
 
 def _service(cluster: Cluster, host: str) -> tuple[str, str] | None:
@@ -174,7 +174,7 @@ def gateway_to_apps(cluster: Cluster) -> Iterator[Connection]:
                     found[0], found[1], {"port": number, **_port(cluster, *found, number)}
                 ):
                     for gateway in gateways:
-                        yield Connection(what, gateway, pod, port, request=_user(path=prefix or "/"))
+                        yield Connection(what, gateway, pod, port, request=user_request(path=prefix or "/"))
 
 
 def _port(cluster: Cluster, namespace: str, name: str, number: int) -> Mapping[str, Any]:
@@ -189,7 +189,7 @@ def gateway_to_notebooks(cluster: Cluster) -> Iterator[Connection]:
     profile_owners = owners(cluster.objects)
     for namespace in _teams(cluster, profiles_only=True):
         pod = _stand_in(cluster, namespace)
-        request = _user(profile_owners.get(namespace, ""), f"/notebook/{namespace}/a-notebook/")
+        request = user_request(profile_owners.get(namespace, ""), f"/notebook/{namespace}/a-notebook/")
         for gateway in cluster.matching(ISTIO_NAMESPACE, GATEWAY_POD):
             yield Connection("a notebook through the gateway", gateway, pod, NOTEBOOK_PORT, request=request)
 
@@ -235,7 +235,12 @@ def in_cluster_gateway(cluster: Cluster) -> Iterator[Connection]:
         pod = _stand_in(cluster, namespace)
         for gateway in cluster.matching(ISTIO_NAMESPACE, GATEWAY_POD):
             yield Connection(
-                "the gateway in the cluster", pod, gateway, GATEWAY_POD_HTTP_PORT, request=_user(), own_side_only=True
+                "the gateway in the cluster",
+                pod,
+                gateway,
+                GATEWAY_POD_HTTP_PORT,
+                request=user_request(),
+                own_side_only=True,
             )
 
 

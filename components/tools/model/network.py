@@ -101,8 +101,8 @@ class Cluster:
 
     def side(self, endpoint: Endpoint) -> istio.Side:
         """An endpoint as Istio sees it. A stand-in pod (a new pod of a namespace) gets the namespace's injection
-        unless its labels opt out, and runs as `default-editor` in a Kubeflow Profile's namespace (what its notebooks and pipelines run as),
-        else as `default`."""
+        unless its labels opt out, and runs as `default-editor` in a Kubeflow Profile's namespace (what its notebooks
+        and pipelines run as), else as `default`."""
         mesh = self.mesh.get(endpoint.address)
         if mesh is None and endpoint.is_pod:
             labels = self.namespace_labels.get(endpoint.namespace or "", {})

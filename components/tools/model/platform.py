@@ -76,23 +76,42 @@ def _kubernetes_version(resources_json: Iterable[Mapping[str, Any]]) -> str:
     return "1.35.0"
 
 
-def _addon_workloads(addon_names: Iterable[str]) -> list[Workload]:
-    facts = json.loads(resources.files("components.tools.model").joinpath("data/eks_addons.json").read_text())
+def _addon_facts() -> dict[str, Any]:
+    return dict(json.loads(resources.files("components.tools.model").joinpath("data/eks_addons.json").read_text()))
+
+
+def _configured(pod: Mapping[str, Any], configuration: str | None) -> dict[str, Any]:
+    """The keys of the add-on's `configurationValues` that the facts say set this pod's fields (`configured`)."""
+    values = json.loads(configuration) if configuration else {}
+    return {key: values[key] for key in pod.get("configured", ()) if key in values}
+
+
+def _addon_workloads(addons: Mapping[str, Mapping[str, Any]]) -> list[Workload]:
+    """The add-ons' pods, by add-on name and the inputs the stack gives each."""
+    facts = _addon_facts()
     found = []
-    for addon in addon_names:
+    for addon, inputs in addons.items():
         for pod in facts["addons"].get(addon, ()):
+            configured = _configured(pod, inputs.get("configurationValues"))
             template = {
-                "metadata": {"labels": {"eksml.io/model-role": pod.get("role", "")}},
+                "metadata": {"labels": {"eksml.io/model-role": pod.get("role", ""), **pod.get("labels", {})}},
                 "spec": {
-                    "tolerations": pod["tolerations"],
+                    "tolerations": configured.get("tolerations", pod["tolerations"]),
+                    "nodeSelector": configured.get("nodeSelector", {}),
                     "containers": [{"name": i, "image": facts["registry"] + i} for i in pod["images"]],
                 },
             }
-            replicas = None if pod["kind"] == "DaemonSet" else pod.get("replicas", 1)
+            replicas = None if pod["kind"] == "DaemonSet" else configured.get("replicas", pod.get("replicas", 1))
             found.append(
                 from_pod_template(f"eks-addon/{addon}", pod["kind"], pod["namespace"], pod["name"], replicas, template)
             )
     return found
+
+
+def _addon_objects(addon_names: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+    """What the add-ons create besides their pods that the model judges (an APIService and its Service)."""
+    objects = _addon_facts().get("objects", {})
+    return [(f"eks-addon/{addon}", dict(obj)) for addon in addon_names for obj in objects.get(addon, ())]
 
 
 def operand_workloads(origin: str, policy: Mapping[str, Any]) -> list[Workload]:
@@ -150,7 +169,7 @@ def build(views: Iterable[StackView], charts: Path | None) -> Platform:
     """One model of the cluster the stacks share (the platform's first, then team stacks')."""
     platform = Platform()
     node_groups: dict[str, Mapping[str, Any]] = {}
-    addons: list[str] = []
+    addons: dict[str, Mapping[str, Any]] = {}
     for view in views:
         kube_version = _kubernetes_version(view.resources)
         if not platform.vpc.known and (vpc := addresses.from_resources(view.resources)) is not None:
@@ -162,7 +181,7 @@ def build(views: Iterable[StackView], charts: Path | None) -> Platform:
                 inputs = resource["inputs"]
                 platform.pod_identity.add((inputs.get("namespace", ""), inputs.get("serviceAccount", "")))
             elif resource["type"] == "aws:eks/addon:Addon":
-                addons.append(resource["inputs"]["addonName"])
+                addons[resource["inputs"]["addonName"]] = resource["inputs"]
         platform.objects += view.manifests
         for release in view.releases:
             if charts is None:
@@ -177,6 +196,7 @@ def build(views: Iterable[StackView], charts: Path | None) -> Platform:
                 # Helm puts what names no namespace into the release's.
                 doc.setdefault("metadata", {}).setdefault("namespace", release["namespace"])
                 platform.objects.append((f"helm/{release['name']}", doc))
+    platform.objects += _addon_objects(addons)
     for origin, obj in platform.objects:
         if (workload := from_object(origin, obj)) is not None:
             platform.workloads.append(workload)
