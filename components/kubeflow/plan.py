@@ -18,6 +18,7 @@ from . import (
     monitoring,
     network_policy,
     notebooks,
+    pipeline_runs,
     pipelines,
     rbac,
     resilience,
@@ -127,6 +128,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     objects = transform.storage_class(objects, settings.storage_class)
     objects = transform.stateful_placement(objects)
     objects = transform.pinned_architectures(objects)
+    objects = pipeline_runs.pin_run_pods(objects)  # the run-time pods Argo makes, which no object shows
     objects = resilience.harden(objects)
     objects = access_.cookies(objects, secure=settings.access is not None)
     if settings.access is not None:
