@@ -135,6 +135,8 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
         objects = access_.readiness_gates(objects)
     if OAUTH2_PROXY_EKS_TOKENS.path in rendered:
         objects = access_.cluster_token_issuer(objects, settings.cluster_tokens)
+    if settings.monitoring_namespace is not None:
+        objects = monitoring.bypass_sidecars(objects)  # scrapes the mesh's authorization cannot admit
     objects = transform.config_digests(objects)
     left = credentials_.defaults_left(objects)
     if left:

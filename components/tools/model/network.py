@@ -34,6 +34,7 @@ from components.kubeflow.teams import PROFILE_NAMESPACE_LABELS
 from components.network_policies import ALERTMANAGER_POD, DNS_POD, PROMETHEUS_POD, TEAM_LABEL
 from components.observability.adapter import PROMETHEUS_PORT
 from components.observability.network_policy import ALERTMANAGER_PORT, GRAFANA_POD
+from components.tools.model import flows_kfp
 from components.tools.model.addresses import UNKNOWN_VALUE, VpcAddresses
 from components.tools.model.netpol import Endpoint, allowed
 from components.tools.model.workloads import pod_template
@@ -240,6 +241,7 @@ def problems(cluster: Cluster) -> list[str]:
     for what, source, destination, port in [*webhook_paths(cluster), *scrape_paths(cluster), *gateway_paths(cluster)]:
         if not allowed(cluster.policies, source, destination, port):
             found.append(f"{source.what} cannot reach {destination.what} on port {port} ({what})")
+    found += flows_kfp.problems(cluster, scrape_paths(cluster))  # the Istio side of the scrapes
     dns = cluster.matching("kube-system", DNS_POD)
     for pod in cluster.pods:
         for server in dns:
