@@ -1,12 +1,19 @@
 """Kubeflow's control plane through node loss and Karpenter's consolidation (pure).
 
-Upstream runs the workloads that gate other pods' creation (fail-closed webhooks, istiod, the gateway, Dex; listed
-in `components.control_plane`) as one replica with no PodDisruptionBudget, and the platform schedules them on the
-CPU pool, which mixes spot and consolidates after a minute. While one is away, pods in team namespaces are refused
-and nobody signs in. Here each runs at least two replicas, spread over nodes, on on-demand nodes Karpenter does not
-voluntarily disrupt, under a budget that lets a drain take one at a time. Every one of them elects a leader or serves
-statelessly (jobset and trainer configure `leaderElection.leaderElect: true`, pvcviewer runs `--leader-elect`), so a
-second replica does no work twice.
+Upstream runs the workloads that gate other pods' creation (fail-closed webhooks, istiod, the gateway, Dex,
+oauth2-proxy; listed in `components.control_plane`) as one replica with no PodDisruptionBudget, and the platform
+schedules them on the CPU pool, which mixes spot and consolidates after a minute. While one is away, pods in team
+namespaces are refused and nobody signs in. Here each runs at least two replicas on on-demand nodes Karpenter does
+not voluntarily disrupt, under a budget that lets a drain take one at a time, spread by required constraints (a
+preference gives way whenever one node or one zone has room, and losing that node or zone then takes every replica):
+never two on one node (required pod anti-affinity on `kubernetes.io/hostname`), and over at least two zones (a
+topology spread constraint on `topology.kubernetes.io/zone` with `whenUnsatisfiable: DoNotSchedule` and
+`minDomains: 2`, so the scheduler waits for a node in a second zone instead of filling the zones it already sees:
+Kubernetes docs, Pod Topology Spread Constraints; Karpenter launches into the missing zone: kubernetes-sigs/karpenter
+#330, and the Karpenter FAQ on minDomains). The VPC always has two zones or more (`network.availabilityZones`), and
+Karpenter adds the nodes the replicas need. Every one of them elects a leader or serves statelessly (jobset and
+trainer configure `leaderElection.leaderElect: true`, pvcviewer runs `--leader-elect`; oauth2-proxy keeps its
+sessions in the cookie), so a second replica does no work twice.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from .transform import CAPACITY_TYPE, DO_NOT_DISRUPT, clone
 
 MIN_REPLICAS = 2
 HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
 
 
 def _autoscalers(objects: Iterable[Manifest]) -> dict[tuple[str, str], Manifest]:
@@ -33,10 +41,31 @@ def _autoscalers(objects: Iterable[Manifest]) -> dict[tuple[str, str], Manifest]
 
 
 def _spread(template: dict[str, Any], labels: dict[str, str]) -> None:
-    anti = template["spec"].setdefault("affinity", {}).setdefault("podAntiAffinity", {})
-    anti.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
-        {"weight": 100, "podAffinityTerm": {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": labels}}}
+    """Required: one replica per node, and replicas over `MIN_REPLICAS` zones or more. A preferred
+    anti-affinity on the same key is dropped: the required term says more."""
+    spec = template["spec"]
+    anti = spec.setdefault("affinity", {}).setdefault("podAntiAffinity", {})
+    preferred = [
+        t
+        for t in anti.pop("preferredDuringSchedulingIgnoredDuringExecution", [])
+        if t["podAffinityTerm"].get("topologyKey") != HOSTNAME
+    ]
+    if preferred:
+        anti["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
+    anti.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(
+        {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": labels}}
     )
+    spec["topologySpreadConstraints"] = [
+        c for c in spec.get("topologySpreadConstraints") or () if c.get("topologyKey") != ZONE
+    ] + [
+        {
+            "maxSkew": 1,
+            "minDomains": MIN_REPLICAS,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": labels},
+        }
+    ]
 
 
 def harden(objects: list[Manifest]) -> list[Manifest]:

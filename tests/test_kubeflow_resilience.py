@@ -1,0 +1,60 @@
+"""Kubeflow's workloads as the platform runs them, read from the planned objects: the fail-closed gates spread over
+nodes and zones by requirement, oauth2-proxy hardened like the rest, every container requesting CPU and memory, and
+the single-instance controllers Pipelines and profiles depend on kept off spot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.control_plane import blocking_deployments
+from components.kubeflow import entries, plan, render
+from components.kubeflow.credentials import Admin
+
+REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
+pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
+EVERYTHING = entries.selected(katib=True, spark=True, hub=True, knative=True)
+SETTINGS = plan.Settings(admin=Admin("platform@example.org"), storage_class="gp3", monitoring_namespace="monitoring")
+
+
+@pytest.fixture(scope="module")
+def planned(render_cache) -> list[dict]:
+    rendered = render.render(REFERENCE, EVERYTHING, cache_dir=render_cache)
+    return [item.manifest for item in plan.platform_objects(rendered, SETTINGS)]
+
+
+def deployment(objects: list[dict], namespace: str, name: str) -> dict:
+    return next(
+        o
+        for o in objects
+        if o["kind"] == "Deployment" and (o["metadata"].get("namespace"), o["metadata"]["name"]) == (namespace, name)
+    )
+
+
+def test_every_fail_closed_gate_spreads_over_nodes_and_zones_by_requirement_under_a_budget(planned):
+    gates = {(o["metadata"]["namespace"], o["metadata"]["name"]): why for o, why in blocking_deployments(planned)}
+    assert {
+        ("kubeflow", "poddefaults-webhook-deployment"),
+        ("istio-system", "istiod"),
+        ("istio-system", "istio-ingressgateway"),
+        ("auth", "dex"),
+        ("oauth2-proxy", "oauth2-proxy"),
+    } <= set(gates)
+    budgets = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]) for o in planned if o["kind"] == "PodDisruptionBudget"
+    }
+    for (namespace, name), why in gates.items():
+        obj = deployment(planned, namespace, name)
+        spec = obj["spec"]["template"]["spec"]
+        labels = obj["spec"]["selector"]["matchLabels"]
+        anti = spec["affinity"]["podAntiAffinity"]
+        assert "preferredDuringSchedulingIgnoredDuringExecution" not in anti, name
+        assert {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": labels}} in anti[
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ], name
+        (zone,) = [c for c in spec["topologySpreadConstraints"] if c["topologyKey"] == "topology.kubernetes.io/zone"]
+        assert (zone["whenUnsatisfiable"], zone["maxSkew"], zone["minDomains"]) == ("DoNotSchedule", 1, 2), name
+        assert zone["labelSelector"] == {"matchLabels": labels}, name
+        assert spec["nodeSelector"]["karpenter.sh/capacity-type"] == "on-demand", name
+        assert (namespace, name) in budgets, f"{name} ({why}) has no PodDisruptionBudget"
