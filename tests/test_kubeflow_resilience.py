@@ -11,6 +11,7 @@ import pytest
 from components.control_plane import blocking_deployments
 from components.kubeflow import entries, plan, render
 from components.kubeflow.credentials import Admin
+from components.kubeflow.objects import containers, pod_template
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
@@ -58,3 +59,33 @@ def test_every_fail_closed_gate_spreads_over_nodes_and_zones_by_requirement_unde
         assert zone["labelSelector"] == {"matchLabels": labels}, name
         assert spec["nodeSelector"]["karpenter.sh/capacity-type"] == "on-demand", name
         assert (namespace, name) in budgets, f"{name} ({why}) has no PodDisruptionBudget"
+
+
+def test_oauth2_proxy_runs_hardened_like_the_rest_of_kubeflow(planned):
+    spec = deployment(planned, "oauth2-proxy", "oauth2-proxy")["spec"]["template"]["spec"]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = spec["containers"]
+    context = container["securityContext"]
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert (context["runAsNonRoot"], context["runAsUser"]) == (True, 65532)  # distroless `nonroot`
+    assert spec["automountServiceAccountToken"] is False  # upstream's, kept
+
+
+def test_every_kubeflow_container_requests_cpu_and_memory_and_upstreams_figures_are_kept(planned):
+    unrequested = [
+        f"{o['kind']} {o['metadata'].get('namespace')}/{o['metadata']['name']}: {c['name']}"
+        for o in planned
+        if (template := pod_template(o)) is not None
+        for c in [*(template["spec"].get("initContainers") or ()), *containers(template["spec"])]
+        if not {"cpu", "memory"} <= set((c.get("resources") or {}).get("requests") or {})
+    ]
+    assert unrequested == []
+    # Upstream's own figures stay (the API server's), and a database gets a database's figure, not the floor.
+    server = deployment(planned, "kubeflow", "ml-pipeline")["spec"]["template"]["spec"]["containers"][0]
+    assert server["resources"]["requests"] == {"cpu": "250m", "memory": "500Mi"}
+    katib_db = deployment(planned, "kubeflow", "katib-mysql")["spec"]["template"]["spec"]["containers"][0]
+    assert katib_db["resources"]["requests"] == {"cpu": "100m", "memory": "800Mi"}

@@ -14,6 +14,7 @@ from . import credentials as credentials_
 from . import (
     dashboard,
     gpu_scheduling,
+    hardening,
     image_pins,
     monitoring,
     network_policy,
@@ -130,6 +131,8 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     objects = transform.pinned_architectures(objects)
     objects = pipeline_runs.pin_run_pods(objects)  # the run-time pods Argo makes, which no object shows
     objects = resilience.harden(objects)
+    objects = hardening.harden_oauth2_proxy(objects)
+    objects = hardening.requested(objects)  # after every change that adds a container
     objects = access_.cookies(objects, secure=settings.access is not None)
     if settings.access is not None:
         objects = access_.readiness_gates(objects)
