@@ -89,3 +89,26 @@ def test_every_kubeflow_container_requests_cpu_and_memory_and_upstreams_figures_
     assert server["resources"]["requests"] == {"cpu": "250m", "memory": "500Mi"}
     katib_db = deployment(planned, "kubeflow", "katib-mysql")["spec"]["template"]["spec"]["containers"][0]
     assert katib_db["resources"]["requests"] == {"cpu": "100m", "memory": "800Mi"}
+
+
+def test_pipelines_and_profiles_controllers_are_never_one_replica_on_spot(planned):
+    budgets = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]) for o in planned if o["kind"] == "PodDisruptionBudget"
+    }
+    # Argo's controller and the API server stay single (Argo recommends it; the API server elects no leader), on
+    # on-demand nodes Karpenter does not take away to consolidate.
+    for name in ("ml-pipeline", "workflow-controller"):
+        obj = deployment(planned, "kubeflow", name)
+        template = obj["spec"]["template"]
+        assert obj["spec"].get("replicas", 1) == 1, name
+        assert template["spec"]["nodeSelector"]["karpenter.sh/capacity-type"] == "on-demand", name
+        assert template["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true", name
+    # KFAM and the profile controller (leader-elected) run two spread replicas under a budget, like the gates.
+    profiles = deployment(planned, "kubeflow", "profiles-deployment")
+    spec = profiles["spec"]["template"]["spec"]
+    assert profiles["spec"]["replicas"] == 2
+    assert ("kubeflow", "profiles-deployment") in budgets
+    assert spec["nodeSelector"]["karpenter.sh/capacity-type"] == "on-demand"
+    assert spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    manager = next(c for c in spec["containers"] if c["name"] == "manager")
+    assert "--leader-elect" in manager["args"]  # what makes the second replica safe

@@ -18,7 +18,7 @@ sessions in the cookie), so a second replica does no work twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from components.control_plane import blocking_deployments
@@ -68,20 +68,63 @@ def _spread(template: dict[str, Any], labels: dict[str, str]) -> None:
     ]
 
 
-def harden(objects: list[Manifest]) -> list[Manifest]:
-    """The same objects, with the blocking Deployments (and their autoscalers) hardened."""
+#: Controllers that gate no pod but stop Pipelines or the profiles while away, by (namespace, Deployment), with why
+#: each runs as it does. Replicated ones are hardened like the gates (two spread replicas, a budget, on-demand).
+REPLICATED: Mapping[tuple[str, str], str] = {
+    # The profile controller (`manager`, `--leader-elect` in the pinned profile-controller manifests) and KFAM
+    # (`access-management`, which answers from the cluster's RoleBindings and keeps no state).
+    ("kubeflow", "profiles-deployment"): "the profile controller elects a leader and KFAM is stateless",
+}
+#: Single-instance ones stay at one replica, on on-demand nodes Karpenter does not voluntarily disrupt: a spot reclaim
+#: stops every run for minutes, and neither is known to run safely twice.
+SINGLE: Mapping[tuple[str, str], str] = {
+    # Argo: "a single replica of the Workflow Controller is recommended for most use cases", a standby winning the
+    # leader election (on by default: LEADER_ELECTION_DISABLE false) being slower than a restart
+    # (argo-workflows v3.7.3 docs/high-availability.md, docs/environment-variables.md).
+    ("kubeflow", "workflow-controller"): "Argo recommends one replica",
+    # KFP 2.16.1's API server elects no leader and runs start-up work in each replica (samples, recurring runs'
+    # reconciliation: backend/src/apiserver/main.go), and upstream documents no multi-replica setup.
+    ("kubeflow", "ml-pipeline"): "the Pipelines API server elects no leader",
+}
+
+
+def _ident(obj: Manifest) -> tuple[str, str]:
+    return obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+
+
+def _replicated(objects: Iterable[Manifest]) -> list[Manifest]:
+    """The blocking Deployments and the `REPLICATED` ones among the objects."""
+    objects = list(objects)
     blocking = {key(obj) for obj, _ in blocking_deployments(objects)}
+    found = [o for o in objects if key(o) in blocking]
+    chosen = {key(o) for o in found}
+    return found + [
+        o for o in objects if o["kind"] == "Deployment" and _ident(o) in REPLICATED and key(o) not in chosen
+    ]
+
+
+def _on_demand(template: dict[str, Any]) -> None:
+    template.setdefault("spec", {}).setdefault("nodeSelector", {})[CAPACITY_TYPE] = "on-demand"
+    template.setdefault("metadata", {}).setdefault("annotations", {})[DO_NOT_DISRUPT] = "true"
+
+
+def harden(objects: list[Manifest]) -> list[Manifest]:
+    """The same objects, with the blocking and `REPLICATED` Deployments (and their autoscalers) hardened, and the
+    `SINGLE` ones on on-demand nodes."""
+    blocking = {key(obj) for obj in _replicated(objects)}
     autoscaled = _autoscalers(objects)
     hardened = []
     for obj in objects:
-        if key(obj) in blocking:
+        if obj["kind"] == "Deployment" and _ident(obj) in SINGLE and key(obj) not in blocking:
+            obj = clone(obj)
+            _on_demand(obj["spec"]["template"])
+        elif key(obj) in blocking:
             obj = clone(obj)
             namespace = obj["metadata"].get("namespace", "")
             if (namespace, obj["metadata"]["name"]) not in autoscaled:
                 obj["spec"]["replicas"] = max(int(obj["spec"].get("replicas", 1)), MIN_REPLICAS)
             template = obj["spec"]["template"]
-            template.setdefault("spec", {}).setdefault("nodeSelector", {})[CAPACITY_TYPE] = "on-demand"
-            template.setdefault("metadata", {}).setdefault("annotations", {})[DO_NOT_DISRUPT] = "true"
+            _on_demand(template)
             _spread(template, dict(obj["spec"]["selector"]["matchLabels"]))
         elif obj["kind"] == "HorizontalPodAutoscaler" and any(
             key(d) in blocking
@@ -98,10 +141,11 @@ def harden(objects: list[Manifest]) -> list[Manifest]:
 
 
 def budgets(items: list[Item]) -> list[Item]:
-    """A PodDisruptionBudget for each blocking Deployment, in the same part: a drain evicts one replica at a time."""
+    """A PodDisruptionBudget for each blocking and `REPLICATED` Deployment, in the same part: a drain evicts one
+    replica at a time."""
     found = []
     existing = {key(item.manifest)[2:] for item in items if item.manifest["kind"] == "PodDisruptionBudget"}
-    for deployment, _ in blocking_deployments([item.manifest for item in items]):
+    for deployment in _replicated([item.manifest for item in items]):
         if key(deployment)[2:] in existing:
             continue
         part = next(item.part for item in items if item.manifest is deployment)
