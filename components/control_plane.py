@@ -12,9 +12,17 @@ from typing import Any
 
 Manifest = Mapping[str, Any]
 
-#: Besides webhook backends: the mesh's control plane (sidecar injection), its gateway and the identity provider
-#: (every sign-in), recognised by their images.
-BLOCKING_IMAGES: Mapping[str, str] = {"istiod": "/pilot:", "the ingress gateway": "/proxyv2:", "Dex": "dexidp/dex"}
+#: Besides webhook backends: the mesh's control plane (sidecar injection), its gateway, the identity provider (every
+#: sign-in) and oauth2-proxy, the gateway's external authorizer: Kubeflow's mesh config names it with no `failOpen`,
+#: and Istio's default (false) refuses every request while it cannot be reached (common/oauth2-proxy/components/
+#: istio-external-auth-patches/patches/cm.enable-oauth2-proxy.yaml; Istio MeshConfig EnvoyExternalAuthorizationHttp
+#: Provider `failOpen`). Recognised by their images.
+BLOCKING_IMAGES: Mapping[str, str] = {
+    "istiod": "/pilot:",
+    "the ingress gateway": "/proxyv2:",
+    "Dex": "dexidp/dex",
+    "oauth2-proxy": "oauth2-proxy/oauth2-proxy:",
+}
 WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 
 

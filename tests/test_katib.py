@@ -39,7 +39,7 @@ def model(inventory: Any, charts: Path | None = None) -> tuple[Any, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def katib() -> tuple[Any, list[str]]:
+def katib(kubeflow_tree: None) -> tuple[Any, list[str]]:
     return model(with_components(katib=True))
 
 
@@ -59,7 +59,7 @@ def named(objects: list[dict[str, Any]], kind: str, name: str, namespace: str | 
 @pytest.mark.stack
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 @pytest.mark.parametrize("switch", ["katib", "spark", "knative", "hub", "kserve"])
-def test_every_documented_kubeflow_component_switch_previews_without_model_problems(switch):
+def test_every_documented_kubeflow_component_switch_previews_without_model_problems(switch, kubeflow_tree):
     _, found = model(with_components(**{switch: True}), CHARTS)
     assert found == []
 
@@ -134,14 +134,12 @@ def experiment(pod_metadata: dict[str, Any] | None, namespace: str = TEAM) -> di
 
 
 def judged(objects: list[dict[str, Any]], obj: dict[str, Any], namespace_labels: dict[str, str]) -> list[str]:
-    """What the policies that match this kind of object (their resource rules) refuse of it."""
-    resource = f"{obj['kind'].lower()}s"
-    found = []
-    for policy, binding in bound_policies(objects):
-        rules = policy["spec"]["matchConstraints"]["resourceRules"]
-        if any(resource in rule["resources"] for rule in rules):
-            found += refusals(policy, binding, JudgedPod("t", obj, namespace_labels))
-    return found
+    """What the policies refuse of it (those whose resource rules take in its kind: `refusals` asks only them)."""
+    return [
+        m
+        for policy, binding in bound_policies(objects)
+        for m in refusals(policy, binding, JudgedPod("t", obj, namespace_labels))
+    ]
 
 
 @pytest.mark.stack

@@ -97,23 +97,6 @@ def test_without_the_monitoring_allowances_the_model_reports_the_kubeflow_scrape
         assert any(f"({monitor})" in p for p in found), monitor
 
 
-def test_argos_metrics_port_is_opened_through_its_sidecar_which_the_mesh_wide_deny_would_close(rendered):
-    """Argo's controller gets Istio's sidecar in `kubeflow`, where upstream's root-namespace `global-deny-all`
-    refuses whatever no ALLOW rule names, and Prometheus has no sidecar whose identity a rule could name."""
-    objects = planned(rendered, DEFAULT)
-    (allowance,) = [
-        o
-        for o in objects
-        if o["kind"] == "AuthorizationPolicy" and o["metadata"]["name"] == "workflow-controller-metrics"
-    ]
-    assert allowance["spec"]["rules"] == [{"to": [{"operation": {"ports": ["9090"]}}]}]
-    assert problems(model(objects)) == []
-    found = problems(model([o for o in objects if o is not allowance]))
-    assert [p.split(": ", 1)[1] for p in found if "(PodMonitor workflow-controller)" in p] == [
-        "Istio: no rule of the ALLOW policies that select it matches (AuthorizationPolicy istio-system/global-deny-all)"
-    ]
-
-
 def test_a_component_that_no_longer_names_its_metrics_port_is_refused(rendered):
     objects = copy.deepcopy(planned(rendered, DEFAULT))
     controller = next(
@@ -159,3 +142,47 @@ def test_in_the_dev_stack_the_monitors_wait_for_the_release_that_defines_their_c
     }
     # Created after the release (its CRDs), deleted before it.
     assert all(release.urn in r.dependencies for r in found)
+
+
+def workload_named(objects, name) -> dict:
+    return next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == name)
+
+
+def test_argos_metrics_port_alone_bypasses_its_sidecar_and_the_mesh_admits_every_scrape(rendered):
+    objects = planned(rendered, DEFAULT)
+    controller = workload_named(objects, "workflow-controller")["spec"]["template"]["metadata"]
+    assert controller["annotations"][monitoring.EXCLUDE_INBOUND] == "9090"  # its health port 6060 stays captured
+    api_server = workload_named(objects, "ml-pipeline")["spec"]["template"]["metadata"]
+    assert monitoring.EXCLUDE_INBOUND not in (api_server.get("annotations") or {})  # its own policy admits it
+    assert problems(model(objects)) == []
+
+
+def test_without_the_bypass_the_mesh_refuses_argos_scrape_and_the_model_says_so(rendered):
+    objects = copy.deepcopy(planned(rendered, DEFAULT))
+    del workload_named(objects, "workflow-controller")["spec"]["template"]["metadata"]["annotations"][
+        monitoring.EXCLUDE_INBOUND
+    ]
+    (found,) = problems(model(objects))
+    assert "cannot reach Deployment kubeflow/workflow-controller" in found
+    assert found.endswith(
+        "on port 9090 (PodMonitor workflow-controller): Istio: no rule of the ALLOW policies that select it matches "
+        "(AuthorizationPolicy istio-system/global-deny-all)"
+    )
+
+
+def test_an_api_server_policy_that_admits_only_named_callers_refuses_the_scrape(rendered):
+    objects = copy.deepcopy(planned(rendered, DEFAULT))
+    policy = next(o for o in objects if o["kind"] == "AuthorizationPolicy" and o["metadata"]["name"] == "ml-pipeline")
+    policy["spec"]["rules"] = [r for r in policy["spec"]["rules"] if "from" in r]  # no rule for header-less callers
+    (found,) = problems(model(objects))
+    assert "cannot reach Deployment kubeflow/ml-pipeline" in found
+    assert "(PodMonitor ml-pipeline)" in found
+
+
+def test_existing_excluded_ports_are_kept_when_the_metrics_port_is_added(rendered):
+    objects = copy.deepcopy([o for objects in rendered.values() for o in objects])
+    controller = workload_named(objects, "workflow-controller")
+    controller["spec"]["template"]["metadata"]["annotations"] = {monitoring.EXCLUDE_INBOUND: "7000"}
+    changed = workload_named(monitoring.bypass_sidecars(objects), "workflow-controller")
+    assert changed["spec"]["template"]["metadata"]["annotations"][monitoring.EXCLUDE_INBOUND] == "7000,9090"
+    assert controller["spec"]["template"]["metadata"]["annotations"][monitoring.EXCLUDE_INBOUND] == "7000"  # a copy

@@ -3,6 +3,7 @@ seeded break, and the shipped stacks judged by it."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -407,7 +408,7 @@ def test_kubeflow_pods_whose_images_are_amd64_only_select_amd64_nodes_and_others
     assert "nodeSelector" not in free["spec"]["template"]["spec"]
 
 
-def test_kubeflow_deployments_behind_fail_closed_webhooks_get_two_spread_on_demand_replicas_and_a_budget():
+def test_kubeflow_fail_closed_gates_get_two_on_demand_replicas_spread_by_requirement_and_a_budget():
     from components.kubeflow import resilience
     from components.kubeflow.staging import Item
 
@@ -432,8 +433,21 @@ def test_kubeflow_deployments_behind_fail_closed_webhooks_get_two_spread_on_dema
     pod = hardened["spec"]["template"]
     assert pod["spec"]["nodeSelector"] == {"karpenter.sh/capacity-type": "on-demand"}
     assert pod["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
-    (spread,) = pod["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
-    assert spread["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    # Never two on one node, and over two zones at least: required, so a node or zone with room cannot take both.
+    assert pod["spec"]["affinity"]["podAntiAffinity"] == {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "poddefaults-webhook"}}}
+        ]
+    }
+    assert pod["spec"]["topologySpreadConstraints"] == [
+        {
+            "maxSkew": 1,
+            "minDomains": 2,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "poddefaults-webhook"}},
+        }
+    ]
     (budget,) = resilience.budgets([Item(o, None) for o in (hardened, service, hook, other)])
     assert budget.manifest["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "poddefaults-webhook"}}}
 
@@ -473,7 +487,8 @@ def test_the_preview_fails_naming_both_sides_when_kubeflow_can_land_on_no_pool()
     assert (
         "[lands-nowhere] Deployment kubeflow/ml-pipeline (manifests/kubeflow-apps.yaml) can run on no node "
         "(node group cluster-system: does not tolerate CriticalAddonsOnly=true:NoSchedule; "
-        "NodePool cpu-general: nodeSelector {'kubernetes.io/arch': 'amd64'} matches no node of it;" in report
+        "NodePool cpu-general: nodeSelector {'kubernetes.io/arch': 'amd64', 'karpenter.sh/capacity-type': "
+        "'on-demand'} matches no node of it;" in report
     )
 
 
@@ -682,3 +697,37 @@ def test_the_api_server_must_reach_the_metrics_server_behind_its_apiservice(tmp_
     assert any(
         "metrics-server" in str(p) and "port 10251 (APIService v1beta1.metrics.k8s.io)" in str(p) for p in found
     ), found
+
+
+def zone_spread(workload_object: dict[str, Any], min_domains: int) -> dict[str, Any]:
+    labels = workload_object["spec"]["template"]["metadata"]["labels"]
+    workload_object["spec"]["template"]["spec"]["topologySpreadConstraints"] = [
+        {
+            "maxSkew": 1,
+            "minDomains": min_domains,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": labels},
+        }
+    ]
+    return workload_object
+
+
+def test_a_required_zone_spread_needs_nodes_in_as_many_zones_as_its_min_domains(tmp_path):
+    one_zone = node_pool("cpu")
+    one_zone["spec"]["template"]["spec"]["requirements"].append(
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]}
+    )
+    gate = zone_spread(workload("Deployment", "gate", "ghcr.io/dexidp/dex:v2.45.1"), 2)
+    found = [p for p in problems(tmp_path / "one", [one_zone, gate, *agents()]) if "zone-spread" in p]
+    assert found == [
+        (
+            "[zone-spread] Deployment apps/gate (manifests/all.yaml) must spread over 2 zones but the nodes it may "
+            "use are only in ['us-west-2a']"
+        )
+    ]
+    anywhere = node_pool("cpu")  # any zone of the VPC: Karpenter opens the second
+    assert [p for p in problems(tmp_path / "any", [anywhere, gate, *agents()]) if "zone-spread" in p] == []
+    two_zones = copy.deepcopy(one_zone)
+    two_zones["spec"]["template"]["spec"]["requirements"][-1]["values"] = ["us-west-2a", "us-west-2b"]
+    assert [p for p in problems(tmp_path / "two", [two_zones, gate, *agents()]) if "zone-spread" in p] == []

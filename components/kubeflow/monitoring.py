@@ -6,6 +6,19 @@ The platform's kube-prometheus-stack selects monitors of every namespace whateve
 (`*SelectorNilUsesHelmValues: false`, `components/observability/component.py`), so each monitor lives beside what it
 scrapes and goes with it. Ports and paths are upstream's, read in the pinned tree (each target names its file).
 
+Istio's side: Kubeflow's namespaces are sidecar-injected, and `global-deny-all` (an ALLOW policy with no rules in
+Istio's root namespace `istio-system`, common/istio/istio-install/base/deny_all_authorizationpolicy.yaml; mesh config
+`rootNamespace: istio-system`) refuses every request a sidecar captures unless another policy admits it (istio.io
+docs, Authorization Policy reference: a root-namespace policy applies to every workload; an ALLOW policy that matches
+nothing allows nothing). Prometheus runs without a sidecar, so it has no mTLS identity a policy could name. The API
+server's scrape passes upstream's `ml-pipeline` policy (requests without a `kubeflow-userid` header); Argo's metrics,
+TLS of Argo's own that the sidecar cannot read, match no policy. For such a target (`bypass_sidecar`) the metrics
+port alone is left out of the sidecar's inbound capture with `traffic.sidecar.istio.io/excludeInboundPorts`, which
+the pinned injector turns into the redirect's exclusions (common/istio/istio-install/base/install.yaml, the
+sidecar injector template): no Istio policy is widened for the pod's other ports, and the port stays behind the
+namespace's NetworkPolicies (its own pods and `allow-platform-monitoring`). istiod and katib's controller run
+without a sidecar; the gateway's 15090 is Envoy's own stats listener, outside its authorization filters.
+
 Not monitored: Trainer's and JobSet's controllers serve their metrics over controller-runtime's authenticated HTTPS
 (`metrics.secureServing: true`), which needs a token Prometheus does not send; the notebook controller declares no
 metrics port; the profile controller turns its metrics off (`--metrics-bind-address=0`).
@@ -18,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .objects import MONITORING_API, Manifest, containers, pod_template
+from .transform import clone
 
 _TREE = "community-distribution/"
 
@@ -38,11 +52,8 @@ class Target:
     service: Mapping[str, str] = field(default_factory=dict)
     #: A self-signed certificate, no client authentication.
     tls: bool = False
-    #: The pods get Istio's sidecar, and the port serves metrics only: an AuthorizationPolicy opens it to any
-    #: source, since upstream's mesh-wide `global-deny-all` (istio-system, the root namespace) refuses everything
-    #: no ALLOW rule names, and Prometheus has no sidecar, so no mesh identity to name (its NetworkPolicy
-    #: allowance still admits the monitoring namespace alone).
-    open_in_mesh: bool = False
+    #: The port is left out of the Istio sidecar's inbound capture: no authorization policy admits the scrape.
+    bypass_sidecar: bool = False
 
 
 TARGETS: tuple[Target, ...] = (
@@ -93,7 +104,7 @@ TARGETS: tuple[Target, ...] = (
         source="remote/argoproj/argo-workflows@v3.7.3/manifests/base/workflow-controller/"
         "workflow-controller-deployment.yaml",
         tls=True,
-        open_in_mesh=True,
+        bypass_sidecar=True,
     ),
     # Katib's controller: its Service's port `metrics` (8080), `prometheus.io/scheme: http`.
     Target(
@@ -113,28 +124,9 @@ def _selects(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def _ports(obj: Manifest) -> dict[str, int]:
+def _port_names(obj: Manifest) -> set[str]:
     template = pod_template(obj) or {}
-    return {
-        p["name"]: p["containerPort"]
-        for c in containers(template.get("spec", {}))
-        for p in c.get("ports") or ()
-        if p.get("name")
-    }
-
-
-def mesh_allowance(target: Target, port: int) -> Manifest:
-    """An Istio ALLOW policy for the target's pods on its metrics port, from any source."""
-    return {
-        "apiVersion": "security.istio.io/v1",
-        "kind": "AuthorizationPolicy",
-        "metadata": {"name": f"{target.name}-metrics", "namespace": target.namespace},
-        "spec": {
-            "action": "ALLOW",
-            "selector": {"matchLabels": dict(target.pods)},
-            "rules": [{"to": [{"operation": {"ports": [str(port)]}}]}],
-        },
-    }
+    return {p["name"] for c in containers(template.get("spec", {})) for p in c.get("ports") or () if p.get("name")}
 
 
 def render(target: Target) -> Manifest:
@@ -154,8 +146,7 @@ def render(target: Target) -> Manifest:
 
 
 def monitors(objects: Iterable[Manifest], targets: Iterable[Target] = TARGETS) -> list[Manifest]:
-    """A monitor for each target whose workload is among `objects` (and, for a target `open_in_mesh`, the Istio
-    policy that lets Prometheus through the sidecar). Raises ValueError when such a workload no longer
+    """A monitor for each target whose workload is among `objects`. Raises ValueError when such a workload no longer
     names the port, or a ServiceMonitor's Service is missing or lacks the port (the monitor would find nothing)."""
     objects = list(objects)
     found, problems = [], []
@@ -170,14 +161,9 @@ def monitors(objects: Iterable[Manifest], targets: Iterable[Target] = TARGETS) -
         ]
         if not workloads:
             continue  # not installed
-        numbers = set()
         for workload in workloads:
-            if target.port not in _ports(workload):
+            if target.port not in _port_names(workload):
                 problems.append(f"{target.namespace}/{workload['metadata']['name']}: no port {target.port!r}")
-            else:
-                numbers.add(_ports(workload)[target.port])
-        if target.open_in_mesh:
-            found += [mesh_allowance(target, number) for number in sorted(numbers)]
         if target.kind == "ServiceMonitor":
             services = [
                 o
@@ -198,3 +184,44 @@ def monitors(objects: Iterable[Manifest], targets: Iterable[Target] = TARGETS) -
             + "\n".join(f"  - {p}" for p in problems)
         )
     return found
+
+
+#: The Istio pod annotation listing inbound ports its sidecar does not capture.
+EXCLUDE_INBOUND = "traffic.sidecar.istio.io/excludeInboundPorts"
+
+
+def _selected(target: Target, obj: Manifest) -> bool:
+    template = pod_template(obj)
+    return (
+        template is not None
+        and obj["kind"] != "Job"
+        and obj["metadata"].get("namespace") == target.namespace
+        and _selects(target.pods, (template.get("metadata") or {}).get("labels") or {})
+    )
+
+
+def _excluded(template: dict[str, Any], port_name: str) -> None:
+    numbers = {
+        p["containerPort"]
+        for c in containers(template.get("spec", {}))
+        for p in c.get("ports") or ()
+        if p.get("name") == port_name
+    }
+    annotations = template.setdefault("metadata", {}).setdefault("annotations", {})
+    listed = [p.strip() for p in str(annotations.get(EXCLUDE_INBOUND, "")).split(",") if p.strip()]
+    listed += [str(n) for n in sorted(numbers) if str(n) not in listed]
+    annotations[EXCLUDE_INBOUND] = ",".join(listed)
+
+
+def bypass_sidecars(objects: Iterable[Manifest], targets: Iterable[Target] = TARGETS) -> list[Manifest]:
+    """The objects with the metrics port of every `bypass_sidecar` target's pods left out of the sidecar's capture."""
+    bypassed = [t for t in targets if t.bypass_sidecar]
+    result = []
+    for obj in objects:
+        chosen = [t for t in bypassed if _selected(t, obj)]
+        if chosen:
+            obj = clone(obj)
+            for target in chosen:
+                _excluded(pod_template(obj) or {}, target.port)
+        result.append(obj)
+    return result

@@ -14,11 +14,13 @@ from . import credentials as credentials_
 from . import (
     dashboard,
     gpu_scheduling,
+    hardening,
     image_pins,
     katib,
     monitoring,
     network_policy,
     notebooks,
+    pipeline_runs,
     pipelines,
     rbac,
     resilience,
@@ -139,13 +141,18 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     objects = transform.storage_class(objects, settings.storage_class)
     objects = transform.stateful_placement(objects)
     objects = transform.pinned_architectures(objects)
+    objects = pipeline_runs.pin_run_pods(objects)  # the run-time pods Argo makes, which no object shows
     objects = resilience.harden(objects)
     objects = katib.apply(objects)
+    objects = hardening.harden_oauth2_proxy(objects)
+    objects = hardening.requested(objects)  # after every change that adds a container
     objects = access_.cookies(objects, secure=settings.access is not None)
     if settings.access is not None:
         objects = access_.readiness_gates(objects)
     if OAUTH2_PROXY_EKS_TOKENS.path in rendered:
         objects = access_.cluster_token_issuer(objects, settings.cluster_tokens)
+    if settings.monitoring_namespace is not None:
+        objects = monitoring.bypass_sidecars(objects)  # scrapes the mesh's authorization cannot admit
     objects = transform.config_digests(objects)
     left = credentials_.defaults_left(objects)
     if left:

@@ -73,10 +73,12 @@ def main() -> None:
             ),
             opts,
         )
+    models: dict[str, str] = {}
     if config.team.kubeflow is not None:
-        TeamProfile(
+        profile = TeamProfile(
             "profile", TeamProfileArgs(cluster=cluster, plan=plan, namespace=namespace, identity=identity), opts
         )
+        models = profile.model_paths
 
     pulumi.export("namespace", namespace.name)
     pulumi.export("serviceAccount", config.team.service_account_name)
@@ -85,6 +87,7 @@ def main() -> None:
     pulumi.export("gpuSchedulerName", offer.gpu_scheduler_name)
     pulumi.export("claims", sorted(plan.claims))
     pulumi.export("kubeflowProfile", config.team.name if config.team.kubeflow is not None else None)
+    pulumi.export("models", models)  # each published model's path on the Kubeflow gateway
 
 
 main()

@@ -55,16 +55,20 @@ def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> b
     )
 
 
-def judges_pods(policy: Mapping[str, Any]) -> bool:
-    """Whether the policy's `matchConstraints.resourceRules` take in pod creation (core group `pods`, CREATE): the
-    API server asks only the policies whose rules match the request (ValidatingAdmissionPolicy, "Matching
-    requests"). A policy on other kinds (a TrainJob, an Experiment) is not asked about a pod."""
+def takes_in(policy: Mapping[str, Any], obj: Mapping[str, Any]) -> bool:
+    """Whether the policy's `matchConstraints.resourceRules` take in creating `obj`: the API server asks only the
+    policies whose rules match the request (ValidatingAdmissionPolicy, "Matching requests"), so a policy on
+    TrainJobs is not asked about a pod. An object without `kind` is a pod (the model's judged pods); its resource is
+    the kind's lower-case plural, as for every kind the platform's policies name."""
+    api_version = str(obj.get("apiVersion", "v1"))
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    resource = f"{str(obj.get('kind', 'Pod')).lower()}s"
     for rule in (policy["spec"].get("matchConstraints") or {}).get("resourceRules") or ():
         groups, resources = rule.get("apiGroups") or (), rule.get("resources") or ()
         operations = rule.get("operations") or ()
         if (
-            ("" in groups or "*" in groups)
-            and ("pods" in resources or "*" in resources)
+            (group in groups or "*" in groups)
+            and (resource in resources or "*" in resources)
             and ("CREATE" in operations or "*" in operations)
         ):
             return True
@@ -74,7 +78,7 @@ def judges_pods(policy: Mapping[str, Any]) -> bool:
 def refusals(policy: Mapping[str, Any], binding: Mapping[str, Any], judged: JudgedPod) -> list[str]:
     """Why the policy, as bound, denies creating the pod (empty: admitted): the message of every validation that
     fails (the API server reports the first under Deny, every one under Warn)."""
-    if "Deny" not in (binding["spec"].get("validationActions") or ()) or not judges_pods(policy):
+    if "Deny" not in (binding["spec"].get("validationActions") or ()) or not takes_in(policy, judged.pod):
         return []
     namespace_name = (judged.pod.get("metadata") or {}).get("namespace", "default")
     labels = {"kubernetes.io/metadata.name": namespace_name, **judged.namespace_labels}

@@ -5,7 +5,7 @@ from `CATALOGUE` (`flows.markdown()`; a test keeps the two equal).
 
 A flow is data: who calls whom, on which port and protocol, and the source. Its `find` turns it into the concrete
 connections of one cluster (the model's `network.Cluster`: a pod of each workload, a stand-in new pod of each
-namespace). An area's own module (flows_kfp, flows_katib, flows_kserve...) adds its entries by defining a tuple of
+namespace). An area's own module (flows_katib, flows_kserve, ...) adds its entries by defining a tuple of
 `Flow` and joining it into `CATALOGUE` below.
 """
 
@@ -260,19 +260,19 @@ def problems(cluster: Cluster) -> list[str]:
     """Every catalogue flow the cluster breaks (a promised-open one stopped, a promised-closed one let through) and
     every namespace without a default deny."""
     found = []
-    for flow in CATALOGUE:
-        for connection in flow.find(cluster):
-            stopped = judge(cluster, connection)
-            ends = f"{connection.source.what} {{}} {connection.destination.what} on port {connection.port}"
-            if flow.open and stopped is not None:
-                found.append(f"{ends.format('cannot reach')} ({connection.what}): {stopped}")
-            elif not flow.open and stopped is None:
-                found.append(f"{ends.format('can reach')}, which answers anyone")
+    for flow, connection in connections(cluster):
+        stopped = judge(cluster, connection)
+        ends = f"{connection.source.what} {{}} {connection.destination.what} on port {connection.port}"
+        if flow.open and stopped is not None:
+            found.append(f"{ends.format('cannot reach')} ({connection.what}): {stopped}")
+        elif not flow.open and stopped is None:
+            found.append(f"{ends.format('can reach')}, which answers anyone")
     found += [f"namespace {n} has no default deny: {why}" for n, why in open_namespaces(cluster)]
     return found
 
 
 def connections(cluster: Cluster) -> Iterator[tuple[Flow, Connection]]:
+    """Every flow of the catalogue as the concrete connections of this cluster."""
     for flow in CATALOGUE:
         for connection in flow.find(cluster):
             yield flow, connection

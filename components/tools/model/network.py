@@ -292,6 +292,5 @@ def open_namespaces(cluster: Cluster) -> Iterator[tuple[str, str]]:
 PROFILE_ACCOUNT = "default-editor"
 #: The label every Kubeflow Profile's namespace carries.
 PROFILE_LABEL = ("app.kubernetes.io/part-of", PROFILE_NAMESPACE_LABELS["app.kubernetes.io/part-of"])
-IN_CLUSTER_GATEWAY = "the gateway in the cluster"
 #: A port a team's workload serves metrics on, as Prometheus would scrape it.
 _METRICS_PORT = 9090

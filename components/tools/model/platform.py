@@ -21,6 +21,7 @@ from components.tools.model import addresses, helm
 from components.tools.model.addresses import VpcAddresses
 from components.tools.model.admission import notebook_pods, trainer_pods
 from components.tools.model.nodes import NodeKind, node_kinds
+from components.tools.model.pipeline_pods import pipeline_pods
 from components.tools.model.workloads import Workload, from_object, from_pod_template
 
 #: The GPU Operator's operands: the ClusterPolicy field that turns each on, and the node label the operator sets
@@ -203,10 +204,10 @@ def build(views: Iterable[StackView], charts: Path | None) -> Platform:
         if obj.get("kind") == "ClusterPolicy":
             platform.workloads += operand_workloads(f"operator/{origin}", obj)
     platform.workloads += _addon_workloads(addons)
-    # The pods GPU TrainJobs and notebooks get from the runtimes and the notebook form: they must land and find
-    # their scheduler too.
+    # The pods GPU TrainJobs and notebooks get from the runtimes and the notebook form, and a pipeline run's from
+    # Argo: they must land, run their images there and find their scheduler too.
     objects = [obj for _, obj in platform.objects]
-    for judged in trainer_pods(objects) + notebook_pods(objects):
+    for judged in trainer_pods(objects) + notebook_pods(objects) + pipeline_pods(objects):
         meta = judged.pod["metadata"]
         platform.workloads.append(from_pod_template(judged.what, "Pod", meta["namespace"], meta["name"], 1, judged.pod))
     platform.nodes = node_kinds(platform.of_kind("NodePool"), node_groups)

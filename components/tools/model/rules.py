@@ -29,7 +29,7 @@ from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVID
 from components.tools.model.pod_security import refused
 from components.tools.model.queues import every_team_can_queue, queued_work_lands, queues_stay_within_quotas
 from components.tools.model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
-from components.tools.model.workloads import DEFAULT_SCHEDULER, Workload
+from components.tools.model.workloads import DEFAULT_SCHEDULER, Workload, pod_template
 
 ARCH = "kubernetes.io/arch"
 CAPACITY = "karpenter.sh/capacity-type"
@@ -180,6 +180,43 @@ def control_plane_survives(platform: Platform, nodes: list[NodeKind], **_: Any) 
     return problems
 
 
+ZONE = "topology.kubernetes.io/zone"
+
+
+def zone_spreads_fit(platform: Platform, nodes: list[NodeKind], **_: Any) -> list[Problem]:
+    """A pod whose zone spread is required (`whenUnsatisfiable: DoNotSchedule`) with `minDomains: N` stays pending
+    until nodes it may use exist in N zones: the node kinds it lands on must not be confined to fewer (a pool's
+    `zones`); where a kind may launch in any of the VPC's zones (two or more), Karpenter opens the next one."""
+    templates = {
+        (o.get("kind"), o["metadata"].get("namespace", "default"), o["metadata"]["name"]): t
+        for _, o in platform.objects
+        if o.get("metadata") and (t := pod_template(o)) is not None
+    }
+    problems = []
+    for workload in platform.workloads:
+        spec = (templates.get((workload.kind, workload.namespace, workload.name)) or {}).get("spec") or {}
+        for constraint in spec.get("topologySpreadConstraints") or ():
+            if constraint.get("topologyKey") != ZONE or constraint.get("whenUnsatisfiable") != "DoNotSchedule":
+                continue
+            wanted = int(constraint.get("minDomains", 1))
+            zones: set[str] = set()
+            for node in lands_on(workload, nodes):
+                domain = narrowed(node.labels, workload.node_selector, workload.affinity, ZONE)
+                if domain is None:
+                    break  # any zone of the VPC
+                zones |= domain
+            else:
+                if len(zones) < wanted:
+                    problems.append(
+                        Problem(
+                            "zone-spread",
+                            f"{workload.ref} must spread over {wanted} zones but the nodes it may use are only in "
+                            f"{sorted(zones) or 'none'}",
+                        )
+                    )
+    return problems
+
+
 def blocking_workloads(platform: Platform) -> list[tuple[Workload, str]]:
     by_name = {(w.kind, w.namespace, w.name): w for w in platform.workloads}
     return [
@@ -295,6 +332,7 @@ RULES: tuple[Callable[..., list[Problem]], ...] = (
     nodes_get_their_agents,
     schedulers_serve_their_pods,
     control_plane_survives,
+    zone_spreads_fit,
     workflows_are_admitted,
     pods_pass_their_namespaces_pod_security,
     secrets_stay_with_their_holders,
