@@ -12,13 +12,18 @@ from components import k8s_objects
 from components.versions import ChartPin
 
 #: Charts whose uninstall must run while the cluster does (their release is never `deleted_with` the cluster):
-#: controllers that delete what they made in AWS. (A chart whose data lives in a claim goes with the namespace the
-#: stack deletes, which takes the claim: `deleted_with` that namespace.)
+#: controllers that delete what they made in AWS, and an aggregated API that would outlive its backend. (A chart
+#: whose data lives in a claim goes with the namespace the stack deletes, which takes the claim: `deleted_with` that
+#: namespace.)
 OWN_DELETE_CHARTS = frozenset(
     {
         "karpenter",  # terminates the instances and instance profiles it launched, while NodePools go
         "aws-load-balancer-controller",  # deletes the load balancers of Ingresses and LoadBalancer Services
         "aws-fsx-csi-driver",  # deletes the file systems of fsx-lustre claims
+        # Registers an aggregated API (custom.metrics.k8s.io) from the `monitoring` namespace: once that namespace's
+        # delete has stopped its pods, the APIService it leaves has no backend and no namespace can finish deleting
+        # (kubernetes/kubernetes#75788). Uninstalled first, it takes its APIService with it.
+        "prometheus-adapter",
     }
 )
 

@@ -167,14 +167,20 @@ def own_delete(opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
 
 
 def create(
-    name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions, *, any_custom: bool = False
+    name: str,
+    manifest: Mapping[str, Any],
+    opts: pulumi.ResourceOptions,
+    *,
+    any_custom: bool = False,
+    with_cluster: bool = False,
 ) -> pulumi.CustomResource:
     """The typed resource for `manifest`; its top-level fields become the resource's arguments. A kind with no
     typed class is an error, unless it is one of the platform's custom kinds or `any_custom` (objects rendered
     from upstream, with CRDs of their own): then a CustomResource, which carries only metadata and spec. A kind of
-    Kubernetes' own API groups is never taken for a custom one."""
+    Kubernetes' own API groups is never taken for a custom one. `with_cluster`: keep `opts`' `deleted_with` even
+    for a kind `needs_own_delete` names (see `owned_namespace`)."""
     kind = check(manifest, any_custom=any_custom)
-    if needs_own_delete(manifest):
+    if needs_own_delete(manifest) and not with_cluster:
         opts = own_delete(opts)
     if kind in _KINDS:
         fields = {_snake(key): value for key, value in manifest.items() if key not in {"apiVersion", "kind"}}
@@ -192,11 +198,16 @@ def owned_namespace(
     cleaners: Sequence[pulumi.Resource],
     opts: pulumi.ResourceOptions,
     policies: Mapping[str, Mapping[str, Any]] | None = None,
+    serves_to_the_end: bool = False,
 ) -> k8s.core.v1.Namespace:
     """A namespace the stack owns (destroy removes it), with its Pod Security level and its NetworkPolicies
     (`policies`, by key: each becomes `<name without -namespace>-netpol-<key>`, made once the namespace exists). It
     depends on `cleaners`, the drivers and controllers that delete the AWS side of what is put in it (volumes, load
-    balancers), so on destroy it goes, with everything in it, while they still run."""
+    balancers), so on destroy it goes, with everything in it, while they still run.
+
+    `serves_to_the_end`: the namespace holds only a controller that other namespaces' deletes need until they end
+    (it clears finalizers on what teams made, serves webhooks or an aggregated API): it goes with the cluster
+    (`opts`' `deleted_with`) and its controller runs until then (`components.tools.preview.teardown_waits`)."""
     namespace_ = create(
         name,
         {
@@ -205,6 +216,7 @@ def owned_namespace(
             "metadata": {"name": namespace, "labels": {"pod-security.kubernetes.io/enforce": pod_security}},
         },
         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(cleaners))),
+        with_cluster=serves_to_the_end,
     )
     assert isinstance(namespace_, k8s.core.v1.Namespace)
     in_namespace = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace_]))

@@ -349,7 +349,10 @@ def test_the_adapter_queries_the_service_kube_prometheus_stack_puts_in_front_of_
     prometheus = adapter.inputs["values"]["prometheus"]
     assert prometheus["url"] == f"http://{stack.inputs['name']}-prometheus.{stack.inputs['namespace']}.svc"
     assert prometheus["port"] == stack.inputs["values"]["prometheus"]["service"]["port"]
-    assert dev.depends_on(adapter, stack)  # installed after Prometheus, removed before it
+    # Installed after Prometheus through a value (`created_after`), with no edge: on destroy it is uninstalled beside
+    # the namespaces, taking its APIService (tests/test_teardown_waits.py), not in a level of its own before Prometheus
+    assert not dev.depends_on(adapter, stack)
+    assert adapter.deleted_with is None
 
 
 def test_the_adapter_serves_only_custom_metrics():

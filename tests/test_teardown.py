@@ -260,7 +260,8 @@ def test_only_what_owns_something_in_aws_or_holds_data_is_deleted_on_its_own(sta
     allowed = {"NodePool", "EC2NodeClass", "PersistentVolumeClaim", "PersistentVolume", "Namespace", "Profile"}
     assert own <= allowed | {"Release"}, own
     charts = {r.inputs["name"] for r in stack.of_type(RELEASE) if r.deleted_with is None}
-    assert charts == {"karpenter", "aws-load-balancer-controller", "aws-fsx-csi-driver"}
+    # (and prometheus-adapter, whose uninstall takes its APIService: tests/test_teardown_waits.py)
+    assert charts == {"karpenter", "aws-load-balancer-controller", "aws-fsx-csi-driver", "prometheus-adapter"}
     with_cluster = [r for r in in_cluster if r.deleted_with is not None]
     # a claim on a static volume, and kube-prometheus-stack with Prometheus' claim, go with their namespace, whose
     # own delete removes them

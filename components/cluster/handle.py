@@ -125,9 +125,11 @@ class ClusterHandle:
         pod_security: str,
         cleanup_controllers: Sequence[pulumi.Resource] = (),
         policies: Mapping[str, Mapping[str, Any]] | None = None,
+        serves_to_the_end: bool = False,
     ) -> k8s.core.v1.Namespace:
         """`k8s_objects.owned_namespace` of a part: it goes on destroy while the EBS CSI driver and
-        `cleanup_controllers` (what deletes the AWS side of what is put in it) still run."""
+        `cleanup_controllers` (what deletes the AWS side of what is put in it) still run; with `serves_to_the_end`
+        (a controller's namespace that other namespaces' deletes need), with the cluster."""
         return k8s_objects.owned_namespace(
             name,
             namespace,
@@ -135,6 +137,7 @@ class ClusterHandle:
             cleaners=[self.ebs_csi_driver, *cleanup_controllers],
             opts=self.kubernetes_options(parent),
             policies=policies,
+            serves_to_the_end=serves_to_the_end,
         )
 
     def irsa_role(

@@ -48,6 +48,9 @@ class KServe(pulumi.ComponentResource):
             pod_security="restricted",
             cleanup_controllers=args.cleanup_controllers,
             policies=network_policy.policies(NAMESPACE),
+            # why: KServe clears its finalizer on the InferenceServices of every namespace and serves their
+            # webhooks: it runs until the cluster goes (no delete of its own), whatever namespace goes first.
+            serves_to_the_end=True,
         )
         on_system_nodes = cluster.on_system_nodes(self)
         crds = helm.release(

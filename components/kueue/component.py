@@ -52,6 +52,9 @@ class Kueue(pulumi.ComponentResource):
             pod_security="restricted",
             cleanup_controllers=args.cleanup_controllers,
             policies=network_policy.policies(NAMESPACE),
+            # why: Kueue clears its finalizers on the Workloads and pods of team namespaces, and serves an
+            # aggregated API every namespace's delete lists: it runs until the cluster goes (no delete of its own).
+            serves_to_the_end=True,
         )
         self.release = helm.release(
             name,

@@ -14,6 +14,7 @@ import pulumi_random as random
 
 from components import helm, k8s_objects, versions
 from components.cluster import capacity as system_capacity
+from components.cluster.create_order import created_after
 from components.cluster.handle import ClusterHandle
 from components.observability import network_policy
 from components.observability.adapter import PROMETHEUS_PORT, adapter_values, prometheus_url
@@ -273,22 +274,26 @@ class Observability(pulumi.ComponentResource):
         self.release = release
         self.metrics_adapter = None
         if config.metrics_adapter.enabled:
+            # Uninstalled on its own (`helm.OWN_DELETE_CHARTS`), beside the namespaces' deletes and not after them:
+            # it takes its APIService with it, which would otherwise outlive its pods (stopped by the `monitoring`
+            # namespace's delete) and hold every namespace Terminating. So it waits for Prometheus and its namespace
+            # through values (`created_after`), with no edge that would order it before them on destroy, and for the
+            # cleanup controllers the namespaces wait for, which puts its uninstall in the namespaces' level.
             self.metrics_adapter = helm.release(
                 f"{name}-metrics-adapter",
                 versions.PROMETHEUS_ADAPTER,
-                namespace=NAMESPACE,
+                namespace=created_after(NAMESPACE, namespace),
                 values=adapter_values(
-                    # Read from the stack's release (a data edge): the adapter goes before Prometheus on destroy.
-                    prometheus_url=pulumi.Output.all(release.name, release.namespace).apply(
-                        lambda found: prometheus_url(*found)
+                    prometheus_url=created_after(
+                        prometheus_url(versions.KUBE_PROMETHEUS_STACK.name, NAMESPACE), release
                     ),
                     placement=cluster.system_placement,
                 ),
                 opts=pulumi.ResourceOptions.merge(
-                    in_namespace,
-                    # why: it runs on the system nodes and resolves Prometheus through cluster DNS; destroy removes it
-                    # first.
-                    pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
+                    k8s_opts,
+                    # why: it runs on the system nodes and resolves Prometheus through cluster DNS; on destroy it goes
+                    # with the namespaces, before the cleanup controllers they wait for.
+                    pulumi.ResourceOptions(depends_on=[*cluster.system_ready, *args.cleanup_controllers]),
                 ),
             )
         # why: monitors and rules are custom resources whose CRDs the release installs.

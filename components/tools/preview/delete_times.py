@@ -116,6 +116,7 @@ RULES: Mapping[str, Rule] = MappingProxyType(
                 _chart("*kube-prometheus-stack", 60, "estimate (operator, Prometheus and Grafana go in turn)"),
                 _chart("*neuron-helm-chart", 18, "estimate (a DaemonSet only)"),
                 _chart("*aws-efa-k8s-device-plugin", 18, "estimate (a DaemonSet only)"),
+                _chart("*prometheus-adapter", 18, "estimate (one Deployment, its Service and APIService)"),
             ),
         ),
         "kubernetes:apps/v1:*": Rule(18, "estimate (Pulumi waits for the pods to go)"),

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from components.tools.preview.delete_times import COMPONENT_PREFIXES, delete_figure
 from components.tools.preview.inventory import Inventory, Recorded
+from components.tools.preview.teardown_waits import Problem, problems
 
 #: Pulumi's default `--parallel` for `pulumi destroy` (pulumi.com/docs/cli/commands/pulumi_destroy: "default 16").
 PARALLEL = 16
@@ -82,6 +83,10 @@ class Estimate:
     @property
     def seconds(self) -> int:
         return sum(batch.seconds for batch in self.batches)
+
+    def levels(self) -> dict[str, int]:
+        """Each resource's level (URN -> index in the order the engine runs the levels)."""
+        return {r.urn: index for index, batch in enumerate(self.batches) for r in batch.resources}
 
     def critical_path(self) -> list[tuple[int, Recorded]]:
         """The slowest delete of every level that takes time, in order."""
@@ -169,6 +174,11 @@ def estimate(inventory: Inventory, parallel: int = PARALLEL) -> Estimate:
     return Estimate(batches, skipped, before)
 
 
+def teardown_problems(inventory: Inventory) -> list[Problem]:
+    """The deletes of a full destroy that would wait on what goes after them (`teardown_waits`)."""
+    return problems(inventory, estimate(inventory).levels())
+
+
 def report(estimate_: Estimate, stack: str) -> str:
     minutes = estimate_.seconds / 60
     lines = [
@@ -208,7 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if inventory is None:
         return INVALID_STACK
     print(report(estimate(inventory), args.stack))
-    return 0
+    waiting = teardown_problems(inventory)
+    if waiting:
+        print("Deletes that would wait on what goes after them (destroy would not finish):")
+        print("\n".join(f"  {p}" for p in waiting))
+    return 1 if waiting else 0
 
 
 if __name__ == "__main__":
