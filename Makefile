@@ -9,10 +9,19 @@ WORKERS ?= 2
 
 .PHONY: preview test test-fast test-engine engine-tools engine-box lint benchmark preflight cost leak-check kubeflow-fetch config-reference clean
 
+# The package and what it runs on (the preview, `pulumi up`, the tools), then, for the tests and lint only, their
+# extras: `make preview` on a fresh machine installs the first alone. Each step says what it is doing; pip lists
+# every package it fetches, so the first run is never silent.
 $(VENV)/.installed: pyproject.toml
+	@echo "== Setting up $(VENV) (first run: a few minutes, mostly the Pulumi providers' SDKs)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,lint]'
+	$(PY) -m pip install --progress-bar off -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	@echo "== Adding the test and lint tools to $(VENV) (pytest, moto, mypy, ruff, ...)"
+	$(PY) -m pip install --progress-bar off -e '.[test,lint]'
 	touch $@
 
 ## Offline preview of a stack (default dev): prints the resource tree, writes build/preview/<stack>.
@@ -20,6 +29,7 @@ preview: $(VENV)/.installed kubeflow-fetch
 	$(PY) -m components.preview --stack $(STACK) --out build/preview/$(STACK)
 
 $(SCAN_VENV)/.installed: tests/checkov-requirements.txt
+	@echo "== Setting up $(SCAN_VENV) (checkov, the security scan's scanner)"
 	$(PYTHON) -m venv $(SCAN_VENV)
 	$(SCAN_VENV)/bin/python -m pip install --quiet -r tests/checkov-requirements.txt
 	touch $@
@@ -27,13 +37,13 @@ $(SCAN_VENV)/.installed: tests/checkov-requirements.txt
 ## The whole suite: the offline tier spread over WORKERS processes (pytest-xdist; WORKERS=auto: one per core; a test
 ## module stays on one process, --dist loadscope, so its module fixtures are computed once), then the engine tier
 ## (test-engine). The security scan's checkov is installed into .venv-scan first.
-test: $(VENV)/.installed $(SCAN_VENV)/.installed
+test: $(VENV)/.installed-dev $(SCAN_VENV)/.installed
 	$(PY) -m pytest -n $(WORKERS) --dist loadscope -m "not engine"
 	$(MAKE) test-engine
 
 ## The engine tools (Pulumi CLI and language host, the Kubernetes provider, etcd, the control plane, kwok) built
 ## from their pinned Go modules into the per-user cache; only what is missing is built (cold: see README).
-engine-tools: $(VENV)/.installed
+engine-tools: $(VENV)/.installed-dev
 	$(PY) -m engine.tools.build
 
 ## The engine tier: the real Pulumi CLI deploys the dev stack into the cluster in a box and destroys it (root, Linux:
@@ -49,11 +59,11 @@ engine-box: engine-tools preview
 ## The pure tests, the loop to run while editing: all but those marked `slow` (stack previews, processes,
 ## refcheck, Kubeflow renders, whole preflight runs; see tests/conftest.py). T=tests/test_x.py runs one file;
 ## WORKERS=0 runs in this process, quicker for a file or two.
-test-fast: $(VENV)/.installed
+test-fast: $(VENV)/.installed-dev
 	$(PY) -m pytest -n $(WORKERS) -m "not slow" $(T)
 
 ## Lint, formatting and types (ruff check, ruff format --check, mypy on components/), as CI runs them first.
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
@@ -80,7 +90,7 @@ kubeflow-fetch: $(VENV)/.installed
 	else $(PY) -m components.kubeflow fetch; fi
 
 ## Wall time and peak memory of the offline preview of dev and prod.
-benchmark: $(VENV)/.installed kubeflow-fetch
+benchmark: $(VENV)/.installed-dev kubeflow-fetch
 	$(PY) benchmarks/preview_benchmark.py
 
 ## Rewrite docs/configuration.md's reference tables from the config models (their fields' descriptions and defaults).

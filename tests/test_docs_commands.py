@@ -38,7 +38,7 @@ NOT_RUN = {
 RUN_BY = {".venv/bin/python -m components.preview --stack dev --out build/preview/dev": "make preview"}
 
 #: Keeps make from reinstalling the virtualenv: the copy's `.venv` is the one this test runs in.
-MAKE = "make -o .venv/.installed "
+MAKE = "make -o .venv/.installed -o .venv/.installed-dev "
 
 
 # --------------------------------------------------------------------------------------------- reading the pages
