@@ -72,9 +72,9 @@ def _addons(k8s: str, *, kube_proxy: str, coredns: str) -> Mapping[str, Pin]:
             "eks-pod-identity-agent": Pin(
                 "eks-pod-identity-agent", "v1.3.10-eksbuild.3", _POD_IDENTITY_SOURCE.format(k8s=k8s)
             ),
-            # Serves metrics.k8s.io (CPU and memory) to HPAs and `kubectl top`; metrics-server v0.8.0, one build for
+            # Serves metrics.k8s.io (CPU and memory) to HPAs and `kubectl top`; metrics-server v0.8.1, one build for
             # every supported minor version.
-            "metrics-server": Pin("metrics-server", "v0.8.0-eksbuild.2", _METRICS_SERVER_SOURCE.format(k8s=k8s)),
+            "metrics-server": Pin("metrics-server", "v0.8.1-eksbuild.4", _METRICS_SERVER_SOURCE.format(k8s=k8s)),
         }
     )
 

@@ -207,8 +207,40 @@ def _packing_instance(fitting: tuple[str, ...]) -> str:
     return next((t for t in fitting if vcpus.get(t, 0) >= 4), fitting[-1])
 
 
+ZONE = "topology.kubernetes.io/zone"
+
+
+def spread_zones(
+    pod: dict[str, Any], zones: list[str], pods: list[dict[str, Any]], nodes: list[dict[str, Any]]
+) -> list[str]:
+    """`zones` in the order Karpenter would launch a node for `pod`: under a required zone spread
+    (`topologySpreadConstraints` on the zone, `DoNotSchedule`), the zones holding fewest of the pods its selector
+    counts come first, so the new node is in the domain that keeps the skew (kubernetes-sigs/karpenter v1.14,
+    pkg/controllers/provisioning/scheduling/topology.go: a zone spread narrows the NodeClaim's zone requirement to
+    the domains with the least count). Without such a constraint, the order is unchanged."""
+    from components.kubeflow.objects import matches
+
+    spec, namespace = pod["spec"], pod["metadata"].get("namespace")
+    constraints = [
+        c
+        for c in spec.get("topologySpreadConstraints") or ()
+        if c.get("topologyKey") == ZONE and c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+    ]
+    if not constraints:
+        return zones
+    zone_of = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(ZONE) for n in nodes}
+    counts = dict.fromkeys(zones, 0)
+    for other in pods:
+        placed = zone_of.get((other.get("spec") or {}).get("nodeName") or "")
+        labels = other["metadata"].get("labels") or {}
+        if placed in counts and other["metadata"].get("namespace") == namespace:
+            counts[placed] += sum(1 for c in constraints if matches(c.get("labelSelector"), labels))
+    return sorted(zones, key=lambda z: (counts[z], zones.index(z)))
+
+
 class Karpenter:
-    """Nodes for unschedulable pods, as the model of Karpenter places them; pool nodes gone with their pool."""
+    """Nodes for unschedulable pods, as the model of Karpenter places them (in the zone a required zone spread
+    asks for); pool nodes gone with their pool."""
 
     #: A pod that still cannot be placed after this many launches for it is left pending (and reported).
     MAX_LAUNCHES = 2
@@ -239,7 +271,8 @@ class Karpenter:
         region = next((str(r) for r in regions if r), "us-west-2")
         fsx = any(d["metadata"]["name"] == "fsx-csi-node" for d in self.api.items("/apis/apps/v1/daemonsets"))
         launched: set[str] = set()
-        for pod in self.api.items("/api/v1/pods"):
+        every_pod = self.api.items("/api/v1/pods")
+        for pod in every_pod:
             meta, spec = pod["metadata"], pod["spec"]
             unschedulable = any(
                 c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
@@ -266,7 +299,7 @@ class Karpenter:
             instance = landing.instance_types[min(2, len(landing.instance_types) - 1)]
             plan = box_nodes.node_pool_node(
                 pools[landing.pool],
-                zones=list(landing.zones) or zones,
+                zones=spread_zones(pod, list(landing.zones) or zones, every_pod, current),
                 region=region,
                 instance_type=instance,
                 capacity_type=landing.capacity_types[0],
