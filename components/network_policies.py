@@ -8,6 +8,7 @@ CNI's network policy agent (`enableNetworkPolicy`, components/cluster/addons.py)
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -129,11 +130,18 @@ def allow_pod_identity_agent(namespace_: str) -> Manifest:
 EGRESS_ANNOTATION = "eksml.io/egress"
 
 
+#: The EC2 instance metadata service: the node role's credentials (EC2 User Guide, "Access instance metadata").
+IMDS_CIDR = "169.254.169.254/32"
+
+
 def allow_egress(namespace_: str, name: str, block: str, on: Sequence[int], protocol: str = "TCP") -> Manifest:
-    """Pods may connect to `block` on the ports `on` (a team's `network.egress.<name>`)."""
-    return policy(
-        namespace_, f"allow-egress-{name}", egress=[rule([cidr(block)], ports(*on, protocol=protocol), to=True)]
-    )
+    """Pods may connect to `block` on the ports `on` (a team's `network.egress.<name>`), never to the instance
+    metadata service within it (a range like 0.0.0.0/0 on port 80 would otherwise hand pods the node role)."""
+    peer = cidr(block)
+    network = ipaddress.ip_network(block, strict=False)
+    if network.version == 4 and ipaddress.ip_network(IMDS_CIDR).subnet_of(network) and network.prefixlen < 32:
+        peer = {"ipBlock": {"cidr": block, "except": [IMDS_CIDR]}}
+    return policy(namespace_, f"allow-egress-{name}", egress=[rule([peer], ports(*on, protocol=protocol), to=True)])
 
 
 def allow_prometheus(namespace_: str, monitoring_namespace: str) -> Manifest:

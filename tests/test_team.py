@@ -3,6 +3,7 @@ allowances, its S3 permissions, its NodePool capped by the platform's, its Kubef
 
 from __future__ import annotations
 
+import copy
 import json
 
 import jsonschema
@@ -421,12 +422,33 @@ def test_a_teams_egress_opens_each_range_on_its_ports_and_the_model_judges_it_op
 
     namespace = plan_team(team(network={"egress": MIRROR}), offer()).namespace
     (git,) = namespace["allow-egress-git"]["spec"]["egress"]
-    assert git == {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 22}]}
+    assert git == {
+        "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}}],
+        "ports": [{"protocol": "TCP", "port": 22}],
+    }
     assert flow_problems(Cluster(list(namespace.values()), [])) == []
     without = [m for k, m in namespace.items() if k != "allow-egress-mirror"]
     (found,) = flow_problems(Cluster(without, []))
     assert found.startswith("a new pod in team namespace vision cannot reach 10.8.0.0/16 (mirror) on port 8081")
     assert "NetworkPolicy vision/deny-all" in found
+
+
+def test_a_teams_egress_to_a_range_holding_the_metadata_service_leaves_it_out_and_the_model_holds_it_closed():
+    """0.0.0.0/0 on port 80 (a package mirror over HTTP) must not hand pods the node role's credentials (IMDS)."""
+    from components.tools.model.flows import problems as flow_problems
+    from components.tools.model.network import Cluster
+
+    namespace = plan_team(team(network={"egress": {"http": {"cidr": "0.0.0.0/0", "ports": [80]}}}), offer()).namespace
+    (rule,) = namespace["allow-egress-http"]["spec"]["egress"]
+    assert rule["to"] == [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}}]
+    assert flow_problems(Cluster(list(namespace.values()), [])) == []
+    opened = copy.deepcopy(namespace)
+    del opened["allow-egress-http"]["spec"]["egress"][0]["to"][0]["ipBlock"]["except"]
+    (found,) = flow_problems(Cluster(list(opened.values()), []))
+    assert found == (
+        "a new pod in team namespace vision can reach the EC2 instance metadata service on port 80, which hands out "
+        "the node role's credentials"
+    )
 
 
 def test_by_default_a_team_namespace_opens_no_egress_but_https():

@@ -43,6 +43,8 @@ class Flow:
     citation: str
     find: Callable[[Cluster], Iterable[Connection]]
     open: bool = True
+    #: For a closed flow: what it would give away, said when a policy lets it through.
+    risk: str = "answers anyone"
 
 
 CATALOGUE: tuple[Flow, ...] = (
@@ -230,6 +232,19 @@ CATALOGUE: tuple[Flow, ...] = (
         kserve.token_clients,
     ),
     Flow(
+        "closed: the node's credentials (IMDS)",
+        "a new pod of every team namespace",
+        "the EC2 instance metadata service (169.254.169.254)",
+        "80",
+        "HTTP",
+        "https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html (restrict access to "
+        "the instance profile assigned to the worker node); the node classes' `httpPutResponseHopLimit: 1` is the "
+        "second layer",
+        platform.imds,
+        open=False,
+        risk="hands out the node role's credentials",
+    ),
+    Flow(
         "closed: Prometheus and Alertmanager answer anyone",
         "a pod of a team namespace",
         "Prometheus; Alertmanager",
@@ -266,7 +281,7 @@ def problems(cluster: Cluster) -> list[str]:
         if flow.open and stopped is not None:
             found.append(f"{ends.format('cannot reach')} ({connection.what}): {stopped}")
         elif not flow.open and stopped is None:
-            found.append(f"{ends.format('can reach')}, which answers anyone")
+            found.append(f"{ends.format('can reach')}, which {flow.risk}")
     found += [f"namespace {n} has no default deny: {why}" for n, why in open_namespaces(cluster)]
     return found
 

@@ -41,6 +41,10 @@ from components.tools.model.network import (
 #: userguide/pod-id-how-it-works.html and pod-id-agent-setup.html).
 POD_IDENTITY_AGENT = "169.254.170.23"
 POD_IDENTITY_PORT = 80
+#: The EC2 instance metadata service (IMDS): the node's own credentials, on a link-local address (EC2 User Guide,
+#: "Access instance metadata", docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-retrieval.html).
+IMDS = "169.254.169.254"
+IMDS_PORT = 80
 #: A port a team's workload serves metrics on, as Prometheus would scrape it.
 _METRICS_PORT = 9090
 #: A signed-in user, as the gateway's RequestAuthentication leaves the request: Dex's JWT validated (its subject
@@ -259,6 +263,13 @@ def pod_identity_agent(cluster: Cluster) -> Iterator[Connection]:
             f"a new pod in {namespace}", next(cluster.hosts), namespace, cluster.namespace_labels[namespace], {}
         )
         yield Connection("AWS credentials", pod, agent, POD_IDENTITY_PORT)
+
+
+def imds(cluster: Cluster) -> Iterator[Connection]:
+    """A new pod of every team namespace to the instance metadata service: its node role's credentials."""
+    metadata = Endpoint("the EC2 instance metadata service", IMDS)
+    for namespace in _teams(cluster):
+        yield Connection("the node's credentials", _stand_in(cluster, namespace), metadata, IMDS_PORT)
 
 
 def team_egress(cluster: Cluster) -> Iterator[Connection]:
