@@ -139,7 +139,8 @@ def allow_egress(namespace_: str, name: str, block: str, on: Sequence[int], prot
     metadata service within it (a range like 0.0.0.0/0 on port 80 would otherwise hand pods the node role)."""
     peer = cidr(block)
     network = ipaddress.ip_network(block, strict=False)
-    if network.version == 4 and ipaddress.ip_network(IMDS_CIDR).subnet_of(network) and network.prefixlen < 32:
+    imds = ipaddress.IPv4Network(IMDS_CIDR)
+    if isinstance(network, ipaddress.IPv4Network) and imds.subnet_of(network) and network.prefixlen < imds.prefixlen:
         peer = {"ipBlock": {"cidr": block, "except": [IMDS_CIDR]}}
     return policy(namespace_, f"allow-egress-{name}", egress=[rule([peer], ports(*on, protocol=protocol), to=True)])
 

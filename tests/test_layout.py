@@ -34,6 +34,7 @@ GROUND, PARTS, PROGRAM, TOOLS = "ground", "parts", "program", "tools"
 FLOORS: dict[str, tuple[str, ...]] = {
     GROUND: (
         "components._lazy",
+        "components.admission_policy",
         "components.aws_names",
         "components.config",
         "components.control_plane",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from components.admission_policy import Requests, policy_and_binding
 from components.scheduling import GPU_RESOURCE, GPU_TAINT
 
 POLICY_NAME = "gpu-pods"
@@ -95,47 +96,37 @@ def validations(options: AdmissionOptions) -> list[dict[str, Any]]:
     return rules
 
 
+#: Pod creation: what every GPU pod rule (this one, Neuron's, EFA's) is asked about.
+POD_CREATION = Requests("", "v1", "pods")
+
+
+def _exempt(options: AdmissionOptions) -> dict[str, Any]:
+    """Every namespace but the platform's own and those exempted by name or label."""
+    return {
+        "matchExpressions": [
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": sorted({*SYSTEM_NAMESPACES, *options.exempt_namespaces}),
+            },
+            {"key": EXEMPT_LABEL, "operator": "NotIn", "values": ["exempt"]},
+        ]
+    }
+
+
 def admission_manifests(options: AdmissionOptions) -> dict[str, dict[str, Any]]:
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": POLICY_NAME},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-                ]
-            },
-            "matchConditions": [{"name": "requests-gpu", "expression": MATCH_GPU_PODS}],
-            "variables": [
-                {"name": "containers", "expression": _ALL_CONTAINERS},
-                {"name": "gpuContainers", "expression": f"variables.containers.filter(c, {_uses_gpu('c')})"},
-            ],
-            "validations": validations(options),
-        },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": POLICY_NAME},
-        "spec": {
-            "policyName": POLICY_NAME,
-            "validationActions": ACTIONS[options.action],
-            "matchResources": {
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {
-                            "key": "kubernetes.io/metadata.name",
-                            "operator": "NotIn",
-                            "values": sorted({*SYSTEM_NAMESPACES, *options.exempt_namespaces}),
-                        },
-                        {"key": EXEMPT_LABEL, "operator": "NotIn", "values": ["exempt"]},
-                    ]
-                }
-            },
-        },
-    }
+    policy, binding = policy_and_binding(
+        POLICY_NAME,
+        POD_CREATION,
+        validations(options),
+        namespaces=_exempt(options),
+        actions=ACTIONS[options.action],
+        match_conditions=[{"name": "requests-gpu", "expression": MATCH_GPU_PODS}],
+        variables=[
+            {"name": "containers", "expression": _ALL_CONTAINERS},
+            {"name": "gpuContainers", "expression": f"variables.containers.filter(c, {_uses_gpu('c')})"},
+        ],
+    )
     return {"policy": policy, "binding": binding}
 
 
@@ -149,18 +140,13 @@ def sibling_manifests(
 ) -> dict[str, dict[str, Any]]:
     """A policy for other pods judged as GPU pods are: the same pods matched (pod creation), the same exempt
     namespaces and action in its binding; its own match condition, variables and validations."""
-    gpu = admission_manifests(
-        AdmissionOptions(action=options.action, scheduler_name=None, exempt_namespaces=options.exempt_namespaces)
+    policy, binding = policy_and_binding(
+        name,
+        POD_CREATION,
+        validations,
+        namespaces=_exempt(options),
+        actions=ACTIONS[options.action],
+        match_conditions=[match],
+        variables=variables or (),
     )
-    spec = {**gpu["policy"]["spec"], "matchConditions": [match], "validations": validations}
-    spec.pop("variables")
-    if variables:
-        spec["variables"] = variables
-    return {
-        "policy": {**gpu["policy"], "metadata": {"name": name}, "spec": spec},
-        "binding": {
-            **gpu["binding"],
-            "metadata": {"name": name},
-            "spec": {**gpu["binding"]["spec"], "policyName": name},
-        },
-    }
+    return {"policy": policy, "binding": binding}

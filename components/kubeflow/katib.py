@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from components import network_policies as netpol
+from components.admission_policy import Requests, policy_and_binding
 
 from .objects import Manifest
 from .transform import clone
@@ -185,46 +186,19 @@ _OPTED_OUT = " || ".join(
 
 def experiment_policy() -> list[Manifest]:
     """The ValidatingAdmissionPolicy and binding that refuse an Experiment whose Job trials would keep a sidecar."""
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": EXPERIMENT_POLICY},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": ["kubeflow.org"],
-                        "apiVersions": ["v1beta1"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": ["experiments"],
-                    }
-                ]
-            },
-            "matchConditions": [{"name": "job-trials", "expression": _JOB_TRIAL}],
-            "variables": [{"name": "metadata", "expression": _POD_METADATA}],
-            "validations": [
-                {
-                    "expression": _OPTED_OUT,
-                    "message": f"this namespace injects Istio's sidecar, which never exits: a Job trial would never "
-                    f"complete and Katib's metrics collector would wait for it forever; set "
-                    f"spec.trialTemplate.trialSpec.spec.template.metadata.labels['{SIDECAR_INJECT}'] to \"false\"",
-                    "reason": "Invalid",
-                }
-            ],
-        },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": EXPERIMENT_POLICY},
-        "spec": {
-            "policyName": EXPERIMENT_POLICY,
-            "validationActions": ["Deny"],
-            "matchResources": {"namespaceSelector": {"matchLabels": {"istio-injection": "enabled"}}},
-        },
-    }
-    return [policy, binding]
+    message = (
+        "this namespace injects Istio's sidecar, which never exits: a Job trial would never complete and Katib's "
+        "metrics collector would wait for it forever; set "
+        f"spec.trialTemplate.trialSpec.spec.template.metadata.labels['{SIDECAR_INJECT}'] to \"false\""
+    )
+    return policy_and_binding(
+        EXPERIMENT_POLICY,
+        Requests("kubeflow.org", "v1beta1", "experiments", ("CREATE", "UPDATE")),
+        [{"expression": _OPTED_OUT, "message": message, "reason": "Invalid"}],
+        namespaces={"matchLabels": {"istio-injection": "enabled"}},
+        match_conditions=[{"name": "job-trials", "expression": _JOB_TRIAL}],
+        variables=[{"name": "metadata", "expression": _POD_METADATA}],
+    )
 
 
 def platform_manifests() -> list[Manifest]:

@@ -13,6 +13,8 @@ through `spec.runtimePatches` (the Trainer's API at the pinned tree, `trainer.ku
 
 from __future__ import annotations
 
+from components.admission_policy import Requests, policy_and_binding
+
 from .objects import Manifest
 from .teams import PROFILE_NAMESPACE_LABELS, TEAM_SERVICE_ACCOUNT
 
@@ -38,40 +40,14 @@ MESSAGE = (
 
 def manifests() -> list[Manifest]:
     """The ValidatingAdmissionPolicy and its binding (every namespace but a Profile's)."""
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": POLICY},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": ["trainer.kubeflow.org"],
-                        "apiVersions": ["v1alpha1"],
-                        "operations": ["CREATE"],
-                        "resources": ["trainjobs"],
-                    }
-                ]
-            },
-            "matchConditions": [{"name": "cluster-runtime", "expression": _CLUSTER_RUNTIME}],
-            "validations": [{"expression": _PATCHED_ACCOUNT, "message": MESSAGE, "reason": "Invalid"}],
+    return policy_and_binding(
+        POLICY,
+        Requests("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
+        [{"expression": _PATCHED_ACCOUNT, "message": MESSAGE, "reason": "Invalid"}],
+        namespaces={
+            "matchExpressions": [
+                {"key": PROFILE_LABEL, "operator": "NotIn", "values": [PROFILE_NAMESPACE_LABELS[PROFILE_LABEL]]}
+            ]
         },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": POLICY},
-        "spec": {
-            "policyName": POLICY,
-            "validationActions": ["Deny"],
-            "matchResources": {
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {"key": PROFILE_LABEL, "operator": "NotIn", "values": [PROFILE_NAMESPACE_LABELS[PROFILE_LABEL]]}
-                    ]
-                }
-            },
-        },
-    }
-    return [policy, binding]
+        match_conditions=[{"name": "cluster-runtime", "expression": _CLUSTER_RUNTIME}],
+    )
