@@ -465,6 +465,19 @@ def test_the_shipped_stacks_break_no_rule_of_the_model(stack, request, tmp_path)
     assert [str(p) for p in found] == []
 
 
+@pytest.mark.stack
+def test_without_the_charts_the_verdict_says_it_covers_only_what_was_judged(dev):
+    """A clone without ../shared renders no Helm release: the headline must not say every pod lands."""
+    from components.tools.preview import model_report, platform_model
+
+    report, broken = model_report(*platform_model(dev, None))
+    head, *lines = report.splitlines()
+    assert not broken
+    assert "every judged pod lands" in head
+    assert "Helm release(s) and the node agents not judged: see below" in head
+    assert [line for line in lines if line.startswith("  not judged: the pods of Helm release kube-prometheus-stack")]
+
+
 @pytest.mark.subprocess
 @pytest.mark.stack
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")

@@ -165,8 +165,14 @@ def model_report(platform: Platform, problems: list[Problem]) -> tuple[str, bool
     if not platform.vpc.known:
         lines.append(f"  {platform.vpc.describe()}")
     lines += [f"  {problem}" for problem in problems]
+    verdict = "every pod lands, gets its devices and survives node loss"
+    if platform.unrendered:  # the verdict covers only what was judged: say so where it is read
+        verdict = (
+            f"every judged pod lands, gets its devices and survives node loss ({len(platform.unrendered)} Helm "
+            "release(s) and the node agents not judged: see below)"
+        )
     head = f"Platform model: {len(platform.workloads)} workloads on {len(platform.nodes)} kinds of node, " + (
-        f"{len(problems)} problem(s)" if problems else "every pod lands, gets its devices and survives node loss"
+        f"{len(problems)} problem(s)" if problems else verdict
     )
     return "\n".join([head, *lines]), bool(problems)
 
