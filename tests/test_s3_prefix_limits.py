@@ -5,6 +5,7 @@ policies that name it (a role's inline policies are at most 10,240 characters)."
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -48,11 +49,7 @@ def _platform_problems(teams: dict[str, str], artifacts: str = "seaweedfs") -> d
         f"{NS}:owner": "ml-platform",
         f"{NS}:kubeflow": json.dumps(kubeflow),
     }
-    try:
-        parse_config(raw, project=NS, stack="prod")
-    except ConfigError as error:
-        return {issue.path: issue.message for issue in error.issues}
-    return {}
+    return _issues(parse_config, raw, NS)
 
 
 def _team_problems(prefix: str) -> dict[str, str]:
@@ -63,8 +60,13 @@ def _team_problems(prefix: str) -> dict[str, str]:
         f"{TEAM}:owner": "vision-leads",
         f"{TEAM}:team": json.dumps(team),
     }
+    return _issues(parse_team_config, raw, TEAM)
+
+
+def _issues(parse: Callable[..., object], raw: dict[str, str], project: str) -> dict[str, str]:
+    """Each problem `parse` finds in the prod stack file `raw`, by key (none: empty)."""
     try:
-        parse_team_config(raw, project=TEAM, stack="prod")
+        parse(raw, project=project, stack="prod")
     except ConfigError as error:
         return {issue.path: issue.message for issue in error.issues}
     return {}
