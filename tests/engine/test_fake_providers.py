@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 import pytest
 import yaml
-from google.protobuf import empty_pb2, json_format, struct_pb2
+from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc, resource_pb2, resource_pb2_grpc
@@ -27,6 +27,7 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc, resource_pb2, 
 from components import aws_names
 from components.tools.preview.answers import DEFAULT_CALLER, PlatformMocks
 from engine.providers import write_plugin_dirs
+from engine.providers.common import to_dict, to_struct
 
 from ..conftest import REPO
 
@@ -40,26 +41,6 @@ LOCAL_SERVER = "https://127.0.0.1:6443"
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
-
-
-def struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
-    result = struct_pb2.Struct()
-    result.update(dict(values))
-    return result
-
-
-def _ints(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _ints(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_ints(item) for item in value]
-    return value
-
-
-def values(message: struct_pb2.Struct) -> dict[str, Any]:
-    return _ints(json_format.MessageToDict(message))
 
 
 def urn(type_: str, name: str) -> str:
@@ -130,7 +111,7 @@ def start_fake(name: str, env: Mapping[str, str] | None = None) -> Plugin:
 @pytest.fixture(scope="module")
 def aws() -> Iterator[provider_pb2_grpc.ResourceProviderStub]:
     plugin = start_fake("aws")
-    plugin.stub.Configure(provider_pb2.ConfigureRequest(args=struct({"region": REGION})))
+    plugin.stub.Configure(provider_pb2.ConfigureRequest(args=to_struct({"region": REGION})))
     yield plugin.stub
     plugin.stop()
 
@@ -180,7 +161,7 @@ def check(
     olds: Mapping[str, Any] | None = None,
 ) -> provider_pb2.CheckResponse:
     request = provider_pb2.CheckRequest(
-        urn=urn(type_, name), name=name, type=type_, news=struct(news), olds=struct(olds or {})
+        urn=urn(type_, name), name=name, type=type_, news=to_struct(news), olds=to_struct(olds or {})
     )
     return stub.Check(request)
 
@@ -252,7 +233,7 @@ def test_check_refuses_an_auto_name_exactly_where_aws_names_does(
 
     fits = check(aws, type_, longest, {})
     assert list(fits.failures) == []
-    assert values(fits.inputs)[rule.property] == aws_names.auto_name(type_, longest)
+    assert to_dict(fits.inputs)[rule.property] == aws_names.auto_name(type_, longest)
 
     with pytest.raises(aws_names.NameTooLong) as refused:
         aws_names.auto_name(type_, longest + "n")
@@ -270,14 +251,14 @@ def test_check_refuses_an_explicit_name_past_the_limit_and_keeps_one_that_fits(
     ]
     fits = check(aws, "aws:iam/role:Role", "node", {"name": "r" * 64})
     assert list(fits.failures) == []
-    assert values(fits.inputs)["name"] == "r" * 64
+    assert to_dict(fits.inputs)["name"] == "r" * 64
 
 
 def test_check_keeps_the_auto_name_the_state_holds(aws: provider_pb2_grpc.ResourceProviderStub) -> None:
     kept = check(aws, "aws:iam/role:Role", "karpenter-node", {}, olds={"name": "karpenter-node-1234567"})
-    assert values(kept.inputs)["name"] == "karpenter-node-1234567"
+    assert to_dict(kept.inputs)["name"] == "karpenter-node-1234567"
     first, again = (check(aws, "aws:iam/role:Role", "karpenter-node", {}) for _ in range(2))
-    assert values(first.inputs)["name"] == values(again.inputs)["name"] == "karpenter-node-ec02031"
+    assert to_dict(first.inputs)["name"] == to_dict(again.inputs)["name"] == "karpenter-node-ec02031"
 
 
 @pytest.mark.parametrize(
@@ -305,7 +286,7 @@ def test_check_and_create_answer_what_the_mocks_answer(
     assert list(checked.failures) == []
     for preview in (True, False):  # the same in `pulumi preview` as in `pulumi up`
         created = create(aws, type_, name, checked.inputs, preview=preview)
-        assert (created.id, values(created.properties)) == (expected_id, expected)
+        assert (created.id, to_dict(created.properties)) == (expected_id, expected)
 
 
 def test_the_inner_eks_cluster_is_created_as_the_mocks_describe_it(
@@ -316,7 +297,7 @@ def test_the_inner_eks_cluster_is_created_as_the_mocks_describe_it(
     created = create(aws, "aws:eks/cluster:Cluster", "cluster-eks-eksCluster", checked.inputs)
     _, _, described = mocks.eks_inner_cluster(urn="", component_name="cluster-eks", inputs=inputs)
     assert created.id == described["id"] == "eks-ml-platform-dev"
-    assert values(created.properties)["arn"] == described["arn"]
+    assert to_dict(created.properties)["arn"] == described["arn"]
 
 
 def test_diff_reports_no_change_for_the_same_inputs_an_update_for_tags_and_a_replacement_for_the_name(
@@ -325,25 +306,25 @@ def test_diff_reports_no_change_for_the_same_inputs_an_update_for_tags_and_a_rep
     type_, name = "aws:sqs/queue:Queue", "karpenter-interruption"
     checked = check(aws, type_, name, {"messageRetentionSeconds": 300, "tags": {"team": "a"}}).inputs
     outputs = create(aws, type_, name, checked).properties
-    again = check(aws, type_, name, {"messageRetentionSeconds": 300, "tags": {"team": "a"}}, values(checked)).inputs
+    again = check(aws, type_, name, {"messageRetentionSeconds": 300, "tags": {"team": "a"}}, to_dict(checked)).inputs
     assert diff(aws, type_, name, outputs, checked, again).changes == provider_pb2.DiffResponse.DIFF_NONE
 
-    retagged = diff(aws, type_, name, outputs, checked, struct({**values(checked), "tags": {"team": "b"}}))
+    retagged = diff(aws, type_, name, outputs, checked, to_struct({**to_dict(checked), "tags": {"team": "b"}}))
     assert (retagged.changes, list(retagged.diffs), list(retagged.replaces)) == (
         provider_pb2.DiffResponse.DIFF_SOME,
         ["tags"],
         [],
     )
-    renamed = diff(aws, type_, name, outputs, checked, struct({**values(checked), "name": "interruption"}))
+    renamed = diff(aws, type_, name, outputs, checked, to_struct({**to_dict(checked), "name": "interruption"}))
     assert list(renamed.replaces) == ["name"]
     assert renamed.detailedDiff["name"].kind == provider_pb2.PropertyDiff.UPDATE_REPLACE
 
 
 def test_unknown_inputs_pass_through_a_preview(aws: provider_pb2_grpc.ResourceProviderStub) -> None:
     subnet = check(aws, "aws:ec2/subnet:Subnet", "network-private-a", {"vpcId": UNKNOWN, "cidrBlock": "10.20.0.0/19"})
-    assert values(subnet.inputs)["vpcId"] == UNKNOWN
+    assert to_dict(subnet.inputs)["vpcId"] == UNKNOWN
     assert (
-        values(create(aws, "aws:ec2/subnet:Subnet", "network-private-a", subnet.inputs, preview=True).properties)[
+        to_dict(create(aws, "aws:ec2/subnet:Subnet", "network-private-a", subnet.inputs, preview=True).properties)[
             "vpcId"
         ]
         == UNKNOWN
@@ -352,14 +333,14 @@ def test_unknown_inputs_pass_through_a_preview(aws: provider_pb2_grpc.ResourcePr
     # A name not known yet is checked once known; what derives from it is unknown too.
     role = check(aws, "aws:iam/role:Role", "node", {"name": UNKNOWN})
     assert list(role.failures) == []
-    outputs = values(create(aws, "aws:iam/role:Role", "node", role.inputs, preview=True).properties)
+    outputs = to_dict(create(aws, "aws:iam/role:Role", "node", role.inputs, preview=True).properties)
     assert (outputs["name"], outputs["arn"]) == (UNKNOWN, UNKNOWN)
 
 
 def test_a_secret_input_stays_secret_in_the_outputs(aws: provider_pb2_grpc.ResourceProviderStub) -> None:
     policy = secret('{"Statement": []}')
     checked = check(aws, "aws:sqs/queuePolicy:QueuePolicy", "interruption", {"queueUrl": "u", "policy": policy})
-    outputs = values(create(aws, "aws:sqs/queuePolicy:QueuePolicy", "interruption", checked.inputs).properties)
+    outputs = to_dict(create(aws, "aws:sqs/queuePolicy:QueuePolicy", "interruption", checked.inputs).properties)
     assert outputs["policy"] == policy
 
 
@@ -371,10 +352,10 @@ def test_read_finds_the_state_unchanged(aws: provider_pb2_grpc.ResourceProviderS
             id=created.id, urn=urn("aws:ec2/vpc:Vpc", "network-vpc"), properties=created.properties, inputs=checked
         )
     )
-    assert (read.id, values(read.properties), values(read.inputs)) == (
+    assert (read.id, to_dict(read.properties), to_dict(read.inputs)) == (
         created.id,
-        values(created.properties),
-        values(checked),
+        to_dict(created.properties),
+        to_dict(checked),
     )
 
 
@@ -382,13 +363,13 @@ def test_invoke_answers_get_caller_identity_as_the_mocks_do(
     aws: provider_pb2_grpc.ResourceProviderStub, mocks: PlatformMocks
 ) -> None:
     token = "aws:index/getCallerIdentity:getCallerIdentity"
-    answer = aws.Invoke(provider_pb2.InvokeRequest(tok=token, args=struct({})))
-    assert values(getattr(answer, "return")) == mocks.answer(pulumi_mocks.MockCallArgs(token, {}, ""))
+    answer = aws.Invoke(provider_pb2.InvokeRequest(tok=token, args=to_struct({})))
+    assert to_dict(getattr(answer, "return")) == mocks.answer(pulumi_mocks.MockCallArgs(token, {}, ""))
 
 
 def test_invoke_of_a_function_the_mocks_do_not_answer_fails_loudly(aws: provider_pb2_grpc.ResourceProviderStub) -> None:
     with pytest.raises(grpc.RpcError) as failed:
-        aws.Invoke(provider_pb2.InvokeRequest(tok="aws:ec2/getAmi:getAmi", args=struct({"owners": ["amazon"]})))
+        aws.Invoke(provider_pb2.InvokeRequest(tok="aws:ec2/getAmi:getAmi", args=to_struct({"owners": ["amazon"]})))
     assert "do not answer aws:ec2/getAmi:getAmi" in str(failed.value.details())
 
 
@@ -414,11 +395,11 @@ def test_the_provider_needs_a_region_from_its_config() -> None:
         # Configure's variables name stack config keys `<package>:config:<key>`.
         plugin.stub.Configure(provider_pb2.ConfigureRequest(variables={"aws:config:region": "eu-west-1"}))
         answer = plugin.stub.Invoke(
-            provider_pb2.InvokeRequest(tok="aws:index/getPartition:getPartition", args=struct({}))
+            provider_pb2.InvokeRequest(tok="aws:index/getPartition:getPartition", args=to_struct({}))
         )
-        assert values(getattr(answer, "return"))["partition"] == "aws"
+        assert to_dict(getattr(answer, "return"))["partition"] == "aws"
         checked = check(plugin.stub, "aws:kms/key:Key", "k", {})
-        assert values(create(plugin.stub, "aws:kms/key:Key", "k", checked.inputs).properties)["arn"].startswith(
+        assert to_dict(create(plugin.stub, "aws:kms/key:Key", "k", checked.inputs).properties)["arn"].startswith(
             "arn:aws:kms:eu-west-1:"
         )
     finally:
@@ -433,7 +414,7 @@ PASSWORD = "random:index/randomPassword:RandomPassword"
 def password(stub: provider_pb2_grpc.ResourceProviderStub, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     checked = check(stub, PASSWORD, name, inputs)
     assert list(checked.failures) == []
-    return values(create(stub, PASSWORD, name, checked.inputs).properties)
+    return to_dict(create(stub, PASSWORD, name, checked.inputs).properties)
 
 
 def test_a_password_honours_length_and_special(random_provider: provider_pb2_grpc.ResourceProviderStub) -> None:
@@ -468,7 +449,7 @@ def test_a_password_is_stable_under_diff_and_read(random_provider: provider_pb2_
     inputs = {"length": 32, "special": False}
     checked = check(random_provider, PASSWORD, "katib", inputs).inputs
     created = create(random_provider, PASSWORD, "katib", checked)
-    again = check(random_provider, PASSWORD, "katib", inputs, values(checked)).inputs
+    again = check(random_provider, PASSWORD, "katib", inputs, to_dict(checked)).inputs
     unchanged = diff(random_provider, PASSWORD, "katib", created.properties, checked, again)
     assert unchanged.changes == provider_pb2.DiffResponse.DIFF_NONE
 
@@ -477,15 +458,15 @@ def test_a_password_is_stable_under_diff_and_read(random_provider: provider_pb2_
             id=created.id, urn=urn(PASSWORD, "katib"), properties=created.properties, inputs=checked
         )
     )
-    assert values(read.properties)["result"] == values(created.properties)["result"]
+    assert to_dict(read.properties)["result"] == to_dict(created.properties)["result"]
 
-    longer = diff(random_provider, PASSWORD, "katib", created.properties, checked, struct({**inputs, "length": 40}))
+    longer = diff(random_provider, PASSWORD, "katib", created.properties, checked, to_struct({**inputs, "length": 40}))
     assert list(longer.replaces) == ["length"]  # a new password, never an edited one
 
 
 def test_a_password_in_preview_is_unknown(random_provider: provider_pb2_grpc.ResourceProviderStub) -> None:
     checked = check(random_provider, PASSWORD, "p", {"length": 16}).inputs
-    outputs = values(create(random_provider, PASSWORD, "p", checked, preview=True).properties)
+    outputs = to_dict(create(random_provider, PASSWORD, "p", checked, preview=True).properties)
     assert outputs["result"] == secret(UNKNOWN)
 
 
@@ -520,11 +501,11 @@ class RecordingMonitor(resource_pb2_grpc.ResourceMonitorServicer):
         # As the engine makes a URN: the parent's chain of types, then the resource's own.
         chain = f"{request.parent.split('::')[2]}${request.type}" if request.parent else request.type
         self.urns.append(f"urn:pulumi:dev::eks-ml-platform::{chain}::{request.name}")
-        resource_id = values(request.object).get("name", "") if request.custom else ""
+        resource_id = to_dict(request.object).get("name", "") if request.custom else ""
         return resource_pb2.RegisterResourceResponse(urn=self.urns[-1], id=resource_id, object=request.object)
 
     def RegisterResourceOutputs(self, request: resource_pb2.RegisterResourceOutputsRequest, context: Any) -> Any:
-        self.outputs[request.urn] = values(request.outputs)
+        self.outputs[request.urn] = to_dict(request.outputs)
         return empty_pb2.Empty()
 
 
@@ -569,7 +550,7 @@ def construct(
             type="eks:index:Cluster",
             name="cluster-eks",
             parent=f"urn:pulumi:dev::eks-ml-platform::{PARENT}::cluster",
-            inputs=struct(inputs),
+            inputs=to_struct(inputs),
             inputDependencies={"privateSubnetIds": provider_pb2.ConstructRequest.PropertyDependencies(urns=[SUBNET])},
             dependencies=[LOG_GROUP],
             providers={"aws": AWS_PROVIDER},
@@ -600,12 +581,12 @@ def test_construct_registers_the_inner_cluster_and_answers_as_the_mocks(
         response.urn,
         AWS_PROVIDER,
     )
-    assert values(inner.object) == cluster_inputs
+    assert to_dict(inner.object) == cluster_inputs
     assert {SUBNET, LOG_GROUP} <= set(
         inner.dependencies
     )  # the cluster waits for, and outlives, what the component does
 
-    state = values(response.state)
+    state = to_dict(response.state)
     _, expected = mocks.new_resource(
         pulumi_mocks.MockResourceArgs("eks:index:Cluster", "cluster-eks", CLUSTER_INPUTS, custom=False)
     )
@@ -636,11 +617,11 @@ def get_kubeconfig(stub: provider_pb2_grpc.ResourceProviderStub, component_urn: 
     answer = stub.Call(
         provider_pb2.CallRequest(
             tok="eks:index:Cluster/getKubeconfig",
-            args=struct({"__self__": reference, "profileName": profile}),
+            args=to_struct({"__self__": reference, "profileName": profile}),
             config={"aws:region": REGION},
         )
     )
-    return json.loads(values(getattr(answer, "return"))["result"])
+    return json.loads(to_dict(getattr(answer, "return"))["result"])
 
 
 def test_get_kubeconfig_answers_the_local_api_servers_kubeconfig(
@@ -648,7 +629,7 @@ def test_get_kubeconfig_answers_the_local_api_servers_kubeconfig(
 ) -> None:
     response = construct(eks, monitor[1], CLUSTER_INPUTS)
     kubeconfig = get_kubeconfig(eks, response.urn, "admin")
-    assert kubeconfig == json.loads(values(response.state)["kubeconfigJson"])
+    assert kubeconfig == json.loads(to_dict(response.state)["kubeconfigJson"])
     assert kubeconfig["clusters"][0]["cluster"]["server"] == LOCAL_SERVER
 
 
@@ -661,7 +642,7 @@ def test_without_a_local_kubeconfig_the_cluster_answers_the_mocks_kubeconfig(
         _, expected = mocks.new_resource(
             pulumi_mocks.MockResourceArgs("eks:index:Cluster", "cluster-eks", CLUSTER_INPUTS, custom=False)
         )
-        assert values(response.state)["kubeconfigJson"] == expected["kubeconfigJson"]
+        assert to_dict(response.state)["kubeconfigJson"] == expected["kubeconfigJson"]
         profiled = mocks.answer(
             pulumi_mocks.MockCallArgs(
                 "eks:index:Cluster/getKubeconfig", {"__self__": "cluster-eks", "profileName": "admin"}, ""
