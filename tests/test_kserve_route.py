@@ -103,7 +103,13 @@ def _as_istio_runs_it(obj: dict) -> dict:
 
 
 def model_problems(cluster: Cluster) -> list[str]:
-    """The problems with the model's paths (the stand-in platform's other pods are not all as Istio runs them)."""
+    """The problems with the model's paths (the stand-in platform's other pods are not all as Istio runs them),
+    once the model has judged at least the gateway's path to the route's predictor (an empty list proves nothing
+    if no path was judged)."""
+    from components.tools.model import flows_kserve
+
+    judged = {c.what for find in (flows_kserve.signed_in, flows_kserve.token_clients) for c in find(cluster)}
+    assert "model vision/llm through the gateway" in judged, judged
     return [m for m in problems(cluster) if "of model vision/llm" in m or "(model vision/llm " in m]
 
 

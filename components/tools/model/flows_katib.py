@@ -10,27 +10,21 @@ from collections.abc import Iterator
 
 from components.kubeflow.katib import CONTROLLER_POD, EARLY_STOPPING_PORT, SUGGESTION_LABEL, SUGGESTION_PORT
 from components.kubeflow.network_policy import KUBEFLOW_NAMESPACE
-from components.kubeflow.teams import PROFILE_NAMESPACE_LABELS
-from components.tools.model.flows_platform import Connection
+from components.tools.model import istio
+from components.tools.model.flows_platform import Connection, team_namespaces
 from components.tools.model.netpol import Endpoint
 from components.tools.model.network import Cluster
 
 #: The DB manager's pods (`katib-db-manager` in `kubeflow`) and its gRPC port (consts.DefaultKatibDBManagerServicePort).
 DB_MANAGER_POD = {"katib.kubeflow.org/component": "db-manager"}
 DB_MANAGER_PORT = 6789
-_PROFILE = "app.kubernetes.io/part-of"
-
-
-def _profile_namespaces(cluster: Cluster) -> Iterator[tuple[str, dict[str, str]]]:
-    for name, labels in sorted(cluster.namespace_labels.items()):
-        if labels.get(_PROFILE) == PROFILE_NAMESPACE_LABELS[_PROFILE]:
-            yield name, dict(labels)
 
 
 def suggestions(cluster: Cluster) -> Iterator[Connection]:
     """Katib's controller to an Experiment's suggestion pod of each Profile namespace, when the controller runs."""
     controllers = cluster.matching(KUBEFLOW_NAMESPACE, CONTROLLER_POD)
-    for name, labels in _profile_namespaces(cluster) if controllers else ():
+    for name in team_namespaces(cluster, profiles_only=True) if controllers else ():
+        labels = cluster.namespace_labels[name]
         # As Katib labels them (util.SuggestionLabels): no sidecar (Katib sets `sidecar.istio.io/inject: "false"`).
         suggestion = Endpoint(
             f"an Experiment's suggestion pod in {name}",
@@ -40,7 +34,7 @@ def suggestions(cluster: Cluster) -> Iterator[Connection]:
             {
                 SUGGESTION_LABEL: "stand-in",
                 "katib.kubeflow.org/experiment": "stand-in",
-                "sidecar.istio.io/inject": "false",
+                istio.INJECT: "false",
             },
         )
         for controller in controllers:
@@ -53,7 +47,8 @@ def trial_metrics(cluster: Cluster) -> Iterator[Connection]:
     if not cluster.matching(KUBEFLOW_NAMESPACE, CONTROLLER_POD):
         return
     db_managers = cluster.matching(KUBEFLOW_NAMESPACE, DB_MANAGER_POD)
-    for name, labels in _profile_namespaces(cluster):
+    for name in team_namespaces(cluster, profiles_only=True):
+        labels = cluster.namespace_labels[name]
         trial = Endpoint(
             f"a trial pod in {name}", next(cluster.hosts), name, labels, {"katib.kubeflow.org/trial": "stand-in"}
         )

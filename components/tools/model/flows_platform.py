@@ -81,7 +81,8 @@ def _stand_in(cluster: Cluster, namespace: str) -> Endpoint:
     return Endpoint(what, next(cluster.hosts), namespace, labels, {"eksml.io/stand-in": namespace})
 
 
-def _teams(cluster: Cluster, *, profiles_only: bool = False) -> Iterator[str]:
+def team_namespaces(cluster: Cluster, *, profiles_only: bool = False) -> Iterator[str]:
+    """Every team namespace (`TEAM_LABEL`), or only those of Kubeflow Profiles."""
     for name, labels in sorted(cluster.namespace_labels.items()):
         if TEAM_LABEL not in labels:
             continue
@@ -92,7 +93,7 @@ def _teams(cluster: Cluster, *, profiles_only: bool = False) -> Iterator[str]:
 
 def dns(cluster: Cluster) -> Iterator[Connection]:
     servers = cluster.matching("kube-system", DNS_POD)
-    stand_ins = [_stand_in(cluster, n) for n in _teams(cluster)]
+    stand_ins = [_stand_in(cluster, n) for n in team_namespaces(cluster)]
     for pod in [*cluster.pods, *stand_ins]:
         if pod.is_pod:
             for server in servers:
@@ -111,7 +112,7 @@ def scrapes(cluster: Cluster) -> Iterator[Connection]:
 
 
 def team_scrapes(cluster: Cluster) -> Iterator[Connection]:
-    for namespace in _teams(cluster):
+    for namespace in team_namespaces(cluster):
         pod = _stand_in(cluster, namespace)
         for source in cluster.matching(None, PROMETHEUS_POD):
             yield Connection("a scrape", source, pod, _METRICS_PORT, request=Request(http=True, path="/metrics"))
@@ -128,7 +129,7 @@ def monitoring_clients(cluster: Cluster) -> Iterator[Connection]:
 
 
 def team_to_monitoring(cluster: Cluster) -> Iterator[Connection]:
-    teams = set(_teams(cluster))
+    teams = set(team_namespaces(cluster))
     outsiders = [p for p in cluster.pods if p.namespace in teams]
     outsiders += [
         Endpoint(f"a pod in team namespace {n}", next(cluster.hosts), n, cluster.namespace_labels[n])
@@ -191,7 +192,7 @@ def _port(cluster: Cluster, namespace: str, name: str, number: int) -> Mapping[s
 
 def gateway_to_notebooks(cluster: Cluster) -> Iterator[Connection]:
     profile_owners = owners(cluster.objects)
-    for namespace in _teams(cluster, profiles_only=True):
+    for namespace in team_namespaces(cluster, profiles_only=True):
         pod = _stand_in(cluster, namespace)
         request = user_request(profile_owners.get(namespace, ""), f"/notebook/{namespace}/a-notebook/")
         for gateway in cluster.matching(ISTIO_NAMESPACE, GATEWAY_POD):
@@ -199,7 +200,7 @@ def gateway_to_notebooks(cluster: Cluster) -> Iterator[Connection]:
 
 
 def culler(cluster: Cluster) -> Iterator[Connection]:
-    for namespace in _teams(cluster, profiles_only=True):
+    for namespace in team_namespaces(cluster, profiles_only=True):
         pod = _stand_in(cluster, namespace)
         request = Request(http=True, path=f"/notebook/{namespace}/a-notebook/api/kernels")
         for controller in cluster.matching(KUBEFLOW_NAMESPACE, NOTEBOOK_CONTROLLER_POD):
@@ -207,7 +208,7 @@ def culler(cluster: Cluster) -> Iterator[Connection]:
 
 
 def istiod(cluster: Cluster) -> Iterator[Connection]:
-    for namespace in _teams(cluster, profiles_only=True):
+    for namespace in team_namespaces(cluster, profiles_only=True):
         pod = _stand_in(cluster, namespace)
         for server in cluster.matching(ISTIO_NAMESPACE, ISTIOD_POD):
             yield Connection("the sidecar's configuration", pod, server, ISTIOD_XDS_PORT)
@@ -216,7 +217,7 @@ def istiod(cluster: Cluster) -> Iterator[Connection]:
 def kubeflow_services(cluster: Cluster) -> Iterator[Connection]:
     """A run's pods call Kubeflow's services with and without a sidecar (whichever the run's pods get): the
     policies must let both through."""
-    for namespace in _teams(cluster, profiles_only=True):
+    for namespace in team_namespaces(cluster, profiles_only=True):
         with_sidecar = _stand_in(cluster, namespace)
         without = Endpoint(
             f"a run's pod without a sidecar in {namespace}",
@@ -235,7 +236,7 @@ def kubeflow_services(cluster: Cluster) -> Iterator[Connection]:
 
 
 def in_cluster_gateway(cluster: Cluster) -> Iterator[Connection]:
-    for namespace in _teams(cluster, profiles_only=True):
+    for namespace in team_namespaces(cluster, profiles_only=True):
         pod = _stand_in(cluster, namespace)
         for gateway in cluster.matching(ISTIO_NAMESPACE, GATEWAY_POD):
             yield Connection(
@@ -250,7 +251,7 @@ def in_cluster_gateway(cluster: Cluster) -> Iterator[Connection]:
 
 def https_out(cluster: Cluster) -> Iterator[Connection]:
     outside = Endpoint("an address outside the VPC", cluster.vpc.outside())
-    for namespace in _teams(cluster):
+    for namespace in team_namespaces(cluster):
         yield Connection("HTTPS out", _stand_in(cluster, namespace), outside, 443)
 
 
@@ -268,7 +269,7 @@ def pod_identity_agent(cluster: Cluster) -> Iterator[Connection]:
 def imds(cluster: Cluster) -> Iterator[Connection]:
     """A new pod of every team namespace to the instance metadata service: its node role's credentials."""
     metadata = Endpoint("the EC2 instance metadata service", IMDS)
-    for namespace in _teams(cluster):
+    for namespace in team_namespaces(cluster):
         yield Connection("the node's credentials", _stand_in(cluster, namespace), metadata, IMDS_PORT)
 
 
