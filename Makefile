@@ -68,7 +68,7 @@ lint: $(VENV)/.installed-dev
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-## Read-only checks of the AWS account a stack deploys to (needs its credentials); exit 1 on any FAIL.
+## Read-only checks of the AWS account a stack deploys to (needs its credentials); fails on any FAIL (make: `Error 1`).
 preflight: $(VENV)/.installed
 	$(PY) -m components.tools.preflight --stack $(STACK)
 
@@ -78,8 +78,9 @@ cost: $(VENV)/.installed kubeflow-fetch
 	-$(PY) -m components.preview --stack $(STACK) --out build/preview/$(STACK) > /dev/null
 	$(PY) -m components.tools.cost --stack $(STACK) --preview build/preview/$(STACK)
 
-## After `pulumi destroy`: exit 1 if anything tagged for the stack's cluster is left in AWS, 3 if AWS cannot be
-## asked (no credentials, an endpoint down; docs/teardown.md lists the codes).
+## After `pulumi destroy`: the check fails with its status 1 if anything tagged for the stack's cluster is left in AWS,
+## 3 if AWS cannot be asked (no credentials, an endpoint down; docs/teardown.md lists the codes). make shows it as
+## `Error N` and itself exits 2.
 leak-check: $(VENV)/.installed
 	$(PY) -m components.tools.sweep --stack $(STACK) --check
 
