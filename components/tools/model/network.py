@@ -1,13 +1,9 @@
-"""The paths the platform needs open under its NetworkPolicies, and the ones it must keep closed, judged with the
-model's evaluator (`netpol`) on every pod the model knows.
-
-Needed: the API server to every webhook's and aggregated API's pods, Prometheus to every target of every
-ServiceMonitor and PodMonitor, every pod to cluster DNS, Grafana and the metrics adapter to Prometheus, Prometheus to
-Alertmanager, a load balancer to the Kubeflow gateway. Closed: a pod of a team namespace (a notebook) to Prometheus
-and Alertmanager, which answer anyone without authentication; and, in every namespace the stack creates, a new pod
-that no allowance names, both ways (the namespace's default deny; ingress only where `INGRESS_ONLY` says why).
-Every team namespace's new pod needs DNS, HTTPS out and Prometheus' scrapes; in a Kubeflow Profile's namespace also
-the gateway and the notebook culler in, and istiod, Kubeflow's services and the gateway out.
+"""The cluster the platform model judges connections in (`Cluster`: a pod endpoint of every workload, at the
+addresses the stack gives them, with the NetworkPolicies placed at the stack's own VPC ranges and each end as Istio
+sees it), the paths its objects imply (the API server to every webhook's and aggregated API's pods, Prometheus to
+every monitor's targets, a load balancer to the Kubeflow gateway), and every namespace's default deny
+(`open_namespaces`). Which connections the platform promises open or closed, and the judging, are the flow
+catalogue's (`flows`).
 """
 
 from __future__ import annotations
@@ -292,5 +288,3 @@ def open_namespaces(cluster: Cluster) -> Iterator[tuple[str, str]]:
 PROFILE_ACCOUNT = "default-editor"
 #: The label every Kubeflow Profile's namespace carries.
 PROFILE_LABEL = ("app.kubernetes.io/part-of", PROFILE_NAMESPACE_LABELS["app.kubernetes.io/part-of"])
-#: A port a team's workload serves metrics on, as Prometheus would scrape it.
-_METRICS_PORT = 9090
