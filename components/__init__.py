@@ -7,7 +7,7 @@ editors read the same names from the `TYPE_CHECKING` block below, so `from compo
 
 from typing import TYPE_CHECKING
 
-from components._lazy import lazy_exports
+from ._lazy import lazy_exports
 
 _EXPORTS = {
     "CertManager": "certmanager.component",
@@ -56,44 +56,44 @@ __all__ = sorted(_EXPORTS)
 __getattr__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # never run: the same names as _EXPORTS (a test holds them together), `X as X` re-exports them
-    from components.certmanager.component import CertManager as CertManager
-    from components.certmanager.component import CertManagerArgs as CertManagerArgs
-    from components.cluster.component import Cluster as Cluster
-    from components.cluster.component import ClusterArgs as ClusterArgs
-    from components.cluster.handle import ClusterHandle as ClusterHandle
-    from components.gpu.component import GpuStack as GpuStack
-    from components.gpu.component import GpuStackArgs as GpuStackArgs
-    from components.gpu.devices import NodeDevices as NodeDevices
-    from components.gpu.devices import NodeDevicesArgs as NodeDevicesArgs
-    from components.identity.irsa import IrsaRole as IrsaRole
-    from components.identity.irsa import IrsaRoleArgs as IrsaRoleArgs
-    from components.ingress.component import Ingress as Ingress
-    from components.ingress.component import IngressArgs as IngressArgs
-    from components.karpenter.component import Karpenter as Karpenter
-    from components.karpenter.component import KarpenterArgs as KarpenterArgs
-    from components.kserve.component import KServe as KServe
-    from components.kserve.component import KServeArgs as KServeArgs
-    from components.kserve.publish import ModelRoute as ModelRoute
-    from components.kserve.publish import ModelRouteArgs as ModelRouteArgs
-    from components.kserve.route import ModelRouteSpec as ModelRouteSpec
-    from components.kubeflow.component import Kubeflow as Kubeflow
-    from components.kubeflow.component import KubeflowArgs as KubeflowArgs
-    from components.kueue.component import Kueue as Kueue
-    from components.kueue.component import KueueArgs as KueueArgs
-    from components.kueue.component import TeamQueues as TeamQueues
-    from components.kueue.component import TeamQueuesArgs as TeamQueuesArgs
-    from components.network.component import Network as Network
-    from components.network.component import NetworkArgs as NetworkArgs
-    from components.observability.component import Observability as Observability
-    from components.observability.component import ObservabilityArgs as ObservabilityArgs
-    from components.storage.component import Storage as Storage
-    from components.storage.component import StorageArgs as StorageArgs
-    from components.storage.file_system import FsxFileSystem as FsxFileSystem
-    from components.storage.file_system import FsxFileSystemArgs as FsxFileSystemArgs
-    from components.team.component import TeamArgs as TeamArgs
-    from components.team.component import TeamIdentity as TeamIdentity
-    from components.team.component import TeamIdentityArgs as TeamIdentityArgs
-    from components.team.component import TeamNamespace as TeamNamespace
-    from components.team.component import TeamNodePool as TeamNodePool
-    from components.team.component import TeamProfile as TeamProfile
-    from components.team.component import TeamProfileArgs as TeamProfileArgs
+    from .certmanager.component import CertManager as CertManager
+    from .certmanager.component import CertManagerArgs as CertManagerArgs
+    from .cluster.component import Cluster as Cluster
+    from .cluster.component import ClusterArgs as ClusterArgs
+    from .cluster.handle import ClusterHandle as ClusterHandle
+    from .gpu.component import GpuStack as GpuStack
+    from .gpu.component import GpuStackArgs as GpuStackArgs
+    from .gpu.devices import NodeDevices as NodeDevices
+    from .gpu.devices import NodeDevicesArgs as NodeDevicesArgs
+    from .identity.irsa import IrsaRole as IrsaRole
+    from .identity.irsa import IrsaRoleArgs as IrsaRoleArgs
+    from .ingress.component import Ingress as Ingress
+    from .ingress.component import IngressArgs as IngressArgs
+    from .karpenter.component import Karpenter as Karpenter
+    from .karpenter.component import KarpenterArgs as KarpenterArgs
+    from .kserve.component import KServe as KServe
+    from .kserve.component import KServeArgs as KServeArgs
+    from .kserve.publish import ModelRoute as ModelRoute
+    from .kserve.publish import ModelRouteArgs as ModelRouteArgs
+    from .kserve.route import ModelRouteSpec as ModelRouteSpec
+    from .kubeflow.component import Kubeflow as Kubeflow
+    from .kubeflow.component import KubeflowArgs as KubeflowArgs
+    from .kueue.component import Kueue as Kueue
+    from .kueue.component import KueueArgs as KueueArgs
+    from .kueue.component import TeamQueues as TeamQueues
+    from .kueue.component import TeamQueuesArgs as TeamQueuesArgs
+    from .network.component import Network as Network
+    from .network.component import NetworkArgs as NetworkArgs
+    from .observability.component import Observability as Observability
+    from .observability.component import ObservabilityArgs as ObservabilityArgs
+    from .storage.component import Storage as Storage
+    from .storage.component import StorageArgs as StorageArgs
+    from .storage.file_system import FsxFileSystem as FsxFileSystem
+    from .storage.file_system import FsxFileSystemArgs as FsxFileSystemArgs
+    from .team.component import TeamArgs as TeamArgs
+    from .team.component import TeamIdentity as TeamIdentity
+    from .team.component import TeamIdentityArgs as TeamIdentityArgs
+    from .team.component import TeamNamespace as TeamNamespace
+    from .team.component import TeamNodePool as TeamNodePool
+    from .team.component import TeamProfile as TeamProfile
+    from .team.component import TeamProfileArgs as TeamProfileArgs

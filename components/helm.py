@@ -8,8 +8,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import k8s_objects
-from components.versions import ChartPin
+from . import k8s_objects
+from .versions import ChartPin
 
 #: Charts whose uninstall must run while the cluster does (their release is never `deleted_with` the cluster):
 #: controllers that delete what they made in AWS, and an aggregated API that would outlive its backend. (A chart

@@ -15,7 +15,7 @@ UNKNOWN = frozenset({"amd64"})
 
 @cache
 def _facts() -> tuple[dict[str, Any], ...]:
-    text = resources.files("components").joinpath("image_architectures.json").read_text()
+    text = resources.files(__package__ or "").joinpath("image_architectures.json").read_text()
     entries = json.loads(text)["images"]
     # Longest repository first, so a specific image wins over its registry's family.
     return tuple(sorted(entries, key=lambda e: -len(e["match"])))

@@ -17,11 +17,11 @@ from typing import Any, Literal
 from pydantic import Field, StrictStr, ValidationError, model_validator
 from pydantic.alias_generators import to_snake
 
-from components import versions
-from components.cluster import capacity as system_capacity
-from components.cluster.config import CLUSTER_NAME, ClusterConfig, EndpointAccess, SystemNodeGroup
-from components.config.errors import ConfigError, ConfigIssue, issues_from
-from components.config.types import (
+from . import versions
+from .cluster import capacity as system_capacity
+from .cluster.config import CLUSTER_NAME, ClusterConfig, EndpointAccess, SystemNodeGroup
+from .config.errors import ConfigError, ConfigIssue, issues_from
+from .config.types import (
     ConfigModel,
     ControlPlaneLog,
     Environment,
@@ -30,22 +30,22 @@ from components.config.types import (
     StatefulResources,
     TagValue,
 )
-from components.config.validation import FieldProblems
-from components.gpu.config import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
-from components.ingress.config import IngressConfig
-from components.instances import prices as instance_prices
-from components.instances.accelerators import ACCELERATED_FAMILIES
-from components.karpenter.config import KarpenterConfig
-from components.kubeflow.config import KubeflowConfig
-from components.kueue.config import KueueConfig
-from components.kueue.queues import Flavor, Manifest, gpu_share, shared_flavor, team_queue
-from components.network.config import ExistingVpc, NetworkConfig
-from components.network.plan import plan_subnets
-from components.observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
-from components.observability.render import GpuPool, gpu_pools
-from components.regions import region_problem
-from components.storage.config import BucketConfig, DataRepository, FsxConfig, StorageConfig
-from components.tags import standard_tags
+from .config.validation import FieldProblems
+from .gpu.config import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
+from .ingress.config import IngressConfig
+from .instances import prices as instance_prices
+from .instances.accelerators import ACCELERATED_FAMILIES
+from .karpenter.config import KarpenterConfig
+from .kubeflow.config import KubeflowConfig
+from .kueue.config import KueueConfig
+from .kueue.queues import Flavor, Manifest, gpu_share, shared_flavor, team_queue
+from .network.config import ExistingVpc, NetworkConfig
+from .network.plan import plan_subnets
+from .observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
+from .observability.render import GpuPool, gpu_pools
+from .regions import region_problem
+from .storage.config import BucketConfig, DataRepository, FsxConfig, StorageConfig
+from .tags import standard_tags
 
 __all__ = [
     "AlertThresholds",

@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, StrictStr
 
-from components.aws_names import REGION
+from .aws_names import REGION
 
 #: The partitions the package supports (their ARN partitions and DNS suffixes: components/identity/documents.py).
 PARTITIONS = ("aws", "aws-cn", "aws-us-gov")

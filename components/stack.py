@@ -14,33 +14,33 @@ from typing import Any, Literal
 import pulumi
 import pulumi_aws as aws
 
-from components.certmanager.component import CertManager, CertManagerArgs
-from components.cluster.attach import certificate_authority_of
-from components.cluster.component import Cluster, ClusterArgs, cluster_creator
-from components.cluster.handle import ClusterHandle
-from components.config.errors import ConfigError
-from components.config.types import StatefulResources
-from components.gpu.component import GpuStack, GpuStackArgs
-from components.gpu.devices import NodeDevices, NodeDevicesArgs
-from components.ingress.component import Ingress, IngressArgs
-from components.karpenter.component import Karpenter, KarpenterArgs
-from components.kserve.component import KServe, KServeArgs
-from components.kubeflow.component import FsxForTeams, Kubeflow, KubeflowArgs, planned_objects
-from components.kubeflow.config import settings
-from components.kubeflow.fetch import TreeError
-from components.kubeflow.render import RenderError
-from components.kubeflow.staging import Staged
-from components.kueue.component import Kueue, KueueArgs, TeamQueues, TeamQueuesArgs
-from components.kueue.queues import offered as offered_queueing
-from components.network.component import Network, NetworkArgs
-from components.observability.component import NAMESPACE as MONITORING_NAMESPACE
-from components.observability.component import Observability, ObservabilityArgs
-from components.platform_config import PROJECT_NAMESPACE, PlatformConfig, parse_config, secret_problems
-from components.scheduling import CSI_STARTUP_TAINTS, GPU_TAINT, Taint
-from components.storage.component import Storage, StorageArgs
-from components.storage.file_system import FsxFileSystem, FsxFileSystemArgs
-from components.storage.render import kept_volume_class_name
-from components.team.offer import offered_pipelines, offered_pool
+from .certmanager.component import CertManager, CertManagerArgs
+from .cluster.attach import certificate_authority_of
+from .cluster.component import Cluster, ClusterArgs, cluster_creator
+from .cluster.handle import ClusterHandle
+from .config.errors import ConfigError
+from .config.types import StatefulResources
+from .gpu.component import GpuStack, GpuStackArgs
+from .gpu.devices import NodeDevices, NodeDevicesArgs
+from .ingress.component import Ingress, IngressArgs
+from .karpenter.component import Karpenter, KarpenterArgs
+from .kserve.component import KServe, KServeArgs
+from .kubeflow.component import FsxForTeams, Kubeflow, KubeflowArgs, planned_objects
+from .kubeflow.config import settings
+from .kubeflow.fetch import TreeError
+from .kubeflow.render import RenderError
+from .kubeflow.staging import Staged
+from .kueue.component import Kueue, KueueArgs, TeamQueues, TeamQueuesArgs
+from .kueue.queues import offered as offered_queueing
+from .network.component import Network, NetworkArgs
+from .observability.component import NAMESPACE as MONITORING_NAMESPACE
+from .observability.component import Observability, ObservabilityArgs
+from .platform_config import PROJECT_NAMESPACE, PlatformConfig, parse_config, secret_problems
+from .scheduling import CSI_STARTUP_TAINTS, GPU_TAINT, Taint
+from .storage.component import Storage, StorageArgs
+from .storage.file_system import FsxFileSystem, FsxFileSystemArgs
+from .storage.render import kept_volume_class_name
+from .team.offer import offered_pipelines, offered_pool
 
 
 def raw_config() -> dict[str, Any]:

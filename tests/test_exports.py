@@ -36,7 +36,7 @@ def type_checking_imports() -> dict[str, str]:
         for alias in node.names:
             # `X as X`: re-exported to type checkers whatever they make of the computed __all__
             assert alias.asname == alias.name, ast.unparse(node)
-            found[alias.name] = node.module
+            found[alias.name] = f"components.{node.module}" if node.level else node.module
     return found
 
 

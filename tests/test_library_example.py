@@ -17,8 +17,9 @@ import pytest
 
 from .conftest import REPO
 
-#: The offline preview's command (python -m ...): the one name this test takes from the package's tools.
-PREVIEW = "components.preview"
+#: The offline preview's command (python -m ...): the one name this test takes from the package's tools, under the
+#: name library users import it by.
+PREVIEW = "eks_ml_platform.preview"
 EXAMPLE = REPO / "examples" / "library"
 DASHBOARDS = REPO / "components" / "observability" / "dashboards"
 PARTS = {
@@ -39,10 +40,18 @@ def test_the_docs_show_the_example_program_exactly():
     assert program in blocks
 
 
-def preview(python: str | Path, project: Path, out: Path, *, cwd: Path, env: dict[str, str] | None = None) -> str:
+def preview(
+    python: str | Path,
+    project: Path,
+    out: Path,
+    *,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    command: str = PREVIEW,
+) -> str:
     """Preview the project's dev stack; its printed report. Fails with the output unless it exits 0."""
     result = subprocess.run(
-        [str(python), "-m", PREVIEW, "--project-dir", str(project), "--stack", "dev", "--out", str(out)],
+        [str(python), "-m", command, "--project-dir", str(project), "--stack", "dev", "--out", str(out)],
         capture_output=True,
         text=True,
         check=False,
@@ -111,8 +120,10 @@ def check_the_example_preview(out: Path, printed: str) -> None:
 
 @pytest.mark.subprocess
 def test_the_example_previews_from_this_tree(tmp_path):
+    """The repository's own tools (`components`) run the example, which imports the package as `eks_ml_platform`:
+    both names are one package while it runs."""
     out = tmp_path / "out"
-    check_the_example_preview(out, preview(sys.executable, EXAMPLE, out, cwd=REPO))
+    check_the_example_preview(out, preview(sys.executable, EXAMPLE, out, cwd=REPO, command="components.preview"))
 
 
 # ------------------------------------------------------------------------------------------------------ the wheel
@@ -124,7 +135,7 @@ def wheel(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"
     shutil.copytree(REPO / "components", source / "components", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(REPO / name, source / name)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(work / "dist"), str(source)],
@@ -147,6 +158,7 @@ def test_the_wheel_ships_every_data_file_of_the_package_and_its_types(wheel):
     with zipfile.ZipFile(wheel) as archive:
         shipped = set(archive.namelist())
     assert in_tree - shipped == set()
+    assert {"eks_ml_platform/" + path.removeprefix("components/") for path in in_tree} - shipped == set()
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +172,7 @@ def installed(wheel, tmp_path_factory) -> tuple[Path, dict[str, str]]:
     python = venv / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True, cwd=home, env=env)
     where = subprocess.run(
-        [str(python), "-c", "import components; print(components.__file__)"],
+        [str(python), "-c", "import eks_ml_platform; print(eks_ml_platform.__file__)"],
         capture_output=True,
         text=True,
         check=True,
@@ -174,22 +186,25 @@ def installed(wheel, tmp_path_factory) -> tuple[Path, dict[str, str]]:
 
 @pytest.mark.subprocess
 def test_the_example_previews_from_the_wheel_installed_in_a_fresh_virtualenv(installed, tmp_path):
-    """The project runs from a folder of its own, away from the repository."""
+    """The project runs from a folder of its own, away from the repository, and has a `components/` package of its
+    own, which the Pulumi language host puts first on the path: the library's import name is not hidden by it."""
     python, env = installed
     project = tmp_path / "library"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "components").mkdir()
+    (project / "components" / "__init__.py").write_text('"""The project\'s own components."""\n')
     out = tmp_path / "out"
     check_the_example_preview(out, preview(python, project, out, cwd=tmp_path, env=env))
 
 
 @pytest.mark.subprocess
 def test_a_type_checker_sees_the_installed_packages_classes(installed, tmp_path):
-    """py.typed and the TYPE_CHECKING exports: without either, mypy takes `from components import ...` as Any."""
+    """py.typed and the TYPE_CHECKING exports: without either, mypy takes `from eks_ml_platform import ...` as Any."""
     pytest.importorskip("mypy")
     python, env = installed
     program = tmp_path / "program.py"
     program.write_text(
-        "from components import Cluster, ClusterArgs\n\nreveal_type(Cluster)\nreveal_type(ClusterArgs)\n"
+        "from eks_ml_platform import Cluster, ClusterArgs\n\nreveal_type(Cluster)\nreveal_type(ClusterArgs)\n"
     )
     # The provider SDKs are left out: checking them costs minutes and gigabytes, and says nothing of this package.
     sdks = "pulumi_aws.*,pulumi_eks.*,pulumi_kubernetes.*,pulumi_random.*,boto3.*,botocore.*"
@@ -218,6 +233,6 @@ def test_a_type_checker_sees_the_installed_packages_classes(installed, tmp_path)
     revealed = re.findall(r'Revealed type is "(.*)"', result.stdout)
     assert len(revealed) == 2, result.stdout
     assert "Any" not in revealed, result.stdout
-    assert revealed[0].endswith("-> components.cluster.component.Cluster")
+    assert revealed[0].endswith("-> eks_ml_platform.cluster.component.Cluster")
     assert "owns_vpc: bool," in revealed[1]
-    assert revealed[1].endswith("-> components.cluster.component.ClusterArgs")
+    assert revealed[1].endswith("-> eks_ml_platform.cluster.component.ClusterArgs")

@@ -13,13 +13,13 @@ from typing import Any
 
 import pulumi
 
-from components import helm, versions
-from components.certmanager import network_policy
-from components.certmanager.names import GROUPS, NAMESPACE
-from components.cluster.capacity import CERT_MANAGER as REQUESTS
-from components.cluster.capacity import CERT_MANAGER_MEMORY_LIMIT_FACTOR, CERT_MANAGER_REPLICAS, Requests
-from components.cluster.handle import ClusterHandle
-from components.scheduling import Placement
+from .. import helm, versions
+from ..cluster.capacity import CERT_MANAGER as REQUESTS
+from ..cluster.capacity import CERT_MANAGER_MEMORY_LIMIT_FACTOR, CERT_MANAGER_REPLICAS, Requests
+from ..cluster.handle import ClusterHandle
+from ..scheduling import Placement
+from . import network_policy
+from .names import GROUPS, NAMESPACE
 
 __all__ = ["GROUPS", "NAMESPACE", "CertManager", "CertManagerArgs", "chart_values"]
 

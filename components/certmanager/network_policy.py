@@ -7,8 +7,8 @@ namespace, checked with the rest of the platform's policies by the model.
 
 from __future__ import annotations
 
-from components import network_policies as netpol
-from components.network_policies import ANYWHERE, Manifest
+from .. import network_policies as netpol
+from ..network_policies import ANYWHERE, Manifest
 
 CONTROLLER_POD = {"app.kubernetes.io/component": "controller"}
 WEBHOOK_POD = {"app.kubernetes.io/component": "webhook"}

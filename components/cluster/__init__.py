@@ -1,5 +1,5 @@
 """EKS with its add-ons, access entries and the system node group; the handle other parts take; its sizing."""
 
-from components._lazy import lazy_exports
+from .._lazy import lazy_exports
 
 __getattr__ = lazy_exports(__name__, {"Cluster": "component", "ClusterArgs": "component", "ClusterHandle": "handle"})

@@ -11,10 +11,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_eks as eks
 
-from components import versions
-from components.cluster.capacity import METRICS_SERVER_REPLICAS
-from components.identity.irsa import IrsaRole, IrsaRoleArgs, PodIdentityTarget, aws_managed_policy_arn
-from components.scheduling import Placement
+from .. import versions
+from ..identity.irsa import IrsaRole, IrsaRoleArgs, PodIdentityTarget, aws_managed_policy_arn
+from ..scheduling import Placement
+from .capacity import METRICS_SERVER_REPLICAS
 
 #: vpc-cni add-on configuration (its schema: `aws eks describe-addon-configuration --addon-name vpc-cni`).
 VPC_CNI_CONFIGURATION: Mapping[str, str] = {"enableNetworkPolicy": "true"}

@@ -19,7 +19,7 @@ import pulumi
 import pulumi_aws as aws
 from pulumi.runtime.sync_await import _sync_await
 
-from components.scheduling import SYSTEM_PLACEMENT
+from ..scheduling import SYSTEM_PLACEMENT
 
 #: The platform stack's outputs a handle is made of (README, "Using the components in another stack").
 HANDLE_OUTPUTS = (

@@ -12,8 +12,15 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from components import versions
-from components.cluster.addons import (
+from .. import versions
+from ..config.types import Identity, StatefulResources
+from ..identity.documents import same_principal
+from ..identity.irsa import node_role as node_role_with_policies
+from ..scheduling import SYSTEM_PLACEMENT, SYSTEM_TAINT
+from ..sweep.model import Kind
+from ..sweep.resource import SweepArgs, sweep_step
+from ..sweep.sweeper import NETWORK_KINDS, STEP_KINDS
+from .addons import (
     AddonSite,
     metrics_server_addon,
     networking_addons,
@@ -21,16 +28,9 @@ from components.cluster.addons import (
     pod_identity_agent_addon,
     workload_addons,
 )
-from components.cluster.config import ClusterConfig, EndpointAccess
-from components.cluster.create_order import created_after
-from components.cluster.handle import MUTABLE_DATA, ClusterHandle, pod_identity_target
-from components.config.types import Identity, StatefulResources
-from components.identity.documents import same_principal
-from components.identity.irsa import node_role as node_role_with_policies
-from components.scheduling import SYSTEM_PLACEMENT, SYSTEM_TAINT
-from components.sweep.model import Kind
-from components.sweep.resource import SweepArgs, sweep_step
-from components.sweep.sweeper import NETWORK_KINDS, STEP_KINDS
+from .config import ClusterConfig, EndpointAccess
+from .create_order import created_after
+from .handle import MUTABLE_DATA, ClusterHandle, pod_identity_target
 
 #: EKS admin access for the principals listed in config.
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"

@@ -8,9 +8,9 @@ from typing import Annotated
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from components import versions
-from components.config.cidrs import whole_internet_problems
-from components.config.types import (
+from .. import versions
+from ..config.cidrs import whole_internet_problems
+from ..config.types import (
     Cidr,
     ConfigModel,
     ControlPlaneLog,
@@ -20,8 +20,8 @@ from components.config.types import (
     one_of,
     prefix_between,
 )
-from components.config.validation import FieldProblems, matches
-from components.instances.families import family_of_type, is_graviton, type_problem
+from ..config.validation import FieldProblems, matches
+from ..instances.families import family_of_type, is_graviton, type_problem
 
 #: A lowercase DNS-style name of 2 to 40 characters (EKS allows 100; the tags and names derived from it stay short).
 CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$")

@@ -11,12 +11,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import k8s_objects
-from components.cluster import attach
-from components.config.types import Identity
-from components.identity.documents import eks_cluster_arn
-from components.identity.irsa import IrsaRole, IrsaRoleArgs, PodIdentityTarget
-from components.scheduling import SYSTEM_PLACEMENT, Placement
+from .. import k8s_objects
+from ..config.types import Identity
+from ..identity.documents import eks_cluster_arn
+from ..identity.irsa import IrsaRole, IrsaRoleArgs, PodIdentityTarget
+from ..scheduling import SYSTEM_PLACEMENT, Placement
+from . import attach
 
 #: `enableConfigMapMutable` and `enableSecretMutable` of every Kubernetes provider the package makes: a ConfigMap or
 #: Secret whose data changes is updated in place, not deleted and created again (the provider's default;

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from components.config.validation import FieldProblems
+from .validation import FieldProblems
 
 
 class ConfigIssue(BaseModel):

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from components.config.errors import ConfigError, ConfigIssue
+from .errors import ConfigError, ConfigIssue
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -20,7 +20,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from components.config.validation import FieldProblems, matches
+from .validation import FieldProblems, matches
 
 
 def _cidr(value: Any) -> IPv4Network:

@@ -2,6 +2,6 @@
 
 import sys
 
-from components.tools.cost.__main__ import main
+from ..tools.cost.__main__ import main
 
 sys.exit(main(prog="python -m components.cost"))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.admission_policy import Requests, policy_and_binding
-from components.scheduling import GPU_RESOURCE, GPU_TAINT
+from ..admission_policy import Requests, policy_and_binding
+from ..scheduling import GPU_RESOURCE, GPU_TAINT
 
 POLICY_NAME = "gpu-pods"
 #: A namespace labelled with this (value `exempt`) is not checked.

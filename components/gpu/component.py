@@ -6,16 +6,16 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import helm, k8s_objects, versions
-from components.cluster.handle import ClusterHandle
-from components.gpu import network_policy
-from components.gpu.admission import AdmissionOptions, admission_manifests
-from components.gpu.config import GpuConfig
-from components.gpu.efa_admission import efa_admission_manifests
-from components.gpu.operator import GpuOperatorOptions, NodeImage, operator_values
-from components.gpu.scheduler import SchedulerOptions, scheduler_manifests
-from components.kubeflow.gpu_scheduling import kubeflow_exemption
-from components.scheduling import GPU_TAINT, Taint
+from .. import helm, k8s_objects, versions
+from ..cluster.handle import ClusterHandle
+from ..kubeflow.gpu_scheduling import kubeflow_exemption
+from ..scheduling import GPU_TAINT, Taint
+from . import network_policy
+from .admission import AdmissionOptions, admission_manifests
+from .config import GpuConfig
+from .efa_admission import efa_admission_manifests
+from .operator import GpuOperatorOptions, NodeImage, operator_values
+from .scheduler import SchedulerOptions, scheduler_manifests
 
 OPERATOR_NAMESPACE = "gpu-operator"
 

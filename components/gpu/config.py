@@ -6,10 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from components.config.types import ConfigModel, KeyName, Switchable
-from components.config.validation import FieldProblems, matches
-from components.gpu.admission import AdmissionOptions
-from components.scheduling import DEFAULT_GPU_SCHEDULER
+from ..config.types import ConfigModel, KeyName, Switchable
+from ..config.validation import FieldProblems, matches
+from ..scheduling import DEFAULT_GPU_SCHEDULER
+from .admission import AdmissionOptions
 
 
 class MigOptions(ConfigModel):

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import helm, k8s_objects, versions
-from components.cluster.handle import ClusterHandle
-from components.gpu.admission import AdmissionOptions
-from components.gpu.efa import efa_values
-from components.gpu.neuron import neuron_values
-from components.gpu.neuron_admission import neuron_admission_manifests
-from components.scheduling import Taint
+from .. import helm, k8s_objects, versions
+from ..cluster.handle import ClusterHandle
+from ..scheduling import Taint
+from .admission import AdmissionOptions
+from .efa import efa_values
+from .neuron import neuron_values
+from .neuron_admission import neuron_admission_manifests
 
 NAMESPACE = "kube-system"
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.gpu.neuron import tolerations
-from components.scheduling import EFA_LABEL, Taint
+from ..scheduling import EFA_LABEL, Taint
+from .neuron import tolerations
 
 
 def efa_values(pool_taints: Iterable[Taint]) -> dict[str, Any]:

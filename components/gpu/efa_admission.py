@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.gpu.admission import AdmissionOptions, sibling_manifests
-from components.scheduling import EFA_LABEL
+from ..scheduling import EFA_LABEL
+from .admission import AdmissionOptions, sibling_manifests
 
 POLICY_NAME = "efa-pods"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"

@@ -4,8 +4,8 @@ operator's metrics). The device plugin talks to the kubelet over a socket on the
 
 from __future__ import annotations
 
-from components import network_policies as netpol
-from components.network_policies import Manifest
+from .. import network_policies as netpol
+from ..network_policies import Manifest
 
 
 def policies(namespace: str, monitoring_namespace: str | None) -> dict[str, Manifest]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.scheduling import NEURON_TAINT, SYSTEM_TAINT, TEAM_TAINT_KEY, Taint
+from ..scheduling import NEURON_TAINT, SYSTEM_TAINT, TEAM_TAINT_KEY, Taint
 
 
 def tolerations(taints: Iterable[Taint]) -> list[dict[str, str]]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.gpu.admission import AdmissionOptions, sibling_manifests
-from components.scheduling import NEURON_CORE_RESOURCE, NEURON_RESOURCE, NEURON_TAINT
+from ..scheduling import NEURON_CORE_RESOURCE, NEURON_RESOURCE, NEURON_TAINT
+from .admission import AdmissionOptions, sibling_manifests
 
 POLICY_NAME = "neuron-pods"
 RESOURCES = (NEURON_RESOURCE, NEURON_CORE_RESOURCE)

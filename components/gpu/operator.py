@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 import yaml
 
-from components.gpu.dcgm import exporter_config
-from components.scheduling import GPU_RESOURCE, GPU_TAINT, TEAM_TAINT_TOLERATION, Placement, Taint
+from ..scheduling import GPU_RESOURCE, GPU_TAINT, TEAM_TAINT_TOLERATION, Placement, Taint
+from .dcgm import exporter_config
 
 NodeImage = Literal["al2023", "bottlerocket"]
 TIME_SLICING_CONFIG = "time-slicing"

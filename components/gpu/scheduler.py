@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 import yaml
 
-from components.cluster.capacity import BINPACK_SCHEDULER, quantity
-from components.scheduling import GPU_RESOURCE, Placement
+from ..cluster.capacity import BINPACK_SCHEDULER, quantity
+from ..scheduling import GPU_RESOURCE, Placement
 
 NAMESPACE = "kube-system"
 CONFIG_KEY = "config.yaml"

@@ -1,5 +1,5 @@
 """IAM documents and the IRSA role every controller uses."""
 
-from components._lazy import lazy_exports
+from .._lazy import lazy_exports
 
 __getattr__ = lazy_exports(__name__, {"IrsaRole": "irsa", "IrsaRoleArgs": "irsa"})

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from components.identity.documents import irsa_trust_policy, node_trust_policy, pod_identity_trust_policy, to_json
+from .documents import irsa_trust_policy, node_trust_policy, pod_identity_trust_policy, to_json
 
 #: The service account annotation IRSA reads. With EKS Pod Identity it must be absent: the SDKs' credential chain
 #: tries web identity (what the annotation sets up) before container credentials (what Pod Identity sets up), so a

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.identity.documents import IAM_VERSION, dns_suffix
+from .documents import IAM_VERSION, dns_suffix
 
 
 def prefix_within(inner: str, outer: str) -> bool:

@@ -1,5 +1,5 @@
 """The AWS Load Balancer Controller."""
 
-from components._lazy import lazy_exports
+from .._lazy import lazy_exports
 
 __getattr__ = lazy_exports(__name__, {"Ingress": "component", "IngressArgs": "component"})

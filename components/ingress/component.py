@@ -12,13 +12,13 @@ from typing import Any
 
 import pulumi
 
-from components import helm, versions
-from components.cluster import capacity as system_capacity
-from components.cluster.handle import ClusterHandle
-from components.identity.documents import to_json
-from components.ingress.iam import ControllerScope, controller_policy
-from components.ingress.names import NAMESPACE, SERVICE_ACCOUNT
-from components.scheduling import Placement
+from .. import helm, versions
+from ..cluster import capacity as system_capacity
+from ..cluster.handle import ClusterHandle
+from ..identity.documents import to_json
+from ..scheduling import Placement
+from .iam import ControllerScope, controller_policy
+from .names import NAMESPACE, SERVICE_ACCOUNT
 
 
 def controller_values(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field, StrictBool, model_validator
 
-from components.config.types import ConfigModel
-from components.config.validation import FieldProblems
+from ..config.types import ConfigModel
+from ..config.validation import FieldProblems
 
 
 class IngressConfig(ConfigModel):

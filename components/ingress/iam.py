@@ -17,7 +17,7 @@ from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
 
-from components.identity.documents import IAM_VERSION
+from ..identity.documents import IAM_VERSION
 
 #: The tag the controller stamps on everything it creates; ownership checks in this policy key off its presence.
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"

@@ -38,7 +38,7 @@ class AcceleratedFamily:
 
 
 def _read_table() -> tuple[Mapping[str, AcceleratedFamily], frozenset[str]]:
-    document = yaml.safe_load(resources.files("components.instances").joinpath(DATA).read_text(encoding="utf-8"))
+    document = yaml.safe_load(resources.files(__package__ or "").joinpath(DATA).read_text(encoding="utf-8"))
     families = {
         name: AcceleratedFamily(
             family=name,

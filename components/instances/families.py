@@ -22,7 +22,7 @@ from typing import Literal
 
 import yaml
 
-from components.instances import accelerators
+from . import accelerators
 
 Accelerator = Literal["nvidia", "neuron"]
 
@@ -31,7 +31,7 @@ EC2_DATA = "ec2_families.yaml"
 
 
 def _read_ec2_families() -> tuple[Mapping[str, tuple[str, ...]], str]:
-    document = yaml.safe_load(resources.files("components.instances").joinpath(EC2_DATA).read_text(encoding="utf-8"))
+    document = yaml.safe_load(resources.files(__package__ or "").joinpath(EC2_DATA).read_text(encoding="utf-8"))
     families = {family: tuple(sizes) for family, sizes in document["families"].items()}
     return MappingProxyType(families), str(document["date"])
 

@@ -15,14 +15,14 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from components.instances.accelerators import ACCELERATED_FAMILIES, AcceleratedFamily
+from .accelerators import ACCELERATED_FAMILIES, AcceleratedFamily
 
 #: The pinned on-demand table, beside this module.
 DATA = "instance_prices.json"
 
 
 def _read() -> Mapping[str, Any]:
-    return MappingProxyType(json.loads(resources.files("components.instances").joinpath(DATA).read_text("utf-8")))
+    return MappingProxyType(json.loads(resources.files(__package__ or "").joinpath(DATA).read_text("utf-8")))
 
 
 #: The pinned table as written: `date`, `source`, `regions` (region -> instance type -> USD per hour, as strings),

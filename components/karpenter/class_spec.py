@@ -11,12 +11,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from components.config.validation import FieldProblems
-from components.config.validation import matches as _matches
-from components.karpenter import crd_rules, efa
-from components.karpenter.presets import NODE_CLASS_PRESETS
-from components.karpenter.spec_types import DURATION, QUANTITY, Quantity, Spec, apply_preset
-from components.tags import standard_tags
+from ..config.validation import FieldProblems
+from ..config.validation import matches as _matches
+from ..tags import standard_tags
+from . import crd_rules, efa
+from .presets import NODE_CLASS_PRESETS
+from .spec_types import DURATION, QUANTITY, Quantity, Spec, apply_preset
 
 # The EC2NodeClass CRD's patterns (`crd_rules.json`), matched whole: the CRD's subnet and security group patterns are
 # unanchored, so it also admits ids inside other text, which EC2 refuses.

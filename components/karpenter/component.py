@@ -17,26 +17,26 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import helm, k8s_objects, versions
-from components.cluster import capacity as system_capacity
-from components.cluster.create_order import created_after
-from components.cluster.handle import ClusterHandle
-from components.identity.documents import to_json
-from components.identity.irsa import node_role
-from components.karpenter.config import KarpenterConfig
-from components.karpenter.iam import (
+from .. import helm, k8s_objects, versions
+from ..cluster import capacity as system_capacity
+from ..cluster.create_order import created_after
+from ..cluster.handle import ClusterHandle
+from ..identity.documents import to_json
+from ..identity.irsa import node_role
+from ..network.tags import DISCOVERY_TAG
+from ..scheduling import CSI_STARTUP_TAINTS, Placement
+from .config import KarpenterConfig
+from .iam import (
     INTERRUPTION_EVENTS,
     ControllerScope,
     controller_policy,
     event_pattern,
     queue_policy,
 )
-from components.karpenter.render import NodeClassContext, render_nodeclass, render_nodepools
-from components.karpenter.repair import FEATURE_GATE as NODE_REPAIR
-from components.karpenter.specs import NodeClassSpec
-from components.karpenter.validation import delete_timeout
-from components.network.tags import DISCOVERY_TAG
-from components.scheduling import CSI_STARTUP_TAINTS, Placement
+from .render import NodeClassContext, render_nodeclass, render_nodepools
+from .repair import FEATURE_GATE as NODE_REPAIR
+from .specs import NodeClassSpec
+from .validation import delete_timeout
 
 #: Where the chart runs the controller, and the service account it creates: the IRSA trust policy names exactly this.
 NAMESPACE = "kube-system"

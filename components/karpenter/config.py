@@ -8,15 +8,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validator
 
-from components.config.types import ConfigModel, KeyName
-from components.config.validation import FieldProblems
-from components.config.validation import matches as _matches
-from components.instances import accelerators
-from components.instances.families import accelerator_of, name_problem
-from components.karpenter import efa
-from components.karpenter.pool_checks import idle_budget_message, instance_types
-from components.karpenter.specs import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, NodePoolSpec
-from components.scheduling import Taint
+from ..config.types import ConfigModel, KeyName
+from ..config.validation import FieldProblems
+from ..config.validation import matches as _matches
+from ..instances import accelerators
+from ..instances.families import accelerator_of, name_problem
+from ..scheduling import Taint
+from . import efa
+from .pool_checks import idle_budget_message, instance_types
+from .specs import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NodeClassSpec, NodePoolSpec
 
 Size = Annotated[StrictStr, _matches(r"[a-z0-9-]+", "an instance size like '48xlarge' or 'metal'")]
 

@@ -21,7 +21,7 @@ from pydantic import AfterValidator
 
 DATA = "crd_rules.json"
 
-_DOCUMENT = json.loads(resources.files("components.karpenter").joinpath(DATA).read_text(encoding="utf-8"))
+_DOCUMENT = json.loads(resources.files(__package__ or "").joinpath(DATA).read_text(encoding="utf-8"))
 
 #: Rules by name (`nodePool.requirementKey`, ...), each with the CRD and schema path it comes from.
 RULES: Mapping[str, Mapping[str, Any]] = MappingProxyType(_DOCUMENT["rules"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.identity.documents import IAM_VERSION
+from ..identity.documents import IAM_VERSION
 
 
 @dataclass(frozen=True)

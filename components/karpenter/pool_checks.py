@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from components.instances import accelerators
-from components.instances.families import (
+from ..instances import accelerators
+from ..instances.families import (
     ACCELERATED_CATEGORIES,
     Accelerator,
     architecture_of,
@@ -21,11 +21,7 @@ from components.instances.families import (
     sizes_of,
     type_problem,
 )
-from components.karpenter import crd_rules
-from components.karpenter.pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
-from components.karpenter.spec_types import LABEL_VALUE_HINT, QUANTITY, QUANTITY_HINT
-from components.karpenter.validation import excludes, label_problem, requirement_key_problem
-from components.scheduling import (
+from ..scheduling import (
     ACCELERATOR_RESOURCES,
     GPU_RESOURCE,
     GPU_SHARE_LABEL,
@@ -35,6 +31,10 @@ from components.scheduling import (
     NEURON_TAINT,
     Taint,
 )
+from . import crd_rules
+from .pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
+from .spec_types import LABEL_VALUE_HINT, QUANTITY, QUANTITY_HINT
+from .validation import excludes, label_problem, requirement_key_problem
 
 
 class Pool(Protocol):

@@ -10,8 +10,8 @@ from typing import Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
-from components.karpenter import crd_rules
-from components.karpenter.spec_types import (
+from . import crd_rules
+from .spec_types import (
     BUDGET_DURATION,
     BUDGET_NODES,
     DURATION,
@@ -21,7 +21,7 @@ from components.karpenter.spec_types import (
     Spec,
     TaintValue,
 )
-from components.karpenter.validation import cron_problem
+from .validation import cron_problem
 
 
 class TaintSpec(Spec):

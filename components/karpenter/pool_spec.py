@@ -16,14 +16,15 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictInt, StrictStr, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from components.config.errors import issues_from
-from components.config.validation import FieldProblems
-from components.instances.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of
-from components.karpenter import crd_rules
-from components.karpenter.pool_checks import pool_problems
-from components.karpenter.pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
-from components.karpenter.presets import NODE_POOL_PRESETS
-from components.karpenter.spec_types import (
+from ..config.errors import issues_from
+from ..config.validation import FieldProblems
+from ..instances.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of
+from ..scheduling import ACCELERATOR_RESOURCES, GPU_RESOURCE
+from . import crd_rules
+from .pool_checks import pool_problems
+from .pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
+from .presets import NODE_POOL_PRESETS
+from .spec_types import (
     NOT_EMPTY,
     Duration,
     GracePeriod,
@@ -34,8 +35,7 @@ from components.karpenter.spec_types import (
     Spec,
     apply_preset,
 )
-from components.karpenter.validation import requirement_accelerators
-from components.scheduling import ACCELERATOR_RESOURCES, GPU_RESOURCE
+from .validation import requirement_accelerators
 
 #: Field aliases whose values did not validate while a pool's problems are collected: checks that read them are
 #: skipped rather than run on stand-ins (see `NodePoolSpec._every_problem`).

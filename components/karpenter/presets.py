@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.instances import accelerators as gpu_facts
-from components.scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, WORKLOAD_LABEL
+from ..instances import accelerators as gpu_facts
+from ..scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, WORKLOAD_LABEL
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

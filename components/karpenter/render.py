@@ -6,18 +6,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components import versions
-from components.karpenter.config import KarpenterConfig
-from components.karpenter.specs import NodeClassSpec, NodePoolSpec
-from components.karpenter.userdata import (
+from .. import versions
+from ..network.tags import DISCOVERY_TAG
+from ..scheduling import EFA_LABEL, GPU_SHARE_LABEL, GPU_SHARE_PLATFORM, Taint
+from .config import KarpenterConfig
+from .specs import NodeClassSpec, NodePoolSpec
+from .userdata import (
     FAST_IMAGE_PULL_GATE,
     al2023_user_data,
     bottlerocket_user_data,
     containerd_config,
 )
-from components.karpenter.validation import EXCLUDE, excludes
-from components.network.tags import DISCOVERY_TAG
-from components.scheduling import EFA_LABEL, GPU_SHARE_LABEL, GPU_SHARE_PLATFORM, Taint
+from .validation import EXCLUDE, excludes
 
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"

@@ -11,10 +11,10 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, StrictStr
 from pydantic.alias_generators import to_camel
 
-from components.config.validation import FieldProblems
-from components.config.validation import matches as _matches
-from components.karpenter import crd_rules
-from components.karpenter.presets import deep_merge
+from ..config.validation import FieldProblems
+from ..config.validation import matches as _matches
+from . import crd_rules
+from .presets import deep_merge
 
 
 def quantity_text(value: Any) -> Any:

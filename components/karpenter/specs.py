@@ -15,7 +15,7 @@ preset can never hide a mistake (a GPU pool without its taint or GPU limit is an
 
 from __future__ import annotations
 
-from components.karpenter.class_spec import (
+from .class_spec import (
     CapacityReservationTermSpec,
     KubeletSpec,
     NetworkInterfaceSpec,
@@ -24,9 +24,9 @@ from components.karpenter.class_spec import (
     SubnetTermSpec,
     UserDataSpec,
 )
-from components.karpenter.pool_fields import BudgetSpec, DisruptionSpec, RequirementSpec, TaintSpec
-from components.karpenter.pool_spec import NodePoolSpec
-from components.karpenter.presets import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NODE_CLASS_PRESETS, NODE_POOL_PRESETS
+from .pool_fields import BudgetSpec, DisruptionSpec, RequirementSpec, TaintSpec
+from .pool_spec import NodePoolSpec
+from .presets import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NODE_CLASS_PRESETS, NODE_POOL_PRESETS
 
 __all__ = [
     "DEFAULT_NODE_CLASSES",

@@ -7,8 +7,8 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from components.instances.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of, family_of_type
-from components.karpenter import crd_rules
+from ..instances.families import ACCELERATED_CATEGORIES, Accelerator, accelerator_of, family_of_type
+from . import crd_rules
 
 # ------------------------------------------------------------------------------------------------- accelerators
 

@@ -1,7 +1,7 @@
 """KServe, model serving for Kubeflow: its pinned charts in Standard (raw Deployment) mode, the controller on the
 system nodes; and `ModelRoute`, which publishes one InferenceService on the Kubeflow gateway."""
 
-from components._lazy import lazy_exports
+from .._lazy import lazy_exports
 
 __getattr__ = lazy_exports(
     __name__,

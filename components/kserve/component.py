@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import helm, k8s_objects, versions
-from components.cluster.handle import ClusterHandle
-from components.kserve import network_policy
-from components.kserve.values import NAMESPACE, chart_values, controller_availability
+from .. import helm, k8s_objects, versions
+from ..cluster.handle import ClusterHandle
+from . import network_policy
+from .values import NAMESPACE, chart_values, controller_availability
 
 __all__ = ["NAMESPACE", "KServe", "KServeArgs"]
 

@@ -7,8 +7,8 @@ calls no model server, so nothing else is open.
 
 from __future__ import annotations
 
-from components import network_policies as netpol
-from components.network_policies import Manifest
+from .. import network_policies as netpol
+from ..network_policies import Manifest
 
 #: The controller's pods (the chart's `control-plane` label, kserve-resources v0.16.0 templates/deployment.yaml).
 CONTROLLER_POD = {"control-plane": "kserve-controller-manager"}

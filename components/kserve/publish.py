@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import k8s_objects
-from components.cluster.handle import ClusterHandle
-from components.kserve.route import ModelRouteSpec, route_manifests
+from .. import k8s_objects
+from ..cluster.handle import ClusterHandle
+from .route import ModelRouteSpec, route_manifests
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from components.kubeflow.auth import KFAM_PRINCIPALS, USERID_HEADER
+from ..kubeflow.auth import KFAM_PRINCIPALS, USERID_HEADER
 
 Manifest = dict[str, Any]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.cluster.capacity import KSERVE_REPLICAS
-from components.scheduling import Placement
+from ..cluster.capacity import KSERVE_REPLICAS
+from ..scheduling import Placement
 
 #: The namespace the platform installs KServe into (its own: Kubeflow's namespaces carry upstream's network policies).
 NAMESPACE = "kserve"

@@ -8,8 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components import network_policies as netpol
-
+from .. import network_policies as netpol
 from . import alb_auth
 from .alb_auth import AlbAuth
 from .network_policy import ISTIO_NAMESPACE, Exposed

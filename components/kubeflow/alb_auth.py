@@ -25,9 +25,8 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from components.ingress.names import NAMESPACE as CONTROLLER_NAMESPACE
-from components.ingress.names import SERVICE_ACCOUNT as CONTROLLER_ACCOUNT
-
+from ..ingress.names import NAMESPACE as CONTROLLER_NAMESPACE
+from ..ingress.names import SERVICE_ACCOUNT as CONTROLLER_ACCOUNT
 from .objects import Manifest
 
 PREFIX = "alb.ingress.kubernetes.io"

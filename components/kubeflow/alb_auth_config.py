@@ -23,8 +23,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
 
-from components.config.validation import FieldProblems, matches
-
+from ..config.validation import FieldProblems, matches
 from .alb_auth import MAX_SESSION_SECONDS, AlbAuth, CognitoIdp, OidcIdp, Unauthenticated
 from .auth_config import ConfigKey, HttpsUrl
 

@@ -23,8 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
 from pydantic.alias_generators import to_camel
 
-from components.config.validation import matches
-
+from ..config.validation import matches
 from .access import ClusterTokenSpec
 from .auth import OidcConnector, SignIn, StaticUser, is_dex_user
 

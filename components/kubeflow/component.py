@@ -12,21 +12,21 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_random as random
 
-from components import k8s_objects
-from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
-from components.cluster.handle import ClusterHandle
-from components.identity.documents import to_json
-from components.identity.irsa import IrsaRole
-from components.kubeflow import fetch, pipelines, pipelines_iam, plan, render
-from components.kubeflow.access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
-from components.kubeflow.alb_auth import CLIENT_SECRET_PLACEHOLDER as ALB_CLIENT_SECRET_PLACEHOLDER
-from components.kubeflow.auth import connector_secret_placeholder, static_user_placeholder
-from components.kubeflow.config import KubeflowConfig, selected_entries
-from components.kubeflow.credentials import NAMES
-from components.kubeflow.objects import MONITORING_GROUP
-from components.kubeflow.register import register
-from components.kubeflow.staging import Stage, Staged
-from components.kubeflow.teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
+from .. import k8s_objects
+from ..certmanager.names import GROUPS as CERT_MANAGER_GROUPS
+from ..cluster.handle import ClusterHandle
+from ..identity.documents import to_json
+from ..identity.irsa import IrsaRole
+from . import fetch, pipelines, pipelines_iam, plan, render
+from .access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
+from .alb_auth import CLIENT_SECRET_PLACEHOLDER as ALB_CLIENT_SECRET_PLACEHOLDER
+from .auth import connector_secret_placeholder, static_user_placeholder
+from .config import KubeflowConfig, selected_entries
+from .credentials import NAMES
+from .objects import MONITORING_GROUP
+from .register import register
+from .staging import Stage, Staged
+from .teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
 
 #: Credentials with a shape of their own (everything else: 32 letters and digits, safe in connection strings).
 _ADMIN = "admin_password_bcrypt"

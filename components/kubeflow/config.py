@@ -33,12 +33,11 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from components.config.cidrs import parse_cidr, whole_internet_problems
-from components.config.validation import FieldProblems, matches
-from components.identity.team_policy import prefix_within
-from components.kueue.queues import gpu_share
-from components.scheduling import Taint
-
+from ..config.cidrs import parse_cidr, whole_internet_problems
+from ..config.validation import FieldProblems, matches
+from ..identity.team_policy import prefix_within
+from ..kueue.queues import gpu_share
+from ..scheduling import Taint
 from . import entries
 from .access import Alb
 from .alb_auth_config import AlbAuthConfig

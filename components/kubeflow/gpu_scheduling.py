@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.scheduling import GPU_TAINT
-
+from ..scheduling import GPU_TAINT
 from .objects import Manifest
 from .teams import TEAM_SERVICE_ACCOUNT
 from .transform import clone

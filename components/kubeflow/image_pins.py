@@ -12,9 +12,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from components.images import is_exact
-from components.versions import KUBEFLOW_IMAGES, ImagePin
-
+from ..images import is_exact
+from ..versions import KUBEFLOW_IMAGES, ImagePin
 from .objects import Manifest
 
 #: An `image:` line inside a text value (YAML carried in a ConfigMap); the reference is group 2.

@@ -28,9 +28,8 @@ from typing import Any
 
 import yaml
 
-from components import network_policies as netpol
-from components.admission_policy import Requests, policy_and_binding
-
+from .. import network_policies as netpol
+from ..admission_policy import Requests, policy_and_binding
 from .objects import Manifest
 from .transform import clone
 

@@ -12,8 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components import network_policies as netpol
-
+from .. import network_policies as netpol
 from .objects import (
     NAME_LABEL,
     Manifest,

@@ -12,8 +12,7 @@ from typing import Any
 
 import yaml
 
-from components.scheduling import GPU_RESOURCE, GPU_TAINT, Taint
-
+from ..scheduling import GPU_RESOURCE, GPU_TAINT, Taint
 from .objects import Manifest
 from .transform import replace
 

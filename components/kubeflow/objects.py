@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from components.certmanager.names import KINDS as CERT_MANAGER_KINDS
-from components.observability.render import MONITORING_API
+from ..certmanager.names import KINDS as CERT_MANAGER_KINDS
+from ..observability.render import MONITORING_API
 
 Manifest = dict[str, Any]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.versions import (  # noqa: F401 - the part reads its pins from here too
+from ..versions import (  # noqa: F401 - the part reads its pins from here too
     ARGO_WORKFLOWS,
     COMMUNITY_DISTRIBUTION,
     JOBSET,

@@ -30,8 +30,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.images import POOL_ARCHITECTURES, common_architectures
-
+from ..images import POOL_ARCHITECTURES, common_architectures
 from .objects import Manifest, containers, pod_template
 from .transform import ARCHITECTURE, clone
 

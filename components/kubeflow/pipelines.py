@@ -59,9 +59,8 @@ from typing import Any
 
 import yaml
 
-from components.identity.documents import dns_suffix
-from components.identity.team_policy import prefix_within
-
+from ..identity.documents import dns_suffix
+from ..identity.team_policy import prefix_within
 from .objects import Manifest, containers, pod_template
 
 NAMESPACE = "kubeflow"

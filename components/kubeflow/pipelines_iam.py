@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.identity.documents import IAM_VERSION, ROLE_INLINE_POLICY_CHARS, dns_suffix, policy_size
-
+from ..identity.documents import IAM_VERSION, ROLE_INLINE_POLICY_CHARS, dns_suffix, policy_size
 from .pipelines import SERVER_PREFIX, S3Store
 
 

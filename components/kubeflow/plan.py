@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from components.scheduling import DEFAULT_GPU_SCHEDULER, Taint
-
+from ..scheduling import DEFAULT_GPU_SCHEDULER, Taint
 from . import access as access_
 from . import auth as auth_
 from . import credentials as credentials_

@@ -9,8 +9,7 @@ from typing import Any
 
 import pulumi
 
-from components import k8s_objects
-
+from .. import k8s_objects
 from .credentials import NAMES, placeholder
 from .objects import ObjectKey
 from .staging import Stage, Staged, topological

@@ -9,8 +9,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from components.certmanager.names import GROUPS as CERT_MANAGER_GROUPS
-
+from ..certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 from .alb_auth import IDP_OIDC
 from .objects import (
     MONITORING_GROUP,

@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.control_plane import blocking_deployments
-
+from ..control_plane import blocking_deployments
 from .objects import Manifest, key
 from .staging import Item
 from .transform import CAPACITY_TYPE, DO_NOT_DISRUPT, clone

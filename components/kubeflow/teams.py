@@ -11,13 +11,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from components import network_policies as netpol
-from components.identity.team_policy import team_s3_policy
-from components.kueue.queues import LOCAL_QUEUE, MANAGED_NAMESPACE_LABEL, MANAGED_NAMESPACE_VALUE, QUEUE_LABEL
-from components.pod_security import TEAM_POD_SECURITY
-from components.scheduling import GPU_RESOURCE
-from components.storage.render import fsx_volume
-
+from .. import network_policies as netpol
+from ..identity.team_policy import team_s3_policy
+from ..kueue.queues import LOCAL_QUEUE, MANAGED_NAMESPACE_LABEL, MANAGED_NAMESPACE_VALUE, QUEUE_LABEL
+from ..pod_security import TEAM_POD_SECURITY
+from ..scheduling import GPU_RESOURCE
+from ..storage.render import fsx_volume
 from .network_policy import profile_allowances
 from .notebooks import ACCESS_ML_PIPELINE
 from .objects import Manifest

@@ -13,8 +13,7 @@ through `spec.runtimePatches` (the Trainer's API at the pinned tree, `trainer.ku
 
 from __future__ import annotations
 
-from components.admission_policy import Requests, policy_and_binding
-
+from ..admission_policy import Requests, policy_and_binding
 from .objects import Manifest
 from .teams import PROFILE_NAMESPACE_LABELS, TEAM_SERVICE_ACCOUNT
 

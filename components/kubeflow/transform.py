@@ -12,9 +12,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from components.cluster import capacity
-from components.images import POOL_ARCHITECTURES, common_architectures
-
+from ..cluster import capacity
+from ..images import POOL_ARCHITECTURES, common_architectures
 from .objects import Manifest, Scopes, containers, group_of, is_crd, is_webhook_configuration, key, pod_template
 
 #: The only objects whose whole content a controller writes: webhook serving certificates the JobSet, Trainer and

@@ -9,7 +9,5 @@ from importlib import resources
 from types import MappingProxyType
 
 FILES: Mapping[str, str] = MappingProxyType(
-    json.loads(resources.files("components.kubeflow").joinpath("tree_digests.json").read_text(encoding="utf-8"))[
-        "files"
-    ]
+    json.loads(resources.files(__package__ or "").joinpath("tree_digests.json").read_text(encoding="utf-8"))["files"]
 )

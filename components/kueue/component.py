@@ -13,11 +13,11 @@ from typing import Any
 
 import pulumi
 
-from components import helm, k8s_objects, versions
-from components.cluster.handle import ClusterHandle
-from components.kueue import network_policy
-from components.kueue.queues import Flavor, resource_flavor
-from components.kueue.values import NAMESPACE, chart_values
+from .. import helm, k8s_objects, versions
+from ..cluster.handle import ClusterHandle
+from . import network_policy
+from .queues import Flavor, resource_flavor
+from .values import NAMESPACE, chart_values
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, StrictBool
 
-from components.config.types import ConfigModel
+from ..config.types import ConfigModel
 
 
 class KueueConfig(ConfigModel):

@@ -8,8 +8,8 @@ metrics are not scraped (`enablePrometheus` stays false), so nothing else is ope
 
 from __future__ import annotations
 
-from components import network_policies as netpol
-from components.network_policies import Manifest
+from .. import network_policies as netpol
+from ..network_policies import Manifest
 
 #: The controller's pods (the chart's selector labels, templates/_helpers.tpl `kueue.selectorLabels`).
 CONTROLLER_POD = {"control-plane": "controller-manager"}

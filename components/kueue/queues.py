@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.scheduling import GPU_RESOURCE, GPU_SHARE_LABEL, GPU_SHARE_PLATFORM, WORKLOAD_LABEL
+from ..scheduling import GPU_RESOURCE, GPU_SHARE_LABEL, GPU_SHARE_PLATFORM, WORKLOAD_LABEL
 
 Manifest = dict[str, Any]
 

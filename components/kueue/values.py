@@ -12,11 +12,11 @@ from typing import Any
 
 import yaml
 
-from components.cluster.capacity import KUEUE as REQUESTS
-from components.cluster.capacity import KUEUE_REPLICAS
-from components.kueue.queues import MANAGED_NAMESPACE_LABEL, MANAGED_NAMESPACE_VALUE
-from components.scheduling import Placement
-from components.versions import KUEUE_IMAGE
+from ..cluster.capacity import KUEUE as REQUESTS
+from ..cluster.capacity import KUEUE_REPLICAS
+from ..scheduling import Placement
+from ..versions import KUEUE_IMAGE
+from .queues import MANAGED_NAMESPACE_LABEL, MANAGED_NAMESPACE_VALUE
 
 NAMESPACE = "kueue-system"
 #: Kueue's integrations this platform queues (the `integrations.frameworks` names of the pinned release).

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.config.types import NatGateways
-from components.network.config import NetworkConfig
-from components.network.plan import plan_subnets
-from components.network.tags import DISCOVERY_TAG, private_subnet_tags, public_subnet_tags
+from ..config.types import NatGateways
+from .config import NetworkConfig
+from .plan import plan_subnets
+from .tags import DISCOVERY_TAG, private_subnet_tags, public_subnet_tags
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from typing import Annotated
 from pydantic import Field, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
 
-from components.config.types import Cidr, ConfigModel, NatGateways, SubnetId, VpcId, prefix_between
-from components.config.validation import FieldProblems
-from components.network import plan as network_plan
+from ..config.types import Cidr, ConfigModel, NatGateways, SubnetId, VpcId, prefix_between
+from ..config.validation import FieldProblems
+from . import plan as network_plan
 
 
 class ExistingVpc(ConfigModel):

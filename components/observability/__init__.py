@@ -1,5 +1,5 @@
 """kube-prometheus-stack, DCGM and Karpenter scraping, GPU dashboards and alerts."""
 
-from components._lazy import lazy_exports
+from .._lazy import lazy_exports
 
 __getattr__ = lazy_exports(__name__, {"Observability": "component", "ObservabilityArgs": "component"})

@@ -15,8 +15,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from components.cluster.capacity import METRICS_ADAPTER, METRICS_ADAPTER_REPLICAS
-from components.scheduling import Placement
+from ..cluster.capacity import METRICS_ADAPTER, METRICS_ADAPTER_REPLICAS
+from ..scheduling import Placement
 
 #: The custom metric the adapter serves per pod: the average utilisation (0 to 100) of the GPUs the pod holds. HPAs
 #: name it (`metrics[].pods.metric.name`), as examples/workloads/inference.yaml does.

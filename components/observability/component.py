@@ -12,22 +12,22 @@ from typing import Any
 import pulumi
 import pulumi_random as random
 
-from components import helm, k8s_objects, versions
-from components.cluster import capacity as system_capacity
-from components.cluster.create_order import created_after
-from components.cluster.handle import ClusterHandle
-from components.observability import network_policy
-from components.observability.adapter import PROMETHEUS_PORT, adapter_values, prometheus_url
-from components.observability.config import ObservabilityConfig
-from components.observability.cost import cost_rules, ksm_label_allowlist
-from components.observability.render import (
+from .. import helm, k8s_objects, versions
+from ..cluster import capacity as system_capacity
+from ..cluster.create_order import created_after
+from ..cluster.handle import ClusterHandle
+from ..scheduling import Placement
+from . import network_policy
+from .adapter import PROMETHEUS_PORT, adapter_values, prometheus_url
+from .config import ObservabilityConfig
+from .cost import cost_rules, ksm_label_allowlist
+from .render import (
     DASHBOARDS,
     GpuPool,
     alert_rules,
     dashboard_configmap,
     karpenter_service_monitor,
 )
-from components.scheduling import Placement
 
 NAMESPACE = "monitoring"
 #: node-exporter reads the host's network, PIDs and file systems, so its namespace enforces `privileged`; it is the

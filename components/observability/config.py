@@ -6,9 +6,9 @@ from typing import Annotated
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
-from components.config.types import ConfigModel, Switchable
-from components.config.validation import matches
-from components.observability.adapter import GPU_UTILIZATION_METRIC
+from ..config.types import ConfigModel, Switchable
+from ..config.validation import matches
+from .adapter import GPU_UTILIZATION_METRIC
 
 PrometheusDuration = Annotated[StrictStr, matches(r"[0-9]+(m|h|d|w)", "a duration like '30m', '1h', '15d' or '2w'")]
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from components.observability.adapter import DCGM_GPU_UTIL, DCGM_NAMESPACE_LABEL, DCGM_POD_LABEL
+from .adapter import DCGM_GPU_UTIL, DCGM_NAMESPACE_LABEL, DCGM_POD_LABEL
 
 MONITORING_API = "monitoring.coreos.com/v1"
 

@@ -7,9 +7,9 @@ Prometheus itself, Alertmanager's peers), never a notebook or another namespace'
 
 from __future__ import annotations
 
-from components import network_policies as netpol
-from components.network_policies import ALERTMANAGER_POD, PROMETHEUS_POD, Manifest
-from components.observability.adapter import PROMETHEUS_PORT
+from .. import network_policies as netpol
+from ..network_policies import ALERTMANAGER_POD, PROMETHEUS_POD, Manifest
+from .adapter import PROMETHEUS_PORT
 
 GRAFANA_POD = {"app.kubernetes.io/name": "grafana"}
 ADAPTER_POD = {"app.kubernetes.io/name": "prometheus-adapter"}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
 
-from components.observability.config import AlertThresholds
+from .config import AlertThresholds
 
 MONITORING_API = "monitoring.coreos.com/v1"
 DASHBOARD_LABEL = "grafana_dashboard"
@@ -127,12 +127,12 @@ def gpu_health_rules(pool: str) -> list[dict[str, Any]]:
 
 def dashboard(name: str) -> dict[str, Any]:
     """A dashboard shipped with the package, parsed."""
-    return json.loads(resources.files("components.observability.dashboards").joinpath(f"{name}.json").read_text())
+    return json.loads(resources.files(f"{__package__}.dashboards").joinpath(f"{name}.json").read_text())
 
 
 def dashboard_configmap(name: str, namespace: str) -> dict[str, Any]:
     """The ConfigMap Grafana's sidecar loads a dashboard from (it watches only its own namespace for the label)."""
-    text = resources.files("components.observability.dashboards").joinpath(f"{name}.json").read_text()
+    text = resources.files(f"{__package__}.dashboards").joinpath(f"{name}.json").read_text()
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

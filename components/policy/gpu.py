@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from components.karpenter.validation import requirement_accelerators
-from components.policy.model import Resource, known, releases
-from components.scheduling import GPU_RESOURCE, GPU_TAINT, WORKLOAD_LABEL
+from ..karpenter.validation import requirement_accelerators
+from ..scheduling import GPU_RESOURCE, GPU_TAINT, WORKLOAD_LABEL
+from .model import Resource, known, releases
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 #: (operator, values) of a requirement a pool does not have.

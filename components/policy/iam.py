@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from components.policy.model import Resource
+from .model import Resource
 
 ROLE = "aws:iam/role:Role"
 #: Resources whose `policy` is a permission document.

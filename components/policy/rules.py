@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from components.policy.gpu import (
+from .gpu import (
     NODEPOOL,
     disruption_set,
     gpu_needs_operator,
@@ -23,8 +23,8 @@ from components.policy.gpu import (
     spot_needs_queue,
     training_pool,
 )
-from components.policy.iam import ATTACHMENT_TYPES, POLICY_TYPES, ROLE, iam_wildcards, irsa_trust
-from components.policy.model import (
+from .iam import ATTACHMENT_TYPES, POLICY_TYPES, ROLE, iam_wildcards, irsa_trust
+from .model import (
     EKS_CLUSTERS,
     HELM_RELEASE,
     LAUNCH_TEMPLATE,
@@ -36,7 +36,7 @@ from components.policy.model import (
     Rule,
     Violation,
 )
-from components.policy.security import (
+from .security import (
     POD_SECURITY_LABEL,
     SECURITY_GROUPS,
     SG_RULE,

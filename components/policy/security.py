@@ -7,8 +7,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from components.policy.iam import document, statements
-from components.policy.model import (
+from .iam import document, statements
+from .model import (
     BUCKET,
     HELM_RELEASE,
     LISTENER_PORTS,

@@ -15,7 +15,7 @@ import sys
 
 gc.disable()
 
-from components.tools.preview import main  # noqa: E402 - after the collector is off, so imports run without it too
+from ..tools.preview import main  # noqa: E402 - after the collector is off, so imports run without it too
 
 code = main()
 sys.stdout.flush()

@@ -1,6 +1,6 @@
 """Storage: S3 buckets, FSx for Lustre with its data repository and CSI driver, and the gp3 classes."""
 
-from components._lazy import lazy_exports
+from .._lazy import lazy_exports
 
 __getattr__ = lazy_exports(
     __name__,

@@ -10,15 +10,15 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components import k8s_objects
-from components.cluster.component import stateful_options
-from components.cluster.handle import ClusterHandle
-from components.config.types import StatefulResources
-from components.identity.documents import to_json
-from components.storage import lustre
-from components.storage.config import BucketConfig, FsxConfig, StorageConfig
-from components.storage.file_system import FsxFileSystem
-from components.storage.render import RETAIN_CLASS_NAME, bucket_key_policy, gp3_storage_class, tls_only_bucket_policy
+from .. import k8s_objects
+from ..cluster.component import stateful_options
+from ..cluster.handle import ClusterHandle
+from ..config.types import StatefulResources
+from ..identity.documents import to_json
+from . import lustre
+from .config import BucketConfig, FsxConfig, StorageConfig
+from .file_system import FsxFileSystem
+from .render import RETAIN_CLASS_NAME, bucket_key_policy, gp3_storage_class, tls_only_bucket_policy
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
-from components import aws_names
-from components.config.types import ConfigModel, KeyName
-from components.config.validation import FieldProblems, matches
+from .. import aws_names
+from ..config.types import ConfigModel, KeyName
+from ..config.validation import FieldProblems, matches
 
 #: Per-unit storage throughput (MB/s per TiB) FSx for Lustre accepts, by deployment type; scratch takes none.
 FSX_THROUGHPUT = {"SCRATCH_2": (), "PERSISTENT_2": (125, 250, 500, 1000)}

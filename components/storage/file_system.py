@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.cluster.component import stateful_options
-from components.config.types import StatefulResources
-from components.storage import lustre
-from components.storage.config import FsxConfig
+from ..cluster.component import stateful_options
+from ..config.types import StatefulResources
+from . import lustre
+from .config import FsxConfig
 
 
 @dataclass(frozen=True)

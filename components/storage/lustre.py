@@ -9,23 +9,23 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components import helm, k8s_objects, versions
-from components import network_policies as netpol
-from components.cluster.handle import ClusterHandle
-from components.config.types import StatefulResources
-from components.identity.documents import to_json
-from components.identity.irsa import IrsaRole
-from components.pod_security import TEAM_POD_SECURITY
-from components.storage.config import DataRepository, FsxConfig
-from components.storage.render import (
+from .. import helm, k8s_objects, versions
+from .. import network_policies as netpol
+from ..cluster.handle import ClusterHandle
+from ..config.types import StatefulResources
+from ..identity.documents import to_json
+from ..identity.irsa import IrsaRole
+from ..pod_security import TEAM_POD_SECURITY
+from ..sweep.model import Kind
+from ..sweep.resource import SweepArgs, sweep_step
+from ..tags import DYNAMIC_FSX_TAG
+from .config import DataRepository, FsxConfig
+from .render import (
     data_repository_policy,
     fsx_csi_controller_policy,
     fsx_storage_class,
     fsx_volume,
 )
-from components.sweep.model import Kind
-from components.sweep.resource import SweepArgs, sweep_step
-from components.tags import DYNAMIC_FSX_TAG
 
 #: Lustre network ports: 988 for the file system, 1018-1023 for the servers' replies (FSx for Lustre docs,
 #: "File system access control with Amazon VPC").

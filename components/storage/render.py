@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.config.types import StatefulResources
-from components.identity.documents import IAM_VERSION, dns_suffix
-from components.tags import DYNAMIC_FSX_TAG
+from ..config.types import StatefulResources
+from ..identity.documents import IAM_VERSION, dns_suffix
+from ..tags import DYNAMIC_FSX_TAG
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 EBS_CSI_DRIVER = "ebs.csi.aws.com"

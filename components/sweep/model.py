@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from components.config.types import StatefulResources
+from ..config.types import StatefulResources
 
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 

@@ -37,8 +37,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic as dynamic
 
-from components.config.types import StatefulResources
-
+from ..config.types import StatefulResources
 from .model import Kind, SweepTarget
 from .sweeper import STEP_KINDS
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from enum import Enum
 
-from components.network.tags import DISCOVERY_TAG
-from components.tags import DYNAMIC_FSX_TAG
+from ..network.tags import DISCOVERY_TAG
+from ..tags import DYNAMIC_FSX_TAG
 
 #: Karpenter (aws/karpenter-provider-aws v1): instances carry the NodePool, node classes and profiles the cluster.
 NODEPOOL_TAG = "karpenter.sh/nodepool"

@@ -1,7 +1,7 @@
 """Team stacks: what one ML team creates on a platform another stack runs (namespace, identity, NodePool, FSx
 claims, Kubeflow Profile), checked against the platform's outputs."""
 
-from components._lazy import lazy_exports
+from .._lazy import lazy_exports
 
 __getattr__ = lazy_exports(
     __name__,

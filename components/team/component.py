@@ -14,17 +14,17 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components import k8s_objects
-from components.cluster.handle import ClusterHandle
-from components.identity.documents import to_json
-from components.identity.irsa import IrsaRole
-from components.identity.team_policy import team_s3_policy
-from components.karpenter.validation import delete_timeout
-from components.kserve.publish import ModelRoute, ModelRouteArgs
-from components.kserve.route import ModelRouteSpec
-from components.team.namespace import service_account
-from components.team.plan import TeamPlan
-from components.team.profile import team_pod_defaults, team_profile
+from .. import k8s_objects
+from ..cluster.handle import ClusterHandle
+from ..identity.documents import to_json
+from ..identity.irsa import IrsaRole
+from ..identity.team_policy import team_s3_policy
+from ..karpenter.validation import delete_timeout
+from ..kserve.publish import ModelRoute, ModelRouteArgs
+from ..kserve.route import ModelRouteSpec
+from .namespace import service_account
+from .plan import TeamPlan
+from .profile import team_pod_defaults, team_profile
 
 
 @dataclass(frozen=True)

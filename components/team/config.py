@@ -24,14 +24,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
 
-from components.config.errors import ConfigError, ConfigIssue, issues_from
-from components.config.types import Cidr, ConfigModel, KeyName
-from components.config.validation import FieldProblems, matches
-from components.kubeflow.config import S3Prefix
-from components.kubeflow.teams import TEAM_SERVICE_ACCOUNT
-from components.regions import Region
-from components.storage.config import fsx_capacity_problem
-from components.team.quantity import QUANTITY_PATTERN
+from ..config.errors import ConfigError, ConfigIssue, issues_from
+from ..config.types import Cidr, ConfigModel, KeyName
+from ..config.validation import FieldProblems, matches
+from ..kubeflow.config import S3Prefix
+from ..kubeflow.teams import TEAM_SERVICE_ACCOUNT
+from ..regions import Region
+from ..storage.config import fsx_capacity_problem
+from .quantity import QUANTITY_PATTERN
 
 #: `organization/project/stack`, as `pulumi stack ls --all` names a stack of the Pulumi Cloud backend.
 StackName = Annotated[

@@ -15,12 +15,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from components import network_policies as netpol
-from components.kubeflow.network_policy import profile_allowances
-from components.network_policies import TEAM_LABEL
-from components.pod_security import TEAM_POD_SECURITY
-from components.scheduling import GPU_RESOURCE
-from components.team.config import TeamConfig
+from .. import network_policies as netpol
+from ..kubeflow.network_policy import profile_allowances
+from ..network_policies import TEAM_LABEL
+from ..pod_security import TEAM_POD_SECURITY
+from ..scheduling import GPU_RESOURCE
+from .config import TeamConfig
 
 Manifest = dict[str, Any]
 

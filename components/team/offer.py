@@ -13,12 +13,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 from pydantic.alias_generators import to_camel
 
-from components.config.errors import issues_from
-from components.karpenter.specs import NodePoolSpec
-from components.kubeflow.config import KubeflowConfig
-from components.kubeflow.pipelines import SERVER_PREFIX
-from components.kueue.queues import Flavor
-from components.scheduling import Taint
+from ..config.errors import issues_from
+from ..karpenter.specs import NodePoolSpec
+from ..kubeflow.config import KubeflowConfig
+from ..kubeflow.pipelines import SERVER_PREFIX
+from ..kueue.queues import Flavor
+from ..scheduling import Taint
 
 
 class _Outputs(BaseModel):

@@ -15,15 +15,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from components.config.errors import ConfigError, ConfigIssue, issues_from
-from components.gpu.admission import SYSTEM_NAMESPACES
-from components.identity.team_policy import prefix_within
-from components.karpenter.presets import NODE_POOL_PRESETS
-from components.karpenter.render import render_nodepool
-from components.karpenter.specs import NodePoolSpec
-from components.kubeflow.pipelines import S3Store, filled_team_manifests, server_prefix_overlap
-from components.kubeflow.teams import OWNER_ANNOTATION, PROFILE_NAMESPACE_LABELS
-from components.kueue.queues import (
+from ..config.errors import ConfigError, ConfigIssue, issues_from
+from ..gpu.admission import SYSTEM_NAMESPACES
+from ..identity.team_policy import prefix_within
+from ..karpenter.presets import NODE_POOL_PRESETS
+from ..karpenter.render import render_nodepool
+from ..karpenter.specs import NodePoolSpec
+from ..kubeflow.pipelines import S3Store, filled_team_manifests, server_prefix_overlap
+from ..kubeflow.teams import OWNER_ANNOTATION, PROFILE_NAMESPACE_LABELS
+from ..kueue.queues import (
     MANAGED_NAMESPACE_LABEL,
     MANAGED_NAMESPACE_VALUE,
     Flavor,
@@ -33,12 +33,12 @@ from components.kueue.queues import (
     resource_flavor,
     team_queue,
 )
-from components.scheduling import GPU_RESOURCE, TEAM_TAINT_KEY, Taint
-from components.storage.render import fsx_volume
-from components.team.config import TeamConfig
-from components.team.namespace import TEAM_LABEL, Manifest, namespace_manifests
-from components.team.offer import PlatformOffer
-from components.team.quantity import parse_quantity
+from ..scheduling import GPU_RESOURCE, TEAM_TAINT_KEY, Taint
+from ..storage.render import fsx_volume
+from .config import TeamConfig
+from .namespace import TEAM_LABEL, Manifest, namespace_manifests
+from .offer import PlatformOffer
+from .quantity import parse_quantity
 
 #: Namespaces no team may take: Kubernetes' own and the platform's (exempt from its GPU admission policy).
 RESERVED_NAMESPACES = frozenset({"default", *SYSTEM_NAMESPACES})

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.kubeflow.teams import access_ml_pipeline, profile_manifest, queue_pod_default
-from components.team.config import TeamConfig
-from components.team.namespace import Manifest
+from ..kubeflow.teams import access_ml_pipeline, profile_manifest, queue_pod_default
+from .config import TeamConfig
+from .namespace import Manifest
 
 
 def team_profile(team: TeamConfig, role_arn: Any, gpu_ceiling: int) -> Manifest:

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from components.config.errors import ConfigError
-from components.platform_config import PlatformConfig
-from components.tools.stack_files import load_stack
+from ..config.errors import ConfigError
+from ..platform_config import PlatformConfig
+from .stack_files import load_stack
 
 #: The exit status of a command whose stack file is missing or whose config is invalid.
 INVALID_STACK = 2

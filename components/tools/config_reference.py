@@ -31,11 +31,11 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from components import platform_config
-from components.config.types import Environment
-from components.platform_config import PlatformConfig, environment_defaults
-from components.team import config as team_config
-from components.team.config import TeamStackConfig
+from .. import platform_config
+from ..config.types import Environment
+from ..platform_config import PlatformConfig, environment_defaults
+from ..team import config as team_config
+from ..team.config import TeamStackConfig
 
 #: Stands for a mapping's key (`karpenter.nodePools.<name>.weight`) and for every item of a list (`taints[].key`).
 NAME, ITEM = "<name>", "[]"

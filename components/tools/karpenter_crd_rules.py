@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from components import versions
+from .. import karpenter, versions
 
 NODEPOOL = "karpenter.sh_nodepools.yaml"
 EC2NODECLASS = "karpenter.k8s.aws_ec2nodeclasses.yaml"
@@ -190,7 +190,7 @@ def derive(crds: Path) -> dict[str, Any]:
 
 
 def shipped() -> str:
-    return resources.files("components.karpenter").joinpath("crd_rules.json").read_text(encoding="utf-8")
+    return resources.files(karpenter).joinpath("crd_rules.json").read_text(encoding="utf-8")
 
 
 def render(document: Mapping[str, Any]) -> str:
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     text = render(derive(args.crds))
     if args.write:
-        target = Path(str(resources.files("components.karpenter").joinpath("crd_rules.json")))
+        target = Path(str(resources.files(karpenter).joinpath("crd_rules.json")))
         target.write_text(text, encoding="utf-8")
         return 0
     if text != shipped():

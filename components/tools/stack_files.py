@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
-from components.config.errors import ConfigError, ConfigIssue
-from components.config.stack_file import load_stack_file
-from components.platform_config import PROJECT_NAMESPACE, PlatformConfig, named_secret_keys, parse_config
+from ..config.errors import ConfigError, ConfigIssue
+from ..config.stack_file import load_stack_file
+from ..platform_config import PROJECT_NAMESPACE, PlatformConfig, named_secret_keys, parse_config
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
 SECRET_PLACEHOLDER = "preview-secret-placeholder"

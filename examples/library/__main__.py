@@ -3,8 +3,7 @@ stack, storage and observability, wired as the package's own stack wires them.""
 
 import pulumi
 import pulumi_aws as aws
-
-from components import (
+from eks_ml_platform import (
     Cluster,
     ClusterArgs,
     GpuStack,
@@ -20,16 +19,16 @@ from components import (
     Storage,
     StorageArgs,
 )
-from components.cluster.component import cluster_creator
-from components.cluster.config import ClusterConfig, EndpointAccess
-from components.config import StatefulResources
-from components.gpu.config import GpuConfig
-from components.karpenter.config import KarpenterConfig
-from components.network.config import NetworkConfig
-from components.observability.config import ObservabilityConfig
-from components.observability.render import gpu_pools
-from components.storage.config import StorageConfig
-from components.tags import standard_tags
+from eks_ml_platform.cluster.component import cluster_creator
+from eks_ml_platform.cluster.config import ClusterConfig, EndpointAccess
+from eks_ml_platform.config import StatefulResources
+from eks_ml_platform.gpu.config import GpuConfig
+from eks_ml_platform.karpenter.config import KarpenterConfig
+from eks_ml_platform.network.config import NetworkConfig
+from eks_ml_platform.observability.config import ObservabilityConfig
+from eks_ml_platform.observability.render import gpu_pools
+from eks_ml_platform.storage.config import StorageConfig
+from eks_ml_platform.tags import standard_tags
 
 aws_config = pulumi.Config("aws")
 region = aws_config.require("region")

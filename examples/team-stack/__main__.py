@@ -9,8 +9,7 @@ network policies, FSx claims), its IRSA identity, its NodePool, its Kueue queue 
 
 import pulumi
 import pulumi_aws as aws
-
-from components import (
+from eks_ml_platform import (
     ClusterHandle,
     TeamArgs,
     TeamIdentity,
@@ -20,13 +19,13 @@ from components import (
     TeamQueues,
     TeamQueuesArgs,
 )
-from components.cluster.attach import read_outputs
-from components.config.errors import ConfigError, ConfigIssue
-from components.tags import standard_tags
-from components.team.component import TeamProfile, TeamProfileArgs
-from components.team.config import parse_team_config
-from components.team.offer import OFFER_OUTPUTS, parse_offer
-from components.team.plan import plan_team
+from eks_ml_platform.cluster.attach import read_outputs
+from eks_ml_platform.config.errors import ConfigError, ConfigIssue
+from eks_ml_platform.tags import standard_tags
+from eks_ml_platform.team.component import TeamProfile, TeamProfileArgs
+from eks_ml_platform.team.config import parse_team_config
+from eks_ml_platform.team.offer import OFFER_OUTPUTS, parse_offer
+from eks_ml_platform.team.plan import plan_team
 
 
 def main() -> None:

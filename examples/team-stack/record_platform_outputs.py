@@ -13,9 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-from components.cluster.attach import HANDLE_OUTPUTS
-from components.team.offer import OFFER_OUTPUTS
-from components.tools.preview import run_preview
+from eks_ml_platform.cluster.attach import HANDLE_OUTPUTS
+from eks_ml_platform.team.offer import OFFER_OUTPUTS
+from eks_ml_platform.tools.preview import run_preview
 
 PLATFORM = Path(__file__).resolve().parents[2]
 

@@ -22,10 +22,9 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from components.tools.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
-from components.tools.model.platform import Platform, load
-from components.tools.preflight.clients import PRICING_REGION, session_for
-
+from ..commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
+from ..model.platform import Platform, load
+from ..preflight.clients import PRICING_REGION, session_for
 from .by_team import main as by_team
 from .calculator import estimate
 from .live import live_table

@@ -14,7 +14,7 @@ from typing import Any
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
-from components.aws_names import REGION_PATTERN
+from ...aws_names import REGION_PATTERN
 
 SERVICE = "aps"
 IAM_ACTION = "aps:QueryMetrics"

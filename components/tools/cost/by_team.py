@@ -32,10 +32,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError
 
-from components.regions import region_argument
-from components.tools.commands import INVALID_STACK, read_stack
-from components.tools.preflight.clients import session_for
-
+from ...regions import region_argument
+from ..commands import INVALID_STACK, read_stack
+from ..preflight.clients import session_for
 from .amp import IAM_ACTION as AMP_ACTION
 from .amp import Signer, sigv4_signer, workspace_region
 from .spot_history import PRODUCT_DESCRIPTION

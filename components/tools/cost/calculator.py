@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
-from components.config.types import ControlPlaneLog
-from components.platform_config import PlatformConfig
-from components.team.quantity import parse_quantity
-from components.tools.model.platform import Platform
-from components.tools.preflight.checks_account import nat_zones
-from components.tools.preflight.selection import (
+from ...config.types import ControlPlaneLog
+from ...platform_config import PlatformConfig
+from ...team.quantity import parse_quantity
+from ..model.platform import Platform
+from ..preflight.checks_account import nat_zones
+from ..preflight.selection import (
     InstanceShape,
     accelerated_shapes,
     accelerator_limits,
@@ -34,7 +34,6 @@ from components.tools.preflight.selection import (
     named_families,
     select,
 )
-
 from .cpu_types import CpuType, cpu_catalog
 from .footprint import capacity_memory, footprint
 from .prices import HOURS_PER_MONTH, STANDARD_SUPPORT_ENDS, PriceTable, RegionRates

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from components.tools.preflight.selection import InstanceShape
+from ..preflight.selection import InstanceShape
 
 _FAMILY = re.compile(r"(?P<category>[cmr])(?P<generation>\d+)(?P<attributes>[a-z]*)(?:-flex)?")
 _GIB_PER_VCPU = {"c": 2, "m": 4, "r": 8}

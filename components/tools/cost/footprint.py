@@ -21,14 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from components.karpenter.specs import NodePoolSpec
-from components.team.quantity import parse_quantity
-from components.tools.model.nodes import NodeKind
-from components.tools.model.platform import Platform
-from components.tools.model.rules import lands_on, with_operator_labels
-from components.tools.model.workloads import Workload
-from components.tools.preflight.selection import select
-
+from ...karpenter.specs import NodePoolSpec
+from ...team.quantity import parse_quantity
+from ..model.nodes import NodeKind
+from ..model.platform import Platform
+from ..model.rules import lands_on, with_operator_labels
+from ..model.workloads import Workload
+from ..preflight.selection import select
 from .cpu_types import CpuType
 
 #: What Karpenter holds back on each node (karpenter-provider-aws pkg/providers/instancetype/types.go): kube-reserved

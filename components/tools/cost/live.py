@@ -14,9 +14,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from components.platform_config import PlatformConfig
-from components.tools.preflight.selection import accelerated_shapes, accelerator_limits, select
-
+from ...platform_config import PlatformConfig
+from ..preflight.selection import accelerated_shapes, accelerator_limits, select
 from .prices import PriceTable
 
 #: The one product per instance type and region that the on-demand Linux price belongs to.

@@ -16,7 +16,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from components.instances.accelerators import ACCELERATED_FAMILIES
+from ...instances.accelerators import ACCELERATED_FAMILIES
 
 #: The product description of Linux instances in a VPC (the only kind an EKS node is).
 PRODUCT_DESCRIPTION = "Linux/UNIX"

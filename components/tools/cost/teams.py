@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from components.observability.cost import (
+from ...observability.cost import (
     EVALUATIONS_PER_HOUR,
     GPU_COST_RATE,
     GPUS_BUSY,
@@ -25,7 +25,6 @@ from components.observability.cost import (
     NODE_POOL,
     POOL_LABELS,
 )
-
 from .amp import IAM_ACTION as AMP_ACTION
 from .amp import Signer
 from .spot_history import IAM_ACTION, SpotPrice, spot_prices

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from components.images import architectures
-from components.tools.model.platform import Platform, StackView, build, load
-from components.tools.model.rules import Problem, check
+from ...images import architectures
+from .platform import Platform, StackView, build, load
+from .rules import Problem, check
 
 __all__ = ["Platform", "Problem", "StackView", "check_previews", "check_views", "load"]
 

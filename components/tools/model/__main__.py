@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from components.tools.model import check_previews
+from . import check_previews
 
 #: The pinned upstream charts, where they sit beside a checkout of this repository.
 DEFAULT_CHARTS = Path(__file__).resolve().parents[4] / "shared" / "reference" / "charts"

@@ -16,7 +16,7 @@ from ipaddress import IPv4Network
 from itertools import chain
 from typing import Any
 
-from components.network.tags import EXTERNAL_ELB_TAG, INTERNAL_ELB_TAG
+from ...network.tags import EXTERNAL_ELB_TAG, INTERNAL_ELB_TAG
 
 VPC_TYPE = "aws:ec2/vpc:Vpc"
 SECONDARY_CIDR_TYPE = "aws:ec2/vpcIpv4CidrBlockAssociation:VpcIpv4CidrBlockAssociation"

@@ -13,8 +13,8 @@ from typing import Any
 import celpy
 import yaml
 
-from components.tools.model.kube import expression_matches
-from components.tools.model.workloads import pod_template
+from .kube import expression_matches
+from .workloads import pod_template
 
 GPU = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
 #: What the profile controller labels a team namespace with.

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from components.tools.model import flows_katib as katib
-from components.tools.model import flows_kserve as kserve
-from components.tools.model import flows_platform as platform
-from components.tools.model.flows_platform import Connection
-from components.tools.model.netpol import refusal
-from components.tools.model.network import Cluster, open_namespaces
+from . import flows_katib as katib
+from . import flows_kserve as kserve
+from . import flows_platform as platform
+from .flows_platform import Connection
+from .netpol import refusal
+from .network import Cluster, open_namespaces
 
 _CHART_VALUES = (
     "https://github.com/prometheus-community/helm-charts/blob/kube-prometheus-stack-88.5.3/charts/"

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components.kubeflow.katib import CONTROLLER_POD, EARLY_STOPPING_PORT, SUGGESTION_LABEL, SUGGESTION_PORT
-from components.kubeflow.network_policy import KUBEFLOW_NAMESPACE
-from components.tools.model import istio
-from components.tools.model.flows_platform import Connection, team_namespaces
-from components.tools.model.netpol import Endpoint
-from components.tools.model.network import Cluster
+from ...kubeflow.katib import CONTROLLER_POD, EARLY_STOPPING_PORT, SUGGESTION_LABEL, SUGGESTION_PORT
+from ...kubeflow.network_policy import KUBEFLOW_NAMESPACE
+from . import istio
+from .flows_platform import Connection, team_namespaces
+from .netpol import Endpoint
+from .network import Cluster
 
 #: The DB manager's pods (`katib-db-manager` in `kubeflow`) and its gRPC port (consts.DefaultKatibDBManagerServicePort).
 DB_MANAGER_POD = {"katib.kubeflow.org/component": "db-manager"}

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from components.kserve.route import PORT_ANNOTATION, ROUTE_LABEL, SERVICE_ACCOUNT_USER, predictor_labels
-from components.kubeflow.network_policy import GATEWAY_POD, GATEWAY_POD_HTTP_PORT, ISTIO_NAMESPACE
-from components.tools.model.flows_platform import Connection, user_request
-from components.tools.model.kubeflow_mesh import owners
-from components.tools.model.netpol import Endpoint
-from components.tools.model.network import Cluster
+from ...kserve.route import PORT_ANNOTATION, ROUTE_LABEL, SERVICE_ACCOUNT_USER, predictor_labels
+from ...kubeflow.network_policy import GATEWAY_POD, GATEWAY_POD_HTTP_PORT, ISTIO_NAMESPACE
+from .flows_platform import Connection, user_request
+from .kubeflow_mesh import owners
+from .netpol import Endpoint
+from .network import Cluster
 
 _USER_PREFIX = SERVICE_ACCOUNT_USER.split("{", 1)[0]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ipaddress import ip_network
 from typing import Any
 
-from components.kubeflow.network_policy import (
+from ...kubeflow.network_policy import (
     GATEWAY_POD,
     GATEWAY_POD_HTTP_PORT,
     ISTIO_NAMESPACE,
@@ -21,14 +21,14 @@ from components.kubeflow.network_policy import (
     NOTEBOOK_CONTROLLER_POD,
     NOTEBOOK_PORT,
 )
-from components.network_policies import ALERTMANAGER_POD, DNS_POD, EGRESS_ANNOTATION, PROMETHEUS_POD, TEAM_LABEL
-from components.observability.adapter import PROMETHEUS_PORT
-from components.observability.network_policy import ALERTMANAGER_PORT, GRAFANA_POD
-from components.tools.model import istio
-from components.tools.model.istio import TCP, Request
-from components.tools.model.kubeflow_mesh import USERID_HEADER, owners
-from components.tools.model.netpol import Endpoint
-from components.tools.model.network import (
+from ...network_policies import ALERTMANAGER_POD, DNS_POD, EGRESS_ANNOTATION, PROMETHEUS_POD, TEAM_LABEL
+from ...observability.adapter import PROMETHEUS_PORT
+from ...observability.network_policy import ALERTMANAGER_PORT, GRAFANA_POD
+from . import istio
+from .istio import TCP, Request
+from .kubeflow_mesh import USERID_HEADER, owners
+from .netpol import Endpoint
+from .network import (
     PROFILE_LABEL,
     Cluster,
     gateway_paths,

@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from components.versions import HELM
-from components.versions import charts as charts_pinned
+from ...versions import HELM
+from ...versions import charts as charts_pinned
 
 
 class HelmUnavailable(RuntimeError):

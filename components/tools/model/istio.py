@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from ipaddress import ip_address, ip_network
 from typing import Any
 
-from components.kubeflow.objects import matches
+from ...kubeflow.objects import matches
 
 #: The namespace whose policies apply mesh-wide (the pinned mesh config's `rootNamespace`).
 ROOT_NAMESPACE = "istio-system"

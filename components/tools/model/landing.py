@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from components.tools.model.kube import affinity_matches, selector_matches, untolerated
-from components.tools.model.nodes import NodeKind
-from components.tools.model.workloads import Workload
+from .kube import affinity_matches, selector_matches, untolerated
+from .nodes import NodeKind
+from .workloads import Workload
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.kubeflow.objects import matches
-from components.network_policies import NAME_LABEL
+from ...kubeflow.objects import matches
+from ...network_policies import NAME_LABEL
 
 
 @dataclass(frozen=True)

@@ -12,18 +12,18 @@ from collections.abc import Iterable, Iterator, Mapping
 from ipaddress import IPv4Network
 from typing import Any
 
-from components.kubeflow.access import GATEWAY_NAMESPACE, gateway_exposure
-from components.kubeflow.network_policy import (
+from ...kubeflow.access import GATEWAY_NAMESPACE, gateway_exposure
+from ...kubeflow.network_policy import (
     runtime_labels,
 )
-from components.kubeflow.objects import is_webhook_configuration, matches
-from components.kubeflow.teams import PROFILE_NAMESPACE_LABELS
-from components.network_policies import DNS_POD, PROMETHEUS_POD
-from components.tools.model import istio
-from components.tools.model.addresses import UNKNOWN_VALUE, VpcAddresses
-from components.tools.model.kubeflow_mesh import runtime_policies
-from components.tools.model.netpol import Endpoint, allowed
-from components.tools.model.workloads import pod_template
+from ...kubeflow.objects import is_webhook_configuration, matches
+from ...kubeflow.teams import PROFILE_NAMESPACE_LABELS
+from ...network_policies import DNS_POD, PROMETHEUS_POD
+from . import istio
+from .addresses import UNKNOWN_VALUE, VpcAddresses
+from .kubeflow_mesh import runtime_policies
+from .netpol import Endpoint, allowed
+from .workloads import pod_template
 
 #: The scheme an ALB gets when its Ingress names none (the AWS Load Balancer Controller's default).
 _DEFAULT_SCHEME = "internal"

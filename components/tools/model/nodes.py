@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from components.karpenter.validation import requirement_accelerators
-from components.scheduling import EFA_LABEL
-from components.tools.model.kube import ANY, Taint
+from ...karpenter.validation import requirement_accelerators
+from ...scheduling import EFA_LABEL
+from .kube import ANY, Taint
 
 #: Labels every Karpenter node gets whatever its pool says, with the values Karpenter chooses at launch:
 #: kubernetes-sigs/karpenter pkg/apis/v1/labels.go (WellKnownLabels) and karpenter-provider-aws

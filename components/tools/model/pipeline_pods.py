@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from components.kubeflow.pipeline_runs import (
+from ...kubeflow.pipeline_runs import (
     EXECUTOR_IMAGE_ARG,
     NAMESPACE,
     WORKFLOW_CONTROLLER,
@@ -21,9 +21,9 @@ from components.kubeflow.pipeline_runs import (
     run_images,
     spec_patch,
 )
-from components.tools.model.admission import JudgedPod
-from components.tools.model.admission import _team_namespace as team_namespace
-from components.tools.model.workloads import pod_template
+from .admission import JudgedPod
+from .admission import _team_namespace as team_namespace
+from .workloads import pod_template
 
 #: The ConfigMap whose `workflowDefaults` Argo merges under every workflow's own fields (argo-workflows v3.7.3
 #: docs/default-workflow-specs.md).

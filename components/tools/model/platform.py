@@ -17,12 +17,12 @@ from typing import Any
 
 import yaml
 
-from components.tools.model import addresses, helm
-from components.tools.model.addresses import VpcAddresses
-from components.tools.model.admission import notebook_pods, trainer_pods
-from components.tools.model.nodes import NodeKind, node_kinds
-from components.tools.model.pipeline_pods import pipeline_pods
-from components.tools.model.workloads import Workload, from_object, from_pod_template
+from . import addresses, helm
+from .addresses import VpcAddresses
+from .admission import notebook_pods, trainer_pods
+from .nodes import NodeKind, node_kinds
+from .pipeline_pods import pipeline_pods
+from .workloads import Workload, from_object, from_pod_template
 
 #: The GPU Operator's operands: the ClusterPolicy field that turns each on, and the node label the operator sets
 #: (to "true") on every node with an NVIDIA GPU that the operand should run on. The operator puts each operand's
@@ -78,7 +78,7 @@ def _kubernetes_version(resources_json: Iterable[Mapping[str, Any]]) -> str:
 
 
 def _addon_facts() -> dict[str, Any]:
-    return dict(json.loads(resources.files("components.tools.model").joinpath("data/eks_addons.json").read_text()))
+    return dict(json.loads(resources.files(__package__ or "").joinpath("data/eks_addons.json").read_text()))
 
 
 def _configured(pod: Mapping[str, Any], configuration: str | None) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.tools.model.workloads import pod_template
+from .workloads import pod_template
 
 ENFORCE = "pod-security.kubernetes.io/enforce"
 #: Capabilities `baseline` lets a container add.

@@ -17,15 +17,15 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from components.kueue.queues import QUEUE_LABEL
-from components.scheduling import GPU_RESOURCE
-from components.team.namespace import TEAM_LABEL
-from components.team.quantity import parse_quantity
-from components.tools.model.kube import Taint, selector_matches, untolerated
-from components.tools.model.landing import Problem, lands_on, why_not
-from components.tools.model.nodes import NodeKind
-from components.tools.model.platform import Platform
-from components.tools.model.workloads import from_object, pod_template
+from ...kueue.queues import QUEUE_LABEL
+from ...scheduling import GPU_RESOURCE
+from ...team.namespace import TEAM_LABEL
+from ...team.quantity import parse_quantity
+from .kube import Taint, selector_matches, untolerated
+from .landing import Problem, lands_on, why_not
+from .nodes import NodeKind
+from .platform import Platform
+from .workloads import from_object, pod_template
 
 #: The label the Kubeflow profile controller (and the platform, from the start) gives a Profile's namespace.
 _PROFILE_LABEL = ("app.kubernetes.io/part-of", "kubeflow-profile")

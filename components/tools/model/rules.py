@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from components.control_plane import blocking_deployments
-from components.tools.model.admission import (
+from ...control_plane import blocking_deployments
+from .admission import (
     JudgedPod,
     bound_policies,
     documented_pods,
@@ -20,16 +20,16 @@ from components.tools.model.admission import (
     refusals,
     trainer_pods,
 )
-from components.tools.model.flows import problems as flow_problems
-from components.tools.model.kube import narrowed
-from components.tools.model.landing import Problem, lands_on, why_not
-from components.tools.model.network import Cluster
-from components.tools.model.nodes import NodeKind
-from components.tools.model.platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
-from components.tools.model.pod_security import refused
-from components.tools.model.queues import every_team_can_queue, queued_work_lands, queues_stay_within_quotas
-from components.tools.model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
-from components.tools.model.workloads import DEFAULT_SCHEDULER, Workload, pod_template
+from .flows import problems as flow_problems
+from .kube import narrowed
+from .landing import Problem, lands_on, why_not
+from .network import Cluster
+from .nodes import NodeKind
+from .platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
+from .pod_security import refused
+from .queues import every_team_can_queue, queued_work_lands, queues_stay_within_quotas
+from .rbac import SECRET_HOLDERS, cluster_wide_secret_access
+from .workloads import DEFAULT_SCHEDULER, Workload, pod_template
 
 ARCH = "kubernetes.io/arch"
 CAPACITY = "karpenter.sh/capacity-type"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from components.team.quantity import parse_quantity
+from ...team.quantity import parse_quantity
 
 DEFAULT_SCHEDULER = "default-scheduler"
 

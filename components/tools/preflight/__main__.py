@@ -13,9 +13,8 @@ import sys
 
 from botocore.exceptions import BotoCoreError
 
-from components.tools.commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
-from components.tools.stack_files import load_stack
-
+from ..commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
+from ..stack_files import load_stack
 from .clients import Clients, session_for
 from .report import render_json, render_markdown, render_table
 from .results import errored, exit_code

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from components.config.types import NatGateways
-from components.network.config import ExistingVpc, NetworkConfig
-from components.platform_config import PlatformConfig
-
+from ...config.types import NatGateways
+from ...network.config import ExistingVpc, NetworkConfig
+from ...platform_config import PlatformConfig
 from .quotas import (
     ELASTIC_IPS,
     FSX_QUOTA_SHARERS,

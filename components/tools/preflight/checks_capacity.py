@@ -7,9 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.cluster.config import SystemNodeGroup
-from components.karpenter.specs import NodePoolSpec
-
+from ...cluster.config import SystemNodeGroup
+from ...karpenter.specs import NodePoolSpec
 from .quotas import VCPU_CLASSES, Quota, VcpuClass, increase_command, vcpu_class
 from .reads import Zone
 from .results import CheckResult, failed, passed, warned

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from components.instances.families import category_of, family_of_type
+from ...instances.families import category_of, family_of_type
 
 CapacityType = Literal["on-demand", "spot"]
 

@@ -12,10 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from botocore.parsers import ResponseParserError
 
-from components.karpenter.specs import NodePoolSpec
-from components.platform_config import PlatformConfig
-from components.tools.stack_files import unset_secrets
-
+from ...karpenter.specs import NodePoolSpec
+from ...platform_config import PlatformConfig
+from ..stack_files import unset_secrets
 from . import reads
 from .checks_access import (
     cluster_access_check,

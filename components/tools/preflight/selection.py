@@ -15,11 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.instances import accelerators as gpu_facts
-from components.instances.families import category_of, family_of_type
-from components.karpenter.render import requirements as rendered_requirements
-from components.karpenter.specs import NodePoolSpec
-from components.scheduling import GPU_RESOURCE, NEURON_CORE_RESOURCE, NEURON_RESOURCE
+from ...instances import accelerators as gpu_facts
+from ...instances.families import category_of, family_of_type
+from ...karpenter.render import requirements as rendered_requirements
+from ...karpenter.specs import NodePoolSpec
+from ...scheduling import GPU_RESOURCE, NEURON_CORE_RESOURCE, NEURON_RESOURCE
 
 CAPACITY_KEY = "karpenter.sh/capacity-type"
 ZONE_KEY = "topology.kubernetes.io/zone"

@@ -37,17 +37,17 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import aws_names
-from components.config.errors import ConfigError
-from components.kubeflow.fetch import TreeError
-from components.platform_config import PlatformConfig
-from components.policy import rules as policy_rules
-from components.tools.cost import PINNED, Estimate, estimate, headline
-from components.tools.model import Platform, Problem, StackView, check_views
-from components.tools.preflight.placeholders import placeholders
-from components.tools.preview import mocks
-from components.tools.preview.inventory import Inventory, Recorded
-from components.tools.stack_files import load_stack, read_project_name, read_stack_config, unset_secrets
+from ... import aws_names
+from ...config.errors import ConfigError
+from ...kubeflow.fetch import TreeError
+from ...platform_config import PlatformConfig
+from ...policy import rules as policy_rules
+from ..cost import PINNED, Estimate, estimate, headline
+from ..model import Platform, Problem, StackView, check_views
+from ..preflight.placeholders import placeholders
+from ..stack_files import load_stack, read_project_name, read_stack_config, unset_secrets
+from . import mocks
+from .inventory import Inventory, Recorded
 
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 PACKAGE_PREFIX = "eksml:"
@@ -233,7 +233,7 @@ def policy_report(violations: list[policy_rules.Violation]) -> str:
 def run_preview(project_dir: Path, stack: str, *, kubeflow_tree: Path | None = None) -> Inventory:
     """Parse the stack's config, then run the real program under mocks. Raises ConfigError on bad config, and
     TreeError when Kubeflow is on and its pinned tree is missing or altered."""
-    from components.stack import program  # imported late: importing it registers nothing, but keeps --help fast
+    from ...stack import program  # imported late: importing it registers nothing, but keeps --help fast
 
     # fail before anything is registered
     parsed, config, secret_keys = load_stack(project_dir, stack, kubeflow_tree=kubeflow_tree)
@@ -296,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     overrides = json.loads(args.policy_config.read_text()) if args.policy_config else {}
     # imported late: they build on this module
-    from components.tools.preview import destroy_estimate, report
-    from components.tools.preview import program as other_program
+    from . import destroy_estimate, report
+    from . import program as other_program
 
     if args.out.is_dir():  # a failed preview leaves no report of an earlier one
         (args.out / report.REPORT).unlink(missing_ok=True)

@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from components import versions
+from ... import versions
 
 ACCOUNT_ID = "123456789012"
 #: How a secret value of a recorded stack output is shown (as `mocks.REDACTED`).

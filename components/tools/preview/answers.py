@@ -10,9 +10,9 @@ from typing import Any
 
 from pulumi.runtime import mocks as pulumi_mocks
 
-from components import aws_names
-from components.identity.documents import dns_suffix
-from components.tools.preview.account import ACCOUNT_ID, ExistingAccount, UnknownToAccount
+from ... import aws_names
+from ...identity.documents import dns_suffix
+from .account import ACCOUNT_ID, ExistingAccount, UnknownToAccount
 
 #: How a value that is only known after a real deployment is shown (as `pulumi preview` shows `output<string>`).
 UNKNOWN = "[unknown]"

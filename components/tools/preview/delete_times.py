@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from components.tools.preview.inventory import Recorded
+from .inventory import Recorded
 
 
 @dataclass(frozen=True)

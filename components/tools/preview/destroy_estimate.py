@@ -28,9 +28,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from components.tools.preview.delete_times import COMPONENT_PREFIXES, delete_figure
-from components.tools.preview.inventory import Inventory, Recorded
-from components.tools.preview.teardown_waits import Problem, problems
+from .delete_times import COMPONENT_PREFIXES, delete_figure
+from .inventory import Inventory, Recorded
+from .teardown_waits import Problem, problems
 
 #: Pulumi's default `--parallel` for `pulumi destroy` (pulumi.com/docs/cli/commands/pulumi_destroy: "default 16").
 PARALLEL = 16
@@ -206,8 +206,8 @@ def report(estimate_: Estimate, stack: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from components.tools.commands import INVALID_STACK, add_stack_arguments, read_stack
-    from components.tools.preview import run_preview
+    from ..commands import INVALID_STACK, add_stack_arguments, read_stack
+    from . import run_preview
 
     parser = argparse.ArgumentParser(
         prog="python -m components.tools.preview.destroy_estimate", description=__doc__.split("\n\n")[0]

@@ -19,9 +19,9 @@ from pulumi.runtime.proto import provider_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components.identity.documents import same_principal
-from components.tools.preview.answers import DEFAULT_CALLER, UNKNOWN, PlatformMocks
-from components.tools.preview.inventory import Inventory, Recorded
+from ...identity.documents import same_principal
+from .answers import DEFAULT_CALLER, UNKNOWN, PlatformMocks
+from .inventory import Inventory, Recorded
 
 REDACTED = "[secret]"
 _STACK_TYPE = "pulumi:pulumi:Stack"

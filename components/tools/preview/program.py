@@ -7,17 +7,22 @@ with the stacks it references answered from recorded outputs.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import importlib.abc
+import importlib.machinery
 import json
 import runpy
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from components.config.errors import ConfigError, ConfigIssue
-from components.platform_config import PROJECT_NAMESPACE
-from components.tools.preview import mocks
-from components.tools.preview.inventory import Inventory
+from ...config.errors import ConfigError, ConfigIssue
+from ...platform_config import PROJECT_NAMESPACE
+from . import mocks
+from .inventory import Inventory
 
 
 def is_platform(project: str) -> bool:
@@ -54,7 +59,8 @@ def run_program(
     sys.path.insert(0, str(main.parent))  # its own modules, as the Pulumi language host finds them
 
     def program() -> None:
-        runpy.run_path(str(main), run_name="__main__")
+        with one_package():
+            runpy.run_path(str(main), run_name="__main__")
 
     try:
         return mocks.run(
@@ -68,3 +74,47 @@ def run_program(
         )
     finally:
         sys.path.remove(str(main.parent))
+
+
+#: The package's two import names (setup.py): what library users import, and the repository's folder.
+PACKAGE_NAMES = ("eks_ml_platform", "components")
+
+
+class _SameModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Resolves `<other name>.x.y` to this package's own loaded `x.y` module, so a program importing the package by
+    the other name gets the very classes and errors the preview runs with (one ConfigError, one set of components)."""
+
+    def __init__(self, own: str, other: str) -> None:
+        self.own, self.other = own, other
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.other and not fullname.startswith(self.other + "."):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return importlib.import_module(self.own + spec.name.removeprefix(self.other))
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Already executed under the package's own name."""
+
+
+@contextlib.contextmanager
+def one_package() -> Iterator[None]:
+    """While a program runs under the preview, the package answers to both its names as one package."""
+    own = __name__.split(".")[0]
+    (other,) = (name for name in PACKAGE_NAMES if name != own)
+    finder = _SameModules(own, other)
+    saved = {name: module for name, module in sys.modules.items() if name == other or name.startswith(other + ".")}
+    for name in saved:
+        del sys.modules[name]
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        for name in [name for name in sys.modules if name == other or name.startswith(other + ".")]:
+            del sys.modules[name]
+        sys.modules.update(saved)

@@ -23,11 +23,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from components.tools.cost import Estimate, headline
-from components.tools.cost.calculator import Fill
-from components.tools.cost.render import money, money_range, pool_limit
-from components.tools.preview import destroy_estimate
-from components.tools.preview.inventory import Inventory, Recorded
+from ..cost import Estimate, headline
+from ..cost.calculator import Fill
+from ..cost.render import money, money_range, pool_limit
+from . import destroy_estimate
+from .inventory import Inventory, Recorded
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.tools.preview.inventory import Inventory, Recorded
+from .inventory import Inventory, Recorded
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 RELEASE = "kubernetes:helm.sh/v3:Release"

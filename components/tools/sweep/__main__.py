@@ -22,12 +22,12 @@ from typing import Any
 
 import boto3
 
-from components.sweep.clients import AWS_ERRORS, Clients, describe
-from components.sweep.leaks import find_leaks, leak_text
-from components.sweep.model import plan_text, report_text
-from components.sweep.sweeper import Sweeper
-from components.tools.commands import INVALID_STACK, add_stack_arguments, read_stack
-from components.tools.sweep.locate import VpcLookupError, locate_vpc, target_for
+from ...sweep.clients import AWS_ERRORS, Clients, describe
+from ...sweep.leaks import find_leaks, leak_text
+from ...sweep.model import plan_text, report_text
+from ...sweep.sweeper import Sweeper
+from ..commands import INVALID_STACK, add_stack_arguments, read_stack
+from .locate import VpcLookupError, locate_vpc, target_for
 
 SessionFactory = Callable[..., Any]
 

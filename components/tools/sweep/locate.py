@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.platform_config import PlatformConfig
-from components.sweep.model import SweepTarget
-from components.sweep.selectors import DISCOVERY_TAG
-from components.tags import standard_tags
+from ...platform_config import PlatformConfig
+from ...sweep.model import SweepTarget
+from ...sweep.selectors import DISCOVERY_TAG
+from ...tags import standard_tags
 
 #: The provider's default tags that say which stack created an object (`owner` and `cost-center` may change).
 STACK_TAG_KEYS = ("project", "stack", "managed-by")

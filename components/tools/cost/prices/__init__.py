@@ -22,7 +22,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from components.instances import prices as instance_prices
+from ....instances import prices as instance_prices
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,9 @@ def _decimals(values: Mapping[str, str]) -> Mapping[str, Decimal]:
 
 
 def _read(name: str) -> dict[str, Any]:
-    return dict(json.loads(resources.files("components.tools.cost").joinpath(name).read_text(encoding="utf-8")))
+    return dict(
+        json.loads(resources.files((__package__ or "").rpartition(".")[0]).joinpath(name).read_text(encoding="utf-8"))
+    )
 
 
 _DOCUMENT = _read(DATA)

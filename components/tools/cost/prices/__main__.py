@@ -17,10 +17,9 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from components.instances import prices as instance_prices
-from components.regions import region_argument
-from components.tools.preflight.clients import PRICING_REGION, session_for
-
+from ....instances import prices as instance_prices
+from ....regions import region_argument
+from ...preflight.clients import PRICING_REGION, session_for
 from . import INSTANCE_DATA, INSTANCES_DOCUMENT, instance_tables
 from .generate import dump, from_karpenter, from_price_list
 from .karpenter import NotAPriceTable, parse

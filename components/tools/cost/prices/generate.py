@@ -13,8 +13,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from components.tools.cost.live import PRODUCT_FILTERS, on_demand_hourly
-
+from ..live import PRODUCT_FILTERS, on_demand_hourly
 from .karpenter import KarpenterTable
 
 #: Where the shipped table comes from.
