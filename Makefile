@@ -7,7 +7,7 @@ SCAN_VENV := .venv-scan
 STACK ?= dev
 WORKERS ?= 2
 
-.PHONY: preview test test-fast test-engine engine-tools engine-box lint benchmark preflight cost leak-check kubeflow-fetch config-reference clean
+.PHONY: preview test test-fast test-engine engine-tools engine-box lint benchmark preflight cost leak-check kubeflow-fetch charts-fetch config-reference clean
 
 # The package and what it runs on (the preview, `pulumi up`, the tools), then, for the tests and lint only, their
 # extras: `make preview` on a fresh machine installs the first alone. Each step says what it is doing; pip lists
@@ -25,7 +25,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	touch $@
 
 ## Offline preview of a stack (default dev): prints the resource tree, writes build/preview/<stack>.
-preview: $(VENV)/.installed kubeflow-fetch
+preview: $(VENV)/.installed kubeflow-fetch charts-fetch
 	$(PY) -m components.preview --stack $(STACK) --out build/preview/$(STACK)
 
 $(SCAN_VENV)/.installed: tests/checkov-requirements.txt
@@ -74,7 +74,7 @@ preflight: $(VENV)/.installed
 
 ## What a stack costs idle (the platform's own pods included, from its offline preview) and with every pool at its
 ## limit, at the pinned prices (no credentials).
-cost: $(VENV)/.installed kubeflow-fetch
+cost: $(VENV)/.installed kubeflow-fetch charts-fetch
 	-$(PY) -m components.preview --stack $(STACK) --out build/preview/$(STACK) > /dev/null
 	$(PY) -m components.tools.cost --stack $(STACK) --preview build/preview/$(STACK)
 
@@ -90,8 +90,15 @@ kubeflow-fetch: $(VENV)/.installed
 	@if [ -d ../shared/reference/kubeflow/26.03.1 ]; then $(PY) -m components.kubeflow fetch --from ../shared/reference/kubeflow/26.03.1; \
 	else $(PY) -m components.kubeflow fetch; fi
 
+## The pinned Helm charts the preview's model renders, digest-checked, into the per-user cache: from ../shared when it
+## is beside the repository (this workplace's reference copies), else pulled from each chart's repository. A chart
+## that cannot be fetched does not stop the preview: its model lists that release as not judged, with the reason.
+charts-fetch: $(VENV)/.installed
+	@if [ -d ../shared/reference/charts ]; then $(PY) -m components.tools.charts fetch --from ../shared/reference/charts; \
+	else $(PY) -m components.tools.charts fetch || echo "== Some charts were not fetched: the preview lists what it cannot judge"; fi
+
 ## Wall time and peak memory of the offline preview of dev and prod.
-benchmark: $(VENV)/.installed-dev kubeflow-fetch
+benchmark: $(VENV)/.installed-dev kubeflow-fetch charts-fetch
 	$(PY) benchmarks/preview_benchmark.py
 
 ## Rewrite docs/configuration.md's reference tables from the config models (their fields' descriptions and defaults).

@@ -107,6 +107,17 @@ def test_a_missing_tree_names_the_fetch_command(tmp_path):
         fetch.tree(None, cache=tmp_path)
 
 
+def test_a_failed_first_download_leaves_no_folder_and_reads_as_not_downloaded(tmp_path):
+    def unreachable(url: str, destination: Path) -> None:
+        raise OSError("Network is unreachable")
+
+    with pytest.raises(fetch.TreeError, match="could not download"):
+        fetch.fetch(tmp_path, download=unreachable, sources=SOURCES, files=SUBSET)
+    assert not fetch.cached_tree_path(tmp_path).exists()
+    with pytest.raises(fetch.TreeError, match="has not been downloaded"):
+        fetch.tree(None, cache=tmp_path, files=SUBSET)
+
+
 def test_fetch_repairs_a_tampered_source(tmp_path, archives):
     root = fetch.fetch(tmp_path, download=FakeGitHub(archives), sources=SOURCES, files=SUBSET)
     (root / sorted(fetch.files_of(JOBSET))[0]).unlink()

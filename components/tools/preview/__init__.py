@@ -42,6 +42,7 @@ from ...config.errors import ConfigError
 from ...kubeflow.fetch import TreeError
 from ...platform_config import PlatformConfig
 from ...policy import rules as policy_rules
+from ..charts import FETCH_COMMAND, default_charts
 from ..cost import PINNED, Estimate, estimate, headline
 from ..model import Platform, Problem, StackView, check_views
 from ..preflight.placeholders import placeholders
@@ -161,7 +162,10 @@ def model_report(platform: Platform, problems: list[Problem]) -> tuple[str, bool
         f"  not judged: the pods of Helm release {name} ({why})" for name, why in sorted(platform.unrendered.items())
     ]
     if platform.unrendered:
-        lines.append("  not judged: each node's agents and device plugins (give --charts with the pinned charts)")
+        lines.append(
+            "  not judged: each node's agents and device plugins, which those releases install "
+            f"(`{FETCH_COMMAND}` puts the pinned charts in the cache, or give --charts)"
+        )
     if not platform.vpc.known:
         lines.append(f"  {platform.vpc.describe()}")
     lines += [f"  {problem}" for problem in problems]
@@ -291,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         "--charts",
         type=Path,
         help="folder of the pinned upstream charts (<chart>-<version>) the model of the running platform renders "
-        "(default: ../shared/reference/charts beside the project, when it is there)",
+        f"(default: the ones `{FETCH_COMMAND}` put in the per-user cache, else ../shared/reference/charts beside the "
+        "project, when it is there)",
     )
     args = parser.parse_args(argv)
     overrides = json.loads(args.policy_config.read_text()) if args.policy_config else {}
@@ -333,8 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     broken = False
     cost: Estimate | None = None
     if platform:
-        beside = args.project_dir.resolve().parent / "shared" / "reference" / "charts"
-        model, problems = platform_model(inventory, args.charts or (beside if beside.is_dir() else None))
+        model, problems = platform_model(inventory, args.charts or default_charts(args.project_dir))
         parsed, raw_config, _ = load_stack(args.project_dir, args.stack)
         print(capacity_report(parsed))
         cost = estimate(parsed, PINNED, on=date.today(), platform=model)
