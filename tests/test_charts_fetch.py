@@ -80,15 +80,19 @@ def test_a_failed_download_leaves_no_empty_folder_and_reads_as_not_downloaded(tm
         helm.chart_dir(tmp_path / "charts", "aws-fsx-csi-driver", "1.17.0")
 
 
-def test_a_failure_after_some_charts_keeps_those_and_nothing_half_written(tmp_path):
-    class FailsSecond(FakeRepository):
+def test_one_chart_failing_does_not_stop_the_others_and_leaves_nothing_half_written(tmp_path):
+    class FailsFirst(FakeRepository):
         def __call__(self, pin: ChartPin, into: Path) -> Path:
-            self.fail = bool(self.pulled)
+            self.fail = not self.pulled
             return super().__call__(pin, into)
 
-    with pytest.raises(charts.ChartError):
-        charts.fetch(tmp_path, download=FailsSecond(), charts=SOME)
-    assert sorted(p.name for p in (tmp_path / "charts").iterdir()) == [SOME[0].folder]
+    repository = FailsFirst()
+    with pytest.raises(charts.ChartError) as error:
+        charts.fetch(tmp_path, download=repository, charts=SOME)
+    assert repository.pulled == ["aws-efa-k8s-device-plugin", "aws-fsx-csi-driver"]
+    assert "aws-efa-k8s-device-plugin" in str(error.value)
+    assert "aws-fsx-csi-driver" not in str(error.value)
+    assert sorted(p.name for p in (tmp_path / "charts").iterdir()) == [SOME[1].folder]
 
 
 def test_an_altered_cached_chart_is_not_rendered_and_the_reason_names_the_fetch(tmp_path):

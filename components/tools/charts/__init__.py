@@ -173,31 +173,42 @@ def fetch(
     log: Callable[[str], None] = lambda line: None,
 ) -> Path:
     """Put every pinned chart not already intact into the cache, from `source` (a local folder of chart copies)
-    or by downloading it; returns the cache's charts folder. Raises ChartError naming the first chart that failed;
-    the charts placed before it stay, nothing half-written does, and an empty cache folder is not left behind."""
+    or by downloading it; returns the cache's charts folder. Every chart is tried; ChartError then names each one
+    that failed. Nothing half-written is left, and neither is an empty cache folder."""
     root = cache / "charts" if cache is not None else default_cache_dir()
     made = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
+    failed: list[str] = []
     try:
         for pinned in charts if charts is not None else PINNED.values():
             if (root / pinned.folder).is_dir() and not problems(root / pinned.folder, pinned.files):
                 continue  # already fetched and intact
-            with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as work:
-                staging = Path(work)
-                if source is not None:
-                    log(f"{pinned.folder}: copying from {source}")
-                    unpacked = _copy_from(source, pinned, staging)
-                else:
-                    pin = _pin_of(pinned)
-                    log(f"{pinned.folder}: downloading from {pin.repo}")
-                    unpacked = download(pin, staging)
-                _place(unpacked, pinned, root)
-            log(f"{pinned.folder}: {len(pinned.files)} files verified")
-    except BaseException:
+            try:
+                _fetch_one(pinned, root, source, download, log)
+            except ChartError as error:
+                log(f"{pinned.folder}: not fetched")
+                failed.append(str(error))
+    finally:
         if made and not any(root.iterdir()):
             root.rmdir()
-        raise
+    if failed:
+        raise ChartError("\n".join(failed))
     return root
+
+
+def _fetch_one(
+    pinned: PinnedChart, root: Path, source: Path | None, download: Download, log: Callable[[str], None]
+) -> None:
+    with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as work:
+        if source is not None:
+            log(f"{pinned.folder}: copying from {source}")
+            unpacked = _copy_from(source, pinned, Path(work))
+        else:
+            pin = _pin_of(pinned)
+            log(f"{pinned.folder}: downloading from {pin.repo}")
+            unpacked = download(pin, Path(work))
+        _place(unpacked, pinned, root)
+    log(f"{pinned.folder}: {len(pinned.files)} files verified")
 
 
 def _copy_from(source: Path, pinned: PinnedChart, staging: Path) -> Path:

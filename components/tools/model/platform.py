@@ -186,7 +186,9 @@ def build(views: Iterable[StackView], charts: Path | None) -> Platform:
         platform.objects += view.manifests
         for release in view.releases:
             if charts is None:
-                platform.unrendered[release["name"]] = "no folder of chart copies was given"
+                platform.unrendered[release["name"]] = (
+                    "the pinned charts are not fetched and no --charts folder was given"
+                )
                 continue
             try:
                 rendered = helm.render(release, charts, kube_version)
