@@ -1,0 +1,51 @@
+"""The habits REVIEWING.md asks for, held: the pre-commit hooks run what `make lint` runs, changelog fragments have
+the form a release folds, and the package's version is one the CHANGELOG describes."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import yaml
+
+from .conftest import REPO
+
+KINDS = ("added", "changed", "deprecated", "removed", "fixed", "security")
+
+
+def lint_commands() -> list[str]:
+    """The commands of the Makefile's `lint` recipe, with the virtualenv's interpreter written out."""
+    lines = (REPO / "Makefile").read_text().splitlines()
+    start = lines.index("lint: $(VENV)/.installed-dev") + 1
+    recipe = []
+    for line in lines[start:]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip().replace("$(PY)", ".venv/bin/python"))
+    return recipe
+
+
+def test_the_pre_commit_hooks_run_exactly_what_make_lint_runs():
+    config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
+    hooks = [hook for repo in config["repos"] for hook in repo["hooks"]]
+    assert [hook["entry"] for hook in hooks] == lint_commands()
+    assert len(lint_commands()) == 3
+    # each hook checks the whole tree, as `make lint` does, not only the files of the commit
+    assert all(hook["pass_filenames"] is False and hook["language"] == "system" for hook in hooks)
+
+
+def test_every_changelog_fragment_names_its_section_and_holds_one_entry():
+    fragments = [path for path in (REPO / "changelog.d").iterdir() if path.name != "README.md"]
+    for path in fragments:
+        assert re.fullmatch(rf"[a-z0-9][a-z0-9-]*\.({'|'.join(KINDS)})\.md", path.name), path.name
+        text = path.read_text()
+        assert text.startswith("- "), f"{path.name}: an entry is one Markdown list item"
+        assert not re.search(r"^- ", text[2:], re.M), f"{path.name}: one change per fragment"
+
+
+def test_the_packages_version_is_a_release_the_changelog_describes():
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", changelog, re.M)
+    assert released, "no dated release in CHANGELOG.md"
+    assert released[0] == version, f"pyproject.toml says {version}; the newest release in CHANGELOG.md is {released[0]}"
