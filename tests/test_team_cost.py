@@ -341,6 +341,8 @@ def test_the_command_prints_a_months_bill_per_team_with_what_prometheus_covered(
     assert "audio: 1.0 GPU-hours, $0.00 (1.0 GPU-hours not priced)" in out
     assert "not priced" in out  # audio's line
     assert "cost samples for 3.0 of the range's 720.0 hours" in out
+    # These rules were given no GPU counts: no pool series, and the bill says the unallocated part is unknown.
+    assert "the unallocated GPU-hours are not known" in out
     status, out, err = _command(
         capsys, "--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", prometheus, "--json", "--no-spot-prices"
     )
@@ -708,7 +710,7 @@ def test_amazon_managed_prometheus_is_read_with_sigv4_signed_queries(amp, capsys
     assert f"from {url}" in out
     assert "vision: 8.0 GPU-hours, $11.34" in out
     assert "nlp: 3.0 GPU-hours, $1.50 (at the on-demand list price: $3.02)" in out
-    assert len(signed) == 4  # coverage, held, busy, cost: every query signed
+    assert len(signed) == 6  # coverage, held, busy, cost, pool GPUs, pool cost: every query signed
     assert all("%20" in path and "+" not in path for path in signed[1:])  # spaces as SigV4 encodes them
 
 
