@@ -642,6 +642,10 @@ def test_the_stack_installs_the_cost_rules_priced_for_its_region_and_the_labels_
     }
     assert priced == dict(gpu_hour_prices("us-west-2"))  # prod runs in us-west-2
     assert {"g5.xlarge", "g4dn.xlarge", "p4d.24xlarge"} <= set(priced)  # types prod's GPU pools launch
+    # The GPUs of each type, from which the rules count what the pools ran and the unallocated GPUs.
+    gpus = {r["labels"]["instance_type"]: r["expr"] for r in rules if r["record"] == cost.INSTANCE_GPUS}
+    assert (gpus["p4d.24xlarge"], gpus["g5.12xlarge"], gpus["g5.xlarge"]) == ("vector(8)", "vector(4)", "vector(1)")
+    assert {cost.POOL_GPUS, cost.GPUS_UNALLOCATED} <= {r["record"] for r in rules}
     release = next(
         r for r in prod.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
     )
