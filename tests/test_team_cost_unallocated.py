@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
 from http.server import ThreadingHTTPServer
@@ -32,10 +33,10 @@ from components.observability import cost
 from components.observability.render import dashboard
 from components.tools.cost import __main__ as cli
 from components.tools.cost import by_team
-from components.tools.cost.teams import http_query, team_bill
+from components.tools.cost.teams import TeamBill, UsageLine, http_query, team_bill
 
 from .promql_eval import STALE, Evaluator, Store, record
-from .test_team_cost import DAY, NOW, _FakePrometheus
+from .test_team_cost import DAY, NOW, _ec2, _FakePrometheus
 
 END = 3 * 3600
 SCRAPES = range(0, END + 1, 30)
@@ -233,3 +234,31 @@ def test_the_json_bill_carries_unallocated_and_the_pools(prometheus, capsys, mon
     usd = sum(Decimal(team["usd"]) for team in document["teams"].values())
     assert usd + Decimal(document["unallocated"]["usd"]) == Decimal(document["pools"]["usd"])
     assert len(document["unallocatedLines"]) == 3
+
+
+def test_at_spot_prices_the_unallocated_dollars_still_close_the_bill(prometheus, capsys, monkeypatch):
+    # June's g5.xlarge spot price in the stub is $0.50 per GPU-hour: b1's 1.5 GPU-hours are $0.75, nlp/serve's 1
+    # is $0.50, and its idle half hour before consolidation is $0.25.
+    stub, _ = _ec2(monkeypatch)
+    june = ("--from", "2026-06-01", "--to", "2026-07-01")
+    status = cli.main(["--by-team", *june, "--prometheus", prometheus, "--region", "us-west-2", "--json"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    stub.assert_no_pending_responses()
+    document = json.loads(captured.out)
+    (spot,) = [line for line in document["unallocatedLines"] if line["capacity_type"] == "spot"]
+    assert (spot["gpu_hours"], spot["usd"], spot["price"]) == ("0.5000", "0.2500", "spot")
+    usd = sum(Decimal(team["usd"]) for team in document["teams"].values())
+    assert usd + Decimal(document["unallocated"]["usd"]) == Decimal(document["pools"]["usd"])
+    # 24 × 2.74470525 + 1.5 × 0.50 + 12 × 1.418, each line to a ten-thousandth
+    assert Decimal(document["pools"]["usd"]) == Decimal("65.8729") + Decimal("0.75") + Decimal("17.016")
+
+
+def test_gpus_held_where_no_pool_gpus_were_recorded_are_named_not_silently_left_out():
+    held = UsageLine("vision", "gpu-x", "on-demand", "x9.large", Decimal(2), Decimal(1), None, None, "not priced")
+    pool = replace(held, team="(pools ran)", pool="gpu-train", instance_type="p4d.24xlarge", gpu_hours=Decimal(8))
+    bill = TeamBill(DAY, DAY + timedelta(hours=1), "http://p", Decimal(1), (held,), pools=(pool,))
+    assert bill.unpooled() == [held]
+    out = by_team.render_text(bill)
+    assert "No record of the GPUs the pools ran on gpu-x on-demand x9.large" in out
+    assert "their unallocated GPU-hours are not known" in out
