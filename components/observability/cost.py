@@ -13,7 +13,8 @@ And per node pool, capacity type and instance type, what the pools ran, so that 
 - `POOL_GPUS`: the GPUs of every node the pool has (its instance type's GPUs, `INSTANCE_GPUS`, from the pinned
   instance facts), counted from the minute the node is in kube-state-metrics until it is gone;
 - `GPUS_UNALLOCATED`: `POOL_GPUS` less the GPUs running pods hold there (`GPUS_HELD`): idle GPUs of running nodes,
-  nodes waiting to be consolidated, GPUs of pods still pulling their image or starting (Pending), the 7 GPUs an
+  nodes waiting to be consolidated, GPUs of pods still pulling their image or starting (Pending, which includes
+  the time spent downloading images: kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/), the 7 GPUs an
   8-GPU node's one 1-GPU pod leaves; every namespace's `GPUS_HELD` plus it is `POOL_GPUS`, sample by sample;
 - `POOL_COST_RATE` and `UNALLOCATED_COST_RATE`: those × the GPU-hour price, in USD per hour.
 
