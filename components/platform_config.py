@@ -34,7 +34,7 @@ from .config.validation import FieldProblems
 from .gpu.config import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
 from .ingress.config import IngressConfig
 from .instances import prices as instance_prices
-from .instances.accelerators import ACCELERATED_FAMILIES
+from .instances.accelerators import ACCELERATED_FAMILIES, nvidia_gpu_counts
 from .karpenter.config import KarpenterConfig
 from .kubeflow.config import KubeflowConfig
 from .kueue.config import KueueConfig
@@ -449,6 +449,12 @@ class PlatformConfig(ConfigModel):
         adds under `karpenter.acceleratorFamilies`), for the GPU cost rules."""
         families = {**ACCELERATED_FAMILIES, **self.karpenter.added_families}
         return instance_prices.gpu_hour_prices(self.region, families)
+
+    @property
+    def instance_gpus(self) -> Mapping[str, int]:
+        """The GPUs of each NVIDIA instance type (pinned ones and those the stack adds), for the GPU cost rules'
+        count of what the pools ran."""
+        return nvidia_gpu_counts({**ACCELERATED_FAMILIES, **self.karpenter.added_families})
 
     @property
     def load_balancer_cidrs(self) -> tuple[str, ...]:

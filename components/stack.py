@@ -372,6 +372,7 @@ def _observability_args(
         config=config.observability,
         gpu_pools=config.gpu_pools,
         gpu_hour_prices=config.gpu_hour_prices,
+        instance_gpus=config.instance_gpus,
         gpu_shares=config.gpu.time_slicing_replicas or 1,
         # Prometheus' volume is kept as the stack keeps its stores.
         storage_class=storage.kept_volume_class,

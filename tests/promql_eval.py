@@ -5,7 +5,8 @@ so a rule that starts using more fails its test instead of being evaluated wrong
 Semantics follow Prometheus': an instant selector takes each series' latest sample in the 5 minutes up to the
 evaluation time; a range selector `[d]` the samples in (t - d, t]; arithmetic and aggregation drop the metric name;
 `* on (...) group_left (...)` keeps the left side's labels and adds the named ones from the right; one-to-one
-matching with `on` keeps only those labels; a label set to "" is no label.
+matching with `on` keeps only those labels; `a or b` is a and the series of b whose labels (or `on` labels) a
+lacks; a label set to "" is no label.
 """
 
 from __future__ import annotations
@@ -213,6 +214,9 @@ class Evaluator:
         if op == "and":
             present = {signature(k) for k in rhs}
             return {k: v for k, v in lhs.items() if signature(k) in present}
+        if op == "or":
+            present = {signature(k) for k in lhs}
+            return {**lhs, **{k: v for k, v in rhs.items() if signature(k) not in present}}
         if op not in arithmetic:
             raise NotImplementedError(f"operator not evaluated here: {op}")
         card = str(modifier.card).rsplit(".", 1)[-1] if modifier is not None else "OneToOne"

@@ -341,6 +341,8 @@ def test_the_command_prints_a_months_bill_per_team_with_what_prometheus_covered(
     assert "audio: 1.0 GPU-hours, $0.00 (1.0 GPU-hours not priced)" in out
     assert "not priced" in out  # audio's line
     assert "cost samples for 3.0 of the range's 720.0 hours" in out
+    # These rules were given no GPU counts: no pool series, and the bill says the unallocated part is unknown.
+    assert "the unallocated GPU-hours are not known" in out
     status, out, err = _command(
         capsys, "--from", "2026-06-01", "--to", "2026-07-01", "--prometheus", prometheus, "--json", "--no-spot-prices"
     )
@@ -640,6 +642,10 @@ def test_the_stack_installs_the_cost_rules_priced_for_its_region_and_the_labels_
     }
     assert priced == dict(gpu_hour_prices("us-west-2"))  # prod runs in us-west-2
     assert {"g5.xlarge", "g4dn.xlarge", "p4d.24xlarge"} <= set(priced)  # types prod's GPU pools launch
+    # The GPUs of each type, from which the rules count what the pools ran and the unallocated GPUs.
+    gpus = {r["labels"]["instance_type"]: r["expr"] for r in rules if r["record"] == cost.INSTANCE_GPUS}
+    assert (gpus["p4d.24xlarge"], gpus["g5.12xlarge"], gpus["g5.xlarge"]) == ("vector(8)", "vector(4)", "vector(1)")
+    assert {cost.POOL_GPUS, cost.GPUS_UNALLOCATED} <= {r["record"] for r in rules}
     release = next(
         r for r in prod.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
     )
@@ -708,7 +714,7 @@ def test_amazon_managed_prometheus_is_read_with_sigv4_signed_queries(amp, capsys
     assert f"from {url}" in out
     assert "vision: 8.0 GPU-hours, $11.34" in out
     assert "nlp: 3.0 GPU-hours, $1.50 (at the on-demand list price: $3.02)" in out
-    assert len(signed) == 4  # coverage, held, busy, cost: every query signed
+    assert len(signed) == 6  # coverage, held, busy, cost, pool GPUs, pool cost: every query signed
     assert all("%20" in path and "+" not in path for path in signed[1:])  # spaces as SigV4 encodes them
 
 

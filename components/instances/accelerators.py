@@ -87,3 +87,16 @@ def facts(family: str) -> AcceleratedFamily | None:
 
 def nvidia_gpu_names() -> frozenset[str]:
     return frozenset(f.gpu_name for f in known_families().values() if f.gpu_name)
+
+
+def nvidia_gpu_counts(families: Mapping[str, AcceleratedFamily] = ACCELERATED_FAMILIES) -> Mapping[str, int]:
+    """The GPUs of each NVIDIA instance type of `families` (`<family>.<size>`), for the GPU cost rules."""
+    return MappingProxyType(
+        {
+            f"{family.family}.{size}": devices
+            for family in families.values()
+            if family.vendor == "nvidia"
+            for size, devices in sorted(family.devices.items())
+            if devices > 0
+        }
+    )

@@ -181,6 +181,9 @@ class ObservabilityArgs:
     #: How many times the device plugin advertises each GPU (`GpuConfig.time_slicing_replicas`), so the cost rules
     #: count a pod's `nvidia.com/gpu` as that share of a GPU. Default: 1, GPUs not shared.
     gpu_shares: int = 1
+    #: GPUs per NVIDIA instance type (`PlatformConfig.instance_gpus`), for the cost rules' count of the GPUs the pools
+    #: ran and the unallocated ones. Default: none, and those are not recorded.
+    instance_gpus: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     #: Where Karpenter's controller runs, for its ServiceMonitor. Default: `kube-system`, where `Karpenter` puts it.
     karpenter_namespace: str = "kube-system"
     #: Controllers that delete the AWS side of namespaced objects (`Ingress.controller`); the namespace is deleted
@@ -305,7 +308,9 @@ class Observability(pulumi.ComponentResource):
             f"{name}-alerts", alert_rules("eks-ml-platform", NAMESPACE, list(args.gpu_pools), config.alerts), after_crds
         )
         k8s_objects.create(
-            f"{name}-cost-rules", cost_rules("gpu-cost", NAMESPACE, args.gpu_hour_prices, args.gpu_shares), after_crds
+            f"{name}-cost-rules",
+            cost_rules("gpu-cost", NAMESPACE, args.gpu_hour_prices, args.gpu_shares, args.instance_gpus),
+            after_crds,
         )
         for dashboard in DASHBOARDS:
             k8s_objects.create(f"{name}-dashboard-{dashboard}", dashboard_configmap(dashboard, NAMESPACE), after_crds)

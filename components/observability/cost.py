@@ -8,6 +8,16 @@ per node pool, capacity type and instance type:
 - `GPUS_BUSY`: the same GPUs weighted by how busy DCGM saw them (utilisation ÷ 100), to set against the paid ones;
 - `GPU_COST_RATE`: `GPUS_HELD` × the GPU-hour price of the node's instance type, in USD per hour.
 
+And per node pool, capacity type and instance type, what the pools ran, so that the bill adds up:
+
+- `POOL_GPUS`: the GPUs of every node the pool has (its instance type's GPUs, `INSTANCE_GPUS`, from the pinned
+  instance facts), counted from the minute the node is in kube-state-metrics until it is gone;
+- `GPUS_UNALLOCATED`: `POOL_GPUS` less the GPUs running pods hold there (`GPUS_HELD`): idle GPUs of running nodes,
+  nodes waiting to be consolidated, GPUs of pods still pulling their image or starting (Pending, which includes
+  the time spent downloading images: kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/), the 7 GPUs an
+  8-GPU node's one 1-GPU pod leaves; every namespace's `GPUS_HELD` plus it is `POOL_GPUS`, sample by sample;
+- `POOL_COST_RATE` and `UNALLOCATED_COST_RATE`: those × the GPU-hour price, in USD per hour.
+
 The price of a GPU-hour is one static series per NVIDIA instance type (`GPU_HOUR_PRICE`), rendered from the pinned
 on-demand table (`components.instances.prices`): the instance's hourly price ÷ its GPUs. The table has no spot
 prices, so spot capacity is priced at the on-demand list price, which a spot instance never bills above: for spot
@@ -52,7 +62,25 @@ GPU_HOUR_PRICE = "eksml:gpu_hour_price:usd"
 GPUS_HELD = "eksml:namespace_pool:gpus_held"
 GPUS_BUSY = "eksml:namespace_pool:gpus_busy"
 GPU_COST_RATE = "eksml:namespace_pool:gpu_cost_usd_per_hour"
-RECORDED = frozenset({NODE_POOL, GPU_HOUR_PRICE, GPUS_HELD, GPUS_BUSY, GPU_COST_RATE})
+INSTANCE_GPUS = "eksml:instance_type:gpus"
+POOL_GPUS = "eksml:pool:gpus"
+GPUS_UNALLOCATED = "eksml:pool:gpus_unallocated"
+POOL_COST_RATE = "eksml:pool:gpu_cost_usd_per_hour"
+UNALLOCATED_COST_RATE = "eksml:pool:unallocated_gpu_cost_usd_per_hour"
+RECORDED = frozenset(
+    {
+        NODE_POOL,
+        GPU_HOUR_PRICE,
+        GPUS_HELD,
+        GPUS_BUSY,
+        GPU_COST_RATE,
+        INSTANCE_GPUS,
+        POOL_GPUS,
+        GPUS_UNALLOCATED,
+        POOL_COST_RATE,
+        UNALLOCATED_COST_RATE,
+    }
+)
 
 #: kube-state-metrics' names for what the rules read.
 KSM_NODE_LABELS = "kube_node_labels"
@@ -92,15 +120,49 @@ def _price_rule(instance_type: str, usd: Decimal) -> dict[str, Any]:
     }
 
 
+def _gpus_rule(instance_type: str, gpus: int) -> dict[str, Any]:
+    return {"record": INSTANCE_GPUS, "expr": f"vector({gpus})", "labels": {"instance_type": instance_type}}
+
+
+def _pool_rules() -> list[dict[str, Any]]:
+    """What the pools ran, what of it no running pod held, and both priced (read after GPUS_HELD is recorded)."""
+    pools = ", ".join(POOL_LABELS)
+    # A node's GPUs from its instance type, not from the device plugin's capacity: a node is paid for from the
+    # minute it joins, before the plugin advertises a GPU; and these are physical GPUs, as GPUS_HELD counts them.
+    node_gpus = f"{NODE_POOL} * on (instance_type) group_left () {INSTANCE_GPUS}"
+    held = f"sum by ({pools}) ({GPUS_HELD})"
+    # `or`: a pool no running pod holds a GPU of has all its GPUs unallocated.
+    unallocated = f"({POOL_GPUS} - on ({pools}) {held}) or {POOL_GPUS}"
+    return [
+        {"record": POOL_GPUS, "expr": f"sum by ({pools}) ({node_gpus})"},
+        {"record": GPUS_UNALLOCATED, "expr": unallocated},
+        {"record": POOL_COST_RATE, "expr": f"{POOL_GPUS} * on (instance_type) group_left () {GPU_HOUR_PRICE}"},
+        {
+            "record": UNALLOCATED_COST_RATE,
+            "expr": f"{GPUS_UNALLOCATED} * on (instance_type) group_left () {GPU_HOUR_PRICE}",
+        },
+    ]
+
+
 def cost_rules(
-    name: str, namespace: str, gpu_hour_prices: Mapping[str, Decimal], gpu_shares: int = 1
+    name: str,
+    namespace: str,
+    gpu_hour_prices: Mapping[str, Decimal],
+    gpu_shares: int = 1,
+    instance_gpus: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The PrometheusRule recording GPUs held and busy per namespace and pool, and what they cost per hour at
     `gpu_hour_prices` (USD per GPU-hour by instance type; `components.instances.prices.gpu_hour_prices`).
     `gpu_shares` is how many times the device plugin advertises each GPU (time-slicing replicas; 1: not shared): a
-    pod asking one `nvidia.com/gpu` then holds that share of a GPU."""
+    pod asking one `nvidia.com/gpu` then holds that share of a GPU. `instance_gpus` is the GPUs of each NVIDIA
+    instance type (`components.instances.accelerators.nvidia_gpu_counts`), from which the rules count the GPUs the
+    pools ran and those no running pod held; default: none, and a pool's GPUs are not recorded."""
     if gpu_shares < 1:
         raise ValueError(f"gpu_shares: expected a whole number of at least 1, got {gpu_shares}")
+    counts = dict(instance_gpus or {})
+    wrong = sorted(kind for kind, gpus in counts.items() if gpus < 1)
+    if wrong:
+        raise ValueError(f"instance_gpus: expected at least 1 GPU per instance type, got {wrong}")
     running = f'{KSM_PHASE}{{phase="Running"}} == 1'
     requests = f'sum by (namespace, pod, node) ({KSM_REQUESTS}{{resource="{KSM_GPU_RESOURCE}"}})'
     if gpu_shares > 1:
@@ -115,6 +177,8 @@ def cost_rules(
         {"record": GPUS_HELD, "expr": _by_pool(held)},
         {"record": GPUS_BUSY, "expr": _by_pool(busy)},
         {"record": GPU_COST_RATE, "expr": f"{GPUS_HELD} * on (instance_type) group_left () {GPU_HOUR_PRICE}"},
+        *(_gpus_rule(instance_type, gpus) for instance_type, gpus in sorted(counts.items())),
+        *(_pool_rules() if counts else []),
     ]
     return {
         "apiVersion": MONITORING_API,

@@ -41,11 +41,14 @@ from .spot_history import PRODUCT_DESCRIPTION
 from .teams import (
     DEFAULT_PROMETHEUS,
     NOT_PRICED,
+    POOLS,
     PRECISION,
+    UNALLOCATED,
     PrometheusError,
     SpotPriceError,
     SpotPricing,
     TeamBill,
+    TeamTotal,
     http_query,
     read_spot_pricing,
     team_bill,
@@ -136,7 +139,7 @@ def render_text(bill: TeamBill) -> str:
             _usd(line.usd),
             line.price,
         )
-        for line in bill.lines
+        for line in (*bill.lines, *bill.unallocated)
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     table = [
@@ -145,13 +148,9 @@ def render_text(bill: TeamBill) -> str:
         ).rstrip()
         for row in rows
     ]
-    totals = [
-        f"  {team}: {_hours(total.gpu_hours)} GPU-hours, {_usd(total.usd)}"
-        + (f" (at the on-demand list price: {_usd(total.on_demand_usd)})" if total.on_demand_usd != total.usd else "")
-        + (f" ({_hours(total.unpriced_gpu_hours)} GPU-hours not priced)" if total.unpriced_gpu_hours else "")
-        for team, total in bill.team_totals().items()
-    ]
-    notes = [*_price_notes(bill)]
+    totals = [_total(team, total) for team, total in bill.team_totals().items()]
+    totals += _pool_totals(bill)
+    notes = [*_price_notes(bill), *_unallocated_notes(bill)]
     notes.append(
         f"Prometheus had cost samples for {_hours(bill.covered_hours)} of the range's {_hours(bill.hours)} hours; "
         "hours without samples are not counted."
@@ -163,6 +162,50 @@ def render_text(bill: TeamBill) -> str:
         )
     body = table if bill.lines else ["no GPU held by any team in the range"]
     return "\n".join([head, "", *body, "", "per team:", *totals, "", *notes]).rstrip() + "\n"
+
+
+def _total(team: str, total: TeamTotal) -> str:
+    return (
+        f"  {team}: {_hours(total.gpu_hours)} GPU-hours, {_usd(total.usd)}"
+        + (f" (at the on-demand list price: {_usd(total.on_demand_usd)})" if total.on_demand_usd != total.usd else "")
+        + (f" ({_hours(total.unpriced_gpu_hours)} GPU-hours not priced)" if total.unpriced_gpu_hours else "")
+    )
+
+
+def _pool_totals(bill: TeamBill) -> list[str]:
+    """The unallocated total, and what the pools ran, which the teams and it add up to."""
+    if not bill.pools:
+        return []
+    totals = bill.pool_totals()
+    return [
+        _total(UNALLOCATED, totals[UNALLOCATED]),
+        "  " + _total("= the GPU node-hours the pools ran", totals[POOLS]).strip(),
+    ]
+
+
+def _unallocated_notes(bill: TeamBill) -> list[str]:
+    if not bill.pools:
+        return [
+            (
+                "Prometheus has no record of the GPUs the pools ran in the range (cost rules from before they "
+                "counted them): the unallocated GPU-hours are not known."
+            )
+        ]
+    what = (
+        f"{UNALLOCATED}: the GPUs the pools' nodes had that no team's running pod held: idle GPUs of running nodes, "
+        "nodes waiting to be consolidated, GPUs of pods still pulling their image or starting, the other 7 GPUs of "
+        "an 8-GPU node running a 1-GPU pod. The teams and it add up to the pools' GPUs × the hours their nodes were "
+        "in the cluster (from when a node joins until it is gone; EC2 also bills the minute or two before it joins)."
+    )
+    notes = [what]
+    unpooled = sorted({f"{line.pool} {line.capacity_type} {line.instance_type}" for line in bill.unpooled()})
+    if unpooled:
+        notes.append(
+            "No record of the GPUs the pools ran on " + "; ".join(unpooled) + " (an instance type whose GPUs the "
+            "platform does not know): the teams' GPU-hours there are in no pool total, and their unallocated "
+            "GPU-hours are not known."
+        )
+    return notes
 
 
 def _price_notes(bill: TeamBill) -> list[str]:
@@ -218,28 +261,39 @@ def _spot_document(spot: SpotPricing | None) -> dict[str, Any] | None:
     }
 
 
-def render_json(bill: TeamBill) -> str:
-    def plain(value: Any) -> Any:
-        return str(value) if isinstance(value, Decimal) else value
+def _total_document(total: TeamTotal) -> dict[str, str]:
+    return {
+        "gpuHours": str(total.gpu_hours),
+        "usd": str(total.usd),
+        "unpricedGpuHours": str(total.unpriced_gpu_hours),
+        "onDemandUsd": str(total.on_demand_usd),
+    }
 
-    document = {
+
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+def render_json(bill: TeamBill) -> str:
+    document: dict[str, Any] = {
         "from": bill.start.isoformat(),
         "to": bill.end.isoformat(),
         "prometheus": bill.prometheus,
         "hours": str(bill.hours),
         "coveredHours": str(bill.covered_hours),
         "spotPrices": _spot_document(bill.spot),
-        "teams": {
-            team: {
-                "gpuHours": str(total.gpu_hours),
-                "usd": str(total.usd),
-                "unpricedGpuHours": str(total.unpriced_gpu_hours),
-                "onDemandUsd": str(total.on_demand_usd),
-            }
-            for team, total in bill.team_totals().items()
-        },
-        "lines": [{key: plain(value) for key, value in asdict(line).items()} for line in bill.lines],
+        "teams": {team: _total_document(total) for team, total in bill.team_totals().items()},
+        "lines": [{key: _plain(value) for key, value in asdict(line).items()} for line in bill.lines],
+        # The teams' totals plus `unallocated` are `pools`, GPU-hours and dollars alike; null when Prometheus has no
+        # record of what the pools ran.
+        "unallocated": None,
+        "pools": None,
+        "unallocatedLines": [{key: _plain(value) for key, value in asdict(line).items()} for line in bill.unallocated],
     }
+    if bill.pools:
+        totals = bill.pool_totals()
+        document["unallocated"] = _total_document(totals[UNALLOCATED])
+        document["pools"] = _total_document(totals[POOLS])
     return json.dumps(document, indent=2) + "\n"
 
 

@@ -23,6 +23,8 @@ from ...observability.cost import (
     GPUS_BUSY,
     GPUS_HELD,
     NODE_POOL,
+    POOL_COST_RATE,
+    POOL_GPUS,
     POOL_LABELS,
 )
 from .amp import IAM_ACTION as AMP_ACTION
@@ -36,6 +38,10 @@ _GROUP = f"namespace, {', '.join(POOL_LABELS)}"
 
 #: What a line says where its series had no capacity-type or instance-type label.
 UNKNOWN = "(unknown)"
+#: The team of the lines no team held: the pools' GPUs no running pod held.
+UNALLOCATED = "(unallocated)"
+#: The team of the lines of what the pools ran (their nodes' GPUs × the hours they were nodes).
+POOLS = "(pools ran)"
 
 
 class PrometheusError(Exception):
@@ -105,6 +111,9 @@ class TeamBill:
     lines: tuple[UsageLine, ...]
     #: None: spot lines stay at the on-demand ceiling (`--no-spot-prices`, or no spot line to price).
     spot: SpotPricing | None = None
+    #: What the pools ran per pool, capacity type and instance type (team POOLS; busy: what the teams' was); empty
+    #: where Prometheus has no such series (cost rules from before they recorded it).
+    pools: tuple[UsageLine, ...] = ()
 
     @property
     def hours(self) -> Decimal:
@@ -117,16 +126,61 @@ class TeamBill:
 
     def team_totals(self) -> dict[str, TeamTotal]:
         """Per team: GPU-hours, the USD of those priced, the GPU-hours not priced, and the on-demand list figure."""
-        totals: dict[str, TeamTotal] = {}
-        for line in self.lines:
-            hours, usd, unpriced, on_demand = totals.get(line.team, TeamTotal(*(Decimal(0),) * 4))
-            totals[line.team] = TeamTotal(
-                gpu_hours=hours + line.gpu_hours,
-                usd=usd + (line.usd or 0),
-                unpriced_gpu_hours=unpriced + (line.gpu_hours if line.usd is None else 0),
-                on_demand_usd=on_demand + (line.on_demand_usd or 0),
+        return _totals(self.lines)
+
+    @property
+    def unallocated(self) -> tuple[UsageLine, ...]:
+        """Per pool line: what it ran less what the teams' running pods held on it, in GPU-hours and dollars, so that
+        the teams and this add up to the pools exactly. A pool whose price is missing, or one of whose teams' lines
+        is, leaves the dollars unpriced (None) rather than guessed."""
+
+        def less(total: Decimal | None, parts: list[Decimal | None]) -> Decimal | None:
+            return None if total is None or None in parts else total - sum(part or 0 for part in parts)
+
+        lines = []
+        for pool in self.pools:
+            held = [line for line in self.lines if _pool_key(line) == _pool_key(pool)]
+            usd = less(pool.usd, [line.usd for line in held])
+            lines.append(
+                replace(
+                    pool,
+                    team=UNALLOCATED,
+                    gpu_hours=pool.gpu_hours - sum(line.gpu_hours for line in held),
+                    busy_gpu_hours=Decimal(0),
+                    usd=usd,
+                    on_demand_usd=less(pool.on_demand_usd, [line.on_demand_usd for line in held]),
+                    price=NOT_PRICED if usd is None else pool.price,
+                )
             )
-        return dict(sorted(totals.items()))
+        return tuple(lines)
+
+    def pool_totals(self) -> dict[str, TeamTotal]:
+        """The unallocated lines' total (UNALLOCATED) and the pools' (POOLS), as team_totals adds up a team's."""
+        return {**_totals(self.unallocated), **_totals(self.pools)}
+
+    def unpooled(self) -> list[UsageLine]:
+        """The teams' lines on a pool, capacity type and instance type Prometheus recorded no pool GPUs for (an
+        instance type whose GPUs the platform does not know, or rules from before they counted pools): their
+        unallocated GPUs are not known."""
+        recorded = {_pool_key(pool) for pool in self.pools}
+        return [line for line in self.lines if _pool_key(line) not in recorded]
+
+
+def _pool_key(line: UsageLine) -> tuple[str, str, str]:
+    return line.pool, line.capacity_type, line.instance_type
+
+
+def _totals(lines: tuple[UsageLine, ...]) -> dict[str, TeamTotal]:
+    totals: dict[str, TeamTotal] = {}
+    for line in lines:
+        hours, usd, unpriced, on_demand = totals.get(line.team, TeamTotal(*(Decimal(0),) * 4))
+        totals[line.team] = TeamTotal(
+            gpu_hours=hours + line.gpu_hours,
+            usd=usd + (line.usd or 0),
+            unpriced_gpu_hours=unpriced + (line.gpu_hours if line.usd is None else 0),
+            on_demand_usd=on_demand + (line.on_demand_usd or 0),
+        )
+    return dict(sorted(totals.items()))
 
 
 Query = Callable[[str, float], list[dict[str, Any]]]
@@ -190,6 +244,20 @@ def _by_labels(rows: list[dict[str, Any]]) -> dict[tuple[str, ...], Decimal]:
     }
 
 
+def _line(key: tuple[str, ...], hours: Decimal, busy: Decimal, usd: Decimal | None, team: str = "") -> UsageLine:
+    return UsageLine(
+        team=team or key[0] or "(no namespace)",
+        pool=key[1] or "(no pool)",
+        capacity_type=key[2] or UNKNOWN,
+        instance_type=key[3] or UNKNOWN,
+        gpu_hours=hours,
+        busy_gpu_hours=busy,
+        usd=usd,
+        on_demand_usd=usd,
+        price=NOT_PRICED if usd is None else CEILING if key[2] == SPOT_CAPACITY else ON_DEMAND,
+    )
+
+
 def team_bill(query: Query, start: datetime, end: datetime, prometheus: str) -> TeamBill:
     """The GPU-hours and dollars of every team between `start` and `end` (exclusive), read with `query`."""
     window = f"[{int((end - start).total_seconds())}s]"
@@ -204,21 +272,15 @@ def team_bill(query: Query, start: datetime, end: datetime, prometheus: str) -> 
     )
     held, busy, cost = summed(GPUS_HELD), summed(GPUS_BUSY), summed(GPU_COST_RATE)
     lines = tuple(
-        UsageLine(
-            team=key[0] or "(no namespace)",
-            pool=key[1] or "(no pool)",
-            capacity_type=key[2] or UNKNOWN,
-            instance_type=key[3] or UNKNOWN,
-            gpu_hours=hours,
-            busy_gpu_hours=busy.get(key, Decimal(0)),
-            usd=cost.get(key),
-            on_demand_usd=cost.get(key),
-            price=NOT_PRICED if key not in cost else CEILING if key[2] == SPOT_CAPACITY else ON_DEMAND,
-        )
-        for key, hours in sorted(held.items())
-        if hours > 0
+        _line(key, hours, busy.get(key, Decimal(0)), cost.get(key)) for key, hours in sorted(held.items()) if hours > 0
     )
-    return TeamBill(start=start, end=end, prometheus=prometheus, covered_hours=covered, lines=lines)
+    ran, ran_cost = summed(POOL_GPUS), summed(POOL_COST_RATE)
+    pools = []
+    for key, hours in sorted(ran.items()):
+        pool = _line(key, hours, Decimal(0), ran_cost.get(key), team=POOLS)
+        busy_there = sum((line.busy_gpu_hours for line in lines if _pool_key(line) == _pool_key(pool)), Decimal(0))
+        pools.append(replace(pool, busy_gpu_hours=busy_there))
+    return TeamBill(start=start, end=end, prometheus=prometheus, covered_hours=covered, lines=lines, pools=tuple(pools))
 
 
 def with_spot_prices(bill: TeamBill, spot: SpotPricing) -> TeamBill:
@@ -232,7 +294,12 @@ def with_spot_prices(bill: TeamBill, spot: SpotPricing) -> TeamBill:
         usd = (line.gpu_hours * found.usd_per_gpu_hour).quantize(PRECISION)
         return replace(line, usd=usd, price=SPOT)
 
-    return replace(bill, lines=tuple(priced(line) for line in bill.lines), spot=spot)
+    return replace(
+        bill,
+        lines=tuple(priced(line) for line in bill.lines),
+        pools=tuple(priced(pool) for pool in bill.pools),
+        spot=spot,
+    )
 
 
 def read_spot_pricing(ec2: Callable[[], Any], bill: TeamBill, region: str, zones: tuple[str, ...]) -> SpotPricing:
