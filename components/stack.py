@@ -227,7 +227,9 @@ def build_platform(
     kueue = None
     if config.queueing:  # new: no earlier name to alias
         assert config.kueue_flavor is not None  # config.queueing needs a GPU pool
-        kueue_args = KueueArgs(cluster=handle, flavor=config.kueue_flavor, cleanup_controllers=cleanup)
+        cohort = config.kueue_cohort()
+        assert cohort is not None
+        kueue_args = KueueArgs(cluster=handle, flavor=config.kueue_flavor, cohort=cohort, cleanup_controllers=cleanup)
         kueue = Kueue("kueue", kueue_args, opts)
     kubeflow = None
     team_queues = None
@@ -245,9 +247,11 @@ def build_platform(
             team_queues = TeamQueues(
                 "kueue-teams",
                 # why: the LocalQueues go in the team namespaces Kubeflow creates; Kueue's CRDs serve them all; the
-                # ClusterQueues name the flavor.
+                # ClusterQueues name the flavor and join the cohort.
                 TeamQueuesArgs(
-                    cluster=handle, queues=config.team_queues(), after=[kueue.release, kueue.flavor, kubeflow]
+                    cluster=handle,
+                    queues=config.team_queues(),
+                    after=[kueue.release, kueue.flavor, kueue.cohort, kubeflow],
                 ),
                 opts,
             )
@@ -496,7 +500,7 @@ def export_team_contract(platform: Platform) -> None:
     if platform.kubeflow is not None:
         pulumi.export("kubeflowPipelines", offered_pipelines(config.kubeflow))
     if platform.kueue is not None and config.kueue_flavor is not None:
-        pulumi.export("kueue", offered_queueing(config.kueue_flavor))
+        pulumi.export("kueue", offered_queueing(config.kueue_flavor, config.kueue.team_stack_gpus))
 
 
 def program() -> None:
