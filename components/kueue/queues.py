@@ -212,12 +212,10 @@ def cohort(shared: Flavor, idle: int, *, name: str = COHORT) -> Manifest:
     }
 
 
-def offered(shared: Flavor, team_stack_gpus: int) -> dict[str, Any]:
+def offered(shared: Flavor) -> dict[str, Any]:
     """How the platform exports its queueing to team stacks (the `kueue` output): the cohort and the shared flavor
-    a team stack's ClusterQueue joins them with, and the nominal quota on the shared pools team stacks may claim
-    together (`kueue.teamStackGpus`)."""
+    a team stack's ClusterQueue joins them with."""
     return {
         "cohort": COHORT,
         "flavor": {"name": shared.name, "nodeLabels": dict(shared.node_labels), "gpus": shared.gpus},
-        "teamStackGpus": team_stack_gpus,
     }
