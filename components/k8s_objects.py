@@ -103,6 +103,7 @@ _CUSTOM_KINDS = frozenset(
         ("karpenter.k8s.aws/v1", "EC2NodeClass"),
         ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
         ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
+        ("kueue.x-k8s.io/v1beta2", "Cohort"),
         ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
     }
 )

@@ -38,7 +38,7 @@ from .instances.accelerators import ACCELERATED_FAMILIES, nvidia_gpu_counts
 from .karpenter.config import KarpenterConfig
 from .kubeflow.config import KubeflowConfig
 from .kueue.config import KueueConfig
-from .kueue.queues import Flavor, Manifest, gpu_share, shared_flavor, team_queue
+from .kueue.queues import Flavor, Manifest, cohort, gpu_share, idle_gpus, shared_flavor, team_queue
 from .network.config import ExistingVpc, NetworkConfig
 from .network.plan import plan_subnets
 from .observability.config import AlertmanagerConfig, AlertThresholds, ObservabilityConfig
@@ -219,6 +219,15 @@ class PlatformConfig(ConfigModel):
             for name, team in sorted(self.kubeflow.teams.items())
         }
 
+    def kueue_cohort(self) -> Manifest | None:
+        """The cohort with the shared pools' GPUs no team is guaranteed as its own quota (`queues.cohort`): what a
+        lone team borrows up to its ceiling."""
+        flavor = self.kueue_flavor
+        if flavor is None:
+            return None
+        nominal = [team.gpu_quota for team in self.kubeflow.teams.values()]
+        return cohort(flavor, idle_gpus(flavor, nominal, self.kueue.team_stack_gpus))
+
     @property
     def cert_manager(self) -> bool:
         """Whether the platform installs cert-manager: a part that needs it is on (Kubeflow)."""
@@ -228,13 +237,33 @@ class PlatformConfig(ConfigModel):
         if self.kueue.enabled and "kueue" in self.model_fields_set and self.kueue_flavor is None:
             return [("kueue", "is configured but no NodePool launches NVIDIA GPUs under a GPU limit; remove it")]
         if self.queueing:
-            return []
+            return self._nominal_quota_problems()
         why = "kueue.enabled is false" if not self.kueue.enabled else "no NodePool launches NVIDIA GPUs"
+        if "team_stack_gpus" in self.kueue.model_fields_set:
+            return [("kueue.teamStackGpus", f"nothing queues team stacks without Kueue ({why}); remove it")]
         return [
             (f"kubeflow.teams.{name}.gpuBorrowingLimit", f"nothing lends GPUs without Kueue ({why}); remove it")
             for name, team in sorted(self.kubeflow.teams.items())
             if team.gpu_borrowing_limit is not None
         ]
+
+    def _nominal_quota_problems(self) -> list[tuple[str, str]]:
+        """Kueue guarantees every nominal quota at once: together they must fit in what the shared pools launch, or
+        a team reclaiming its guarantee waits for GPUs no pool can add."""
+        flavor = self.kueue_flavor
+        assert flavor is not None
+        teams = {name: team.gpu_quota for name, team in sorted(self.kubeflow.teams.items())}
+        reserved = self.kueue.team_stack_gpus
+        if sum(teams.values()) + reserved <= flavor.gpus:
+            return []
+        pools = ", ".join(f"{name}: {gpus}" for name, gpus in self.kueue_gpu_pools.items())
+        quotas = " + ".join(f"kubeflow.teams.{name}.gpuQuota {gpus}" for name, gpus in teams.items())
+        total = sum(teams.values()) + reserved
+        message = (
+            f"the guaranteed GPUs ({quotas or 'no team'} + kueue.teamStackGpus {reserved} = {total}) pass what the "
+            f"shared GPU pools may launch ({flavor.gpus}: {pools}); lower a quota or raise a pool's GPU limit"
+        )
+        return [("kueue.teamStackGpus" if reserved else "kubeflow.teams", message)]
 
     @property
     def kserve(self) -> bool:

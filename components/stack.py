@@ -227,7 +227,9 @@ def build_platform(
     kueue = None
     if config.queueing:  # new: no earlier name to alias
         assert config.kueue_flavor is not None  # config.queueing needs a GPU pool
-        kueue_args = KueueArgs(cluster=handle, flavor=config.kueue_flavor, cleanup_controllers=cleanup)
+        cohort = config.kueue_cohort()
+        assert cohort is not None
+        kueue_args = KueueArgs(cluster=handle, flavor=config.kueue_flavor, cohort=cohort, cleanup_controllers=cleanup)
         kueue = Kueue("kueue", kueue_args, opts)
     kubeflow = None
     team_queues = None
@@ -245,9 +247,11 @@ def build_platform(
             team_queues = TeamQueues(
                 "kueue-teams",
                 # why: the LocalQueues go in the team namespaces Kubeflow creates; Kueue's CRDs serve them all; the
-                # ClusterQueues name the flavor.
+                # ClusterQueues name the flavor and join the cohort.
                 TeamQueuesArgs(
-                    cluster=handle, queues=config.team_queues(), after=[kueue.release, kueue.flavor, kubeflow]
+                    cluster=handle,
+                    queues=config.team_queues(),
+                    after=[kueue.release, kueue.flavor, kueue.cohort, kubeflow],
                 ),
                 opts,
             )

@@ -34,6 +34,7 @@ from components.kueue.queues import (
 from components.kueue.values import chart_values, manager_config
 from components.platform_config import parse_config
 from components.scheduling import GPU_SHARE_LABEL, GPU_SHARE_PLATFORM, SYSTEM_PLACEMENT
+from components.storage.render import no_accelerators_quota
 from components.team.config import TeamConfig
 from components.team.offer import PlatformContractError, parse_offer
 from components.team.plan import plan_team
@@ -394,18 +395,32 @@ def _queues(flavor_labels: dict[str, str]) -> list[dict[str, Any]]:
 
 def test_the_model_passes_a_team_whose_queued_job_lands_on_its_flavors_pool(tmp_path):
     labels = {"eksml.io/workload": "inference"}
-    assert _model_problems(tmp_path, [_namespace("vision"), *_queues(labels), _job({})]) == []
+    assert _model_problems(tmp_path, [_namespace("vision"), _quota("vision"), *_queues(labels), _job({})]) == []
 
 
 def test_the_model_catches_a_team_namespace_without_a_queue_and_a_queue_without_its_cluster_queue(tmp_path):
     flavor, _, local_queue = _queues({"eksml.io/workload": "inference"})
-    # fsx-only: a namespace the platform makes for its file system (team label, no quota): its team stack brings
-    # the queue, so the platform alone is not faulted for it
-    objects = [_namespace("vision"), _namespace("nlp"), _quota("vision"), _quota("nlp"), _namespace("fsx-only")]
+    # fsx-only: a namespace the platform makes for its file system (team label, a quota of no GPUs): no share, so
+    # no queue to find
+    fsx_only = [_namespace("fsx-only"), no_accelerators_quota("fsx-only")]
+    objects = [_namespace("vision"), _namespace("nlp"), _quota("vision"), _quota("nlp"), *fsx_only]
     found = _model_problems(tmp_path, [*objects, flavor, local_queue])
     assert any("team namespace nlp has no Kueue LocalQueue" in p for p in found)
     assert not any("fsx-only" in p for p in found)
     assert any("points at ClusterQueue team-vision, which does not exist" in p for p in found)
+
+
+def test_the_model_names_a_team_namespace_whose_gpu_pods_reach_the_pools_outside_any_share(tmp_path):
+    """Every kind of workload a team runs (queued or not: KServe, pipeline steps, Deployments) is counted by its
+    namespace's GPU quota; a team namespace without one reaches the shared GPUs in no share."""
+    queued = [_namespace("vision"), _quota("vision"), *_queues({"eksml.io/workload": "inference"})]
+    assert _model_problems(tmp_path, [*queued, _namespace("fsx-only"), no_accelerators_quota("fsx-only")]) == []
+    found = _model_problems(tmp_path / "b", [*queued, _namespace("fsx-only")])
+    named = (
+        "[queues] namespace fsx-only runs a team's pods with no GPU quota (requests.nvidia.com/gpu in a "
+        "ResourceQuota or its Profile): its GPU pods reach the shared GPU pools outside any team's share"
+    )
+    assert [p for p in found if "fsx-only" in p] == [named]
 
 
 def test_the_model_catches_queued_work_that_no_flavor_fits_or_whose_flavor_names_no_pool(tmp_path):

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from components.kubeflow.config import settings as kubeflow_settings
 from components.kubeflow.teams import manifests as kubeflow_team_manifests
-from components.kueue.queues import gpu_share, pool_flavor, shared_flavor, team_queue
+from components.kueue.queues import cohort, gpu_share, idle_gpus, pool_flavor, shared_flavor, team_queue
 from components.platform_config import parse_config
 from components.scheduling import GPU_RESOURCE
 from components.team.config import TeamConfig
@@ -60,6 +60,9 @@ class Kueue:
     cluster_queues: Sequence[Mapping[str, Any]]
     #: ResourceFlavor name -> its nodeTaints (flavors not named have none).
     flavor_taints: Mapping[str, Sequence[Mapping[str, str]]] = field(default_factory=dict)
+    #: The Cohort object, if any: its own nominal quota is lent to the queues on top of theirs (Cohort CRD,
+    #: spec.resourceGroups: "a shared pool for the ClusterQueues within it").
+    cohort: Mapping[str, Any] | None = None
     #: queue -> flavor -> GPUs in use; and the admitted jobs, in order, with their flavor.
     usage: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     admitted: list[tuple[Job, str]] = field(default_factory=list)
@@ -79,9 +82,17 @@ class Kueue:
                     borrowing = int(gpus["borrowingLimit"]) if "borrowingLimit" in gpus else INFINITE
                     entries.append((flavor["name"], int(gpus["nominalQuota"]), borrowing))
             self.quota[queue["metadata"]["name"]] = entries
+        self.own: dict[str, int] = defaultdict(int)
+        if self.cohort is not None:
+            assert self.cohort["metadata"]["name"] in cohorts
+            for group in self.cohort["spec"]["resourceGroups"]:
+                for flavor in group["flavors"]:
+                    (gpus,) = [r for r in flavor["resources"] if r["name"] == GPU_RESOURCE]
+                    self.own[flavor["name"]] += int(gpus["nominalQuota"])
 
     def cohort_capacity(self, flavor: str) -> int:
-        return sum(nominal for entries in self.quota.values() for name, nominal, _ in entries if name == flavor)
+        queues = sum(nominal for entries in self.quota.values() for name, nominal, _ in entries if name == flavor)
+        return queues + self.own[flavor]
 
     def cohort_usage(self, flavor: str) -> int:
         return sum(used.get(flavor, 0) for used in self.usage.values())
@@ -163,7 +174,7 @@ def profile_ceilings(config: Any) -> dict[str, int]:
 
 
 def platform_kueue(config: Any) -> Kueue:
-    return Kueue([cluster_queue for cluster_queue, _ in config.team_queues().values()])
+    return Kueue([cluster_queue for cluster_queue, _ in config.team_queues().values()], cohort=config.kueue_cohort())
 
 
 def test_prod_has_several_gpu_pools_to_share():
@@ -193,14 +204,28 @@ def test_every_team_flooding_at_once_stays_within_its_ceiling_and_the_cohort_wit
     assert sum(kueue.held(f"team-{team}") for team in ceilings) <= gpu_limits
 
 
-def test_an_idle_team_reclaims_its_quota_from_the_team_that_borrowed_it():
-    config = prod_with_two_teams()
+def test_an_idle_team_reclaims_its_quota_from_the_team_that_borrowed_it_once_the_pools_are_full():
+    shared = shared_flavor([32])  # exactly the two quotas: nothing idle for the cohort to lend
+    shares = {"a": gpu_share(16, None, queueing=True), "b": gpu_share(16, None, queueing=True)}
+    queues = [team_queue(team, share, shared)[0] for team, share in shares.items()]
+    kueue = Kueue(queues, cohort=cohort(shared, idle_gpus(shared, [s.nominal for s in shares.values()], 0)))
+    flood(kueue, [Job("team-a", 1)] * 40)
+    assert kueue.held("team-a") == 32
+    flood(kueue, [Job("team-b", 1)] * 8)
+    assert kueue.held("team-b") == 8  # within its quota, preempting what a borrowed
+    assert kueue.held("team-a") == 24
+
+
+def test_a_lone_team_on_prod_borrows_the_idle_pools_up_to_its_ceiling_and_no_further():
+    """Prod ships one Kubeflow team: quota 16, ceiling 32, on GPU pools that launch 96. Kueue lends only unused
+    nominal quota, so the idle pools are the cohort's own quota; without it the team stops at 16."""
+    config = parse_config(stack_config("prod"), project="eks-ml-platform", stack="prod")
+    assert profile_ceilings(config) == {"research": 32}
+    assert config.kueue_flavor is not None
+    assert config.kueue_flavor.gpus == 96
     kueue = platform_kueue(config)
-    flood(kueue, [Job("team-research", 1)] * 40)
+    flood(kueue, [Job("team-research", 1)] * 100)
     assert kueue.held("team-research") == 32
-    flood(kueue, [Job("team-vision", 1)] * 8)
-    assert kueue.held("team-vision") == 8  # its whole quota, preempting what research borrowed
-    assert kueue.held("team-research") == 24
 
 
 # ------------------------------------------------------------------------------------------------- a team stack
@@ -249,7 +274,8 @@ def test_no_team_is_ever_admitted_more_than_its_ceiling_whatever_the_pools_and_s
     queues = [
         team_queue(f"t{index}", share, shared, own=own if index == 0 else None)[0] for index, share in enumerate(shares)
     ]
-    kueue = Kueue(queues, {"team-t0": [TEAM_TAINT]})
+    idle = idle_gpus(shared, [share.nominal for share in shares], 0)
+    kueue = Kueue(queues, {"team-t0": [TEAM_TAINT]}, cohort=cohort(shared, idle))
     tolerating = frozenset({(TEAM_TAINT["key"], TEAM_TAINT["value"])})
     flood(kueue, [Job(f"team-t{t % len(teams)}", g, tolerating if mine else frozenset()) for t, g, mine in jobs])
     for index, share in enumerate(shares):

@@ -142,4 +142,4 @@ def test_the_manager_keeps_every_default_of_the_chart_but_the_frameworks_it_queu
     assert set(FRAMEWORKS) <= set(chart_default()["integrations"]["frameworks"])
     # What the platform adds to the chart's default: what is queued, where, and which resources Kueue counts.
     added = {path.split(".")[0] for path in mine.keys() - default.keys()}
-    assert added == {"manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "resources"}
+    assert added == {"manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "resources", "waitForPodsReady"}

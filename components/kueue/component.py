@@ -28,6 +28,9 @@ class KueueArgs:
     cluster: ClusterHandle
     #: The flavor of the GPU pools the teams share (`queues.shared_flavor`).
     flavor: Flavor
+    #: The teams' cohort with the shared pools' GPUs no team is guaranteed (`queues.cohort`,
+    #: `PlatformConfig.kueue_cohort`).
+    cohort: Mapping[str, Any]
     #: Controllers that delete what objects in the namespace make in AWS (`Ingress.controller`): the namespace goes
     #: while they run. Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
@@ -40,6 +43,8 @@ class Kueue(pulumi.ComponentResource):
     release: pulumi.Resource
     #: The ResourceFlavor the teams' ClusterQueues name: they go before it on destroy.
     flavor: pulumi.Resource
+    #: The Cohort the teams' ClusterQueues join, which lends them the GPUs no team is guaranteed.
+    cohort: pulumi.Resource
 
     def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:kueue:Kueue", name, None, opts)
@@ -67,6 +72,9 @@ class Kueue(pulumi.ComponentResource):
         self.flavor = k8s_objects.create(
             f"{name}-flavor-{args.flavor.name}", resource_flavor(args.flavor), after_release
         )
+        # why: its quota names the flavor; a cohort quota on a missing flavor lends nothing.
+        after_flavor = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.flavor]))
+        self.cohort = k8s_objects.create(f"{name}-cohort", dict(args.cohort), after_flavor)
         self.register_outputs({})
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, StrictInt
 
 from ..config.types import ConfigModel
 
@@ -15,4 +15,12 @@ class KueueConfig(ConfigModel):
         description="install Kueue when a NodePool launches NVIDIA GPUs: a ClusterQueue per team in one cohort, a "
         "ResourceFlavor for the GPU pools and a LocalQueue in each team namespace; false: teams have their "
         "ResourceQuota only (no queue, no borrowing)",
+    )
+    team_stack_gpus: StrictInt = Field(
+        default=0,
+        ge=0,
+        description="GPUs of the shared GPU pools set aside as nominal quota for team stacks' queues, together (each "
+        "team stack's `quota.gpus` not covered by its own pool counts against it); the Kubeflow teams' `gpuQuota`s "
+        "and this add up to no more than the pools' GPU limits, and what is left is lent to any team up to its "
+        "borrowing limit",
     )

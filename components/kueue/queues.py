@@ -184,6 +184,34 @@ def team_queue(
     return cluster_queue(team, share, shared, own=own, cohort=cohort), local_queue(team)
 
 
+def idle_gpus(shared: Flavor, nominal_quotas: Iterable[int], reserved: int) -> int:
+    """The shared pools' GPUs no team is guaranteed: the pools' GPUs less every nominal quota on them (the platform's
+    teams' and `reserved`, what team stacks may claim), never below none (the config checks refuse that)."""
+    return max(shared.gpus - sum(nominal_quotas) - reserved, 0)
+
+
+def cohort(shared: Flavor, idle: int, *, name: str = COHORT) -> Manifest:
+    """The cohort as an object of its own, holding the shared pools' `idle` GPUs as nominal quota of its own.
+
+    Kueue lends a cohort's own nominal quota to its ClusterQueues as "a shared pool ... on top of those defined by
+    ClusterQueues within the Cohort" (the pinned Cohort CRD, kueue 0.19.2 `kueue.x-k8s.io/v1beta2`,
+    spec.resourceGroups). ClusterQueues borrow only unused nominal quota (ClusterQueue CRD, borrowingLimit); without
+    this a lone team, whose nominal quota is the cohort's only one, could borrow nothing and stopped at its quota
+    whatever its ceiling and the pools. No queue's namespace selects the cohort, so nothing is admitted against it
+    directly and nothing reclaims it: a team borrowing it is preempted only by a team reclaiming its own quota."""
+    resource = {"name": GPU_RESOURCE, "nominalQuota": idle}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Cohort",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceGroups": [
+                {"coveredResources": [GPU_RESOURCE], "flavors": [{"name": shared.name, "resources": [resource]}]}
+            ]
+        },
+    }
+
+
 def offered(shared: Flavor) -> dict[str, Any]:
     """How the platform exports its queueing to team stacks (the `kueue` output): the cohort and the shared flavor
     a team stack's ClusterQueue joins them with."""

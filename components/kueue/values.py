@@ -21,9 +21,20 @@ from .queues import MANAGED_NAMESPACE_LABEL, MANAGED_NAMESPACE_VALUE
 NAMESPACE = "kueue-system"
 #: Kueue's integrations this platform queues (the `integrations.frameworks` names of the pinned release).
 FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob", "pod")
-#: Resources Kueue leaves to the namespace's ResourceQuota: it arbitrates GPUs only. Without this a workload asking
-#: for CPU would find no flavor for it in a ClusterQueue that covers only GPUs, and never be admitted.
-EXCLUDED_RESOURCE_PREFIXES = ("cpu", "memory", "ephemeral-storage", "pods", "hugepages-")
+#: Resources Kueue leaves to the namespace's ResourceQuota: it arbitrates GPUs only. A workload asking for a resource
+#: its ClusterQueue's resourceGroups do not cover finds no flavor for it and is never admitted, so each resource a
+#: queued workload may ask for is either covered or listed here.
+#: EFA interfaces (`vpc.amazonaws.com/efa`, advertised by the EFA device plugin) are left out on purpose: they come
+#: with the GPU node (a p5.48xlarge has 32 beside its 8 GPUs) and only a pod on that node can take them, so the GPUs
+#: a team is admitted already bound the interfaces it can use; counting them would need a quota per team that only
+#: restates its GPUs, and without either a training job that asks for them (docs/gpu.md) waits forever.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+EXCLUDED_RESOURCE_PREFIXES = ("cpu", "memory", "ephemeral-storage", "pods", "hugepages-", EFA_RESOURCE)
+#: How long an admitted workload's pods have to all be Ready before Kueue evicts it and puts it back in the queue,
+#: freeing its quota: a new GPU node (Karpenter's launch, the GPU Operator's driver validation) and a multi-GB
+#: CUDA image pull take their time, so this is far past a normal start and catches only what cannot start
+#: (pods refused, an instance type out of capacity for good).
+PODS_READY_TIMEOUT = "30m"
 
 
 def manager_config() -> dict[str, Any]:
@@ -55,6 +66,31 @@ def manager_config() -> dict[str, Any]:
         "managedJobsNamespaceSelector": {"matchLabels": {MANAGED_NAMESPACE_LABEL: MANAGED_NAMESPACE_VALUE}},
         "integrations": {"frameworks": list(FRAMEWORKS)},
         "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
+        "waitForPodsReady": wait_for_pods_ready(),
+    }
+
+
+def wait_for_pods_ready() -> dict[str, Any]:
+    """Kueue's all-or-nothing start (Configuration v1beta2 `waitForPodsReady`, kueue v0.19.2
+    apis/config/v1beta2/configuration_types.go: present means on). A workload admitted by borrowing whose pods never
+    start would otherwise hold its quota, and the cohort's, for good.
+
+    - `timeout`: `PODS_READY_TIMEOUT` after admission, unready pods evict the workload and requeue it;
+    - `blockAdmission: false`: other workloads are admitted meanwhile. True admits one workload at a time
+      cluster-wide until its pods are Ready: with every team in one cohort, one team's slow start would hold all
+      of them;
+    - `requeuingStrategy`: requeued by its eviction time (behind what waited meanwhile), after a back-off from 60s
+      doubling up to 30 min, and deactivated after 5 evictions (it then needs `spec.active: true` to queue again);
+    - no `recoveryTimeout`: a running workload whose pod fails is left to its own restart policy."""
+    return {
+        "timeout": PODS_READY_TIMEOUT,
+        "blockAdmission": False,
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 1800,
+            "backoffLimitCount": 5,
+        },
     }
 
 

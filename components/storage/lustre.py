@@ -25,6 +25,7 @@ from .render import (
     fsx_csi_controller_policy,
     fsx_storage_class,
     fsx_volume,
+    no_accelerators_quota,
 )
 
 #: Lustre network ports: 988 for the file system, 1018-1023 for the servers' replies (FSx for Lustre docs,
@@ -362,6 +363,11 @@ def team_volume(
             "spec": rendered[1]["spec"],
         },
         pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ns, volume], deleted_with=ns)),
+    )
+    k8s_objects.create(
+        f"{name}-quota-{namespace}",
+        no_accelerators_quota(namespace),
+        pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ns], deleted_with=ns)),
     )
     for policy, manifest in netpol.team_namespace(namespace, monitoring_namespace=monitoring_namespace).items():
         k8s_objects.create(

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..config.types import StatefulResources
 from ..identity.documents import IAM_VERSION, dns_suffix
+from ..scheduling import ACCELERATOR_RESOURCES
 from ..tags import DYNAMIC_FSX_TAG
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
@@ -272,4 +273,18 @@ def fsx_csi_controller_policy(*, partition: str, cluster_name: str) -> dict[str,
                 "Condition": {"StringEquals": {"iam:AWSServiceName": "fsx.amazonaws.com"}},
             },
         ],
+    }
+
+
+def no_accelerators_quota(namespace: str) -> dict[str, Any]:
+    """The ResourceQuota of a namespace the platform makes only to mount the FSx file system: no GPUs or Neuron
+    devices at all. It belongs to no team's share (no queue, no quota in Kueue), so a GPU pod there would take the
+    shared pools' GPUs outside every share; GPU work that reads the file system runs in a Kubeflow team's namespace
+    or a team stack's (`fsxClaims`). Extended resources take quota on requests only (Kubernetes docs, "Resource
+    Quotas", extended resources)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-accelerators", "namespace": namespace},
+        "spec": {"hard": {f"requests.{resource}": "0" for resource in ACCELERATOR_RESOURCES}},
     }

@@ -34,12 +34,13 @@ _PROFILE_LABEL = ("app.kubernetes.io/part-of", "kubeflow-profile")
 def team_namespaces(platform: Platform) -> list[str]:
     """Namespaces of teams with a GPU share: a team stack's (its team label and a ResourceQuota) and a Kubeflow
     team's (a Profile's). A namespace the platform makes only to mount its FSx file system carries the team label
-    (its pods are a team's) but no quota: the team stack that moves in brings the queue."""
-    bounded = {q["metadata"].get("namespace") for q in platform.of_kind("ResourceQuota")}
+    (its pods are a team's) and a quota of no GPUs: it has no share, so no queue (`gpus_stay_within_shares` holds
+    every team namespace to a quota)."""
+    shares = {name for name, ceiling in _gpu_ceilings(platform).items() if ceiling > 0}
     found = set()
     for namespace in platform.of_kind("Namespace"):
         name, labels = namespace["metadata"]["name"], namespace["metadata"].get("labels") or {}
-        if (TEAM_LABEL in labels and name in bounded) or labels.get(_PROFILE_LABEL[0]) == _PROFILE_LABEL[1]:
+        if (TEAM_LABEL in labels and name in shares) or labels.get(_PROFILE_LABEL[0]) == _PROFILE_LABEL[1]:
             found.add(name)
     return sorted(found)
 
@@ -199,6 +200,27 @@ def _admits_at_most(cluster_queue: Mapping[str, Any]) -> int | None:
                 total += int(parse_quantity(str(resource["nominalQuota"])))
                 total += int(parse_quantity(str(resource.get("borrowingLimit", 0))))
     return total
+
+
+def gpus_stay_within_shares(platform: Platform, **_: Any) -> list[Problem]:
+    """No path to a GPU outside a team's share: every namespace that runs a team's pods (the team label, or a
+    Kubeflow Profile's) caps its GPU requests with a ResourceQuota or its Profile, which counts every pod, queued or
+    not (KServe predictors, pipeline steps, Deployments are not queued). Without one its pods take the shared pools'
+    GPUs in no team's share: Kueue lends them to other teams meanwhile, and no reclaim gets them back."""
+    ceilings = _gpu_ceilings(platform)
+    problems = []
+    for namespace in platform.of_kind("Namespace"):
+        name, labels = namespace["metadata"]["name"], namespace["metadata"].get("labels") or {}
+        is_team = TEAM_LABEL in labels or labels.get(_PROFILE_LABEL[0]) == _PROFILE_LABEL[1]
+        if is_team and name not in ceilings:
+            problems.append(
+                Problem(
+                    "queues",
+                    f"namespace {name} runs a team's pods with no GPU quota ({_GPU_QUOTA} in a ResourceQuota or its "
+                    "Profile): its GPU pods reach the shared GPU pools outside any team's share",
+                )
+            )
+    return problems
 
 
 def queues_stay_within_quotas(platform: Platform, **_: Any) -> list[Problem]:

@@ -27,7 +27,7 @@ from .network import Cluster
 from .nodes import NodeKind
 from .platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
 from .pod_security import refused
-from .queues import every_team_can_queue, queued_work_lands, queues_stay_within_quotas
+from .queues import every_team_can_queue, gpus_stay_within_shares, queued_work_lands, queues_stay_within_quotas
 from .rbac import SECRET_HOLDERS, cluster_wide_secret_access
 from .workloads import DEFAULT_SCHEDULER, Workload, pod_template
 
@@ -339,6 +339,7 @@ RULES: tuple[Callable[..., list[Problem]], ...] = (
     system_pods_are_sized,
     network_paths_hold,
     every_team_can_queue,
+    gpus_stay_within_shares,
     queued_work_lands,
     queues_stay_within_quotas,
 )
