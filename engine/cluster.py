@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -34,6 +35,8 @@ from engine.pki import Pki
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 #: How kwok moves nodes and pods through their lives (our own Stage objects).
 KWOK_STAGES = Path(__file__).resolve().parent / "data" / "kwok-stages.yaml"
+#: Who the box's bearer token authenticates as: an admin principal's access entry (`cluster.adminPrincipals`).
+TOKEN_USER = "eks-admin-principal"
 #: Fixed ports are safe: the namespace is new and holds nothing else.
 ETCD_CLIENT, ETCD_PEER, API_PORT, MOTO_PORT = 2379, 2380, 6443, 5000
 #: The dev stack's service range (Pulumi.dev.yaml cluster.serviceCidr), so ClusterIPs look like the real cluster's.
@@ -92,6 +95,8 @@ class Box:
     processes: list[_Process] = field(default_factory=list)
     kubeconfig: Path | None = None
     pki: Pki | None = None
+    #: The bearer token of the cluster's admin principal (engine/aws_cli.py hands it out as `aws eks get-token`).
+    token: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
 
@@ -119,6 +124,12 @@ class Box:
             )
         }
         self.kubeconfig = kubeconfigs["admin"]
+        self.token = secrets.token_urlsafe(32)
+        tokens = self.folder / "tokens.csv"
+        # The identity `aws eks get-token` gives a principal with an access entry and the cluster admin policy, for
+        # stacks that reach the cluster through a kubeconfig made from the platform's outputs (engine/aws_cli.py).
+        tokens.write_text(f'{self.token},{TOKEN_USER},{TOKEN_USER},"system:masters"\n')
+        tokens.chmod(0o600)
         self._start_etcd()
         self._start_apiserver(pki, api)
         kube = Kube.from_kubeconfig(self.kubeconfig, runner=netns_exec(self.namespace))
@@ -289,6 +300,7 @@ class Box:
                 "--tls-cert-file", str(serving.cert),
                 "--tls-private-key-file", str(serving.key),
                 "--client-ca-file", str(pki.ca_cert),
+                "--token-auth-file", str(self.folder / "tokens.csv"),
                 "--service-account-key-file", str(pki.service_account_pub),
                 "--service-account-signing-key-file", str(pki.service_account_key),
                 "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",

@@ -15,6 +15,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,13 @@ class Deployment:
     folder: Path
     stack: str = "dev"
     aws_endpoint: str | None = None
+    #: The Pulumi project deployed: its folder (Pulumi.yaml, Pulumi.<stack>.yaml, __main__.py). The repository's
+    #: own project runs `engine.program` (the stack's program after the tier's transforms); another runs its own.
+    source: Path = REPO
+    #: Stack config set on top of the project's stack file (`pulumi config set`), e.g. a team stack's platform.
+    config: Mapping[str, str] = field(default_factory=dict)
+    #: The file backend's folder; another deployment's, for stacks that read each other (a StackReference).
+    backend: Path | None = None
     steps: list[Step] = field(default_factory=list)
     passphrase: str = field(default_factory=lambda: secrets.token_urlsafe(24))
 
@@ -57,13 +65,17 @@ class Deployment:
     def project(self) -> Path:
         return self.folder / "project"
 
+    @property
+    def state_dir(self) -> Path:
+        return self.backend or self.folder / "state"
+
     def env(self) -> dict[str, str]:
         assert self.box.kubeconfig is not None
         env = {
-            "PATH": os.environ.get("PATH", ""),
+            "PATH": f"{self.folder / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
             "PYTHONPATH": str(REPO),
             "PULUMI_HOME": str(self.folder / "pulumi-home"),
-            "PULUMI_BACKEND_URL": f"file://{self.folder / 'state'}",
+            "PULUMI_BACKEND_URL": f"file://{self.state_dir}",
             "PULUMI_CONFIG_PASSPHRASE": self.passphrase,
             "PULUMI_SKIP_UPDATE_CHECK": "true",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
@@ -73,6 +85,8 @@ class Deployment:
             "EKSML_ENGINE_KUBECONFIG": str(self.box.kubeconfig),
             "EKSML_ENGINE_CHARTS": str(charts_folder()),
             "EKSML_ENGINE_SCRATCH": str(self.folder / "scratch"),
+            # A kubeconfig made from the platform's outputs runs `aws eks get-token`: the stand-in answers it.
+            "EKSML_ENGINE_TOKEN": self.box.token or "",
             # The sweeps (dynamic providers) call AWS with boto3: a moto server inside the box, or nothing.
             "AWS_ACCESS_KEY_ID": "engine-tier",
             "AWS_SECRET_ACCESS_KEY": "engine-tier",
@@ -86,22 +100,37 @@ class Deployment:
         """The project folder, the backend and the stack with its generated secrets."""
         shutil.rmtree(self.project, ignore_errors=True)
         self.project.mkdir(parents=True)
-        (self.folder / "state").mkdir(exist_ok=True)
-        project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        project = yaml.safe_load((self.source / "Pulumi.yaml").read_text())
         project["runtime"]["options"]["virtualenv"] = str(REPO / ".venv")
         project["plugins"] = {
             "providers": [{"name": name, "path": str(path)} for name, path in sorted(self.plugin_dirs.items())]
         }
         (self.project / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
-        (self.project / "__main__.py").write_text("import engine.program  # noqa: F401  (runs the stack's program)\n")
-        shutil.copyfile(REPO / f"Pulumi.{self.stack}.yaml", self.project / f"Pulumi.{self.stack}.yaml")
-        self.pulumi("login", f"file://{self.folder / 'state'}", timeout=120)
+        if self.source == REPO:
+            program = "import engine.program  # noqa: F401  (runs the stack's program)\n"
+        else:
+            program = f"import runpy\n\nrunpy.run_path({str(self.source / '__main__.py')!r}, run_name='__main__')\n"
+        (self.project / "__main__.py").write_text(program)
+        shutil.copyfile(self.source / f"Pulumi.{self.stack}.yaml", self.project / f"Pulumi.{self.stack}.yaml")
+        self._write_aws_cli()
+        self.pulumi("login", f"file://{self.state_dir}", timeout=120)
         self.pulumi("stack", "init", self.stack, timeout=120)
+        for key, value in sorted(self.config.items()):
+            self.pulumi("config", "set", key, value, timeout=120)
         # The secrets the stack's config names but its file cannot hold (a client secret, ...): a generated value
         # each, found as the offline preview finds them.
-        config, secret_keys = read_stack_config(REPO, project["name"], self.stack)
+        config, secret_keys = read_stack_config(self.source, project["name"], self.stack)
         for key in unset_secrets(with_unset_secrets(config, secret_keys)[0]):
             self.pulumi("config", "set", "--secret", key, secrets.token_urlsafe(24), timeout=120)
+
+    def _write_aws_cli(self) -> None:
+        """`aws` on the PATH of every command: the stand-in of engine/aws_cli.py, in this interpreter."""
+        binaries = self.folder / "bin"
+        binaries.mkdir(parents=True, exist_ok=True)
+        aws = binaries / "aws"
+        aws.write_text(f'#!/bin/sh\nexec {sys.executable} -m engine.aws_cli "$@"\n')
+        aws.chmod(0o755)
 
     def pulumi(self, *args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run `pulumi <args>` in the project, inside the box; record its wall time."""

@@ -25,7 +25,7 @@ from engine import nodes, placement
 from engine.cluster import Box
 from engine.kube import Kube, KubeError
 from engine.providers import write_plugin_dirs
-from engine.stack import Deployment, charts_folder
+from engine.stack import REPO, Deployment, charts_folder
 from tests.engine.conftest import Timings
 
 pytestmark = [pytest.mark.engine, pytest.mark.subprocess]
@@ -88,15 +88,7 @@ def test_the_box_has_only_loopback_and_no_route_anywhere_else(run: Run) -> None:
 
 def _stack_objects(run: Run) -> list[dict[str, Any]]:
     """The Kubernetes objects the state says the stack made itself (not those inside Helm releases)."""
-    objects = []
-    for resource in run.deployment.resources():
-        type_ = resource["type"]
-        if not type_.startswith("kubernetes:") or type_.startswith("kubernetes:helm.sh"):
-            continue
-        outputs = resource.get("outputs") or {}
-        if "kind" in outputs and "metadata" in outputs:
-            objects.append(outputs)
-    return objects
+    return _own_objects(run.deployment)
 
 
 def test_up_creates_every_object_of_the_stack_in_the_api_server(run: Run) -> None:
@@ -143,6 +135,68 @@ def test_second_preview_finds_no_changes(run: Run, timings: Timings) -> None:
 def test_refresh_finds_no_changes(run: Run, timings: Timings) -> None:
     with timings.timed("pulumi refresh --expect-no-changes"):
         run.deployment.refresh("--expect-no-changes")
+
+
+#: The team stack of the docs (docs/team-stacks.md), on the dev platform: a Profile, a queue, a quota, a claim.
+TEAM_STACK = REPO / "examples" / "team-stack"
+
+
+def _own_objects(deployment: Deployment) -> list[dict[str, Any]]:
+    """The Kubernetes objects a deployment's state says it made itself (not those inside Helm releases)."""
+    objects = []
+    for resource in deployment.resources():
+        type_ = resource["type"]
+        if not type_.startswith("kubernetes:") or type_.startswith("kubernetes:helm.sh"):
+            continue
+        outputs = resource.get("outputs") or {}
+        if "kind" in outputs and "metadata" in outputs:
+            objects.append(outputs)
+    return objects
+
+
+def test_a_team_stack_comes_and_goes_through_a_stack_reference(run: Run, timings: Timings) -> None:
+    """The docs' team stack, deployed with its own `pulumi up` beside the platform's: it reads the platform through
+    a real StackReference (same backend), reaches the cluster with the kubeconfig it builds from those outputs (its
+    token from `aws eks get-token`, as an admin principal), and makes its namespace, quota, queue and Profile. Its
+    destroy removes exactly those, and the platform's own preview and refresh then find nothing changed."""
+    platform = run.deployment
+    team = Deployment(
+        box=run.box,
+        bin_dir=platform.bin_dir,
+        plugin_dirs=platform.plugin_dirs,
+        folder=platform.folder.parent / "team",
+        aws_endpoint=platform.aws_endpoint,
+        source=TEAM_STACK,
+        # The file backend's stacks are `organization/<project>/<stack>`; the example names its own organization.
+        config={"team-vision:platformStack": "organization/eks-ml-platform/dev"},
+        backend=platform.state_dir,
+    )
+    with timings.timed("team stack: stack init, config"):
+        team.prepare()
+    with timings.timed("team stack: pulumi up"):
+        team.up()
+    outputs = team.outputs()
+    assert outputs["namespace"] == "vision"
+    assert outputs["kubeflowProfile"] == "vision"
+    made = _own_objects(team)
+    kinds = {o["kind"] for o in made}
+    assert {"Namespace", "ResourceQuota", "LocalQueue", "ClusterQueue", "Profile", "PersistentVolumeClaim"} <= kinds
+    present = _present(run, made)
+    assert len(present) == len(made), sorted({_key(o) for o in made} - present)
+    assert run.kube.items("resourcequotas", namespace="vision")
+
+    with timings.timed("team stack: pulumi destroy"):
+        team.destroy()
+    assert [r["type"] for r in team.resources() if r["type"] != "pulumi:pulumi:Stack"] == []
+    assert _present(run, made) == set()
+    with timings.timed("platform: pulumi preview --expect-no-changes after the team stack"):
+        platform.preview_no_changes()
+    with timings.timed("platform: pulumi refresh --expect-no-changes after the team stack"):
+        platform.refresh("--expect-no-changes")
+
+
+def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
+    return (_kind(obj), obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
 
 
 def _present(run: Run, objects: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
