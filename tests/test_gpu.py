@@ -417,3 +417,15 @@ def test_the_binpack_scheduler_serves_no_profiling_endpoint():
     config = scheduler_configuration(OPTIONS)
     # kube-scheduler turns both on when the fields are left out (kubescheduler.config.k8s.io/v1 DebuggingConfiguration).
     assert (config["enableProfiling"], config["enableContentionProfiling"]) == (False, False)
+
+
+def test_the_api_servers_validation_refuses_a_gpu_request_other_than_its_limit_before_the_policy():
+    # kubernetes v1.35.4 ValidateResourceRequirements: extended resources are not overcommitted; its wording.
+    from components.tools.model.admission import invalid
+
+    pod = gpu_pod()
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 2}}
+    assert invalid(pod) == [
+        'spec.containers[0].resources.requests: Invalid value: "2": must be equal to nvidia.com/gpu limit of 1'
+    ]
+    assert invalid(gpu_pod()) == []
