@@ -20,7 +20,14 @@ import pytest
 import yaml
 
 from components.tools.model import Platform, load
-from components.tools.model.admission import bound_policies, invalid, notebook_pods, refusals, trainer_pods
+from components.tools.model.admission import (
+    JudgedPod,
+    bound_policies,
+    invalid,
+    notebook_pods,
+    refusals,
+    trainer_pods,
+)
 from components.tools.model.pipeline_pods import pipeline_pods
 from components.tools.model.pod_security import ENFORCE, baseline_failures, restricted_failures
 from components.tools.model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
@@ -144,27 +151,25 @@ def _judged(make: Callable[[Objects], list[Any]]) -> Callable[[Objects], list[di
     return lambda objects: [{"apiVersion": "v1", "kind": "Pod", **copy.deepcopy(dict(j.pod))} for j in make(objects)]
 
 
-#: (the doc that describes it, what it is, the objects it creates).
-SAMPLES: list[tuple[str, str, Callable[[Objects], list[dict[str, Any]]]]] = [
-    ("docs/gpu.md", "the GPU pod as shown", lambda _: [_doc_pod()]),
-    ("docs/gpu.md", "a GPU pod without the bin-pack scheduler", _without("schedulerName")),
-    ("docs/gpu.md", "a GPU pod without the toleration", _without("tolerations")),
-    ("docs/gpu.md", "a GPU pod requesting other than it limits", _unequal),
-    ("docs/gpu.md", "a GPU pod in an exempt namespace", _in_exempt_namespace),
-    ("docs/gpu.md", "a CPU pod asking for a GPU pool", _cpu_pod_on_gpu_pool),
-    ("docs/kubeflow.md", "a GPU TrainJob's trainer pods", _judged(trainer_pods)),
-    ("docs/kubeflow.md", "a GPU notebook's pods", _judged(notebook_pods)),
-    ("docs/kubeflow.md", "a pipeline run's pods", _judged(pipeline_pods)),
-    ("docs/kubeflow.md", "a TrainJob in a Profile's namespace", _trainjob("")),
-    ("docs/kubeflow.md", "a TrainJob in a namespace without a Profile", _trainjob("team-a")),
+#: (the doc that describes it, what it is, the objects it creates, whether the doc says they are refused).
+SAMPLES: list[tuple[str, str, Callable[[Objects], list[dict[str, Any]]], bool]] = [
+    ("docs/gpu.md", "the GPU pod as shown", lambda _: [_doc_pod()], False),
+    ("docs/gpu.md", "a GPU pod without the bin-pack scheduler", _without("schedulerName"), True),
+    ("docs/gpu.md", "a GPU pod without the toleration", _without("tolerations"), True),
+    ("docs/gpu.md", "a GPU pod requesting other than it limits", _unequal, True),
+    ("docs/gpu.md", "a GPU pod in an exempt namespace", _in_exempt_namespace, False),
+    ("docs/gpu.md", "a CPU pod asking for a GPU pool", _cpu_pod_on_gpu_pool, False),
+    ("docs/kubeflow.md", "a GPU TrainJob's trainer pods", _judged(trainer_pods), False),
+    ("docs/kubeflow.md", "a GPU notebook's pods", _judged(notebook_pods), False),
+    ("docs/kubeflow.md", "a pipeline run's pods", _judged(pipeline_pods), False),
+    ("docs/kubeflow.md", "a TrainJob in a Profile's namespace", _trainjob(""), False),
+    ("docs/kubeflow.md", "a TrainJob in a namespace without a Profile", _trainjob("team-a"), True),
 ]
 
 
 def offline_verdict(objects: Objects, obj: Mapping[str, Any]) -> list[str]:
     """What the API server should answer, by our evaluator: each refusing policy's first message, as the API server
     words a ValidatingAdmissionPolicy's denial (empty: admitted)."""
-    from components.tools.model.admission import JudgedPod
-
     labels = {
         o["metadata"]["name"]: dict(o["metadata"].get("labels") or {}) for o in objects if o.get("kind") == "Namespace"
     }
@@ -192,9 +197,14 @@ def _ensure_accounts(kube: Kube, pods: list[dict[str, Any]]) -> None:
         access.apply(kube, [access.service_account(ns, name) for ns, name in sorted(wanted)])
 
 
-@pytest.mark.parametrize(("doc", "what", "build"), SAMPLES, ids=[f"{d}: {w}" for d, w, _ in SAMPLES])
+@pytest.mark.parametrize(("doc", "what", "build", "refused"), SAMPLES, ids=[f"{d}: {w}" for d, w, *_ in SAMPLES])
 def test_admission_policies_judge_the_docs_samples_as_our_evaluator_does(
-    kube: Kube, objects: Objects, doc: str, what: str, build: Callable[[Objects], list[dict[str, Any]]]
+    kube: Kube,
+    objects: Objects,
+    doc: str,
+    what: str,
+    build: Callable[[Objects], list[dict[str, Any]]],
+    refused: bool,
 ) -> None:
     samples = build(objects)
     assert samples, f"{doc}: no {what} in the dev preview"
@@ -211,6 +221,7 @@ def test_admission_policies_judge_the_docs_samples_as_our_evaluator_does(
         if r.admitted != (not o) or not (r.admitted or any(m in r.message for m in o))
     ]
     assert not disagreements, f"{doc}, {what}:\n" + "\n".join(disagreements)
+    assert all(r.admitted != refused for r in real), f"{doc} says {what} is {'refused' if refused else 'admitted'}"
 
 
 # -- Pod Security admission on every platform pod -------------------------------------------------------------------
