@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from components.kubeflow.auth import Contributor, contributors
+from components.kubeflow.teams import profile_manifest
 from components.tools.model import Platform, load
 from components.tools.model.admission import (
     JudgedPod,
@@ -45,6 +47,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.subprocess]
 CHARTS = REPO.parent / "shared" / "reference" / "charts"
 #: The aggregation controller fills Kubeflow's aggregated ClusterRoles (kubeflow-edit, ...), which RBAC reads.
 CONTROLLERS = "clusterrole-aggregation-controller"
+SECOND_TEAM = "vision"
 Objects = list[dict[str, Any]]
 
 
@@ -58,6 +61,21 @@ def objects(platform: Platform) -> Objects:
     return [obj for _, obj in platform.objects]
 
 
+def second_team(objects: Objects) -> Objects:
+    """Dev has one Kubeflow team: a second one, made by the platform's own builders (its Profile, its namespace
+    labelled as the first team's, an editor and a viewer bound as KFAM binds them), so that each team's people are
+    asked about the other's namespace and contributors are asked at all."""
+    first = next(o for o in objects if o.get("kind") == "Profile")["metadata"]["name"]
+    labels = next(o for o in objects if o.get("kind") == "Namespace" and o["metadata"]["name"] == first)["metadata"]
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SECOND_TEAM, "labels": {}}}
+    namespace["metadata"]["labels"] = {**labels["labels"], "eksml.io/team": SECOND_TEAM}
+    people = [Contributor("editor@example.org", "edit"), Contributor("viewer@example.org", "view")]
+    team = profile_manifest(
+        name=SECOND_TEAM, owner="vision-lead@example.org", gpu_quota=0, role_arn="arn:aws:iam::1:role/r"
+    )
+    return [namespace, team, *contributors(SECOND_TEAM, people)]
+
+
 @pytest.fixture(scope="module")
 def kube(
     engine_bin: Path, objects: Objects, tmp_path_factory: pytest.TempPathFactory, timings: Timings
@@ -68,7 +86,7 @@ def kube(
             kube = box.start_api()
             box.start_controller_manager(CONTROLLERS)
         with timings.timed("admission: apply the preview's objects"):
-            first, then = access.to_apply(objects)
+            first, then = access.to_apply([*objects, *second_team(objects)])
             access.apply(kube, first)
             kube.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
             access.apply(kube, then)
@@ -298,9 +316,11 @@ def _teams(objects: Objects) -> dict[str, list[Subject]]:
 
 
 def test_a_teams_people_and_accounts_keep_to_their_namespace(kube: Kube, objects: Objects) -> None:
+    objects = [*objects, *second_team(objects)]
     namespaces = sorted({o["metadata"]["name"] for o in access.to_apply(objects)[0] if o["kind"] == "Namespace"})
     teams = _teams(objects)
-    assert teams, "the dev preview has no Kubeflow team"
+    assert len(teams) == 2, "the dev preview has no Kubeflow team"
+    assert sum(s.user.endswith("@example.org") for s in teams[SECOND_TEAM]) == 3, "the contributors were not found"
     questions = [
         Access(subject, verb, resource, ns)
         for team, subjects in teams.items()
@@ -310,10 +330,16 @@ def test_a_teams_people_and_accounts_keep_to_their_namespace(kube: Kube, objects
         for verb in ("get", "list")
         for resource in ("pods", "secrets", "configmaps")
     ]
-    # Control: the owner does work in the team's own namespace, so a "no" above is RBAC's, not a missing binding.
-    own = [Access(subjects[0], "list", "secrets", team) for team, subjects in teams.items()]
+    # Control: the people do work in their own namespace, so a "no" above is RBAC's, not a missing binding.
+    own = [
+        Access(s, "list", "pods", team)
+        for team, subjects in teams.items()
+        for s in subjects
+        if not s.user.startswith("system:")
+    ]
+    own += [Access(subjects[0], "list", "secrets", team) for team, subjects in teams.items()]
     answers = access.allowed(kube, [*questions, *own])
-    assert all(answers[q] for q in own), "a team's owner cannot list Secrets in the team's own namespace"
+    assert [q.subject.label for q in own if not answers[q]] == [], "cannot work in their own team's namespace"
     leaks = [
         f"{q.subject.label} may {q.verb} {q.resource} in {q.namespace or 'every namespace'}"
         for q in questions
