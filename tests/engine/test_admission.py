@@ -25,6 +25,7 @@ from components.tools.model import Platform, load
 from components.tools.model.admission import (
     JudgedPod,
     bound_policies,
+    documented_pods,
     invalid,
     notebook_pods,
     refusals,
@@ -165,6 +166,18 @@ def _trainjob(namespace: str) -> Callable[[Objects], list[dict[str, Any]]]:
     return build
 
 
+def _examples(objects: Objects) -> list[dict[str, Any]]:
+    """The pods of examples/workloads (which the README's workflow applies in a team's namespace), in the second
+    team's."""
+    found = []
+    for path in sorted((REPO / "examples" / "workloads").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and pod_template(doc) is not None:
+                doc["metadata"]["namespace"] = SECOND_TEAM
+                found.append(doc)
+    return _judged(lambda objs: documented_pods(found, {}))(objects)
+
+
 def _judged(make: Callable[[Objects], list[Any]]) -> Callable[[Objects], list[dict[str, Any]]]:
     return lambda objects: [{"apiVersion": "v1", "kind": "Pod", **copy.deepcopy(dict(j.pod))} for j in make(objects)]
 
@@ -182,6 +195,7 @@ SAMPLES: list[tuple[str, str, Callable[[Objects], list[dict[str, Any]]], bool]] 
     ("docs/kubeflow.md", "a pipeline run's pods", _judged(pipeline_pods), False),
     ("docs/kubeflow.md", "a TrainJob in a Profile's namespace", _trainjob(""), False),
     ("docs/kubeflow.md", "a TrainJob in a namespace without a Profile", _trainjob("team-a"), True),
+    ("examples/workloads", "the example workloads' pods", _examples, False),
 ]
 
 
@@ -224,6 +238,7 @@ def test_admission_policies_judge_the_docs_samples_as_our_evaluator_does(
     build: Callable[[Objects], list[dict[str, Any]]],
     refused: bool,
 ) -> None:
+    objects = [*objects, *second_team(objects)]
     samples = build(objects)
     assert samples, f"{doc}: no {what} in the dev preview"
     _ensure_accounts(kube, samples)
