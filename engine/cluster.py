@@ -41,6 +41,8 @@ TOKEN_USER = "eks-admin-principal"
 ETCD_CLIENT, ETCD_PEER, API_PORT, MOTO_PORT = 2379, 2380, 6443, 5000
 #: The dev stack's service range (Pulumi.dev.yaml cluster.serviceCidr), so ClusterIPs look like the real cluster's.
 SERVICE_CIDR = "172.20.0.0/16"
+#: Every controller but those that need a cloud or node routes.
+ALL_CONTROLLERS = "*,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller"
 
 
 class BoxError(RuntimeError):
@@ -102,53 +104,9 @@ class Box:
 
     def start(self) -> Kube:
         """Make the namespace, start the control plane and kwok, and return a client for the API server."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run([_ip(), "netns", "add", self.namespace], check=True)
-        subprocess.run([*netns_exec(self.namespace), _ip(), "link", "set", "lo", "up"], check=True)
-        if others := _only_loopback(self.namespace):
-            raise BoxError(f"network namespace {self.namespace} has interfaces besides lo: {others}")
-        pki = self.pki = Pki(self.folder / "pki")
-        api = pki.issue(
-            "apiserver",
-            "kube-apiserver",
-            server_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
-            server_ips=("127.0.0.1", SERVICE_CIDR.split("/")[0].rsplit(".", 2)[0] + ".0.1"),
-        )
-        kubeconfigs = {
-            user: self._kubeconfig(pki, user, cn, org)
-            for user, cn, org in (
-                ("admin", "eksml-admin", "system:masters"),
-                ("controller-manager", "system:kube-controller-manager", None),
-                ("scheduler", "system:kube-scheduler", None),
-                ("kwok", "eksml-kwok", "system:masters"),
-            )
-        }
-        self.kubeconfig = kubeconfigs["admin"]
-        self.token = secrets.token_urlsafe(32)
-        tokens = self.folder / "tokens.csv"
-        # The identity `aws eks get-token` gives a principal with an access entry and the cluster admin policy, for
-        # stacks that reach the cluster through a kubeconfig made from the platform's outputs (engine/aws_cli.py).
-        tokens.write_text(f'{self.token},{TOKEN_USER},{TOKEN_USER},"system:masters"\n')
-        tokens.chmod(0o600)
-        self._start_etcd()
-        self._start_apiserver(pki, api)
-        kube = Kube.from_kubeconfig(self.kubeconfig, runner=netns_exec(self.namespace))
-        self._wait("kube-apiserver", lambda: kube.ready(), timeout=120)
-        self._spawn(
-            "kube-controller-manager",
-            [
-                *_component_flags(kubeconfigs["controller-manager"]),
-                "--use-service-account-credentials=true",
-                "--service-account-private-key-file", str(pki.service_account_key),
-                "--root-ca-file", str(pki.ca_cert),
-                "--cluster-signing-cert-file", str(pki.ca_cert),
-                "--cluster-signing-key-file", str(pki.ca_key),
-                "--service-cluster-ip-range", SERVICE_CIDR,
-                # No cloud, no node IPAM: kwok gives pods their (fake) addresses.
-                "--allocate-node-cidrs=false",
-                "--controllers=*,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
-            ],
-        )  # fmt: skip
+        kube = self.start_api()
+        self.start_controller_manager()
+        kubeconfigs = {user: self.folder / f"{user}.kubeconfig" for user in ("scheduler", "kwok")}
         self._spawn(
             "kube-scheduler",
             _component_flags(kubeconfigs["scheduler"]),
@@ -168,6 +126,61 @@ class Box:
             ],
         )  # fmt: skip
         return kube
+
+    def start_api(self) -> Kube:
+        """Make the namespace and start etcd and the API server only (admission and RBAC need no more); return a
+        client for it. The other parts' kubeconfigs are written, for `start_controller_manager` and `start`."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run([_ip(), "netns", "add", self.namespace], check=True)
+        subprocess.run([*netns_exec(self.namespace), _ip(), "link", "set", "lo", "up"], check=True)
+        if others := _only_loopback(self.namespace):
+            raise BoxError(f"network namespace {self.namespace} has interfaces besides lo: {others}")
+        pki = self.pki = Pki(self.folder / "pki")
+        api = pki.issue(
+            "apiserver",
+            "kube-apiserver",
+            server_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
+            server_ips=("127.0.0.1", SERVICE_CIDR.split("/")[0].rsplit(".", 2)[0] + ".0.1"),
+        )
+        for user, cn, org in (
+            ("admin", "eksml-admin", "system:masters"),
+            ("controller-manager", "system:kube-controller-manager", None),
+            ("scheduler", "system:kube-scheduler", None),
+            ("kwok", "eksml-kwok", "system:masters"),
+        ):
+            self._kubeconfig(pki, user, cn, org)
+        self.kubeconfig = self.folder / "admin.kubeconfig"
+        self.token = secrets.token_urlsafe(32)
+        tokens = self.folder / "tokens.csv"
+        # The identity `aws eks get-token` gives a principal with an access entry and the cluster admin policy, for
+        # stacks that reach the cluster through a kubeconfig made from the platform's outputs (engine/aws_cli.py).
+        tokens.write_text(f'{self.token},{TOKEN_USER},{TOKEN_USER},"system:masters"\n')
+        tokens.chmod(0o600)
+        self._start_etcd()
+        self._start_apiserver(pki, api)
+        kube = Kube.from_kubeconfig(self.kubeconfig, runner=netns_exec(self.namespace))
+        self._wait("kube-apiserver", lambda: kube.ready(), timeout=120)
+        return kube
+
+    def start_controller_manager(self, controllers: str = ALL_CONTROLLERS) -> None:
+        """The controller manager, running `controllers` (its `--controllers` syntax)."""
+        assert self.pki is not None
+        pki = self.pki
+        self._spawn(
+            "kube-controller-manager",
+            [
+                *_component_flags(self.folder / "controller-manager.kubeconfig"),
+                "--use-service-account-credentials=true",
+                "--service-account-private-key-file", str(pki.service_account_key),
+                "--root-ca-file", str(pki.ca_cert),
+                "--cluster-signing-cert-file", str(pki.ca_cert),
+                "--cluster-signing-key-file", str(pki.ca_key),
+                "--service-cluster-ip-range", SERVICE_CIDR,
+                # No cloud, no node IPAM: kwok gives pods their (fake) addresses.
+                "--allocate-node-cidrs=false",
+                f"--controllers={controllers}",
+            ],
+        )  # fmt: skip
 
     def start_moto(self) -> str:
         """moto's AWS server inside the namespace, for what calls AWS with boto3 (the sweeps); its endpoint URL."""

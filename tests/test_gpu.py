@@ -243,11 +243,20 @@ def test_default_scheduler_is_denied_with_the_scheduler_to_add():
     )
 
 
-def test_missing_scheduler_name_is_denied():
+def test_missing_scheduler_name_is_denied_naming_the_default_the_api_server_filled_in():
+    # The API server defaults schedulerName before admission (pkg/apis/core/v1/defaults.go, v1.35.4): the user
+    # reads the name the pod got, as docs/gpu.md shows it; tests/engine/test_admission.py holds it to the real server.
     pod = gpu_pod()
     del pod["spec"]["schedulerName"]
     (message,) = admit(pod)
-    assert "add spec.schedulerName: gpu-binpack (this pod has none)" in message
+    assert "add spec.schedulerName: gpu-binpack (this pod has default-scheduler)" in message
+
+
+def test_a_gpu_pod_that_sets_only_limits_is_admitted_as_docs_gpu_md_shows_it():
+    # Requests default to limits before admission (SetDefaults_Pod, same file): the docs' pod is valid.
+    pod = gpu_pod()
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+    assert admit(pod) == []
 
 
 def test_missing_toleration_is_denied_with_the_toleration_to_add():
@@ -298,7 +307,9 @@ def test_a_gpu_request_without_a_limit_is_denied():
 
 def test_init_containers_are_checked_too():
     pod = gpu_pod()
-    pod["spec"]["initContainers"] = [{"name": "warmup", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+    pod["spec"]["initContainers"] = [
+        {"name": "warmup", "resources": {"limits": {"nvidia.com/gpu": "2"}, "requests": {"nvidia.com/gpu": "1"}}}
+    ]
     assert len(admit(pod)) == 1
 
 
@@ -406,3 +417,15 @@ def test_the_binpack_scheduler_serves_no_profiling_endpoint():
     config = scheduler_configuration(OPTIONS)
     # kube-scheduler turns both on when the fields are left out (kubescheduler.config.k8s.io/v1 DebuggingConfiguration).
     assert (config["enableProfiling"], config["enableContentionProfiling"]) == (False, False)
+
+
+def test_the_api_servers_validation_refuses_a_gpu_request_other_than_its_limit_before_the_policy():
+    # kubernetes v1.35.4 ValidateResourceRequirements: extended resources are not overcommitted; its wording.
+    from components.tools.model.admission import invalid
+
+    pod = gpu_pod()
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 2}}
+    assert invalid(pod) == [
+        'spec.containers[0].resources.requests: Invalid value: "2": must be equal to nvidia.com/gpu limit of 1'
+    ]
+    assert invalid(gpu_pod()) == []

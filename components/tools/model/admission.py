@@ -14,7 +14,7 @@ import celpy
 import yaml
 
 from .kube import expression_matches
-from .workloads import pod_template
+from .workloads import DEFAULT_SCHEDULER, pod_template
 
 GPU = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
 #: What the profile controller labels a team namespace with.
@@ -75,6 +75,47 @@ def takes_in(policy: Mapping[str, Any], obj: Mapping[str, Any]) -> bool:
     return False
 
 
+def defaulted(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod as admission sees it: the API server applies the v1 Pod defaults when it decodes a request, before
+    any admission plugin runs (kubernetes v1.35.4 `pkg/apis/core/v1/defaults.go`: `SetDefaults_PodSpec` sets
+    `schedulerName: default-scheduler`; `SetDefaults_Pod` copies each container's limits into the requests it does
+    not set). A quantity reaches CEL as its string (`resource.Quantity` serialises as a string)."""
+    found: dict[str, Any] = copy.deepcopy(dict(pod))
+    spec = found.setdefault("spec", {})
+    spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
+    for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        resources = container.get("resources") or {}
+        for field in ("limits", "requests"):
+            if resources.get(field):
+                resources[field] = {k: str(v) for k, v in resources[field].items()}
+        if resources.get("limits"):
+            resources["requests"] = {**resources["limits"], **(resources.get("requests") or {})}
+    return found
+
+
+def invalid(pod: Mapping[str, Any]) -> list[str]:
+    """What the API server's own validation refuses in the pod's resources before any validating admission policy
+    is asked: an extended resource (a name with a domain outside `kubernetes.io`, as `nvidia.com/gpu`) cannot be
+    overcommitted, so it must be limited, and requested as limited (kubernetes v1.35.4
+    `pkg/apis/core/validation/validation.go` `ValidateResourceRequirements`; the messages are its own)."""
+    spec = defaulted(pod)["spec"]
+    found = []
+    for field in ("initContainers", "containers"):
+        for index, container in enumerate(spec.get(field) or ()):
+            resources, path = container.get("resources") or {}, f"spec.{field}[{index}].resources"
+            limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+            for name, value in requests.items():
+                if "/" not in name or name.split("/")[0].endswith("kubernetes.io"):
+                    continue
+                if name not in limits:
+                    found.append(f"{path}.limits: Forbidden: Limit must be set for non overcommitable resources")
+                elif str(value) != str(limits[name]):
+                    found.append(
+                        f'{path}.requests: Invalid value: "{value}": must be equal to {name} limit of {limits[name]}'
+                    )
+    return found
+
+
 def refusals(policy: Mapping[str, Any], binding: Mapping[str, Any], judged: JudgedPod) -> list[str]:
     """Why the policy, as bound, denies creating the pod (empty: admitted): the message of every validation that
     fails (the API server reports the first under Deny, every one under Warn)."""
@@ -91,7 +132,9 @@ def refusals(policy: Mapping[str, Any], binding: Mapping[str, Any], judged: Judg
             return []
     namespace = {"metadata": {"name": labels["kubernetes.io/metadata.name"], "labels": labels}}
     activation: dict[str, Any] = {
-        "object": celpy.json_to_cel(dict(judged.pod)),
+        "object": celpy.json_to_cel(
+            defaulted(judged.pod) if judged.pod.get("kind", "Pod") == "Pod" else dict(judged.pod)
+        ),
         "namespaceObject": celpy.json_to_cel(namespace),
     }
     if not all(_run(c["expression"], activation) for c in spec.get("matchConditions") or ()):
@@ -142,6 +185,7 @@ def trainer_pods(objects: Iterable[Mapping[str, Any]]) -> list[JudgedPod]:
                 continue
             template = copy.deepcopy(job["template"]["spec"]["template"])
             template["spec"]["containers"][0]["resources"] = GPU
+            _claim_volumes(template["spec"], runtime, runtime["metadata"]["name"])
             name = runtime["metadata"]["name"]
             pod = {
                 "metadata": {**template.get("metadata", {}), "name": f"{name}-node-0-0", "namespace": namespace},
@@ -149,6 +193,21 @@ def trainer_pods(objects: Iterable[Mapping[str, Any]]) -> list[JudgedPod]:
             }
             found.append(JudgedPod(f"a GPU TrainJob's trainer pod from runtime {name}", pod, labels))
     return found
+
+
+def _claim_volumes(spec: dict[str, Any], runtime: Mapping[str, Any], jobset: str) -> None:
+    """The volumes JobSet adds for the runtime's `volumeClaimPolicies`: one claim per template, a volume of the
+    template's name in every pod that mounts it (kubernetes-sigs/jobset v0.11 `VolumeClaimPolicies`, the claim
+    named `<template>-<jobset>`). Without it the pod names a volume it does not have, which the API server refuses."""
+    mounted = {m["name"] for c in spec.get("containers") or () for m in c.get("volumeMounts") or ()}
+    volumes = spec.setdefault("volumes", [])
+    for policy in runtime["spec"]["template"]["spec"].get("volumeClaimPolicies") or ():
+        for claim in policy.get("templates") or ():
+            name = claim["metadata"]["name"]
+            if name in mounted and all(v["name"] != name for v in volumes):
+                volumes.append({"name": name, "persistentVolumeClaim": {"claimName": f"{name}-{jobset}"}})
+    if not volumes:
+        del spec["volumes"]
 
 
 SPAWNER_CONFIG = "spawner_ui_config.yaml"

@@ -35,6 +35,21 @@ SECRET_HOLDERS: Mapping[str, str] = MappingProxyType(
         "`knative-serving-admin`)",
         "kserve/kserve-controller-manager": "reads the storage credentials an InferenceService's service account "
         "names (its Secrets), in the InferenceService's namespace, for the model download",
+        "kubeflow/profiles-controller-service-account": "the Kubeflow profile controller is bound to `cluster-admin` "
+        "upstream (Kubeflow 26.03.1 applications/dashboard/upstream/profile-controller/base/manager/"
+        "role_binding.yaml): it makes each Profile's namespace and binds its owner to `kubeflow-admin` there, and "
+        "RBAC lets it grant only what it holds itself (found by tests/engine/test_admission.py on a real API server)",
+    }
+)
+
+#: The API server's own ClusterRoles that the platform binds but does not create, with their rules on `secrets`
+#: (kubernetes v1.35.4 plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go: `cluster-admin` has every verb on
+#: everything; `admin` and `edit` aggregate `system:aggregate-to-edit`, which reads and writes Secrets).
+BOOTSTRAP_ROLES: Mapping[str, tuple[Mapping[str, Any], ...]] = MappingProxyType(
+    {
+        "cluster-admin": ({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},),
+        "admin": ({"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]},),
+        "edit": ({"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]},),
     }
 )
 
@@ -65,9 +80,10 @@ def _matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 
 
 def cluster_role_rules(objects: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    """Every ClusterRole's rules by name, an aggregated role's gathered from the roles its selectors match."""
+    """Every ClusterRole's rules by name, an aggregated role's gathered from the roles its selectors match; the API
+    server's own roles (`BOOTSTRAP_ROLES`) with the rules they have there."""
     roles = {obj["metadata"]["name"]: obj for obj in objects if obj.get("kind") == "ClusterRole"}
-    rules: dict[str, list[Mapping[str, Any]]] = {}
+    rules: dict[str, list[Mapping[str, Any]]] = {name: list(r) for name, r in BOOTSTRAP_ROLES.items()}
     for name, role in roles.items():
         found = list(role.get("rules") or [])
         for selector in (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []:
