@@ -85,6 +85,8 @@ class Deployment:
             "EKSML_ENGINE_KUBECONFIG": str(self.box.kubeconfig),
             "EKSML_ENGINE_CHARTS": str(charts_folder()),
             "EKSML_ENGINE_SCRATCH": str(self.folder / "scratch"),
+            # What the fake aws provider created, which another stack in the box reads (engine/providers/aws.py).
+            "EKSML_ENGINE_ACCOUNT": str(self.box.folder / "account"),
             # A kubeconfig made from the platform's outputs runs `aws eks get-token`: the stand-in answers it.
             "EKSML_ENGINE_TOKEN": self.box.token or "",
             # The sweeps (dynamic providers) call AWS with boto3: a moto server inside the box, or nothing.

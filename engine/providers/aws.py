@@ -21,7 +21,11 @@ properties and invents none.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -50,6 +54,43 @@ from engine.providers.common import (
     to_struct,
     type_token,
 )
+
+#: Names the folder that holds what exists in the fake account, shared by every stack's provider in one box.
+ACCOUNT_ENV = "EKSML_ENGINE_ACCOUNT"
+
+
+class Account:
+    """What exists in the account: each resource a stack created, by type and id, with its state. Every `pulumi`
+    command starts its own provider process, and stacks read what other stacks made (a team stack reads the
+    platform's node group and add-ons with `.get`), so it is kept in files, one per resource. Without the variable
+    nothing is kept and reads go to the mocks' account alone."""
+
+    def _path(self, type_: str, resource_id: str) -> Path | None:
+        folder = os.environ.get(ACCOUNT_ENV)
+        if not folder:
+            return None
+        key = hashlib.sha256(f"{type_}|{resource_id}".encode()).hexdigest()[:32]
+        return Path(folder) / f"{key}.json"
+
+    def put(self, type_: str, resource_id: str, state: Mapping[str, Any]) -> None:
+        if (path := self._path(type_, resource_id)) is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(".partial")
+            partial.write_text(json.dumps({"type": type_, "id": resource_id, "state": state}, default=str))
+            partial.replace(path)
+
+    def get(self, type_: str, resource_id: str) -> dict[str, Any] | None:
+        path = self._path(type_, resource_id)
+        if path is None or not path.exists():
+            return None
+        return dict(json.loads(path.read_text())["state"])
+
+    def remove(self, type_: str, resource_id: str) -> None:
+        if (path := self._path(type_, resource_id)) is not None:
+            path.unlink(missing_ok=True)
+
+
+ACCOUNT = Account()
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
@@ -174,11 +215,16 @@ class AwsProvider(FakeProvider):
         if not request.preview:
             self.refuse_at_create(type_, name, plain(wire))
         resource_id, outputs = self.outputs(type_, name, wire)
+        if not request.preview:
+            ACCOUNT.put(type_, resource_id, outputs)
         return provider_pb2.CreateResponse(id=resource_id, properties=to_struct(outputs))
 
     @handled
     def Update(self, request: provider_pb2.UpdateRequest, context: grpc.ServicerContext) -> provider_pb2.UpdateResponse:
-        _, outputs = self.outputs(type_token(request), logical_name(request), to_dict(request.news))
+        type_ = type_token(request)
+        _, outputs = self.outputs(type_, logical_name(request), to_dict(request.news))
+        if not request.preview:
+            ACCOUNT.put(type_, request.id, outputs)
         return provider_pb2.UpdateResponse(properties=to_struct(outputs))
 
     @handled
@@ -186,7 +232,10 @@ class AwsProvider(FakeProvider):
         if request.properties.fields:
             # Nothing changes behind the engine's back here: a refresh finds what the state holds.
             return provider_pb2.ReadResponse(id=request.id, properties=request.properties, inputs=request.inputs)
-        # A read of what the program did not create (`Resource.get`): only what the mocks' account holds.
+        # A read of what the program did not create (`Resource.get`): what another stack made in the account, else
+        # only what the mocks' account holds.
+        if (held := ACCOUNT.get(type_token(request), request.id)) is not None:
+            return provider_pb2.ReadResponse(id=request.id, properties=to_struct(held))
         args = pulumi_mocks.MockResourceArgs(
             typ=type_token(request), name=logical_name(request), inputs={}, resource_id=request.id, custom=True
         )
@@ -197,6 +246,7 @@ class AwsProvider(FakeProvider):
         return provider_pb2.ReadResponse(id=str(resource_id), properties=to_struct(state))
 
     def Delete(self, request: provider_pb2.DeleteRequest, context: grpc.ServicerContext) -> empty_pb2.Empty:
+        ACCOUNT.remove(type_token(request), request.id)
         return empty_pb2.Empty()
 
     # -- data sources

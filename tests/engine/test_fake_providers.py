@@ -359,6 +359,36 @@ def test_read_finds_the_state_unchanged(aws: provider_pb2_grpc.ResourceProviderS
     )
 
 
+def test_another_stacks_read_finds_the_add_on_a_stack_made_in_the_account_until_it_is_deleted(
+    tmp_path: Path,
+) -> None:
+    """A team stack reads the platform's add-ons with `.get` by the id pulumi-aws gives them (`<cluster>:<name>`):
+    two provider processes (two stacks' `pulumi up`) share what exists in the account, as AWS does."""
+    account = {"EKSML_ENGINE_ACCOUNT": str(tmp_path / "account")}
+    addon = "aws:eks/addon:Addon"
+    inputs = {"clusterName": "eks-ml-platform-dev", "addonName": "coredns", "addonVersion": "v1.12.4-eksbuild.1"}
+    platform, team = start_fake("aws", account), start_fake("aws", account)
+    try:
+        for plugin in (platform, team):
+            plugin.stub.Configure(provider_pb2.ConfigureRequest(args=to_struct({"region": REGION})))
+        created = create(
+            platform.stub, addon, "cluster-coredns", check(platform.stub, addon, "cluster-coredns", inputs).inputs
+        )
+        assert created.id == "eks-ml-platform-dev:coredns"
+
+        def read() -> provider_pb2.ReadResponse:
+            request = provider_pb2.ReadRequest(id=created.id, urn=urn(addon, "platform-coredns"))
+            return team.stub.Read(request)
+
+        assert to_dict(read().properties)["addonVersion"] == "v1.12.4-eksbuild.1"
+        platform.stub.Delete(provider_pb2.DeleteRequest(id=created.id, urn=urn(addon, "cluster-coredns")))
+        with pytest.raises(grpc.RpcError, match="do not answer a read"):
+            read()
+    finally:
+        platform.stop()
+        team.stop()
+
+
 def test_invoke_answers_get_caller_identity_as_the_mocks_do(
     aws: provider_pb2_grpc.ResourceProviderStub, mocks: PlatformMocks
 ) -> None:

@@ -12,7 +12,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 
 from ... import aws_names
 from ...identity.documents import dns_suffix
-from .account import ACCOUNT_ID, ExistingAccount, UnknownToAccount
+from .account import ACCOUNT_ID, READABLE, ExistingAccount, UnknownToAccount
 
 #: How a value that is only known after a real deployment is shown (as `pulumi preview` shows `output<string>`).
 UNKNOWN = "[unknown]"
@@ -125,6 +125,10 @@ class PlatformMocks(pulumi_mocks.Mocks):
         state.setdefault("name", inputs.get("name") or f"{args.name}-{_short_hex(args.name, length=7)}")
         state.setdefault("arn", self._arn(args.typ, state["name"], resource_id))
         extra = self._outputs(args.typ, args.name, inputs, resource_id)
+        if args.typ in READABLE and isinstance(cluster := inputs.get("clusterName"), str):
+            # pulumi-aws ids an EKS add-on and node group `<cluster>:<name>` (the id `import` and `.get` take), so a
+            # read by another stack finds what this one made.
+            resource_id = f"{cluster}:{state.get(READABLE[args.typ]) or state['name']}"
         return resource_id, {**state, **extra}
 
     def _arn(self, type_: str, name: str, resource_id: str) -> str:
