@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..instances import accelerators as gpu_facts
-from ..scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, WORKLOAD_LABEL
+from ..scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, TRAINING_WORKLOAD, WORKLOAD_LABEL
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -55,15 +55,19 @@ _BASE_POOL_PRESETS: Mapping[str, Mapping[str, Any]] = {
         },
     },
     # Training on A100 / H100 class GPUs: on-demand only, never consolidated while busy, no voluntary disruption
-    # during working hours, at most one node at a time otherwise, and drift replacement only at weekends.
+    # during working hours, at most one node at a time otherwise, and drift replacement only at weekends. Nodes never
+    # expire: in Karpenter v1 expiry is forceful (it drains a node whatever its budgets and its pods'
+    # `karpenter.sh/do-not-disrupt` say, karpenter.sh/docs/concepts/disruption/#forceful-methods), so a 30-day-old
+    # node would be drained mid-job. A training node still goes once it is empty (WhenEmpty, 30m), and a new AMI
+    # replaces it as drift, which waits for its trainer pods (they carry do-not-disrupt).
     "gpu-training": {
         "nodeClass": "gpu-training",
         "capacityTypes": ["on-demand"],
         "gpuNames": ["a100", "h100"],
-        "labels": {WORKLOAD_LABEL: "training"},
+        "labels": {WORKLOAD_LABEL: TRAINING_WORKLOAD},
         "taints": [GPU_TAINT.as_dict()],
         "limits": {GPU_RESOURCE: "16"},
-        "expireAfter": "720h",
+        "expireAfter": "Never",
         "terminationGracePeriod": "2h",
         "disruption": {
             "consolidationPolicy": "WhenEmpty",

@@ -20,6 +20,7 @@ from .admission import (
     refusals,
     trainer_pods,
 )
+from .disruption import training_is_not_disrupted
 from .flows import problems as flow_problems
 from .kube import narrowed
 from .landing import Problem, lands_on, why_not
@@ -341,6 +342,7 @@ RULES: tuple[Callable[..., list[Problem]], ...] = (
     every_team_can_queue,
     queued_work_lands,
     queues_stay_within_quotas,
+    training_is_not_disrupted,
 )
 
 
