@@ -472,7 +472,11 @@ def export_team_contract(platform: Platform) -> None:
     pulumi.export("identity", handle.identity.value)
     if config.network.existing is None:
         pulumi.export("vpcCidr", str(config.network.cidr))
-    pulumi.export("nodePools", {name: offered_pool(pool) for name, pool in sorted(config.karpenter.node_pools.items())})
+    efa_pools = config.karpenter.efa_pools()
+    pulumi.export(
+        "nodePools",
+        {name: offered_pool(pool, efa=name in efa_pools) for name, pool in sorted(config.karpenter.node_pools.items())},
+    )
     pulumi.export("nodePoolStartupTaints", [CSI_STARTUP_TAINTS[driver].as_dict() for driver in config.csi_drivers])
     storage = platform.storage
     if storage.bucket_key is not None:

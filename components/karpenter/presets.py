@@ -111,11 +111,19 @@ NODE_CLASS_PRESETS: Mapping[str, Mapping[str, Any]] = {
     "default": {"amiFamily": "al2023", "rootVolumeGib": 80},
     # Container images with CUDA are large; the AL2023 alias picks the NVIDIA (or Neuron) variant by instance type.
     "gpu": {"amiFamily": "al2023", "rootVolumeGib": 200, "rootVolumeIops": 6000, "rootVolumeThroughputMibps": 250},
+    # Every instance the gpu-training pool preset launches (A100, H100) has local NVMe (EC2 instance types guide,
+    # docs.aws.amazon.com/ec2/latest/instancetypes/ac.html, instance store: p4d/p4de.24xlarge 8 x 1000 GB,
+    # p5.48xlarge 8 x 3840 GB, p5.4xlarge 1 x 3840 GB; so do p5e/p5en and p6-b200). RAID0 makes them one
+    # array, and on AL2023 nodeadm mounts it and bind-mounts containerd's, the kubelet's and pod logs' directories
+    # onto it (awslabs/amazon-eks-ami, templates/shared/runtime/bin/setup-local-disks, run for
+    # `localStorage.strategy: RAID0`, which Karpenter sets from instanceStorePolicy): the image cache and scratch
+    # live on NVMe, and the root volume holds only the OS. On a type without instance store the policy does nothing.
     "gpu-training": {
         "amiFamily": "al2023",
-        "rootVolumeGib": 500,
-        "rootVolumeIops": 10000,
-        "rootVolumeThroughputMibps": 500,
+        "rootVolumeGib": 200,
+        "rootVolumeIops": 6000,
+        "rootVolumeThroughputMibps": 250,
+        "instanceStorePolicy": "RAID0",
     },
 }
 
