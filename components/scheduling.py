@@ -58,6 +58,9 @@ DEFAULT_GPU_SCHEDULER = "gpu-binpack"
 
 #: What a NodePool's nodes are for (general, inference, training): policies and dashboards read it.
 WORKLOAD_LABEL = "eksml.io/workload"
+#: The value of a training pool: on-demand or reserved, never expiring, so trainer pods (confined to such pools)
+#: are not drained mid-job (`karpenter.training`).
+TRAINING_WORKLOAD = "training"
 
 #: Set on the nodes of the platform's GPU pools that every team shares (Kueue's `platform-gpus` flavor selects them
 #: by it), never on a team stack's own pool: what Kueue admits on the shared flavor then runs on shared nodes only,

@@ -36,7 +36,7 @@ from .network.component import Network, NetworkArgs
 from .observability.component import NAMESPACE as MONITORING_NAMESPACE
 from .observability.component import Observability, ObservabilityArgs
 from .platform_config import PROJECT_NAMESPACE, PlatformConfig, parse_config, secret_problems
-from .scheduling import CSI_STARTUP_TAINTS, GPU_TAINT, Taint
+from .scheduling import CSI_STARTUP_TAINTS, GPU_TAINT, TRAINING_WORKLOAD, WORKLOAD_LABEL, Taint
 from .storage.component import Storage, StorageArgs
 from .storage.file_system import FsxFileSystem, FsxFileSystemArgs
 from .storage.render import kept_volume_class_name
@@ -140,6 +140,9 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
             if pool.gpu_limit
         },
         gpu_scheduler=config.gpu.scheduler_name if config.gpu_node_image is not None else None,
+        training_pools=any(
+            p.labels.get(WORKLOAD_LABEL) == TRAINING_WORKLOAD for p in config.karpenter.node_pools.values()
+        ),
         tags=config.tags,
         monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
         fsx_capacity_gib=config.storage.fsx.storage_capacity_gib if config.storage.fsx is not None else None,
@@ -474,7 +477,11 @@ def export_team_contract(platform: Platform) -> None:
     pulumi.export("identity", handle.identity.value)
     if config.network.existing is None:
         pulumi.export("vpcCidr", str(config.network.cidr))
-    pulumi.export("nodePools", {name: offered_pool(pool) for name, pool in sorted(config.karpenter.node_pools.items())})
+    efa_pools = config.karpenter.efa_pools()
+    pulumi.export(
+        "nodePools",
+        {name: offered_pool(pool, efa=name in efa_pools) for name, pool in sorted(config.karpenter.node_pools.items())},
+    )
     pulumi.export("nodePoolStartupTaints", [CSI_STARTUP_TAINTS[driver].as_dict() for driver in config.csi_drivers])
     storage = platform.storage
     if storage.bucket_key is not None:

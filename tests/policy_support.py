@@ -70,6 +70,7 @@ def pool(
     workload=None,
     disruption=None,
     types=None,
+    expire_after="Never",
 ):
     requirements = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity)}]
     if gpu:
@@ -78,7 +79,7 @@ def pool(
         requirements.append({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(types)})
     template = {
         "metadata": {"labels": {WORKLOAD_LABEL: workload} if workload else {}},
-        "spec": {"requirements": requirements},
+        "spec": {"requirements": requirements, "expireAfter": expire_after},
     }
     if taint:
         template["spec"]["taints"] = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]

@@ -193,6 +193,31 @@ def test_the_node_monitoring_agent_is_installed_pinned_in_both_stacks(stack, req
     assert configuration == NODE_MONITORING_CONFIGURATION
 
 
+def test_the_dcgm_host_engine_runs_only_on_nvidia_nodes_in_the_model():
+    """dcgm-server's affinity (the add-on chart's dcgmAgent.affinity at v1.7.0) lists NVIDIA instance types only and
+    amd64: the model places it on NVIDIA pools, not on CPU or Neuron pools or the system nodes."""
+    from components.karpenter.pool_spec import NodePoolSpec
+    from components.karpenter.render import render_nodepool
+    from components.tools.model.landing import why_not
+    from components.tools.model.nodes import from_node_group, from_node_pool
+    from components.tools.model.platform import _addon_workloads
+
+    configured = {AGENT: {"configurationValues": json.dumps(NODE_MONITORING_CONFIGURATION)}}
+    workloads = {w.name: w for w in _addon_workloads(configured)}
+    dcgm, agent = workloads["dcgm-server"], workloads[AGENT]
+
+    def kind(preset: str):
+        return from_node_pool(render_nodepool(preset, NodePoolSpec.model_validate({"preset": preset})))
+
+    system = from_node_group("system", {"instanceTypes": ["m7i.xlarge"], "amiType": "AL2023_x86_64_STANDARD"})
+    for node in (kind("gpu-inference"), kind("gpu-training")):
+        assert why_not(dcgm, node) is None, node.name
+    for node in (kind("cpu-general"), kind("neuron"), system):
+        assert why_not(dcgm, node) is not None, node.name
+        assert why_not(agent, node) is None, node.name  # the agent itself runs everywhere
+    assert "names only nvidia instance types" in str(why_not(dcgm, kind("cpu-general")))
+
+
 def test_the_models_agent_tolerates_every_taint():
     agent = next(p for p in _model_facts(AGENT) if p["name"] == AGENT)
     assert agent["kind"] == "DaemonSet"

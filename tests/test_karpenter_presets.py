@@ -38,7 +38,7 @@ def test_training_preset_is_on_demand_consolidates_only_when_empty_and_is_protec
     assert spec.capacity_types == ("on-demand",)
     assert spec.disruption.consolidation_policy == "WhenEmpty"
     assert spec.disruption.consolidate_after == "30m"
-    assert spec.expire_after == "720h"
+    assert spec.expire_after == "Never"  # expiry would drain a node mid-job, whatever its pods say
     assert spec.termination_grace_period == "2h"
     budgets = [b.model_dump(exclude_none=True) for b in spec.disruption.budgets]
     assert {"nodes": "0", "schedule": "0 8 * * mon-fri", "duration": "12h"} in budgets  # blocked while training

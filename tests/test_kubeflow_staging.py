@@ -66,15 +66,15 @@ def test_the_default_set_and_everything_stage_without_a_problem(staged, default_
     assert staging.check(staged) == []
     assert staging.check(default_set) == []
     # Upstream's 471 objects less cert-manager's 49 (the platform's) and the 2 NetworkPolicies of its namespace; two
-    # teams' namespace, Profile and PodDefault; one team's FSx volume, claim and PodDefault; a PodDisruptionBudget
-    # for each of the 8 Deployments whose outage blocks pod creation or sign-in (components.control_plane) and for the
-    # profiles (components.kubeflow.resilience.REPLICATED); less the grants components.kubeflow.rbac leaves out; the
-    # 9 CRDs Dex would otherwise make itself (components.kubeflow.auth); the TrainJob admission policy and its binding
-    # (components.kubeflow.trainer_admission); each team namespace's NetworkPolicies (deny, own pods, DNS, HTTPS out
-    # and a Profile's five paths).
+    # teams' namespace, Profile and PodDefaults (pipelines token, notebook protection); one team's FSx volume, claim and
+    # PodDefault; a PodDisruptionBudget for each of the 8 Deployments whose outage blocks pod creation or sign-in
+    # (components.control_plane) and for the profiles (components.kubeflow.resilience.REPLICATED); less the grants
+    # components.kubeflow.rbac leaves out; the 9 CRDs Dex would otherwise make itself (components.kubeflow.auth); the
+    # TrainJob admission policy and its binding (components.kubeflow.trainer_admission); each team namespace's
+    # NetworkPolicies (deny, own pods, DNS, HTTPS out and a Profile's five paths).
     policies = len(teams.network_policies(TEAMS[0], None))
     assert policies == 9
-    assert len(default_set) == 471 - 49 - 2 + 3 * 2 + 3 + 8 + 1 - len(rbac.DROPPED_GRANTS) + 9 + 2 + 2 * policies
+    assert len(default_set) == 471 - 49 - 2 + 4 * 2 + 3 + 8 + 1 - len(rbac.DROPPED_GRANTS) + 9 + 2 + 2 * policies
 
 
 @pytest.mark.parametrize(

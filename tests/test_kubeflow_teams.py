@@ -79,7 +79,11 @@ def test_without_a_role_arn_the_profile_carries_the_placeholder_the_registration
     (profile,) = by_kind(teams.manifests(team), "Profile")
     assert profile["spec"]["plugins"][0]["spec"]["awsIamRole"] == teams.role_arn_placeholder("nlp")
     assert by_kind(teams.manifests(team), "PodDefault")[0]["metadata"]["name"] == "access-ml-pipeline"
-    assert len(by_kind(teams.manifests(team), "PodDefault")) == 1  # no FSx claim, no FSx PodDefault
+    # No FSx claim, no FSx PodDefault: the pipelines token and the notebooks' protection from disruption only.
+    assert [d["metadata"]["name"] for d in by_kind(teams.manifests(team), "PodDefault")] == [
+        "access-ml-pipeline",
+        "notebook-protection",
+    ]
 
 
 def test_an_fsx_claim_binds_a_retained_static_volume_of_the_share_and_needs_one():

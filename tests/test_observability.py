@@ -132,7 +132,20 @@ def _firing(expr, last_xid):
 
 @pytest.mark.parametrize(
     ("xid", "hardware", "other"),
-    [(0, False, False), (13, False, True), (43, False, True), (48, True, False), (79, True, False)],
+    [
+        (0, False, False),
+        (13, False, True),
+        (43, False, True),
+        (48, True, False),
+        (79, True, False),
+        # What pages is what the EKS node monitoring agent (v1.7.0) treats as fatal, and so what node repair replaces:
+        (46, True, False),
+        (140, True, False),
+        (143, True, False),
+        # ...and not the ECC XIDs it only records an event for, which no repair follows.
+        (92, False, True),
+        (94, False, True),
+    ],
 )
 def test_hardware_xids_page_and_application_xids_only_warn(xid, hardware, other):
     rules = alert_rules("r", "monitoring", [GpuPool("gpu-a", 8)], AlertThresholds())

@@ -60,6 +60,17 @@ def test_training_pools_are_on_demand_consolidate_only_when_empty_and_have_budge
     assert broken("training-pool-protected", [pool(workload="training", capacity=("on-demand",))]) == []
 
 
+def test_training_pools_never_expire_their_nodes():
+    """Expiry drains a node mid-job whatever its pods' do-not-disrupt says; Karpenter's default lifetime is 720h."""
+    assert broken(
+        "training-pool-protected", [pool(workload="training", capacity=("on-demand",), expire_after="720h")]
+    ) == ["training NodePool p expires its nodes after 720h, mid-job; use expireAfter Never"]
+    defaulted = pool(workload="training", capacity=("on-demand",))
+    del template_spec(defaulted.props)["expireAfter"]
+    assert broken("training-pool-protected", [defaulted]) != []
+    assert broken("training-pool-protected", [pool(workload="inference", expire_after="720h")]) == []
+
+
 @pytest.mark.parametrize(
     ("capacity", "bad"),
     [

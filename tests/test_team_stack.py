@@ -328,7 +328,7 @@ def test_the_teams_notebooks_get_the_pipelines_token_pod_default_the_platforms_t
     pod_defaults = {
         p.inputs["metadata"]["name"]: p for p in team_dev.of_type("kubernetes:kubeflow.org/v1alpha1:PodDefault")
     }
-    assert set(pod_defaults) == {"access-ml-pipeline", "kueue-queue"}
+    assert set(pod_defaults) == {"access-ml-pipeline", "notebook-protection", "kueue-queue"}
     assert pod_defaults["kueue-queue"].inputs["spec"]["labels"] == {"kueue.x-k8s.io/queue-name": "gpu"}
     pod_default = pod_defaults["access-ml-pipeline"]
     namespace = team_dev.one("kubernetes:core/v1:Namespace")

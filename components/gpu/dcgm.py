@@ -5,6 +5,10 @@ Given no counter list, the GPU Operator runs the exporter with its `dcp-metrics-
 this list instead (`dcgmExporter.config`): those defaults, so no dashboard loses a series, plus the health counters
 its alerts read. Field names are DCGM's, as dcgm-exporter 4.8.2 lists them in `etc/default-counters.csv` (most of the
 health ones commented out there); the tests hold every name here to that file.
+
+The exporter runs its own embedded host engine beside the node monitoring agent's `dcgm-server`; why the two do not
+contend for the profiling (`DCGM_FI_PROF_*`) fields as shipped, and what would make them, is in docs/gpu.md ("Two
+DCGM host engines").
 """
 
 from __future__ import annotations

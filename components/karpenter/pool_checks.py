@@ -34,6 +34,7 @@ from ..scheduling import (
 from . import crd_rules
 from .pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
 from .spec_types import LABEL_VALUE_HINT, QUANTITY, QUANTITY_HINT
+from .training import training_problems
 from .validation import excludes, label_problem, requirement_key_problem
 
 
@@ -62,6 +63,10 @@ class Pool(Protocol):
     def limits(self) -> Mapping[str, Any]: ...
     @property
     def disruption(self) -> DisruptionSpec: ...
+    @property
+    def capacity_types(self) -> tuple[str, ...]: ...
+    @property
+    def expire_after(self) -> str: ...
     @property
     def accelerator(self) -> Accelerator | None: ...
     def accelerator_sources(self) -> list[tuple[str, Accelerator, str]]: ...
@@ -388,6 +393,7 @@ def pool_problems(pool: Pool, skip: frozenset[str] = frozenset()) -> Problems:
             )
         )
     problems += contradictions(pool, skip)
+    problems += training_problems(pool.labels, pool.capacity_types, pool.expire_after, skip)
     return list(dict.fromkeys(problems))
 
 

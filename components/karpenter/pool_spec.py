@@ -119,7 +119,8 @@ class NodePoolSpec(Spec):
     expire_after: Duration = Field(
         default="720h",
         description="node lifetime, e.g. `720h` or `Never` (see how AMI patches reach nodes under "
-        "[Karpenter NodePools](#karpenter-nodepools))",
+        "[Karpenter NodePools](#karpenter-nodepools)). Expiry drains a node whatever its pods say, so a training pool "
+        "(label `eksml.io/workload: training`, where trainer pods run) must be `Never` and may not allow `spot`",
     )
     termination_grace_period: GracePeriod = Field(
         default="15m",

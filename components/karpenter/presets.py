@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..instances import accelerators as gpu_facts
-from ..scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, WORKLOAD_LABEL
+from ..scheduling import GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT, TRAINING_WORKLOAD, WORKLOAD_LABEL
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -55,15 +55,19 @@ _BASE_POOL_PRESETS: Mapping[str, Mapping[str, Any]] = {
         },
     },
     # Training on A100 / H100 class GPUs: on-demand only, never consolidated while busy, no voluntary disruption
-    # during working hours, at most one node at a time otherwise, and drift replacement only at weekends.
+    # during working hours, at most one node at a time otherwise, and drift replacement only at weekends. Nodes never
+    # expire: in Karpenter v1 expiry is forceful (it drains a node whatever its budgets and its pods'
+    # `karpenter.sh/do-not-disrupt` say, karpenter.sh/docs/concepts/disruption/#forceful-methods), so a 30-day-old
+    # node would be drained mid-job. A training node still goes once it is empty (WhenEmpty, 30m), and a new AMI
+    # replaces it as drift, which waits for its trainer pods (they carry do-not-disrupt).
     "gpu-training": {
         "nodeClass": "gpu-training",
         "capacityTypes": ["on-demand"],
         "gpuNames": ["a100", "h100"],
-        "labels": {WORKLOAD_LABEL: "training"},
+        "labels": {WORKLOAD_LABEL: TRAINING_WORKLOAD},
         "taints": [GPU_TAINT.as_dict()],
         "limits": {GPU_RESOURCE: "16"},
-        "expireAfter": "720h",
+        "expireAfter": "Never",
         "terminationGracePeriod": "2h",
         "disruption": {
             "consolidationPolicy": "WhenEmpty",
@@ -107,11 +111,19 @@ NODE_CLASS_PRESETS: Mapping[str, Mapping[str, Any]] = {
     "default": {"amiFamily": "al2023", "rootVolumeGib": 80},
     # Container images with CUDA are large; the AL2023 alias picks the NVIDIA (or Neuron) variant by instance type.
     "gpu": {"amiFamily": "al2023", "rootVolumeGib": 200, "rootVolumeIops": 6000, "rootVolumeThroughputMibps": 250},
+    # Every instance the gpu-training pool preset launches (A100, H100) has local NVMe (EC2 instance types guide,
+    # docs.aws.amazon.com/ec2/latest/instancetypes/ac.html, instance store: p4d/p4de.24xlarge 8 x 1000 GB,
+    # p5.48xlarge 8 x 3840 GB, p5.4xlarge 1 x 3840 GB; so do p5e/p5en and p6-b200). RAID0 makes them one
+    # array, and on AL2023 nodeadm mounts it and bind-mounts containerd's, the kubelet's and pod logs' directories
+    # onto it (awslabs/amazon-eks-ami, templates/shared/runtime/bin/setup-local-disks, run for
+    # `localStorage.strategy: RAID0`, which Karpenter sets from instanceStorePolicy): the image cache and scratch
+    # live on NVMe, and the root volume holds only the OS. On a type without instance store the policy does nothing.
     "gpu-training": {
         "amiFamily": "al2023",
-        "rootVolumeGib": 500,
-        "rootVolumeIops": 10000,
-        "rootVolumeThroughputMibps": 500,
+        "rootVolumeGib": 200,
+        "rootVolumeIops": 6000,
+        "rootVolumeThroughputMibps": 250,
+        "instanceStorePolicy": "RAID0",
     },
 }
 

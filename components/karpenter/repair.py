@@ -44,6 +44,17 @@ REPAIR_CONDITIONS: tuple[RepairCondition, ...] = (
     RepairCondition("StorageReady", ("False",), 30, _AGENT, "disks or file systems failed, I/O stalls"),
 )
 
+#: The XIDs the EKS node monitoring agent treats as fatal: for these it sets `AcceleratedHardwareReady=False` (reason
+#: `NvidiaXID<code>Error`), which node repair acts on; any other XID only makes a Kubernetes event
+#: (`NvidiaXID<code>Warning`) and nothing replaces the node. The agent repairs nothing itself: Karpenter's node repair
+#: replaces the node (it never reboots one). Source: aws/eks-node-monitoring-agent at v1.7.0 (the pinned add-on),
+#: monitors/nvidia/dcgm/dcgm_policies.go `WellKnownXidCodes`, and docs/node-health-issues.adoc ("NvidiaXID[Code]Error:
+#: Condition", "NvidiaXID[Code]Warning: Event"). 63 (a row remapped) is NVIDIA's "ignore", which the agent replaces on
+#: EC2's advice; 92 and 94 (a high single-bit ECC rate, a contained ECC error) are not on it.
+AGENT_FATAL_XIDS: tuple[int, ...] = (
+    46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 142, 143, 151, 155, 156, 158
+)  # fmt: skip
+
 #: Karpenter stops repairing a NodePool's nodes while more than this share of them is unhealthy (a fault that is
 #: not the nodes', such as a bad AMI or a zone outage, would otherwise replace the whole pool).
 UNHEALTHY_POOL_SHARE = 0.2

@@ -464,6 +464,7 @@ def settings(
     gpu_node_pools: tuple[str, ...],
     gpu_scheduler: str | None,
     gpu_pool_taints: Mapping[str, tuple[Taint, ...]] | None = None,
+    training_pools: bool = False,
     tags: dict[str, str] | None = None,
     monitoring_namespace: str | None = None,
     fsx_capacity_gib: int | None = None,
@@ -471,11 +472,11 @@ def settings(
     region: str | None = None,
     queueing: bool = False,
 ) -> Settings:
-    """The settings of `plan.build` from the config and the platform's facts (its default StorageClass, the GPU
-    NodePool names, the bin-packing scheduler's name or None, the platform's Prometheus namespace or None, the size
-    of its FSx file system or None, the CIDRs of the subnets an ALB would live in, or none when only AWS knows them,
-    whether Kueue queues the teams' work: then each Profile's quota is the team's share with what it may borrow).
-    With `pipelines.artifacts: s3`, the stack's `region` (where the bucket is) is required.
+    """The settings of `plan.build` from the config and the platform's facts (its default StorageClass, the GPU NodePool
+    names, the bin-packing scheduler's name or None, whether a NodePool is for training, the platform's Prometheus
+    namespace or None, the size of its FSx file system or None, the CIDRs of the subnets an ALB would live in, or none
+    when only AWS knows them, whether Kueue queues the teams' work: then each Profile's quota is the team's share with
+    what it may borrow). With `pipelines.artifacts: s3`, the stack's `region` (where the bucket is) is required.
     Credentials, role ARNs, the bucket's name and the file system's identity stay placeholders."""
     if not config.enabled or config.admin_email is None:
         raise ValueError("Kubeflow is not enabled")
@@ -504,6 +505,7 @@ def settings(
         gpu_node_pools=gpu_node_pools,
         gpu_pool_taints=dict(gpu_pool_taints or {}),
         gpu_scheduler=gpu_scheduler,
+        training_pools=training_pools,
         notebook_idle_minutes=config.notebooks.idle_minutes,
         teams=tuple(
             Team(

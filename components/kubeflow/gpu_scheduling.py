@@ -4,7 +4,12 @@ The platform's ValidatingAdmissionPolicy denies a GPU pod whose `spec.schedulerN
 scheduler, or that lacks the GPU toleration. Kubeflow creates GPU pods three ways:
 
 - Trainer: every ClusterTrainingRuntime's pod templates name the scheduler, and the trainer nodes' pods tolerate
-  the GPU taint (TrainJobs inherit both; a TrainJob adds resources, not tolerations). The runtimes' pods also run
+  the GPU taint (TrainJobs inherit both; a TrainJob adds resources, not tolerations). The trainer nodes' pods carry
+  `karpenter.sh/do-not-disrupt`, so neither consolidation nor drift drains a node mid-job (Karpenter, "Disruption" >
+  "Pod-Level Controls", karpenter.sh/docs/concepts/disruption/). Expiry and spot reclaims ignore the annotation, so
+  where the platform has a training pool they require one (`eksml.io/workload: training`, which the NodePool checks
+  hold to on-demand or reserved capacity and `expireAfter: Never`) and capacity that is not spot; a stack without
+  one (dev) runs them on its other GPU pools, spot included. The runtimes' pods also run
   as the team's `default-editor` (the one service account the team's IAM role trusts) and without Istio sidecars:
   the mesh's deny-all and mTLS break the trainers' plaintext rendezvous (kubeflow/trainer#2794, #2872).
 - Pipelines: Argo copies a workflow's `schedulerName` to all of its pods, CPU steps included, so naming the
@@ -26,20 +31,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..scheduling import GPU_TAINT
+from ..scheduling import GPU_TAINT, TRAINING_WORKLOAD, WORKLOAD_LABEL
+from .notebooks import NOTEBOOK_POD_LABEL
 from .objects import Manifest
 from .teams import TEAM_SERVICE_ACCOUNT
-from .transform import clone
+from .transform import CAPACITY_TYPE, DO_NOT_DISRUPT, clone
 
 RUNTIME_KINDS = frozenset({"ClusterTrainingRuntime", "TrainingRuntime"})
 #: The replicated job of a runtime whose pods train (and get the GPUs a TrainJob asks for); the others initialise.
 TRAINER_JOB = "node"
 SIDECAR_INJECT = "sidecar.istio.io/inject"
 GPU_TOLERATION = {"key": GPU_TAINT.key, "operator": "Exists", "effect": GPU_TAINT.effect}
+#: The capacity a trainer pod may run on: what Karpenter does not reclaim (karpenter.sh/capacity-type values,
+#: kubernetes-sigs/karpenter pkg/apis/v1/labels.go).
+TRAINER_CAPACITY = ("on-demand", "reserved")
 #: The label the profile controller puts on every team namespace.
 PROFILE_NAMESPACE_LABEL = ("app.kubernetes.io/part-of", "kubeflow-profile")
 #: The label the notebook controller puts on a notebook's pods (its value is the Notebook's, and StatefulSet's, name).
-NOTEBOOK_LABEL = "notebook-name"
+NOTEBOOK_LABEL = NOTEBOOK_POD_LABEL
 #: The label Argo puts on a workflow's pods (its value is the Workflow's name).
 WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
 
@@ -50,10 +59,13 @@ def _runtime_pod_templates(runtime: Manifest) -> Iterable[tuple[str, dict[str, A
         yield job["name"], job.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
 
 
-def trainer_runtimes(objects: Iterable[Manifest], scheduler: str | None) -> list[Manifest]:
+def trainer_runtimes(
+    objects: Iterable[Manifest], scheduler: str | None, *, training_pools: bool = False
+) -> list[Manifest]:
     """Every training runtime's pods as the platform runs them: placed by `scheduler` (initializers too, so one
     scheduler packs a TrainJob's pods together; None: the bin-packing scheduler is off), the trainer nodes'
-    tolerating the GPU taint, all as the team's service account and without sidecars."""
+    tolerating the GPU taint and not disrupted (on training pools only, when the platform has them), all as the
+    team's service account and without sidecars."""
     result = []
     for obj in objects:
         if obj["kind"] in RUNTIME_KINDS and obj["apiVersion"].startswith("trainer.kubeflow.org/"):
@@ -64,15 +76,42 @@ def trainer_runtimes(objects: Iterable[Manifest], scheduler: str | None) -> list
                     spec["schedulerName"] = scheduler
                 spec["serviceAccountName"] = TEAM_SERVICE_ACCOUNT
                 template.setdefault("metadata", {}).setdefault("annotations", {})[SIDECAR_INJECT] = "false"
-                if job == TRAINER_JOB and GPU_TOLERATION not in (spec.get("tolerations") or []):
-                    spec.setdefault("tolerations", []).append(dict(GPU_TOLERATION))
+                if job == TRAINER_JOB:
+                    _protect_trainer(template, training_pools)
         result.append(obj)
     return result
 
 
-def apply(objects: list[Manifest], scheduler: str | None) -> list[Manifest]:
+def _protect_trainer(template: dict[str, Any], training_pools: bool) -> None:
+    """A trainer pod: tolerates the GPU taint and is not disrupted; with `training_pools`, runs on a training pool's
+    capacity that is not reclaimed."""
+    spec = template.setdefault("spec", {})
+    if GPU_TOLERATION not in (spec.get("tolerations") or []):
+        spec.setdefault("tolerations", []).append(dict(GPU_TOLERATION))
+    template.setdefault("metadata", {}).setdefault("annotations", {})[DO_NOT_DISRUPT] = "true"
+    if not training_pools:
+        return
+    wanted = [
+        {"key": WORKLOAD_LABEL, "operator": "In", "values": [TRAINING_WORKLOAD]},
+        {"key": CAPACITY_TYPE, "operator": "In", "values": list(TRAINER_CAPACITY)},
+    ]
+    required = (
+        spec.setdefault("affinity", {})
+        .setdefault("nodeAffinity", {})
+        .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    )
+    # Terms are ORed: the requirements go into each one, or into a term of their own if there is none.
+    terms = required.setdefault("nodeSelectorTerms", [])
+    if not terms:
+        terms.append({})
+    for term in terms:
+        expressions = term.setdefault("matchExpressions", [])
+        expressions += [dict(e) for e in wanted if e not in expressions]
+
+
+def apply(objects: list[Manifest], scheduler: str | None, *, training_pools: bool = False) -> list[Manifest]:
     """Training runtimes as the platform runs them (see `trainer_runtimes`)."""
-    return trainer_runtimes(objects, scheduler)
+    return trainer_runtimes(objects, scheduler, training_pools=training_pools)
 
 
 def _owned_pod_expression(label: str, owner_kind: str) -> str:

@@ -3,6 +3,13 @@
 The form offers the GPU NodePools and nothing GPU-related is preselected: a notebook gets a GPU only when its
 author picks the NVIDIA vendor, the GPU toleration group and (optionally) a pool. New workspaces use the platform's
 StorageClass, and the access-ml-pipeline PodDefault (present in every team namespace) is selected by default.
+
+Every notebook pod is `karpenter.sh/do-not-disrupt`: an evicted notebook loses its kernel's state, and JWA cannot
+annotate the pod, so a PodDefault in each team namespace does it for every pod the notebook controller labels
+(`notebook-protection`, selected by the label, not offered in the form: no one can leave it out). Consolidation
+and drift then wait for the notebook to stop; culling (`idle_minutes`) is what frees an idle notebook's node.
+Expiry and spot reclaims are not held back by the annotation: a GPU notebook placed on a spot or expiring pool
+(the inference pools the form offers) can still lose its kernel there, which docs/kubeflow.md states.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import yaml
 
 from ..scheduling import GPU_RESOURCE, GPU_TAINT, Taint
 from .objects import Manifest
-from .transform import replace
+from .transform import DO_NOT_DISRUPT, replace
 
 JWA_CONFIG = ("ConfigMap", "kubeflow", "jupyter-web-app-config")
 NOTEBOOK_CONTROLLER_CONFIG = ("ConfigMap", "kubeflow", "notebook-controller-config")
@@ -22,8 +29,27 @@ SPAWNER_KEY = "spawner_ui_config.yaml"
 ACCESS_ML_PIPELINE = "access-ml-pipeline"
 GPU_TOLERATION_GROUP = "nvidia-gpu"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
+NOTEBOOK_PROTECTION = "notebook-protection"
+#: The label the notebook controller puts on every notebook pod, valued with the Notebook's name
+#: (kubeflow/notebooks components/notebook-controller/controllers/notebook_controller.go, `notebook-name`).
+NOTEBOOK_POD_LABEL = "notebook-name"
 #: Upstream's container image choices (image, imageGroupOne, imageGroupTwo) are kept as released.
 _IMAGE_KEYS = ("image", "imageGroupOne", "imageGroupTwo")
+
+
+def notebook_protection(namespace: str) -> Manifest:
+    """The PodDefault that marks every notebook pod of the namespace `karpenter.sh/do-not-disrupt` (the PodDefault
+    CRD's `spec.annotations`, kubeflow/notebooks components/admission-webhook, at the pinned Kubeflow tree)."""
+    return {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "PodDefault",
+        "metadata": {"name": NOTEBOOK_PROTECTION, "namespace": namespace},
+        "spec": {
+            "desc": "Keep Karpenter from disrupting a running notebook's node",
+            "selector": {"matchExpressions": [{"key": NOTEBOOK_POD_LABEL, "operator": "Exists"}]},
+            "annotations": {DO_NOT_DISRUPT: "true"},
+        },
+    }
 
 
 def gpu_toleration() -> dict[str, str]:

@@ -62,6 +62,9 @@ class Settings:
     #: The taints of those pools besides the GPU taint, by pool (a toleration group of its own for each).
     gpu_pool_taints: Mapping[str, tuple[Taint, ...]] = field(default_factory=dict)
     gpu_scheduler: str | None = DEFAULT_GPU_SCHEDULER  # None: the bin-packing scheduler is off
+    #: The platform has a training pool (`eksml.io/workload: training`): trainer pods are confined to such pools
+    #: (on-demand or reserved, never expiring). Without one (dev) they run on the GPU pools there are.
+    training_pools: bool = False
     notebook_idle_minutes: int = 60
     teams: tuple[Team, ...] = ()
     hub_registry_team: str | None = None  # the team the Hub's model registry serves (only with the Hub rendered)
@@ -136,7 +139,7 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
         idle_minutes=settings.notebook_idle_minutes,
         pool_taints=settings.gpu_pool_taints,
     )
-    objects = gpu_scheduling.apply(objects, settings.gpu_scheduler)
+    objects = gpu_scheduling.apply(objects, settings.gpu_scheduler, training_pools=settings.training_pools)
     objects = transform.storage_class(objects, settings.storage_class)
     objects = transform.stateful_placement(objects)
     objects = transform.pinned_architectures(objects)

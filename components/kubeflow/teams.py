@@ -18,7 +18,7 @@ from ..pod_security import TEAM_POD_SECURITY
 from ..scheduling import GPU_RESOURCE
 from ..storage.render import fsx_volume
 from .network_policy import profile_allowances
-from .notebooks import ACCESS_ML_PIPELINE
+from .notebooks import ACCESS_ML_PIPELINE, notebook_protection
 from .objects import Manifest
 
 #: Pipelines and notebooks of a team run as this ServiceAccount (the profile controller creates it and, with the
@@ -232,7 +232,7 @@ def manifests(team: Team, fsx: FsxShare | None = None, monitoring_namespace: str
     `monitoring_namespace` when there is one), Profile, PodDefaults, and with an FSx claim the volume and claim it
     mounts (which need the platform's file system: `fsx`)."""
     objects = [namespace(team), *network_policies(team, monitoring_namespace), profile(team)]
-    objects.append(access_ml_pipeline(team.name))
+    objects += [access_ml_pipeline(team.name), notebook_protection(team.name)]
     if team.queued:
         objects.append(queue_pod_default(team.name))
     if team.fsx_claim is not None:

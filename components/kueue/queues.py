@@ -73,7 +73,8 @@ class Flavor:
     node_labels: Mapping[str, str]
     gpus: int
     #: Taints of the pool a pod must tolerate for Kueue to give it this flavor (a team pool's team taint). The GPU
-    #: taint is not among them: the GPU admission policy adds its toleration to the pods, after Kueue admitted.
+    #: taint is not among them: the GPU admission policy refuses a GPU pod without its toleration, so every GPU pod
+    #: carries it already.
     node_taints: tuple[Mapping[str, str], ...] = ()
 
 

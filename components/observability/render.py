@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
 
+from ..karpenter.repair import AGENT_FATAL_XIDS
 from .config import AlertThresholds
 
 MONITORING_API = "monitoring.coreos.com/v1"
@@ -57,8 +58,9 @@ KSM_GPU_RESOURCE = "nvidia_com_gpu"
 GPU_RESOURCE_TYPE = "nvidia.com/gpu"
 
 
-#: XIDs that mean failing hardware rather than a faulty application (NVIDIA's XID catalogue, "XID errors").
-HARDWARE_XIDS = (48, 63, 64, 74, 79, 92, 94, 95, 119, 120)
+#: XIDs that page: exactly those the EKS node monitoring agent treats as fatal, so that a critical alert means the
+#: node is being replaced and a warning means nothing will replace it (`karpenter.repair.AGENT_FATAL_XIDS`).
+HARDWARE_XIDS = AGENT_FATAL_XIDS
 #: DCGM keeps the last XID a GPU reported (0: none); the maximum over 5 minutes catches one between scrapes.
 LAST_XID = "max by (node, gpu) (max_over_time(DCGM_FI_DEV_XID_ERRORS[5m]))"
 #: The GPUs whose last XID is a hardware one.
@@ -90,8 +92,9 @@ def gpu_health_rules(pool: str) -> list[dict[str, Any]]:
             "0m",
             "critical",
             f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.node }}}} (pool {pool}) reported hardware XID {{{{ $value }}}}",
-            "The GPU itself is failing (48/63/64/92/94/95: memory ECC, 74: NVLink, 79: fell off the bus, "
-            f"119/120: GSP); its workloads must restart elsewhere. {replaced}",
+            "The EKS node monitoring agent treats this XID as fatal: the GPU is failing (e.g. 48/63/64/95/140: "
+            "memory, 74: NVLink, 79: fell off the bus, 119/120: GSP) and its workloads must restart elsewhere. "
+            f"{replaced}",
         ),
         _alert(
             f"GpuEccUncorrectable_{suffix}",
@@ -239,7 +242,9 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",
             "Usually the application (13: illegal memory access, 31: MMU fault, 43: stopped channel, 45: preempted). "
-            "Check the pod's logs; look the code up in NVIDIA's XID table if it repeats on the same GPU.",
+            "The EKS node monitoring agent records only an event for this XID and nothing replaces the node. Check "
+            "the pod's logs; look the code up in NVIDIA's XID table if it repeats on the same GPU (92/94: single-bit "
+            "or contained ECC errors, a GPU to watch).",
         ),
         _alert(
             "GpuPodsPending",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..karpenter.training import NEVER
 from ..karpenter.validation import requirement_accelerators
 from ..scheduling import GPU_RESOURCE, GPU_TAINT, WORKLOAD_LABEL
 from .model import Resource, known, releases
@@ -101,6 +102,14 @@ def training_pool(resource: Resource) -> Iterable[str]:
         yield f"training NodePool {resource.name} may be consolidated while busy; use consolidationPolicy WhenEmpty"
     if not disruption.get("budgets"):
         yield f"training NodePool {resource.name} has no disruption budgets"
+    # Karpenter's default lifetime is 720h; expiry drains a node whatever its pods' do-not-disrupt says
+    # (karpenter.sh/docs/concepts/disruption/, "Forceful methods"), so a training node must never expire.
+    expire_after = (_template(resource).get("spec") or {}).get("expireAfter", "720h")
+    if expire_after != NEVER:
+        yield (
+            f"training NodePool {resource.name} expires its nodes after {expire_after}, mid-job; "
+            f"use expireAfter {NEVER}"
+        )
 
 
 def inference_flexible(resource: Resource) -> Iterable[str]:

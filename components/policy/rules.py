@@ -207,7 +207,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "training-pool-protected",
-        "Training pools are on-demand, consolidate only when empty and have budgets.",
+        "Training pools are on-demand, consolidate only when empty, have budgets and never expire their nodes.",
         "Start from the gpu-training preset.",
         "mandatory",
         types=(NODEPOOL,),

@@ -33,6 +33,9 @@ class OfferedPool(_Outputs):
     node_class: StrictStr
     limits: dict[StrictStr, StrictStr]
     capacity_types: tuple[StrictStr, ...]
+    #: Its node class attaches EFA interfaces (`efaLayout`), so a team pool on that class carries the label the EFA
+    #: device plugin selects its nodes by. A platform from before this output says nothing: False.
+    efa: bool = False
 
 
 class OfferedTaint(_Outputs):
@@ -169,11 +172,12 @@ def offered_pipelines(config: KubeflowConfig) -> dict[str, Any]:
     }
 
 
-def offered_pool(pool: NodePoolSpec) -> dict[str, Any]:
-    """How the platform exports one of its pools (the `nodePools` output)."""
+def offered_pool(pool: NodePoolSpec, *, efa: bool = False) -> dict[str, Any]:
+    """How the platform exports one of its pools (the `nodePools` output); `efa`: its node class attaches EFA."""
     return {
         "preset": pool.preset,
         "nodeClass": pool.node_class,
         "limits": dict(pool.limits),
         "capacityTypes": list(pool.capacity_types),
+        "efa": efa,
     }

@@ -37,7 +37,7 @@ from ..scheduling import GPU_RESOURCE, TEAM_TAINT_KEY, Taint
 from ..storage.render import fsx_volume
 from .config import TeamConfig
 from .namespace import TEAM_LABEL, Manifest, namespace_manifests
-from .offer import PlatformOffer
+from .offer import OfferedPool, PlatformOffer
 from .quantity import parse_quantity
 
 #: Namespaces no team may take: Kubernetes' own and the platform's (exempt from its GPU admission policy).
@@ -227,6 +227,20 @@ def _pipelines_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[st
     return problems
 
 
+def _offered_pool(team: TeamConfig, offer: PlatformOffer) -> OfferedPool:
+    """The platform's pool a team pool copies its node class from: the first by name of the team pool's preset."""
+    assert team.node_pool is not None
+    offered = offer.pools_of(team.node_pool.preset)
+    return offered[min(offered)]
+
+
+def _on_efa_class(team: TeamConfig, offer: PlatformOffer) -> bool:
+    """The team pool's node class attaches EFA interfaces: its nodes get the label the EFA device plugin selects
+    (`scheduling.EFA_LABEL`, as the platform's own pools on that class do), or the plugin never runs there and a pod
+    asking for `vpc.amazonaws.com/efa` stays pending."""
+    return _offered_pool(team, offer).efa
+
+
 def _pool(team: TeamConfig, offer: PlatformOffer) -> tuple[NodePoolSpec | None, list[tuple[str, str]]]:
     config = team.node_pool
     assert config is not None
@@ -270,7 +284,7 @@ def _pool(team: TeamConfig, offer: PlatformOffer) -> tuple[NodePoolSpec | None, 
                     f"{zone!r} is not one of the platform's zones {list(offer.availability_zones)}",
                 )
             )
-    node_class = offered[min(offered)].node_class  # several pools of the kind: the first by name
+    node_class = _offered_pool(team, offer).node_class  # several pools of the kind: the first by name
     document: dict[str, Any] = {
         "preset": config.preset,
         "nodeClass": node_class,
@@ -439,7 +453,11 @@ def plan_team(
         volumes=volumes,
         claims=claims,
         node_pool=spec,
-        node_pool_manifest=render_nodepool(pool_name(team.name), spec, startup_taints=startup_taints) if spec else None,
+        node_pool_manifest=(
+            render_nodepool(pool_name(team.name), spec, startup_taints=startup_taints, efa=_on_efa_class(team, offer))
+            if spec
+            else None
+        ),
         bucket=bucket,
         bucket_kms_key_arn=offer.bucket_kms_key_arns.get(bucket_key) if bucket_key is not None else None,
         gpu_share=share,

@@ -213,10 +213,26 @@ def _claim_volumes(spec: dict[str, Any], runtime: Mapping[str, Any], jobset: str
 SPAWNER_CONFIG = "spawner_ui_config.yaml"
 
 
+def with_pod_defaults(pod: dict[str, Any], objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The pod with the labels and annotations of every PodDefault of its namespace whose selector selects it, as
+    Kubeflow's PodDefault webhook adds them when the pod is created (only those two fields: the rules read no
+    other)."""
+    metadata = pod["metadata"]
+    for default in objects:
+        if default.get("kind") != "PodDefault" or default["metadata"].get("namespace") != metadata["namespace"]:
+            continue
+        spec = default.get("spec") or {}
+        if spec.get("selector") and _selects(spec["selector"], metadata.get("labels") or {}):
+            metadata.setdefault("labels", {}).update(spec.get("labels") or {})
+            metadata.setdefault("annotations", {}).update(spec.get("annotations") or {})
+    return pod
+
+
 def notebook_pods(objects: Iterable[Mapping[str, Any]]) -> list[JudgedPod]:
     """A GPU notebook's pod for each pool the notebook form offers, as the notebook controller makes it from the
     form's choices: the CUDA image, one GPU (requests defaulted from limits), the GPU toleration group and the pool's
-    affinity, owned and labelled by the notebook's StatefulSet, in a team namespace."""
+    affinity, owned and labelled by the notebook's StatefulSet, in a team namespace, with what the namespace's
+    PodDefaults add to every notebook."""
     objects = list(objects)
     namespace, labels = _team_namespace(objects)
     found = []
@@ -247,7 +263,9 @@ def notebook_pods(objects: Iterable[Mapping[str, Any]]) -> list[JudgedPod]:
                     "affinity": option["affinity"],
                 },
             }
-            found.append(JudgedPod(f"a GPU notebook on {option['displayName']}", pod, labels))
+            found.append(
+                JudgedPod(f"a GPU notebook on {option['displayName']}", with_pod_defaults(pod, objects), labels)
+            )
     return found
 
 

@@ -50,6 +50,9 @@ class NodeKind:
     #: Karpenter may take its nodes away to pack pods tighter (consolidationPolicy WhenEmptyOrUnderutilized).
     consolidates_busy_nodes: bool
     karpenter: bool
+    #: Karpenter drains its nodes at the end of their lifetime (`expireAfter` other than Never), whatever their pods'
+    #: `karpenter.sh/do-not-disrupt` says (expiry is forceful in Karpenter v1).
+    expires: bool = False
 
     @property
     def architectures(self) -> frozenset[str]:
@@ -100,6 +103,8 @@ def from_node_pool(pool: Mapping[str, Any]) -> NodeKind:
         consolidates_busy_nodes=disruption.get("consolidationPolicy", "WhenEmptyOrUnderutilized")
         == "WhenEmptyOrUnderutilized",
         karpenter=True,
+        # Karpenter's default lifetime when a pool leaves expireAfter out is 720h (the NodePool CRD's default).
+        expires=spec.get("expireAfter", "720h") != "Never",
     )
 
 

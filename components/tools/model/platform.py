@@ -99,6 +99,7 @@ def _addon_workloads(addons: Mapping[str, Mapping[str, Any]]) -> list[Workload]:
                 "spec": {
                     "tolerations": configured.get("tolerations", pod["tolerations"]),
                     "nodeSelector": configured.get("nodeSelector", {}),
+                    **({"affinity": pod["affinity"]} if "affinity" in pod else {}),
                     "containers": [{"name": i, "image": facts["registry"] + i} for i in pod["images"]],
                 },
             }

@@ -20,6 +20,7 @@ from .admission import (
     refusals,
     trainer_pods,
 )
+from .disruption import training_is_not_disrupted
 from .flows import problems as flow_problems
 from .kube import narrowed
 from .landing import Problem, lands_on, why_not
@@ -342,6 +343,7 @@ RULES: tuple[Callable[..., list[Problem]], ...] = (
     gpus_stay_within_shares,
     queued_work_lands,
     queues_stay_within_quotas,
+    training_is_not_disrupted,
 )
 
 
