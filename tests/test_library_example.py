@@ -236,3 +236,25 @@ def test_a_type_checker_sees_the_installed_packages_classes(installed, tmp_path)
     assert revealed[0].endswith("-> eks_ml_platform.cluster.component.Cluster")
     assert "owns_vpc: bool," in revealed[1]
     assert revealed[1].endswith("-> eks_ml_platform.cluster.component.ClusterArgs")
+
+
+def test_a_program_run_by_the_preview_gets_the_same_package_under_either_name_and_leaves_it_whole():
+    """The preview runs a user's program (which imports `eks_ml_platform`) with its own modules (`components`): one
+    ConfigError, one set of classes, and afterwards the package still reads its own data files."""
+    import importlib.resources
+
+    import components
+    import components.images
+    from components.config.errors import ConfigError
+    from components.tools.preview.program import one_package
+
+    spec = components.__spec__
+    with one_package():
+        import eks_ml_platform.images as aliased
+        from eks_ml_platform.config.errors import ConfigError as AliasedError
+
+        assert aliased is components.images
+        assert AliasedError is ConfigError
+    assert components.__spec__ is spec
+    assert not hasattr(components.images, "__path__")  # a module stays a module
+    assert importlib.resources.files("components").joinpath("image_architectures.json").read_text()

@@ -86,19 +86,27 @@ class _SameModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, own: str, other: str) -> None:
         self.own, self.other = own, other
+        self._specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
 
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != self.other and not fullname.startswith(self.other + "."):
             return None
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        module = importlib.import_module(self.own + fullname.removeprefix(self.other))
+        # A package only where the module is one: the import system gives a module the spec's search locations as
+        # its `__path__` when it has none, which would turn a plain module into an empty package for good.
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=hasattr(module, "__path__"))
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        return importlib.import_module(self.own + spec.name.removeprefix(self.other))
+        module = importlib.import_module(self.own + spec.name.removeprefix(self.other))
+        self._specs[module.__name__] = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Already executed under the package's own name."""
+        """Already executed under the package's own name. The import system has just set the alias's spec on the
+        module: give it back its own, which finds its data files (`importlib.resources`) and its source."""
+        module.__spec__ = self._specs.pop(module.__name__)
 
 
 @contextlib.contextmanager
