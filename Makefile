@@ -62,7 +62,7 @@ engine-box: engine-tools preview
 test-fast: $(VENV)/.installed-dev
 	$(PY) -m pytest -n $(WORKERS) -m "not slow" $(T)
 
-## Lint, formatting and types (ruff check, ruff format --check, mypy on components/), as CI runs them first.
+## Lint, formatting and types (ruff check, ruff format --check; mypy on components/, engine/, tests/), run first in CI.
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .

@@ -100,7 +100,8 @@ class SlowWorkGuard:
             guard.check("stack", "runs a Pulumi program under the mocks")
             guard.set_mocks(*args, **kwargs)
 
-        class Popen(self.popen):  # type: ignore[name-defined,misc]
+        # the class found at install time (mypy takes no base class from an attribute)
+        class Popen(self.popen):  # type: ignore[name-defined]
             def __init__(self, args: Any, *more: Any, **options: Any) -> None:
                 command = [args] if isinstance(args, str | os.PathLike) else list(args)
                 if command[1:2] == ["kustomize"]:
@@ -113,10 +114,11 @@ class SlowWorkGuard:
                     guard.check("subprocess", f"starts a process ({' '.join(map(str, command))[:100]})")
                 super().__init__(args, *more, **options)
 
-        pulumi.runtime.set_mocks, subprocess.Popen = set_mocks, Popen
+        # deliberately replaces the class for the test's duration, which mypy refuses for a class
+        pulumi.runtime.set_mocks, subprocess.Popen = set_mocks, Popen  # type: ignore[misc]
 
     def remove(self) -> None:
-        pulumi.runtime.set_mocks, subprocess.Popen = self.set_mocks, self.popen
+        pulumi.runtime.set_mocks, subprocess.Popen = self.set_mocks, self.popen  # type: ignore[misc]  # as above
 
     def check(self, marker: str, what: str, also: tuple[str, ...] = ()) -> None:
         if not self.markers & {marker, *also}:

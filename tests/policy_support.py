@@ -77,7 +77,7 @@ def pool(
         requirements.append({"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["a10g"]})
     if types is not None:
         requirements.append({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(types)})
-    template = {
+    template: dict[str, Any] = {
         "metadata": {"labels": {WORKLOAD_LABEL: workload} if workload else {}},
         "spec": {"requirements": requirements, "expireAfter": expire_after},
     }

@@ -108,9 +108,10 @@ def answer_ebs_default_key(ec2: Any, key_id: str) -> None:
     """Make a moto-backed EC2 client answer GetEbsDefaultKmsKeyId, which moto does not implement, and serve every
     other call as before (a Stubber would take over every EC2 call of the client)."""
     from botocore.awsrequest import AWSResponse
+    from botocore.compat import HTTPHeaders
 
     def answer(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
-        return AWSResponse("https://ec2.amazonaws.com/", 200, {}, None), {"KmsKeyId": key_id}
+        return AWSResponse("https://ec2.amazonaws.com/", 200, HTTPHeaders(), None), {"KmsKeyId": key_id}
 
     ec2.meta.events.register("before-call.ec2.GetEbsDefaultKmsKeyId", answer)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import promql_parser as pp
 
@@ -204,8 +205,9 @@ class Evaluator:
             raise NotImplementedError(op)
         assert isinstance(lhs, dict)
         assert isinstance(rhs, dict)
-        on = list(modifier.matching.labels) if modifier is not None and modifier.matching is not None else None
-        if on is not None and str(modifier.matching.type).rsplit(".", 1)[-1] != "Include":
+        matching = modifier.matching if modifier is not None else None
+        on = list(matching.labels) if matching is not None else None
+        if matching is not None and str(matching.type).rsplit(".", 1)[-1] != "Include":
             raise NotImplementedError("only `on (...)` matching is evaluated here")
 
         def signature(key: Labels) -> Labels:
@@ -231,6 +233,7 @@ class Evaluator:
             if match is None:
                 continue
             if card == "ManyToOne":
+                assert modifier is not None  # only a modifier (`group_left`) makes the match many-to-one
                 include = list(modifier.group_labels or [])
                 found = dict(_drop_name(key))
                 for label in include:
@@ -247,7 +250,7 @@ class Evaluator:
         return result
 
 
-def record(store: Store, rules: list[dict], times: Iterable[float]) -> None:
+def record(store: Store, rules: list[dict[str, Any]], times: Iterable[float]) -> None:
     """Evaluate recording rules in order at each time, as Prometheus runs a rule group, storing what they record
     (their `labels` added) for the rules after them and for later queries."""
     evaluator = Evaluator(store)

@@ -194,7 +194,7 @@ def build_world(cluster: str = CLUSTER, *, project: str = PROJECT, stack: str = 
         ec2.create_subnet(VpcId=other_vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
         for cidr, zone in (("10.30.1.0/24", "us-west-2a"), ("10.30.2.0/24", "us-west-2b"))
     )
-    world = World(clients, cluster, vpc, other_vpc, subnets)  # type: ignore[arg-type]
+    world = World(clients, cluster, vpc, other_vpc, subnets)
     _compute(world, other_subnets)
     _load_balancing(world, other_subnets)
     _storage(world)

@@ -4,6 +4,7 @@ and the outputs contract those readers rely on."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pulumi
 import pytest
@@ -24,7 +25,7 @@ TEAM_STACK = REPO / "examples" / "team-stack"
 PLATFORM_STACK = "acme/eks-ml-platform/prod"
 
 
-def recorded(stack: str = "prod") -> dict:
+def recorded(stack: str = "prod") -> dict[str, Any]:
     return json.loads((TEAM_STACK / f"platform-outputs.{stack}.json").read_text())
 
 
@@ -48,7 +49,7 @@ def attach(program_handle, **account) -> Inventory:
     return mocks.run(program, project="team", stack="prod", region="us-west-2", config={}, **account)
 
 
-def trust(inventory: Inventory) -> dict:
+def trust(inventory: Inventory) -> dict[str, Any]:
     return json.loads(inventory.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
 
 

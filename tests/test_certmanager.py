@@ -3,6 +3,8 @@ with the requests the system node sizing counts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from components.certmanager.component import chart_values
 from components.cluster.capacity import CERT_MANAGER, CERT_MANAGER_REPLICAS
 from components.scheduling import SYSTEM_PLACEMENT
@@ -34,7 +36,7 @@ CHART_KEYS = {
 PASS_THROUGH = {"resources", "nodeSelector", "tolerations"}
 
 
-def paths(values: dict, prefix: str = "") -> set[str]:
+def paths(values: dict[str, Any], prefix: str = "") -> set[str]:
     found = set()
     for key, value in values.items():
         path = f"{prefix}{key}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from components import versions
+from components.tools.preview.inventory import Inventory, Recorded
 from components.versions import CrdUpgrade
 
 from .conftest import REPO
@@ -13,7 +14,7 @@ from .conftest import REPO
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
-def releases(inventory) -> dict[str, object]:
+def releases(inventory: Inventory) -> dict[str, Recorded]:
     return {r.inputs["name"]: r for r in inventory.of_type(RELEASE)}
 
 

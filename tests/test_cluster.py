@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -232,7 +233,7 @@ def test_the_system_node_group_follows_the_cluster_version_on_a_pinned_ami_relea
     assert (older["version"], older["releaseVersion"]) == ("1.34", "1.34.6-20260801")
 
 
-def _dev_cluster() -> dict:
+def _dev_cluster() -> dict[str, Any]:
     from tests.conftest import PROJECT, stack_config
 
     return json.loads(stack_config("dev")[f"{PROJECT}:cluster"])
@@ -321,7 +322,7 @@ CI = "arn:aws:iam::123456789012:role/ci-deployer"
 ADMINS = {"platform-admins": ADMIN, "ci": CI}
 
 
-def with_admins(stack: str = "dev") -> dict:
+def with_admins(stack: str = "dev") -> dict[str, Any]:
     from tests.conftest import PROJECT, stack_config
 
     cluster = json.loads(stack_config(stack)[f"{PROJECT}:cluster"])

@@ -44,7 +44,9 @@ def test_dev_costs_what_the_hand_computation_says():
     group = config.cluster.system_node_group
     assert (group.instance_types[0], group.desired_size, group.disk_size_gib) == ("m7i.xlarge", 3, 50)
     assert len(nat_zones(config.network)) == 1
-    assert (config.storage.fsx.deployment_type, config.storage.fsx.storage_capacity_gib) == ("SCRATCH_2", 1200)
+    fsx_config = config.storage.fsx
+    assert fsx_config is not None
+    assert (fsx_config.deployment_type, fsx_config.storage_capacity_gib) == ("SCRATCH_2", 1200)
     assert [t.value for t in config.cluster.log_types] == ["api", "audit", "authenticator"]
     pool = config.karpenter.node_pools["gpu-inference"]
     assert (pool.limits["nvidia.com/gpu"], pool.capacity_types, pool.gpu_names) == (
@@ -88,7 +90,7 @@ def test_dev_costs_what_the_hand_computation_says():
         "g6.8xlarge": 4 * D("2.0144"),
         "g6.12xlarge": 1 * D("4.6016"),
     }
-    cheapest, dearest = min(fills, key=fills.get), max(fills, key=fills.get)
+    cheapest, dearest = min(fills, key=fills.__getitem__), max(fills, key=fills.__getitem__)
     assert (cheapest, fills[cheapest] * 730, dearest, fills[dearest] * 730) == (
         "g4dn.xlarge",
         D("1535.92"),
@@ -115,6 +117,7 @@ def test_prod_costs_what_the_hand_computation_says():
     assert (group.instance_types[0], group.desired_size, group.disk_size_gib) == ("m7i.xlarge", 3, 50)
     assert len(nat_zones(config.network)) == 3
     fsx = config.storage.fsx
+    assert fsx is not None
     assert (fsx.deployment_type, fsx.per_unit_storage_throughput, fsx.storage_capacity_gib) == (
         "PERSISTENT_2",
         250,
@@ -251,6 +254,8 @@ def test_types_with_more_gpus_than_the_limit_are_never_launched_so_never_priced(
     )
     (pool,) = estimate(config, PINNED, on=ON).pools
     assert pool.over_limit == ("g5.12xlarge", "g5.48xlarge")  # 4 and 8 GPUs
+    assert pool.cheapest is not None
+    assert pool.dearest is not None
     assert (pool.cheapest.instance_type, pool.dearest.instance_type, pool.dearest.instances) == (
         "g5.xlarge",
         "g5.xlarge",
@@ -278,7 +283,9 @@ def test_families_without_device_facts_are_reported_not_dropped_and_added_facts_
     result = estimate(config, PINNED, on=ON)
     pools = {pool.pool: pool for pool in result.pools}
     assert pools["b300"].unpriced == ("p6-b300 (no device facts)",)
-    assert pools["b300"].dearest.instance_type.startswith("p5.")  # priced from the family it has facts for
+    b300_dearest = pools["b300"].dearest
+    assert b300_dearest is not None
+    assert b300_dearest.instance_type.startswith("p5.")  # priced from the family it has facts for
     # The added family is known and fits, but the table has no price for it: reported as such, not as no fit.
     assert pools["added"].unpriced == ("p9.48xlarge",)
     assert "added: no allowed instance type fits within its limit of 16 nvidia.com/gpu" not in result.notes
@@ -433,6 +440,9 @@ def test_live_prices_replace_the_pinned_instance_prices_and_add_spot(monkeypatch
     (pool,) = result.pools
     # g5.xlarge has no live price: reported, and g5.2xlarge alone fills the limit
     assert result.missing == ("us-west-2 g5.xlarge on-demand",)
+    assert pool.dearest is not None
+    assert pool.spot_cheapest is not None
+    assert pool.spot_dearest is not None
     assert (pool.dearest.instance_type, pool.dearest.monthly) == ("g5.2xlarge", 2 * D("1.3") * 730)
     # spot: the highest price over the stack's AZs, a ceiling
     assert (pool.spot_cheapest.instance_type, pool.spot_cheapest.hourly) == ("g5.xlarge", D("0.45"))
@@ -463,6 +473,8 @@ def test_a_pool_capped_only_on_neuroncores_is_priced_by_cores():
     )
     (pool,) = estimate(config, PINNED, on=ON).pools
     assert (pool.resource, pool.limit) == ("aws.amazon.com/neuroncore", 32)
+    assert pool.cheapest is not None
+    assert pool.dearest is not None
     # 2 NeuronCores per Inferentia2 or Trainium device, $/hour for 32 cores: 16 × inf2.xlarge (2) 12.1312;
     # 2 × inf2.24xlarge (12) 12.98126; 1 × inf2.48xlarge (24) 12.98127; 16 × trn1.2xlarge (2) 21.5;
     # 1 × trn1.32xlarge (32) 21.5; 16 × inf2.8xlarge (2) 31.48576

@@ -230,7 +230,7 @@ def offline_environment() -> dict[str, str]:
     return env
 
 
-def shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
+def shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     if command.startswith("make "):
         command = MAKE + command.removeprefix("make ")
     return subprocess.run(  # noqa: S602 - runs the command the docs show, as written, through a shell
@@ -245,7 +245,7 @@ def shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
-def failure(command: str, result: subprocess.CompletedProcess) -> str:
+def failure(command: str, result: subprocess.CompletedProcess[str]) -> str:
     return f"`{command}` exited {result.returncode}:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
 
 

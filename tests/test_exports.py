@@ -72,6 +72,7 @@ def test_every_component_and_the_args_it_takes_are_exported():
         assert issubclass(component, pulumi.ComponentResource)
         args = typing.get_type_hints(component.__init__)["args"]
         assert dataclasses.is_dataclass(args), f"{name} takes {args}, not an args dataclass"
+        assert isinstance(args, type), f"{name} takes an instance, not an args class"
         assert getattr(components, args.__name__) is args, f"{name}'s {args.__name__} is not exported"
 
 
@@ -93,7 +94,8 @@ def field_docs(args: type) -> dict[str, str]:
         name = line.strip().split(":", 1)[0]
         if name not in fields or line.startswith((" " * 5, "#")):
             continue
-        comment, above = [], index - 1
+        comment: list[str] = []
+        above = index - 1
         while above > 0 and source[above].strip().startswith("#:"):
             comment.insert(0, source[above].strip()[2:].strip())
             above -= 1

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -112,7 +113,7 @@ def _reference(scratch: Path) -> Path:
     return scratch
 
 
-def _refcheck_values(values: dict, scratch: Path) -> list[str]:
+def _refcheck_values(values: dict[str, Any], scratch: Path) -> list[str]:
     path = scratch / "values.json"
     path.write_text(json.dumps(values))
     done = subprocess.run(
@@ -182,7 +183,7 @@ def test_the_example_inference_service_fits_the_pinned_crd_schema(tmp_path):
 # ------------------------------------------------------------------------------------------------- dashboard
 
 
-def _links_config(links: dict) -> dict:
+def _links_config(links: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -191,7 +192,7 @@ def _links_config(links: dict) -> dict:
     }
 
 
-def _route(name: str, prefix: str) -> dict:
+def _route(name: str, prefix: str) -> dict[str, Any]:
     return {
         "apiVersion": "networking.istio.io/v1",
         "kind": "VirtualService",

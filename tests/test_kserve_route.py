@@ -4,6 +4,9 @@ judging the paths the route opens."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
 from components import network_policies as netpol
@@ -89,7 +92,7 @@ PROFILE = {
 }
 
 
-def _as_istio_runs_it(obj: dict) -> dict:
+def _as_istio_runs_it(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """The gateway as Istio runs it: the proxyv2 image under its service account (its mTLS identity)."""
     if obj["kind"] != "Deployment" or obj["metadata"]["name"] != "istio-ingressgateway":
         return obj
@@ -113,14 +116,14 @@ def model_problems(cluster: Cluster) -> list[str]:
     return [m for m in problems(cluster) if "of model vision/llm" in m or "(model vision/llm " in m]
 
 
-def with_route(cluster: Cluster, spec: ModelRouteSpec, *extra: dict) -> Cluster:
+def with_route(cluster: Cluster, spec: ModelRouteSpec, *extra: dict[str, Any]) -> Cluster:
     """The team's namespace as a Profile makes it (the profile controller's policy admits its owner), with the
     route's objects."""
     objects = [*map(_as_istio_runs_it, cluster.objects), PROFILE, *route_manifests(spec).values(), *extra]
     return Cluster(objects, [w for o in objects if (w := from_object("test", o)) is not None])
 
 
-def gateway_allowances(namespaces: list[str]) -> list[dict]:
+def gateway_allowances(namespaces: list[str]) -> list[dict[str, Any]]:
     """The gateway's pods isolated as upstream's policies isolate them, admitting in-cluster clients of these."""
     exposed = access.Exposed("istio-system", {"app": "istio-ingressgateway"}, (8080,))
     return [

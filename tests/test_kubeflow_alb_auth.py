@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -44,7 +45,7 @@ OIDC = {
 COGNITO = {"type": "cognito", "userPoolArn": POOL, "userPoolClientId": "4h5j6k7l8m", "userPoolDomain": "corp-kubeflow"}
 
 
-def alb_access(**auth) -> dict:
+def alb_access(**auth) -> dict[str, Any]:
     access_ = {"mode": "alb", "certificateArn": CERTIFICATE, "host": "kf.corp.io"}
     return {**access_, "albAuth": auth} if auth else access_
 
@@ -58,7 +59,7 @@ def alb_of(**auth) -> access.Alb:
     return facts.access
 
 
-def auth_annotations(ingress: dict) -> dict[str, str]:
+def auth_annotations(ingress: dict[str, Any]) -> dict[str, str]:
     return {k: v for k, v in ingress["metadata"]["annotations"].items() if "/auth-" in k}
 
 
@@ -202,8 +203,8 @@ def test_the_ingress_goes_in_after_its_secret_and_the_right_to_read_it_and_comes
 # --------------------------------------------------------------------- config
 
 
-def raw_stack(albauth: dict | None = None, mode: str = "alb") -> dict[str, str]:
-    kubeflow = {
+def raw_stack(albauth: dict[str, Any] | None = None, mode: str = "alb") -> dict[str, str]:
+    kubeflow: dict[str, Any] = {
         "enabled": True,
         "adminEmail": "platform@corp.io",
         "access": {**alb_access(), "mode": mode} if mode == "alb" else {"mode": mode},
@@ -220,7 +221,7 @@ def raw_stack(albauth: dict | None = None, mode: str = "alb") -> dict[str, str]:
     }
 
 
-def refused(albauth: dict, mode: str = "alb") -> list[str]:
+def refused(albauth: dict[str, Any], mode: str = "alb") -> list[str]:
     with pytest.raises(ConfigError) as error:
         parse_config(raw_stack(albauth, mode), project=PROJECT, stack="dev")
     return [str(issue) for issue in error.value.issues]

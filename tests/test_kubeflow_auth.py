@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -137,8 +138,11 @@ def test_the_callback_follows_how_people_reach_the_dashboard():
 def test_cluster_tokens_take_a_switch_or_their_settings():
     assert parse().access.cluster_tokens is None
     assert parse(access={"clusterTokens": False}).access.cluster_tokens is None
-    assert parse(access={"clusterTokens": True}).access.cluster_tokens.audiences == ("pipelines.kubeflow.org",)
+    switched_on = parse(access={"clusterTokens": True}).access.cluster_tokens
+    assert switched_on is not None
+    assert switched_on.audiences == ("pipelines.kubeflow.org",)
     tokens = parse(access={"clusterTokens": {"audiences": ["ci.corp.io"], "namespaces": ["ci"]}}).access.cluster_tokens
+    assert tokens is not None
     assert (tokens.audiences, tokens.namespaces) == (("ci.corp.io",), ("ci",))
     assert entries.OAUTH2_PROXY_EKS_TOKENS in selected_entries(parse(access={"clusterTokens": True}))
     assert entries.OAUTH2_PROXY_EKS_TOKENS not in selected_entries(parse())
@@ -209,7 +213,7 @@ def test_the_shipped_stacks_sign_in_through_a_connector_whose_placeholders_are_r
 
 
 @pytest.fixture(scope="module")
-def rendered(render_cache) -> dict:
+def rendered(render_cache) -> dict[str, Any]:
     chosen = entries.selected(cluster_tokens=True)
     return render.render(REFERENCE, chosen, cache_dir=render_cache)
 
@@ -225,7 +229,7 @@ def company(**changes) -> plan.Settings:
 
 
 @pytest.fixture(scope="module")
-def objects(rendered) -> list[dict]:
+def objects(rendered) -> list[dict[str, Any]]:
     return [item.manifest for item in plan.build(rendered, company())]
 
 
@@ -233,7 +237,7 @@ def find(objects, kind, namespace, name):
     return transform.find(objects, kind, namespace, name)
 
 
-def dex_config(objects) -> dict:
+def dex_config(objects) -> dict[str, Any]:
     return yaml.safe_load(find(objects, "ConfigMap", "auth", "dex")["data"]["config.yaml"])
 
 

@@ -89,6 +89,7 @@ def test_an_alb_needs_its_certificate_and_port_forward_takes_no_alb_keys():
         }
     )
     alb = settings(config, storage_class="gp3", gpu_node_pools=(), gpu_scheduler=None, tags={"stack": "dev"}).access
+    assert alb is not None
     assert (alb.certificate_arn, alb.scheme, alb.allowed_cidrs) == (CERTIFICATE, "internet-facing", ("203.0.113.0/24",))
     with pytest.raises(ValidationError, match="certificateArn is required"):
         parse(access={"mode": "alb"})

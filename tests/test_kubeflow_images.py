@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from components.images import architectures, is_exact
 from components.kubeflow import entries, image_pins, plan, render
 from components.kubeflow.credentials import Admin
-from components.kubeflow.objects import containers, pod_template
+from components.kubeflow.objects import containers
 from components.kubeflow.teams import Team
 from components.versions import KUBEFLOW_IMAGES, ImagePin, Pin
+from tests.kubeflow_support import template_of
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
@@ -33,12 +35,12 @@ ALLOWED = {
 
 
 @pytest.fixture(scope="module")
-def rendered(render_cache) -> dict[str, list[dict]]:
+def rendered(render_cache) -> dict[str, list[dict[str, Any]]]:
     return render.render(REFERENCE, EVERYTHING, cache_dir=render_cache)
 
 
 @pytest.fixture(scope="module")
-def planned(rendered) -> list[dict]:
+def planned(rendered) -> list[dict[str, Any]]:
     """The objects a stack with every component registers, through the platform's own changes."""
     settings = plan.Settings(
         admin=Admin("platform@example.org"), storage_class="gp3", teams=(TEAM,), hub_registry_team=TEAM.name
@@ -48,7 +50,7 @@ def planned(rendered) -> list[dict]:
 
 def images_of(objects, kind: str, name: str) -> list[str]:
     (obj,) = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
-    return [c["image"] for c in containers(pod_template(obj)["spec"])]
+    return [c["image"] for c in containers(template_of(obj)["spec"])]
 
 
 def test_moving_tags_are_told_from_exact_ones():
@@ -78,7 +80,7 @@ def test_the_databases_run_the_pinned_images(planned):
     assert images_of(planned, "Deployment", "katib-mysql") == [pins["mysql:8.0"]]
     assert images_of(planned, "Deployment", "model-registry-db") == [pins["postgres:16-alpine"]]
     catalog = [o for o in planned if o["kind"] == "Deployment" and o["metadata"]["name"] == "model-catalog-server"]
-    init = [c["image"] for c in pod_template(catalog[0])["spec"]["initContainers"]]
+    init = [c["image"] for c in template_of(catalog[0])["spec"]["initContainers"]]
     assert init == [pins["busybox"]]
 
 
@@ -109,7 +111,10 @@ def test_the_pinned_images_keep_their_architecture_facts():
 
 def test_pins_change_only_the_references_they_name():
     pins = (ImagePin("mysql:8.4", Pin("mysql", "8.4.8", "test")),)
-    pod = {"kind": "Deployment", "spec": {"template": {"spec": {"containers": [{"name": "a", "image": "mysql:8.4"}]}}}}
+    pod: dict[str, Any] = {
+        "kind": "Deployment",
+        "spec": {"template": {"spec": {"containers": [{"name": "a", "image": "mysql:8.4"}]}}},
+    }
     other = {"kind": "Deployment", "spec": {"template": {"spec": {"containers": [{"image": "mysql:8.4.1"}]}}}}
     config = {"kind": "ConfigMap", "data": {"t": "spec:\n  containers:\n  - image: mysql:8.4\n    name: x\n"}}
     changed = image_pins.pin([pod, other, config], pins)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,12 +31,12 @@ def rendered(render_cache):
     return render.render(REFERENCE, WITH_KATIB, cache_dir=render_cache)
 
 
-def planned(rendered, selection, settings=SETTINGS) -> list[dict]:
+def planned(rendered, selection, settings=SETTINGS) -> list[dict[str, Any]]:
     chosen = {e.path for e in selection}
     return [i.manifest for i in plan.platform_objects({p: o for p, o in rendered.items() if p in chosen}, settings)]
 
 
-def monitors_of(objects) -> dict[tuple[str, str], dict]:
+def monitors_of(objects) -> dict[tuple[str, str], dict[str, Any]]:
     return {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects if o["kind"] in MONITOR_KINDS}
 
 
@@ -144,7 +145,7 @@ def test_in_the_dev_stack_the_monitors_wait_for_the_release_that_defines_their_c
     assert all(release.urn in r.dependencies for r in found)
 
 
-def workload_named(objects, name) -> dict:
+def workload_named(objects, name) -> dict[str, Any]:
     return next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == name)
 
 

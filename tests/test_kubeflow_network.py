@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ def rendered(render_cache):
 
 
 @pytest.fixture(scope="module")
-def objects(rendered) -> list[dict]:
+def objects(rendered) -> list[dict[str, Any]]:
     return [item.manifest for item in plan.platform_objects(rendered, SETTINGS)]
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from components.kubeflow import entries, pipeline_runs, render
-from components.kubeflow.objects import containers, pod_template
+from components.kubeflow.objects import containers
 from components.tools.model import check_previews
+from tests.kubeflow_support import template_of
 
 from .test_platform_model import SYSTEM_GROUP, agents, node_pool, preview
 
@@ -20,24 +22,26 @@ pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Ku
 
 
 @pytest.fixture(scope="module")
-def pipelines(render_cache) -> list[dict]:
+def pipelines(render_cache) -> list[dict[str, Any]]:
     rendered = render.render(REFERENCE, [entries.PIPELINES], cache_dir=render_cache)
     return [o for objects in rendered.values() for o in objects]
 
 
-def server(objects: list[dict]) -> dict:
+def server(objects: list[dict[str, Any]]) -> dict[str, Any]:
     return next(o for o in objects if pipeline_runs.is_api_server(o))
 
 
-def env(obj: dict, name: str) -> str | None:
-    values = [e.get("value") for c in containers(pod_template(obj)["spec"]) for e in c.get("env") or ()]
-    names = [e["name"] for c in containers(pod_template(obj)["spec"]) for e in c.get("env") or ()]
-    return dict(zip(names, values, strict=True)).get(name)
+def env(obj: dict[str, Any], name: str) -> str:
+    values = [e.get("value") for c in containers(template_of(obj)["spec"]) for e in c.get("env") or ()]
+    names = [e["name"] for c in containers(template_of(obj)["spec"]) for e in c.get("env") or ()]
+    value = dict(zip(names, values, strict=True)).get(name)
+    assert value is not None, f"the API server sets no {name}"
+    return value
 
 
-def with_env(obj: dict, name: str, value: str) -> dict:
+def with_env(obj: dict[str, Any], name: str, value: str) -> dict[str, Any]:
     obj = copy.deepcopy(obj)
-    for container in containers(pod_template(obj)["spec"]):
+    for container in containers(template_of(obj)["spec"]):
         for entry in container.get("env") or ():
             if entry["name"] == name:
                 entry["value"] = value
@@ -73,7 +77,7 @@ def test_a_patch_that_is_not_a_json_object_is_refused(pipelines):
         pipeline_runs.pin_run_pods([broken])
 
 
-def model_problems(tmp_path: Path, objects: list[dict]) -> list[str]:
+def model_problems(tmp_path: Path, objects: list[dict[str, Any]]) -> list[str]:
     kept = [o for o in objects if o["kind"] in {"Deployment", "ConfigMap"}]
     both = node_pool("cpu", arch=("amd64", "arm64"))
     _, found = check_previews([preview(tmp_path, [*kept, both, *agents()], (SYSTEM_GROUP,))], None)

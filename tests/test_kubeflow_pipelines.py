@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -16,10 +17,11 @@ from components import versions
 from components.config.errors import ConfigError
 from components.kubeflow import credentials, entries, pipelines, pipelines_iam, plan, register, render, transform
 from components.kubeflow.config import KubeflowConfig, settings
-from components.kubeflow.objects import containers, pod_template
+from components.kubeflow.objects import containers
 from components.kubeflow.teams import Team, permission_policy
 from components.platform_config import parse_config
 from tests.iam_evaluator import ALLOW, IMPLICIT_DENY, decide
+from tests.kubeflow_support import template_of
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 KFP = REFERENCE / "community-distribution" / "applications" / "pipeline" / "upstream"
@@ -149,14 +151,14 @@ def test_s3_settings_need_the_region():
 needs_tree = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
 
 
-def _build(render_cache, config: KubeflowConfig) -> list[dict]:
+def _build(render_cache, config: KubeflowConfig) -> list[dict[str, Any]]:
     facts = settings(config, storage_class="gp3-retain", gpu_node_pools=(), gpu_scheduler=None, region="us-west-2")
     rendered = render.render(REFERENCE, entries.selected(), cache_dir=render_cache)
     return [item.manifest for item in plan.build(rendered, facts)]
 
 
 @pytest.fixture(scope="module")
-def s3_objects(render_cache) -> list[dict]:
+def s3_objects(render_cache) -> list[dict[str, Any]]:
     config = parse(pipelines={"artifacts": "s3"}, teams=TEAMS, volumes={"pipelinesDatabase": "50Gi"})
     objects = _build(render_cache, config)
     values = pipelines.values(STORE, BUCKET)
@@ -172,13 +174,13 @@ def s3_objects(render_cache) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def seaweedfs_objects(render_cache) -> list[dict]:
+def seaweedfs_objects(render_cache) -> list[dict[str, Any]]:
     return _build(render_cache, parse(teams=TEAMS))
 
 
-def env_of(objects, name) -> dict[str, dict]:
+def env_of(objects, name) -> dict[str, dict[str, Any]]:
     deployment = transform.find(objects, "Deployment", "kubeflow", name)
-    (container,) = [c for c in containers(pod_template(deployment)["spec"]) if c["name"].startswith(name)]
+    (container,) = [c for c in containers(template_of(deployment)["spec"]) if c["name"].startswith(name)]
     return {e["name"]: e for e in container["env"]}
 
 
@@ -231,7 +233,7 @@ def test_the_pipelines_release_whose_source_the_contract_is_read_from_is_the_one
         c["image"].rsplit(":", 1)[1]
         for o in s3_objects
         if o["kind"] == "Deployment" and o["metadata"]["name"] in ("ml-pipeline", "ml-pipeline-ui")
-        for c in pod_template(o)["spec"]["containers"]
+        for c in template_of(o)["spec"]["containers"]
         if "/kfp-" in c["image"]
     }
     assert tags == {versions.KUBEFLOW_PIPELINES.version}
@@ -392,7 +394,7 @@ def test_sizing_a_claim_that_is_not_rendered_is_an_error():
 # ------------------------------------------------------------------------------------------------ IAM
 
 
-def team_policy(team: str) -> dict:
+def team_policy(team: str) -> dict[str, Any]:
     spec = Team(name=team, owner="x@example.org", gpu_quota=0, s3_prefix=STORE.team_prefixes[team])
     return permission_policy(spec, bucket=BUCKET, region="us-west-2", kms_key_arn=KEY)
 

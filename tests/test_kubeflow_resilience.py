@@ -5,6 +5,7 @@ the single-instance controllers Pipelines and profiles depend on kept off spot."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,12 +21,12 @@ SETTINGS = plan.Settings(admin=Admin("platform@example.org"), storage_class="gp3
 
 
 @pytest.fixture(scope="module")
-def planned(render_cache) -> list[dict]:
+def planned(render_cache) -> list[dict[str, Any]]:
     rendered = render.render(REFERENCE, EVERYTHING, cache_dir=render_cache)
     return [item.manifest for item in plan.platform_objects(rendered, SETTINGS)]
 
 
-def deployment(objects: list[dict], namespace: str, name: str) -> dict:
+def deployment(objects: list[dict[str, Any]], namespace: str, name: str) -> dict[str, Any]:
     return next(
         o
         for o in objects

@@ -7,6 +7,7 @@ import base64
 import contextlib
 import dataclasses
 import json
+from typing import Any
 
 import pulumi
 import pytest
@@ -216,11 +217,11 @@ def test_notebook_pods_are_exempt_only_from_the_scheduler_rule_of_the_gpu_admiss
     assert any("tolerations" in e and "notebook-name" not in e for e in expressions)
 
 
-def kubeflow_section(stack: str = "dev") -> dict:
+def kubeflow_section(stack: str = "dev") -> dict[str, Any]:
     return json.loads(stack_config(stack)[f"{PROJECT}:kubeflow"])
 
 
-def refused(overrides: dict, stack: str = "dev") -> list[str]:
+def refused(overrides: dict[str, Any], stack: str = "dev") -> list[str]:
     with pytest.raises(ConfigError) as error:
         parse_config(stack_config(stack, overrides), project=PROJECT, stack=stack)
     return [str(issue) for issue in error.value.issues]
@@ -484,7 +485,11 @@ def test_a_missing_tree_stops_the_program_before_anything_is_created(tmp_path):
     section = {**kubeflow_section(), "tree": str(tmp_path / "nowhere")}
     with pytest.raises(pulumi.RunError, match=r"kubeflow: .*run `python -m components\.kubeflow fetch` first"):
         run_stack("dev", {"kubeflow": section})
-    assert pulumi.runtime.settings.get_monitor().recorded == {}  # not a VPC, not a role
+    from components.tools.preview.mocks import RecordingMonitor
+
+    monitor = pulumi.runtime.settings.get_monitor()
+    assert isinstance(monitor, RecordingMonitor)
+    assert monitor.recorded == {}  # not a VPC, not a role
 
 
 def test_pipelines_servers_get_time_for_mysql_to_start_and_other_workloads_keep_the_default(dev):

@@ -4,6 +4,7 @@ team's pipelines and notebooks can assume, for the team's prefix only."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -25,7 +26,7 @@ VISION = Team(
 
 
 @pytest.fixture(scope="module")
-def schemas(render_cache) -> dict[tuple[str, str], dict]:
+def schemas(render_cache) -> dict[tuple[str, str], dict[str, Any]]:
     """The openAPIV3Schema of each served CRD version of the dashboard entry (Profile, PodDefault)."""
     rendered = render.render(REFERENCE, [entries.DASHBOARD], cache_dir=render_cache)
     found = {}

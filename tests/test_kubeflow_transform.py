@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from components.kubeflow import entries, render, transform
 from components.kubeflow.objects import Scopes, group_of, is_crd, is_webhook_configuration, key, pod_template
+from tests.kubeflow_support import template_of
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
@@ -20,13 +22,13 @@ EVERYTHING = entries.selected(katib=True, spark=True, hub=True, knative=True, hu
 
 
 @pytest.fixture(scope="session")
-def upstream(render_cache) -> list[dict]:
+def upstream(render_cache) -> list[dict[str, Any]]:
     rendered = render.render(REFERENCE, EVERYTHING, cache_dir=render_cache)
     return [o for objects in rendered.values() for o in objects]
 
 
 @pytest.fixture(scope="session")
-def cleaned(upstream) -> list[dict]:
+def cleaned(upstream) -> list[dict[str, Any]]:
     return transform.stable_names(transform.cleanup(upstream))
 
 
@@ -168,7 +170,7 @@ def test_a_hashed_name_mentioned_outside_a_pod_spec_is_an_error():
 def test_a_config_change_rolls_the_workloads_that_read_it(cleaned):
     def digest(objects, name):
         deployment = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == name)
-        return pod_template(deployment)["metadata"]["annotations"][transform.CONFIG_DIGEST]
+        return template_of(deployment)["metadata"]["annotations"][transform.CONFIG_DIGEST]
 
     base = transform.config_digests(cleaned)
     changed = transform.replace(cleaned, {("ConfigMap", "auth", "dex"): lambda o: {**o, "data": {"config.yaml": "x"}}})
@@ -193,7 +195,7 @@ def test_databases_and_object_stores_run_on_demand_and_are_never_disrupted(clean
         f"{o['metadata']['namespace']}/{o['metadata']['name']}"
         for o in placed
         if pod_template(o)
-        and pod_template(o)["spec"].get("nodeSelector", {}).get(transform.CAPACITY_TYPE) == "on-demand"
+        and template_of(o)["spec"].get("nodeSelector", {}).get(transform.CAPACITY_TYPE) == "on-demand"
     )
     assert pinned == [
         "kubeflow-user-example-com/model-registry-db",
@@ -204,7 +206,7 @@ def test_databases_and_object_stores_run_on_demand_and_are_never_disrupted(clean
     ]
     for obj in placed:
         if f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}" in pinned and pod_template(obj):
-            assert pod_template(obj)["metadata"]["annotations"][transform.DO_NOT_DISRUPT] == "true"
+            assert template_of(obj)["metadata"]["annotations"][transform.DO_NOT_DISRUPT] == "true"
 
 
 def test_the_model_registry_moves_whole_to_a_team_namespace(cleaned):
@@ -241,7 +243,7 @@ def test_the_pods_that_never_call_the_api_get_no_service_account_token(upstream)
 
     changed = tokens.without_api_tokens(upstream)
     mounts = {
-        (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): pod_template(o)["spec"].get(
+        (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): template_of(o)["spec"].get(
             "automountServiceAccountToken"
         )
         for o in changed
@@ -251,12 +253,12 @@ def test_the_pods_that_never_call_the_api_get_no_service_account_token(upstream)
     assert {mounts[workload] for workload in tokens.NO_API_ACCESS} == {False}
     # upstream mounts them, and nothing else is touched
     assert all(
-        pod_template(o)["spec"].get("automountServiceAccountToken") is None
+        template_of(o)["spec"].get("automountServiceAccountToken") is None
         for o in upstream
         if (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) in tokens.NO_API_ACCESS
     )
     assert sum(value is False for value in mounts.values()) == len(tokens.NO_API_ACCESS) + sum(
-        pod_template(o)["spec"].get("automountServiceAccountToken") is False
+        template_of(o)["spec"].get("automountServiceAccountToken") is False
         for o in upstream
         if pod_template(o) is not None
     )

@@ -264,6 +264,7 @@ def test_the_platforms_gpu_pools_are_one_flavor_that_selects_exactly_those_pools
         "inference-t4-spot": 16,
         "training": 32,
     }
+    assert prod.kueue_flavor is not None
     flavor = resource_flavor(prod.kueue_flavor)
     assert flavor["metadata"]["name"] == SHARED_FLAVOR
     # One node label, which Kueue adds to the selector of what it admits here; among the pools that carry it the
@@ -473,6 +474,7 @@ def test_a_team_stacks_job_admitted_on_the_shared_flavor_lands_on_the_platforms_
     assert plan.queues is not None
     assert plan.flavor is not None
     assert plan.node_pool_manifest is not None
+    assert prod.kueue_flavor is not None
     shared = resource_flavor(prod.kueue_flavor)
     job = _team_job("vision", plan.flavor["spec"]["nodeTaints"][0])
     pools = [*render_nodepools(prod.karpenter).values(), plan.node_pool_manifest]

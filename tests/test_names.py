@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import string
+from typing import Any
 
 import pulumi_aws as aws
 import pytest
@@ -25,7 +26,7 @@ from .conftest import DATA, PROJECT, run_stack, stack_config
 LONGEST_CLUSTER_NAME = 40
 
 
-def with_cluster_name(stack: str, name: str) -> dict:
+def with_cluster_name(stack: str, name: str) -> dict[str, Any]:
     cluster = json.loads(stack_config(stack)[f"{PROJECT}:cluster"])
     return {"cluster": {**cluster, "name": name}}
 

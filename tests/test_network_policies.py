@@ -5,6 +5,7 @@ missing allowance caught."""
 from __future__ import annotations
 
 from ipaddress import IPv4Network
+from typing import Any
 
 import pytest
 
@@ -201,7 +202,7 @@ def test_without_the_monitoring_deny_nor_the_teams_a_team_notebook_reaches_prome
     assert any("monitoring/alertmanager" in p and "team-a" in p for p in found)
 
 
-def gateway_objects() -> list[dict]:
+def gateway_objects() -> list[dict[str, Any]]:
     """The Kubeflow gateway behind an ALB without the load balancer's allowance: the gateway, its Service, the
     Ingress and upstream's deny in its namespace."""
     labels = {"istio": "ingressgateway"}
@@ -360,7 +361,7 @@ def test_every_namespace_excused_from_egress_isolation_has_its_reason_in_the_sec
 # ------------------------------------------------------------------------------------------- the stack's addresses
 
 
-def recorded_vpc(cidr: str, *secondary: str) -> list[dict]:
+def recorded_vpc(cidr: str, *secondary: str) -> list[dict[str, Any]]:
     """The network resources a preview records for a VPC the stack creates: the VPC, its secondary ranges, a
     private (node) and a public subnet tagged for load balancers as the network part tags them."""
     network = IPv4Network(cidr)
@@ -428,7 +429,7 @@ def webhook_platform(*, allowance_cidr: str, vpc_cidr: str) -> list[str]:
     return judged(objects, recorded_vpc(vpc_cidr))
 
 
-def judged(objects: list[dict], resources: list[dict]) -> list[str]:
+def judged(objects: list[dict[str, Any]], resources: list[dict[str, Any]]) -> list[str]:
     view = StackView(resources, [("manifests/all.yaml", o) for o in objects], [])
     _, found = check_views([view], None)
     return [p.message for p in found if p.rule == "network-policy"]

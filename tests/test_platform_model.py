@@ -26,11 +26,11 @@ SYSTEM_GROUP = {
         "capacityType": "ON_DEMAND",
     },
 }
-SYSTEM = {
+SYSTEM: dict[str, Any] = {
     "nodeSelector": {"eksml.io/node-role": "system"},
     "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
 }
-EVERYWHERE = {"tolerations": [{"operator": "Exists"}]}
+EVERYWHERE: dict[str, Any] = {"tolerations": [{"operator": "Exists"}]}
 #: Node agents every node needs, as minimal DaemonSets that run everywhere.
 AGENTS = [
     ("aws-node", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1"),
@@ -192,7 +192,7 @@ def test_a_team_gpu_pool_whose_taint_the_operator_does_not_tolerate_gets_no_devi
             {"key": "eksml.io/team", "value": "vision", "effect": "NoSchedule"},
         ],
     )
-    policy = {
+    policy: dict[str, Any] = {
         "apiVersion": "nvidia.com/v1",
         "kind": "ClusterPolicy",
         "metadata": {"name": "cluster-policy"},
@@ -299,7 +299,7 @@ def test_a_fail_closed_webhook_on_one_spot_replica_without_a_budget_is_caught(tm
         "metadata": {"name": "poddefaults", "namespace": "apps"},
         "spec": {"selector": {"app": "cert-manager-webhook"}},
     }
-    hook = {
+    hook: dict[str, Any] = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": "poddefaults"},
@@ -325,7 +325,7 @@ def test_a_pod_that_asks_for_efa_where_no_efa_plugin_runs_is_caught(tmp_path):
     gpu_pool = node_pool(
         "training", gpu=True, taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
     )
-    spec = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
+    spec: dict[str, Any] = {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
     job = workload("Deployment", "nccl", "quay.io/jetstack/cert-manager-controller:v1.20.2", **spec)
     job["spec"]["template"]["spec"]["containers"][0]["resources"] = {
         "limits": {"vpc.amazonaws.com/efa": "4", "nvidia.com/gpu": "8"}
@@ -582,7 +582,7 @@ def test_a_pod_asking_for_efa_must_select_the_nodes_that_run_the_efa_plugin():
         "limits": {"vpc.amazonaws.com/efa": "4", "nvidia.com/gpu": "8"},
         "requests": {"vpc.amazonaws.com/efa": "4", "nvidia.com/gpu": "8"},
     }
-    pod = {
+    pod: dict[str, Any] = {
         "metadata": {"name": "nccl-0", "namespace": "vision"},
         "spec": {"containers": [{"name": "t", "image": "x", "resources": resources}]},
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -92,7 +93,7 @@ def test_launch_template_without_block_device_mappings_is_flagged():
 
 
 def test_node_class_volumes_encrypted():
-    spec = {"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": False}}]}
+    spec: dict[str, Any] = {"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": False}}]}
     assert broken("nodeclass-volumes-encrypted", [res(policy_model.NODECLASS, spec=spec)]) != []
     spec["blockDeviceMappings"][0]["ebs"]["encrypted"] = True
     assert broken("nodeclass-volumes-encrypted", [res(policy_model.NODECLASS, spec=spec)]) == []
@@ -133,11 +134,11 @@ def test_aws_eks_cluster_encryption_config_must_cover_secrets(encryption, bad):
 
 
 def test_public_endpoint_open_to_the_world_is_refused_in_prod_only():
-    open_ = {"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]}
+    open_: dict[str, Any] = {"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]}
     assert broken("eks-endpoint-not-public-in-prod", [res(CLUSTER, stack="prod", **open_)]) != []
     assert broken("eks-endpoint-not-public-in-prod", [res(CLUSTER, stack="prod", endpointPublicAccess=True)]) != []
     assert broken("eks-endpoint-not-public-in-prod", [res(CLUSTER, stack="dev", **open_)]) == []
-    limited = {"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]}
+    limited: dict[str, Any] = {"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]}
     assert broken("eks-endpoint-not-public-in-prod", [res(CLUSTER, stack="prod", **limited)]) == []
 
 
@@ -332,7 +333,7 @@ def test_grafana_admin_password_is_never_the_chart_default():
 # ------------------------------------------------------------------------------------------ pod security
 
 
-def namespace(name: str, labels: dict | None = None) -> Resource:
+def namespace(name: str, labels: dict[str, Any] | None = None) -> Resource:
     metadata = {"name": name, **({"labels": labels} if labels is not None else {})}
     return res(policy_model.NAMESPACE, name, metadata=metadata)
 

@@ -25,6 +25,7 @@ from components.tools.preflight.quotas import (
     NAT_GATEWAYS_PER_AZ,
     VCPU_CLASSES,
     VPCS_PER_REGION,
+    Quota,
 )
 from components.tools.preflight.reads import Identity
 from components.tools.preflight.report import render_json, render_markdown, render_table
@@ -49,7 +50,13 @@ credentials = preflight_world.credentials
 clients = preflight_world.clients
 account = preflight_world.account
 
-QUOTA = {f"{c.key}-{kind}": q for c in VCPU_CLASSES for kind, q in (("on-demand", c.on_demand), ("spot", c.spot))}
+#: Each vCPU quota by class and capacity type (HPC instances have no spot quota).
+QUOTA: dict[str, Quota] = {
+    f"{c.key}-{kind}": q
+    for c in VCPU_CLASSES
+    for kind, q in (("on-demand", c.on_demand), ("spot", c.spot))
+    if q is not None
+}
 
 
 # ----------------------------------------------------------------------------------------- identity, region

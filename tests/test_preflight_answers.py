@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 
 from components.tools.preflight import __main__ as cli
 from components.tools.preflight.results import Status
@@ -39,7 +40,7 @@ def _proxy_page(client: Any, operation: str, status: int = 403, page: bytes = b"
     service = client.meta.service_model.service_id.hyphenize()
 
     def answer(request: Any, **_: Any) -> AWSResponse:
-        return AWSResponse(request.url, status, {"Content-Type": "text/html"}, _Body(page))
+        return AWSResponse(request.url, status, HTTPHeaders.from_dict({"Content-Type": "text/html"}), _Body(page))
 
     client.meta.events.register_first(f"before-send.{service}.{operation}", answer)
 

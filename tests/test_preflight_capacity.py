@@ -215,8 +215,13 @@ def test_the_system_node_group_needs_max_size_times_vcpus_on_demand():
 
 
 def test_instance_families_map_to_their_quota_class():
+    def class_key(instance_type: str) -> str:
+        found = vcpu_class(instance_type)
+        assert found is not None, f"{instance_type} is in no quota class"
+        return found.key
+
     assert [
-        vcpu_class(t).key
+        class_key(t)
         for t in (
             "m7i.large",
             "im4gn.large",
@@ -321,6 +326,7 @@ def test_the_default_value_is_read_when_no_quota_was_ever_applied():
 def test_quota_checks_are_pure_over_the_demands():
     pool = NodePoolSpec.model_validate({"preset": "gpu-inference-a10g-spot", "limits": {"nvidia.com/gpu": "32"}})
     demands = pool_demands("inference-a10g-spot", pool, select(pool), [_shape("g5.xlarge", 4, 1)])
+    assert G_VT.spot is not None
     assert vcpu_quota_check(G_VT.spot, 127, demands, "us-west-2").status is Status.FAIL  # 32 × 4 = 128
     assert vcpu_quota_check(G_VT.spot, 128, demands, "us-west-2").status is Status.PASS
 

@@ -51,17 +51,17 @@ def replacing_inputs(inventory) -> dict[tuple[str, str], dict[str, Any]]:
     }
 
 
-def prod_section(key: str) -> dict:
+def prod_section(key: str) -> dict[str, Any]:
     return json.loads(stack_config("prod")[f"{PROJECT}:{key}"])
 
 
-def _storage(**fsx) -> dict:
+def _storage(**fsx) -> dict[str, Any]:
     storage = prod_section("storage")
     return {"storage": {**storage, "fsx": {**storage["fsx"], **fsx}}}
 
 
 #: Changes a team makes to a running prod stack: each must update stateful resources in place, never replace them.
-EVERYDAY_CHANGES = {
+EVERYDAY_CHANGES: dict[str, dict[str, Any]] = {
     "owner and cost centre": {"owner": "ml-infra", "costCenter": "ml-shared"},
     "log retention": {"cluster": {**prod_section("cluster"), "logRetentionDays": 731}},
     "a bigger file system": _storage(storageCapacityGib=9600),

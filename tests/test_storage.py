@@ -119,14 +119,18 @@ class _MadeFileSystem(FsxFileSystem):
     [
         (StorageConfig(fsx=FsxConfig()), None),  # FSx asked for, no file system given
         (StorageConfig(), _MadeFileSystem(FsxConfig())),  # a file system given, no FSx asked for
-        (StorageConfig(fsx=FsxConfig(namespaces=["team-a"])), _MadeFileSystem(FsxConfig())),  # made from other config
+        (StorageConfig(fsx=FsxConfig(namespaces=("team-a",))), _MadeFileSystem(FsxConfig())),  # made from other config
     ],
 )
 def test_storage_refuses_a_file_system_that_is_not_the_one_its_config_describes(config, file_system):
     """Before registering anything: a library program that forgets the file system, or passes another one, learns
     which argument is wrong instead of getting a Storage without volumes."""
+    # no cluster: the file system is refused before the cluster is read
     args = StorageArgs(
-        config=config, stateful_resources=StatefulResources.DESTROY, cluster=None, file_system=file_system
+        config=config,
+        stateful_resources=StatefulResources.DESTROY,
+        cluster=None,  # type: ignore[arg-type]
+        file_system=file_system,
     )
     with pytest.raises(ValueError, match=r"StorageArgs.file_system: expected the FsxFileSystem made from config.fsx"):
         Storage("storage", args)

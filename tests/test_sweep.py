@@ -3,6 +3,8 @@ keeps the data of claims when the stack says so."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from moto import mock_aws
 
@@ -126,7 +128,7 @@ def test_protect_and_retain_keep_the_claims_data_and_sweep_everything_else(world
 def test_the_interfaces_of_a_kept_file_system_are_named_as_blocking_the_network(world: World):
     (dynamic,) = world.claims[Kind.FILE_SYSTEM]
 
-    def with_interfaces(params: dict, response: dict) -> None:
+    def with_interfaces(params: dict[str, Any], response: dict[str, Any]) -> None:
         for fs in response.get("FileSystems", ()):
             if fs["FileSystemId"] == dynamic:
                 fs["NetworkInterfaceIds"] = ["eni-0aaaaaaaaaaaaaaaa", "eni-0bbbbbbbbbbbbbbbb"]
@@ -177,7 +179,9 @@ def test_without_a_vpc_only_what_tags_name_is_swept(world: World):
     assert world.remaining({k: v for k, v in world.ours.items() if k in vpc_scoped}) == {
         k: v for k, v in world.ours.items() if k in vpc_scoped
     }
-    tagged = {k: v for k, v in world.ours.items() if k not in vpc_scoped and k is not Kind.SECURITY_GROUP}
+    tagged: dict[Kind, set[str]] = {
+        k: v for k, v in world.ours.items() if k not in vpc_scoped and k is not Kind.SECURITY_GROUP
+    }
     assert world.remaining(tagged) == {}
     assert world.names["guardduty_group"] in present(world.clients)[Kind.SECURITY_GROUP]
     assert world.names["lb_group"] not in present(world.clients)[Kind.SECURITY_GROUP]
@@ -188,7 +192,7 @@ def test_a_file_system_already_being_deleted_is_waited_for_not_deleted_again(wor
     (dynamic,) = world.claims[Kind.FILE_SYSTEM]
     polls = []
 
-    def deleting_until_the_second_poll(params: dict, response: dict) -> None:
+    def deleting_until_the_second_poll(params: dict[str, Any], response: dict[str, Any]) -> None:
         if not params.get("FileSystemIds"):  # the listing: the CSI driver already started deleting it
             for fs in response["FileSystems"]:
                 if fs["FileSystemId"] == dynamic:

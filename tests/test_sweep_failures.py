@@ -3,6 +3,8 @@ waits stop at their bounds (on a fake clock: no test waits), and a later run fin
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from moto import mock_aws
 
@@ -35,7 +37,9 @@ def test_a_refused_delete_is_reported_with_its_error_and_everything_else_is_swep
     assert failures[(Kind.TARGET_GROUP, web)].startswith("ResourceInUse: ")
     assert f"after {DEFAULTS.dependencies:g} s" in failures[(Kind.TARGET_GROUP, web)]
     assert set(failures) == {(Kind.LOAD_BALANCER, alb), (Kind.TARGET_GROUP, web)}
-    not_groups = {kind: ids for kind, ids in world.ours.items() if kind is not Kind.SECURITY_GROUP}
+    not_groups: dict[Kind, set[str]] = {
+        kind: ids for kind, ids in world.ours.items() if kind is not Kind.SECURITY_GROUP
+    }
     assert world.remaining(not_groups) == {Kind.LOAD_BALANCER: {alb}, Kind.TARGET_GROUP: {web}}
     assert not report.ok
     assert any("run the sweep again" in line for line in report.advice)
@@ -81,7 +85,7 @@ def test_a_group_still_in_use_at_the_bound_is_reported_after_a_bounded_number_of
 def test_instances_that_never_finish_terminating_are_reported_once_the_wait_is_over(world: World):
     nodes = world.ours[Kind.INSTANCE]
 
-    def still_shutting_down(params: dict, response: dict) -> None:
+    def still_shutting_down(params: dict[str, Any], response: dict[str, Any]) -> None:
         asked = {i for f in params.get("Filters", ()) if f["Name"] == "instance-id" for i in f["Values"]}
         if asked:  # the sweep's wait, not its listing
             instances = [{"InstanceId": i, "State": {"Name": "shutting-down"}} for i in sorted(asked & nodes)]
@@ -104,7 +108,7 @@ def test_instances_that_never_finish_terminating_are_reported_once_the_wait_is_o
 
 
 def test_shorter_timeouts_bound_the_wait_sooner(world: World):
-    def never_gone(params: dict, response: dict) -> None:
+    def never_gone(params: dict[str, Any], response: dict[str, Any]) -> None:
         if params.get("FileSystemIds"):
             response["FileSystems"] = [{"FileSystemId": params["FileSystemIds"][0], "Lifecycle": "DELETING"}]
 
@@ -134,7 +138,7 @@ def test_a_kind_that_cannot_be_listed_is_reported_and_the_others_are_swept(world
 def test_an_endpoint_deletion_refused_in_the_response_is_a_failure(world: World):
     endpoint = world.names["guardduty_endpoint"]
 
-    def refused(params: dict, response: dict) -> None:
+    def refused(params: dict[str, Any], response: dict[str, Any]) -> None:
         response["Unsuccessful"] = [
             {"ResourceId": endpoint, "Error": {"Code": "OperationNotPermitted", "Message": "owned by GuardDuty"}}
         ]
@@ -147,7 +151,7 @@ def test_an_endpoint_deletion_refused_in_the_response_is_a_failure(world: World)
 
 
 def test_a_role_already_removed_from_a_profile_does_not_stop_its_deletion(world: World):
-    def listed_with_a_removed_role(params: dict, response: dict) -> None:
+    def listed_with_a_removed_role(params: dict[str, Any], response: dict[str, Any]) -> None:
         response["InstanceProfile"]["Roles"].append({"RoleName": "RemovedMeanwhile"})
 
     rewrite(world.clients.iam, "GetInstanceProfile", listed_with_a_removed_role)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import Any
 
 import jsonschema
 import pytest
@@ -190,9 +191,10 @@ POOL = {"preset": "gpu-inference-a10g-spot", "limits": {"nvidia.com/gpu": "8"}}
 
 
 def test_a_team_pool_is_the_platforms_kind_on_its_node_class_tainted_and_labelled_for_the_team():
-    plan = plan_team(team(nodePool=POOL), offer())
-    spec = plan.node_pool_manifest["spec"]
-    assert plan.node_pool_manifest["metadata"]["name"] == "team-vision"
+    manifest = plan_team(team(nodePool=POOL), offer()).node_pool_manifest
+    assert manifest is not None
+    spec = manifest["spec"]
+    assert manifest["metadata"]["name"] == "team-vision"
     assert spec["template"]["spec"]["nodeClassRef"]["name"] == PLATFORM["nodePools"]["inference-a10g-spot"]["nodeClass"]
     taints = spec["template"]["spec"]["taints"]
     assert {"key": "eksml.io/team", "value": "vision", "effect": "NoSchedule"} in taints
@@ -218,6 +220,7 @@ def test_limits_a_team_does_not_set_are_the_presets_capped_by_the_platforms():
         team(nodePool={"preset": "cpu-general", "limits": {"cpu": "50"}}), offer(nodePools=platform["nodePools"])
     )
     # cpu as set; memory the preset's 4000Gi brought down to the platform's ceiling, not above it
+    assert plan.node_pool_manifest is not None
     assert plan.node_pool_manifest["spec"]["limits"] == {"cpu": "50", "memory": "400Gi"}
 
 
@@ -295,7 +298,7 @@ KUBEFLOW = {"owner": "vision-lead@example.org"}
 ROLE = "arn:aws:iam::123456789012:role/identity-role-0123456"
 
 
-def _strict(schema: dict) -> dict:
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
     """The CRD schema as the API server prunes with it: a field no `properties` names is an error, except where
     unknown fields are preserved."""
     schema = dict(schema)
@@ -307,7 +310,7 @@ def _strict(schema: dict) -> dict:
     return schema
 
 
-def _profile_schema(api_version: str) -> dict:
+def _profile_schema(api_version: str) -> dict[str, Any]:
     crd = yaml.safe_load(PROFILE_CRD.read_text())
     (version,) = [
         v for v in crd["spec"]["versions"] if f"{crd['spec']['group']}/{v['name']}" == api_version and v["served"]

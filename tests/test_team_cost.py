@@ -26,6 +26,7 @@ import urllib.parse
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import cast
 
 import boto3
 import promql_parser
@@ -696,7 +697,8 @@ class _FakeAmp(_FakePrometheus):
 def amp(recorded, no_aws_credentials, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", FAKE_KEYS[0])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_KEYS[1])
-    handler = type("Handler", (_FakeAmp,), {"store": recorded, "signed": []})
+    # a subclass per test, for its own store and list of signed requests
+    handler = cast(type[_FakeAmp], type("Handler", (_FakeAmp,), {"store": recorded, "signed": []}))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -55,7 +55,7 @@ C1 = ("gpu-infer", "on-demand", "g5.12xlarge")
 
 
 def _points(value: float, until: int = END, after: float | None = None) -> list[tuple[float, float]]:
-    points = [(t, float(value)) for t in SCRAPES if t <= until]
+    points: list[tuple[float, float]] = [(t, float(value)) for t in SCRAPES if t <= until]
     if until < END:
         points += [(t, float(after)) for t in SCRAPES if t > until] if after is not None else [(until + 30, STALE)]
     return points

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import yaml
@@ -35,7 +36,7 @@ def preview_args(out, *extra: str, stack: str = "prod") -> list[str]:
     return ["--project-dir", str(TEAM_STACK), "--stack", stack, "--out", str(out), *reference, *extra]
 
 
-def run_team(stack: str, team_changes: dict | None = None, drop: tuple[str, ...] = ()):
+def run_team(stack: str, team_changes: dict[str, Any] | None = None, drop: tuple[str, ...] = ()):
     project = read_project_name(TEAM_STACK)
     config, secret_keys = read_stack_config(TEAM_STACK, project, stack)
     if team_changes or drop:
@@ -223,7 +224,7 @@ def test_the_team_stacks_role_and_the_platforms_kubeflow_teams_roles_keep_to_the
     bucket = platform["buckets"][offered["bucket"]]
     key = platform["bucketKmsKeyArns"][offered["bucket"]]
 
-    def platform_team_policy(name: str, prefix: str) -> dict:
+    def platform_team_policy(name: str, prefix: str) -> dict[str, Any]:
         spec = Team(name=name, owner="lead@example.org", gpu_quota=0, s3_prefix=prefix)
         return permission_policy(spec, bucket=bucket, region=platform["region"], kms_key_arn=key)
 

@@ -312,7 +312,9 @@ def test_the_sweep_resource_never_asks_to_be_replaced_and_touches_nothing_until_
     diff = provider.diff(created.id, olds, {**olds, "statefulResources": "protect"})
     assert diff.changes
     assert not diff.replaces
-    assert provider.update(created.id, olds, {**olds, "region": "eu-west-1"}).outs["region"] == "eu-west-1"
+    updated = provider.update(created.id, olds, {**olds, "region": "eu-west-1"})
+    assert updated.outs is not None
+    assert updated.outs["region"] == "eu-west-1"
 
 
 @mock_aws

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 import yaml
@@ -30,7 +32,7 @@ NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def documents() -> list[tuple[str, dict]]:
+def documents() -> list[tuple[str, dict[str, Any]]]:
     return [
         (path.name, document)
         for path in sorted(WORKLOADS.glob("*.yaml"))
@@ -39,12 +41,15 @@ def documents() -> list[tuple[str, dict]]:
     ]
 
 
-def templates() -> dict[str, dict]:
+def templates() -> dict[str, Mapping[str, Any]]:
     """Every pod template, keyed `<file>/<kind>/<name>` (an InferenceService's: its predictor's, as KServe makes it)."""
     found = {}
     for file, document in documents():
         if document["kind"] in ("Deployment", "Job", "StatefulSet", "InferenceService"):
-            found[f"{file}/{document['kind']}/{document['metadata']['name']}"] = pod_template(document)
+            key = f"{file}/{document['kind']}/{document['metadata']['name']}"
+            template = pod_template(document)
+            assert template is not None, f"{key} has no pod template"
+            found[key] = template
     return found
 
 
@@ -95,7 +100,7 @@ def platform(prod, team):
     }
 
 
-def land(spec: dict, platform: dict, **options):
+def land(spec: dict[str, Any], platform: dict[str, Any], **options):
     return place(
         spec, platform["pools"], zones=platform["zones"], fsx=True, default_requests=platform["defaults"], **options
     )

@@ -66,7 +66,7 @@ class Failure:
         return {**self.found.as_json(), "error": self.error}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SweepTarget:
     """Whose leftovers to sweep.
 
@@ -82,8 +82,21 @@ class SweepTarget:
     vpc_id: str | None = None
     owns_vpc: bool = True
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "stateful_policy", StatefulResources(self.stateful_policy))
+    # Written out (not generated) so that its signature says what it takes: the policy as the stack file spells it
+    # too, as the sweep's resource passes it from its props.
+    def __init__(
+        self,
+        cluster_name: str,
+        region: str,
+        stateful_policy: StatefulResources | str,
+        vpc_id: str | None = None,
+        owns_vpc: bool = True,
+    ) -> None:
+        object.__setattr__(self, "cluster_name", cluster_name)
+        object.__setattr__(self, "region", region)
+        object.__setattr__(self, "stateful_policy", StatefulResources(stateful_policy))
+        object.__setattr__(self, "vpc_id", vpc_id)
+        object.__setattr__(self, "owns_vpc", owns_vpc)
         if not self.cluster_name:
             raise ValueError("cluster_name must not be empty")
         if not self.region:

@@ -8,7 +8,7 @@ catalogue's (`flows`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from ipaddress import IPv4Network
 from typing import Any
 
@@ -37,7 +37,7 @@ class Cluster:
 
     def __init__(
         self,
-        objects: list[Mapping[str, Any]],
+        objects: Sequence[Mapping[str, Any]],
         workloads: Iterable[Any],
         vpc: VpcAddresses | None = None,
         pod_identity: Iterable[tuple[str, str]] = (),
