@@ -65,7 +65,7 @@ def all_config_problems(karpenter: dict[str, Any]) -> list[tuple[str, str]]:
     return [(issue.path, issue.message) for issue in caught.value.issues]
 
 
-def problems(node_classes: dict[str, Any] | None = None, **fields: Any) -> dict[str, str]:
+def problems(*, node_classes: dict[str, Any] | None = None, **fields: Any) -> dict[str, str]:
     """Every problem stack config reports for one pool `p` with these fields (and these node classes)."""
     karpenter: dict[str, Any] = {"nodePools": {"p": fields}}
     if node_classes is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 import yaml
@@ -207,7 +208,7 @@ def admit(pod, *, namespace_labels=None, options=_BIN_PACKING):
 
 
 def gpu_pod(**changes):
-    pod = {
+    pod: dict[str, Any] = {
         "metadata": {"name": "train", "namespace": "team-a"},
         "spec": {
             "schedulerName": "gpu-binpack",

@@ -7,6 +7,7 @@ import json
 import re
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import promql_parser
 import pytest
@@ -174,7 +175,7 @@ def test_node_repair_is_on_in_both_stacks(stack, request):
 # ---------------------------------------------------------------------------------------------- monitoring agent
 
 
-def _model_facts(addon: str) -> list[dict]:
+def _model_facts(addon: str) -> list[dict[str, Any]]:
     facts = json.loads(resources.files("components.tools.model").joinpath("data/eks_addons.json").read_text())
     return facts["addons"][addon]
 

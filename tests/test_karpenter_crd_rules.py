@@ -100,7 +100,7 @@ def _rendered(spec_fields: dict[str, Any], class_fields: dict[str, Any] | None =
     return [render_nodeclass(spec.node_class, cls, CONTEXT), render_nodepool("p", spec)]
 
 
-ACCEPTED = {
+ACCEPTED: dict[str, dict[str, Any]] = {
     "minValues with Exists": {
         "preset": "gpu-inference",
         "requirements": [req("karpenter.k8s.aws/instance-family", "Exists", minValues=2)],

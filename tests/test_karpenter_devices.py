@@ -4,6 +4,8 @@ what a pool asks of its node class (reserved capacity, EFA layouts)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from components import versions
@@ -13,6 +15,7 @@ from components.gpu.neuron import neuron_values
 from components.gpu.neuron_admission import neuron_admission_manifests
 from components.scheduling import EFA_LABEL, GPU_TAINT, NEURON_TAINT, Taint
 from components.tools.model.admission import JudgedPod, refusals
+from components.tools.preview.inventory import Inventory, Recorded
 from tests.conftest import run_stack
 from tests.karpenter_support import P, config_problems, karpenter_config, req
 
@@ -66,7 +69,7 @@ EFA_CHART_KEYS = {
 }
 
 
-def _paths(values: dict, prefix: str = "") -> set[str]:
+def _paths(values: dict[str, Any], prefix: str = "") -> set[str]:
     found = set()
     for key, value in values.items():
         path = f"{prefix}{key}"
@@ -77,7 +80,7 @@ def _paths(values: dict, prefix: str = "") -> set[str]:
     return found
 
 
-def releases(inventory) -> dict[str, object]:
+def releases(inventory: Inventory) -> dict[str, Recorded]:
     return {r.inputs["name"]: r for r in inventory.of_type(RELEASE)}
 
 

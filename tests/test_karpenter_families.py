@@ -3,6 +3,8 @@ adds for families the pinned table lacks, CPU families by shape, and families a 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from components.instances import accelerators
@@ -16,7 +18,7 @@ from tests.karpenter_support import P, all_config_problems, config_problems, kar
 CATEGORIES = "a, c, d, g, gr, h, hpc, i, im, inf, is, m, p, r, t, trn, x, z"
 ACCELERATED_NEWER = "a newer accelerated family is added with its facts under karpenter.acceleratorFamilies"
 CPU_NEWER = "the list is the pinned Karpenter release's instance data"
-GPU_POOL = {"nodeClass": "gpu", "taints": [GPU_TAINT.as_dict()], "limits": {GPU_RESOURCE: "8"}}
+GPU_POOL: dict[str, Any] = {"nodeClass": "gpu", "taints": [GPU_TAINT.as_dict()], "limits": {GPU_RESOURCE: "8"}}
 
 
 @pytest.mark.parametrize("family", ["p6-b200", "g7e", "g5g", "p3", "p3dn", "p6e-gb200", "p6-b300", "g6f", "gr6"])
@@ -88,7 +90,7 @@ def _unknown(family: str, nearest: str, newer: str = ACCELERATED_NEWER) -> str:
     ],
 )
 def test_families_ec2_does_not_offer_are_refused_with_the_nearest_known_ones(family, message):
-    fields = {"preset": "cpu-general", "instanceCategories": [], "generationAbove": None}
+    fields: dict[str, Any] = {"preset": "cpu-general", "instanceCategories": [], "generationAbove": None}
     assert problems(**fields, instanceFamilies=[family])[f"{P}.instanceFamilies"] == message
     found = problems(**fields, requirements=[req("karpenter.k8s.aws/instance-family", "In", family)])
     assert found[f"{P}.requirements[0].values"] == message

@@ -4,6 +4,7 @@ classes valid against the pinned CRD (schema and CEL rules)."""
 from __future__ import annotations
 
 import tomllib
+from typing import Any
 
 import pytest
 import yaml
@@ -21,7 +22,7 @@ def spec_of(**fields):
     return render_nodeclass("c", node_class(**fields), CONTEXT)["spec"]
 
 
-def node_config(rendered_user_data: str) -> dict:
+def node_config(rendered_user_data: str) -> dict[str, Any]:
     part = rendered_user_data.split("Content-Type: application/node.eks.aws\n\n", 1)[1].split("\n--//--", 1)[0]
     return yaml.safe_load(part)
 

@@ -27,7 +27,7 @@ def test_preset_fields_can_be_overridden_one_by_one():
 
 def test_spot_first_inference_tiers_fall_back_in_weight_order():
     tiers = {name: pool(preset=name) for name in NODE_POOL_PRESETS if name.startswith("gpu-inference-")}
-    order = sorted(tiers, key=lambda name: -tiers[name].weight)
+    order = sorted(tiers, key=lambda name: -(tiers[name].weight or 0))
     assert order == ["gpu-inference-a10g-spot", "gpu-inference-t4-spot", "gpu-inference-a10g-on-demand"]
     assert [tiers[n].capacity_types for n in order] == [("spot",), ("spot",), ("on-demand",)]
     assert [tiers[n].instance_families for n in order] == [("g5",), ("g4dn",), ("g5",)]

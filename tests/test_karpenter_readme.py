@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import yaml
@@ -19,20 +20,20 @@ from tests.conftest import REFCHECK, REPO
 from tests.karpenter_support import CONTEXT
 
 
-def examples() -> list[dict]:
+def examples() -> list[dict[str, Any]]:
     """Every YAML block of the NodePool page that is stack config."""
     section = (REPO / "docs" / "karpenter.md").read_text()
     blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)]
     return [b for b in blocks if isinstance(b, dict) and all(str(k).startswith("eks-ml-platform:") for k in b)]
 
 
-def config_of(example: dict):
+def config_of(example: dict[str, Any]):
     raw = {"aws:region": "us-west-2", "eks-ml-platform:environment": "prod", "eks-ml-platform:owner": "ml"}
     raw.update({key: json.dumps(value) for key, value in example.items()})
     return parse_config(raw, project="eks-ml-platform", stack="prod")
 
 
-def rendered(example: dict) -> list[dict]:
+def rendered(example: dict[str, Any]) -> list[dict[str, Any]]:
     karpenter = config_of(example).karpenter
     return [render_nodeclass(name, spec, CONTEXT) for name, spec in sorted(karpenter.node_classes.items())] + list(
         render_nodepools(karpenter, [CSI_STARTUP_TAINTS["ebs"]]).values()

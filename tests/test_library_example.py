@@ -250,8 +250,9 @@ def test_a_program_run_by_the_preview_gets_the_same_package_under_either_name_an
 
     spec = components.__spec__
     with one_package():
-        import eks_ml_platform.images as aliased
-        from eks_ml_platform.config.errors import ConfigError as AliasedError
+        # imported by name: a type checker does not follow the installed package's import hook
+        aliased = importlib.import_module("eks_ml_platform.images")
+        AliasedError = importlib.import_module("eks_ml_platform.config.errors").ConfigError
 
         assert aliased is components.images
         assert AliasedError is ConfigError

@@ -8,6 +8,7 @@ import json
 import operator
 import re
 from pathlib import Path
+from typing import Any
 
 import promql_parser
 import pytest
@@ -123,6 +124,7 @@ def _series(node, last_xid):
     if op == "unless":
         return set() if _series(node.rhs, last_xid) else left
     compare = {"==": operator.eq, ">": operator.gt}[op]
+    assert isinstance(node.rhs, promql_parser.NumberLiteral)
     return {v for v in left if compare(v, node.rhs.val)}
 
 
@@ -326,7 +328,7 @@ def _release(inventory, chart: str):
     return found
 
 
-def _key_paths(values: dict, prefix: str = "") -> set[str]:
+def _key_paths(values: dict[str, Any], prefix: str = "") -> set[str]:
     paths = set()
     for key, value in values.items():
         path = f"{prefix}{key}"
@@ -403,6 +405,7 @@ def _rendered(query: str) -> str:
 def test_the_adapter_rule_reads_dcgm_utilisation_per_pod_with_the_labels_prometheus_keeps(prod):
     rule = gpu_utilization_rule()
     series = promql_parser.parse(rule["seriesQuery"])
+    assert isinstance(series, promql_parser.VectorSelector)
     assert metric_names(rule["seriesQuery"]) == {DCGM_GPU_UTIL} <= DCGM_METRICS
     collected = {line.split(",")[0].strip() for csv in REFERENCE.glob("*.csv") for line in csv.read_text().splitlines()}
     assert DCGM_GPU_UTIL in collected
@@ -416,6 +419,7 @@ def test_the_adapter_rule_reads_dcgm_utilisation_per_pod_with_the_labels_prometh
     query = promql_parser.parse(_rendered(rule["metricsQuery"]))
     assert isinstance(query, promql_parser.AggregateExpr)
     assert str(query.op) == "avg"
+    assert query.modifier is not None
     assert query.modifier.labels == ["pod"]
     assert metric_names(_rendered(rule["metricsQuery"])) == {DCGM_GPU_UTIL}
     # Those labels reach Prometheus as the workload's: the GPU Operator's ServiceMonitor honours the exporter's and

@@ -93,7 +93,7 @@ def test_every_notebook_pod_of_a_team_namespace_is_marked_do_not_disrupt():
     ],
 )
 def test_a_training_pool_that_expires_or_runs_spot_is_refused_naming_the_field(fields, key, fragment):
-    found = pool_problems(GPU_CLASSES, **fields)
+    found = pool_problems(node_classes=GPU_CLASSES, **fields)
     assert fragment in found[f"karpenter.nodePools.p.{key}"]
 
 

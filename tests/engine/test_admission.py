@@ -68,7 +68,7 @@ def second_team(objects: Objects) -> Objects:
     asked about the other's namespace and contributors are asked at all."""
     first = next(o for o in objects if o.get("kind") == "Profile")["metadata"]["name"]
     labels = next(o for o in objects if o.get("kind") == "Namespace" and o["metadata"]["name"] == first)["metadata"]
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SECOND_TEAM, "labels": {}}}
+    namespace: dict[str, Any] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SECOND_TEAM}}
     namespace["metadata"]["labels"] = {**labels["labels"], "eksml.io/team": SECOND_TEAM}
     people = [Contributor("editor@example.org", "edit"), Contributor("viewer@example.org", "view")]
     team = profile_manifest(
