@@ -425,7 +425,8 @@ class PlatformConfig(ConfigModel):
         ceiling = sum(pool.gpu_limit or 0 for pool in self.karpenter.node_pools.values())
         fsx_namespaces = set(self.storage.fsx.namespaces) if self.storage.fsx else set()
         for team, spec in sorted(kubeflow.teams.items()):
-            if spec.gpu_quota > ceiling:
+            # With Kueue queueing, the guaranteed quotas together are checked against the shared pools instead.
+            if spec.gpu_quota > ceiling and not self.queueing:
                 problems.append(
                     (
                         f"kubeflow.teams.{team}.gpuQuota",

@@ -240,6 +240,10 @@ def test_a_team_quota_above_every_gpu_pools_limit_together_is_refused():
     section = kubeflow_section()
     section["teams"]["ml-research"]["gpuQuota"] = 5
     assert refused({"kubeflow": section}) == [
+        "kubeflow.teams: the guaranteed GPUs (kubeflow.teams.ml-research.gpuQuota 5 + kueue.teamStackGpus 0 = 5) pass "
+        "what the shared GPU pools may launch (4: gpu-inference: 4); lower a quota or raise a pool's GPU limit"
+    ]
+    assert refused({"kubeflow": section, "kueue": {"enabled": False}}) == [
         "kubeflow.teams.ml-research.gpuQuota: 5 GPUs is more than every GPU NodePool together may run (4)"
     ]
 
@@ -248,6 +252,7 @@ def test_a_team_quota_above_every_gpu_pools_limit_together_is_refused():
 def test_teams_whose_s3_prefixes_overlap_are_refused_naming_the_inner_one():
     section = kubeflow_section()
     prefix = section["teams"]["ml-research"]["s3Prefix"]
+    section["teams"]["ml-research"]["gpuQuota"] = 3  # the two teams' guarantees fit dev's 4 GPUs
     section["teams"]["vision"] = {"owner": "v@example.org", "gpuQuota": 1, "s3Prefix": f"{prefix}/vision"}
     (problem,) = refused({"kubeflow": section})
     assert problem.startswith(
