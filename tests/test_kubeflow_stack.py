@@ -240,8 +240,10 @@ def test_a_team_quota_above_every_gpu_pools_limit_together_is_refused():
     section = kubeflow_section()
     section["teams"]["ml-research"]["gpuQuota"] = 5
     assert refused({"kubeflow": section}) == [
-        "kubeflow.teams: the guaranteed GPUs (kubeflow.teams.ml-research.gpuQuota 5 + kueue.teamStackGpus 0 = 5) pass "
-        "what the shared GPU pools may launch (4: gpu-inference: 4); lower a quota or raise a pool's GPU limit"
+        (
+            "kubeflow.teams: the guaranteed GPUs (kubeflow.teams.ml-research.gpuQuota 5 + kueue.teamStackGpus 0 = 5) "
+            "pass what the shared GPU pools may launch (4: gpu-inference: 4); lower a quota or raise a pool's GPU limit"
+        )
     ]
     assert refused({"kubeflow": section, "kueue": {"enabled": False}}) == [
         "kubeflow.teams.ml-research.gpuQuota: 5 GPUs is more than every GPU NodePool together may run (4)"

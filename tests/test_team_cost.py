@@ -17,12 +17,14 @@ By hand: vision 4 GPUs × 2 h = 8 GPU-hours (4 busy) at 5.672 / 4 = $1.418 each 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
 import sys
 import threading
 import urllib.parse
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -293,15 +295,23 @@ class _FakePrometheus(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def prometheus(recorded):
-    handler = type("Handler", (_FakePrometheus,), {"store": recorded})
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A local HTTP server answering with `handler` while the block runs; its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def prometheus(recorded):
+    with serving(type("Handler", (_FakePrometheus,), {"store": recorded})) as url:
+        yield url
 
 
 #: "Now", after the month the synthetic hours fall in.
@@ -699,12 +709,8 @@ def amp(recorded, no_aws_credentials, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_KEYS[1])
     # a subclass per test, for its own store and list of signed requests
     handler = cast(type[_FakeAmp], type("Handler", (_FakeAmp,), {"store": recorded, "signed": []}))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}{WORKSPACE}", handler.signed
-    server.shutdown()
-    server.server_close()
+    with serving(handler) as url:
+        yield f"{url}{WORKSPACE}", handler.signed
 
 
 def test_amazon_managed_prometheus_is_read_with_sigv4_signed_queries(amp, capsys, monkeypatch):

@@ -19,11 +19,9 @@ per GPU-hour: p4d.24xlarge $2.74470525, g5.xlarge $1.006 (spot, at the on-demand
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
-from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -36,7 +34,7 @@ from components.tools.cost import by_team
 from components.tools.cost.teams import TeamBill, UsageLine, http_query, team_bill
 
 from .promql_eval import STALE, Evaluator, Store, record
-from .test_team_cost import DAY, NOW, _ec2, _FakePrometheus
+from .test_team_cost import DAY, NOW, _ec2, _FakePrometheus, serving
 
 END = 3 * 3600
 SCRAPES = range(0, END + 1, 30)
@@ -173,13 +171,8 @@ def test_the_dashboard_draws_unallocated_gpu_hours_per_pool_per_day(recorded):
 
 @pytest.fixture(scope="module")
 def prometheus(recorded):
-    handler = type("Handler", (_FakePrometheus,), {"store": recorded})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(type("Handler", (_FakePrometheus,), {"store": recorded})) as url:
+        yield url
 
 
 def test_the_bill_adds_team_and_unallocated_up_to_the_pools_exactly(prometheus):
