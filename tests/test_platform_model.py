@@ -538,6 +538,35 @@ def test_a_gpu_trainjob_from_a_runtime_without_the_gpu_toleration_is_refused_by_
     assert {p.split("]")[0] for p in problems(tmp_path / "ours", [*base, ours])} == {"[node-agents"}
 
 
+def test_a_documented_pod_the_api_servers_own_validation_refuses_is_named_before_any_policy():
+    """A GPU request other than its limit never reaches a ValidatingAdmissionPolicy: pod validation refuses it
+    first, with its own message (the engine tier saw the real API server do so)."""
+    from components.tools.model.platform import Platform
+    from components.tools.model.rules import workflows_are_admitted
+
+    container = {
+        "name": "train",
+        "image": "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime",
+        "resources": {"limits": {"nvidia.com/gpu": "2"}, "requests": {"nvidia.com/gpu": "1"}},
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "uneven", "namespace": "team"},
+        "spec": {"template": {"spec": {"containers": [container], "restartPolicy": "Never"}}},
+    }
+    platform = Platform()
+    platform.objects.append(("examples/uneven.yaml", job))
+    assert [str(p) for p in workflows_are_admitted(platform)] == [
+        (
+            "[admission] Job team/uneven is refused by the API server's pod validation: spec.containers[0].resources."
+            'requests: Invalid value: "1": must be equal to nvidia.com/gpu limit of 2'
+        )
+    ]
+    container["resources"]["requests"] = {"nvidia.com/gpu": "2"}
+    assert workflows_are_admitted(platform) == []
+
+
 def test_a_notebook_form_without_the_gpu_toleration_offers_notebooks_that_are_refused_and_land_nowhere(tmp_path):
     from components.gpu.admission import AdmissionOptions, admission_manifests
 

@@ -16,6 +16,7 @@ from .admission import (
     JudgedPod,
     bound_policies,
     documented_pods,
+    invalid,
     notebook_pods,
     refusals,
     trainer_pods,
@@ -256,13 +257,19 @@ def judged_pods(platform: Platform) -> list[JudgedPod]:
 
 
 def workflows_are_admitted(platform: Platform, **_: Any) -> list[Problem]:
-    """The platform's own admission policies let its documented workflows' pods in."""
+    """The API server's own pod validation, then the platform's own admission policies, let its documented
+    workflows' pods in."""
+    judged = judged_pods(platform)
     policies = bound_policies(obj for _, obj in platform.objects)
     return [
-        Problem("admission", f"{judged.what} is refused by policy {policy['metadata']['name']}: {reason}")
-        for judged in judged_pods(platform)
+        Problem("admission", f"{pod.what} is refused by the API server's pod validation: {reason}")
+        for pod in judged
+        for reason in invalid(pod.pod)
+    ] + [
+        Problem("admission", f"{pod.what} is refused by policy {policy['metadata']['name']}: {reason}")
+        for pod in judged
         for policy, binding in policies
-        for reason in refusals(policy, binding, judged)
+        for reason in refusals(policy, binding, pod)
     ]
 
 
