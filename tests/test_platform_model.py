@@ -544,7 +544,7 @@ def test_a_documented_pod_the_api_servers_own_validation_refuses_is_named_before
     from components.tools.model.platform import Platform
     from components.tools.model.rules import workflows_are_admitted
 
-    container = {
+    container: dict[str, Any] = {
         "name": "train",
         "image": "pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime",
         "resources": {"limits": {"nvidia.com/gpu": "2"}, "requests": {"nvidia.com/gpu": "1"}},
