@@ -272,6 +272,21 @@ def test_only_what_owns_something_in_aws_or_holds_data_is_deleted_on_its_own(sta
 
 
 @pytest.mark.stack
+def test_a_release_uninstalled_on_its_own_goes_before_its_namespace(stack):
+    """Helm keeps a release's record as a Secret in the release's namespace: a namespace deleted first takes the
+    record, and the uninstall then fails with "release: not found", failing `pulumi destroy` (the engine tier saw
+    prometheus-adapter's do so when its namespace won the race)."""
+    from components.tools.preview.destroy_estimate import estimate
+
+    levels = estimate(stack).levels()
+    namespaces = {n.inputs["metadata"]["name"]: n for n in stack.of_type(NAMESPACE)}
+    own = [r for r in stack.of_type(RELEASE) if r.deleted_with is None and r.inputs["namespace"] in namespaces]
+    assert own
+    late = [r.inputs["name"] for r in own if levels[r.urn] >= levels[namespaces[r.inputs["namespace"]].urn]]
+    assert late == []
+
+
+@pytest.mark.stack
 def test_claims_file_systems_are_swept_after_the_fsx_driver_and_before_their_security_group(stack):
     """With the file system, whether or not the class is on (dev's is off): see test_sweep_lifetime."""
     fsx_sweep = one(stack, SWEEP, "storage-fsx-sweep")

@@ -277,11 +277,11 @@ class Observability(pulumi.ComponentResource):
         self.release = release
         self.metrics_adapter = None
         if config.metrics_adapter.enabled:
-            # Uninstalled on its own (`helm.OWN_DELETE_CHARTS`), beside the namespaces' deletes and not after them:
-            # it takes its APIService with it, which would otherwise outlive its pods (stopped by the `monitoring`
-            # namespace's delete) and hold every namespace Terminating. So it waits for Prometheus and its namespace
-            # through values (`created_after`), with no edge that would order it before them on destroy, and for the
-            # cleanup controllers the namespaces wait for, which puts its uninstall in the namespaces' level.
+            # Uninstalled on its own (`helm.OWN_DELETE_CHARTS`), before its namespace's delete: it takes its
+            # APIService with it, which would otherwise outlive its pods (stopped by the `monitoring` namespace's
+            # delete) and hold every namespace Terminating; and Helm keeps the release's record in that namespace, so
+            # an uninstall after the namespace's delete fails with "release: not found". It waits for Prometheus
+            # through values (`created_after`), and for the cleanup controllers the namespaces wait for.
             self.metrics_adapter = helm.release(
                 f"{name}-metrics-adapter",
                 versions.PROMETHEUS_ADAPTER,
@@ -294,9 +294,9 @@ class Observability(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions.merge(
                     k8s_opts,
-                    # why: it runs on the system nodes and resolves Prometheus through cluster DNS; on destroy it goes
-                    # with the namespaces, before the cleanup controllers they wait for.
-                    pulumi.ResourceOptions(depends_on=[*cluster.system_ready, *args.cleanup_controllers]),
+                    # why: it runs on the system nodes in its namespace and resolves Prometheus through cluster DNS; on
+                    # destroy it goes before its namespace (its release record is there) and the cleanup controllers.
+                    pulumi.ResourceOptions(depends_on=[namespace, *cluster.system_ready, *args.cleanup_controllers]),
                 ),
             )
         # why: monitors and rules are custom resources whose CRDs the release installs.
