@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from pathlib import Path
 
 import yaml
 
@@ -34,13 +35,35 @@ def test_the_pre_commit_hooks_run_exactly_what_make_lint_runs():
     assert all(hook["pass_filenames"] is False and hook["language"] == "system" for hook in hooks)
 
 
-def test_every_changelog_fragment_names_its_section_and_holds_one_entry():
-    fragments = [path for path in (REPO / "changelog.d").iterdir() if path.name != "README.md"]
-    for path in fragments:
-        assert re.fullmatch(rf"[a-z0-9][a-z0-9-]*\.({'|'.join(KINDS)})\.md", path.name), path.name
+def fragment_problems(folder: Path) -> list[str]:
+    """What is wrong with the changelog fragments of a folder: a name without its section, or not one entry."""
+    found = []
+    for path in sorted(folder.iterdir()):
+        if path.name == "README.md":
+            continue
         text = path.read_text()
-        assert text.startswith("- "), f"{path.name}: an entry is one Markdown list item"
-        assert not re.search(r"^- ", text[2:], re.M), f"{path.name}: one change per fragment"
+        if not re.fullmatch(rf"[a-z0-9][a-z0-9-]*\.({'|'.join(KINDS)})\.md", path.name):
+            found.append(f"{path.name}: not <short-name>.<{'|'.join(KINDS)}>.md")
+        elif not text.startswith("- "):
+            found.append(f"{path.name}: an entry is one Markdown list item")
+        elif re.search(r"^- ", text[2:], re.M):
+            found.append(f"{path.name}: one change per fragment")
+    return found
+
+
+def test_every_changelog_fragment_names_its_section_and_holds_one_entry(tmp_path):
+    assert fragment_problems(REPO / "changelog.d") == []
+    # the check itself, on fragments written wrong and right
+    (tmp_path / "README.md").write_text("# not a fragment\n")
+    (tmp_path / "faster-preview.changed.md").write_text("- The preview is faster.\n")
+    (tmp_path / "faster-preview.improved.md").write_text("- The preview is faster.\n")
+    (tmp_path / "two.fixed.md").write_text("- One fix.\n- Another fix.\n")
+    (tmp_path / "prose.added.md").write_text("Added a thing.\n")
+    assert fragment_problems(tmp_path) == [
+        "faster-preview.improved.md: not <short-name>.<added|changed|deprecated|removed|fixed|security>.md",
+        "prose.added.md: an entry is one Markdown list item",
+        "two.fixed.md: one change per fragment",
+    ]
 
 
 def test_the_packages_version_is_a_release_the_changelog_describes():

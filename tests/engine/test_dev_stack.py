@@ -86,13 +86,8 @@ def test_the_box_has_only_loopback_and_no_route_anywhere_else(run: Run) -> None:
     assert answers == ["10.244.0.5", "True", "172.20.0.1", "True", "192.168.1.1", "True", "8.8.8.8", "True"]
 
 
-def _stack_objects(run: Run) -> list[dict[str, Any]]:
-    """The Kubernetes objects the state says the stack made itself (not those inside Helm releases)."""
-    return _own_objects(run.deployment)
-
-
 def test_up_creates_every_object_of_the_stack_in_the_api_server(run: Run) -> None:
-    objects = _stack_objects(run)
+    objects = _own_objects(run.deployment)
     assert len(objects) > 400  # the dev stack's own objects, Kubeflow's among them
     missing = []
     for obj in objects:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 
+from ...kubeflow.fetch import default_cache_dir as default_cache_root
 from ...versions import ChartPin
 from ...versions import charts as pinned_charts
 from .binary import HelmUnavailable, helm_binary
@@ -66,16 +66,15 @@ def covered(chart: str, version: str) -> bool:
     return any(p.chart == chart and p.version == version for p in PINNED.values())
 
 
-def default_cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/eks-ml-platform/charts`, else `~/.cache/eks-ml-platform/charts`."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "eks-ml-platform" / "charts"
+def charts_root(cache: Path | None = None) -> Path:
+    """Where the fetched charts live under a cache root (default: the per-user cache, as the Kubeflow tree's)."""
+    return (cache or default_cache_root()) / "charts"
 
 
 def default_charts(project_dir: Path) -> Path | None:
     """The charts the tools read when none are named: the fetched ones, else the workplace's reference copies beside
     the project (`../shared/reference/charts`), else none (the model then says what it could not judge)."""
-    cached = default_cache_dir()
+    cached = charts_root()
     if cached.is_dir():
         return cached
     beside = project_dir.resolve().parent / "shared" / "reference" / "charts"
@@ -175,7 +174,7 @@ def fetch(
     """Put every pinned chart not already intact into the cache, from `source` (a local folder of chart copies)
     or by downloading it; returns the cache's charts folder. Every chart is tried; ChartError then names each one
     that failed. Nothing half-written is left, and neither is an empty cache folder."""
-    root = cache / "charts" if cache is not None else default_cache_dir()
+    root = charts_root(cache)
     made = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import ChartError, default_cache_dir, digests_json, fetch, status
+from . import ChartError, charts_root, digests_json, fetch, status
 
 #: Exit statuses: done; a chart could not be fetched or is altered.
 OK, FAILED = 0, 1
@@ -35,8 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(digests_json(args.directory))
         return OK
     if args.command == "status":
-        root = args.cache / "charts" if args.cache else default_cache_dir()
-        found = status(root)
+        found = status(charts_root(args.cache))
         for folder, state in found.items():
             print(f"{folder}: {state}")
         return OK if set(found.values()) == {"fetched"} else FAILED

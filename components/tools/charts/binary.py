@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
-import os
 import subprocess
 import sys
 import tarfile
@@ -14,6 +13,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from ...kubeflow.fetch import default_cache_dir
 from ...versions import HELM
 
 
@@ -22,8 +22,8 @@ class HelmUnavailable(RuntimeError):
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "eks-ml-platform" / "helm" / HELM.version
+    """The pinned Helm's folder (and its renders') in the per-user cache."""
+    return default_cache_dir() / "helm" / HELM.version
 
 
 def digest(data: bytes) -> str:
