@@ -430,3 +430,9 @@ def test_the_api_servers_validation_refuses_a_gpu_request_other_than_its_limit_b
         'spec.containers[0].resources.requests: Invalid value: "2": must be equal to nvidia.com/gpu limit of 1'
     ]
     assert invalid(gpu_pod()) == []
+    # compared as quantities, as the API server does: 1000m of a GPU is 1
+    pod["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": "1"},
+        "requests": {"nvidia.com/gpu": "1000m"},
+    }
+    assert invalid(pod) == []

@@ -13,6 +13,7 @@ from typing import Any
 import celpy
 import yaml
 
+from ...team.quantity import parse_quantity
 from .kube import expression_matches
 from .workloads import DEFAULT_SCHEDULER, pod_template
 
@@ -109,7 +110,7 @@ def invalid(pod: Mapping[str, Any]) -> list[str]:
                     continue
                 if name not in limits:
                     found.append(f"{path}.limits: Forbidden: Limit must be set for non overcommitable resources")
-                elif str(value) != str(limits[name]):
+                elif parse_quantity(value) != parse_quantity(limits[name]):  # as quantities: "1" is "1000m"
                     found.append(
                         f'{path}.requests: Invalid value: "{value}": must be equal to {name} limit of {limits[name]}'
                     )
