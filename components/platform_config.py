@@ -34,7 +34,7 @@ from .config.validation import FieldProblems
 from .gpu.config import BinPackingScheduler, GpuAdmission, GpuConfig, MigOptions
 from .ingress.config import IngressConfig
 from .instances import prices as instance_prices
-from .instances.accelerators import ACCELERATED_FAMILIES, nvidia_gpu_counts
+from .instances.accelerators import ACCELERATED_FAMILIES, AcceleratedFamily, nvidia_gpu_counts
 from .karpenter.config import KarpenterConfig
 from .kubeflow.config import KubeflowConfig
 from .kueue.config import KueueConfig
@@ -254,11 +254,11 @@ class PlatformConfig(ConfigModel):
         assert flavor is not None
         teams = {name: team.gpu_quota for name, team in sorted(self.kubeflow.teams.items())}
         reserved = self.kueue.team_stack_gpus
-        if sum(teams.values()) + reserved <= flavor.gpus:
+        total = sum(teams.values()) + reserved
+        if total <= flavor.gpus:
             return []
         pools = ", ".join(f"{name}: {gpus}" for name, gpus in self.kueue_gpu_pools.items())
         quotas = " + ".join(f"kubeflow.teams.{name}.gpuQuota {gpus}" for name, gpus in teams.items())
-        total = sum(teams.values()) + reserved
         message = (
             f"the guaranteed GPUs ({quotas or 'no team'} + kueue.teamStackGpus {reserved} = {total}) pass what the "
             f"shared GPU pools may launch ({flavor.gpus}: {pools}); lower a quota or raise a pool's GPU limit"
@@ -477,14 +477,18 @@ class PlatformConfig(ConfigModel):
     def gpu_hour_prices(self) -> Mapping[str, Decimal]:
         """USD per GPU-hour on demand in the stack's region, by NVIDIA instance type (pinned ones and those the stack
         adds under `karpenter.acceleratorFamilies`), for the GPU cost rules."""
-        families = {**ACCELERATED_FAMILIES, **self.karpenter.added_families}
-        return instance_prices.gpu_hour_prices(self.region, families)
+        return instance_prices.gpu_hour_prices(self.region, self.accelerated_families)
 
     @property
     def instance_gpus(self) -> Mapping[str, int]:
         """The GPUs of each NVIDIA instance type (pinned ones and those the stack adds), for the GPU cost rules'
         count of what the pools ran."""
-        return nvidia_gpu_counts({**ACCELERATED_FAMILIES, **self.karpenter.added_families})
+        return nvidia_gpu_counts(self.accelerated_families)
+
+    @property
+    def accelerated_families(self) -> Mapping[str, AcceleratedFamily]:
+        """The pinned accelerated instance families and those the stack adds under `karpenter.acceleratorFamilies`."""
+        return {**ACCELERATED_FAMILIES, **self.karpenter.added_families}
 
     @property
     def load_balancer_cidrs(self) -> tuple[str, ...]:

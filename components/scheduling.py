@@ -29,6 +29,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 NEURON_RESOURCE = "aws.amazon.com/neuron"
 NEURON_CORE_RESOURCE = "aws.amazon.com/neuroncore"
 ACCELERATOR_RESOURCES = (GPU_RESOURCE, NEURON_RESOURCE, NEURON_CORE_RESOURCE)
+#: The EFA device plugin's resource: the EFA interfaces of a node.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 #: Set on the nodes of NodePools whose node class attaches EFA interfaces: the EFA device plugin runs exactly there.
 EFA_LABEL = "eksml.io/efa"
 

@@ -24,6 +24,7 @@ from .gpu.component import GpuStack, GpuStackArgs
 from .gpu.devices import NodeDevices, NodeDevicesArgs
 from .ingress.component import Ingress, IngressArgs
 from .karpenter.component import Karpenter, KarpenterArgs
+from .karpenter.training import is_training_pool
 from .kserve.component import KServe, KServeArgs
 from .kubeflow.component import FsxForTeams, Kubeflow, KubeflowArgs, planned_objects
 from .kubeflow.config import settings
@@ -36,7 +37,7 @@ from .network.component import Network, NetworkArgs
 from .observability.component import NAMESPACE as MONITORING_NAMESPACE
 from .observability.component import Observability, ObservabilityArgs
 from .platform_config import PROJECT_NAMESPACE, PlatformConfig, parse_config, secret_problems
-from .scheduling import CSI_STARTUP_TAINTS, GPU_TAINT, TRAINING_WORKLOAD, WORKLOAD_LABEL, Taint
+from .scheduling import CSI_STARTUP_TAINTS, GPU_TAINT, Taint
 from .storage.component import Storage, StorageArgs
 from .storage.file_system import FsxFileSystem, FsxFileSystemArgs
 from .storage.render import kept_volume_class_name
@@ -140,9 +141,7 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
             if pool.gpu_limit
         },
         gpu_scheduler=config.gpu.scheduler_name if config.gpu_node_image is not None else None,
-        training_pools=any(
-            p.labels.get(WORKLOAD_LABEL) == TRAINING_WORKLOAD for p in config.karpenter.node_pools.values()
-        ),
+        training_pools=any(is_training_pool(p.labels) for p in config.karpenter.node_pools.values()),
         tags=config.tags,
         monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
         fsx_capacity_gib=config.storage.fsx.storage_capacity_gib if config.storage.fsx is not None else None,

@@ -102,11 +102,8 @@ def to_apply(objects: Sequence[Mapping[str, Any]]) -> tuple[list[Manifest], list
 
 
 def apply(kube: Kube, objects: Sequence[Mapping[str, Any]]) -> None:
-    document = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)})
-    kube.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=eksml-access", "-f", "-",
-        stdin=document, timeout=300,
-    )  # fmt: skip
+    """Apply a test's objects, taking over what the platform's renders would own."""
+    kube.apply(objects, manager="eksml-access", force=True, timeout=300)
 
 
 def wait_for(what: str, ready: Any, timeout: float = 60) -> None:

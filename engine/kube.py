@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,10 +49,19 @@ class Kube:
             args += ["-l", selector]
         return list(json.loads(self.kubectl(*args))["items"])
 
-    def apply(self, objects: Sequence[dict[str, Any]]) -> None:
-        """Server-side apply of plain objects (the box's own nodes, never the stack's)."""
+    def apply(
+        self,
+        objects: Sequence[Mapping[str, Any]],
+        *,
+        manager: str = "eksml-engine",
+        force: bool = False,
+        timeout: float = 60,
+    ) -> None:
+        """Server-side apply of plain objects (the box's own, or a test's, never the stack's) as field manager
+        `manager`; `force` takes over fields another manager set."""
         document = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)})
-        self.kubectl("apply", "--server-side", "--field-manager=eksml-engine", "-f", "-", stdin=document)
+        flags = ["--server-side", f"--field-manager={manager}", *(["--force-conflicts"] if force else [])]
+        self.kubectl("apply", *flags, "-f", "-", stdin=document, timeout=timeout)
 
     def api_resources(self) -> list[str]:
         """Every listable resource type the server serves, as `resource.group` (core types without a group)."""

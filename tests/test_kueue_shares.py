@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from components.config.errors import ConfigError
-from components.kueue.values import manager_config
+from components.kueue.values import PODS_READY_TIMEOUT, manager_config
 from components.platform_config import parse_config
-from components.scheduling import GPU_RESOURCE
+from components.scheduling import EFA_RESOURCE, GPU_RESOURCE
 from tests.conftest import REPO, stack_config
 from tests.test_kueue_admission import Job, platform_kueue
 
@@ -67,7 +67,13 @@ def test_every_accelerator_a_shared_gpu_pool_offers_is_counted_or_left_out_on_pu
     config = prod()
     (cluster_queue, _), *_ = config.team_queues().values()
     excluded = manager_config()["resources"]["excludeResourcePrefixes"]
-    offered = {GPU_RESOURCE: 1, "vpc.amazonaws.com/efa": 1}
+    shared = config.karpenter.shared_gpu_pools()
+    efa = config.karpenter.efa_pools()
+    # what the shared pools' nodes advertise: the accelerators they are capped on, and EFA where their class has it
+    offered = {resource: 1 for pool in shared.values() for resource in pool.accelerator_limits}
+    if set(shared) & set(efa):
+        offered[EFA_RESOURCE] = 1
+    assert GPU_RESOURCE in offered
     assert uncounted(cluster_queue, offered, excluded) == []
 
 
@@ -95,5 +101,5 @@ def test_team_stack_gpus_without_kueue_is_refused():
 def test_an_admitted_workload_that_never_starts_gives_its_quota_back():
     ready = manager_config()["waitForPodsReady"]
     assert ready["blockAdmission"] is False  # one team's slow start must not hold every team's admissions
-    assert ready["timeout"]
+    assert ready["timeout"] == PODS_READY_TIMEOUT == "30m"  # as docs/gpu.md says
     assert ready["requeuingStrategy"]["backoffLimitCount"] > 0

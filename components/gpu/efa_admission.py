@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..scheduling import EFA_LABEL
+from ..scheduling import EFA_LABEL, EFA_RESOURCE
 from .admission import AdmissionOptions, sibling_manifests
 
 POLICY_NAME = "efa-pods"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
 _ALL_CONTAINERS = "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])"
 MATCH_EFA_PODS = (
     f"({_ALL_CONTAINERS}).exists(c, has(c.resources) && ("

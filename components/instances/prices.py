@@ -15,7 +15,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from .accelerators import ACCELERATED_FAMILIES, AcceleratedFamily
+from .accelerators import ACCELERATED_FAMILIES, AcceleratedFamily, nvidia_gpu_counts
 
 #: The pinned on-demand table, beside this module.
 DATA = "instance_prices.json"
@@ -50,10 +50,8 @@ def gpu_hour_prices(
     instances = on_demand_tables().get(region, {})
     return MappingProxyType(
         {
-            f"{family.family}.{size}": instances[f"{family.family}.{size}"] / devices
-            for family in families.values()
-            if family.vendor == "nvidia"
-            for size, devices in sorted(family.devices.items())
-            if f"{family.family}.{size}" in instances and devices > 0
+            instance_type: instances[instance_type] / gpus
+            for instance_type, gpus in nvidia_gpu_counts(families).items()
+            if instance_type in instances
         }
     )

@@ -17,6 +17,11 @@ from ..scheduling import TRAINING_WORKLOAD, WORKLOAD_LABEL
 NEVER = "Never"
 
 
+def is_training_pool(labels: Mapping[str, str]) -> bool:
+    """Whether a pool with these labels is a training pool: where trainer pods run, so its nodes must last."""
+    return labels.get(WORKLOAD_LABEL) == TRAINING_WORKLOAD
+
+
 def training_problems(
     labels: Mapping[str, str],
     capacity_types: Sequence[str],
@@ -25,7 +30,7 @@ def training_problems(
 ) -> list[tuple[str, str]]:
     """(field, problem) for each way a pool with these labels, capacity types and node lifetime would drain, or lose,
     a running job's node, if it is a training pool; `skip`: fields that did not validate."""
-    if "labels" in skip or labels.get(WORKLOAD_LABEL) != TRAINING_WORKLOAD:
+    if "labels" in skip or not is_training_pool(labels):
         return []
     why = f"a training pool ({WORKLOAD_LABEL}: {TRAINING_WORKLOAD}, where trainer pods run)"
     problems = []

@@ -48,7 +48,6 @@ TRAINER_CAPACITY = ("on-demand", "reserved")
 #: The label the profile controller puts on every team namespace.
 PROFILE_NAMESPACE_LABEL = ("app.kubernetes.io/part-of", "kubeflow-profile")
 #: The label the notebook controller puts on a notebook's pods (its value is the Notebook's, and StatefulSet's, name).
-NOTEBOOK_LABEL = NOTEBOOK_POD_LABEL
 #: The label Argo puts on a workflow's pods (its value is the Workflow's name).
 WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
 
@@ -129,7 +128,7 @@ def kubeflow_pod_expression() -> str:
     return (
         f"has(namespaceObject.metadata.labels) && '{label}' in namespaceObject.metadata.labels && "
         f"namespaceObject.metadata.labels['{label}'] == '{value}' && "
-        f"(({_owned_pod_expression(NOTEBOOK_LABEL, 'StatefulSet')}) || "
+        f"(({_owned_pod_expression(NOTEBOOK_POD_LABEL, 'StatefulSet')}) || "
         f"({_owned_pod_expression(WORKFLOW_LABEL, 'Workflow')}))"
     )
 

@@ -227,14 +227,23 @@ def network_policies(team: Team, monitoring_namespace: str | None) -> list[Manif
     )
 
 
+def pod_defaults(namespace: str, *, queued: bool) -> list[Manifest]:
+    """The PodDefaults of every Kubeflow team namespace (a platform team's or a team stack's): `access-ml-pipeline`,
+    which the notebook form preselects, so notebooks call Pipelines as the team; `notebook-protection`, which keeps
+    Karpenter from disrupting a notebook's node; with Kueue, `kueue-queue`, which queues a notebook."""
+    return [
+        access_ml_pipeline(namespace),
+        notebook_protection(namespace),
+        *([queue_pod_default(namespace)] if queued else []),
+    ]
+
+
 def manifests(team: Team, fsx: FsxShare | None = None, monitoring_namespace: str | None = None) -> list[Manifest]:
     """The team's objects: Namespace (with the owner annotation), its NetworkPolicies (Prometheus admitted from
     `monitoring_namespace` when there is one), Profile, PodDefaults, and with an FSx claim the volume and claim it
     mounts (which need the platform's file system: `fsx`)."""
     objects = [namespace(team), *network_policies(team, monitoring_namespace), profile(team)]
-    objects += [access_ml_pipeline(team.name), notebook_protection(team.name)]
-    if team.queued:
-        objects.append(queue_pod_default(team.name))
+    objects += pod_defaults(team.name, queued=team.queued)
     if team.fsx_claim is not None:
         if fsx is None:
             raise ValueError(f"team {team.name}: an FSx claim needs the platform's file system")

@@ -124,6 +124,11 @@ def _gpus_rule(instance_type: str, gpus: int) -> dict[str, Any]:
     return {"record": INSTANCE_GPUS, "expr": f"vector({gpus})", "labels": {"instance_type": instance_type}}
 
 
+def _priced(gpus: str) -> str:
+    """A series of GPUs by instance type, in USD per hour at each type's GPU-hour price."""
+    return f"{gpus} * on (instance_type) group_left () {GPU_HOUR_PRICE}"
+
+
 def _pool_rules() -> list[dict[str, Any]]:
     """What the pools ran, what of it no running pod held, and both priced (read after GPUS_HELD is recorded)."""
     pools = ", ".join(POOL_LABELS)
@@ -136,11 +141,8 @@ def _pool_rules() -> list[dict[str, Any]]:
     return [
         {"record": POOL_GPUS, "expr": f"sum by ({pools}) ({node_gpus})"},
         {"record": GPUS_UNALLOCATED, "expr": unallocated},
-        {"record": POOL_COST_RATE, "expr": f"{POOL_GPUS} * on (instance_type) group_left () {GPU_HOUR_PRICE}"},
-        {
-            "record": UNALLOCATED_COST_RATE,
-            "expr": f"{GPUS_UNALLOCATED} * on (instance_type) group_left () {GPU_HOUR_PRICE}",
-        },
+        {"record": POOL_COST_RATE, "expr": _priced(POOL_GPUS)},
+        {"record": UNALLOCATED_COST_RATE, "expr": _priced(GPUS_UNALLOCATED)},
     ]
 
 
@@ -176,7 +178,7 @@ def cost_rules(
         *(_price_rule(instance_type, usd) for instance_type, usd in sorted(gpu_hour_prices.items())),
         {"record": GPUS_HELD, "expr": _by_pool(held)},
         {"record": GPUS_BUSY, "expr": _by_pool(busy)},
-        {"record": GPU_COST_RATE, "expr": f"{GPUS_HELD} * on (instance_type) group_left () {GPU_HOUR_PRICE}"},
+        {"record": GPU_COST_RATE, "expr": _priced(GPUS_HELD)},
         *(_gpus_rule(instance_type, gpus) for instance_type, gpus in sorted(counts.items())),
         *(_pool_rules() if counts else []),
     ]

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kubeflow.notebooks import notebook_protection
-from ..kubeflow.teams import access_ml_pipeline, profile_manifest, queue_pod_default
+from ..kubeflow.teams import pod_defaults, profile_manifest
 from .config import TeamConfig
 from .namespace import Manifest
 
@@ -25,11 +24,5 @@ def team_profile(team: TeamConfig, role_arn: Any, gpu_ceiling: int) -> Manifest:
 
 
 def team_pod_defaults(team: TeamConfig, *, queueing: bool) -> list[Manifest]:
-    """The PodDefaults the platform's Kubeflow teams get too: `access-ml-pipeline`, which the notebook form
-    preselects, so notebooks call Pipelines as the team; `notebook-protection`, which keeps Karpenter from
-    disrupting a notebook's node; with Kueue, `kueue-queue`, which queues a notebook."""
-    return [
-        access_ml_pipeline(team.name),
-        notebook_protection(team.name),
-        *([queue_pod_default(team.name)] if queueing else []),
-    ]
+    """The PodDefaults the platform's Kubeflow teams get too (`kubeflow.teams.pod_defaults`)."""
+    return pod_defaults(team.name, queued=queueing)

@@ -242,9 +242,9 @@ def test_admission_policies_judge_the_docs_samples_as_our_evaluator_does(
     samples = build(objects)
     assert samples, f"{doc}: no {what} in the dev preview"
     _ensure_accounts(kube, samples)
-    access.wait_for(
-        "the policies loaded", lambda: not access.dry_run(kube, _without("tolerations")(objects)[0]).admitted
-    )
+    probe = _without("tolerations")(objects)[0]
+    # loaded once the policy (not anything else, such as a missing account) refuses what it must
+    access.wait_for("the policies loaded", lambda: "ValidatingAdmissionPolicy" in access.dry_run(kube, probe).message)
     real = [access.dry_run(kube, s) for s in samples]
     offline = [offline_verdict(objects, s) for s in samples]
     disagreements = [
@@ -302,6 +302,27 @@ def test_pod_security_admits_every_platform_pod_as_our_evaluator_says(
         elif offline:
             found.append(f"{where}: admitted by Pod Security, offline refuses: {offline}")
     assert not found, "\n".join(found)
+    # and both refuse what the level forbids: each platform pod made privileged, in an enforcing namespace
+    enforcing = [p for p in pods if p["metadata"]["namespace"] in _enforced(objects)]
+    assert enforcing, "no platform pod runs in a namespace that enforces a Pod Security level"
+    for pod in enforcing[:3]:
+        privileged = copy.deepcopy(pod)
+        # (alone: the API server's validation refuses privileged with allowPrivilegeEscalation false before admission)
+        privileged["spec"]["containers"][0]["securityContext"] = {"privileged": True}
+        verdict = access.dry_run(kube, privileged)
+        assert not verdict.admitted, verdict
+        assert "violates PodSecurity" in verdict.message, verdict
+        assert _pod_security_offline(objects, privileged), "offline admits a privileged container"
+
+
+def _enforced(objects: Objects) -> set[str]:
+    """Namespaces that enforce baseline or restricted."""
+    return {
+        o["metadata"]["name"]
+        for o in objects
+        if o.get("kind") == "Namespace"
+        and (o["metadata"].get("labels") or {}).get(ENFORCE) in ("baseline", "restricted")
+    }
 
 
 # -- RBAC: teams keep to their namespaces, Secrets stay with their holders ----------------------------------------

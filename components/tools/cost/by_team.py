@@ -179,7 +179,7 @@ def _pool_totals(bill: TeamBill) -> list[str]:
     totals = bill.pool_totals()
     return [
         _total(UNALLOCATED, totals[UNALLOCATED]),
-        "  " + _total("= the GPU node-hours the pools ran", totals[POOLS]).strip(),
+        _total("= the GPU node-hours the pools ran", totals[POOLS]),
     ]
 
 

@@ -275,12 +275,8 @@ def team_bill(query: Query, start: datetime, end: datetime, prometheus: str) -> 
         _line(key, hours, busy.get(key, Decimal(0)), cost.get(key)) for key, hours in sorted(held.items()) if hours > 0
     )
     ran, ran_cost = summed(POOL_GPUS), summed(POOL_COST_RATE)
-    pools = []
-    for key, hours in sorted(ran.items()):
-        pool = _line(key, hours, Decimal(0), ran_cost.get(key), team=POOLS)
-        busy_there = sum((line.busy_gpu_hours for line in lines if _pool_key(line) == _pool_key(pool)), Decimal(0))
-        pools.append(replace(pool, busy_gpu_hours=busy_there))
-    return TeamBill(start=start, end=end, prometheus=prometheus, covered_hours=covered, lines=lines, pools=tuple(pools))
+    pools = tuple(_line(key, hours, Decimal(0), ran_cost.get(key), team=POOLS) for key, hours in sorted(ran.items()))
+    return TeamBill(start=start, end=end, prometheus=prometheus, covered_hours=covered, lines=lines, pools=pools)
 
 
 def with_spot_prices(bill: TeamBill, spot: SpotPricing) -> TeamBill:

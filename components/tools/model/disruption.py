@@ -27,8 +27,14 @@ from .nodes import NodeKind
 from .platform import Platform
 from .workloads import Workload, from_pod_template
 
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 CAPACITY = "karpenter.sh/capacity-type"
+#: Karpenter neither consolidates nor drifts a node running a pod with this annotation (karpenter.sh docs, Disruption).
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
+def reachable_capacity(workload: Workload, node: NodeKind) -> frozenset[str]:
+    """The capacity types of a node kind the workload can land on: those its selector or affinity narrows to."""
+    return narrowed(node.labels, workload.node_selector, workload.affinity, CAPACITY) or node.capacity_types
 
 
 def _workload(judged: JudgedPod) -> Workload:
@@ -43,8 +49,7 @@ def _is_training_node(node: NodeKind) -> bool:
 def forceful_disruptions(workload: Workload, node: NodeKind) -> list[str]:
     """What takes the node away from under the workload, whatever the pod says: spot reclaims and expiry."""
     found = []
-    capacity = narrowed(node.labels, workload.node_selector, workload.affinity, CAPACITY) or node.capacity_types
-    if "spot" in capacity:
+    if "spot" in reachable_capacity(workload, node):
         found.append("spot capacity, reclaimed with two minutes' notice")
     if node.expires:
         found.append("expireAfter, which drains a node whatever its pods say")

@@ -21,7 +21,7 @@ from .admission import (
     refusals,
     trainer_pods,
 )
-from .disruption import training_is_not_disrupted
+from .disruption import DO_NOT_DISRUPT, reachable_capacity, training_is_not_disrupted
 from .flows import problems as flow_problems
 from .kube import narrowed
 from .landing import Problem, lands_on, why_not
@@ -34,9 +34,6 @@ from .rbac import SECRET_HOLDERS, cluster_wide_secret_access
 from .workloads import DEFAULT_SCHEDULER, Workload, pod_template
 
 ARCH = "kubernetes.io/arch"
-CAPACITY = "karpenter.sh/capacity-type"
-#: Karpenter neither consolidates nor drifts a node running a pod with this annotation (karpenter.sh docs, Disruption).
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
 def with_operator_labels(platform: Platform) -> list[NodeKind]:
@@ -168,8 +165,7 @@ def control_plane_survives(platform: Platform, nodes: list[NodeKind], **_: Any) 
             problems.append(Problem("control-plane", f"{workload.ref} ({why}) has no PodDisruptionBudget"))
         undisruptable = workload.annotations.get(DO_NOT_DISRUPT) == "true"
         for node in lands_on(workload, nodes):
-            capacity = narrowed(node.labels, workload.node_selector, workload.affinity, CAPACITY) or node.capacity_types
-            if capacity - {"on-demand", "reserved"}:
+            if reachable_capacity(workload, node) - {"on-demand", "reserved"}:
                 problems.append(
                     Problem("control-plane", f"{workload.ref} ({why}) can run on spot nodes of {node.name}")
                 )
