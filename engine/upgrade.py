@@ -23,21 +23,24 @@ class Release:
 
 
 #: CHANGELOG.md's `[0.3.0] - 2026-11-29`; `git rev-parse v0.3.0^{commit}`.
-PREVIOUS = Release("v0.3.0", "d80bfc4eaf8bb6fc5afbf29c255209f1deb2f238")
+PREVIOUS = Release("v0.3.0", "7b58edf46b81c981c54264e58cc9c571a26a1046")
 
 
 class ReleaseMissing(RuntimeError):
     """The clone does not hold the previous release's commit (a shallow clone): the message says how to get it."""
 
 
+def git(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """`git <args>` in this repository (its output as bytes; never raises on a git error)."""
+    binary = shutil.which("git")
+    if binary is None:
+        raise ReleaseMissing("the upgrade from the previous release checks it out with `git`, which is not on PATH")
+    return subprocess.run([binary, "-C", str(REPO), *args], capture_output=True, check=False)
+
+
 def checkout(release: Release, folder: Path) -> Path:
     """The release's tree (its files at the commit, no git history) in `folder`."""
-    git = shutil.which("git")
-    if git is None:
-        raise ReleaseMissing("the upgrade from the previous release checks it out with `git`, which is not on PATH")
-    archive = subprocess.run(
-        [git, "-C", str(REPO), "archive", "--format=tar", release.commit], capture_output=True, check=False
-    )
+    archive = git("archive", "--format=tar", release.commit)
     if archive.returncode != 0:
         raise ReleaseMissing(
             f"this clone lacks {release.tag} ({release.commit}): "
