@@ -12,7 +12,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 
 from .. import versions
-from ..identity.irsa import IrsaRole, IrsaRoleArgs, PodIdentityTarget, aws_managed_policy_arn
+from ..identity.irsa import PodIdentityTarget, WorkloadRole, WorkloadRoleArgs, aws_managed_policy_arn
 from ..scheduling import Placement
 from .capacity import METRICS_SERVER_REPLICAS
 
@@ -66,10 +66,10 @@ class AddonSite:
     pod_identity: PodIdentityTarget | None = None
 
 
-def addon_role(site: AddonSite, key: str, service_account: tuple[str, str], policy: str) -> IrsaRole:
-    return IrsaRole(
+def addon_role(site: AddonSite, key: str, service_account: tuple[str, str], policy: str) -> WorkloadRole:
+    return WorkloadRole(
         f"{site.name}-{key}",
-        IrsaRoleArgs(
+        WorkloadRoleArgs(
             oidc_provider_arn=site.cluster.oidc_provider_arn,
             oidc_issuer=site.cluster.oidc_issuer,
             namespace=service_account[0],
@@ -85,7 +85,7 @@ def addon(
     site: AddonSite,
     addon_name: str,
     *,
-    role: IrsaRole | None = None,
+    role: WorkloadRole | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
     configuration: Mapping[str, Any] | None = None,
 ) -> aws.eks.Addon:
