@@ -8,6 +8,7 @@ import json
 import operator
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import promql_parser
@@ -36,6 +37,7 @@ from components.observability.render import (
     GpuPool,
     alert_rules,
     dashboard,
+    gpu_pools,
 )
 from components.platform_config import parse_config
 from components.scheduling import SYSTEM_PLACEMENT, Placement
@@ -486,3 +488,10 @@ def test_a_wrong_metrics_adapter_setting_is_refused_with_its_key_path(observabil
     found = {issue.path: issue.message for issue in caught.value.issues}
     assert path in found, found
     assert message in found[path], found
+
+
+def test_a_pools_ceiling_is_its_accelerator_limit_whatever_the_device_and_the_old_name_still_reads_it():
+    (neuron,) = gpu_pools({"inf": SimpleNamespace(accelerator_limits={"aws.amazon.com/neuron": 4})})
+    assert (neuron.accelerator_limit, neuron.resource) == (4, "aws.amazon.com/neuron")
+    with pytest.warns(DeprecationWarning, match="use accelerator_limit"):
+        assert neuron.gpu_limit == 4
