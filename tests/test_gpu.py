@@ -13,7 +13,7 @@ from components.gpu.admission import EXEMPT_LABEL, AdmissionOptions, admission_m
 from components.gpu.operator import GpuOperatorOptions, operator_values
 from components.gpu.scheduler import SchedulerOptions, scheduler_configuration, scheduler_manifests
 from components.scheduling import Placement
-from components.tools.model.admission import JudgedPod, refusals
+from components.tools.cluster_model.admission import JudgedPod, refusals
 from tests.conftest import run_stack
 
 SYSTEM = {"eksml.io/node-role": "system"}
@@ -422,7 +422,7 @@ def test_the_binpack_scheduler_serves_no_profiling_endpoint():
 
 def test_the_api_servers_validation_refuses_a_gpu_request_other_than_its_limit_before_the_policy():
     # kubernetes v1.35.4 ValidateResourceRequirements: extended resources are not overcommitted; its wording.
-    from components.tools.model.admission import invalid
+    from components.tools.cluster_model.admission import invalid
 
     pod = gpu_pod()
     pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 2}}

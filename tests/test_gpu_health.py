@@ -176,7 +176,7 @@ def test_node_repair_is_on_in_both_stacks(stack, request):
 
 
 def _model_facts(addon: str) -> list[dict[str, Any]]:
-    facts = json.loads(resources.files("components.tools.model").joinpath("data/eks_addons.json").read_text())
+    facts = json.loads(resources.files("components.tools.cluster_model").joinpath("data/eks_addons.json").read_text())
     return facts["addons"][addon]
 
 
@@ -199,9 +199,9 @@ def test_the_dcgm_host_engine_runs_only_on_nvidia_nodes_in_the_model():
     amd64: the model places it on NVIDIA pools, not on CPU or Neuron pools or the system nodes."""
     from components.karpenter.pool_spec import NodePoolSpec
     from components.karpenter.render import render_nodepool
-    from components.tools.model.landing import why_not
-    from components.tools.model.nodes import from_node_group, from_node_pool
-    from components.tools.model.platform import _addon_workloads
+    from components.tools.cluster_model.landing import why_not
+    from components.tools.cluster_model.nodes import from_node_group, from_node_pool
+    from components.tools.cluster_model.platform import _addon_workloads
 
     configured = {AGENT: {"configurationValues": json.dumps(NODE_MONITORING_CONFIGURATION)}}
     workloads = {w.name: w for w in _addon_workloads(configured)}

@@ -14,7 +14,7 @@ from components.gpu.efa import efa_values
 from components.gpu.neuron import neuron_values
 from components.gpu.neuron_admission import neuron_admission_manifests
 from components.scheduling import EFA_LABEL, GPU_TAINT, NEURON_TAINT, Taint
-from components.tools.model.admission import JudgedPod, refusals
+from components.tools.cluster_model.admission import JudgedPod, refusals
 from components.tools.preview.inventory import Inventory, Recorded
 from tests.conftest import run_stack
 from tests.karpenter_support import P, config_problems, karpenter_config, req

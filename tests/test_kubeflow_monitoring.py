@@ -14,9 +14,9 @@ import pytest
 from components.kubeflow import entries, monitoring, network_policy, plan, render
 from components.kubeflow.credentials import Admin
 from components.observability.network_policy import monitoring_policies
-from components.tools.model.flows import problems
-from components.tools.model.network import Cluster, scrape_paths
-from components.tools.model.workloads import from_object
+from components.tools.cluster_model.flows import problems
+from components.tools.cluster_model.network import Cluster, scrape_paths
+from components.tools.cluster_model.workloads import from_object
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")

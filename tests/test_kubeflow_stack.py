@@ -330,7 +330,7 @@ def test_the_model_judges_the_alb_allowance_in_the_stacks_own_vpc_and_catches_on
     from ipaddress import IPv4Network
 
     from components.network.plan import plan_subnets
-    from components.tools.model import check_views
+    from components.tools.cluster_model import check_views
     from components.tools.preview import stack_view
 
     access = FACING if scheme == "internet-facing" else ALB

@@ -41,7 +41,7 @@ from components.observability.render import (
 )
 from components.platform_config import parse_config
 from components.scheduling import SYSTEM_PLACEMENT, Placement
-from components.tools.model.netpol import Endpoint, allowed
+from components.tools.cluster_model.netpol import Endpoint, allowed
 from tests.conftest import PROJECT, run_stack, stack_config
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "dcgm-exporter"

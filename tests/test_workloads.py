@@ -17,7 +17,7 @@ from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.kubeflow.gpu_scheduling import kubeflow_exemption
 from components.observability.adapter import GPU_UTILIZATION_METRIC
 from components.team.quantity import parse_quantity
-from components.tools.model.workloads import pod_template
+from components.tools.cluster_model.workloads import pod_template
 from components.tools.preview import read_project_name, read_stack_config
 from components.tools.preview.program import run_program
 

@@ -27,7 +27,7 @@ EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
 #: charts/configuration.schema.json). Its agent DaemonSet tolerates every taint already (nodeAgent.tolerations
 #: `operator: Exists`); its DCGM host engine DaemonSet (`dcgm-server`, on NVIDIA instance types only, by affinity)
 #: tolerates none by default, so on the tainted GPU pools the agent would run without DCGM's diagnostics. The model's
-#: facts (tools/model/data/eks_addons.json) declare the same tolerations.
+#: facts (tools/cluster_model/data/eks_addons.json) declare the same tolerations.
 NODE_MONITORING_CONFIGURATION: Mapping[str, Any] = {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
 
 
@@ -41,7 +41,7 @@ def metrics_server_configuration(placement: Placement) -> dict[str, Any]:
     The keys are the upstream chart's (kubernetes-sigs/metrics-server charts/metrics-server/values.yaml: `replicas`,
     `nodeSelector`, `tolerations`), which the add-on's configuration schema takes
     (`aws eks describe-addon-configuration --addon-name metrics-server`). The model reads them back from the
-    add-on's inputs (tools/model/platform.py)."""
+    add-on's inputs (tools/cluster_model/platform.py)."""
     return {"replicas": METRICS_SERVER_REPLICAS, **placement.values()}
 
 

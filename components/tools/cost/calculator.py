@@ -24,7 +24,7 @@ from decimal import Decimal
 from ...config.types import ControlPlaneLog
 from ...platform_config import PlatformConfig
 from ...team.quantity import parse_quantity
-from ..model.platform import Platform
+from ..cluster_model.platform import Platform
 from ..preflight.checks_account import nat_zones
 from ..preflight.selection import (
     InstanceShape,
