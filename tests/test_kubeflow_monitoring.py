@@ -130,9 +130,7 @@ def test_every_target_names_a_file_of_the_pinned_tree_that_states_its_port(targe
 
 @pytest.mark.stack
 def test_in_the_dev_stack_the_monitors_wait_for_the_release_that_defines_their_crds(dev):
-    release = next(
-        r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
-    )
+    release = dev.release("kube-prometheus-stack")
     kinds = {f"kubernetes:monitoring.coreos.com/v1:{kind}" for kind in MONITOR_KINDS}
     found = [r for kind in sorted(kinds) for r in dev.of_type(kind) if r.name.startswith("kubeflow-")]
     assert {r.inputs["metadata"]["name"] for r in found} == {

@@ -298,11 +298,7 @@ def test_behind_an_alb_the_gateway_admits_the_albs_subnets_and_the_ingress_goes_
     assert len(public) == len(internal)
     assert all("public" in subnets[cidr] for cidr in public)
     (ingress,) = [o for o in kubeflow_objects(inventory) if o.inputs.get("kind") == "Ingress"]
-    controller = next(
-        r
-        for r in inventory.of_type("kubernetes:helm.sh/v3:Release")
-        if r.inputs["name"] == "aws-load-balancer-controller"
-    )
+    controller = inventory.release("aws-load-balancer-controller")
     assert inventory.depends_on(ingress, controller)  # the controller deletes the ALB it made
 
 

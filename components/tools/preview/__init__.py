@@ -48,9 +48,8 @@ from ..cost import PINNED, Estimate, estimate, headline
 from ..preflight.placeholders import placeholders
 from ..stack_files import load_stack, read_project_name, read_stack_config, unset_secrets
 from . import mocks
-from .inventory import Inventory, Recorded
+from .inventory import HELM_RELEASE_TYPE, Inventory, Recorded
 
-HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 PACKAGE_PREFIX = "eksml:"
 
 

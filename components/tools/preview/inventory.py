@@ -7,6 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: The type of a Helm release (pulumi-kubernetes `helm.v3.Release`).
+HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+
 
 @dataclass(frozen=True)
 class Recorded:
@@ -55,6 +58,14 @@ class Inventory:
 
     def of_type(self, type_: str) -> list[Recorded]:
         return [r for r in self.resources if r.type == type_]
+
+    def release(self, name: str) -> Recorded:
+        """The Helm release of that release name (its `name` input, what `helm list` shows); fails if there are
+        none or several."""
+        found = [r for r in self.of_type(HELM_RELEASE_TYPE) if r.inputs.get("name") == name]
+        if len(found) != 1:
+            raise LookupError(f"{len(found)} Helm releases named {name!r}")
+        return found[0]
 
     def one(self, type_: str, name: str | None = None) -> Recorded:
         """The single resource of a type (and name, when given); fails if there are none or several."""
