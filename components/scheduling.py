@@ -22,6 +22,14 @@ class Taint:
         rendered = {"key": self.key, "value": self.value, "effect": self.effect}
         return {k: v for k, v in rendered.items() if v != ""}
 
+    def toleration(self) -> dict[str, str]:
+        """The toleration of exactly this taint: its key, value and effect."""
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+    def key_toleration(self) -> dict[str, str]:
+        """The toleration of this taint's key and effect, whatever its value."""
+        return {"key": self.key, "operator": "Exists", "effect": self.effect}
+
 
 GPU_RESOURCE = "nvidia.com/gpu"
 #: Neuron devices, and their cores: the Neuron device plugin advertises both, and Karpenter counts both on an
@@ -51,9 +59,9 @@ CSI_STARTUP_TAINTS: dict[str, Taint] = {
 #: and effect, whatever the team: the GPU Operator *replaces* its operands' tolerations with its list
 #: (gpu-operator controllers/object_controls.go), so an agent that does not list it never runs on a team's nodes.
 TEAM_TAINT_KEY = "eksml.io/team"
-TEAM_TAINT_TOLERATION: Mapping[str, str] = MappingProxyType(
-    {"key": TEAM_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
-)
+#: The team taint whatever the team (its value), as node agents tolerate it.
+ANY_TEAM_TAINT = Taint(TEAM_TAINT_KEY, "", "NoSchedule")
+TEAM_TAINT_TOLERATION: Mapping[str, str] = MappingProxyType(ANY_TEAM_TAINT.key_toleration())
 
 #: Name of the secondary bin-packing scheduler GPU pods are placed by (overridable in stack config).
 DEFAULT_GPU_SCHEDULER = "gpu-binpack"
@@ -88,5 +96,5 @@ class Placement:
 SYSTEM_TAINT = Taint("CriticalAddonsOnly", "true", "NoSchedule")
 SYSTEM_PLACEMENT = Placement(
     node_selector=MappingProxyType({"eksml.io/node-role": "system"}),
-    tolerations=({"key": SYSTEM_TAINT.key, "operator": "Exists", "effect": SYSTEM_TAINT.effect},),
+    tolerations=(SYSTEM_TAINT.key_toleration(),),
 )

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.tools.model.landing import lands_on
-from components.tools.model.platform import Platform
+from components.tools.cluster_model.landing import lands_on
+from components.tools.cluster_model.platform import Platform
 from engine.nodes import KIND_ANNOTATION
 
 #: Workloads the box cannot run: pods an operator makes (its operator runs no code) and the EKS add-ons' (EKS

@@ -298,11 +298,7 @@ def test_behind_an_alb_the_gateway_admits_the_albs_subnets_and_the_ingress_goes_
     assert len(public) == len(internal)
     assert all("public" in subnets[cidr] for cidr in public)
     (ingress,) = [o for o in kubeflow_objects(inventory) if o.inputs.get("kind") == "Ingress"]
-    controller = next(
-        r
-        for r in inventory.of_type("kubernetes:helm.sh/v3:Release")
-        if r.inputs["name"] == "aws-load-balancer-controller"
-    )
+    controller = inventory.release("aws-load-balancer-controller")
     assert inventory.depends_on(ingress, controller)  # the controller deletes the ALB it made
 
 
@@ -330,7 +326,7 @@ def test_the_model_judges_the_alb_allowance_in_the_stacks_own_vpc_and_catches_on
     from ipaddress import IPv4Network
 
     from components.network.plan import plan_subnets
-    from components.tools.model import check_views
+    from components.tools.cluster_model import check_views
     from components.tools.preview import stack_view
 
     access = FACING if scheme == "internet-facing" else ALB

@@ -463,10 +463,10 @@ def _team_job(team: str, taint: dict[str, str]) -> dict[str, Any]:
 def test_a_team_stacks_job_admitted_on_the_shared_flavor_lands_on_the_platforms_pools_only(tmp_path):
     """A team stack's pod tolerates its own pool's taint: were the shared flavor to select no nodes, Kueue would admit
     it on `platform-gpus` (holding shared quota) and it could run on the team's own pool."""
-    from components.tools.model import check_previews
-    from components.tools.model.landing import lands_on
-    from components.tools.model.nodes import from_node_pool
-    from components.tools.model.workloads import from_object
+    from components.tools.cluster_model import check_previews
+    from components.tools.cluster_model.landing import lands_on
+    from components.tools.cluster_model.nodes import from_node_pool
+    from components.tools.cluster_model.workloads import from_object
     from tests.test_platform_model import preview
 
     prod = parse_config(stack_config("prod"), project="eks-ml-platform", stack="prod")

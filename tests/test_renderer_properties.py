@@ -181,7 +181,7 @@ def test_every_accelerator_ceiling_gets_exactly_one_near_limit_alert_at_its_own_
         promql_parser.parse(rule["expr"])
         assert rule["expr"].endswith(f"> {ratio}")
         assert f"NodePool {pool.name} uses over" in rule["annotations"]["summary"]
-        assert f"of its {pool.gpu_limit} " in rule["annotations"]["summary"]
+        assert f"of its {pool.accelerator_limit} " in rule["annotations"]["summary"]
 
 
 # ----------------------------------------------------------------------------------------------------- config

@@ -405,8 +405,8 @@ def test_a_profile_owner_must_be_an_email():
 def test_on_a_pod_identity_platform_the_teams_pods_reach_the_agent_for_credentials_and_only_there():
     """EKS Pod Identity serves credentials from a link-local agent on port 80, which the namespace's egress deny
     (443 out only) closed: the team's role was unusable. IRSA's STS call goes over 443 and needs no such path."""
-    from components.tools.model.flows import problems as flow_problems
-    from components.tools.model.network import Cluster
+    from components.tools.cluster_model.flows import problems as flow_problems
+    from components.tools.cluster_model.network import Cluster
 
     plan = plan_team(team(), offer(identity="podIdentity"))
     cluster = Cluster(list(plan.namespace.values()), [], pod_identity=[("vision", "vision")])
@@ -421,8 +421,8 @@ MIRROR = {"mirror": {"cidr": "10.8.0.0/16", "ports": [8081]}, "git": {"cidr": "0
 
 def test_a_teams_egress_opens_each_range_on_its_ports_and_the_model_judges_it_open():
     """Package mirrors, git over SSH, databases: egress beyond HTTPS that the default (443 only) closed."""
-    from components.tools.model.flows import problems as flow_problems
-    from components.tools.model.network import Cluster
+    from components.tools.cluster_model.flows import problems as flow_problems
+    from components.tools.cluster_model.network import Cluster
 
     namespace = plan_team(team(network={"egress": MIRROR}), offer()).namespace
     (git,) = namespace["allow-egress-git"]["spec"]["egress"]
@@ -439,8 +439,8 @@ def test_a_teams_egress_opens_each_range_on_its_ports_and_the_model_judges_it_op
 
 def test_a_teams_egress_to_a_range_holding_the_metadata_service_leaves_it_out_and_the_model_holds_it_closed():
     """0.0.0.0/0 on port 80 (a package mirror over HTTP) must not hand pods the node role's credentials (IMDS)."""
-    from components.tools.model.flows import problems as flow_problems
-    from components.tools.model.network import Cluster
+    from components.tools.cluster_model.flows import problems as flow_problems
+    from components.tools.cluster_model.network import Cluster
 
     namespace = plan_team(team(network={"egress": {"http": {"cidr": "0.0.0.0/0", "ports": [80]}}}), offer()).namespace
     (rule,) = namespace["allow-egress-http"]["spec"]["egress"]

@@ -125,7 +125,7 @@ def namespace_manifests(
 
 
 def service_account(team: TeamConfig, annotations: Any) -> Manifest:
-    """The team's service account, annotated as its role asks (`IrsaRole.service_account_annotations`: the IRSA
+    """The team's service account, annotated as its role asks (`WorkloadRole.service_account_annotations`: the IRSA
     role's ARN, or nothing with EKS Pod Identity; may be a Pulumi output: it is only placed, never read)."""
     return {
         "apiVersion": "v1",

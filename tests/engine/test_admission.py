@@ -21,8 +21,8 @@ import yaml
 
 from components.kubeflow.auth import Contributor, contributors
 from components.kubeflow.teams import profile_manifest
-from components.tools.model import Platform, load
-from components.tools.model.admission import (
+from components.tools.cluster_model import Platform, load
+from components.tools.cluster_model.admission import (
     JudgedPod,
     bound_policies,
     documented_pods,
@@ -31,10 +31,10 @@ from components.tools.model.admission import (
     refusals,
     trainer_pods,
 )
-from components.tools.model.pipeline_pods import pipeline_pods
-from components.tools.model.pod_security import ENFORCE, baseline_failures, restricted_failures
-from components.tools.model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
-from components.tools.model.workloads import pod_template
+from components.tools.cluster_model.pipeline_pods import pipeline_pods
+from components.tools.cluster_model.pod_security import ENFORCE, baseline_failures, restricted_failures
+from components.tools.cluster_model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
+from components.tools.cluster_model.workloads import pod_template
 from engine import access
 from engine.access import Access, Subject, Verdict
 from engine.cluster import Box, netns_exec
