@@ -33,12 +33,13 @@ from ..kueue.queues import (
     resource_flavor,
     team_queue,
 )
-from ..scheduling import GPU_RESOURCE, TEAM_TAINT_KEY, Taint
+from ..scheduling import TEAM_TAINT_KEY, Taint
 from ..storage.render import fsx_volume
 from .config import TeamConfig
 from .namespace import TEAM_LABEL, Manifest, namespace_manifests
 from .offer import OfferedPool, PlatformOffer
 from .quantity import parse_quantity
+from .share import share_problems
 
 #: Namespaces no team may take: Kubernetes' own and the platform's (exempt from its GPU admission policy).
 RESERVED_NAMESPACES = frozenset({"default", *SYSTEM_NAMESPACES})
@@ -349,44 +350,6 @@ def _volumes(team: TeamConfig, offer: PlatformOffer) -> tuple[dict[str, Manifest
     return volumes, claims
 
 
-def _gpus(limits: Mapping[str, str]) -> int:
-    amount = limits.get(GPU_RESOURCE, "0")
-    return int(amount) if str(amount).isdigit() else 0
-
-
-def _quota_problems(team: TeamConfig, offer: PlatformOffer, spec: NodePoolSpec | None) -> list[tuple[str, str]]:
-    """A GPU quota no pool can fill is a promise the platform cannot keep: the team's pods would stay Pending."""
-    platform = {name: _gpus(pool.limits) for name, pool in sorted(offer.node_pools.items()) if _gpus(pool.limits)}
-    own = _gpus(spec.limits) if spec is not None else 0
-    available = sum(platform.values()) + own
-    if team.quota.gpus <= available:
-        return []
-    pools = ", ".join(f"{name}: {gpus}" for name, gpus in platform.items()) or "none"
-    return [
-        (
-            "quota.gpus",
-            (
-                f"asks for {team.quota.gpus} GPUs at once, more than every pool it can use allows together "
-                f"({available}: the platform's GPU pools {pools}; the team's own pool {own})"
-            ),
-        )
-    ]
-
-
-def _queue_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str, str]]:
-    if team.quota.gpu_borrowing_limit is not None and offer.kueue is None:
-        return [
-            (
-                "quota.gpuBorrowingLimit",
-                (
-                    "the platform runs no Kueue (its kueue.enabled, or no GPU pool), so nothing lends the team GPUs; "
-                    "remove it"
-                ),
-            )
-        ]
-    return []
-
-
 def _own_flavor(team: TeamConfig, spec: NodePoolSpec | None) -> Flavor | None:
     """The flavor of the team's own GPU pool: only pods that tolerate the team's taint are given it."""
     if spec is None or not spec.gpu_limit:
@@ -415,7 +378,7 @@ def plan_team(
     if team.node_pool is not None:
         spec, pool_problems = _pool(team, offer)
         problems += pool_problems
-    problems += _quota_problems(team, offer, spec) + _queue_problems(team, offer)
+    problems += share_problems(team, offer, spec)
     if problems:
         raise ConfigError(_issues(problems))
     volumes, claims = _volumes(team, offer)
