@@ -363,7 +363,7 @@ def test_a_profiles_namespace_takes_the_same_kubeflow_paths_as_the_platforms_kub
     from components.kubeflow import teams as kubeflow_teams
 
     policies = plan_team(team(kubeflow=KUBEFLOW), offer()).namespace
-    platform_team = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_quota=1, s3_prefix="vision")
+    platform_team = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_ceiling=1, s3_prefix="vision")
     platforms = {p["metadata"]["name"]: p for p in kubeflow_teams.network_policies(platform_team, "monitoring")}
     kubeflow_paths = {"allow-istio-gateway", "allow-notebook-culler", "allow-istiod", "allow-kubeflow-services"}
     kubeflow_paths.add("allow-gateway-in-cluster")

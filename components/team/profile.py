@@ -20,7 +20,7 @@ def team_profile(team: TeamConfig, role_arn: Any, gpu_ceiling: int) -> Manifest:
     `TeamPlan.gpu_share`), `default-editor` annotated with `role_arn` (the team's IRSA role; a Pulumi output in a
     program, only placed, never read)."""
     assert team.kubeflow is not None, "the team has no kubeflow section"
-    return profile_manifest(name=team.name, owner=team.kubeflow.owner, gpu_quota=gpu_ceiling, role_arn=role_arn)
+    return profile_manifest(name=team.name, owner=team.kubeflow.owner, gpu_ceiling=gpu_ceiling, role_arn=role_arn)
 
 
 def team_pod_defaults(team: TeamConfig, *, queueing: bool) -> list[Manifest]:

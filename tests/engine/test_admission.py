@@ -72,7 +72,7 @@ def second_team(objects: Objects) -> Objects:
     namespace["metadata"]["labels"] = {**labels["labels"], "eksml.io/team": SECOND_TEAM}
     people = [Contributor("editor@example.org", "edit"), Contributor("viewer@example.org", "view")]
     team = profile_manifest(
-        name=SECOND_TEAM, owner="vision-lead@example.org", gpu_quota=0, role_arn="arn:aws:iam::1:role/r"
+        name=SECOND_TEAM, owner="vision-lead@example.org", gpu_ceiling=0, role_arn="arn:aws:iam::1:role/r"
     )
     return [namespace, team, *contributors(SECOND_TEAM, people)]
 
