@@ -539,3 +539,20 @@ def test_the_stack_labels_the_gpu_pools_its_flavor_selects_and_no_other(dev):
     pools = {r.inputs["metadata"]["name"]: r for r in dev.of_type("kubernetes:karpenter.sh/v1:NodePool")}
     labelled = {name for name, pool in pools.items() if _labels(pool.inputs).get(GPU_SHARE_LABEL) == GPU_SHARE_PLATFORM}
     assert labelled == {"gpu-inference"}  # not cpu-general
+
+
+def test_the_model_catches_a_team_quota_that_lets_unqueued_pods_pass_the_share(tmp_path):
+    """Queued and unqueued GPU pods of one team together stay within its share: the namespace's quota, which counts
+    both, is no more than what its ClusterQueue admits. A quota of twice the share would let a KServe predictor or
+    a pipeline step hold GPUs beside a full queue."""
+    labels = {"eksml.io/workload": "inference"}
+    queues = _queues(labels)  # nominal 2, borrowing 2: the share's ceiling is 4
+    assert _model_problems(tmp_path, [_namespace("vision"), _quota("vision"), *queues, _job({})]) == []
+    doubled = _quota("vision")
+    doubled["spec"]["hard"]["requests.nvidia.com/gpu"] = "8"
+    found = _model_problems(tmp_path / "b", [_namespace("vision"), doubled, *queues, _job({})])
+    named = (
+        "[queues] namespace vision's GPU quota (8) is more than its share (ClusterQueue team-vision admits up to 4): "
+        "its unqueued GPU pods may hold 4 GPUs past its share while Kueue admits the whole share to its queued work"
+    )
+    assert found == [named]

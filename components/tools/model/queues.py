@@ -220,6 +220,29 @@ def gpus_stay_within_shares(platform: Platform, **_: Any) -> list[Problem]:
                     "Profile): its GPU pods reach the shared GPU pools outside any team's share",
                 )
             )
+    return problems + _quotas_within_shares(platform, ceilings)
+
+
+def _quotas_within_shares(platform: Platform, ceilings: Mapping[str, int]) -> list[Problem]:
+    """A queued team's namespace quota is no more than its share's ceiling (what its ClusterQueue admits at most).
+    The quota counts queued and unqueued pods together, so the team's GPUs never pass it; but a quota above the
+    share lets unqueued pods (KServe predictors, pipeline steps, Deployments) hold GPUs Kueue does not count while it
+    admits the whole share to queued work: up to twice the share when the quota is the share counted twice."""
+    problems = []
+    for name, cluster_queue in sorted(_named(platform, "ClusterQueue").items()):
+        selected = ((cluster_queue["spec"].get("namespaceSelector") or {}).get("matchLabels") or {}).get(
+            "kubernetes.io/metadata.name"
+        )
+        most = _admits_at_most(cluster_queue)
+        if selected in ceilings and most is not None and ceilings[selected] > most:
+            problems.append(
+                Problem(
+                    "queues",
+                    f"namespace {selected}'s GPU quota ({ceilings[selected]}) is more than its share (ClusterQueue "
+                    f"{name} admits up to {most}): its unqueued GPU pods may hold {ceilings[selected] - most} GPUs "
+                    "past its share while Kueue admits the whole share to its queued work",
+                )
+            )
     return problems
 
 
