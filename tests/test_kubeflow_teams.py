@@ -69,7 +69,15 @@ def test_the_profile_caps_gpus_and_annotates_the_service_account_only(schemas):
     jsonschema.validate(profile, schemas[("kubeflow.org/v1", "Profile")])
     assert profile["apiVersion"] == "kubeflow.org/v1"
     assert profile["spec"]["owner"] == {"kind": "User", "name": "lead@example.org"}
-    assert profile["spec"]["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "8"}}
+    # no Neuron device on the platform's Neuron pools: they are in no team's share (docs/gpu.md)
+    assert profile["spec"]["resourceQuotaSpec"] == {
+        "hard": {
+            "requests.nvidia.com/gpu": "8",
+            "requests.aws.amazon.com/neuron": "0",
+            "requests.aws.amazon.com/neuroncore": "0",
+            "requests.aws.amazon.com/neurondevice": "0",
+        }
+    }
     assert profile["spec"]["plugins"] == [
         {"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": VISION.role_arn, "annotateOnly": True}}
     ]

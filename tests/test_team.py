@@ -324,7 +324,14 @@ def test_the_team_profile_is_valid_against_kubeflows_crd_and_caps_the_teams_gpus
     jsonschema.validate(profile, _profile_schema(profile["apiVersion"]))
     assert profile["metadata"] == {"name": "vision"}
     assert profile["spec"]["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
-    assert profile["spec"]["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "6"}}
+    assert profile["spec"]["resourceQuotaSpec"] == {
+        "hard": {
+            "requests.nvidia.com/gpu": "6",
+            "requests.aws.amazon.com/neuron": "0",
+            "requests.aws.amazon.com/neuroncore": "0",
+            "requests.aws.amazon.com/neurondevice": "0",
+        }
+    }
     # annotateOnly: the controller annotates default-editor with the team's role and never edits the role itself
     assert profile["spec"]["plugins"] == [
         {"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": ROLE, "annotateOnly": True}}

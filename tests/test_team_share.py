@@ -69,3 +69,24 @@ def test_borrowing_needs_no_reserve():
 def test_a_platform_that_does_not_export_its_reserve_is_reported_as_older():
     with pytest.raises(PlatformContractError, match=r"output kueue\.teamStackGpus"):
         offer(None)
+
+
+def test_a_team_stack_may_use_what_its_own_neuron_pool_runs_and_no_more_in_its_quota_and_profile():
+    """Neuron is in no Kueue share: the namespace's quota is what caps it, at what the team's own Neuron pool runs
+    (none without one), and the Profile, whose quota applies too, says the same."""
+    from components.team.profile import team_profile
+
+    neuron_pool = {"preset": "neuron", "nodeClass": "gpu", "limits": {"aws.amazon.com/neuron": "16"}}
+    platform = parse_offer(
+        {**PLATFORM, "nodePools": {**PLATFORM["nodePools"], "neuron": {**neuron_pool, "capacityTypes": ["on-demand"]}}},
+        stack=STACK,
+    )
+    kubeflow = {"kubeflow": {"owner": "lead@example.org"}}
+    own = plan_team(team(8, nodePool={"preset": "neuron", "limits": {"aws.amazon.com/neuron": "4"}}), platform)
+    hard = own.namespace["quota"]["spec"]["hard"]
+    assert hard["requests.aws.amazon.com/neuron"] == hard["requests.aws.amazon.com/neurondevice"] == "4"
+    assert hard["requests.aws.amazon.com/neuroncore"] == "0"  # the pool is capped on devices
+    profile = team_profile(team(8, **kubeflow), "arn:aws:iam::123456789012:role/x", 16, own.neuron_quota)
+    assert {k: v for k, v in profile["spec"]["resourceQuotaSpec"]["hard"].items() if "neuron" in k} == own.neuron_quota
+    without = plan_team(team(8), platform).namespace["quota"]["spec"]["hard"]
+    assert without["requests.aws.amazon.com/neuron"] == "0"  # the platform's Neuron pool is in no team's share

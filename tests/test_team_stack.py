@@ -295,7 +295,15 @@ def test_the_profile_points_the_controller_at_the_teams_role_and_quota(team_dev)
     spec = profile.inputs["spec"]
     assert spec["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
     # quota.gpus 2, and as many again to borrow through the platform's Kueue
-    assert spec["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "4"}}
+    # and no Neuron device: the team has no Neuron pool, and the platform's are in no team's share
+    assert spec["resourceQuotaSpec"] == {
+        "hard": {
+            "requests.nvidia.com/gpu": "4",
+            "requests.aws.amazon.com/neuron": "0",
+            "requests.aws.amazon.com/neuroncore": "0",
+            "requests.aws.amazon.com/neurondevice": "0",
+        }
+    }
     (plugin,) = spec["plugins"]
     assert plugin == {
         "kind": "AwsIamForServiceAccount",

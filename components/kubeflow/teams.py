@@ -8,12 +8,19 @@ resolved values (inside an `apply`) or placeholders in a program.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .. import network_policies as netpol
 from ..identity.team_policy import team_s3_policy
-from ..kueue.queues import LOCAL_QUEUE, MANAGED_NAMESPACE_LABEL, MANAGED_NAMESPACE_VALUE, QUEUE_LABEL
+from ..kueue.queues import (
+    LOCAL_QUEUE,
+    MANAGED_NAMESPACE_LABEL,
+    MANAGED_NAMESPACE_VALUE,
+    QUEUE_LABEL,
+    neuron_ceilings,
+)
 from ..pod_security import TEAM_POD_SECURITY
 from ..scheduling import GPU_RESOURCE
 from ..storage.render import fsx_volume
@@ -111,17 +118,20 @@ def namespace(team: Team) -> Manifest:
     }
 
 
-def profile_manifest(*, name: str, owner: str, gpu_ceiling: int, role_arn: Any) -> Manifest:
-    """A Profile owned by `owner`, its namespace capped at `gpu_ceiling` GPUs, and `default-editor` annotated with
-    `role_arn` (a string, a placeholder, or a Pulumi output: it is only placed, never read). The platform's teams and
-    team stacks both make theirs here."""
+def profile_manifest(
+    *, name: str, owner: str, gpu_ceiling: int, role_arn: Any, neuron: Mapping[str, str] | None = None
+) -> Manifest:
+    """A Profile owned by `owner`, its namespace capped at `gpu_ceiling` GPUs and at `neuron` Neuron devices and
+    cores (`kueue.queues.neuron_ceilings`; None: none, the platform's Neuron pools being in no team's share), and
+    `default-editor` annotated with `role_arn` (a string, a placeholder, or a Pulumi output: it is only placed, never
+    read). The platform's teams and team stacks both make theirs here."""
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "Profile",
         "metadata": {"name": name},
         "spec": {
             "owner": {"kind": "User", "name": owner},
-            "resourceQuotaSpec": {"hard": {GPU_QUOTA_KEY: str(gpu_ceiling)}},
+            "resourceQuotaSpec": {"hard": {GPU_QUOTA_KEY: str(gpu_ceiling), **(neuron or neuron_ceilings())}},
             "plugins": [
                 {
                     "kind": "AwsIamForServiceAccount",

@@ -29,6 +29,7 @@ from ..kueue.queues import (
     Flavor,
     GpuShare,
     gpu_share,
+    neuron_ceilings,
     pool_flavor,
     resource_flavor,
     team_queue,
@@ -68,6 +69,8 @@ class TeamPlan:
     bucket_kms_key_arn: str | None
     #: The team's GPU share: nominal, what it may borrow, and the ceiling its ResourceQuota holds.
     gpu_share: GpuShare
+    #: The ResourceQuota entries capping its Neuron devices and cores: what its own Neuron pool runs, else none.
+    neuron_quota: dict[str, str]
     #: Its ClusterQueue and LocalQueue, when the platform runs Kueue.
     queues: tuple[Manifest, Manifest] | None = None
     #: The ResourceFlavor of its own GPU pool, when it has one and the platform runs Kueue.
@@ -398,6 +401,9 @@ def plan_team(
         labels = {**PROFILE_NAMESPACE_LABELS, **(labels or {})}
         annotations = {OWNER_ANNOTATION: team.kubeflow.owner, **(annotations or {})}
     own = _own_flavor(team, spec) if offer.kueue is not None else None
+    neuron_quota = neuron_ceilings(
+        spec.accelerator_limits if spec is not None and spec.accelerator == "neuron" else None
+    )
     share = gpu_share(team.quota.gpus, team.quota.gpu_borrowing_limit, queueing=offer.kueue is not None)
     if offer.kueue is not None:
         # Kueue's webhooks act in namespaces with this label only.
@@ -411,6 +417,7 @@ def plan_team(
             labels=labels,
             annotations=annotations,
             gpu_ceiling=share.ceiling,
+            neuron_quota=neuron_quota,
             pod_identity=offer.identity == "podIdentity",
         ),
         volumes=volumes,
@@ -424,6 +431,7 @@ def plan_team(
         bucket=bucket,
         bucket_kms_key_arn=offer.bucket_kms_key_arns.get(bucket_key) if bucket_key is not None else None,
         gpu_share=share,
+        neuron_quota=neuron_quota,
         queues=_queues(team, offer, share, own) if offer.kueue is not None else None,
         flavor=resource_flavor(own) if own is not None else None,
         s3_prefix=prefix,
