@@ -37,6 +37,13 @@ GPU_RESOURCE = "nvidia.com/gpu"
 NEURON_RESOURCE = "aws.amazon.com/neuron"
 NEURON_CORE_RESOURCE = "aws.amazon.com/neuroncore"
 ACCELERATOR_RESOURCES = (GPU_RESOURCE, NEURON_RESOURCE, NEURON_CORE_RESOURCE)
+#: Every name a Neuron device plugin has advertised: `aws.amazon.com/neuron` (whole devices) and
+#: `aws.amazon.com/neuroncore` (cores) today ("the device plugin registers two resource types", Neuron docs,
+#: deploy/includes/k8s-neuron-device-plugin.rst, awsdocs-neuron.readthedocs-hosted.com/en/latest/deploy/includes/
+#: k8s-neuron-device-plugin.html), and `aws.amazon.com/neurondevice`, the devices' name in older releases (Neuron docs
+#: v1.12.0, containers/kubernetes-getting-started.html). A team namespace's quota caps all three, so a node with an
+#: older plugin opens no way around it. They share the prefix `NEURON_RESOURCE`.
+NEURON_RESOURCES = (NEURON_RESOURCE, NEURON_CORE_RESOURCE, "aws.amazon.com/neurondevice")
 #: The EFA device plugin's resource: the EFA interfaces of a node.
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 #: Set on the nodes of NodePools whose node class attaches EFA interfaces: the EFA device plugin runs exactly there.

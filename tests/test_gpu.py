@@ -388,6 +388,7 @@ def test_gpu_stack_is_installed_when_a_pool_launches_gpus_and_not_otherwise(dev)
             },
             "kubeflow": {"enabled": False},  # its team's GPU quota needs a GPU pool
         },
+        drop=("eks-ml-platform:kueue",),  # so does the team stacks' GPU reserve
     )
     assert not cpu_only.of_type("eksml:gpu:GpuStack")
 

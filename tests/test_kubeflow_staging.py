@@ -19,8 +19,8 @@ REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" 
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
 EVERYTHING = entries.selected(katib=True, spark=True, hub=True, knative=True, hub_registry=True)
 TEAMS = (
-    Team(name="vision", owner="lead@example.org", gpu_quota=8, s3_prefix="teams/vision", fsx_claim="fsx-lustre"),
-    Team(name="nlp", owner="nlp@example.org", gpu_quota=2, s3_prefix="teams/nlp"),
+    Team(name="vision", owner="lead@example.org", gpu_ceiling=8, s3_prefix="teams/vision", fsx_claim="fsx-lustre"),
+    Team(name="nlp", owner="nlp@example.org", gpu_ceiling=2, s3_prefix="teams/nlp"),
 )
 SETTINGS = plan.Settings(
     admin=Admin("platform@example.org"),

@@ -257,7 +257,7 @@ def test_a_team_namespace_without_one_of_its_policies_is_caught(dropped, expecte
     assert any(p.startswith(expected) for p in problems(small_platform(dropped)))
 
 
-VISION = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_quota=1, s3_prefix="teams/vision")
+VISION = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_ceiling=1, s3_prefix="teams/vision")
 VISION_POLICIES = [p["metadata"]["name"] for p in kubeflow_teams.network_policies(VISION, "monitoring")]
 
 

@@ -324,7 +324,14 @@ def test_the_team_profile_is_valid_against_kubeflows_crd_and_caps_the_teams_gpus
     jsonschema.validate(profile, _profile_schema(profile["apiVersion"]))
     assert profile["metadata"] == {"name": "vision"}
     assert profile["spec"]["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
-    assert profile["spec"]["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "6"}}
+    assert profile["spec"]["resourceQuotaSpec"] == {
+        "hard": {
+            "requests.nvidia.com/gpu": "6",
+            "requests.aws.amazon.com/neuron": "0",
+            "requests.aws.amazon.com/neuroncore": "0",
+            "requests.aws.amazon.com/neurondevice": "0",
+        }
+    }
     # annotateOnly: the controller annotates default-editor with the team's role and never edits the role itself
     assert profile["spec"]["plugins"] == [
         {"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": ROLE, "annotateOnly": True}}
@@ -363,7 +370,7 @@ def test_a_profiles_namespace_takes_the_same_kubeflow_paths_as_the_platforms_kub
     from components.kubeflow import teams as kubeflow_teams
 
     policies = plan_team(team(kubeflow=KUBEFLOW), offer()).namespace
-    platform_team = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_quota=1, s3_prefix="vision")
+    platform_team = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_ceiling=1, s3_prefix="vision")
     platforms = {p["metadata"]["name"]: p for p in kubeflow_teams.network_policies(platform_team, "monitoring")}
     kubeflow_paths = {"allow-istio-gateway", "allow-notebook-culler", "allow-istiod", "allow-kubeflow-services"}
     kubeflow_paths.add("allow-gateway-in-cluster")

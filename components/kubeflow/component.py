@@ -17,6 +17,7 @@ from ..certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 from ..cluster.handle import ClusterHandle
 from ..identity.documents import to_json
 from ..identity.irsa import WorkloadRole
+from ..identity.team_policy import team_s3_policy
 from . import fetch, pipelines, pipelines_iam, plan, render
 from .access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
 from .alb_auth import CLIENT_SECRET_PLACEHOLDER as ALB_CLIENT_SECRET_PLACEHOLDER
@@ -26,7 +27,7 @@ from .credentials import NAMES
 from .objects import MONITORING_GROUP
 from .register import register
 from .staging import Stage, Staged
-from .teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
+from .teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT
 
 #: Credentials with a shape of their own (everything else: 32 letters and digits, safe in connection strings).
 _ADMIN = "admin_password_bcrypt"
@@ -312,10 +313,11 @@ class Kubeflow(pulumi.ComponentResource):
         """The team's IRSA role: assumable only by its namespace's default-editor account, limited to its prefix."""
         cluster, config = args.cluster, args.config.teams[team]
         assert args.bucket_name is not None, "config refuses teams without kubeflow.bucket"
-        spec = Team(name=team, owner=config.owner, gpu_quota=config.gpu_quota, s3_prefix=config.s3_prefix)
         policy = pulumi.Output.all(cluster.partition, args.bucket_name, args.bucket_kms_key_arn).apply(
             lambda v: to_json(
-                permission_policy(spec, bucket=v[1], partition=v[0], region=cluster.region, kms_key_arn=v[2])
+                team_s3_policy(
+                    partition=v[0], region=cluster.region, bucket=v[1], prefix=config.s3_prefix, kms_key_arn=v[2]
+                )
             )
         )
         return cluster.workload_role(

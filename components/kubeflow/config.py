@@ -499,7 +499,7 @@ def settings(
             Team(
                 name=name,
                 owner=t.owner,
-                gpu_quota=gpu_share(t.gpu_quota, t.gpu_borrowing_limit, queueing=queueing).ceiling,
+                gpu_ceiling=gpu_share(t.gpu_quota, t.gpu_borrowing_limit, queueing=queueing).ceiling,
                 s3_prefix=t.s3_prefix,
                 fsx_claim=t.fsx_claim,
                 queued=queueing,

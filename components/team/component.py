@@ -188,7 +188,7 @@ class TeamProfile(pulumi.ComponentResource):
         assert team.kubeflow is not None, "the team has no kubeflow section"
         self.profile = k8s_objects.create(
             f"{name}-profile",
-            team_profile(team, args.identity.role_arn, args.plan.gpu_share.ceiling),
+            team_profile(team, args.identity.role_arn, args.plan.gpu_share.ceiling, args.plan.neuron_quota),
             pulumi.ResourceOptions(
                 parent=self,
                 provider=args.cluster.kubernetes_provider,
