@@ -1,4 +1,4 @@
-"""Where the box's pods run, judged against the platform model (components/tools/model): each pod the real
+"""Where the box's pods run, judged against the platform model (components/tools/cluster_model): each pod the real
 controllers made and the real scheduler placed must be running (a Job's: done) on a kind of node the model says
 it lands on, and each workload the model expects must have its pods."""
 
