@@ -1,7 +1,8 @@
 """The cluster's own admission and access on the real API server (issue #35 item 4), against what the offline
 checks say: our ValidatingAdmissionPolicies' verdict and message on the pods the docs describe
 (`components/tools/cluster_model/admission.py`), Pod Security admission on every pod the platform runs
-(`components/tools/cluster_model/pod_security.py`), and RBAC as SubjectAccessReviews (`components/tools/cluster_model/rbac.py`).
+(`components/tools/cluster_model/pod_security.py`), and RBAC as SubjectAccessReviews
+(`components/tools/cluster_model/rbac.py`).
 
 Only etcd, the API server and the controller manager's ClusterRole aggregation run, in a network namespace with
 only loopback up (engine/cluster.py); the dev stack's offline preview gives every object (engine/access.py).
