@@ -19,8 +19,8 @@ _EXPORTS = {
     "GpuStackArgs": "gpu.component",
     "Ingress": "ingress.component",
     "IngressArgs": "ingress.component",
-    "IrsaRole": "identity.irsa",
-    "IrsaRoleArgs": "identity.irsa",
+    "WorkloadRole": "identity.irsa",
+    "WorkloadRoleArgs": "identity.irsa",
     "Karpenter": "karpenter.component",
     "KarpenterArgs": "karpenter.component",
     "Kubeflow": "kubeflow.component",
@@ -52,8 +52,10 @@ _EXPORTS = {
     "TeamQueues": "kueue.component",
     "TeamQueuesArgs": "kueue.component",
 }
+#: Names kept for code written against an earlier release; each warns (DeprecationWarning) when used.
+_DEPRECATED = {"IrsaRole": "identity.irsa", "IrsaRoleArgs": "identity.irsa"}
 __all__ = sorted(_EXPORTS)
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__getattr__ = lazy_exports(__name__, {**_EXPORTS, **_DEPRECATED})
 
 if TYPE_CHECKING:  # never run: the same names as _EXPORTS (a test holds them together), `X as X` re-exports them
     from .certmanager.component import CertManager as CertManager
@@ -65,8 +67,8 @@ if TYPE_CHECKING:  # never run: the same names as _EXPORTS (a test holds them to
     from .gpu.component import GpuStackArgs as GpuStackArgs
     from .gpu.devices import NodeDevices as NodeDevices
     from .gpu.devices import NodeDevicesArgs as NodeDevicesArgs
-    from .identity.irsa import IrsaRole as IrsaRole
-    from .identity.irsa import IrsaRoleArgs as IrsaRoleArgs
+    from .identity.irsa import WorkloadRole as WorkloadRole
+    from .identity.irsa import WorkloadRoleArgs as WorkloadRoleArgs
     from .ingress.component import Ingress as Ingress
     from .ingress.component import IngressArgs as IngressArgs
     from .karpenter.component import Karpenter as Karpenter

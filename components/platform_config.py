@@ -263,7 +263,11 @@ class PlatformConfig(ConfigModel):
             f"the guaranteed GPUs ({quotas or 'no team'} + kueue.teamStackGpus {reserved} = {total}) pass what the "
             f"shared GPU pools may launch ({flavor.gpus}: {pools}); lower a quota or raise a pool's GPU limit"
         )
-        return [("kueue.teamStackGpus" if reserved else "kubeflow.teams", message)]
+        # Under each key that adds to the total, so whichever was changed is named.
+        keys = [
+            key for key, part in (("kubeflow.teams", sum(teams.values())), ("kueue.teamStackGpus", reserved)) if part
+        ]
+        return [(key, message) for key in keys]
 
     @property
     def kserve(self) -> bool:

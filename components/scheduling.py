@@ -22,6 +22,14 @@ class Taint:
         rendered = {"key": self.key, "value": self.value, "effect": self.effect}
         return {k: v for k, v in rendered.items() if v != ""}
 
+    def toleration(self) -> dict[str, str]:
+        """The toleration of exactly this taint: its key, value and effect."""
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+    def key_toleration(self) -> dict[str, str]:
+        """The toleration of this taint's key and effect, whatever its value."""
+        return {"key": self.key, "operator": "Exists", "effect": self.effect}
+
 
 GPU_RESOURCE = "nvidia.com/gpu"
 #: Neuron devices, and their cores: the Neuron device plugin advertises both, and Karpenter counts both on an
@@ -29,6 +37,13 @@ GPU_RESOURCE = "nvidia.com/gpu"
 NEURON_RESOURCE = "aws.amazon.com/neuron"
 NEURON_CORE_RESOURCE = "aws.amazon.com/neuroncore"
 ACCELERATOR_RESOURCES = (GPU_RESOURCE, NEURON_RESOURCE, NEURON_CORE_RESOURCE)
+#: Every name a Neuron device plugin has advertised: `aws.amazon.com/neuron` (whole devices) and
+#: `aws.amazon.com/neuroncore` (cores) today ("the device plugin registers two resource types", Neuron docs,
+#: deploy/includes/k8s-neuron-device-plugin.rst, awsdocs-neuron.readthedocs-hosted.com/en/latest/deploy/includes/
+#: k8s-neuron-device-plugin.html), and `aws.amazon.com/neurondevice`, the devices' name in older releases (Neuron docs
+#: v1.12.0, containers/kubernetes-getting-started.html). A team namespace's quota caps all three, so a node with an
+#: older plugin opens no way around it. They share the prefix `NEURON_RESOURCE`.
+NEURON_RESOURCES = (NEURON_RESOURCE, NEURON_CORE_RESOURCE, "aws.amazon.com/neurondevice")
 #: The EFA device plugin's resource: the EFA interfaces of a node.
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 #: Set on the nodes of NodePools whose node class attaches EFA interfaces: the EFA device plugin runs exactly there.
@@ -51,9 +66,9 @@ CSI_STARTUP_TAINTS: dict[str, Taint] = {
 #: and effect, whatever the team: the GPU Operator *replaces* its operands' tolerations with its list
 #: (gpu-operator controllers/object_controls.go), so an agent that does not list it never runs on a team's nodes.
 TEAM_TAINT_KEY = "eksml.io/team"
-TEAM_TAINT_TOLERATION: Mapping[str, str] = MappingProxyType(
-    {"key": TEAM_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
-)
+#: The team taint whatever the team (its value), as node agents tolerate it.
+ANY_TEAM_TAINT = Taint(TEAM_TAINT_KEY, "", "NoSchedule")
+TEAM_TAINT_TOLERATION: Mapping[str, str] = MappingProxyType(ANY_TEAM_TAINT.key_toleration())
 
 #: Name of the secondary bin-packing scheduler GPU pods are placed by (overridable in stack config).
 DEFAULT_GPU_SCHEDULER = "gpu-binpack"
@@ -88,5 +103,5 @@ class Placement:
 SYSTEM_TAINT = Taint("CriticalAddonsOnly", "true", "NoSchedule")
 SYSTEM_PLACEMENT = Placement(
     node_selector=MappingProxyType({"eksml.io/node-role": "system"}),
-    tolerations=({"key": SYSTEM_TAINT.key, "operator": "Exists", "effect": SYSTEM_TAINT.effect},),
+    tolerations=(SYSTEM_TAINT.key_toleration(),),
 )

@@ -37,7 +37,7 @@ from .network.component import Network, NetworkArgs
 from .observability.component import NAMESPACE as MONITORING_NAMESPACE
 from .observability.component import Observability, ObservabilityArgs
 from .platform_config import PROJECT_NAMESPACE, PlatformConfig, parse_config, secret_problems
-from .scheduling import CSI_STARTUP_TAINTS, GPU_TAINT, Taint
+from .scheduling import CSI_STARTUP_TAINTS, GPU_TAINT
 from .storage.component import Storage, StorageArgs
 from .storage.file_system import FsxFileSystem, FsxFileSystemArgs
 from .storage.render import kept_volume_class_name
@@ -136,7 +136,7 @@ def kubeflow_objects(config: PlatformConfig) -> list[Staged]:
         storage_class=kept_volume_class_name(config.stateful_resources),
         gpu_node_pools=tuple(name for name, pool in sorted(config.karpenter.node_pools.items()) if pool.gpu_limit),
         gpu_pool_taints={
-            name: tuple(Taint(t.key, t.value, t.effect) for t in pool.taints if t.key != GPU_TAINT.key)
+            name: tuple(t.taint for t in pool.taints if t.key != GPU_TAINT.key)
             for name, pool in sorted(config.karpenter.node_pools.items())
             if pool.gpu_limit
         },
@@ -507,7 +507,7 @@ def export_team_contract(platform: Platform) -> None:
     if platform.kubeflow is not None:
         pulumi.export("kubeflowPipelines", offered_pipelines(config.kubeflow))
     if platform.kueue is not None and config.kueue_flavor is not None:
-        pulumi.export("kueue", offered_queueing(config.kueue_flavor))
+        pulumi.export("kueue", offered_queueing(config.kueue_flavor, config.kueue.team_stack_gpus))
 
 
 def program() -> None:

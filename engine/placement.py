@@ -1,4 +1,4 @@
-"""Where the box's pods run, judged against the platform model (components/tools/model): each pod the real
+"""Where the box's pods run, judged against the platform model (components/tools/cluster_model): each pod the real
 controllers made and the real scheduler placed must be running (a Job's: done) on a kind of node the model says
 it lands on, and each workload the model expects must have its pods."""
 
@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.tools.model.landing import lands_on
-from components.tools.model.platform import Platform
+from components.tools.cluster_model.landing import lands_on
+from components.tools.cluster_model.platform import Platform
 from engine.nodes import KIND_ANNOTATION
 
 #: Workloads the box cannot run: pods an operator makes (its operator runs no code) and the EKS add-ons' (EKS

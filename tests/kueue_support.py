@@ -18,7 +18,7 @@ CHART = CHARTS / f"kueue-{KUEUE.version}"
 
 
 def kueue_crds() -> list[dict[str, Any]]:
-    from components.tools.model import helm
+    from components.tools.cluster_model import helm
 
     release = {
         "name": KUEUE.name,

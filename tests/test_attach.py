@@ -44,7 +44,7 @@ def attach(program_handle, **account) -> Inventory:
         pulumi.export("securityGroup", handle.cluster_security_group_id)
         pulumi.export("systemNodeGroup", handle.system_node_group.node_group_name)
         pulumi.export("coredns", handle.coredns.addon_name)
-        handle.irsa_role("reader", namespace="vision", service_account="vision-jobs")
+        handle.workload_role("reader", namespace="vision", service_account="vision-jobs")
 
     return mocks.run(program, project="team", stack="prod", region="us-west-2", config={}, **account)
 

@@ -11,7 +11,7 @@ import pytest
 
 from components.tools import charts
 from components.tools.charts.__main__ import main
-from components.tools.model import helm
+from components.tools.cluster_model import helm
 from components.versions import ChartPin
 from components.versions import charts as pinned_charts
 

@@ -244,3 +244,26 @@ def test_the_default_shown_is_what_a_team_stack_that_leaves_the_key_out_gets():
         checked.append(row.key)
     assert {"team.quota.cpu", "team.network.webhookPorts", "team.kubeflow", "aws:profile"} <= set(checked)
     assert reference.default_text(next(r for r in TEAM_ROWS if r.key == "team.quota.memory")) == "`256Gi`"
+
+
+@pytest.mark.parametrize("stack", [reference.PLATFORM, reference.TEAM], ids=["platform", "team"])
+def test_a_string_the_models_check_against_a_pattern_is_documented_by_what_it_must_look_like(stack):
+    """A key whose value must match a pattern (an email, a DNS label, an ARN) is shown as what it must look like, not
+    as a bare "string" the user would fill with anything (`config.validation.matches` carries the words)."""
+    bare = [
+        row.key
+        for f, row in zip(reference.fields(stack), reference.rows(stack), strict=True)
+        if row.type in ("string", "non-empty string")
+        and any(type(m).__name__ == "AfterValidator" for m in _all_metadata(f.info.annotation, f.info.metadata))
+    ]
+    assert bare == []
+    owner = {row.key: row.type for row in ROWS}["kubeflow.teams.<name>.owner"]
+    assert owner == "an email address like `lead@example.org`"
+
+
+def _all_metadata(annotation: Any, metadata: Any) -> list[Any]:
+    found = list(metadata)
+    while hasattr(annotation, "__metadata__"):
+        found += annotation.__metadata__
+        annotation = annotation.__origin__
+    return found

@@ -459,6 +459,7 @@ def test_a_pool_capped_only_on_neuroncores_is_priced_by_cores():
         "dev",
         {
             "kubeflow": {"enabled": False},
+            "kueue": {"enabled": False},  # the team stacks' GPU reserve needs a GPU pool
             "karpenter": {
                 "nodeClasses": {"gpu": {"preset": "gpu"}},
                 "nodePools": {"neuron": {"preset": "neuron", "limits": {"aws.amazon.com/neuroncore": "32"}}},

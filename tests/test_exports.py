@@ -117,3 +117,24 @@ def test_every_args_field_says_what_it_is_and_its_default():
             has_default = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
             if has_default:
                 assert re.search(r"default|none", docs[field.name], re.IGNORECASE), f"{name}.{field.name}: default?"
+
+
+@pytest.mark.parametrize("package", ["components", "components.identity", "components.identity.irsa"])
+def test_the_names_before_0_4_still_import_with_a_deprecation_warning(package):
+    """Code written against 0.3 (`from eks_ml_platform import IrsaRole`) keeps working, and is told the new name."""
+    module = importlib.import_module(package)
+    with pytest.warns(DeprecationWarning, match="use WorkloadRole"):
+        assert module.IrsaRole is components.WorkloadRole
+    with pytest.warns(DeprecationWarning, match="use WorkloadRoleArgs"):
+        assert module.IrsaRoleArgs is components.WorkloadRoleArgs
+    assert "IrsaRole" not in components.__all__
+
+
+def test_cluster_handle_irsa_role_still_makes_the_role_with_a_deprecation_warning(monkeypatch):
+    from components.cluster.handle import ClusterHandle
+
+    made = []
+    monkeypatch.setattr(ClusterHandle, "workload_role", lambda self, name, **kwargs: made.append((name, kwargs)))
+    with pytest.warns(DeprecationWarning, match="use workload_role"):
+        object.__new__(ClusterHandle).irsa_role("r", namespace="n", service_account="s")
+    assert made == [("r", {"namespace": "n", "service_account": "s"})]

@@ -1,4 +1,4 @@
-"""The catalogue of flows (`components.tools.model.flows`): its page never drifts from it, every entry names its
+"""The catalogue of flows (`components.tools.cluster_model.flows`): its page never drifts from it, every entry names its
 source, and the shipped stacks' previews judge every promised flow open through NetworkPolicy and Istio."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from components.tools.model import check_previews
-from components.tools.model.flows import CATALOGUE, connections, judge, markdown
-from components.tools.model.network import Cluster
+from components.tools.cluster_model import check_previews
+from components.tools.cluster_model.flows import CATALOGUE, connections, judge, markdown
+from components.tools.cluster_model.network import Cluster
 
 from .test_platform_model import CHARTS
 

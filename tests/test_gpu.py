@@ -13,7 +13,7 @@ from components.gpu.admission import EXEMPT_LABEL, AdmissionOptions, admission_m
 from components.gpu.operator import GpuOperatorOptions, operator_values
 from components.gpu.scheduler import SchedulerOptions, scheduler_configuration, scheduler_manifests
 from components.scheduling import Placement
-from components.tools.model.admission import JudgedPod, refusals
+from components.tools.cluster_model.admission import JudgedPod, refusals
 from tests.conftest import run_stack
 
 SYSTEM = {"eksml.io/node-role": "system"}
@@ -376,7 +376,7 @@ def test_enforcement_mode_comes_from_config(action, expected):
 @pytest.mark.stack
 def test_gpu_stack_is_installed_when_a_pool_launches_gpus_and_not_otherwise(dev):
     assert dev.one("eksml:gpu:GpuStack")
-    operator = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "gpu-operator")
+    operator = dev.release("gpu-operator")
     assert operator.inputs["version"] == versions.GPU_OPERATOR.version
     assert operator.inputs["repositoryOpts"] == {"repo": versions.GPU_OPERATOR.repo}
     cpu_only = run_stack(
@@ -388,6 +388,7 @@ def test_gpu_stack_is_installed_when_a_pool_launches_gpus_and_not_otherwise(dev)
             },
             "kubeflow": {"enabled": False},  # its team's GPU quota needs a GPU pool
         },
+        drop=("eks-ml-platform:kueue",),  # so does the team stacks' GPU reserve
     )
     assert not cpu_only.of_type("eksml:gpu:GpuStack")
 
@@ -402,14 +403,14 @@ def test_bottlerocket_gpu_nodes_turn_the_operators_device_plugin_off():
             }
         },
     )
-    operator = next(r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "gpu-operator")
+    operator = inventory.release("gpu-operator")
     assert operator.inputs["values"]["devicePlugin"]["enabled"] is False
 
 
 def test_the_scheduler_and_operator_are_removed_before_the_system_nodes(dev):
     group = dev.one("aws:eks/nodeGroup:NodeGroup")
     deployment = dev.one("kubernetes:apps/v1:Deployment", "gpu-scheduler-deployment")
-    operator = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "gpu-operator")
+    operator = dev.release("gpu-operator")
     assert dev.depends_on(deployment, group)
     assert dev.depends_on(operator, group)
 
@@ -422,7 +423,7 @@ def test_the_binpack_scheduler_serves_no_profiling_endpoint():
 
 def test_the_api_servers_validation_refuses_a_gpu_request_other_than_its_limit_before_the_policy():
     # kubernetes v1.35.4 ValidateResourceRequirements: extended resources are not overcommitted; its wording.
-    from components.tools.model.admission import invalid
+    from components.tools.cluster_model.admission import invalid
 
     pod = gpu_pod()
     pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 2}}

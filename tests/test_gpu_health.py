@@ -24,7 +24,6 @@ from components.observability.render import DASHBOARDS, GpuPool, alert_rules, da
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "reference"
 needs_reference = pytest.mark.skipif(not SHARED.exists(), reason="../shared/reference is not beside the repository")
-RELEASE = "kubernetes:helm.sh/v3:Release"
 ADDON = "aws:eks/addon:Addon"
 RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 AGENT = "eks-node-monitoring-agent"
@@ -168,7 +167,7 @@ def test_the_feature_gate_is_a_key_of_the_pinned_karpenter_chart():
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_node_repair_is_on_in_both_stacks(stack, request):
     inventory = request.getfixturevalue(stack)
-    controller = next(r for r in inventory.of_type(RELEASE) if r.inputs["name"] == "karpenter")
+    controller = inventory.release("karpenter")
     assert controller.inputs["values"]["settings"]["featureGates"] == {FEATURE_GATE: True}
 
 
@@ -176,7 +175,7 @@ def test_node_repair_is_on_in_both_stacks(stack, request):
 
 
 def _model_facts(addon: str) -> list[dict[str, Any]]:
-    facts = json.loads(resources.files("components.tools.model").joinpath("data/eks_addons.json").read_text())
+    facts = json.loads(resources.files("components.tools.cluster_model").joinpath("data/eks_addons.json").read_text())
     return facts["addons"][addon]
 
 
@@ -199,9 +198,9 @@ def test_the_dcgm_host_engine_runs_only_on_nvidia_nodes_in_the_model():
     amd64: the model places it on NVIDIA pools, not on CPU or Neuron pools or the system nodes."""
     from components.karpenter.pool_spec import NodePoolSpec
     from components.karpenter.render import render_nodepool
-    from components.tools.model.landing import why_not
-    from components.tools.model.nodes import from_node_group, from_node_pool
-    from components.tools.model.platform import _addon_workloads
+    from components.tools.cluster_model.landing import why_not
+    from components.tools.cluster_model.nodes import from_node_group, from_node_pool
+    from components.tools.cluster_model.platform import _addon_workloads
 
     configured = {AGENT: {"configurationValues": json.dumps(NODE_MONITORING_CONFIGURATION)}}
     workloads = {w.name: w for w in _addon_workloads(configured)}
@@ -230,7 +229,7 @@ def test_the_models_agent_tolerates_every_taint():
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_exporter_is_given_the_health_counters_in_both_stacks(stack, request):
     inventory = request.getfixturevalue(stack)
-    operator = next(r for r in inventory.of_type(RELEASE) if r.inputs["name"] == "gpu-operator")
+    operator = inventory.release("gpu-operator")
     config = operator.inputs["values"]["dcgmExporter"]["config"]
     assert config["create"] is True
     given = {line.split(",")[0].strip(): line.split(",")[1].strip() for line in config["data"].splitlines()}

@@ -70,7 +70,7 @@ def test_addon_roles_carry_only_their_aws_managed_policy(dev):
     attachments = {
         a.name: a.inputs["policyArn"]
         for a in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-        if a.parent and "IrsaRole" in a.parent
+        if a.parent and "WorkloadRole" in a.parent
     }
     assert attachments == {
         "cluster-vpc-cni-aws-managed": "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
@@ -95,13 +95,13 @@ def test_whatever_is_given_an_irsa_roles_arn_waits_for_its_policies_with_no_depe
     call is denied."""
     import pulumi_aws as aws
 
-    from components.identity.irsa import IrsaRole, IrsaRoleArgs
+    from components.identity.irsa import WorkloadRole, WorkloadRoleArgs
     from components.tools.preview import mocks
 
     def program():
-        role = IrsaRole(
+        role = WorkloadRole(
             "r",
-            IrsaRoleArgs(
+            WorkloadRoleArgs(
                 oidc_provider_arn="arn:aws:iam::123456789012:oidc-provider/x",
                 oidc_issuer="https://x",
                 namespace="ns",

@@ -12,11 +12,9 @@ from components.ingress.iam import SHIELD_ACTIONS, WAF_ACTIONS
 from components.platform_config import parse_config
 from tests.conftest import PROJECT, run_stack, stack_config
 
-RELEASE = "kubernetes:helm.sh/v3:Release"
-
 
 def _controller(inventory):
-    return next(r for r in inventory.of_type(RELEASE) if r.inputs["name"] == "aws-load-balancer-controller")
+    return inventory.release("aws-load-balancer-controller")
 
 
 def test_controller_role_trusts_exactly_the_charts_service_account(dev):

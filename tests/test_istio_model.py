@@ -1,4 +1,4 @@
-"""The model's Istio evaluator (`components.tools.model.istio`) on the examples of the Istio 1.30 docs: the
+"""The model's Istio evaluator (`components.tools.cluster_model.istio`) on the examples of the Istio 1.30 docs: the
 AuthorizationPolicy and PeerAuthentication reference pages, the authorization tasks (allow-nothing, deny, TCP,
 external authorization) and the sidecar injection page. Each case is the docs' own setup with the outcome they
 state."""
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.tools.model.istio import TCP, Mesh, Policies, Request, Side, injected, mesh_of
+from components.tools.cluster_model.istio import TCP, Mesh, Policies, Request, Side, injected, mesh_of
 
 SLEEP = Side("foo", {"app": "sleep"}, "10.0.0.5", Mesh(sidecar=True, service_account="sleep"))
 SLEEP_DEFAULT_NS = Side("default", {"app": "sleep"}, "10.0.0.6", Mesh(sidecar=True, service_account="sleep"))

@@ -12,7 +12,6 @@ from components import versions
 from components.karpenter.iam import INTERRUPTION_EVENTS, ControllerScope, controller_policy
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "karpenter"
-RELEASE = "kubernetes:helm.sh/v3:Release"
 needs_reference = pytest.mark.skipif(not REFERENCE.exists(), reason="../shared/reference is not beside the repository")
 
 SCOPE = ControllerScope(
@@ -33,11 +32,11 @@ def _granted(policy):
 
 
 def _controller(inventory):
-    return next(r for r in inventory.of_type(RELEASE) if r.inputs["name"] == "karpenter")
+    return inventory.release("karpenter")
 
 
 def _crds(inventory):
-    return next(r for r in inventory.of_type(RELEASE) if r.inputs["name"] == "karpenter-crd")
+    return inventory.release("karpenter-crd")
 
 
 @needs_reference

@@ -14,7 +14,7 @@ from components.gpu.efa import efa_values
 from components.gpu.neuron import neuron_values
 from components.gpu.neuron_admission import neuron_admission_manifests
 from components.scheduling import EFA_LABEL, GPU_TAINT, NEURON_TAINT, Taint
-from components.tools.model.admission import JudgedPod, refusals
+from components.tools.cluster_model.admission import JudgedPod, refusals
 from components.tools.preview.inventory import Inventory, Recorded
 from tests.conftest import run_stack
 from tests.karpenter_support import P, config_problems, karpenter_config, req
@@ -287,3 +287,28 @@ def test_neuron_and_efa_taints_are_derived_once_on_the_config():
     assert config.efa_taints() == (GPU_TAINT,)
     assert karpenter_config({}).neuron_taints() is None
     assert karpenter_config({}).efa_taints() is None
+
+
+def test_every_node_agent_tolerates_its_pools_own_taints_and_any_teams_taint():
+    """The GPU operator's operands, NFD's worker and the Neuron and EFA device plugins read one toleration list: a
+    taint a pool adds, or a team's pool carries, keeps none of them off its nodes (or its devices go unadvertised)."""
+    from components.gpu.operator import GpuOperatorOptions, operator_values
+    from components.scheduling import SYSTEM_PLACEMENT
+    from components.team.plan import team_taint
+    from components.tools.cluster_model.kube import Taint as NodeTaint
+    from components.tools.cluster_model.kube import untolerated
+
+    own = Taint("example.com/reserved", "ml", "NoExecute")
+    gpu = operator_values(
+        GpuOperatorOptions(node_image="al2023", pool_taints=(GPU_TAINT, own)), system_placement=SYSTEM_PLACEMENT
+    )
+    agents = {
+        "operands": gpu["daemonsets"]["tolerations"],
+        "nfd-worker": gpu["node-feature-discovery"]["worker"]["tolerations"],
+        "neuron": neuron_values([own])["devicePlugin"]["tolerations"],
+        "efa": efa_values([own])["tolerations"],
+    }
+    for agent, tolerations in agents.items():
+        for taint in (own, team_taint("vision"), team_taint("nlp")):
+            node_taint = NodeTaint(taint.key, taint.value, taint.effect)
+            assert not untolerated(tolerations, [node_taint]), (agent, taint)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.tools.model.admission import JudgedPod, bound_policies, refusals
-from components.tools.model.rbac import cluster_wide_secret_access
+from components.tools.cluster_model.admission import JudgedPod, bound_policies, refusals
+from components.tools.cluster_model.rbac import cluster_wide_secret_access
 
 from .conftest import PROJECT, run_stack, stack_config
 
@@ -78,8 +78,8 @@ def test_katibs_controller_reads_secrets_only_in_team_namespaces(katib):
 
 @pytest.mark.stack
 def test_the_model_fails_the_preview_when_a_team_namespace_shuts_out_katibs_controller(katib):
-    from components.tools.model.flows import problems
-    from components.tools.model.network import Cluster
+    from components.tools.cluster_model.flows import problems
+    from components.tools.cluster_model.network import Cluster
 
     platform, found = katib
     assert found == []

@@ -23,10 +23,10 @@ from components.kubeflow import dashboard
 from components.kubeflow.config import KubeflowConfig
 from components.platform_config import parse_config
 from components.scheduling import SYSTEM_PLACEMENT
-from components.tools.model import helm as model_helm
-from components.tools.model.flows import problems as network_problems
-from components.tools.model.network import Cluster
-from components.tools.model.workloads import from_object
+from components.tools.cluster_model import helm as model_helm
+from components.tools.cluster_model.flows import problems as network_problems
+from components.tools.cluster_model.network import Cluster
+from components.tools.cluster_model.workloads import from_object
 
 from .conftest import PROJECT, REFCHECK, REPO, stack_config
 

@@ -12,9 +12,9 @@ import pytest
 from components import network_policies as netpol
 from components.kserve.route import ModelRouteSpec, route_manifests
 from components.kubeflow import access
-from components.tools.model.flows import problems
-from components.tools.model.network import Cluster
-from components.tools.model.workloads import from_object
+from components.tools.cluster_model.flows import problems
+from components.tools.cluster_model.network import Cluster
+from components.tools.cluster_model.workloads import from_object
 
 from .test_network_policies import profile_platform
 from .test_platform_model import CHARTS
@@ -109,7 +109,7 @@ def model_problems(cluster: Cluster) -> list[str]:
     """The problems with the model's paths (the stand-in platform's other pods are not all as Istio runs them),
     once the model has judged at least the gateway's path to the route's predictor (an empty list proves nothing
     if no path was judged)."""
-    from components.tools.model import flows_kserve
+    from components.tools.cluster_model import flows_kserve
 
     judged = {c.what for find in (flows_kserve.signed_in, flows_kserve.token_clients) for c in find(cluster)}
     assert "model vision/llm through the gateway" in judged, judged
@@ -215,8 +215,8 @@ def test_on_prod_a_teams_published_model_is_reached_by_the_gateway_and_a_token_c
 ):
     """The platform's and the team's previews together, as the model sees a cluster: the gateway reaches the
     predictor; prod's gateway admits no in-cluster clients (no `clusterTokens`), so the token client is named."""
-    from components.tools.model import check_views, flows_kserve
-    from components.tools.model.platform import read_folder
+    from components.tools.cluster_model import check_views, flows_kserve
+    from components.tools.cluster_model.platform import read_folder
     from components.tools.preview import write_preview
 
     from .test_team_stack import run_team

@@ -68,7 +68,7 @@ def test_teams_become_teams_keyed_by_name():
         }
     )
     (team,) = settings(config, storage_class="gp3", gpu_node_pools=(), gpu_scheduler=None).teams
-    assert (team.name, team.owner, team.gpu_quota, team.s3_prefix, team.fsx_claim, team.role_arn) == (
+    assert (team.name, team.owner, team.gpu_ceiling, team.s3_prefix, team.fsx_claim, team.role_arn) == (
         "vision",
         "lead@example.org",
         8,

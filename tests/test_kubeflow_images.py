@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Ku
 
 #: Every entry a stack can install, each optional component on (the upstream alternatives duplicate default objects).
 EVERYTHING = entries.selected(katib=True, spark=True, hub=True, knative=True, hub_registry=True, cluster_tokens=True)
-TEAM = Team(name="team-a", owner="a@example.org", gpu_quota=1, s3_prefix="teams/team-a")
+TEAM = Team(name="team-a", owner="a@example.org", gpu_ceiling=1, s3_prefix="teams/team-a")
 
 #: Tags without a patch number that still name one release, by the publisher's own numbering; nothing else may stay.
 ALLOWED = {

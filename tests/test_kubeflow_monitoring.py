@@ -14,9 +14,9 @@ import pytest
 from components.kubeflow import entries, monitoring, network_policy, plan, render
 from components.kubeflow.credentials import Admin
 from components.observability.network_policy import monitoring_policies
-from components.tools.model.flows import problems
-from components.tools.model.network import Cluster, scrape_paths
-from components.tools.model.workloads import from_object
+from components.tools.cluster_model.flows import problems
+from components.tools.cluster_model.network import Cluster, scrape_paths
+from components.tools.cluster_model.workloads import from_object
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
@@ -130,9 +130,7 @@ def test_every_target_names_a_file_of_the_pinned_tree_that_states_its_port(targe
 
 @pytest.mark.stack
 def test_in_the_dev_stack_the_monitors_wait_for_the_release_that_defines_their_crds(dev):
-    release = next(
-        r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
-    )
+    release = dev.release("kube-prometheus-stack")
     kinds = {f"kubernetes:monitoring.coreos.com/v1:{kind}" for kind in MONITOR_KINDS}
     found = [r for kind in sorted(kinds) for r in dev.of_type(kind) if r.name.startswith("kubeflow-")]
     assert {r.inputs["metadata"]["name"] for r in found} == {

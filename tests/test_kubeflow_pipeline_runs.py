@@ -12,7 +12,7 @@ import pytest
 
 from components.kubeflow import entries, pipeline_runs, render
 from components.kubeflow.objects import containers
-from components.tools.model import check_previews
+from components.tools.cluster_model import check_previews
 from tests.kubeflow_support import template_of
 
 from .test_platform_model import SYSTEM_GROUP, agents, node_pool, preview

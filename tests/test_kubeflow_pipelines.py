@@ -395,7 +395,7 @@ def test_sizing_a_claim_that_is_not_rendered_is_an_error():
 
 
 def team_policy(team: str) -> dict[str, Any]:
-    spec = Team(name=team, owner="x@example.org", gpu_quota=0, s3_prefix=STORE.team_prefixes[team])
+    spec = Team(name=team, owner="x@example.org", gpu_ceiling=0, s3_prefix=STORE.team_prefixes[team])
     return permission_policy(spec, bucket=BUCKET, region="us-west-2", kms_key_arn=KEY)
 
 

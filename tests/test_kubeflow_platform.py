@@ -15,7 +15,7 @@ import yaml
 from components.kubeflow import access, credentials, entries, gpu_scheduling, notebooks, register, render, transform
 from components.kubeflow.credentials import Admin, Credentials
 from components.scheduling import DEFAULT_GPU_SCHEDULER, GPU_TAINT
-from components.tools.model.admission import JudgedPod, refusals
+from components.tools.cluster_model.admission import JudgedPod, refusals
 from tests.kubeflow_support import template_of
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"

@@ -23,7 +23,7 @@ from components.kubeflow.teams import Team
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
-TEAM = Team(name="vision", owner="lead@example.org", gpu_quota=4, s3_prefix="teams/vision")
+TEAM = Team(name="vision", owner="lead@example.org", gpu_ceiling=4, s3_prefix="teams/vision")
 ROLE = "arn:aws:iam::123456789012:role/vision"
 
 

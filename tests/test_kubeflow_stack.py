@@ -195,8 +195,8 @@ def test_a_team_gets_a_profile_with_its_gpu_quota_and_a_role_only_its_editor_acc
     objects = kubeflow_objects(dev)
     profile = next(o for o in objects if o.inputs.get("kind") == "Profile")
     assert profile.inputs["metadata"]["name"] == "ml-research"
-    # gpuQuota 4, and as many again the team may borrow through Kueue: the ceiling of its share
-    assert profile.inputs["spec"]["resourceQuotaSpec"]["hard"]["requests.nvidia.com/gpu"] == "8"
+    # gpuQuota 2, and as many again the team may borrow through Kueue: the ceiling of its share
+    assert profile.inputs["spec"]["resourceQuotaSpec"]["hard"]["requests.nvidia.com/gpu"] == "4"
     namespace = next(
         o for o in objects if o.inputs.get("kind") == "Namespace" and o.inputs["metadata"]["name"] == "ml-research"
     )
@@ -239,7 +239,7 @@ def test_kubeflow_on_kubernetes_1_34_is_refused_with_the_reason():
 def test_a_team_quota_above_every_gpu_pools_limit_together_is_refused():
     section = kubeflow_section()
     section["teams"]["ml-research"]["gpuQuota"] = 5
-    assert refused({"kubeflow": section}) == [
+    assert refused({"kubeflow": section, "kueue": {"teamStackGpus": 0}}) == [
         (
             "kubeflow.teams: the guaranteed GPUs (kubeflow.teams.ml-research.gpuQuota 5 + kueue.teamStackGpus 0 = 5) "
             "pass what the shared GPU pools may launch (4: gpu-inference: 4); lower a quota or raise a pool's GPU limit"
@@ -254,7 +254,7 @@ def test_a_team_quota_above_every_gpu_pools_limit_together_is_refused():
 def test_teams_whose_s3_prefixes_overlap_are_refused_naming_the_inner_one():
     section = kubeflow_section()
     prefix = section["teams"]["ml-research"]["s3Prefix"]
-    section["teams"]["ml-research"]["gpuQuota"] = 3  # the two teams' guarantees fit dev's 4 GPUs
+    section["teams"]["ml-research"]["gpuQuota"] = 1  # with the team stacks' reserve of 2, the guarantees fit dev's 4
     section["teams"]["vision"] = {"owner": "v@example.org", "gpuQuota": 1, "s3Prefix": f"{prefix}/vision"}
     (problem,) = refused({"kubeflow": section})
     assert problem.startswith(
@@ -298,11 +298,7 @@ def test_behind_an_alb_the_gateway_admits_the_albs_subnets_and_the_ingress_goes_
     assert len(public) == len(internal)
     assert all("public" in subnets[cidr] for cidr in public)
     (ingress,) = [o for o in kubeflow_objects(inventory) if o.inputs.get("kind") == "Ingress"]
-    controller = next(
-        r
-        for r in inventory.of_type("kubernetes:helm.sh/v3:Release")
-        if r.inputs["name"] == "aws-load-balancer-controller"
-    )
+    controller = inventory.release("aws-load-balancer-controller")
     assert inventory.depends_on(ingress, controller)  # the controller deletes the ALB it made
 
 
@@ -330,7 +326,7 @@ def test_the_model_judges_the_alb_allowance_in_the_stacks_own_vpc_and_catches_on
     from ipaddress import IPv4Network
 
     from components.network.plan import plan_subnets
-    from components.tools.model import check_views
+    from components.tools.cluster_model import check_views
     from components.tools.preview import stack_view
 
     access = FACING if scheme == "internet-facing" else ALB

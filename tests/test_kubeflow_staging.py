@@ -19,8 +19,8 @@ REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" 
 pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")
 EVERYTHING = entries.selected(katib=True, spark=True, hub=True, knative=True, hub_registry=True)
 TEAMS = (
-    Team(name="vision", owner="lead@example.org", gpu_quota=8, s3_prefix="teams/vision", fsx_claim="fsx-lustre"),
-    Team(name="nlp", owner="nlp@example.org", gpu_quota=2, s3_prefix="teams/nlp"),
+    Team(name="vision", owner="lead@example.org", gpu_ceiling=8, s3_prefix="teams/vision", fsx_claim="fsx-lustre"),
+    Team(name="nlp", owner="nlp@example.org", gpu_ceiling=2, s3_prefix="teams/nlp"),
 )
 SETTINGS = plan.Settings(
     admin=Admin("platform@example.org"),
@@ -220,8 +220,7 @@ def test_every_workload_waits_for_its_service_account_and_what_its_pods_mount(st
 
 def test_the_checker_catches_a_workload_that_does_not_wait_for_its_service_account(staged):
     deployment = one(staged, "Deployment", "kubeflow", "seaweedfs")
-    kept = tuple(d for d in deployment.depends_on if d.kind != "ServiceAccount")
-    problems = staging.check(replaced(staged, deployment, depends_on=kept))
+    problems = checked_without(staged, deployment, "ServiceAccount")
     assert problems == [
         (
             "Deployment.apps kubeflow/seaweedfs: does not wait for ServiceAccount kubeflow/seaweedfs "
@@ -294,6 +293,11 @@ def replaced(staged, item, **changes):
     return [dataclasses.replace(s, **changes) if s.key == item.key else s for s in staged]
 
 
+def checked_without(staged, item, kind: str) -> list[str]:
+    """The checker's problems once `item` no longer waits for anything of `kind`."""
+    return staging.check(replaced(staged, item, depends_on=tuple(d for d in item.depends_on if d.kind != kind)))
+
+
 def test_the_checker_catches_a_custom_resource_moved_before_its_webhook(staged):
     runtime = one(staged, "ClusterTrainingRuntime", "", "torch-distributed")
     problems = staging.check(replaced(staged, runtime, stage=Stage.APPS))
@@ -312,8 +316,7 @@ def test_the_checker_catches_a_custom_resource_that_waits_for_nothing(staged):
 
 def test_the_checker_catches_a_workload_that_does_not_wait_for_its_certificate(staged):
     deployment = one(staged, "Deployment", "kubeflow", "poddefaults-webhook-deployment")
-    kept = tuple(d for d in deployment.depends_on if d.kind != "Certificate")
-    problems = staging.check(replaced(staged, deployment, depends_on=kept))
+    problems = checked_without(staged, deployment, "Certificate")
     assert problems == [
         (
             "Deployment.apps kubeflow/poddefaults-webhook-deployment: does not wait for "
@@ -324,16 +327,14 @@ def test_the_checker_catches_a_workload_that_does_not_wait_for_its_certificate(s
 
 def test_the_checker_catches_a_webhook_configuration_that_does_not_wait_for_its_service(staged):
     webhook = one(staged, "MutatingWebhookConfiguration", "", "poddefaults-webhook-mutating-webhook-configuration")
-    kept = tuple(d for d in webhook.depends_on if d.kind != "Service")
-    problems = staging.check(replaced(staged, webhook, depends_on=kept))
+    problems = checked_without(staged, webhook, "Service")
     assert len(problems) == 1
     assert "the service behind its webhooks" in problems[0]
 
 
 def test_the_checker_catches_a_profile_created_before_its_namespace(staged):
     profile = one(staged, "Profile", "", "vision")
-    kept = tuple(d for d in profile.depends_on if d.kind != "Namespace")
-    assert staging.check(replaced(staged, profile, depends_on=kept)) == [
+    assert checked_without(staged, profile, "Namespace") == [
         "Profile.kubeflow.org vision: does not wait for Namespace vision (the team namespace it adopts)"
     ]
 

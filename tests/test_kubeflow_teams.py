@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Ku
 VISION = Team(
     name="vision",
     owner="lead@example.org",
-    gpu_quota=8,
+    gpu_ceiling=8,
     s3_prefix="teams/vision",
     role_arn="arn:aws:iam::123456789012:role/vision",
     fsx_claim="fsx-lustre",
@@ -69,14 +69,22 @@ def test_the_profile_caps_gpus_and_annotates_the_service_account_only(schemas):
     jsonschema.validate(profile, schemas[("kubeflow.org/v1", "Profile")])
     assert profile["apiVersion"] == "kubeflow.org/v1"
     assert profile["spec"]["owner"] == {"kind": "User", "name": "lead@example.org"}
-    assert profile["spec"]["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "8"}}
+    # no Neuron device on the platform's Neuron pools: they are in no team's share (docs/gpu.md)
+    assert profile["spec"]["resourceQuotaSpec"] == {
+        "hard": {
+            "requests.nvidia.com/gpu": "8",
+            "requests.aws.amazon.com/neuron": "0",
+            "requests.aws.amazon.com/neuroncore": "0",
+            "requests.aws.amazon.com/neurondevice": "0",
+        }
+    }
     assert profile["spec"]["plugins"] == [
         {"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": VISION.role_arn, "annotateOnly": True}}
     ]
 
 
 def test_without_a_role_arn_the_profile_carries_the_placeholder_the_registration_resolves():
-    team = Team(name="nlp", owner="nlp@example.org", gpu_quota=0, s3_prefix="teams/nlp")
+    team = Team(name="nlp", owner="nlp@example.org", gpu_ceiling=0, s3_prefix="teams/nlp")
     (profile,) = by_kind(teams.manifests(team), "Profile")
     assert profile["spec"]["plugins"][0]["spec"]["awsIamRole"] == teams.role_arn_placeholder("nlp")
     assert by_kind(teams.manifests(team), "PodDefault")[0]["metadata"]["name"] == "access-ml-pipeline"
@@ -135,13 +143,13 @@ def test_the_role_reaches_only_the_teams_prefix():
     ("changes", "message"),
     [
         ({"name": "Vision"}, "DNS label"),
-        ({"gpu_quota": -1}, "negative"),
+        ({"gpu_ceiling": -1}, "negative"),
         ({"s3_prefix": "/teams/vision"}, "s3_prefix"),
         ({"s3_prefix": "teams/*"}, "s3_prefix"),
         ({"s3_prefix": ""}, "s3_prefix"),
     ],
 )
 def test_a_team_that_cannot_be_isolated_is_refused(changes, message):
-    fields = {"name": "vision", "owner": "lead@example.org", "gpu_quota": 1, "s3_prefix": "teams/vision", **changes}
+    fields = {"name": "vision", "owner": "lead@example.org", "gpu_ceiling": 1, "s3_prefix": "teams/vision", **changes}
     with pytest.raises(ValueError, match=message):
         Team(**fields)

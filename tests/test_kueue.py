@@ -25,6 +25,7 @@ from components.kueue.queues import (
     SHARED_FLAVOR,
     flavor_quotas,
     gpu_share,
+    neuron_ceilings,
     offered,
     pool_flavor,
     resource_flavor,
@@ -176,10 +177,10 @@ def test_a_borrowing_limit_left_unset_is_the_quota_and_the_ceiling_is_their_sum(
 
 
 def test_a_kubeflow_teams_profile_quota_is_the_ceiling_of_the_share_its_cluster_queue_has():
-    config = dev(kubeflow=_dev_kubeflow(gpuQuota=3, gpuBorrowingLimit=1))
+    config = dev(kubeflow=_dev_kubeflow(gpuQuota=2, gpuBorrowingLimit=1))
     cluster_queue, local_queue = config.team_queues()["ml-research"]
     gpus = cluster_queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
-    assert (gpus["nominalQuota"], gpus["borrowingLimit"]) == (3, 1)
+    assert (gpus["nominalQuota"], gpus["borrowingLimit"]) == (2, 1)
     assert cluster_queue["spec"]["cohortName"] == COHORT
     assert cluster_queue["spec"]["preemption"]["reclaimWithinCohort"] == "Any"
     assert local_queue == {
@@ -196,7 +197,7 @@ def test_a_kubeflow_teams_profile_quota_is_the_ceiling_of_the_share_its_cluster_
     (namespace,) = [o for o in objects if o["kind"] == "Namespace"]
     (profile,) = [o for o in objects if o["kind"] == "Profile"]
     pod_defaults = [o for o in objects if o["kind"] == "PodDefault"]
-    assert profile["spec"]["resourceQuotaSpec"]["hard"] == {"requests.nvidia.com/gpu": "4"}
+    assert profile["spec"]["resourceQuotaSpec"]["hard"]["requests.nvidia.com/gpu"] == "3"
     assert namespace["metadata"]["labels"][MANAGED_NAMESPACE_LABEL] == "managed"
     queue_default = next(p for p in pod_defaults if p["metadata"]["name"] == "kueue-queue")
     assert queue_default["spec"]["labels"] == {QUEUE_LABEL: LOCAL_QUEUE}
@@ -276,11 +277,12 @@ def test_the_platforms_gpu_pools_are_one_flavor_that_selects_exactly_those_pools
     assert not any(GPU_SHARE_LABEL in _labels(pools[name]) for name in set(pools) - labelled)  # cpu-general
     assert (
         PLATFORM_OUTPUTS["kueue"]
-        == offered(prod.kueue_flavor)
+        == offered(prod.kueue_flavor, prod.kueue.team_stack_gpus)
         == {
             "cohort": COHORT,
             # the pools' GPU limits together
             "flavor": {"name": SHARED_FLAVOR, "nodeLabels": {GPU_SHARE_LABEL: GPU_SHARE_PLATFORM}, "gpus": 96},
+            "teamStackGpus": 8,
         }
     )
     # A team stack reads the flavor back with its label: its queue's shared flavor is the platform's.
@@ -361,7 +363,7 @@ def _quota(namespace: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "ResourceQuota",
         "metadata": {"name": "team", "namespace": namespace},
-        "spec": {"hard": {"requests.nvidia.com/gpu": "4"}},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "4", **neuron_ceilings()}},
     }
 
 
@@ -421,7 +423,12 @@ def test_the_model_names_a_team_namespace_whose_gpu_pods_reach_the_pools_outside
         "[queues] namespace fsx-only runs a team's pods with no GPU quota (requests.nvidia.com/gpu in a "
         "ResourceQuota or its Profile): its GPU pods reach the shared GPU pools outside any team's share"
     )
-    assert [p for p in found if "fsx-only" in p] == [named]
+    neuron = (
+        "[queues] namespace fsx-only runs a team's pods with no quota on aws.amazon.com/neuron, "
+        "aws.amazon.com/neuroncore, aws.amazon.com/neurondevice: its Neuron pods reach the platform's Neuron pools "
+        "outside any team's share"
+    )
+    assert [p for p in found if "fsx-only" in p] == [named, neuron]
 
 
 def test_the_model_catches_queued_work_that_no_flavor_fits_or_whose_flavor_names_no_pool(tmp_path):
@@ -463,10 +470,10 @@ def _team_job(team: str, taint: dict[str, str]) -> dict[str, Any]:
 def test_a_team_stacks_job_admitted_on_the_shared_flavor_lands_on_the_platforms_pools_only(tmp_path):
     """A team stack's pod tolerates its own pool's taint: were the shared flavor to select no nodes, Kueue would admit
     it on `platform-gpus` (holding shared quota) and it could run on the team's own pool."""
-    from components.tools.model import check_previews
-    from components.tools.model.landing import lands_on
-    from components.tools.model.nodes import from_node_pool
-    from components.tools.model.workloads import from_object
+    from components.tools.cluster_model import check_previews
+    from components.tools.cluster_model.landing import lands_on
+    from components.tools.cluster_model.nodes import from_node_pool
+    from components.tools.cluster_model.workloads import from_object
     from tests.test_platform_model import preview
 
     prod = parse_config(stack_config("prod"), project="eks-ml-platform", stack="prod")
@@ -539,3 +546,58 @@ def test_the_stack_labels_the_gpu_pools_its_flavor_selects_and_no_other(dev):
     pools = {r.inputs["metadata"]["name"]: r for r in dev.of_type("kubernetes:karpenter.sh/v1:NodePool")}
     labelled = {name for name, pool in pools.items() if _labels(pool.inputs).get(GPU_SHARE_LABEL) == GPU_SHARE_PLATFORM}
     assert labelled == {"gpu-inference"}  # not cpu-general
+
+
+def test_the_model_catches_a_team_quota_that_lets_unqueued_pods_pass_the_share(tmp_path):
+    """Queued and unqueued GPU pods of one team together stay within its share: the namespace's quota, which counts
+    both, is no more than what its ClusterQueue admits. A quota of twice the share would let a KServe predictor or
+    a pipeline step hold GPUs beside a full queue."""
+    labels = {"eksml.io/workload": "inference"}
+    queues = _queues(labels)  # nominal 2, borrowing 2: the share's ceiling is 4
+    assert _model_problems(tmp_path, [_namespace("vision"), _quota("vision"), *queues, _job({})]) == []
+    doubled = _quota("vision")
+    doubled["spec"]["hard"]["requests.nvidia.com/gpu"] = "8"
+    found = _model_problems(tmp_path / "b", [_namespace("vision"), doubled, *queues, _job({})])
+    named = (
+        "[queues] namespace vision's GPU quota (8) is more than its share (ClusterQueue team-vision admits up to 4): "
+        "its unqueued GPU pods may hold 4 GPUs past its share while Kueue admits the whole share to its queued work"
+    )
+    assert found == [named]
+
+
+def test_the_model_names_a_team_namespace_whose_neuron_pods_reach_the_pools_outside_any_share(tmp_path):
+    """Kueue counts no Neuron device: a team namespace caps them in its quota, or its Neuron pods take the platform's
+    Neuron pools in no share."""
+    gpus_only = _quota("vision")
+    for resource in ("aws.amazon.com/neuroncore", "aws.amazon.com/neurondevice"):
+        del gpus_only["spec"]["hard"][f"requests.{resource}"]
+    found = _model_problems(tmp_path, [_namespace("vision"), gpus_only, *_queues({"eksml.io/workload": "inference"})])
+    named = (
+        "[queues] namespace vision runs a team's pods with no quota on aws.amazon.com/neuroncore, "
+        "aws.amazon.com/neurondevice: its Neuron pods reach the platform's Neuron pools outside any team's share"
+    )
+    assert found == [named]
+
+
+def test_neuron_is_kept_off_the_platforms_teams_and_a_team_stack_gets_what_its_own_neuron_pool_runs():
+    from components.kubeflow.config import settings
+    from components.kubeflow.teams import manifests
+
+    facts = settings(dev().kubeflow, storage_class="gp3", gpu_node_pools=(), gpu_scheduler=None, queueing=True)
+    (profile,) = [o for o in manifests(facts.teams[0]) if o["kind"] == "Profile"]
+    hard = profile["spec"]["resourceQuotaSpec"]["hard"]
+    assert {k: v for k, v in hard.items() if "neuron" in k} == {
+        "requests.aws.amazon.com/neuron": "0",
+        "requests.aws.amazon.com/neuroncore": "0",
+        "requests.aws.amazon.com/neurondevice": "0",
+    }
+    no_pool = plan_team(
+        TeamConfig.model_validate({"name": "vision", "quota": {"gpus": 8}}),
+        parse_offer(PLATFORM_OUTPUTS, stack="acme/eks-ml-platform/prod"),
+    )
+    assert no_pool.namespace["quota"]["spec"]["hard"]["requests.aws.amazon.com/neuron"] == "0"
+    assert neuron_ceilings({"aws.amazon.com/neuron": 16}) == {
+        "requests.aws.amazon.com/neuron": "16",
+        "requests.aws.amazon.com/neuroncore": "0",  # the pool is capped on devices: ask for devices
+        "requests.aws.amazon.com/neurondevice": "16",  # the devices' older name
+    }

@@ -103,3 +103,19 @@ def test_an_admitted_workload_that_never_starts_gives_its_quota_back():
     assert ready["blockAdmission"] is False  # one team's slow start must not hold every team's admissions
     assert ready["timeout"] == PODS_READY_TIMEOUT == "30m"  # as docs/gpu.md says
     assert ready["requeuingStrategy"]["backoffLimitCount"] > 0
+
+
+NEURON_JOB = {"aws.amazon.com/neuron": 1, "aws.amazon.com/neuroncore": 2, "aws.amazon.com/neurondevice": 1, "cpu": 4}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_a_queued_neuron_job_is_admitted_and_left_to_the_namespaces_quota(stack):
+    """Neuron is in no team's Kueue share (the shared flavor is the NVIDIA pools): Kueue leaves every name the Neuron
+    device plugin advertises to the ResourceQuota, so a queued job asking for them is admitted, not held forever for
+    a flavor no queue has; the quota then caps it (test_kueue: the model holds every team namespace to it)."""
+    config = parse_config(stack_config(stack, {}), project="eks-ml-platform", stack=stack)
+    (cluster_queue, _), *_ = config.team_queues().values()
+    excluded = manager_config()["resources"]["excludeResourcePrefixes"]
+    assert uncounted(cluster_queue, NEURON_JOB, excluded) == []
+    kueue = platform_kueue(config)
+    assert kueue.submit(Job(cluster_queue["metadata"]["name"], 0)) is not None  # Kueue counts none of it

@@ -83,7 +83,9 @@ def check_the_example_preview(out: Path, printed: str) -> None:
         (found,) = [r for r in resources.values() if r["type"] == type_ and r["name"] == name]
         return found
 
-    assert {r["type"] for r in resources.values() if r["type"].startswith("eksml:")} == PARTS | {"eksml:iam:IrsaRole"}
+    assert {r["type"] for r in resources.values() if r["type"].startswith("eksml:")} == PARTS | {
+        "eksml:iam:WorkloadRole"
+    }
     # The dashboards come from the package's data files (missing from 0.1's wheel: FileNotFoundError).
     shipped = {path.stem: path.read_text() for path in DASHBOARDS.glob("*.json")}
     maps = {

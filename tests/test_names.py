@@ -54,7 +54,7 @@ def is_component(urn: str) -> bool:
 
 
 @pytest.mark.stack
-@pytest.mark.parametrize("release", ["0.1", "0.2"])
+@pytest.mark.parametrize("release", ["0.1", "0.2", "0.3"])
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_resource_of_an_earlier_release_is_kept_by_its_urn_or_an_alias(stack, release, request):
     """Renamed parts (0.1 to 0.2) and children moved to another component (the FSx file system, 0.2 to 0.3) carry
@@ -175,3 +175,20 @@ def test_every_aws_type_the_program_creates_with_a_name_input_has_its_naming_rul
             named.add(type_)
     assert named
     assert named <= set(aws_names.NAME_RULES), sorted(named - set(aws_names.NAME_RULES))
+
+
+@pytest.mark.stack
+@pytest.mark.render
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_roles_a_0_3_stack_holds_as_irsa_roles_are_kept_with_every_child(stack, request):
+    """IrsaRole became WorkloadRole (0.4): the component carries an alias to its old type token, and each child
+    inherits it from its parent (the engine's rule, `Inventory.alias_urns`), so `pulumi up` replaces no role,
+    policy or association, and the component itself is matched too."""
+    inventory = request.getfixturevalue(stack)
+    known = set()
+    for resource in inventory.resources:
+        known |= {resource.urn, *inventory.alias_urns(resource)}
+    before = {urn for urn in (DATA / f"{stack}-urns-0.3.txt").read_text().split() if "eksml:iam:IrsaRole" in urn}
+    assert any(urn.endswith("eksml:iam:IrsaRole::karpenter-controller") for urn in before)
+    assert any("$aws:iam/role:Role::" in urn for urn in before)
+    assert before <= known, sorted(before - known)[:5]

@@ -16,12 +16,12 @@ from components.kubeflow import teams as kubeflow_teams
 from components.network.tags import private_subnet_tags, public_subnet_tags
 from components.network_policies import TEAM_LABEL
 from components.observability.network_policy import monitoring_policies
-from components.tools.model import StackView, check_views
-from components.tools.model.addresses import from_resources
-from components.tools.model.flows import problems
-from components.tools.model.netpol import Endpoint, allowed
-from components.tools.model.network import INGRESS_ONLY, Cluster
-from components.tools.model.workloads import from_object
+from components.tools.cluster_model import StackView, check_views
+from components.tools.cluster_model.addresses import from_resources
+from components.tools.cluster_model.flows import problems
+from components.tools.cluster_model.netpol import Endpoint, allowed
+from components.tools.cluster_model.network import INGRESS_ONLY, Cluster
+from components.tools.cluster_model.workloads import from_object
 from components.tools.preview.answers import UNKNOWN
 
 A = Endpoint("a", "10.0.0.10", "apps", {"team": "x"}, {"app": "a"}, {"web": 8080})
@@ -257,7 +257,7 @@ def test_a_team_namespace_without_one_of_its_policies_is_caught(dropped, expecte
     assert any(p.startswith(expected) for p in problems(small_platform(dropped)))
 
 
-VISION = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_quota=1, s3_prefix="teams/vision")
+VISION = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_ceiling=1, s3_prefix="teams/vision")
 VISION_POLICIES = [p["metadata"]["name"] for p in kubeflow_teams.network_policies(VISION, "monitoring")]
 
 

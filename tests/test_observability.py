@@ -8,6 +8,7 @@ import json
 import operator
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import promql_parser
@@ -36,10 +37,11 @@ from components.observability.render import (
     GpuPool,
     alert_rules,
     dashboard,
+    gpu_pools,
 )
 from components.platform_config import parse_config
 from components.scheduling import SYSTEM_PLACEMENT, Placement
-from components.tools.model.netpol import Endpoint, allowed
+from components.tools.cluster_model.netpol import Endpoint, allowed
 from tests.conftest import PROJECT, run_stack, stack_config
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "dcgm-exporter"
@@ -193,9 +195,7 @@ def test_alerts_change_when_the_pools_and_thresholds_change():
 
 
 def test_grafana_password_is_generated_secret_and_never_the_chart_default(dev):
-    release = next(
-        r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
-    )
+    release = dev.release("kube-prometheus-stack")
     grafana = release.inputs["values"]["grafana"]
     assert grafana["admin"] == {
         "existingSecret": "grafana-admin",
@@ -214,9 +214,7 @@ def test_grafana_password_is_generated_secret_and_never_the_chart_default(dev):
 
 
 def test_prometheus_selects_monitors_and_rules_from_every_namespace(dev):
-    release = next(
-        r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
-    )
+    release = dev.release("kube-prometheus-stack")
     spec = release.inputs["values"]["prometheus"]["prometheusSpec"]
     for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig"):
         assert spec[f"{kind}SelectorNilUsesHelmValues"] is False
@@ -228,9 +226,7 @@ def test_prometheus_selects_monitors_and_rules_from_every_namespace(dev):
 
 def test_prometheus_volume_goes_with_it_in_dev_and_stays_in_prod(dev, prod):
     def policy(inventory):
-        release = next(
-            r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
-        )
+        release = inventory.release("kube-prometheus-stack")
         return release.inputs["values"]["prometheus"]["prometheusSpec"]["persistentVolumeClaimRetentionPolicy"][
             "whenDeleted"
         ]
@@ -240,9 +236,7 @@ def test_prometheus_volume_goes_with_it_in_dev_and_stays_in_prod(dev, prod):
 
 
 def test_monitors_rules_and_dashboards_wait_for_the_release_that_installs_their_crds(dev):
-    release = next(
-        r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
-    )
+    release = dev.release("kube-prometheus-stack")
     for kind in ("monitoring.coreos.com/v1:ServiceMonitor", "monitoring.coreos.com/v1:PrometheusRule"):
         for resource in dev.of_type(f"kubernetes:{kind}"):
             assert release.urn in resource.dependencies
@@ -258,7 +252,7 @@ def test_monitors_rules_and_dashboards_wait_for_the_release_that_installs_their_
 
 def test_karpenter_is_scraped_through_its_charts_service(dev):
     monitor = dev.one("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "observability-karpenter-monitor")
-    karpenter = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "karpenter")
+    karpenter = dev.release("karpenter")
     assert monitor.inputs["spec"]["namespaceSelector"] == {"matchNames": [karpenter.inputs["namespace"]]}
     assert monitor.inputs["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "karpenter"
     assert monitor.inputs["spec"]["endpoints"][0]["port"] == "http-metrics"
@@ -269,9 +263,7 @@ def test_alertmanager_webhook_is_a_secret_receiver():
     inventory = run_stack(
         "dev", {"observability": {"alertmanager": {"webhookUrl": "https://hooks.example.com/T0/B0/x"}}}
     )
-    release = next(
-        r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
-    )
+    release = inventory.release("kube-prometheus-stack")
     config = release.inputs["values"]["alertmanager"]["config"]
     # The whole receiver configuration becomes secret with the URL; its shape is kept.
     assert set(config) == {"route", "receivers"}
@@ -323,11 +315,6 @@ ADAPTER_FREE_FORM = {"resources", "nodeSelector", "tolerations", "rules.custom"}
 CHART_INDEX = REFERENCE.parent / "index.yaml"
 
 
-def _release(inventory, chart: str):
-    (found,) = [r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == chart]
-    return found
-
-
 def _key_paths(values: dict[str, Any], prefix: str = "") -> set[str]:
     paths = set()
     for key, value in values.items():
@@ -343,7 +330,7 @@ def _key_paths(values: dict[str, Any], prefix: str = "") -> set[str]:
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_metrics_adapter_is_the_pinned_chart_on_the_system_nodes(stack, request):
     inventory = request.getfixturevalue(stack)
-    adapter = _release(inventory, "prometheus-adapter")
+    adapter = inventory.release("prometheus-adapter")
     pin = versions.PROMETHEUS_ADAPTER
     assert (adapter.inputs["version"], adapter.inputs["repositoryOpts"]["repo"]) == (pin.version, pin.repo)
     assert adapter.inputs["namespace"] == "monitoring"
@@ -358,7 +345,7 @@ def test_the_metrics_adapter_is_the_pinned_chart_on_the_system_nodes(stack, requ
 
 
 def test_the_adapter_queries_the_service_kube_prometheus_stack_puts_in_front_of_prometheus(dev):
-    adapter, stack = _release(dev, "prometheus-adapter"), _release(dev, "kube-prometheus-stack")
+    adapter, stack = dev.release("prometheus-adapter"), dev.release("kube-prometheus-stack")
     # The chart names it `<fullname>-prometheus`; its fullname is the release name, which contains the chart's.
     assert versions.KUBE_PROMETHEUS_STACK.name in stack.inputs["name"]
     prometheus = adapter.inputs["values"]["prometheus"]
@@ -424,7 +411,7 @@ def test_the_adapter_rule_reads_dcgm_utilisation_per_pod_with_the_labels_prometh
     assert metric_names(_rendered(rule["metricsQuery"])) == {DCGM_GPU_UTIL}
     # Those labels reach Prometheus as the workload's: the GPU Operator's ServiceMonitor honours the exporter's and
     # drops the scrape target's own.
-    monitor = _release(prod, "gpu-operator").inputs["values"]["dcgmExporter"]["serviceMonitor"]
+    monitor = prod.release("gpu-operator").inputs["values"]["dcgmExporter"]["serviceMonitor"]
     assert monitor["honorLabels"] is True
     (drop,) = [r for r in monitor["relabelings"] if r["action"] == "labeldrop"]
     assert all(re.fullmatch(drop["regex"], label) for label in (DCGM_POD_LABEL, DCGM_NAMESPACE_LABEL))
@@ -451,7 +438,7 @@ def test_the_monitoring_namespaces_policies_let_the_adapter_reach_prometheus_and
     assert allowed(policies, adapter, prometheus, PROMETHEUS_PORT)
     assert allowed(policies, api_server, adapter, ADAPTER_PORT)
     assert not allowed(policies, api_server, prometheus, PROMETHEUS_PORT)
-    prometheus_values = _release(inventory, "kube-prometheus-stack").inputs["values"]["prometheus"]
+    prometheus_values = inventory.release("kube-prometheus-stack").inputs["values"]["prometheus"]
     assert not prometheus_values.get("networkPolicy", {}).get("enabled", False)
 
 
@@ -486,3 +473,10 @@ def test_a_wrong_metrics_adapter_setting_is_refused_with_its_key_path(observabil
     found = {issue.path: issue.message for issue in caught.value.issues}
     assert path in found, found
     assert message in found[path], found
+
+
+def test_a_pools_ceiling_is_its_accelerator_limit_whatever_the_device_and_the_old_name_still_reads_it():
+    (neuron,) = gpu_pools({"inf": SimpleNamespace(accelerator_limits={"aws.amazon.com/neuron": 4})})
+    assert (neuron.accelerator_limit, neuron.resource) == (4, "aws.amazon.com/neuron")
+    with pytest.warns(DeprecationWarning, match="use accelerator_limit"):
+        assert neuron.gpu_limit == 4

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from components.images import architectures, split
-from components.tools.model import StackView, check_previews
-from components.tools.model.kube import Taint, expression_matches, tolerates
+from components.tools.cluster_model import StackView, check_previews
+from components.tools.cluster_model.kube import Taint, expression_matches, tolerates
 
 CHARTS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "charts"
 SYSTEM_GROUP = {
@@ -378,8 +378,8 @@ def test_without_prometheus_no_node_needs_a_node_exporter(tmp_path):
 def test_prod_its_team_stack_and_the_example_workloads_break_no_rule_and_the_team_pool_gets_its_operands(
     prod, tmp_path
 ):
-    from components.tools.model import check_views
-    from components.tools.model.platform import read_folder
+    from components.tools.cluster_model import check_views
+    from components.tools.cluster_model.platform import read_folder
     from components.tools.preview import main, write_preview
 
     from .test_team_stack import TEAM_STACK, preview_args
@@ -403,8 +403,8 @@ def test_prod_its_team_stack_and_the_example_workloads_break_no_rule_and_the_tea
 @pytest.mark.stack
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 def test_prod_and_a_team_stacks_profile_whose_pipelines_keep_artifacts_in_s3_break_no_rule(prod, tmp_path):
-    from components.tools.model import check_views
-    from components.tools.model.platform import read_folder
+    from components.tools.cluster_model import check_views
+    from components.tools.cluster_model.platform import read_folder
     from components.tools.preview import write_preview
 
     from .test_team_stack import run_team_with_profile
@@ -561,8 +561,8 @@ def test_a_gpu_trainjob_from_a_runtime_without_the_gpu_toleration_is_refused_by_
 def test_a_documented_pod_the_api_servers_own_validation_refuses_is_named_before_any_policy():
     """A GPU request other than its limit never reaches a ValidatingAdmissionPolicy: pod validation refuses it
     first, with its own message (the engine tier saw the real API server do so)."""
-    from components.tools.model.platform import Platform
-    from components.tools.model.rules import workflows_are_admitted
+    from components.tools.cluster_model.platform import Platform
+    from components.tools.cluster_model.rules import workflows_are_admitted
 
     container: dict[str, Any] = {
         "name": "train",
@@ -624,7 +624,7 @@ def test_a_notebook_form_without_the_gpu_toleration_offers_notebooks_that_are_re
 def test_a_pod_asking_for_efa_must_select_the_nodes_that_run_the_efa_plugin():
     from components.gpu.admission import AdmissionOptions
     from components.gpu.efa_admission import efa_admission_manifests
-    from components.tools.model.admission import JudgedPod, refusals
+    from components.tools.cluster_model.admission import JudgedPod, refusals
 
     efa = efa_admission_manifests(AdmissionOptions())
     resources = {
@@ -653,8 +653,8 @@ def test_a_platform_gpu_pool_with_a_taint_of_its_own_still_gets_its_operands(tmp
     """A GPU pool may carry taints besides the GPU one (a pool kept for one kind of work): the GPU Operator replaces
     its operands' tolerations with `daemonsets.tolerations`, so unless that list covers the pool's own taint its
     nodes get no device plugin and never offer a GPU. The preview's model is the judge."""
-    from components.tools.model import check_views
-    from components.tools.model.platform import read_folder
+    from components.tools.cluster_model import check_views
+    from components.tools.cluster_model.platform import read_folder
     from components.tools.preview import write_preview
 
     from .conftest import run_stack, stack_config
@@ -713,7 +713,7 @@ def test_an_account_outside_the_reasoned_list_bound_to_every_namespaces_secrets_
     assert found == [
         (
             "[secret-access] tools/dash may get, list the Secrets of every namespace (a ClusterRoleBinding); only the "
-            "controllers listed with their reason in components/tools/model/rbac.py may"
+            "controllers listed with their reason in components/tools/cluster_model/rbac.py may"
         )
     ]
 

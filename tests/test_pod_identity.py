@@ -142,7 +142,7 @@ def test_every_platform_role_trusts_pod_identity_and_is_bound_to_its_exact_servi
         for given in addon.inputs.get("podIdentityAssociations") or []:
             # An add-on's service accounts live in kube-system.
             bound[given["roleArn"]] = ("kube-system", given["serviceAccount"])
-    pod_roles = [r for r in inventory.of_type(ROLE) if r.parent and "IrsaRole" in r.parent]
+    pod_roles = [r for r in inventory.of_type(ROLE) if r.parent and "WorkloadRole" in r.parent]
     assert {r.name for r in pod_roles} == {
         "cluster-vpc-cni-role",
         "cluster-ebs-csi-role",
@@ -228,5 +228,5 @@ def test_a_team_with_a_profile_is_refused_on_a_pod_identity_platform_and_accepte
     with pytest.raises(ConfigError) as caught:
         plan_team(vision, pod_identity)
     assert [issue.path for issue in caught.value.issues] == ["team.kubeflow"]
-    # Without the Profile, the team's own role follows the platform (TeamIdentity through ClusterHandle.irsa_role).
+    # Without the Profile, the team's own role follows the platform (TeamIdentity through ClusterHandle.workload_role).
     plan_team(TeamConfig.model_validate({"name": "vision", "quota": {"gpus": 1}}), pod_identity)

@@ -21,7 +21,7 @@ from components.policy import model as policy_model
 from components.policy.rules import RULES, Rule, evaluate, resolve_enforcement
 from components.scheduling import WORKLOAD_LABEL
 from components.tools import preview
-from components.tools.model import Platform
+from components.tools.cluster_model import Platform
 from components.tools.preview import main, policy_resources
 from components.tools.preview.inventory import Inventory, Recorded
 from policies.pack import policies

@@ -128,6 +128,7 @@ def _neuron(zones, families=("trn1",)):
             },
             "storage": {"buckets": {"datasets": {}}},
             "kubeflow": {"enabled": False},  # its team's GPU quota needs a GPU pool
+            "kueue": {"enabled": False},  # and so does the team stacks' GPU reserve
         },
     )
 

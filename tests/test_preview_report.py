@@ -242,3 +242,16 @@ def test_the_report_is_titled_with_the_project_and_the_stack():
         inventory, project="team-vision", stack="prod", cost=None, destroy=destroy_estimate.estimate(inventory)
     )
     assert "<title>Offline preview of team-vision, stack &#x27;prod&#x27;</title>" in page
+
+
+def test_a_release_is_found_by_the_name_helm_gives_it_and_a_missing_or_repeated_one_is_an_error():
+    def release(logical: str, name: str) -> Recorded:
+        found = _resource(logical, "kubernetes:helm.sh/v3:Release")
+        return Recorded(**{**found.__dict__, "inputs": {"name": name}})
+
+    inventory = Inventory([release("gpu-operator", "gpu-operator"), release("a", "twice"), release("b", "twice")], {})
+    assert inventory.release("gpu-operator").name == "gpu-operator"
+    with pytest.raises(LookupError, match="0 Helm releases named 'karpenter'"):
+        inventory.release("karpenter")
+    with pytest.raises(LookupError, match="2 Helm releases named 'twice'"):
+        inventory.release("twice")

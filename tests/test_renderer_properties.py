@@ -74,7 +74,7 @@ def documents(partition: str, region: str, account: str, cluster: str) -> dict[s
     bucket_arn = f"arn:{partition}:s3:::{bucket}"
     key_arn = f"arn:{partition}:kms:{region}:{account}:key/6f1c2a9e-0b7d-4f3e-9a51-2c8d7e4b1a30"
     issuer = f"oidc.eks.{region}.{suffix}/id/0123456789ABCDEF"
-    team = Team(name="vision", owner="lead@example.org", gpu_quota=4, s3_prefix="teams/vision")
+    team = Team(name="vision", owner="lead@example.org", gpu_ceiling=4, s3_prefix="teams/vision")
     rendered = {
         "karpenter-controller": karpenter_policy(scope),
         "karpenter-queue": queue_policy(scope.queue_arn),
@@ -181,7 +181,7 @@ def test_every_accelerator_ceiling_gets_exactly_one_near_limit_alert_at_its_own_
         promql_parser.parse(rule["expr"])
         assert rule["expr"].endswith(f"> {ratio}")
         assert f"NodePool {pool.name} uses over" in rule["annotations"]["summary"]
-        assert f"of its {pool.gpu_limit} " in rule["annotations"]["summary"]
+        assert f"of its {pool.accelerator_limit} " in rule["annotations"]["summary"]
 
 
 # ----------------------------------------------------------------------------------------------------- config

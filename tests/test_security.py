@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.tools.model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
+from components.tools.cluster_model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
 
 CHARTS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "charts"
 POD_OWNERS = ("Deployment", "StatefulSet", "DaemonSet")
@@ -150,7 +150,7 @@ HOST_AGENT = {
 
 
 def test_restricted_refuses_a_host_agent_and_admits_a_hardened_pod():
-    from components.tools.model.pod_security import baseline_failures, restricted_failures
+    from components.tools.cluster_model.pod_security import baseline_failures, restricted_failures
 
     assert restricted_failures(HARDENED) == []
     failures = restricted_failures(HOST_AGENT)
@@ -177,7 +177,7 @@ def _daemon_set(namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("level", "refused"), [("restricted", True), ("privileged", False)])
 def test_the_model_finds_a_pod_its_namespaces_level_refuses(level, refused):
-    from components.tools.model import StackView, check_views
+    from components.tools.cluster_model import StackView, check_views
 
     objects = [
         ("manifests/x.yaml", _namespace("agents", level)),
@@ -195,7 +195,7 @@ def test_the_model_finds_a_pod_its_namespaces_level_refuses(level, refused):
 @pytest.mark.stack
 @pytest_charts
 def test_monitoring_is_restricted_and_node_exporter_runs_privileged_in_its_own_namespace(platform):
-    from components.tools.model.pod_security import refused
+    from components.tools.cluster_model.pod_security import refused
 
     objects = [obj for _, obj in platform.objects]
     levels = {

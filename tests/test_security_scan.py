@@ -82,7 +82,7 @@ def upstream_objects(dev) -> dict[str, list[dict[str, Any]]]:
     from components.kubeflow import fetch, render
     from components.kubeflow.config import selected_entries
     from components.platform_config import parse_config
-    from components.tools.model import helm
+    from components.tools.cluster_model import helm
     from components.tools.preview import stack_view
 
     grouped: dict[str, list[dict[str, Any]]] = {}

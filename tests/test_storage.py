@@ -241,14 +241,14 @@ def test_each_namespace_gets_a_claim_bound_to_its_own_volume_of_the_file_system(
 
 
 def test_volumes_are_removed_while_the_csi_driver_still_runs(prod):
-    driver = next(r for r in prod.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-fsx-csi-driver")
+    driver = prod.release("aws-fsx-csi-driver")
     for kind in ("PersistentVolume", "PersistentVolumeClaim"):
         for resource in (r for r in prod.of_type(f"kubernetes:core/v1:{kind}") if r.name.startswith("storage-")):
             assert prod.depends_on(resource, driver)
 
 
 def test_fsx_csi_controller_runs_on_system_nodes_and_its_node_plugin_everywhere(dev):
-    driver = next(r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-fsx-csi-driver")
+    driver = dev.release("aws-fsx-csi-driver")
     values = driver.inputs["values"]
     assert values["controller"]["nodeSelector"] == {"eksml.io/node-role": "system"}
     assert values["node"]["tolerateAllTaints"] is True
@@ -285,9 +285,7 @@ FSX_CSI_ROLE = "storage-fsx-csi-role"
 
 
 def _fsx_driver(inventory):
-    return next(
-        r for r in inventory.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "aws-fsx-csi-driver"
-    )
+    return inventory.release("aws-fsx-csi-driver")
 
 
 def _classes(inventory):

@@ -101,7 +101,7 @@ def test_the_preview_prints_the_figure_and_warns_when_a_lost_node_would_leave_co
 @pytest.mark.stack
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 def test_the_sizing_counts_exactly_what_the_rendered_controllers_on_the_system_nodes_request(dev):
-    from components.tools.model.rules import system_pods, system_pods_are_sized, with_operator_labels
+    from components.tools.cluster_model.rules import system_pods, system_pods_are_sized, with_operator_labels
     from components.tools.preview import platform_model
 
     platform, _ = platform_model(dev, CHARTS)

@@ -324,7 +324,14 @@ def test_the_team_profile_is_valid_against_kubeflows_crd_and_caps_the_teams_gpus
     jsonschema.validate(profile, _profile_schema(profile["apiVersion"]))
     assert profile["metadata"] == {"name": "vision"}
     assert profile["spec"]["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
-    assert profile["spec"]["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "6"}}
+    assert profile["spec"]["resourceQuotaSpec"] == {
+        "hard": {
+            "requests.nvidia.com/gpu": "6",
+            "requests.aws.amazon.com/neuron": "0",
+            "requests.aws.amazon.com/neuroncore": "0",
+            "requests.aws.amazon.com/neurondevice": "0",
+        }
+    }
     # annotateOnly: the controller annotates default-editor with the team's role and never edits the role itself
     assert profile["spec"]["plugins"] == [
         {"kind": "AwsIamForServiceAccount", "spec": {"awsIamRole": ROLE, "annotateOnly": True}}
@@ -363,7 +370,7 @@ def test_a_profiles_namespace_takes_the_same_kubeflow_paths_as_the_platforms_kub
     from components.kubeflow import teams as kubeflow_teams
 
     policies = plan_team(team(kubeflow=KUBEFLOW), offer()).namespace
-    platform_team = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_quota=1, s3_prefix="vision")
+    platform_team = kubeflow_teams.Team(name="vision", owner="lead@example.org", gpu_ceiling=1, s3_prefix="vision")
     platforms = {p["metadata"]["name"]: p for p in kubeflow_teams.network_policies(platform_team, "monitoring")}
     kubeflow_paths = {"allow-istio-gateway", "allow-notebook-culler", "allow-istiod", "allow-kubeflow-services"}
     kubeflow_paths.add("allow-gateway-in-cluster")
@@ -405,8 +412,8 @@ def test_a_profile_owner_must_be_an_email():
 def test_on_a_pod_identity_platform_the_teams_pods_reach_the_agent_for_credentials_and_only_there():
     """EKS Pod Identity serves credentials from a link-local agent on port 80, which the namespace's egress deny
     (443 out only) closed: the team's role was unusable. IRSA's STS call goes over 443 and needs no such path."""
-    from components.tools.model.flows import problems as flow_problems
-    from components.tools.model.network import Cluster
+    from components.tools.cluster_model.flows import problems as flow_problems
+    from components.tools.cluster_model.network import Cluster
 
     plan = plan_team(team(), offer(identity="podIdentity"))
     cluster = Cluster(list(plan.namespace.values()), [], pod_identity=[("vision", "vision")])
@@ -421,8 +428,8 @@ MIRROR = {"mirror": {"cidr": "10.8.0.0/16", "ports": [8081]}, "git": {"cidr": "0
 
 def test_a_teams_egress_opens_each_range_on_its_ports_and_the_model_judges_it_open():
     """Package mirrors, git over SSH, databases: egress beyond HTTPS that the default (443 only) closed."""
-    from components.tools.model.flows import problems as flow_problems
-    from components.tools.model.network import Cluster
+    from components.tools.cluster_model.flows import problems as flow_problems
+    from components.tools.cluster_model.network import Cluster
 
     namespace = plan_team(team(network={"egress": MIRROR}), offer()).namespace
     (git,) = namespace["allow-egress-git"]["spec"]["egress"]
@@ -439,8 +446,8 @@ def test_a_teams_egress_opens_each_range_on_its_ports_and_the_model_judges_it_op
 
 def test_a_teams_egress_to_a_range_holding_the_metadata_service_leaves_it_out_and_the_model_holds_it_closed():
     """0.0.0.0/0 on port 80 (a package mirror over HTTP) must not hand pods the node role's credentials (IMDS)."""
-    from components.tools.model.flows import problems as flow_problems
-    from components.tools.model.network import Cluster
+    from components.tools.cluster_model.flows import problems as flow_problems
+    from components.tools.cluster_model.network import Cluster
 
     namespace = plan_team(team(network={"egress": {"http": {"cidr": "0.0.0.0/0", "ports": [80]}}}), offer()).namespace
     (rule,) = namespace["allow-egress-http"]["spec"]["egress"]

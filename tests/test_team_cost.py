@@ -657,9 +657,7 @@ def test_the_stack_installs_the_cost_rules_priced_for_its_region_and_the_labels_
     gpus = {r["labels"]["instance_type"]: r["expr"] for r in rules if r["record"] == cost.INSTANCE_GPUS}
     assert (gpus["p4d.24xlarge"], gpus["g5.12xlarge"], gpus["g5.xlarge"]) == ("vector(8)", "vector(4)", "vector(1)")
     assert {cost.POOL_GPUS, cost.GPUS_UNALLOCATED} <= {r["record"] for r in rules}
-    release = next(
-        r for r in prod.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"
-    )
+    release = prod.release("kube-prometheus-stack")
     assert release.inputs["values"]["kube-state-metrics"]["metricLabelsAllowlist"] == cost.ksm_label_allowlist()
     assert release.urn in rule.dependencies  # its CRD comes with the release
 

@@ -225,7 +225,7 @@ def test_the_team_stacks_role_and_the_platforms_kubeflow_teams_roles_keep_to_the
     key = platform["bucketKmsKeyArns"][offered["bucket"]]
 
     def platform_team_policy(name: str, prefix: str) -> dict[str, Any]:
-        spec = Team(name=name, owner="lead@example.org", gpu_quota=0, s3_prefix=prefix)
+        spec = Team(name=name, owner="lead@example.org", gpu_ceiling=0, s3_prefix=prefix)
         return permission_policy(spec, bucket=bucket, region=platform["region"], kms_key_arn=key)
 
     trust = json.loads(team_s3.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
@@ -295,7 +295,15 @@ def test_the_profile_points_the_controller_at_the_teams_role_and_quota(team_dev)
     spec = profile.inputs["spec"]
     assert spec["owner"] == {"kind": "User", "name": "vision-lead@example.org"}
     # quota.gpus 2, and as many again to borrow through the platform's Kueue
-    assert spec["resourceQuotaSpec"] == {"hard": {"requests.nvidia.com/gpu": "4"}}
+    # and no Neuron device: the team has no Neuron pool, and the platform's are in no team's share
+    assert spec["resourceQuotaSpec"] == {
+        "hard": {
+            "requests.nvidia.com/gpu": "4",
+            "requests.aws.amazon.com/neuron": "0",
+            "requests.aws.amazon.com/neuroncore": "0",
+            "requests.aws.amazon.com/neurondevice": "0",
+        }
+    }
     (plugin,) = spec["plugins"]
     assert plugin == {
         "kind": "AwsIamForServiceAccount",
@@ -432,3 +440,19 @@ def test_a_team_quota_no_pool_can_fill_is_refused_naming_what_the_pools_allow(tm
         "team.quota.gpus: asks for 12 GPUs at once, more than every pool it can use allows together (4: the "
         "platform's GPU pools gpu-inference: 4; the team's own pool 0)"
     ) in err
+
+
+def test_a_team_guarantee_past_the_platforms_reserve_is_refused_at_preview_naming_the_keys(tmp_path, capsys):
+    """dev keeps 2 of its pool's 4 GPUs for team stacks (kueue.teamStackGpus): 3 fit the pool but not the reserve, so
+    Kueue would guarantee more than the pool launches while ml-research claims its 2."""
+    project = tmp_path / "team"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        (project / name).write_text((TEAM_STACK / name).read_text())
+    stack_file = yaml.safe_load((TEAM_STACK / "Pulumi.dev.yaml").read_text())
+    stack_file["config"]["team-vision:team"]["quota"]["gpus"] = 3
+    (project / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack_file))
+    assert main([*preview_args(tmp_path / "o", stack="dev")[2:], "--project-dir", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "team.quota.gpus: 3 GPUs leaves 3 guaranteed on the platform's shared GPU pools" in err
+    assert "(its kueue.teamStackGpus, 2)" in err

@@ -24,10 +24,6 @@ def one(inventory, type_, name):
     return inventory.one(type_, name)
 
 
-def release(inventory, chart):
-    return next(r for r in inventory.of_type(RELEASE) if r.inputs["name"] == chart)
-
-
 def addon(inventory, name):
     return next(r for r in inventory.of_type("aws:eks/addon:Addon") if r.inputs["addonName"] == name)
 
@@ -94,7 +90,7 @@ def unordered(inventory) -> list[str]:
     # Namespaces the stack creates go, with what teams put in them, while what deletes its AWS side still runs:
     # load balancers (the LB controller), EBS volumes (the EBS CSI driver), file systems of fsx-lustre claims (the
     # FSx CSI driver).
-    cleaners = [release(inventory, "aws-load-balancer-controller"), addon(inventory, "aws-ebs-csi-driver")]
+    cleaners = [inventory.release("aws-load-balancer-controller"), addon(inventory, "aws-ebs-csi-driver")]
     cleaners += [r for r in inventory.of_type(RELEASE) if r.inputs["name"] == "aws-fsx-csi-driver"]
     for namespace in inventory.of_type(NAMESPACE):
         for cleaner in cleaners:
@@ -106,7 +102,7 @@ def unordered(inventory) -> list[str]:
         *inventory.of_type("aws:ec2/eip:Eip"),
         *inventory.of_type("aws:ec2/internetGateway:InternetGateway"),
     ]
-    for nodes in (*inventory.of_type("aws:eks/nodeGroup:NodeGroup"), release(inventory, "karpenter")):
+    for nodes in (*inventory.of_type("aws:eks/nodeGroup:NodeGroup"), inventory.release("karpenter")):
         for gateway in egress:
             before(nodes, gateway, "the nodes keep their way out until they are gone")
     # The FSx file system goes after every team namespace that mounts it (its pods stop first).
@@ -128,7 +124,7 @@ def test_every_teardown_ordering_is_an_edge_of_the_recorded_graph(stack):
         "cert-manager",
         "team-a",
     }
-    assert release(stack, "aws-fsx-csi-driver")
+    assert stack.release("aws-fsx-csi-driver")
 
 
 @pytest.mark.stack
@@ -291,7 +287,7 @@ def test_claims_file_systems_are_swept_after_the_fsx_driver_and_before_their_sec
     """With the file system, whether or not the class is on (dev's is off): see test_sweep_lifetime."""
     fsx_sweep = one(stack, SWEEP, "storage-fsx-sweep")
     assert fsx_sweep.inputs["kinds"] == ["file-system"]
-    assert stack.depends_on(release(stack, "aws-fsx-csi-driver"), fsx_sweep)
+    assert stack.depends_on(stack.release("aws-fsx-csi-driver"), fsx_sweep)
     assert stack.depends_on(fsx_sweep, stack.one("aws:ec2/securityGroup:SecurityGroup", "storage-fsx"))
 
 
@@ -300,7 +296,7 @@ def test_prometheus_keeps_its_volume_where_the_stack_keeps_data_and_deletes_it_w
         (prod, "gp3-retain", "Retain", "Retain"),
         (dev, "gp3", "Delete", "Delete"),
     ):
-        values = release(inventory, "kube-prometheus-stack").inputs["values"]["prometheus"]["prometheusSpec"]
+        values = inventory.release("kube-prometheus-stack").inputs["values"]["prometheus"]["prometheusSpec"]
         assert values["storageSpec"]["volumeClaimTemplate"]["spec"]["storageClassName"] == class_name
         assert values["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == when_deleted
         storage_class = next(
@@ -311,7 +307,7 @@ def test_prometheus_keeps_its_volume_where_the_stack_keeps_data_and_deletes_it_w
         assert storage_class.inputs["reclaimPolicy"] == reclaim
         # the claim goes with its namespace (no uninstall of its own), while the EBS CSI driver runs (it deletes
         # or releases the volume)
-        prometheus = release(inventory, "kube-prometheus-stack")
+        prometheus = inventory.release("kube-prometheus-stack")
         monitoring = next(n for n in inventory.of_type(NAMESPACE) if n.inputs["metadata"]["name"] == "monitoring")
         assert prometheus.deleted_with == monitoring.urn
         assert monitoring.deleted_with is None
@@ -432,7 +428,7 @@ def test_prod_torn_down_on_purpose_the_up_releases_protection_and_retain_keeps_o
     # and goes with the monitoring namespace, its volume then left to the sweep, which deletes it under destroy
     # (docs/teardown.md, "Prometheus' claim when prod is torn down on purpose").
     for inventory, class_name in ((prod, "gp3-retain"), (released, "gp3")):
-        prometheus = release(inventory, "kube-prometheus-stack")
+        prometheus = inventory.release("kube-prometheus-stack")
         spec = prometheus.inputs["values"]["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]
         assert spec["spec"]["storageClassName"] == class_name
         monitoring = next(n for n in inventory.of_type(NAMESPACE) if n.inputs["metadata"]["name"] == "monitoring")

@@ -72,7 +72,7 @@ def test_trainer_pods_are_not_disrupted_and_with_training_pools_run_only_there_o
 
 
 def test_every_notebook_pod_of_a_team_namespace_is_marked_do_not_disrupt():
-    objects = manifests(Team(name="vision", owner="a@example.org", gpu_quota=4, s3_prefix="teams/vision"))
+    objects = manifests(Team(name="vision", owner="a@example.org", gpu_ceiling=4, s3_prefix="teams/vision"))
     (protection,) = [o for o in objects if o["kind"] == "PodDefault" and o["metadata"]["name"] == "notebook-protection"]
     assert protection == notebook_protection("vision")
     # Selected by the label the notebook controller puts on every notebook pod, not by a form choice.

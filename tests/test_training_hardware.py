@@ -15,10 +15,10 @@ from components.karpenter.render import render_nodeclass, render_nodepool
 from components.scheduling import EFA_LABEL, GPU_TAINT
 from components.team.offer import offered_pool
 from components.team.plan import plan_team
-from components.tools.model import helm
-from components.tools.model.landing import why_not
-from components.tools.model.nodes import from_node_pool
-from components.tools.model.workloads import from_pod_template
+from components.tools.cluster_model import helm
+from components.tools.cluster_model.landing import why_not
+from components.tools.cluster_model.nodes import from_node_pool
+from components.tools.cluster_model.workloads import from_pod_template
 from components.versions import EFA_DEVICE_PLUGIN
 
 from .karpenter_support import node_class

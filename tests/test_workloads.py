@@ -17,7 +17,7 @@ from components.gpu.admission import AdmissionOptions, admission_manifests
 from components.kubeflow.gpu_scheduling import kubeflow_exemption
 from components.observability.adapter import GPU_UTILIZATION_METRIC
 from components.team.quantity import parse_quantity
-from components.tools.model.workloads import pod_template
+from components.tools.cluster_model.workloads import pod_template
 from components.tools.preview import read_project_name, read_stack_config
 from components.tools.preview.program import run_program
 
@@ -268,7 +268,7 @@ def test_the_metric_the_inference_hpa_scales_on_is_served_by_the_platform(prod):
     so the HPA does not sit at its minimum with `<unknown>` targets."""
     objects = {(d["kind"], d["metadata"]["name"]): d for _, d in documents()}
     asked = objects[("HorizontalPodAutoscaler", "llm")]["spec"]["metrics"][0]["pods"]["metric"]["name"]
-    (adapter,) = [r for r in prod.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "prometheus-adapter"]
+    adapter = prod.release("prometheus-adapter")
     rules = adapter.inputs["values"]["rules"]["custom"]
     served = {rule["name"]["as"]: rule for rule in rules}
     assert asked in served

@@ -12,7 +12,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 
 from .. import versions
-from ..identity.irsa import IrsaRole, IrsaRoleArgs, PodIdentityTarget, aws_managed_policy_arn
+from ..identity.irsa import PodIdentityTarget, WorkloadRole, WorkloadRoleArgs, aws_managed_policy_arn
 from ..scheduling import Placement
 from .capacity import METRICS_SERVER_REPLICAS
 
@@ -27,7 +27,7 @@ EBS_CSI_SERVICE_ACCOUNT = ("kube-system", "ebs-csi-controller-sa")
 #: charts/configuration.schema.json). Its agent DaemonSet tolerates every taint already (nodeAgent.tolerations
 #: `operator: Exists`); its DCGM host engine DaemonSet (`dcgm-server`, on NVIDIA instance types only, by affinity)
 #: tolerates none by default, so on the tainted GPU pools the agent would run without DCGM's diagnostics. The model's
-#: facts (tools/model/data/eks_addons.json) declare the same tolerations.
+#: facts (tools/cluster_model/data/eks_addons.json) declare the same tolerations.
 NODE_MONITORING_CONFIGURATION: Mapping[str, Any] = {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
 
 
@@ -41,7 +41,7 @@ def metrics_server_configuration(placement: Placement) -> dict[str, Any]:
     The keys are the upstream chart's (kubernetes-sigs/metrics-server charts/metrics-server/values.yaml: `replicas`,
     `nodeSelector`, `tolerations`), which the add-on's configuration schema takes
     (`aws eks describe-addon-configuration --addon-name metrics-server`). The model reads them back from the
-    add-on's inputs (tools/model/platform.py)."""
+    add-on's inputs (tools/cluster_model/platform.py)."""
     return {"replicas": METRICS_SERVER_REPLICAS, **placement.values()}
 
 
@@ -66,10 +66,10 @@ class AddonSite:
     pod_identity: PodIdentityTarget | None = None
 
 
-def addon_role(site: AddonSite, key: str, service_account: tuple[str, str], policy: str) -> IrsaRole:
-    return IrsaRole(
+def addon_role(site: AddonSite, key: str, service_account: tuple[str, str], policy: str) -> WorkloadRole:
+    return WorkloadRole(
         f"{site.name}-{key}",
-        IrsaRoleArgs(
+        WorkloadRoleArgs(
             oidc_provider_arn=site.cluster.oidc_provider_arn,
             oidc_issuer=site.cluster.oidc_issuer,
             namespace=service_account[0],
@@ -85,7 +85,7 @@ def addon(
     site: AddonSite,
     addon_name: str,
     *,
-    role: IrsaRole | None = None,
+    role: WorkloadRole | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
     configuration: Mapping[str, Any] | None = None,
 ) -> aws.eks.Addon:

@@ -104,7 +104,7 @@ class ClusterArgs:
     #: by another identity know. None: unknown (a cluster created before the tag existed), no tag, every entry made.
     creator_arn: str | None = None
     #: How pods get AWS credentials: IRSA, or EKS Pod Identity (then the `eks-pod-identity-agent` add-on is installed,
-    #: the add-ons' roles are given as Pod Identity associations, and `handle.irsa_role` makes Pod Identity roles).
+    #: the add-ons' roles are given as Pod Identity associations, and `handle.workload_role` makes Pod Identity roles).
     #: Default: IRSA.
     identity: Identity = Identity.IRSA
 

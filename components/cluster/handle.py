@@ -3,6 +3,7 @@ team stack reads it from the platform stack's outputs or from AWS (`from_stack_r
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ import pulumi_kubernetes as k8s
 from .. import k8s_objects
 from ..config.types import Identity
 from ..identity.documents import eks_cluster_arn
-from ..identity.irsa import IrsaRole, IrsaRoleArgs, PodIdentityTarget
+from ..identity.irsa import PodIdentityTarget, WorkloadRole, WorkloadRoleArgs
 from ..scheduling import SYSTEM_PLACEMENT, Placement
 from . import attach
 
@@ -56,7 +57,7 @@ class ClusterHandle:
     eks_cluster: pulumi.Resource | None = None
     #: The AWS CLI profile the stack acts as (None: ambient credentials), for what calls AWS itself.
     aws_profile: str | None = None
-    #: How pods get AWS credentials: every role `irsa_role` makes follows it. Default: IRSA.
+    #: How pods get AWS credentials: every role `workload_role` makes follows it. Default: IRSA.
     identity: Identity = Identity.IRSA
     #: The `eks-pod-identity-agent` add-on (with `Identity.POD_IDENTITY`): associations wait for it.
     pod_identity_agent: pulumi.Resource | None = None
@@ -140,7 +141,7 @@ class ClusterHandle:
             serves_to_the_end=serves_to_the_end,
         )
 
-    def irsa_role(
+    def workload_role(
         self,
         name: str,
         *,
@@ -149,12 +150,12 @@ class ClusterHandle:
         managed_policy_arns: Mapping[str, pulumi.Input[str]] | None = None,
         inline_policies: Mapping[str, pulumi.Input[str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
-    ) -> IrsaRole:
+    ) -> WorkloadRole:
         """A role for one service account of this cluster, through IRSA or EKS Pod Identity as the cluster's
         `identity` says; annotate the service account with the role's `service_account_annotations`."""
-        return IrsaRole(
+        return WorkloadRole(
             name,
-            IrsaRoleArgs(
+            WorkloadRoleArgs(
                 oidc_provider_arn=self.oidc_provider_arn,
                 oidc_issuer=self.oidc_issuer,
                 namespace=namespace,
@@ -165,6 +166,11 @@ class ClusterHandle:
             ),
             opts,
         )
+
+    def irsa_role(self, name: str, **kwargs: Any) -> WorkloadRole:
+        """Deprecated (0.4): `workload_role`, its new name (it makes Pod Identity roles too)."""
+        warnings.warn("ClusterHandle.irsa_role is deprecated: use workload_role", DeprecationWarning, stacklevel=2)
+        return self.workload_role(name, **kwargs)
 
     def pod_identity_target(self, *, associate: bool = True) -> PodIdentityTarget:
         """This cluster as the place EKS Pod Identity roles are used in (`associate`: see PodIdentityTarget)."""

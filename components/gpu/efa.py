@@ -18,12 +18,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..scheduling import EFA_LABEL, Taint
-from .neuron import tolerations
+from .tolerations import device_tolerations
 
 
 def efa_values(pool_taints: Iterable[Taint]) -> dict[str, Any]:
     # The chart's template tolerates the system taint itself; these come in addition.
     return {
         "supportedInstanceLabels": {"keys": [EFA_LABEL], "values": ["true"]},
-        "tolerations": tolerations(pool_taints),
+        "tolerations": device_tolerations(pool_taints),
     }

@@ -22,24 +22,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..scheduling import NEURON_TAINT, SYSTEM_TAINT, TEAM_TAINT_KEY, Taint
-
-
-def tolerations(taints: Iterable[Taint]) -> list[dict[str, str]]:
-    """Tolerations of every taint given and of the team pools' taint (by key and effect, whatever its value),
-    without repeats, in a stable order: device plugins run on the teams' pools too."""
-    taints = (*taints, Taint(TEAM_TAINT_KEY, "", "NoSchedule"))
-    return [
-        {"key": key, "operator": "Exists", "effect": effect}
-        for key, effect in sorted({(t.key, t.effect) for t in taints})
-    ]
+from ..scheduling import NEURON_TAINT, SYSTEM_TAINT, Taint
+from .tolerations import device_tolerations
 
 
 def neuron_values(pool_taints: Iterable[Taint]) -> dict[str, Any]:
     # The chart's own default tolerations, which setting the list replaces, are the system and Neuron taints.
     system = {"key": SYSTEM_TAINT.key, "operator": "Exists"}
     return {
-        "devicePlugin": {"enabled": True, "tolerations": [system, *tolerations((*pool_taints, NEURON_TAINT))]},
+        "devicePlugin": {"enabled": True, "tolerations": [system, *device_tolerations((*pool_taints, NEURON_TAINT))]},
         "scheduler": {"enabled": False},
         "npd": {"enabled": False},
     }

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 import yaml
 
-from ..scheduling import GPU_RESOURCE, GPU_TAINT, TEAM_TAINT_TOLERATION, Placement, Taint
+from ..scheduling import ANY_TEAM_TAINT, GPU_RESOURCE, GPU_TAINT, Placement, Taint
 from .dcgm import exporter_config
+from .tolerations import device_tolerations
 
 NodeImage = Literal["al2023", "bottlerocket"]
 TIME_SLICING_CONFIG = "time-slicing"
@@ -32,14 +33,6 @@ class GpuOperatorOptions:
     #: Every taint the platform's GPU pools carry (the GPU taint and any of their own): the operator replaces its
     #: operands' tolerations with `daemonsets.tolerations`, so a taint missing there keeps the device plugin off.
     pool_taints: tuple[Taint, ...] = ()
-
-
-def node_tolerations(pool_taints: tuple[Taint, ...] = ()) -> list[dict[str, str]]:
-    """What the operands and NFD's worker tolerate: the GPU taint, the team taint (team pools) and every taint of the
-    platform's GPU pools, each by key and effect whatever its value (as the operator's docs do for the GPU taint)."""
-    first = [(GPU_TAINT.key, GPU_TAINT.effect), (TEAM_TAINT_TOLERATION["key"], TEAM_TAINT_TOLERATION["effect"])]
-    more = sorted({(t.key, t.effect) for t in pool_taints} - set(first))
-    return [{"key": key, "operator": "Exists", "effect": effect} for key, effect in first + more]
 
 
 def _linux(placement: Placement) -> dict[str, Any]:
@@ -65,7 +58,8 @@ def operator_values(
     system_placement: Placement,
 ) -> dict[str, Any]:
     # The operands and NFD's worker run on every GPU node: the platform's pools and the teams' (team taint).
-    tolerations = node_tolerations(options.pool_taints)
+    # (The GPU taint by key and effect, as the operator's docs tolerate it.)
+    tolerations = device_tolerations(options.pool_taints, first=(GPU_TAINT, ANY_TEAM_TAINT))
     bottlerocket = options.node_image == "bottlerocket"
     device_plugin: dict[str, Any] = {"enabled": not bottlerocket}
     if options.time_slicing_replicas is not None:

@@ -1,10 +1,15 @@
 """The role every pod of the platform that calls AWS uses (IRSA, or EKS Pod Identity), and the node role of EKS
-nodes (IAM documents in `documents`)."""
+nodes (IAM documents in `documents`).
+
+`WorkloadRole` was `IrsaRole` up to 0.3, when it made IRSA roles only; the old names still import, with a
+DeprecationWarning, and the component keeps the stacks made under its old type token (`FORMER_TYPE`)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -42,14 +47,14 @@ def aws_managed_policy_arn(partition: pulumi.Input[str], path_and_name: str) -> 
 
 
 @dataclass(frozen=True)
-class IrsaRoleArgs:
+class WorkloadRoleArgs:
     """A role for one Kubernetes service account.
 
     `namespace` and `service_account` must be exactly what the chart or add-on creates, or the pod's token will
     not match the trust policy. Policies are keyed by name so adding one never re-creates the others.
     """
 
-    #: The cluster's IAM OIDC provider (`ClusterHandle.oidc_provider_arn`; `ClusterHandle.irsa_role` fills it).
+    #: The cluster's IAM OIDC provider (`ClusterHandle.oidc_provider_arn`; `ClusterHandle.workload_role` fills it).
     #: Unused with `pod_identity`.
     oidc_provider_arn: pulumi.Input[str]
     #: Its issuer, with or without `https://` (`ClusterHandle.oidc_issuer`). Unused with `pod_identity`.
@@ -63,13 +68,19 @@ class IrsaRoleArgs:
     #: Inline policy documents (JSON), by name. Default: none.
     inline_policies: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     #: None: IRSA (the default). Set: the role trusts EKS Pod Identity for the service account in that cluster, and
-    #: the service account must carry no IRSA annotation (`IrsaRole.service_account_annotations` is then empty).
+    #: the service account must carry no IRSA annotation (`WorkloadRole.service_account_annotations` is then empty).
     pod_identity: PodIdentityTarget | None = None
 
 
-class IrsaRole(pulumi.ComponentResource):
+#: The component's type token, and the one it had as `IrsaRole` (up to 0.3): the alias to it keeps the role of a stack
+#: deployed by 0.3, and its children inherit it (see `__init__`).
+TYPE = "eksml:iam:WorkloadRole"
+FORMER_TYPE = "eksml:iam:IrsaRole"
+
+
+class WorkloadRole(pulumi.ComponentResource):
     """An IAM role assumable only by one service account of one cluster: through IAM Roles for Service Accounts, or
-    through EKS Pod Identity (`IrsaRoleArgs.pod_identity`). One component for both, so every consumer follows the
+    through EKS Pod Identity (`WorkloadRoleArgs.pod_identity`). One component for both, so every consumer follows the
     cluster's choice and its URN does not change with it."""
 
     role: aws.iam.Role
@@ -84,8 +95,13 @@ class IrsaRole(pulumi.ComponentResource):
     namespace: str
     service_account: str
 
-    def __init__(self, name: str, args: IrsaRoleArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("eksml:iam:IrsaRole", name, None, opts)
+    def __init__(self, name: str, args: WorkloadRoleArgs, opts: pulumi.ResourceOptions | None = None):
+        # The engine matches this component against its URN under FORMER_TYPE, and each child named `<name>-...`
+        # against the same name under that URN: a parent's aliases are inherited by its children (pulumi/pulumi
+        # sdk/python/lib/pulumi/runtime/resource.py `all_aliases` / `inherited_child_alias` in the pinned SDK; an
+        # engine that takes alias specs, `prepare_aliases`, applies the same rule), so upgrading replaces nothing.
+        former = pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=FORMER_TYPE)])
+        super().__init__(TYPE, name, None, pulumi.ResourceOptions.merge(opts, former))
         self.namespace, self.service_account = args.namespace, args.service_account
         target = args.pod_identity
         if target is None:
@@ -175,3 +191,16 @@ def node_role(
         for key, policy in NODE_MANAGED_POLICIES.items()
     ]
     return role, attachments
+
+
+#: The names before 0.4, by the name they now have.
+_DEPRECATED = {"IrsaRole": "WorkloadRole", "IrsaRoleArgs": "WorkloadRoleArgs"}
+
+
+def __getattr__(name: str) -> Any:
+    """`IrsaRole` and `IrsaRoleArgs` (renamed in 0.4: the role is a Pod Identity role too), with a warning."""
+    new = _DEPRECATED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(f"{name} is deprecated: use {new} (the same class)", DeprecationWarning, stacklevel=2)
+    return globals()[new]

@@ -41,7 +41,7 @@ def controller_values(
         "serviceAccount": {
             "create": True,
             "name": SERVICE_ACCOUNT,
-            # The role's IRSA annotation, or none with EKS Pod Identity (IrsaRole.service_account_annotations).
+            # The role's IRSA annotation, or none with EKS Pod Identity (WorkloadRole.service_account_annotations).
             "annotations": service_account_annotations,
         },
         "replicaCount": system_capacity.LB_CONTROLLER_REPLICAS,
@@ -91,7 +91,7 @@ class Ingress(pulumi.ComponentResource):
     def __init__(self, name: str, args: IngressArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:ingress:Ingress", name, None, opts)
         cluster = args.cluster
-        role = cluster.irsa_role(
+        role = cluster.workload_role(
             f"{name}-controller",
             namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT,

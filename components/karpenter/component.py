@@ -69,7 +69,7 @@ def controller_values(
         "serviceAccount": {
             "create": True,
             "name": SERVICE_ACCOUNT,
-            # The role's IRSA annotation, or none with EKS Pod Identity (IrsaRole.service_account_annotations).
+            # The role's IRSA annotation, or none with EKS Pod Identity (WorkloadRole.service_account_annotations).
             "annotations": service_account_annotations,
         },
         "replicas": system_capacity.KARPENTER_REPLICAS,
@@ -191,7 +191,7 @@ class Karpenter(pulumi.ComponentResource):
                 )
             )
         )
-        role = cluster.irsa_role(
+        role = cluster.workload_role(
             f"{name}-controller",
             namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT,

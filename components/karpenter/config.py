@@ -153,11 +153,7 @@ class KarpenterConfig(ConfigModel):
 def _taints(pools: list[NodePoolSpec]) -> tuple[Taint, ...] | None:
     if not pools:
         return None
-    return tuple(
-        sorted(
-            {Taint(t.key, t.value, t.effect) for p in pools for t in p.taints}, key=lambda t: (t.key, t.value, t.effect)
-        )
-    )
+    return tuple(sorted({t.taint for p in pools for t in p.taints}, key=lambda t: (t.key, t.value, t.effect)))
 
 
 def reserved_message(class_name: str) -> str:

@@ -208,7 +208,7 @@ def accelerator_problems(pool: Pool, kind: Accelerator, because: str, skip: froz
             )
         )
     for index, t in same_key:
-        got = Taint(t.key, t.value, t.effect)
+        got = t.taint
         if got != taint:
             problems.append(
                 (

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
+from ..scheduling import Taint
 from . import crd_rules
 from .spec_types import (
     BUDGET_DURATION,
@@ -30,6 +31,11 @@ class TaintSpec(Spec):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
         description="what the taint does to pods that do not tolerate it"
     )
+
+    @property
+    def taint(self) -> Taint:
+        """The taint the pool's nodes carry, as every renderer and check reads it."""
+        return Taint(self.key, self.value, self.effect)
 
 
 #: The NodePool CRD's requirement operators (a test compares them with `crd_rules.json`).

@@ -86,7 +86,7 @@ def render_nodepool(
         "expireAfter": pool.expire_after,
     }
     if pool.taints:
-        template_spec["taints"] = [Taint(t.key, t.value, t.effect).as_dict() for t in pool.taints]
+        template_spec["taints"] = [t.taint.as_dict() for t in pool.taints]
     if startup_taints:
         template_spec["startupTaints"] = [t.as_dict() for t in startup_taints]
     template_spec["terminationGracePeriod"] = pool.termination_grace_period

@@ -16,7 +16,8 @@ from .. import k8s_objects
 from ..certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 from ..cluster.handle import ClusterHandle
 from ..identity.documents import to_json
-from ..identity.irsa import IrsaRole
+from ..identity.irsa import WorkloadRole
+from ..identity.team_policy import team_s3_policy
 from . import fetch, pipelines, pipelines_iam, plan, render
 from .access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks
 from .alb_auth import CLIENT_SECRET_PLACEHOLDER as ALB_CLIENT_SECRET_PLACEHOLDER
@@ -26,7 +27,7 @@ from .credentials import NAMES
 from .objects import MONITORING_GROUP
 from .register import register
 from .staging import Stage, Staged
-from .teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT, Team, permission_policy
+from .teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT
 
 #: Credentials with a shape of their own (everything else: 32 letters and digits, safe in connection strings).
 _ADMIN = "admin_password_bcrypt"
@@ -258,7 +259,7 @@ class Kubeflow(pulumi.ComponentResource):
 
         for key, document in documents.items():
             policy = policy_of(document)
-            roles[key] = cluster.irsa_role(
+            roles[key] = cluster.workload_role(
                 f"{name}-pipelines-{key}",
                 namespace=pipelines.NAMESPACE,
                 service_account=accounts[key],
@@ -308,17 +309,18 @@ class Kubeflow(pulumi.ComponentResource):
         assert _COOKIE in secrets  # 32 characters: one of the lengths oauth2-proxy accepts
         return secrets, admin
 
-    def _team_role(self, name: str, team: str, args: KubeflowArgs) -> IrsaRole:
+    def _team_role(self, name: str, team: str, args: KubeflowArgs) -> WorkloadRole:
         """The team's IRSA role: assumable only by its namespace's default-editor account, limited to its prefix."""
         cluster, config = args.cluster, args.config.teams[team]
         assert args.bucket_name is not None, "config refuses teams without kubeflow.bucket"
-        spec = Team(name=team, owner=config.owner, gpu_quota=config.gpu_quota, s3_prefix=config.s3_prefix)
         policy = pulumi.Output.all(cluster.partition, args.bucket_name, args.bucket_kms_key_arn).apply(
             lambda v: to_json(
-                permission_policy(spec, bucket=v[1], partition=v[0], region=cluster.region, kms_key_arn=v[2])
+                team_s3_policy(
+                    partition=v[0], region=cluster.region, bucket=v[1], prefix=config.s3_prefix, kms_key_arn=v[2]
+                )
             )
         )
-        return cluster.irsa_role(
+        return cluster.workload_role(
             f"{name}-team-{team}",
             namespace=team,
             service_account=TEAM_SERVICE_ACCOUNT,

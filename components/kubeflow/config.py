@@ -49,21 +49,9 @@ from .pipelines_iam import ui_policy_size_problem
 from .plan import Settings
 from .teams import FsxShare, Team
 
-
-def _pattern(regex: str, what: str) -> AfterValidator:
-    compiled = re.compile(regex)
-
-    def check(value: str) -> str:
-        if not compiled.fullmatch(value):
-            raise ValueError(f"expected {what}, got {value!r}")
-        return value
-
-    return AfterValidator(check)
-
-
-Email = Annotated[StrictStr, _pattern(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address like 'lead@example.org'")]
+Email = Annotated[StrictStr, matches(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address like 'lead@example.org'")]
 TeamName = Annotated[
-    StrictStr, _pattern(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")
+    StrictStr, matches(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", "a DNS label (lowercase letters, digits, '-')")
 ]
 
 
@@ -81,7 +69,7 @@ S3Prefix = Annotated[
     AfterValidator(_prefix_length),
 ]
 CertificateArn = Annotated[
-    StrictStr, _pattern(r"arn:aws(-cn|-us-gov)?:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+", "an ACM certificate ARN")
+    StrictStr, matches(r"arn:aws(-cn|-us-gov)?:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+", "an ACM certificate ARN")
 ]
 
 
@@ -511,7 +499,7 @@ def settings(
             Team(
                 name=name,
                 owner=t.owner,
-                gpu_quota=gpu_share(t.gpu_quota, t.gpu_borrowing_limit, queueing=queueing).ceiling,
+                gpu_ceiling=gpu_share(t.gpu_quota, t.gpu_borrowing_limit, queueing=queueing).ceiling,
                 s3_prefix=t.s3_prefix,
                 fsx_claim=t.fsx_claim,
                 queued=queueing,

@@ -41,7 +41,7 @@ RUNTIME_KINDS = frozenset({"ClusterTrainingRuntime", "TrainingRuntime"})
 #: The replicated job of a runtime whose pods train (and get the GPUs a TrainJob asks for); the others initialise.
 TRAINER_JOB = "node"
 SIDECAR_INJECT = "sidecar.istio.io/inject"
-GPU_TOLERATION = {"key": GPU_TAINT.key, "operator": "Exists", "effect": GPU_TAINT.effect}
+GPU_TOLERATION = GPU_TAINT.key_toleration()
 #: The capacity a trainer pod may run on: what Karpenter does not reclaim (karpenter.sh/capacity-type values,
 #: kubernetes-sigs/karpenter pkg/apis/v1/labels.go).
 TRAINER_CAPACITY = ("on-demand", "reserved")

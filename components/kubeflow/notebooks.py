@@ -54,7 +54,7 @@ def notebook_protection(namespace: str) -> Manifest:
 
 def gpu_toleration() -> dict[str, str]:
     """Exactly the taint every GPU node carries."""
-    return {"key": GPU_TAINT.key, "operator": "Equal", "value": GPU_TAINT.value, "effect": GPU_TAINT.effect}
+    return GPU_TAINT.toleration()
 
 
 def pool_affinity(pool: str) -> dict[str, Any]:
@@ -75,11 +75,10 @@ def pool_affinity(pool: str) -> dict[str, Any]:
 
 def pool_toleration_group(pool: str, taints: Sequence[Taint]) -> dict[str, Any]:
     """The toleration group of a GPU pool with taints of its own: the GPU taint and those, exactly."""
-    own = [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in taints]
     return {
         "groupKey": f"{GPU_TOLERATION_GROUP}-{pool}",
         "displayName": f"NVIDIA GPU nodes of NodePool {pool}",
-        "tolerations": [gpu_toleration(), *own],
+        "tolerations": [gpu_toleration(), *(t.toleration() for t in taints)],
     }
 
 

@@ -8,12 +8,19 @@ resolved values (inside an `apply`) or placeholders in a program.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .. import network_policies as netpol
 from ..identity.team_policy import team_s3_policy
-from ..kueue.queues import LOCAL_QUEUE, MANAGED_NAMESPACE_LABEL, MANAGED_NAMESPACE_VALUE, QUEUE_LABEL
+from ..kueue.queues import (
+    LOCAL_QUEUE,
+    MANAGED_NAMESPACE_LABEL,
+    MANAGED_NAMESPACE_VALUE,
+    QUEUE_LABEL,
+    neuron_ceilings,
+)
 from ..pod_security import TEAM_POD_SECURITY
 from ..scheduling import GPU_RESOURCE
 from ..storage.render import fsx_volume
@@ -74,7 +81,9 @@ class Team:
 
     name: str
     owner: str  # the owner's email, as Dex reports it
-    gpu_quota: int  # GPUs the namespace may request at once
+    #: GPUs the namespace's pods may request at once, queued or not: the team's whole share (its nominal quota plus
+    #: what it may borrow, `kueue.queues.GpuShare.ceiling`), which its Profile's ResourceQuota holds.
+    gpu_ceiling: int
     s3_prefix: str  # the team's prefix in the platform bucket, without slashes at either end
     fsx_claim: str | None = None  # a PersistentVolumeClaim of the team's FSx share, in its namespace
     role_arn: str | None = None  # the IAM role default-editor assumes; None: a placeholder the registration resolves
@@ -83,8 +92,8 @@ class Team:
     def __post_init__(self) -> None:
         if not _DNS_LABEL.match(self.name):
             raise ValueError(f"team name {self.name!r} must be a DNS label (lowercase letters, digits, '-')")
-        if self.gpu_quota < 0:
-            raise ValueError(f"team {self.name}: gpu_quota must not be negative")
+        if self.gpu_ceiling < 0:
+            raise ValueError(f"team {self.name}: gpu_ceiling must not be negative")
         if (
             not self.s3_prefix
             or self.s3_prefix.startswith("/")
@@ -109,17 +118,20 @@ def namespace(team: Team) -> Manifest:
     }
 
 
-def profile_manifest(*, name: str, owner: str, gpu_quota: int, role_arn: Any) -> Manifest:
-    """A Profile owned by `owner`, its namespace capped at `gpu_quota` GPUs, and `default-editor` annotated with
-    `role_arn` (a string, a placeholder, or a Pulumi output: it is only placed, never read). The platform's teams and
-    team stacks both make theirs here."""
+def profile_manifest(
+    *, name: str, owner: str, gpu_ceiling: int, role_arn: Any, neuron: Mapping[str, str] | None = None
+) -> Manifest:
+    """A Profile owned by `owner`, its namespace capped at `gpu_ceiling` GPUs and at `neuron` Neuron devices and
+    cores (`kueue.queues.neuron_ceilings`; None: none, the platform's Neuron pools being in no team's share), and
+    `default-editor` annotated with `role_arn` (a string, a placeholder, or a Pulumi output: it is only placed, never
+    read). The platform's teams and team stacks both make theirs here."""
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "Profile",
         "metadata": {"name": name},
         "spec": {
             "owner": {"kind": "User", "name": owner},
-            "resourceQuotaSpec": {"hard": {GPU_QUOTA_KEY: str(gpu_quota)}},
+            "resourceQuotaSpec": {"hard": {GPU_QUOTA_KEY: str(gpu_ceiling), **(neuron or neuron_ceilings())}},
             "plugins": [
                 {
                     "kind": "AwsIamForServiceAccount",
@@ -134,7 +146,7 @@ def profile_manifest(*, name: str, owner: str, gpu_quota: int, role_arn: Any) ->
 
 def profile(team: Team) -> Manifest:
     role_arn = team.role_arn or role_arn_placeholder(team.name)
-    return profile_manifest(name=team.name, owner=team.owner, gpu_quota=team.gpu_quota, role_arn=role_arn)
+    return profile_manifest(name=team.name, owner=team.owner, gpu_ceiling=team.gpu_ceiling, role_arn=role_arn)
 
 
 def access_ml_pipeline(namespace: str) -> Manifest:

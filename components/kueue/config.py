@@ -19,8 +19,9 @@ class KueueConfig(ConfigModel):
     team_stack_gpus: StrictInt = Field(
         default=0,
         ge=0,
-        description="GPUs of the shared GPU pools set aside as nominal quota for team stacks' queues, together (each "
-        "team stack's `quota.gpus` not covered by its own pool counts against it); the Kubeflow teams' `gpuQuota`s "
+        description="GPUs of the shared GPU pools set aside as nominal quota for team stacks' queues, all of them "
+        "together (each team stack's `quota.gpus` not covered by its own pool counts against it; exported in the "
+        "`kueue` output, and a team stack's preview refuses a guarantee past it); the Kubeflow teams' `gpuQuota`s "
         "and this add up to no more than the pools' GPU limits, and what is left is lent to any team up to its "
         "borrowing limit",
     )

@@ -15,7 +15,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..scheduling import GPU_RESOURCE, GPU_SHARE_LABEL, GPU_SHARE_PLATFORM, WORKLOAD_LABEL
+from ..scheduling import (
+    GPU_RESOURCE,
+    GPU_SHARE_LABEL,
+    GPU_SHARE_PLATFORM,
+    NEURON_CORE_RESOURCE,
+    NEURON_RESOURCE,
+    NEURON_RESOURCES,
+    WORKLOAD_LABEL,
+)
 
 Manifest = dict[str, Any]
 
@@ -59,6 +67,20 @@ def gpu_share(quota: int, borrowing_limit: int | None, *, queueing: bool) -> Gpu
     if not queueing:
         return GpuShare(quota, 0)
     return GpuShare(quota, quota if borrowing_limit is None else borrowing_limit)
+
+
+def neuron_ceilings(own_pool_limits: Mapping[str, int] | None = None) -> dict[str, str]:
+    """The ResourceQuota entries that cap a team namespace's Neuron devices and cores (`requests.<resource>`).
+
+    Neuron is in no team's Kueue share: the teams' shares are NVIDIA GPUs, Kueue leaves Neuron to the quota
+    (`values.EXCLUDED_RESOURCE_PREFIXES`), and the platform's Neuron pools are kept off team namespaces (0), since
+    a team has no Neuron quota of its own to hold them to, and a queue-less first come, first served would let one
+    team take them all. A team stack's own Neuron pool is its own: the quota allows what that pool runs, by the
+    resource the pool is capped on (`aws.amazon.com/neurondevice`, the older name for devices, as much as devices)."""
+    limits = dict(own_pool_limits or {})
+    devices = limits.get(NEURON_RESOURCE, 0)
+    amounts = {NEURON_RESOURCE: devices, NEURON_CORE_RESOURCE: limits.get(NEURON_CORE_RESOURCE, 0)}
+    return {f"requests.{resource}": str(amounts.get(resource, devices)) for resource in NEURON_RESOURCES}
 
 
 #: The one ResourceFlavor of the platform's GPU pools, which every team's ClusterQueue shares.
@@ -213,10 +235,13 @@ def cohort(shared: Flavor, idle: int, *, name: str = COHORT) -> Manifest:
     }
 
 
-def offered(shared: Flavor) -> dict[str, Any]:
+def offered(shared: Flavor, team_stack_gpus: int) -> dict[str, Any]:
     """How the platform exports its queueing to team stacks (the `kueue` output): the cohort and the shared flavor
-    a team stack's ClusterQueue joins them with."""
+    a team stack's ClusterQueue joins them with, and `teamStackGpus`, the GPUs of the shared pools the platform
+    keeps for team stacks' nominal quotas (`kueue.teamStackGpus`), which every team stack's guarantee there comes
+    out of."""
     return {
         "cohort": COHORT,
         "flavor": {"name": shared.name, "nodeLabels": dict(shared.node_labels), "gpus": shared.gpus},
+        "teamStackGpus": team_stack_gpus,
     }

@@ -14,7 +14,7 @@ import yaml
 
 from ..cluster.capacity import KUEUE as REQUESTS
 from ..cluster.capacity import KUEUE_REPLICAS
-from ..scheduling import EFA_RESOURCE, Placement
+from ..scheduling import EFA_RESOURCE, NEURON_RESOURCE, Placement
 from ..versions import KUEUE_IMAGE
 from .queues import MANAGED_NAMESPACE_LABEL, MANAGED_NAMESPACE_VALUE
 
@@ -28,7 +28,12 @@ FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/train
 #: with the GPU node (a p5.48xlarge has 32 beside its 8 GPUs) and only a pod on that node can take them, so the GPUs
 #: a team is admitted already bound the interfaces it can use; counting them would need a quota per team that only
 #: restates its GPUs, and without either a training job that asks for them (docs/gpu.md) waits forever.
-EXCLUDED_RESOURCE_PREFIXES = ("cpu", "memory", "ephemeral-storage", "pods", "hugepages-", EFA_RESOURCE)
+#: Neuron devices and cores (every name the Neuron device plugin has used starts with `aws.amazon.com/neuron`) are
+#: left out too: the shared flavor is the NVIDIA pools, and no team has a Neuron quota for Kueue to hold it to; a
+#: team's Neuron pods are capped by its namespace's ResourceQuota instead (`queues.neuron_ceilings`: what the team's
+#: own Neuron pool runs, none on the platform's pools). Covered by no resource group and not excluded, a queued job
+#: asking for Neuron would never be admitted.
+EXCLUDED_RESOURCE_PREFIXES = ("cpu", "memory", "ephemeral-storage", "pods", "hugepages-", EFA_RESOURCE, NEURON_RESOURCE)
 #: How long an admitted workload's pods have to all be Ready before Kueue evicts it and puts it back in the queue,
 #: freeing its quota: a new GPU node (Karpenter's launch, the GPU Operator's driver validation) and a multi-GB
 #: CUDA image pull take their time, so this is far past a normal start and catches only what cannot start

@@ -4,6 +4,7 @@ for Karpenter, and dashboard ConfigMaps."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -150,8 +151,15 @@ class GpuPool:
     `resource_type` label: nvidia.com/gpu, aws.amazon.com/neuron or aws.amazon.com/neuroncore)."""
 
     name: str
-    gpu_limit: int
+    #: The pool's ceiling on `resource` (GPUs, Neuron devices or Neuron cores).
+    accelerator_limit: int
     resource: str = GPU_RESOURCE_TYPE
+
+    @property
+    def gpu_limit(self) -> int:
+        """Deprecated (0.4): `accelerator_limit`, its new name (it holds Neuron ceilings too)."""
+        warnings.warn("GpuPool.gpu_limit is deprecated: use accelerator_limit", DeprecationWarning, stacklevel=2)
+        return self.accelerator_limit
 
 
 class _Capped(Protocol):
@@ -163,7 +171,7 @@ def gpu_pools(node_pools: Mapping[str, _Capped]) -> tuple[GpuPool, ...]:
     """What `ObservabilityArgs.gpu_pools` takes: a GpuPool for each accelerator ceiling of the NodePools
     (`KarpenterConfig.node_pools`), by pool name."""
     return tuple(
-        GpuPool(name=name, gpu_limit=limit, resource=resource)
+        GpuPool(name=name, accelerator_limit=limit, resource=resource)
         for name, pool in sorted(node_pools.items())
         for resource, limit in pool.accelerator_limits.items()
     )
@@ -181,9 +189,9 @@ def _near_limit(pool: GpuPool, ratio: float) -> dict[str, Any]:
     alert, what = _NEAR_LIMIT[pool.resource]
     selector = f'nodepool="{pool.name}", resource_type="{pool.resource}"'
     summary = (
-        f"NodePool {pool.name} uses over {ratio:.0%} of its {pool.gpu_limit} GPU limit"
+        f"NodePool {pool.name} uses over {ratio:.0%} of its {pool.accelerator_limit} GPU limit"
         if pool.resource == GPU_RESOURCE_TYPE
-        else f"NodePool {pool.name} uses over {ratio:.0%} of its {pool.gpu_limit} {pool.resource} limit"
+        else f"NodePool {pool.name} uses over {ratio:.0%} of its {pool.accelerator_limit} {pool.resource} limit"
     )
     action = (
         "New GPU pods will stay pending once the limit is reached. Raise limits.nvidia.com/gpu of the pool in "

@@ -14,7 +14,7 @@ from .. import network_policies as netpol
 from ..cluster.handle import ClusterHandle
 from ..config.types import StatefulResources
 from ..identity.documents import to_json
-from ..identity.irsa import IrsaRole
+from ..identity.irsa import WorkloadRole
 from ..pod_security import TEAM_POD_SECURITY
 from ..sweep.model import Kind
 from ..sweep.resource import SweepArgs, sweep_step
@@ -196,10 +196,10 @@ def data_repository(
     return policy.arn
 
 
-def csi_role(name: str, cluster: ClusterHandle, *, parent: pulumi.Resource) -> IrsaRole:
+def csi_role(name: str, cluster: ClusterHandle, *, parent: pulumi.Resource) -> WorkloadRole:
     """The CSI controller's identity for dynamic provisioning: create file systems tagged for this cluster, and
     delete those."""
-    return cluster.irsa_role(
+    return cluster.workload_role(
         f"{name}-fsx-csi",
         namespace=FSX_CSI_NAMESPACE,
         service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
@@ -248,7 +248,7 @@ def sweep(
 def csi_driver(
     name: str,
     cluster: ClusterHandle,
-    controller_role: IrsaRole | None,
+    controller_role: WorkloadRole | None,
     after: Sequence[pulumi.Resource],
     k8s_opts: pulumi.ResourceOptions,
 ) -> pulumi.Resource:

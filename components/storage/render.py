@@ -6,7 +6,7 @@ from typing import Any
 
 from ..config.types import StatefulResources
 from ..identity.documents import IAM_VERSION, dns_suffix
-from ..scheduling import ACCELERATOR_RESOURCES
+from ..scheduling import GPU_RESOURCE, NEURON_RESOURCES
 from ..tags import DYNAMIC_FSX_TAG
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
@@ -286,5 +286,5 @@ def no_accelerators_quota(namespace: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "ResourceQuota",
         "metadata": {"name": "no-accelerators", "namespace": namespace},
-        "spec": {"hard": {f"requests.{resource}": "0" for resource in ACCELERATOR_RESOURCES}},
+        "spec": {"hard": {f"requests.{resource}": "0" for resource in (GPU_RESOURCE, *NEURON_RESOURCES)}},
     }

@@ -17,7 +17,7 @@ import pulumi
 from .. import k8s_objects
 from ..cluster.handle import ClusterHandle
 from ..identity.documents import to_json
-from ..identity.irsa import IrsaRole
+from ..identity.irsa import WorkloadRole
 from ..identity.team_policy import team_s3_policy
 from ..karpenter.validation import delete_timeout
 from ..kserve.publish import ModelRoute, ModelRouteArgs
@@ -95,7 +95,7 @@ class TeamIdentity(pulumi.ComponentResource):
     """The team's service account and the role only it may assume (IRSA, or EKS Pod Identity as the platform runs),
     allowed the team's bucket prefix."""
 
-    role: IrsaRole
+    role: WorkloadRole
     role_arn: pulumi.Output[str]
     service_account: pulumi.Resource
 
@@ -113,7 +113,7 @@ class TeamIdentity(pulumi.ComponentResource):
                     )
                 )
             )
-        self.role = cluster.irsa_role(
+        self.role = cluster.workload_role(
             name,
             namespace=team.name,
             service_account=team.service_account_name,
@@ -188,7 +188,7 @@ class TeamProfile(pulumi.ComponentResource):
         assert team.kubeflow is not None, "the team has no kubeflow section"
         self.profile = k8s_objects.create(
             f"{name}-profile",
-            team_profile(team, args.identity.role_arn, args.plan.gpu_share.ceiling),
+            team_profile(team, args.identity.role_arn, args.plan.gpu_share.ceiling, args.plan.neuron_quota),
             pulumi.ResourceOptions(
                 parent=self,
                 provider=args.cluster.kubernetes_provider,

@@ -57,7 +57,9 @@ class TeamQuota(ConfigModel):
     gpus: StrictInt = Field(
         ge=0,
         description="the team's nominal GPU share (its Kueue ClusterQueue's quota, on any pool of the platform's); "
-        "the namespace's ResourceQuota on `requests.nvidia.com/gpu` is this plus `gpuBorrowingLimit`",
+        "the namespace's ResourceQuota on `requests.nvidia.com/gpu` is this plus `gpuBorrowingLimit`; what its own "
+        "pool does not cover is guaranteed on the platform's shared pools and must fit in the platform's "
+        "`kueue.teamStackGpus`, which every team stack shares",
     )
     gpu_borrowing_limit: StrictInt | None = Field(
         default=None,

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import network_policies as netpol
 from ..kubeflow.network_policy import profile_allowances
+from ..kueue.queues import neuron_ceilings
 from ..network_policies import TEAM_LABEL
 from ..pod_security import TEAM_POD_SECURITY
 from ..scheduling import GPU_RESOURCE
@@ -70,6 +71,7 @@ def namespace_manifests(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     gpu_ceiling: int | None = None,
+    neuron_quota: Mapping[str, str] | None = None,
     pod_identity: bool = False,
 ) -> dict[str, Manifest]:
     """The Namespace, its ResourceQuota and LimitRange, and its NetworkPolicies, keyed by a stable short name.
@@ -77,7 +79,7 @@ def namespace_manifests(
     `labels` and `annotations` are what another owner of the namespace needs on it (a Kubeflow Profile adopts a
     namespace whose `owner` annotation names its owner); the Pod Security and team labels always win. The quota's
     GPUs are `gpu_ceiling` (the team's share with what it may borrow, `kueue.queues.GpuShare.ceiling`); None: its
-    `quota.gpus`."""
+    `quota.gpus`. Its Neuron devices and cores are `neuron_quota` (`kueue.queues.neuron_ceilings`); None: none."""
     name, quota = team.name, team.quota
     metadata: dict[str, Any] = {"name": name, "labels": {**(labels or {}), **TEAM_POD_SECURITY, TEAM_LABEL: name}}
     annotations = {**(annotations or {}), **egress_annotation(team)}
@@ -94,6 +96,7 @@ def namespace_manifests(
                     # Extended resources take quota on requests only; requests and limits of GPUs are equal anyway
                     # (the platform's admission policy insists).
                     GPU_QUOTA_KEY: str(quota.gpus if gpu_ceiling is None else gpu_ceiling),
+                    **(neuron_quota if neuron_quota is not None else neuron_ceilings()),
                     "requests.cpu": quota.cpu,
                     "requests.memory": quota.memory,
                     "pods": str(quota.pods),
@@ -125,7 +128,7 @@ def namespace_manifests(
 
 
 def service_account(team: TeamConfig, annotations: Any) -> Manifest:
-    """The team's service account, annotated as its role asks (`IrsaRole.service_account_annotations`: the IRSA
+    """The team's service account, annotated as its role asks (`WorkloadRole.service_account_annotations`: the IRSA
     role's ARN, or nothing with EKS Pod Identity; may be a Pulumi output: it is only placed, never read)."""
     return {
         "apiVersion": "v1",

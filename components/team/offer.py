@@ -60,6 +60,10 @@ class OfferedQueueing(_Outputs):
 
     cohort: StrictStr
     flavor: OfferedFlavor
+    #: The GPUs of the shared pools the platform keeps for team stacks' nominal quotas there (its
+    #: `kueue.teamStackGpus`), all team stacks together. A platform too old to export it is reported as older: a
+    #: team stack cannot tell whether its guarantee is backed.
+    team_stack_gpus: int
 
     def shared_flavor(self) -> Flavor:
         return Flavor(self.flavor.name, dict(self.flavor.node_labels), self.flavor.gpus)

@@ -29,16 +29,18 @@ from ..kueue.queues import (
     Flavor,
     GpuShare,
     gpu_share,
+    neuron_ceilings,
     pool_flavor,
     resource_flavor,
     team_queue,
 )
-from ..scheduling import GPU_RESOURCE, TEAM_TAINT_KEY, Taint
+from ..scheduling import TEAM_TAINT_KEY, Taint
 from ..storage.render import fsx_volume
 from .config import TeamConfig
 from .namespace import TEAM_LABEL, Manifest, namespace_manifests
 from .offer import OfferedPool, PlatformOffer
 from .quantity import parse_quantity
+from .share import share_problems
 
 #: Namespaces no team may take: Kubernetes' own and the platform's (exempt from its GPU admission policy).
 RESERVED_NAMESPACES = frozenset({"default", *SYSTEM_NAMESPACES})
@@ -67,6 +69,8 @@ class TeamPlan:
     bucket_kms_key_arn: str | None
     #: The team's GPU share: nominal, what it may borrow, and the ceiling its ResourceQuota holds.
     gpu_share: GpuShare
+    #: The ResourceQuota entries capping its Neuron devices and cores: what its own Neuron pool runs, else none.
+    neuron_quota: dict[str, str]
     #: Its ClusterQueue and LocalQueue, when the platform runs Kueue.
     queues: tuple[Manifest, Manifest] | None = None
     #: The ResourceFlavor of its own GPU pool, when it has one and the platform runs Kueue.
@@ -349,44 +353,6 @@ def _volumes(team: TeamConfig, offer: PlatformOffer) -> tuple[dict[str, Manifest
     return volumes, claims
 
 
-def _gpus(limits: Mapping[str, str]) -> int:
-    amount = limits.get(GPU_RESOURCE, "0")
-    return int(amount) if str(amount).isdigit() else 0
-
-
-def _quota_problems(team: TeamConfig, offer: PlatformOffer, spec: NodePoolSpec | None) -> list[tuple[str, str]]:
-    """A GPU quota no pool can fill is a promise the platform cannot keep: the team's pods would stay Pending."""
-    platform = {name: _gpus(pool.limits) for name, pool in sorted(offer.node_pools.items()) if _gpus(pool.limits)}
-    own = _gpus(spec.limits) if spec is not None else 0
-    available = sum(platform.values()) + own
-    if team.quota.gpus <= available:
-        return []
-    pools = ", ".join(f"{name}: {gpus}" for name, gpus in platform.items()) or "none"
-    return [
-        (
-            "quota.gpus",
-            (
-                f"asks for {team.quota.gpus} GPUs at once, more than every pool it can use allows together "
-                f"({available}: the platform's GPU pools {pools}; the team's own pool {own})"
-            ),
-        )
-    ]
-
-
-def _queue_problems(team: TeamConfig, offer: PlatformOffer) -> list[tuple[str, str]]:
-    if team.quota.gpu_borrowing_limit is not None and offer.kueue is None:
-        return [
-            (
-                "quota.gpuBorrowingLimit",
-                (
-                    "the platform runs no Kueue (its kueue.enabled, or no GPU pool), so nothing lends the team GPUs; "
-                    "remove it"
-                ),
-            )
-        ]
-    return []
-
-
 def _own_flavor(team: TeamConfig, spec: NodePoolSpec | None) -> Flavor | None:
     """The flavor of the team's own GPU pool: only pods that tolerate the team's taint are given it."""
     if spec is None or not spec.gpu_limit:
@@ -415,7 +381,7 @@ def plan_team(
     if team.node_pool is not None:
         spec, pool_problems = _pool(team, offer)
         problems += pool_problems
-    problems += _quota_problems(team, offer, spec) + _queue_problems(team, offer)
+    problems += share_problems(team, offer, spec)
     if problems:
         raise ConfigError(_issues(problems))
     volumes, claims = _volumes(team, offer)
@@ -435,6 +401,9 @@ def plan_team(
         labels = {**PROFILE_NAMESPACE_LABELS, **(labels or {})}
         annotations = {OWNER_ANNOTATION: team.kubeflow.owner, **(annotations or {})}
     own = _own_flavor(team, spec) if offer.kueue is not None else None
+    neuron_quota = neuron_ceilings(
+        spec.accelerator_limits if spec is not None and spec.accelerator == "neuron" else None
+    )
     share = gpu_share(team.quota.gpus, team.quota.gpu_borrowing_limit, queueing=offer.kueue is not None)
     if offer.kueue is not None:
         # Kueue's webhooks act in namespaces with this label only.
@@ -448,6 +417,7 @@ def plan_team(
             labels=labels,
             annotations=annotations,
             gpu_ceiling=share.ceiling,
+            neuron_quota=neuron_quota,
             pod_identity=offer.identity == "podIdentity",
         ),
         volumes=volumes,
@@ -461,6 +431,7 @@ def plan_team(
         bucket=bucket,
         bucket_kms_key_arn=offer.bucket_kms_key_arns.get(bucket_key) if bucket_key is not None else None,
         gpu_share=share,
+        neuron_quota=neuron_quota,
         queues=_queues(team, offer, share, own) if offer.kueue is not None else None,
         flavor=resource_flavor(own) if own is not None else None,
         s3_prefix=prefix,

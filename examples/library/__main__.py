@@ -109,7 +109,7 @@ observability = Observability(
     ),
     opts,
 )
-role = handle.irsa_role(
+role = handle.workload_role(
     "my-controller",
     namespace="tools",
     service_account="my-controller",

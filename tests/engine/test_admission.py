@@ -1,7 +1,8 @@
 """The cluster's own admission and access on the real API server (issue #35 item 4), against what the offline
 checks say: our ValidatingAdmissionPolicies' verdict and message on the pods the docs describe
-(`components/tools/model/admission.py`), Pod Security admission on every pod the platform runs
-(`components/tools/model/pod_security.py`), and RBAC as SubjectAccessReviews (`components/tools/model/rbac.py`).
+(`components/tools/cluster_model/admission.py`), Pod Security admission on every pod the platform runs
+(`components/tools/cluster_model/pod_security.py`), and RBAC as SubjectAccessReviews
+(`components/tools/cluster_model/rbac.py`).
 
 Only etcd, the API server and the controller manager's ClusterRole aggregation run, in a network namespace with
 only loopback up (engine/cluster.py); the dev stack's offline preview gives every object (engine/access.py).
@@ -21,8 +22,8 @@ import yaml
 
 from components.kubeflow.auth import Contributor, contributors
 from components.kubeflow.teams import profile_manifest
-from components.tools.model import Platform, load
-from components.tools.model.admission import (
+from components.tools.cluster_model import Platform, load
+from components.tools.cluster_model.admission import (
     JudgedPod,
     bound_policies,
     documented_pods,
@@ -31,10 +32,10 @@ from components.tools.model.admission import (
     refusals,
     trainer_pods,
 )
-from components.tools.model.pipeline_pods import pipeline_pods
-from components.tools.model.pod_security import ENFORCE, baseline_failures, restricted_failures
-from components.tools.model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
-from components.tools.model.workloads import pod_template
+from components.tools.cluster_model.pipeline_pods import pipeline_pods
+from components.tools.cluster_model.pod_security import ENFORCE, baseline_failures, restricted_failures
+from components.tools.cluster_model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
+from components.tools.cluster_model.workloads import pod_template
 from engine import access
 from engine.access import Access, Subject, Verdict
 from engine.cluster import Box, netns_exec
@@ -72,7 +73,7 @@ def second_team(objects: Objects) -> Objects:
     namespace["metadata"]["labels"] = {**labels["labels"], "eksml.io/team": SECOND_TEAM}
     people = [Contributor("editor@example.org", "edit"), Contributor("viewer@example.org", "view")]
     team = profile_manifest(
-        name=SECOND_TEAM, owner="vision-lead@example.org", gpu_quota=0, role_arn="arn:aws:iam::1:role/r"
+        name=SECOND_TEAM, owner="vision-lead@example.org", gpu_ceiling=0, role_arn="arn:aws:iam::1:role/r"
     )
     return [namespace, team, *contributors(SECOND_TEAM, people)]
 

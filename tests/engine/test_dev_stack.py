@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from components.tools.model import platform as model
+from components.tools.cluster_model import platform as model
 from engine import nodes, placement
 from engine.cluster import Box
 from engine.kube import Kube, KubeError

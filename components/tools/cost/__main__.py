@@ -23,8 +23,8 @@ from pathlib import Path
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..charts import default_charts
+from ..cluster_model.platform import Platform, load
 from ..commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
-from ..model.platform import Platform, load
 from ..preflight.clients import PRICING_REGION, session_for
 from .by_team import main as by_team
 from .calculator import estimate

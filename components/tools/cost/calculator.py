@@ -24,12 +24,11 @@ from decimal import Decimal
 from ...config.types import ControlPlaneLog
 from ...platform_config import PlatformConfig
 from ...team.quantity import parse_quantity
-from ..model.platform import Platform
+from ..cluster_model.platform import Platform
 from ..preflight.checks_account import nat_zones
 from ..preflight.selection import (
     InstanceShape,
     accelerated_shapes,
-    accelerator_limits,
     cpu_limit,
     named_families,
     select,
@@ -316,7 +315,7 @@ def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> 
     with_facts = {shape.family for shape in accelerated}
     sized = {t.shape.instance_type: t for t in cpu_catalog(pricer.prices.instances.get(pricer.region, {}))}
     for name, pool in sorted(config.karpenter.node_pools.items()):
-        limits: dict[str, int] = accelerator_limits(pool)
+        limits: dict[str, int] = pool.accelerator_limits
         catalog, count = accelerated, _accelerator_fill(limits)
         if not limits:
             cpus = cpu_limit(pool)

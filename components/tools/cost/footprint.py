@@ -1,8 +1,8 @@
 """The platform's own footprint on Karpenter's pools: what its always-on pods (Kubeflow, Istio, the pipelines' store,
 ...) make Karpenter launch with no workload at all, and the volumes they claim.
 
-Read from the model of the running platform (`components.tools.model`: every pod with its requests, rendered from the
-stack's objects and each Helm release), so the figures are what the cluster would ask for:
+Read from the model of the running platform (`components.tools.cluster_model`: every pod with its requests, rendered
+from the stack's objects and each Helm release), so the figures are what the cluster would ask for:
 
 - a Deployment, StatefulSet or ReplicaSet whose pods can run on the system node group counts there (already paid);
   one that can run only on Karpenter pools goes to the one Karpenter tries first (highest weight, then name);
@@ -23,10 +23,10 @@ from decimal import Decimal
 
 from ...karpenter.specs import NodePoolSpec
 from ...team.quantity import parse_quantity
-from ..model.nodes import NodeKind
-from ..model.platform import Platform
-from ..model.rules import lands_on, with_operator_labels
-from ..model.workloads import Workload
+from ..cluster_model.nodes import NodeKind
+from ..cluster_model.platform import Platform
+from ..cluster_model.rules import lands_on, with_operator_labels
+from ..cluster_model.workloads import Workload
 from ..preflight.selection import select
 from .cpu_types import CpuType
 

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from ...platform_config import PlatformConfig
-from ..preflight.selection import accelerated_shapes, accelerator_limits, select
+from ..preflight.selection import accelerated_shapes, select
 from .prices import PriceTable
 
 #: The one product per instance type and region that the on-demand Linux price belongs to.
@@ -87,7 +87,7 @@ def priced_types(config: PlatformConfig) -> tuple[list[str], list[str]]:
     spot: list[str] = []
     shapes = accelerated_shapes()
     for pool in config.karpenter.node_pools.values():
-        limits = accelerator_limits(pool)
+        limits = pool.accelerator_limits
         if not limits:
             continue
         selection = select(pool)

@@ -12,7 +12,7 @@ from ...karpenter.specs import NodePoolSpec
 from .quotas import VCPU_CLASSES, Quota, VcpuClass, increase_command, vcpu_class
 from .reads import Zone
 from .results import CheckResult, failed, passed, warned
-from .selection import InstanceShape, PoolSelection, accelerator_limits, cpu_limit
+from .selection import InstanceShape, PoolSelection, cpu_limit
 
 _ARCHITECTURES = {"amd64": "x86_64", "arm64": "arm64"}
 
@@ -136,7 +136,7 @@ def pool_offering_check(
 def fits_limits(pool: NodePoolSpec, shape: InstanceShape) -> bool:
     """Whether one instance of this type stays within the pool's limits (Karpenter launches nothing that would take
     the pool over one): its GPUs, Neuron devices or NeuronCores, else its vCPUs against a cpu limit."""
-    limits = accelerator_limits(pool)
+    limits = pool.accelerator_limits
     if limits:
         return shape.instances_within(limits) > 0
     cpus = cpu_limit(pool)
@@ -144,7 +144,7 @@ def fits_limits(pool: NodePoolSpec, shape: InstanceShape) -> bool:
 
 
 def _brings(pool: NodePoolSpec, shape: InstanceShape) -> str:
-    limits = accelerator_limits(pool)
+    limits = pool.accelerator_limits
     if limits:
         return ", ".join(f"{shape.units(resource)} {resource}" for resource in limits)
     return f"{shape.vcpus} vCPUs"
@@ -154,7 +154,7 @@ def limit_fit_check(name: str, pool: NodePoolSpec, allowed: Sequence[InstanceSha
     """FAIL when every allowed type brings more than the pool's limits allow: the pool can never launch a node."""
     if not allowed or any(fits_limits(pool, s) for s in allowed):
         return None
-    limits: dict[str, int | None] = {**accelerator_limits(pool)} or {"cpu": cpu_limit(pool)}
+    limits: dict[str, int | None] = {**pool.accelerator_limits} or {"cpu": cpu_limit(pool)}
     asked = ", ".join(f"{limit} {resource}" for resource, limit in limits.items())
     brings = "; ".join(f"{s.instance_type} brings {_brings(pool, s)}" for s in allowed[:6])
     more = f" (and {len(allowed) - 6} more)" if len(allowed) > 6 else ""
@@ -240,7 +240,7 @@ def pool_demands(
     """
     source = f"nodePools.{name}"
     demands: list[Demand] = []
-    limits = accelerator_limits(pool)
+    limits = pool.accelerator_limits
     for cls, members in sorted(_by_class(shapes).items(), key=lambda item: item[0].key):
         if limits:
             fills = [

@@ -269,15 +269,6 @@ def select(pool: NodePoolSpec) -> PoolSelection:
     return PoolSelection(requirements=requirements, capacity_types=capacity)
 
 
-def accelerator_limits(pool: NodePoolSpec) -> dict[str, int]:
-    """The accelerator resources a pool is capped on (GPUs, Neuron devices, NeuronCores) and their limits."""
-    return {
-        resource: int(pool.limits[resource])
-        for resource in (GPU_RESOURCE, NEURON_RESOURCE, NEURON_CORE_RESOURCE)
-        if resource in pool.limits and pool.limits[resource].isdigit()
-    }
-
-
 def cpu_limit(pool: NodePoolSpec) -> int | None:
     """The pool's cpu limit in whole vCPUs (rounded up), None when it has none."""
     text = pool.limits.get("cpu")

@@ -43,14 +43,13 @@ from ...kubeflow.fetch import TreeError
 from ...platform_config import PlatformConfig
 from ...policy import rules as policy_rules
 from ..charts import FETCH_COMMAND, default_charts
+from ..cluster_model import Platform, Problem, StackView, check_views
 from ..cost import PINNED, Estimate, estimate, headline
-from ..model import Platform, Problem, StackView, check_views
 from ..preflight.placeholders import placeholders
 from ..stack_files import load_stack, read_project_name, read_stack_config, unset_secrets
 from . import mocks
-from .inventory import Inventory, Recorded
+from .inventory import HELM_RELEASE_TYPE, Inventory, Recorded
 
-HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 PACKAGE_PREFIX = "eksml:"
 
 

@@ -7,6 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: The type of a Helm release (pulumi-kubernetes `helm.v3.Release`).
+HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+
 
 @dataclass(frozen=True)
 class Recorded:
@@ -56,6 +59,14 @@ class Inventory:
     def of_type(self, type_: str) -> list[Recorded]:
         return [r for r in self.resources if r.type == type_]
 
+    def release(self, name: str) -> Recorded:
+        """The Helm release of that release name (its `name` input, what `helm list` shows); fails if there are
+        none or several."""
+        found = [r for r in self.of_type(HELM_RELEASE_TYPE) if r.inputs.get("name") == name]
+        if len(found) != 1:
+            raise LookupError(f"{len(found)} Helm releases named {name!r}")
+        return found[0]
+
     def one(self, type_: str, name: str | None = None) -> Recorded:
         """The single resource of a type (and name, when given); fails if there are none or several."""
         found = [r for r in self.of_type(type_) if name is None or r.name == name]
@@ -91,7 +102,8 @@ class Inventory:
     def alias_urns(self, resource: Recorded) -> frozenset[str]:
         """Every earlier URN the engine matches this resource against: its own aliases, and those it inherits from
         its parent's (the engine's rule, as in every SDK's `inheritedChildAlias`: a child whose name starts with its
-        parent's name gets the parent's alias name in place of that prefix)."""
+        parent's name gets the parent's alias name in place of that prefix), for its own type and name and for each
+        of its aliases' (the Python SDK's `all_aliases`: N own and M parent aliases make N + M * (1 + N))."""
         stack_prefix = resource.urn.split("::", 2)[:2]
         own: set[str] = set()
         for alias in resource.aliases:
@@ -102,12 +114,19 @@ class Inventory:
             own.add(_urn(stack_prefix, parent, alias.get("type") or resource.type, alias.get("name") or resource.name))
         if resource.parent is not None and resource.parent in self._by_urn:
             parent = self._by_urn[resource.parent]
+            identities = {(resource.type, resource.name)} | {_type_and_name(urn) for urn in own}
             for parent_alias in self.alias_urns(parent):
-                name = resource.name
-                if name.startswith(parent.name):
-                    name = parent_alias.rsplit("::", 1)[1] + name[len(parent.name) :]
-                own.add(_urn(stack_prefix, parent_alias, resource.type, name))
+                for type_, name in identities:
+                    if name.startswith(parent.name):
+                        name = parent_alias.rsplit("::", 1)[1] + name[len(parent.name) :]
+                    own.add(_urn(stack_prefix, parent_alias, type_, name))
         return frozenset(own)
+
+
+def _type_and_name(urn: str) -> tuple[str, str]:
+    """The type (the last of the chain) and the name a URN ends with."""
+    chain, name = urn.rsplit("::", 1)
+    return chain.rsplit("::", 1)[1].rsplit("$", 1)[-1], name
 
 
 def _urn(stack_prefix: list[str], parent: str | None, type_: str, name: str) -> str:

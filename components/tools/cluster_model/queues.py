@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...kueue.queues import QUEUE_LABEL
-from ...scheduling import GPU_RESOURCE
+from ...scheduling import GPU_RESOURCE, NEURON_RESOURCES
 from ...team.namespace import TEAM_LABEL
 from ...team.quantity import parse_quantity
 from .kube import Taint, selector_matches, untolerated
@@ -170,18 +170,18 @@ def _lands_in(
 _GPU_QUOTA = f"requests.{GPU_RESOURCE}"
 
 
-def _gpu_ceilings(platform: Platform) -> dict[str, int]:
-    """Each namespace's GPU ceiling: the lowest of its ResourceQuotas', or its Profile's (the profile controller
-    makes that ResourceQuota in the cluster)."""
+def _gpu_ceilings(platform: Platform, key: str = _GPU_QUOTA) -> dict[str, int]:
+    """Each namespace's ceiling on quota `key` (GPUs unless told): the lowest of its ResourceQuotas', or its
+    Profile's (the profile controller makes that ResourceQuota in the cluster)."""
     found: dict[str, list[int]] = {}
     for quota in platform.of_kind("ResourceQuota"):
         hard = (quota.get("spec") or {}).get("hard") or {}
-        if _GPU_QUOTA in hard:
-            found.setdefault(quota["metadata"].get("namespace"), []).append(int(parse_quantity(str(hard[_GPU_QUOTA]))))
+        if key in hard:
+            found.setdefault(quota["metadata"].get("namespace"), []).append(int(parse_quantity(str(hard[key]))))
     for profile in platform.of_kind("Profile"):
         hard = ((profile.get("spec") or {}).get("resourceQuotaSpec") or {}).get("hard") or {}
-        if _GPU_QUOTA in hard:
-            found.setdefault(profile["metadata"]["name"], []).append(int(parse_quantity(str(hard[_GPU_QUOTA]))))
+        if key in hard:
+            found.setdefault(profile["metadata"]["name"], []).append(int(parse_quantity(str(hard[key]))))
     return {namespace: min(values) for namespace, values in found.items()}
 
 
@@ -218,6 +218,52 @@ def gpus_stay_within_shares(platform: Platform, **_: Any) -> list[Problem]:
                     "queues",
                     f"namespace {name} runs a team's pods with no GPU quota ({_GPU_QUOTA} in a ResourceQuota or its "
                     "Profile): its GPU pods reach the shared GPU pools outside any team's share",
+                )
+            )
+    return problems + _quotas_within_shares(platform, ceilings) + _neuron_capped(platform)
+
+
+def _neuron_capped(platform: Platform) -> list[Problem]:
+    """Every team namespace caps Neuron devices and cores too: Kueue counts none (they are excluded from its
+    accounting), so without a quota a team's Neuron pods would take the platform's Neuron pools in no share."""
+    capped = {key: _gpu_ceilings(platform, f"requests.{key}") for key in NEURON_RESOURCES}
+    problems = []
+    for namespace in platform.of_kind("Namespace"):
+        name, labels = namespace["metadata"]["name"], namespace["metadata"].get("labels") or {}
+        if not (TEAM_LABEL in labels or labels.get(_PROFILE_LABEL[0]) == _PROFILE_LABEL[1]):
+            continue
+        missing = [key for key in NEURON_RESOURCES if name not in capped[key]]
+        if missing:
+            problems.append(
+                Problem(
+                    "queues",
+                    f"namespace {name} runs a team's pods with no quota on {', '.join(missing)}: its Neuron pods "
+                    "reach the platform's Neuron pools outside any team's share",
+                )
+            )
+    return problems
+
+
+def _quotas_within_shares(platform: Platform, ceilings: Mapping[str, int]) -> list[Problem]:
+    """A queued team's namespace quota is no more than its share's ceiling (what its ClusterQueue admits at most).
+    The quota counts queued and unqueued pods together, so the team's GPUs never pass it; but a quota above the
+    share lets unqueued pods (KServe predictors, pipeline steps, Deployments) hold GPUs Kueue does not count while it
+    admits the whole share to queued work: up to twice the share when the quota is the share counted twice."""
+    problems = []
+    for name, cluster_queue in sorted(_named(platform, "ClusterQueue").items()):
+        selected = ((cluster_queue["spec"].get("namespaceSelector") or {}).get("matchLabels") or {}).get(
+            "kubernetes.io/metadata.name"
+        )
+        most = _admits_at_most(cluster_queue)
+        if not isinstance(selected, str) or selected not in ceilings or most is None:
+            continue
+        if ceilings[selected] > most:
+            problems.append(
+                Problem(
+                    "queues",
+                    f"namespace {selected}'s GPU quota ({ceilings[selected]}) is more than its share (ClusterQueue "
+                    f"{name} admits up to {most}): its unqueued GPU pods may hold {ceilings[selected] - most} GPUs "
+                    "past its share while Kueue admits the whole share to its queued work",
                 )
             )
     return problems

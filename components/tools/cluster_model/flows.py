@@ -299,8 +299,9 @@ def markdown() -> str:
         "# Flows",
         "",
         (
-            '<!-- Rendered from components/tools/model/flows.py (`.venv/bin/python -c "from components.tools.model.'
-            "flows import markdown; print(markdown(), end='')\" > docs/flows.md`); a test keeps them equal. -->"
+            "<!-- Rendered from components/tools/cluster_model/flows.py "
+            '(`.venv/bin/python -c "from components.tools.cluster_model.flows import markdown'
+            "; print(markdown(), end='')\" > docs/flows.md`); a test keeps them equal. -->"
         ),
         "",
         (

@@ -1,7 +1,8 @@
 """A model of the running platform, built from the offline preview's output: the pods every object, Helm release,
 operator and managed add-on will run, the nodes each NodePool and node group brings up, and rules that must hold
 between them (every pod lands on a node its images can run on; every node gets its device plugins and agents; every
-pod's scheduler exists; what blocks pod creation survives node loss). `python -m components.tools.model` runs it."""
+pod's scheduler exists; what blocks pod creation survives node loss). `python -m components.tools.cluster_model` runs
+it."""
 
 from __future__ import annotations
 

@@ -287,7 +287,7 @@ def secrets_stay_with_their_holders(platform: Platform, **_: Any) -> list[Proble
         Problem(
             "secret-access",
             f"{subject} may {', '.join(sorted(verbs))} the Secrets of every namespace (a ClusterRoleBinding); only "
-            "the controllers listed with their reason in components/tools/model/rbac.py may",
+            "the controllers listed with their reason in components/tools/cluster_model/rbac.py may",
         )
         for subject, verbs in sorted(found.items())
         if subject not in SECRET_HOLDERS

@@ -1,5 +1,6 @@
-"""`python -m components.tools.model PREVIEW [PREVIEW ...] [--charts DIR]`: judge what one or more offline previews
-(a platform stack first, then team stacks on it) put in one cluster. Exit 0 when every rule holds, 1 otherwise."""
+"""`python -m components.tools.cluster_model PREVIEW [PREVIEW ...] [--charts DIR]`: judge what one or more offline
+previews (a platform stack first, then team stacks on it) put in one cluster. Exit 0 when every rule holds, 1
+otherwise."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ PROJECT = Path(__file__).resolve().parents[3]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.tools.model", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m components.tools.cluster_model", description=__doc__)
     parser.add_argument("previews", nargs="+", type=Path, help="preview folders (python -m components.preview --out)")
     parser.add_argument(
         "--charts",

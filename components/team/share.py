@@ -1,0 +1,92 @@
+"""A team stack's GPU share checked against what the platform can back (pure).
+
+Kueue guarantees every nominal quota of the cohort at once, so the platform keeps the guarantees on its shared GPU
+pools within what they launch: its Kubeflow teams' `gpuQuota`s plus `kueue.teamStackGpus`, the reserve for team
+stacks. A team stack's guarantee on the shared pools (its `quota.gpus` less what its own pool covers,
+`kueue.queues.flavor_quotas`) comes out of that reserve. Each team stack sees only its own config and the
+platform's outputs, never the other team stacks', so it checks its own part against the whole reserve; keeping the
+sum of several within it is the platform team's bookkeeping (docs/team-stacks.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..karpenter.specs import NodePoolSpec
+from ..kueue.queues import Flavor, flavor_quotas, gpu_share
+from ..scheduling import GPU_RESOURCE
+from .config import TeamConfig
+from .offer import PlatformOffer
+
+Problem = tuple[str, str]
+
+
+def _gpus(limits: Mapping[str, str]) -> int:
+    amount = limits.get(GPU_RESOURCE, "0")
+    return int(amount) if str(amount).isdigit() else 0
+
+
+def _quota_problems(team: TeamConfig, offer: PlatformOffer, spec: NodePoolSpec | None) -> list[Problem]:
+    """A GPU quota no pool can fill is a promise the platform cannot keep: the team's pods would stay Pending."""
+    platform = {name: _gpus(pool.limits) for name, pool in sorted(offer.node_pools.items()) if _gpus(pool.limits)}
+    own = _gpus(spec.limits) if spec is not None else 0
+    available = sum(platform.values()) + own
+    if team.quota.gpus <= available:
+        return []
+    pools = ", ".join(f"{name}: {gpus}" for name, gpus in platform.items()) or "none"
+    return [
+        (
+            "quota.gpus",
+            (
+                f"asks for {team.quota.gpus} GPUs at once, more than every pool it can use allows together "
+                f"({available}: the platform's GPU pools {pools}; the team's own pool {own})"
+            ),
+        )
+    ]
+
+
+def _queue_problems(team: TeamConfig, offer: PlatformOffer) -> list[Problem]:
+    if team.quota.gpu_borrowing_limit is not None and offer.kueue is None:
+        return [
+            (
+                "quota.gpuBorrowingLimit",
+                (
+                    "the platform runs no Kueue (its kueue.enabled, or no GPU pool), so nothing lends the team GPUs; "
+                    "remove it"
+                ),
+            )
+        ]
+    return []
+
+
+def shared_guarantee(team: TeamConfig, shared: Flavor, own_gpus: int) -> int:
+    """The GPUs of the platform's shared pools the team's ClusterQueue is guaranteed: its nominal quota there."""
+    share = gpu_share(team.quota.gpus, team.quota.gpu_borrowing_limit, queueing=True)
+    own = Flavor("own", {}, own_gpus) if own_gpus else None
+    _, nominal, _ = flavor_quotas(share, shared, own)[-1]
+    return nominal
+
+
+def _reserve_problems(team: TeamConfig, offer: PlatformOffer, spec: NodePoolSpec | None) -> list[Problem]:
+    """The team's guarantee on the shared pools fits in the platform's reserve for team stacks, or Kueue would
+    promise GPUs the pools cannot launch while every team claims its quota."""
+    if offer.kueue is None:
+        return []
+    own = (spec.gpu_limit or 0) if spec is not None else 0
+    reserve = offer.kueue.team_stack_gpus
+    guarantee = shared_guarantee(team, offer.kueue.shared_flavor(), own)
+    if guarantee <= reserve:
+        return []
+    covered = f" less the {min(own, team.quota.gpus)} its own pool runs" if own else ""
+    message = (
+        f"{team.quota.gpus} GPUs{covered} leaves {guarantee} guaranteed on the platform's shared GPU pools, more "
+        f"than the platform keeps for all its team stacks together (its kueue.teamStackGpus, {reserve}); lower "
+        "quota.gpus (the team may still borrow up to quota.gpuBorrowingLimit more while others are idle), give the "
+        "team's own pool more GPUs, or ask the platform team to raise kueue.teamStackGpus"
+    )
+    return [("quota.gpus", message)]
+
+
+def share_problems(team: TeamConfig, offer: PlatformOffer, spec: NodePoolSpec | None) -> list[Problem]:
+    """Every way the team's GPU share does not fit the platform (its pools, its Kueue, its reserve)."""
+    return _quota_problems(team, offer, spec) + _queue_problems(team, offer) + _reserve_problems(team, offer, spec)
