@@ -140,9 +140,20 @@ def _crd_files(chart: Path) -> list[Path]:
     return found
 
 
-def _set(deployment: Deployment, values: dict[str, str]) -> None:
+def _set(deployment: Deployment, values: dict[str, str | None]) -> None:
+    """`pulumi config set --path` each key (`rm` where the value is None), as a user edits the stack's settings."""
     for key, value in values.items():
-        deployment.pulumi("config", "set", "--path", f"eks-ml-platform:{key}", value, timeout=120)
+        path = f"eks-ml-platform:{key}"
+        if value is None:
+            deployment.pulumi("config", "rm", "--path", path, timeout=120)
+        else:
+            deployment.pulumi("config", "set", "--path", path, value, timeout=120)
+
+
+#: dev's reserve for team stacks, which its stack file sets and which the config refuses while Kueue is off.
+TEAM_STACK_GPUS = str(
+    yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())["config"]["eks-ml-platform:kueue"]["teamStackGpus"]
+)
 
 
 def _converged(life: Life, timings: Timings, what: str) -> None:
@@ -171,10 +182,8 @@ def test_turning_parts_off_and_kserve_on_converges_after_the_cli_is_killed(life:
     """Kueue and observability off, KServe on, in one `up`; the CLI is killed while KServe's release is being
     installed. The killed CLI's plugins run on (they would finish or break what they were doing); the runbook stops
     them, clears the lock, settles the half-made release and refreshes; the repeated `up` converges."""
-    _set(
-        life.deployment,
-        {"kueue.enabled": "false", "observability.enabled": "false", "kubeflow.components.kserve": "true"},
-    )
+    parts = {"kueue.enabled": "false", "kueue.teamStackGpus": None, "observability.enabled": "false"}
+    _set(life.deployment, {**parts, "kubeflow.components.kserve": "true"})
     with timings.timed("lifecycle: up killed while KServe installs"):
         struck = run_with_fault(life.deployment, "up", Fault(RELEASE, "kserve", "create", delay=3))
     assert struck.returncode is None
@@ -193,10 +202,8 @@ def test_turning_parts_off_and_kserve_on_converges_after_the_cli_is_killed(life:
 def test_turning_them_back_converges_after_the_api_server_goes_away(life: Life, timings: Timings) -> None:
     """Back as dev ships them; the API server is killed for 20 s while kube-prometheus-stack installs. The run
     finishes or fails on its own; the runbook's repair and a repeated `up` converge either way."""
-    _set(
-        life.deployment,
-        {"kueue.enabled": "true", "observability.enabled": "true", "kubeflow.components.kserve": "false"},
-    )
+    parts = {"kueue.enabled": "true", "kueue.teamStackGpus": TEAM_STACK_GPUS, "observability.enabled": "true"}
+    _set(life.deployment, {**parts, "kubeflow.components.kserve": "false"})
     with timings.timed("lifecycle: up with the API server down for 20 s"):
         run_with_fault(
             life.deployment, "up", Fault(RELEASE, "observability", "create", delay=5, action="api-down", down_for=20)
