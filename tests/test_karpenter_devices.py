@@ -13,6 +13,7 @@ from components.gpu.admission import AdmissionOptions
 from components.gpu.efa import efa_values
 from components.gpu.neuron import neuron_values
 from components.gpu.neuron_admission import neuron_admission_manifests
+from components.karpenter.config import NEURON_OUTSIDE_SHARES
 from components.scheduling import EFA_LABEL, GPU_TAINT, NEURON_TAINT, Taint
 from components.tools.cluster_model.admission import JudgedPod, refusals
 from components.tools.preview.inventory import Inventory, Recorded
@@ -312,3 +313,11 @@ def test_every_node_agent_tolerates_its_pools_own_taints_and_any_teams_taint():
         for taint in (own, team_taint("vision"), team_taint("nlp")):
             node_taint = NodeTaint(taint.key, taint.value, taint.effect)
             assert not untolerated(tolerations, [node_taint]), (agent, taint)
+
+
+def test_a_platform_neuron_pool_is_named_as_usable_by_no_team():
+    """Teams' namespaces are capped at no Neuron device on the platform's pools: the preview says so of such a pool,
+    rather than leave a user to find that no team's pod lands there."""
+    config = karpenter_config({"nodeClasses": {"gpu": {"preset": "gpu"}}, "nodePools": {"inf": NEURON_POOL}})
+    assert config.warnings() == [("karpenter.nodePools.inf", NEURON_OUTSIDE_SHARES)]
+    assert karpenter_config({}).warnings() == []

@@ -111,6 +111,8 @@ class KarpenterConfig(ConfigModel):
                 and not node_class.capacity_reservation_selector_terms
             ):
                 found.append((f"karpenter.nodePools.{name}.capacityTypes", reserved_message(pool.node_class)))
+            if pool.accelerator == "neuron":
+                found.append((f"karpenter.nodePools.{name}", NEURON_OUTSIDE_SHARES))
             if pool.accelerator is None:
                 for index, budget in enumerate(pool.disruption.budgets):
                     if budget.blocks_empty_removal:
@@ -154,6 +156,14 @@ def _taints(pools: list[NodePoolSpec]) -> tuple[Taint, ...] | None:
     if not pools:
         return None
     return tuple(sorted({t.taint for p in pools for t in p.taints}, key=lambda t: (t.key, t.value, t.effect)))
+
+
+#: A platform pool that launches Neuron: teams' namespaces are capped at no Neuron device on it (docs/gpu.md).
+NEURON_OUTSIDE_SHARES = (
+    "launches Neuron devices, which are in no team's share: Kubeflow teams' namespaces and team stacks without a "
+    "Neuron pool of their own are allowed none (docs/gpu.md, 'Neuron is in no team's Kueue share'), so only "
+    "namespaces outside the teams can use this pool; give a team a Neuron pool of its own in its team stack"
+)
 
 
 def reserved_message(class_name: str) -> str:
