@@ -130,6 +130,12 @@ def runbook_commands() -> list[str]:
     return [line for line in lines if line]
 
 
+def rerun_env(repaired: list[subprocess.CompletedProcess[str]]) -> dict[str, str]:
+    """What the runbook's step 3 sets for the repeated run: the upsert setting, where the recovery tool asks for it."""
+    said = "".join(r.stdout for r in repaired)
+    return {"PULUMI_K8S_UPSERT_EXISTING_OBJECTS": "true"} if "PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true" in said else {}
+
+
 def repair(deployment: Deployment, timeout: float = 1800) -> list[subprocess.CompletedProcess[str]]:
     """Run the runbook's repair commands in the project, inside the box, as a user would in theirs (`python` is this
     interpreter, KUBECONFIG the box's admin kubeconfig, `<stack>` the stack); raise on the first that fails."""

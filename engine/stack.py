@@ -157,12 +157,15 @@ class Deployment:
         aws.write_text(f'#!/bin/sh\nexec {sys.executable} -m engine.aws_cli "$@"\n')
         aws.chmod(0o755)
 
-    def pulumi(self, *args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run `pulumi <args>` in the project, inside the box; record its wall time."""
+    def pulumi(
+        self, *args: str, timeout: float, check: bool = True, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `pulumi <args>` in the project, inside the box (with `env` on top of the stack's); record its wall
+        time."""
         started = time.monotonic()
         done = self.box.run(
             [str(self.bin_dir / "pulumi"), "--non-interactive", *args],
-            env=self.env(),
+            env={**self.env(), **(env or {})},
             cwd=self.project,
             timeout=timeout,
         )
@@ -172,8 +175,10 @@ class Deployment:
             raise PulumiFailed(f"pulumi {' '.join(args)} exited {done.returncode}:\n{tail}")
         return done
 
-    def up(self, *extra: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
-        return self.pulumi("up", "--yes", "--skip-preview", "--stack", self.stack, *extra, timeout=timeout)
+    def up(
+        self, *extra: str, timeout: float = 3600, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("up", "--yes", "--skip-preview", "--stack", self.stack, *extra, timeout=timeout, env=env)
 
     def preview_no_changes(self, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
         return self.pulumi("preview", "--expect-no-changes", "--diff", "--stack", self.stack, timeout=timeout)

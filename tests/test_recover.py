@@ -25,14 +25,25 @@ class Shell:
 
     def __init__(self, pending: list[dict[str, Any]], helm: dict[str, str]) -> None:
         self.pending, self.helm, self.ran = pending, helm, []  # type: ignore[var-annotated]
+        self.unreachable = False
+        #: `helm history -o json`: revision 1 ran, 2 failed, 3 is the cut upgrade.
+        self.history = [
+            {"revision": 1, "status": "superseded"},
+            {"revision": 2, "status": "failed"},
+            {"revision": 3, "status": "pending-upgrade"},
+        ]
 
     def __call__(self, argv: Sequence[str]) -> tuple[int, str]:
         self.ran.append(list(argv))
         if argv[:3] == ["pulumi", "stack", "export"]:
             return 0, json.dumps({"deployment": {"pending_operations": self.pending}})
         if argv[0] == "helm" and argv[1] == "status":
+            if self.unreachable:
+                return 1, "Error: Kubernetes cluster unreachable: connection refused"
             status = self.helm.get(argv[2])
             return (0, json.dumps({"info": {"status": status}})) if status else (1, "Error: release: not found")
+        if argv[0] == "helm" and argv[1] == "history":
+            return 0, json.dumps(self.history)
         return 0, ""
 
     def commands(self) -> list[str]:
@@ -78,11 +89,15 @@ def test_a_release_left_pending_upgrade_is_rolled_back() -> None:
         {"observability": "pending-upgrade"},
     )
     _recover(shell)
-    assert ["helm", "rollback", "observability", "--wait", "--namespace", "monitoring"] in shell.ran
+    # Not `helm rollback` alone, which goes one revision back, to the failed one.
+    assert ["helm", "rollback", "observability", "1", "--wait", "--namespace", "monitoring"] in shell.ran
     assert shell.commands()[-1] == "pulumi refresh"  # no create pending: nothing to clear
 
 
 def test_kubernetes_objects_and_pending_deletes_are_left_to_refresh_and_up() -> None:
+    """An object the cut run may have made is taken over by the next `up`, which the tool says must run with the
+    provider's upsert setting (the provider refuses to create an existing object otherwise)."""
+    said: list[str] = []
     shell = Shell(
         [
             _op("creating", "kubernetes:apps/v1:Deployment", "web", metadata={"name": "web"}),
@@ -90,8 +105,17 @@ def test_kubernetes_objects_and_pending_deletes_are_left_to_refresh_and_up() -> 
         ],
         {},
     )
-    _recover(shell)
+    recover(Recovery("dev", "helm", None, shell), apply=True, clear_unknown=False, say=said.append)
     assert shell.commands() == ["pulumi stack", "pulumi refresh --clear-pending-creates"]
+    assert said[-1] == "refreshed: run `PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true pulumi up` (or `pulumi destroy`) again"
+
+
+def test_a_cluster_helm_cannot_reach_stops_the_tool_rather_than_reading_as_no_release() -> None:
+    shell = Shell([_op("creating", HELM_RELEASE, "kserve", name="kserve", namespace="kserve")], {"kserve": "deployed"})
+    shell.unreachable = True
+    with pytest.raises(RecoverError, match="cluster unreachable"):
+        _recover(shell)
+    assert not any("refresh" in c for c in shell.commands())
 
 
 def test_an_aws_resource_being_created_stops_the_tool_naming_it_until_the_user_decides() -> None:
@@ -101,7 +125,7 @@ def test_an_aws_resource_being_created_stops_the_tool_naming_it_until_the_user_d
         _recover(shell)
     assert f"{STACK}aws:ec2/vpc:Vpc::network-vpc" in str(error.value)
     assert '"Name": "network-vpc"' in str(error.value)
-    assert "--import-pending-creates" in str(error.value)
+    assert "pulumi import" in str(error.value)
     assert not any("refresh" in c for c in shell.commands())
     _recover(shell, clear_unknown=True)
     assert shell.commands()[-1] == "pulumi refresh --clear-pending-creates"

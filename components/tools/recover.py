@@ -8,15 +8,15 @@ hand the state back to `pulumi refresh` (docs/runbook.md walks through it).
 Run it in the project folder, with `pulumi` on PATH and KUBECONFIG (or `--kubeconfig`) reaching the cluster, after
 `pulumi cancel` and once no process of the interrupted run is left. What it decides, per pending operation:
 
-- **a Helm release being installed**: the next `up` installs it again and Helm refuses a name in use, whether the
-  cut install finished or not; the release is uninstalled (it serves nothing yet: it was never recorded);
-- **a Helm release being upgraded or rolled back**: Helm refuses any operation while one is `pending-*`; the release
-  is rolled back to its last deployed revision, which the next `up` upgrades again;
-- **a Kubernetes object being created**: nothing; the next `up` applies it server-side and takes it over (the
-  Kubernetes provider's server-side apply creates or updates);
+- **a Helm release being installed**: the next `up` installs it again, and Helm refuses a name in use whether the cut
+  install finished or not; the release is uninstalled (it serves nothing yet: it was never recorded);
+- **a Helm release being upgraded or rolled back, left `pending-*`**: `helm upgrade` (the next `up`) refuses such a
+  release; it is rolled back to its newest revision that was deployed, which the next `up` upgrades again;
+- **a Kubernetes object being created**: it may exist; the next `up` must take it over, which the Kubernetes
+  provider does when `PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true` is set for that run (the tool says so);
 - **anything else being created** (an AWS resource): it may exist with an ID the state never learned. The tool names
-  it and stops: look it up (by the name or tags in its inputs, printed), then import it with
-  `pulumi refresh --import-pending-creates <urn> <id>` or delete it, and run the tool again with `--clear-unknown`.
+  it and stops: look it up (by the name or tags in its inputs, printed), delete it, or keep it and adopt it after
+  the repair with `pulumi import`; then run the tool again with `--clear-unknown`.
 
 Pending updates and deletes need no decision: `pulumi refresh` reads the resource and clears the operation.
 """
@@ -33,6 +33,12 @@ from dataclasses import dataclass
 from typing import Any
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+#: The Kubernetes provider (4.29 and later) refuses to create an object that exists unless told to take it over, for
+#: one run, with this setting (pulumi-kubernetes CHANGELOG 4.29.0, `upsertExistingObjects`).
+UPSERT = "PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true"
+TAKE_OVER = f"may exist: run the next `pulumi up` with {UPSERT}, which takes it over"
+#: Helm's history statuses of a revision that was running as deployed.
+WAS_DEPLOYED = ("deployed", "superseded")
 
 #: Runs a command and returns (exit code, stdout); a stand-in in the tests.
 Runner = Callable[[Sequence[str]], tuple[int, str]]
@@ -93,8 +99,10 @@ def plan(pending: Sequence[dict[str, Any]], helm_status: Callable[[str, str], st
                 actions.append(
                     Action(urn, kind, f"release {namespace}/{name}: {status or 'not installed'}, nothing to do")
                 )
-        elif kind != "creating" or type_.startswith("kubernetes:"):
-            actions.append(Action(urn, kind, "nothing to do: refresh reads it, the next up applies it"))
+        elif kind != "creating":
+            actions.append(Action(urn, kind, "nothing to do: refresh reads it and clears the operation"))
+        elif type_.startswith("kubernetes:"):
+            actions.append(Action(urn, kind, TAKE_OVER))
         else:
             actions.append(Action(urn, kind, "unknown"))
     return actions
@@ -115,8 +123,8 @@ def unknown(actions: Sequence[Action], pending: Sequence[dict[str, Any]]) -> str
     return (
         "These were being created when the run stopped and may exist with an ID the state never learned:\n"
         + "\n".join(lines)
-        + "\nImport each that exists (`pulumi refresh --import-pending-creates <urn> <id>`) or delete it, then run "
-        "again with --clear-unknown."
+        + "\nDelete each that exists, or keep it and adopt it once the state is repaired (`pulumi import <type> <name> "
+        "<id>`, or the `import` resource option); then run again with --clear-unknown."
     )
 
 
@@ -137,12 +145,31 @@ class Recovery:
         return self._run([self.helm, *args, *kube])
 
     def helm_status(self, namespace: str, name: str) -> str | None:
+        """The release's status, None when Helm has no such release; raises when Helm cannot tell (no cluster)."""
         code, out = self._helm("status", name, "--namespace", namespace, "--output", "json")
-        return str(json.loads(out)["info"]["status"]) if code == 0 else None
+        if code == 0:
+            return str(json.loads(out)["info"]["status"])
+        if "not found" in out:
+            return None
+        raise RecoverError(f"helm status {name} --namespace {namespace} failed:\n{out}")
+
+    def deployed_revision(self, namespace: str, name: str) -> str:
+        """The newest revision of the release that ran as deployed (`helm rollback` alone goes one back, which may be a
+        failed one)."""
+        code, out = self._helm("history", name, "--namespace", namespace, "--output", "json")
+        if code != 0:
+            raise RecoverError(f"helm history {name} --namespace {namespace} failed:\n{out}")
+        revisions = [r["revision"] for r in json.loads(out) if r.get("status") in WAS_DEPLOYED]
+        if not revisions:
+            raise RecoverError(f"release {namespace}/{name} never ran as deployed: uninstall it, then run again")
+        return str(max(revisions))
 
     def settle(self, action: Action) -> None:
         verb, namespace, name = action.command
-        args = ["uninstall", name, "--wait"] if verb == "uninstall" else ["rollback", name, "--wait"]
+        if verb == "uninstall":
+            args = ["uninstall", name, "--wait"]
+        else:
+            args = ["rollback", name, self.deployed_revision(namespace, name), "--wait"]
         code, out = self._helm(*args, "--namespace", namespace)
         if code != 0:
             raise RecoverError(f"helm {' '.join(args)} --namespace {namespace} failed:\n{out}")
@@ -170,7 +197,8 @@ def recover(
             if action.command:
                 recovery.settle(action)
         recovery.refresh(clear_creates=any(a.operation == "creating" for a in actions))
-        say("refreshed: the state matches the cluster; run `pulumi up` (or `pulumi destroy`) again")
+        upsert = f"{UPSERT} " if any(a.what == TAKE_OVER for a in actions) else ""
+        say(f"refreshed: run `{upsert}pulumi up` (or `pulumi destroy`) again")
     return actions
 
 

@@ -24,7 +24,7 @@ import yaml
 from components.tools.charts.binary import helm_binary
 from engine import nodes
 from engine.cluster import Box
-from engine.faults import Fault, leftover_processes, repair, run_with_fault, stop_leftovers
+from engine.faults import Fault, leftover_processes, repair, rerun_env, run_with_fault, stop_leftovers
 from engine.kube import Kube
 from engine.providers import write_plugin_dirs
 from engine.stack import REPO, Deployment
@@ -190,9 +190,9 @@ def test_turning_parts_off_and_kserve_on_converges_after_the_cli_is_killed(life:
     assert any("pulumi-resource-kubernetes" in p for p in leftover_processes(life.deployment))
     stop_leftovers(life.deployment)
     with timings.timed("lifecycle: runbook repair after the kill"):
-        repair(life.deployment)
+        repaired = repair(life.deployment)
     with timings.timed("lifecycle: up again after the kill"):
-        life.deployment.up()
+        life.deployment.up(env=rerun_env(repaired))
     _converged(life, timings, "parts off and KServe on")
     releases = {r["urn"].rsplit("::", 1)[-1] for r in life.deployment.resources() if r["type"] == RELEASE}
     assert {"kserve", "kserve-crd"} <= releases
@@ -210,9 +210,9 @@ def test_turning_them_back_converges_after_the_api_server_goes_away(life: Life, 
         )
     assert leftover_processes(life.deployment) == []
     with timings.timed("lifecycle: runbook repair after the API server came back"):
-        repair(life.deployment)
+        repaired = repair(life.deployment)
     with timings.timed("lifecycle: up again after the API server came back"):
-        life.deployment.up()
+        life.deployment.up(env=rerun_env(repaired))
     _converged(life, timings, "parts back on")
 
 
