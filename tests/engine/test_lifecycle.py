@@ -181,7 +181,7 @@ def _converged(life: Life, timings: Timings, what: str) -> None:
 def test_turning_parts_off_and_kserve_on_converges_after_the_cli_is_killed(life: Life, timings: Timings) -> None:
     """Kueue and observability off, KServe on, in one `up`; the CLI is killed while KServe's release is being
     installed. The killed CLI's plugins run on (they would finish or break what they were doing); the runbook stops
-    them, clears the lock, settles the half-made release and refreshes; the repeated `up` converges."""
+    them, clears the lock, settles what the cut install left and refreshes; the repeated `up` converges."""
     parts = {"kueue.enabled": "false", "kueue.teamStackGpus": None, "observability.enabled": "false"}
     _set(life.deployment, {**parts, "kubeflow.components.kserve": "true"})
     with timings.timed("lifecycle: up killed while KServe installs"):
