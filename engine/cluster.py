@@ -99,6 +99,7 @@ class Box:
     pki: Pki | None = None
     #: The bearer token of the cluster's admin principal (engine/aws_cli.py hands it out as `aws eks get-token`).
     token: str | None = None
+    _serving: Any = None
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
 
@@ -157,10 +158,8 @@ class Box:
         tokens.write_text(f'{self.token},{TOKEN_USER},{TOKEN_USER},"system:masters"\n')
         tokens.chmod(0o600)
         self._start_etcd()
-        self._start_apiserver(pki, api)
-        kube = Kube.from_kubeconfig(self.kubeconfig, runner=netns_exec(self.namespace))
-        self._wait("kube-apiserver", lambda: kube.ready(), timeout=120)
-        return kube
+        self._serving = api
+        return self._start_apiserver()
 
     def start_controller_manager(self, controllers: str = ALL_CONTROLLERS) -> None:
         """The controller manager, running `controllers` (its `--controllers` syntax)."""
@@ -206,9 +205,7 @@ class Box:
     def stop(self) -> None:
         """Stop every process (the API server last but etcd) and whatever else runs in the namespace (a Pulumi CLI's
         plugins outlive a killed CLI), then remove the namespace."""
-        stray = subprocess.run([_ip(), "netns", "pids", self.namespace], capture_output=True, text=True, check=False)
-        ours = {p.popen.pid for p in self.processes}
-        for pid in {int(p) for p in stray.stdout.split()} - ours:
+        for pid in self.strays():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         for process in reversed(self.processes):
@@ -223,6 +220,11 @@ class Box:
                 process.popen.wait()
         self.processes.clear()
         subprocess.run([_ip(), "netns", "delete", self.namespace], check=False)
+
+    def strays(self) -> list[int]:
+        """Processes in the namespace the box did not start (a Pulumi CLI, or its plugins after it was killed)."""
+        listed = subprocess.run([_ip(), "netns", "pids", self.namespace], capture_output=True, text=True, check=False)
+        return sorted({int(p) for p in listed.stdout.split()} - {p.popen.pid for p in self.processes})
 
     def __enter__(self) -> Box:
         return self
@@ -302,7 +304,21 @@ class Box:
             ],
         )  # fmt: skip
 
-    def _start_apiserver(self, pki: Pki, serving: Any) -> None:
+    def stop_apiserver(self) -> None:
+        """Kill the API server (SIGKILL: a crash, not a drain); etcd keeps every object for `start_apiserver`."""
+        process = next(p for p in self.processes if p.name == "kube-apiserver")
+        os.killpg(process.popen.pid, signal.SIGKILL)
+        process.popen.wait()
+        self.processes.remove(process)
+
+    def start_apiserver(self) -> Kube:
+        """Start the API server again after `stop_apiserver`, on the same etcd, certificates and port."""
+        return self._start_apiserver()
+
+    def _start_apiserver(self) -> Kube:
+        assert self.pki is not None
+        assert self.kubeconfig is not None
+        pki, serving = self.pki, self._serving
         self._spawn(
             "kube-apiserver",
             [
@@ -331,13 +347,16 @@ class Box:
                 "--enable-aggregator-routing=false",
             ],
         )  # fmt: skip
+        kube = Kube.from_kubeconfig(self.kubeconfig, runner=netns_exec(self.namespace))
+        self._wait("kube-apiserver", lambda: kube.ready(), timeout=120)
+        return kube
 
     def _spawn(self, name: str, args: list[str], *, executable: Path | None = None) -> None:
         """Start `name` (a binary of bin_dir unless `executable` is given) inside the namespace, logging to a file."""
         logs = self.folder / "logs"
         logs.mkdir(exist_ok=True)
         log = logs / f"{name}.log"
-        handle: IO[bytes] = log.open("wb")
+        handle: IO[bytes] = log.open("ab")
         popen = subprocess.Popen(
             [*netns_exec(self.namespace), str(executable or self.bin_dir / name), *args],
             stdout=handle,

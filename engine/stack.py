@@ -54,6 +54,9 @@ class Deployment:
     #: The Pulumi project deployed: its folder (Pulumi.yaml, Pulumi.<stack>.yaml, __main__.py). The repository's
     #: own project runs `engine.program` (the stack's program after the tier's transforms); another runs its own.
     source: Path = REPO
+    #: Where the program's Python package comes from (PYTHONPATH): this repository, or a previous release's tree.
+    #: A project whose source is its code runs that tree's `engine.program`.
+    code: Path = REPO
     #: Stack config set on top of the project's stack file (`pulumi config set`), e.g. a team stack's platform.
     config: Mapping[str, str] = field(default_factory=dict)
     #: The file backend's folder; another deployment's, for stacks that read each other (a StackReference).
@@ -73,11 +76,13 @@ class Deployment:
         assert self.box.kubeconfig is not None
         env = {
             "PATH": f"{self.folder / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-            "PYTHONPATH": str(REPO),
+            "PYTHONPATH": str(self.code),
             "PULUMI_HOME": str(self.folder / "pulumi-home"),
             "PULUMI_BACKEND_URL": f"file://{self.state_dir}",
             "PULUMI_CONFIG_PASSPHRASE": self.passphrase,
             "PULUMI_SKIP_UPDATE_CHECK": "true",
+            # `--event-log`, from which the fault runs and the upgrade read the steps the engine takes.
+            "PULUMI_DEBUG_COMMANDS": "true",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             # Only the plugins Pulumi.yaml names, and the language host and dynamic-provider plugin found beside the
             # CLI, never one that happens to be on PATH.
@@ -103,17 +108,7 @@ class Deployment:
         shutil.rmtree(self.project, ignore_errors=True)
         self.project.mkdir(parents=True)
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        project = yaml.safe_load((self.source / "Pulumi.yaml").read_text())
-        project["runtime"]["options"]["virtualenv"] = str(REPO / ".venv")
-        project["plugins"] = {
-            "providers": [{"name": name, "path": str(path)} for name, path in sorted(self.plugin_dirs.items())]
-        }
-        (self.project / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
-        if self.source == REPO:
-            program = "import engine.program  # noqa: F401  (runs the stack's program)\n"
-        else:
-            program = f"import runpy\n\nrunpy.run_path({str(self.source / '__main__.py')!r}, run_name='__main__')\n"
-        (self.project / "__main__.py").write_text(program)
+        project = self._write_program()
         shutil.copyfile(self.source / f"Pulumi.{self.stack}.yaml", self.project / f"Pulumi.{self.stack}.yaml")
         self._write_aws_cli()
         self.pulumi("login", f"file://{self.state_dir}", timeout=120)
@@ -126,6 +121,34 @@ class Deployment:
         for key in unset_secrets(with_unset_secrets(config, secret_keys)[0]):
             self.pulumi("config", "set", "--secret", key, secrets.token_urlsafe(24), timeout=120)
 
+    def _write_program(self) -> dict[str, Any]:
+        """The project's Pulumi.yaml and __main__.py, for `source`; returns the project's settings."""
+        project: dict[str, Any] = yaml.safe_load((self.source / "Pulumi.yaml").read_text())
+        project["runtime"]["options"]["virtualenv"] = str(REPO / ".venv")
+        project["plugins"] = {
+            "providers": [{"name": name, "path": str(path)} for name, path in sorted(self.plugin_dirs.items())]
+        }
+        (self.project / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
+        if self.source == self.code:
+            program = "import engine.program  # noqa: F401  (runs the stack's program)\n"
+        else:
+            program = f"import runpy\n\nrunpy.run_path({str(self.source / '__main__.py')!r}, run_name='__main__')\n"
+        (self.project / "__main__.py").write_text(program)
+        return project
+
+    def upgrade_to(self, code: Path) -> None:
+        """Move the stack to another tree of the package, as a user does with `git pull`: its program and its stack
+        file's settings, keeping the stack's own secrets (and the salt that encrypts them)."""
+        self.source = self.code = code
+        self._write_program()
+        stack_file = self.project / f"Pulumi.{self.stack}.yaml"
+        mine = yaml.safe_load(stack_file.read_text())
+        theirs = yaml.safe_load((code / f"Pulumi.{self.stack}.yaml").read_text())
+        secure = {k: v for k, v in (mine.get("config") or {}).items() if isinstance(v, dict) and "secure" in v}
+        theirs["config"] = {**theirs["config"], **secure}
+        theirs["encryptionsalt"] = mine["encryptionsalt"]
+        stack_file.write_text(yaml.safe_dump(theirs, sort_keys=False))
+
     def _write_aws_cli(self) -> None:
         """`aws` on the PATH of every command: the stand-in of engine/aws_cli.py, in this interpreter."""
         binaries = self.folder / "bin"
@@ -134,12 +157,15 @@ class Deployment:
         aws.write_text(f'#!/bin/sh\nexec {sys.executable} -m engine.aws_cli "$@"\n')
         aws.chmod(0o755)
 
-    def pulumi(self, *args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run `pulumi <args>` in the project, inside the box; record its wall time."""
+    def pulumi(
+        self, *args: str, timeout: float, check: bool = True, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `pulumi <args>` in the project, inside the box (with `env` on top of the stack's); record its wall
+        time."""
         started = time.monotonic()
         done = self.box.run(
             [str(self.bin_dir / "pulumi"), "--non-interactive", *args],
-            env=self.env(),
+            env={**self.env(), **(env or {})},
             cwd=self.project,
             timeout=timeout,
         )
@@ -149,8 +175,10 @@ class Deployment:
             raise PulumiFailed(f"pulumi {' '.join(args)} exited {done.returncode}:\n{tail}")
         return done
 
-    def up(self, *extra: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
-        return self.pulumi("up", "--yes", "--skip-preview", "--stack", self.stack, *extra, timeout=timeout)
+    def up(
+        self, *extra: str, timeout: float = 3600, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("up", "--yes", "--skip-preview", "--stack", self.stack, *extra, timeout=timeout, env=env)
 
     def preview_no_changes(self, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
         return self.pulumi("preview", "--expect-no-changes", "--diff", "--stack", self.stack, timeout=timeout)

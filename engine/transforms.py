@@ -25,6 +25,9 @@ from typing import Any
 
 import pulumi
 
+from components.tools.charts import folder_names
+from components.versions import charts as charts_pinned
+
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 _WEBHOOK_TYPES = {
     "kubernetes:admissionregistration.k8s.io/v1:ValidatingWebhookConfiguration",
@@ -76,6 +79,27 @@ CHART_OBJECTS: Mapping[str, Mapping[tuple[str, str], str]] = {
             "v1beta2.visibility.kueue.x-k8s.io",
         ): f"Kueue's visibility API (pending workloads); {_NO_SERVER}",
     },
+    # KServe v0.16.0 charts/kserve-resources/templates/webhookconfiguration.yaml (some behind values the stack sets
+    # off: LLMInferenceService, local model caches).
+    "kserve": {
+        (
+            "MutatingWebhookConfiguration",
+            "inferenceservice.serving.kserve.io",
+        ): f"defaults InferenceServices; {_NO_SERVER}",
+        **{
+            ("ValidatingWebhookConfiguration", f"{kind}.serving.kserve.io"): f"validates {kind} objects; {_NO_SERVER}"
+            for kind in (
+                "inferenceservice",
+                "trainedmodel",
+                "inferencegraph",
+                "clusterservingruntime",
+                "servingruntime",
+                "localmodelcache",
+                "llminferenceservice",
+                "llminferenceserviceconfig",
+            )
+        },
+    },
     "prometheus-adapter": {
         ("APIService", "v1beta1.custom.metrics.k8s.io"): f"the custom metrics API the HPAs read; {_NO_SERVER}",
     },
@@ -87,10 +111,16 @@ class UnlistedWebhook(Exception):
 
 
 def chart_folder(charts: Path, chart: str, version: str) -> Path:
-    """The pinned copy of a chart: `chart` as the release names it (a name, or an OCI reference)."""
-    folder = charts / f"{chart.rsplit('/', 1)[-1]}-{version}"
-    if not (folder / "Chart.yaml").is_file():
-        raise FileNotFoundError(f"no pinned copy of chart {chart} {version} at {folder}")
+    """The pinned copy of a chart: `chart` as the release names it (a name, or an OCI reference), found under the
+    names the charts fetch gives it (KServe's controller chart `kserve` lives in its source folder
+    `kserve-resources`)."""
+    name = chart.rsplit("/", 1)[-1]
+    source = next((pin.folder for pin in charts_pinned() if pin.name == name and pin.version == version), None)
+    folder = next(
+        (charts / n for n in folder_names(name, version, source) if (charts / n / "Chart.yaml").is_file()), None
+    )
+    if folder is None:
+        raise FileNotFoundError(f"no pinned copy of chart {chart} {version} in {charts}")
     return folder
 
 

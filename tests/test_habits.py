@@ -7,6 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 from .conftest import REPO
@@ -72,3 +73,22 @@ def test_the_packages_version_is_a_release_the_changelog_describes():
     released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", changelog, re.M)
     assert released, "no dated release in CHANGELOG.md"
     assert released[0] == version, f"pyproject.toml says {version}; the newest release in CHANGELOG.md is {released[0]}"
+
+
+@pytest.mark.subprocess
+def test_the_release_the_engine_tier_upgrades_from_is_a_released_commit():
+    """engine/upgrade.py names the previous release by tag and commit; the commit must be that release as the
+    CHANGELOG dates it (its own pyproject.toml says the tag's version), and the tag, where this clone has it, points
+    at that commit."""
+    from engine.upgrade import PREVIOUS, git
+
+    shown = git("show", f"{PREVIOUS.commit}:pyproject.toml")
+    assert shown.returncode == 0, f"this clone lacks {PREVIOUS.commit} ({PREVIOUS.tag}): {shown.stderr.decode()}"
+    version = tomllib.loads(shown.stdout.decode())["project"]["version"]
+    assert PREVIOUS.tag == f"v{version}"
+    assert re.search(
+        rf"^## \[{re.escape(version)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", (REPO / "CHANGELOG.md").read_text(), re.M
+    )
+    tagged = git("rev-parse", "--verify", "--quiet", f"{PREVIOUS.tag}^{{commit}}")
+    if tagged.returncode == 0:
+        assert tagged.stdout.decode().strip() == PREVIOUS.commit

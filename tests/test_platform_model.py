@@ -334,6 +334,17 @@ def test_a_pod_that_asks_for_efa_where_no_efa_plugin_runs_is_caught(tmp_path):
     assert any("NodePool training gets no EFA device plugin" in p for p in found)
 
 
+#: kube-prometheus-stack's operator: where it runs, Prometheus scrapes every node's exporter.
+PROMETHEUS_OPERATOR = workload(
+    "Deployment",
+    "prometheus-operator",
+    "quay.io/prometheus-operator/prometheus-operator:v0.89.0",
+    namespace="monitoring",
+    replicas=1,
+    **SYSTEM,
+)
+
+
 def test_a_node_kind_missing_a_node_agent_is_caught(tmp_path):
     pool = node_pool("special", taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
     exporter_only_untainted = [
@@ -342,11 +353,20 @@ def test_a_node_kind_missing_a_node_agent_is_caught(tmp_path):
             "DaemonSet", "node-exporter", "quay.io/prometheus/node-exporter:v1.12.1-distroless", namespace="monitoring"
         ),
     ]
-    found = problems(tmp_path, [*exporter_only_untainted, pool])
+    found = problems(tmp_path, [*exporter_only_untainted, PROMETHEUS_OPERATOR, pool])
     assert len(found) == 2  # the system group and the pool, both tainted
     assert any(
         "NodePool special gets no node exporter" in p and "does not tolerate dedicated=x:NoSchedule" in p for p in found
     )
+
+
+def test_without_prometheus_no_node_needs_a_node_exporter(tmp_path):
+    """`observability.enabled: false` installs no Prometheus and no node exporter: nothing would read one."""
+    without_exporter = [w for w in agents() if w["metadata"]["name"] != "node-exporter"]
+    pool = node_pool("special")
+    assert problems(tmp_path / "off", [*without_exporter, pool]) == []
+    found = problems(tmp_path / "on", [*without_exporter, PROMETHEUS_OPERATOR, pool])
+    assert any("NodePool special gets no node exporter" in p for p in found)
 
 
 # ---------------------------------------------------------------------------------------------- shipped stacks

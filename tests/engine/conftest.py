@@ -96,11 +96,14 @@ class _Timer:
 
 
 @pytest.fixture(scope="module")
-def timings() -> Iterator[Timings]:
+def timings(request: pytest.FixtureRequest) -> Iterator[Timings]:
+    """Each module's step times, in build/engine/timings-<module>.txt (one file per module: none overwrites
+    another's)."""
     record = Timings()
     yield record
-    lines = [f"{what:45} {seconds:7.1f} s" for what, seconds in record.steps]
+    lines = [f"{what:60} {seconds:7.1f} s" for what, seconds in record.steps]
     out = REPO / "build" / "engine"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "timings.txt").write_text("\n".join(lines) + "\n")
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    (out / f"timings-{module}.txt").write_text("\n".join(lines) + "\n")
     print("\nengine tier wall times:\n" + "\n".join(lines))

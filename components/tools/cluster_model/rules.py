@@ -91,11 +91,13 @@ EVERY_NODE = {
     "VPC CNI (aws-node)": "amazon-k8s-cni",
     "kube-proxy": "kube-proxy",
     "EBS CSI node driver": "aws-ebs-csi-driver",
-    "node exporter": "node-exporter",
     # Its node conditions are what Karpenter's node repair acts on.
     "EKS node monitoring agent": "eks-node-monitoring-agent",
 }
 FSX_NODE = {"FSx CSI node driver": "aws-fsx-csi-driver"}
+#: Needed where Prometheus scrapes nodes (observability on); with it off, nothing reads a node exporter.
+SCRAPED_NODE = {"node exporter": "node-exporter"}
+PROMETHEUS_OPERATOR = "prometheus-operator"
 BY_ACCELERATOR = {
     "nvidia": {"NVIDIA device plugin": "k8s-device-plugin", "DCGM exporter": "dcgm-exporter"},
     "neuron": {"Neuron device plugin": "neuron-device-plugin"},
@@ -105,10 +107,12 @@ EFA_NODE = {"EFA device plugin": "aws-efa-k8s-device-plugin"}
 
 def nodes_get_their_agents(platform: Platform, nodes: list[NodeKind], **_: Any) -> list[Problem]:
     daemons = [w for w in platform.workloads if w.is_daemon]
-    uses_fsx = any("aws-fsx-csi-driver" in i for w in platform.workloads for i in w.images)
+    images = {i for w in platform.workloads for i in w.images}
+    uses_fsx = any("aws-fsx-csi-driver" in i for i in images)
+    scraped = any(PROMETHEUS_OPERATOR in i for i in images)
     problems = []
     for node in nodes:
-        needed = dict(EVERY_NODE) | (FSX_NODE if uses_fsx else {})
+        needed = dict(EVERY_NODE) | (FSX_NODE if uses_fsx else {}) | (SCRAPED_NODE if scraped else {})
         for accelerator in sorted(node.accelerators):
             needed |= BY_ACCELERATOR.get(accelerator, {})
         if node.efa or _efa_can_be_asked_on(platform, node):
