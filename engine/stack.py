@@ -25,7 +25,10 @@ from typing import Any
 import yaml
 
 from components.tools.stack_files import read_stack_config, unset_secrets, with_unset_secrets
+from engine import nodes
 from engine.cluster import Box
+from engine.kube import Kube
+from engine.providers import write_plugin_dirs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -202,6 +205,20 @@ class Deployment:
         if show_secrets:
             args = (*args, "--show-secrets")
         return dict(json.loads(self.pulumi(*args, timeout=120).stdout))
+
+
+def boxed_stack(box: Box, preview: Path, bin_dir: Path, folder: Path, **deployment: Any) -> tuple[Kube, Deployment]:
+    """Start the box as a stack needs it (the control plane with kwok, moto, the stand-ins, and the nodes the offline
+    `preview` lists) and the deployment of that stack into it: the fake providers, the Kubernetes provider built
+    from its pin, the project in `folder`/pulumi. `deployment` sets the rest (source, code, ...)."""
+    kube = box.start()
+    endpoint = box.start_moto()
+    box.start_standins()
+    nodes.create(kube, nodes.from_preview(preview))
+    plugins = {**write_plugin_dirs(folder / "plugins", sys.executable), "kubernetes": bin_dir}
+    return kube, Deployment(
+        box=box, bin_dir=bin_dir, plugin_dirs=plugins, folder=folder / "pulumi", aws_endpoint=endpoint, **deployment
+    )
 
 
 def charts_folder() -> Path:

@@ -21,11 +21,10 @@ from typing import Any
 import pytest
 
 from components.tools.cluster_model import platform as model
-from engine import nodes, placement
+from engine import placement
 from engine.cluster import Box
 from engine.kube import Kube, KubeError
-from engine.providers import write_plugin_dirs
-from engine.stack import REPO, Deployment, charts_folder
+from engine.stack import REPO, Deployment, boxed_stack, charts_folder
 from tests.engine.conftest import Timings
 
 pytestmark = [pytest.mark.engine, pytest.mark.subprocess]
@@ -47,20 +46,7 @@ def run(
     box = Box(engine_bin, folder / "box")
     try:
         with timings.timed("start the box (etcd, control plane, kwok)"):
-            kube = box.start()
-            endpoint = box.start_moto()
-            box.start_standins()
-            nodes.create(kube, nodes.from_preview(dev_preview))
-        deployment = Deployment(
-            box=box,
-            bin_dir=engine_bin,
-            plugin_dirs={
-                **write_plugin_dirs(folder / "plugins", sys.executable),
-                "kubernetes": engine_bin,
-            },
-            folder=folder / "pulumi",
-            aws_endpoint=endpoint,
-        )
+            kube, deployment = boxed_stack(box, dev_preview, engine_bin, folder)
         with timings.timed("pulumi login, stack init, config"):
             deployment.prepare()
         with timings.timed("pulumi up"):

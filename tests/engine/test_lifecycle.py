@@ -14,7 +14,6 @@ The steps run in file order on one deployment (module fixtures), as a user runs 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,12 +21,10 @@ import pytest
 import yaml
 
 from components.tools.charts.binary import helm_binary
-from engine import nodes
 from engine.cluster import Box
 from engine.faults import Fault, leftover_processes, repair, rerun_env, run_with_fault, stop_leftovers
 from engine.kube import Kube
-from engine.providers import write_plugin_dirs
-from engine.stack import REPO, Deployment
+from engine.stack import REPO, Deployment, boxed_stack
 from engine.upgrade import PREVIOUS, checkout
 from tests.engine.conftest import Timings
 
@@ -55,19 +52,7 @@ def life(
     box = Box(engine_bin, folder / "box")
     try:
         with timings.timed("lifecycle: start the box"):
-            kube = box.start()
-            endpoint = box.start_moto()
-            box.start_standins()
-            nodes.create(kube, nodes.from_preview(dev_preview))
-        deployment = Deployment(
-            box=box,
-            bin_dir=engine_bin,
-            plugin_dirs={**write_plugin_dirs(folder / "plugins", sys.executable), "kubernetes": engine_bin},
-            folder=folder / "pulumi",
-            aws_endpoint=endpoint,
-            source=previous,
-            code=previous,
-        )
+            kube, deployment = boxed_stack(box, dev_preview, engine_bin, folder, source=previous, code=previous)
         deployment.prepare()
         with timings.timed(f"lifecycle: pulumi up of {PREVIOUS.tag}"):
             deployment.up()
