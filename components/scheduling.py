@@ -68,7 +68,6 @@ CSI_STARTUP_TAINTS: dict[str, Taint] = {
 TEAM_TAINT_KEY = "eksml.io/team"
 #: The team taint whatever the team (its value), as node agents tolerate it.
 ANY_TEAM_TAINT = Taint(TEAM_TAINT_KEY, "", "NoSchedule")
-TEAM_TAINT_TOLERATION: Mapping[str, str] = MappingProxyType(ANY_TEAM_TAINT.key_toleration())
 
 #: Name of the secondary bin-packing scheduler GPU pods are placed by (overridable in stack config).
 DEFAULT_GPU_SCHEDULER = "gpu-binpack"

@@ -15,10 +15,10 @@ from pydantic import ValidationError
 
 from components import versions
 from components.config.errors import ConfigError
+from components.identity.team_policy import team_s3_policy
 from components.kubeflow import credentials, entries, pipelines, pipelines_iam, plan, register, render, transform
 from components.kubeflow.config import KubeflowConfig, settings
 from components.kubeflow.objects import containers
-from components.kubeflow.teams import Team, permission_policy
 from components.platform_config import parse_config
 from tests.iam_evaluator import ALLOW, IMPLICIT_DENY, decide
 from tests.kubeflow_support import template_of
@@ -395,8 +395,8 @@ def test_sizing_a_claim_that_is_not_rendered_is_an_error():
 
 
 def team_policy(team: str) -> dict[str, Any]:
-    spec = Team(name=team, owner="x@example.org", gpu_ceiling=0, s3_prefix=STORE.team_prefixes[team])
-    return permission_policy(spec, bucket=BUCKET, region="us-west-2", kms_key_arn=KEY)
+    prefix = STORE.team_prefixes[team]
+    return team_s3_policy(partition="aws", region="us-west-2", bucket=BUCKET, prefix=prefix, kms_key_arn=KEY)
 
 
 def obj(key: str) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from components.identity.team_policy import team_s3_policy
 from components.kubeflow import entries, render, teams
 from components.kubeflow.teams import Team
 
@@ -127,7 +128,7 @@ def test_the_pod_defaults_are_valid_and_give_pipelines_access_and_the_fsx_share(
 
 
 def test_the_role_reaches_only_the_teams_prefix():
-    policy = teams.permission_policy(VISION, bucket="ml-data", partition="aws")
+    policy = team_s3_policy(partition="aws", region="", bucket="ml-data", prefix=VISION.s3_prefix)
     listing, objects = policy["Statement"]
     assert listing["Action"] == "s3:ListBucket"
     assert listing["Resource"] == "arn:aws:s3:::ml-data"

@@ -21,7 +21,6 @@ from components.ingress.iam import controller_policy as lb_controller_policy
 from components.karpenter.iam import ControllerScope, queue_policy
 from components.karpenter.iam import controller_policy as karpenter_policy
 from components.kubeflow.teams import Team
-from components.kubeflow.teams import permission_policy as kubeflow_team_policy
 from components.observability.config import AlertThresholds
 from components.observability.render import GpuPool, alert_rules
 from components.platform_config import parse_config
@@ -105,8 +104,8 @@ def documents(partition: str, region: str, account: str, cluster: str) -> dict[s
         "team-s3": team_s3_policy(
             partition=partition, region=region, bucket=bucket, prefix="vision", kms_key_arn=key_arn
         ),
-        "kubeflow-team-s3": kubeflow_team_policy(
-            team, bucket=bucket, partition=partition, region=region, kms_key_arn=key_arn
+        "kubeflow-team-s3": team_s3_policy(
+            partition=partition, region=region, bucket=bucket, prefix=team.s3_prefix, kms_key_arn=key_arn
         ),
     }
     return json.loads(json.dumps(rendered))

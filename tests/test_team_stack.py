@@ -215,8 +215,8 @@ def test_the_team_stacks_role_and_the_platforms_kubeflow_teams_roles_keep_to_the
     """IAM evaluated on the rendered policy: the team stack's role writes its pipeline root and not the platform's
     team research's, whose role (the platform's builder, for the prefix the platform exports) cannot write the team
     stack's; the team stack's policy is that same builder's for its prefix."""
+    from components.identity.team_policy import team_s3_policy
     from components.kubeflow.pipelines import SERVER_PREFIX
-    from components.kubeflow.teams import Team, permission_policy
     from tests.iam_evaluator import ALLOW, IMPLICIT_DENY, decide
 
     platform = json.loads(OUTPUTS.read_text())
@@ -225,8 +225,7 @@ def test_the_team_stacks_role_and_the_platforms_kubeflow_teams_roles_keep_to_the
     key = platform["bucketKmsKeyArns"][offered["bucket"]]
 
     def platform_team_policy(name: str, prefix: str) -> dict[str, Any]:
-        spec = Team(name=name, owner="lead@example.org", gpu_ceiling=0, s3_prefix=prefix)
-        return permission_policy(spec, bucket=bucket, region=platform["region"], kms_key_arn=key)
+        return team_s3_policy(partition="aws", region=platform["region"], bucket=bucket, prefix=prefix, kms_key_arn=key)
 
     trust = json.loads(team_s3.one("aws:iam/role:Role").inputs["assumeRolePolicy"])
     (statement,) = trust["Statement"]

@@ -56,6 +56,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "components/cluster/handle.py": {
         "from_existing": "how a program on a cluster the platform did not create gets its handle (README, library use)",
+        "irsa_role": "deprecated alias (0.4) of workload_role, kept for programs written against 0.3",
     },
     "components/sweep/resource.py": {"diff": "dynamic provider method: the engine calls it on every update"},
     "components/observability/render.py": dict.fromkeys(

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import network_policies as netpol
-from ..identity.team_policy import team_s3_policy
 from ..kueue.queues import (
     LOCAL_QUEUE,
     MANAGED_NAMESPACE_LABEL,
@@ -262,14 +261,3 @@ def manifests(team: Team, fsx: FsxShare | None = None, monitoring_namespace: str
         objects.extend(fsx_claim(team, fsx))
         objects.append(fsx_pod_default(team))
     return objects
-
-
-def permission_policy(
-    team: Team, *, bucket: str, partition: str = "aws", region: str = "", kms_key_arn: str | None = None
-) -> dict[str, Any]:
-    """Read, write and delete objects under the team's prefix of the bucket, and list only that prefix (with the
-    bucket's KMS key through S3 when it has one): the same policy as a team stack's
-    (`components.identity.team_policy`)."""
-    return team_s3_policy(
-        partition=partition, region=region, bucket=bucket, prefix=team.s3_prefix, kms_key_arn=kms_key_arn
-    )

@@ -104,7 +104,7 @@ class TeamIdentity(pulumi.ComponentResource):
         cluster, plan, team = args.cluster, args.plan, args.plan.team
         policies = {}
         if plan.bucket is not None and plan.s3_prefix is not None:
-            # The policy the platform's Kubeflow teams get too (their `permission_policy`).
+            # The policy the platform's Kubeflow teams get too (`team_s3_policy`, as the Kubeflow component builds it).
             bucket, prefix, key = plan.bucket, plan.s3_prefix, plan.bucket_kms_key_arn
             policies["s3"] = cluster.partition.apply(
                 lambda partition: to_json(
