@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from components.tools.recover import UPSERT
 from engine.cluster import netns_exec
 from engine.stack import REPO, Deployment
 
@@ -133,7 +134,8 @@ def runbook_commands() -> list[str]:
 def rerun_env(repaired: list[subprocess.CompletedProcess[str]]) -> dict[str, str]:
     """What the runbook's step 3 sets for the repeated run: the upsert setting, where the recovery tool asks for it."""
     said = "".join(r.stdout for r in repaired)
-    return {"PULUMI_K8S_UPSERT_EXISTING_OBJECTS": "true"} if "PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true" in said else {}
+    name, value = UPSERT.split("=", 1)
+    return {name: value} if UPSERT in said else {}
 
 
 def repair(deployment: Deployment, timeout: float = 1800) -> list[subprocess.CompletedProcess[str]]:

@@ -137,3 +137,21 @@ def test_without_apply_nothing_is_changed() -> None:
     recover(Recovery("dev", "helm", None, shell), apply=False, clear_unknown=False, say=said.append)
     assert shell.commands() == ["pulumi stack", "helm status"]
     assert any("is uninstalled" in s for s in said)
+
+
+def test_the_engine_tier_repeats_the_run_with_upsert_exactly_when_the_tool_asks_for_it() -> None:
+    """The lifecycle test follows the runbook's step 3 by reading the tool's last line: the two must keep agreeing."""
+    import subprocess
+
+    from engine.faults import rerun_env
+
+    for pending, expected in (
+        (
+            [_op("creating", "kubernetes:apps/v1:Deployment", "web", metadata={"name": "web"})],
+            {"PULUMI_K8S_UPSERT_EXISTING_OBJECTS": "true"},
+        ),
+        ([_op("deleting", "aws:s3/bucket:Bucket", "datasets")], {}),
+    ):
+        said: list[str] = []
+        recover(Recovery("dev", "helm", None, Shell(pending, {})), apply=True, clear_unknown=False, say=said.append)
+        assert rerun_env([subprocess.CompletedProcess([], 0, "\n".join(said), "")]) == expected

@@ -37,6 +37,8 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 #: one run, with this setting (pulumi-kubernetes CHANGELOG 4.29.0, `upsertExistingObjects`).
 UPSERT = "PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true"
 TAKE_OVER = f"may exist: run the next `pulumi up` with {UPSERT}, which takes it over"
+#: A create the tool cannot judge: the user decides (see `unknown`).
+UNKNOWN = "unknown"
 #: Helm's history statuses of a revision that was running as deployed.
 WAS_DEPLOYED = ("deployed", "superseded")
 
@@ -104,7 +106,7 @@ def plan(pending: Sequence[dict[str, Any]], helm_status: Callable[[str, str], st
         elif type_.startswith("kubernetes:"):
             actions.append(Action(urn, kind, TAKE_OVER))
         else:
-            actions.append(Action(urn, kind, "unknown"))
+            actions.append(Action(urn, kind, UNKNOWN))
     return actions
 
 
@@ -113,7 +115,7 @@ def unknown(actions: Sequence[Action], pending: Sequence[dict[str, Any]]) -> str
     inputs = {op["resource"]["urn"]: op["resource"].get("inputs") or {} for op in pending}
     lines = []
     for action in actions:
-        if action.what == "unknown":
+        if action.what == UNKNOWN:
             found = {
                 k: inputs[action.urn][k] for k in ("name", "bucket", "clusterName", "tags") if k in inputs[action.urn]
             }
