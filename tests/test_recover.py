@@ -155,3 +155,13 @@ def test_the_engine_tier_repeats_the_run_with_upsert_exactly_when_the_tool_asks_
         said: list[str] = []
         recover(Recovery("dev", "helm", None, Shell(pending, {})), apply=True, clear_unknown=False, say=said.append)
         assert rerun_env([subprocess.CompletedProcess([], 0, "\n".join(said), "")]) == expected
+
+
+@pytest.mark.subprocess
+def test_without_pulumi_on_path_the_tool_says_so_instead_of_a_traceback(monkeypatch, capsys) -> None:
+    from components.tools import recover as tool
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr("components.tools.charts.binary.helm_binary", lambda: "helm")
+    assert tool.main(["--stack", "dev"]) == 2
+    assert "`pulumi` is not on PATH" in capsys.readouterr().err

@@ -205,7 +205,10 @@ def recover(
 
 
 def _run(argv: Sequence[str]) -> tuple[int, str]:
-    done = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise RecoverError(f"`{argv[0]}` is not on PATH: the repair runs it (docs/runbook.md)") from None
     return done.returncode, done.stdout + (done.stderr if done.returncode else "")
 
 
@@ -218,12 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--apply", action="store_true", help="settle what it names, then pulumi refresh")
     parser.add_argument("--clear-unknown", action="store_true", help="drop creates you have imported or deleted")
     args = parser.parse_args(argv)
-    from .charts.binary import helm_binary
+    from .charts.binary import HelmUnavailable, helm_binary
 
-    recovery = Recovery(args.stack, str(helm_binary()), args.kubeconfig, _run)
     try:
+        recovery = Recovery(args.stack, str(helm_binary()), args.kubeconfig, _run)
         recover(recovery, apply=args.apply, clear_unknown=args.clear_unknown)
-    except RecoverError as error:
+    except (RecoverError, HelmUnavailable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
