@@ -226,7 +226,7 @@ class PlatformConfig(ConfigModel):
         if flavor is None:
             return None
         nominal = [team.gpu_quota for team in self.kubeflow.teams.values()]
-        return cohort(flavor, idle_gpus(flavor, nominal, self.kueue.team_stack_gpus))
+        return cohort(flavor, idle_gpus(flavor, nominal, self.kueue.reserve))
 
     @property
     def cert_manager(self) -> bool:
@@ -239,8 +239,8 @@ class PlatformConfig(ConfigModel):
         if self.queueing:
             return self._nominal_quota_problems()
         why = "kueue.enabled is false" if not self.kueue.enabled else "no NodePool launches NVIDIA GPUs"
-        if "team_stack_gpus" in self.kueue.model_fields_set:
-            return [("kueue.teamStackGpus", f"nothing queues team stacks without Kueue ({why}); remove it")]
+        if self.kueue.reserve_set:
+            return [(self.kueue.reserve_key, f"nothing queues team stacks without Kueue ({why}); remove it")]
         return [
             (f"kubeflow.teams.{name}.gpuBorrowingLimit", f"nothing lends GPUs without Kueue ({why}); remove it")
             for name, team in sorted(self.kubeflow.teams.items())
@@ -253,20 +253,18 @@ class PlatformConfig(ConfigModel):
         flavor = self.kueue_flavor
         assert flavor is not None
         teams = {name: team.gpu_quota for name, team in sorted(self.kubeflow.teams.items())}
-        reserved = self.kueue.team_stack_gpus
+        reserved, reserve_key = self.kueue.reserve, self.kueue.reserve_key
         total = sum(teams.values()) + reserved
         if total <= flavor.gpus:
             return []
         pools = ", ".join(f"{name}: {gpus}" for name, gpus in self.kueue_gpu_pools.items())
         quotas = " + ".join(f"kubeflow.teams.{name}.gpuQuota {gpus}" for name, gpus in teams.items())
         message = (
-            f"the guaranteed GPUs ({quotas or 'no team'} + kueue.teamStackGpus {reserved} = {total}) pass what the "
+            f"the guaranteed GPUs ({quotas or 'no team'} + {reserve_key} {reserved} = {total}) pass what the "
             f"shared GPU pools may launch ({flavor.gpus}: {pools}); lower a quota or raise a pool's GPU limit"
         )
         # Under each key that adds to the total, so whichever was changed is named.
-        keys = [
-            key for key, part in (("kubeflow.teams", sum(teams.values())), ("kueue.teamStackGpus", reserved)) if part
-        ]
+        keys = [key for key, part in (("kubeflow.teams", sum(teams.values())), (reserve_key, reserved)) if part]
         return [(key, message) for key in keys]
 
     @property

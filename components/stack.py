@@ -507,7 +507,7 @@ def export_team_contract(platform: Platform) -> None:
     if platform.kubeflow is not None:
         pulumi.export("kubeflowPipelines", offered_pipelines(config.kubeflow))
     if platform.kueue is not None and config.kueue_flavor is not None:
-        pulumi.export("kueue", offered_queueing(config.kueue_flavor, config.kueue.team_stack_gpus))
+        pulumi.export("kueue", offered_queueing(config.kueue_flavor, config.kueue.reserve, config.kueue.team_stacks))
 
 
 def program() -> None:

@@ -277,12 +277,13 @@ def test_the_platforms_gpu_pools_are_one_flavor_that_selects_exactly_those_pools
     assert not any(GPU_SHARE_LABEL in _labels(pools[name]) for name in set(pools) - labelled)  # cpu-general
     assert (
         PLATFORM_OUTPUTS["kueue"]
-        == offered(prod.kueue_flavor, prod.kueue.team_stack_gpus)
+        == offered(prod.kueue_flavor, prod.kueue.reserve, prod.kueue.team_stacks)
         == {
             "cohort": COHORT,
             # the pools' GPU limits together
             "flavor": {"name": SHARED_FLAVOR, "nodeLabels": {GPU_SHARE_LABEL: GPU_SHARE_PLATFORM}, "gpus": 96},
             "teamStackGpus": 8,
+            "teamStacks": {"vision": 8},
         }
     )
     # A team stack reads the flavor back with its label: its queue's shared flavor is the platform's.

@@ -96,6 +96,41 @@ def test_what_no_team_is_guaranteed_is_the_cohorts_to_lend():
 def test_team_stack_gpus_without_kueue_is_refused():
     problems = prod_problems(kueue={"enabled": False, "teamStackGpus": 8})
     assert "kueue.teamStackGpus" in problems
+    assert (
+        "nothing queues team stacks"
+        in prod_problems(kueue={"enabled": False, "teamStacks": {"a": 1}})["kueue.teamStacks"]
+    )
+
+
+def test_a_reserve_split_by_team_stack_is_their_sum():
+    """`kueue.teamStacks` splits the reserve: the sum is what the pools keep, the cohort lends the rest, and a
+    `teamStackGpus` that says otherwise is refused, naming both keys."""
+    config = prod(kueue={"teamStacks": {"vision": 8, "speech": 16}})
+    assert config.kueue.reserve == 24
+    cohort = config.kueue_cohort()
+    assert cohort is not None
+    ((flavor,),) = [group["flavors"] for group in cohort["spec"]["resourceGroups"]]
+    assert flavor["resources"] == [{"name": GPU_RESOURCE, "nominalQuota": 96 - 16 - 24}]
+    problems = prod_problems(kueue={"teamStacks": {"vision": 8, "speech": 16}, "teamStackGpus": 8})
+    assert problems == {
+        "kueue.teamStackGpus": "is 8, but kueue.teamStacks adds up to 24 (speech 16 + vision 8); remove "
+        "teamStackGpus (the sum is the reserve) or make the two agree"
+    }
+    assert prod(kueue={"teamStacks": {"vision": 8}, "teamStackGpus": 8}).kueue.reserve == 8
+
+
+def test_a_split_reserve_past_the_pools_is_refused_under_its_key():
+    problems = prod_problems(kueue={"teamStacks": {"vision": 40, "speech": 41}})  # research's 16 + 81 > 96
+    assert "kueue.teamStacks 81" in problems["kueue.teamStacks"]
+
+
+@pytest.mark.parametrize(
+    ("split", "expected"),
+    [({"Vision": 2}, "expected a lowercase name"), ({"vision": -1}, "greater than or equal to 0")],
+)
+def test_a_team_stack_in_the_split_is_a_team_name_with_whole_gpus(split: dict[str, int], expected: str):
+    problems = prod_problems(kueue={"teamStacks": split})
+    assert any(expected in message for message in problems.values()), problems
 
 
 def test_an_admitted_workload_that_never_starts_gives_its_quota_back():

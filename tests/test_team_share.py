@@ -20,10 +20,14 @@ PLATFORM = json.loads((REPO / "examples" / "team-stack" / "platform-outputs.prod
 STACK = "acme/eks-ml-platform/prod"
 
 
-def offer(reserve: int | None):
-    kueue = {key: value for key, value in PLATFORM["kueue"].items() if key != "teamStackGpus"}
+def offer(reserve: int | None, split: dict[str, int] | None = None):
+    """The prod platform's outputs with its reserve for team stacks as given: the total alone (a platform that does
+    not split it, or one older than `teamStacks`), or split by team stack."""
+    kueue = {key: value for key, value in PLATFORM["kueue"].items() if key not in ("teamStackGpus", "teamStacks")}
     if reserve is not None:
         kueue["teamStackGpus"] = reserve
+    if split is not None:
+        kueue["teamStacks"] = split
     return parse_offer({**PLATFORM, "kueue": kueue}, stack=STACK)
 
 
@@ -34,15 +38,16 @@ def team(gpus: int, **changes) -> TeamConfig:
 A10G_POOL = {"nodePool": {"preset": "gpu-inference-a10g-spot", "limits": {"nvidia.com/gpu": "8"}}}
 
 
-def refused(config: TeamConfig, reserve: int) -> list[str]:
+def refused(config: TeamConfig, reserve: int, split: dict[str, int] | None = None) -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        plan_team(config, offer(reserve))
+        plan_team(config, offer(reserve, split))
     return [str(issue) for issue in caught.value.issues]
 
 
 def test_the_platform_exports_its_reserve_for_team_stacks_with_its_queueing():
-    assert offered(shared_flavor([4]), 2)["teamStackGpus"] == 2
-    assert PLATFORM["kueue"]["teamStackGpus"] == 8  # prod's kueue.teamStackGpus, as its preview exports it
+    assert offered(shared_flavor([4]), 2, {})["teamStackGpus"] == 2
+    # prod's kueue.teamStacks, and their sum, as its preview exports them
+    assert (PLATFORM["kueue"]["teamStacks"], PLATFORM["kueue"]["teamStackGpus"]) == ({"vision": 8}, 8)
 
 
 def test_a_guarantee_within_the_reserve_is_planned():
@@ -90,3 +95,28 @@ def test_a_team_stack_may_use_what_its_own_neuron_pool_runs_and_no_more_in_its_q
     assert {k: v for k, v in profile["spec"]["resourceQuotaSpec"]["hard"].items() if "neuron" in k} == own.neuron_quota
     without = plan_team(team(8), platform).namespace["quota"]["spec"]["hard"]
     assert without["requests.aws.amazon.com/neuron"] == "0"  # the platform's Neuron pool is in no team's share
+
+
+def test_each_team_stack_checks_its_own_part_of_a_split_reserve():
+    """Split by team stack, the reserve holds for several at once: each team stack is held to its own part, so two
+    that each fit the whole can no longer overcommit it together."""
+    split = {"vision": 3, "speech": 5}
+    assert plan_team(team(3), offer(8, split)).queues is not None
+    (problem,) = refused(team(4), 8, split)  # fits the total 8, not vision's 3
+    assert problem.startswith("team.quota.gpus: 4 GPUs leaves 4 guaranteed on the platform's shared GPU pools")
+    assert "(its kueue.teamStacks.vision, 3)" in problem
+    assert problem.endswith("ask the platform team to raise kueue.teamStacks.vision")
+
+
+def test_a_team_stack_the_split_does_not_list_is_guaranteed_nothing_on_the_shared_pools():
+    (problem,) = refused(team(1, name="audio"), 8, {"vision": 3, "speech": 5})
+    assert "its kueue.teamStacks lists only speech: 5, vision: 3" in problem
+    assert problem.endswith("ask the platform team to raise kueue.teamStacks.audio")
+    # What it runs on its own pool, or borrows, needs no part of the reserve.
+    assert plan_team(team(8, name="audio", **A10G_POOL), offer(8, {"vision": 8})).queues is not None
+    borrowing = team(0, name="audio", quota={"gpus": 0, "gpuBorrowingLimit": 4})
+    assert plan_team(borrowing, offer(8, {"vision": 8})).queues is not None
+
+
+def test_a_platform_older_than_the_split_holds_each_team_stack_to_the_whole_reserve():
+    assert plan_team(team(8), offer(8)).queues is not None  # no `teamStacks` in its outputs

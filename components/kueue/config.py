@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import Field, StrictBool, StrictInt
+from typing import Annotated
 
-from ..config.types import ConfigModel
+from pydantic import Field, StrictBool, StrictInt, model_validator
+
+from ..config.types import ConfigModel, KeyName
+from ..config.validation import FieldProblems
 
 
 class KueueConfig(ConfigModel):
@@ -25,3 +28,37 @@ class KueueConfig(ConfigModel):
         "and this add up to no more than the pools' GPU limits, and what is left is lent to any team up to its "
         "borrowing limit",
     )
+    team_stacks: dict[KeyName, Annotated[StrictInt, Field(ge=0)]] = Field(
+        default={},
+        description="the reserve split among the team stacks by their `team.name`: GPUs of the shared GPU pools each "
+        "may be guaranteed (exported in the `kueue` output; a team stack not listed, or asking for more than its "
+        "own, is refused at its preview); set, `teamStackGpus` is their sum and need not be given",
+    )
+
+    @model_validator(mode="after")
+    def _reserve_adds_up(self) -> KueueConfig:
+        """Given both, the reserve is the sum of its parts: a different `teamStackGpus` is one of two typos."""
+        given = "team_stack_gpus" in self.model_fields_set
+        if self.team_stacks and given and self.team_stack_gpus != sum(self.team_stacks.values()):
+            parts = " + ".join(f"{name} {gpus}" for name, gpus in sorted(self.team_stacks.items()))
+            message = (
+                f"is {self.team_stack_gpus}, but kueue.teamStacks adds up to {sum(self.team_stacks.values())} "
+                f"({parts}); remove teamStackGpus (the sum is the reserve) or make the two agree"
+            )
+            raise FieldProblems([("teamStackGpus", message)])
+        return self
+
+    @property
+    def reserve(self) -> int:
+        """The GPUs of the shared pools kept for all team stacks' guarantees together."""
+        return sum(self.team_stacks.values()) if self.team_stacks else self.team_stack_gpus
+
+    @property
+    def reserve_set(self) -> bool:
+        """Whether the stack config names a reserve (either key)."""
+        return bool(self.team_stacks) or "team_stack_gpus" in self.model_fields_set
+
+    @property
+    def reserve_key(self) -> str:
+        """The key the reserve was given under, for messages."""
+        return "kueue.teamStacks" if self.team_stacks else "kueue.teamStackGpus"

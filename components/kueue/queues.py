@@ -235,13 +235,14 @@ def cohort(shared: Flavor, idle: int, *, name: str = COHORT) -> Manifest:
     }
 
 
-def offered(shared: Flavor, team_stack_gpus: int) -> dict[str, Any]:
+def offered(shared: Flavor, team_stack_gpus: int, team_stacks: Mapping[str, int]) -> dict[str, Any]:
     """How the platform exports its queueing to team stacks (the `kueue` output): the cohort and the shared flavor
-    a team stack's ClusterQueue joins them with, and `teamStackGpus`, the GPUs of the shared pools the platform
-    keeps for team stacks' nominal quotas (`kueue.teamStackGpus`), which every team stack's guarantee there comes
-    out of."""
+    a team stack's ClusterQueue joins them with; `teamStackGpus`, the GPUs of the shared pools the platform keeps
+    for team stacks' nominal quotas (`kueue.teamStackGpus`), which every team stack's guarantee there comes out of;
+    and `teamStacks`, that reserve split by team stack (`kueue.teamStacks`; empty: not split)."""
     return {
         "cohort": COHORT,
         "flavor": {"name": shared.name, "nodeLabels": dict(shared.node_labels), "gpus": shared.gpus},
         "teamStackGpus": team_stack_gpus,
+        "teamStacks": dict(sorted(team_stacks.items())),
     }

@@ -58,8 +58,9 @@ class TeamQuota(ConfigModel):
         ge=0,
         description="the team's nominal GPU share (its Kueue ClusterQueue's quota, on any pool of the platform's); "
         "the namespace's ResourceQuota on `requests.nvidia.com/gpu` is this plus `gpuBorrowingLimit`; what its own "
-        "pool does not cover is guaranteed on the platform's shared pools and must fit in the platform's "
-        "`kueue.teamStackGpus`, which every team stack shares",
+        "pool does not cover is guaranteed on the platform's shared pools and must fit in what the platform "
+        "keeps for this team stack (its `kueue.teamStacks.<team.name>`; a platform that does not split its reserve: "
+        "the whole `kueue.teamStackGpus`, which every team stack shares)",
     )
     gpu_borrowing_limit: StrictInt | None = Field(
         default=None,

@@ -64,6 +64,10 @@ class OfferedQueueing(_Outputs):
     #: `kueue.teamStackGpus`), all team stacks together. A platform too old to export it is reported as older: a
     #: team stack cannot tell whether its guarantee is backed.
     team_stack_gpus: int
+    #: The reserve split by team stack (`kueue.teamStacks`, by `team.name`): each stack's guarantee on the shared
+    #: pools comes out of its own part. Empty (or a platform older than the split): one reserve shared by all.
+    #: Numbers come back from a stack reference as floats: whole ones are accepted.
+    team_stacks: dict[StrictStr, int] = {}
 
     def shared_flavor(self) -> Flavor:
         return Flavor(self.flavor.name, dict(self.flavor.node_labels), self.flavor.gpus)

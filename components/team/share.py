@@ -4,8 +4,9 @@ Kueue guarantees every nominal quota of the cohort at once, so the platform keep
 pools within what they launch: its Kubeflow teams' `gpuQuota`s plus `kueue.teamStackGpus`, the reserve for team
 stacks. A team stack's guarantee on the shared pools (its `quota.gpus` less what its own pool covers,
 `kueue.queues.flavor_quotas`) comes out of that reserve. Each team stack sees only its own config and the
-platform's outputs, never the other team stacks', so it checks its own part against the whole reserve; keeping the
-sum of several within it is the platform team's bookkeeping (docs/team-stacks.md).
+platform's outputs, never the other team stacks', so the platform splits the reserve by team stack
+(`kueue.teamStacks`, whose sum it checks) and each checks its own part. A platform that gives only the total
+(`kueue.teamStackGpus`) leaves the sum over several team stacks unchecked: each checks against the whole.
 """
 
 from __future__ import annotations
@@ -68,21 +69,30 @@ def shared_guarantee(team: TeamConfig, shared: Flavor, own_gpus: int) -> int:
 
 
 def _reserve_problems(team: TeamConfig, offer: PlatformOffer, spec: NodePoolSpec | None) -> list[Problem]:
-    """The team's guarantee on the shared pools fits in the platform's reserve for team stacks, or Kueue would
-    promise GPUs the pools cannot launch while every team claims its quota."""
+    """The team's guarantee on the shared pools fits in what the platform keeps for it (its part of the reserve
+    for team stacks, or the whole reserve when the platform does not split it), or Kueue would promise GPUs the
+    pools cannot launch while every team claims its quota."""
     if offer.kueue is None:
         return []
     own = (spec.gpu_limit or 0) if spec is not None else 0
-    reserve = offer.kueue.team_stack_gpus
     guarantee = shared_guarantee(team, offer.kueue.shared_flavor(), own)
+    split = offer.kueue.team_stacks
+    kept, key = (split.get(team.name, 0), f"kueue.teamStacks.{team.name}") if split else (None, "kueue.teamStackGpus")
+    reserve = offer.kueue.team_stack_gpus if kept is None else kept
     if guarantee <= reserve:
         return []
     covered = f" less the {min(own, team.quota.gpus)} its own pool runs" if own else ""
+    if kept is None:
+        kept_for = f"than the platform keeps for all its team stacks together (its kueue.teamStackGpus, {reserve})"
+    elif team.name in split:
+        kept_for = f"than the platform keeps for this team stack (its {key}, {reserve})"
+    else:
+        listed = ", ".join(f"{name}: {gpus}" for name, gpus in sorted(split.items()))
+        kept_for = f"than the platform keeps for this team stack: its kueue.teamStacks lists only {listed}"
     message = (
         f"{team.quota.gpus} GPUs{covered} leaves {guarantee} guaranteed on the platform's shared GPU pools, more "
-        f"than the platform keeps for all its team stacks together (its kueue.teamStackGpus, {reserve}); lower "
-        "quota.gpus (the team may still borrow up to quota.gpuBorrowingLimit more while others are idle), give the "
-        "team's own pool more GPUs, or ask the platform team to raise kueue.teamStackGpus"
+        f"{kept_for}; lower quota.gpus (the team may still borrow up to quota.gpuBorrowingLimit more while others "
+        f"are idle), give the team's own pool more GPUs, or ask the platform team to raise {key}"
     )
     return [("quota.gpus", message)]
 
