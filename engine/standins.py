@@ -201,15 +201,6 @@ def ebs_provisioner(api: Api) -> Iterator[str]:
             yield f"released volume {volume['metadata']['name']} deleted"
 
 
-def _packing_instance(fitting: tuple[str, ...]) -> str:
-    """Of the instance types that fit a pod (smallest first), the smallest with at least 4 vCPUs: Karpenter packs
-    a round's pending pods onto one node, so a node for one small pod would be the wrong model of its choice."""
-    from tests.karpenter_fit import catalogue
-
-    vcpus = {i.shape.instance_type: i.vcpus for i in catalogue()}
-    return next((t for t in fitting if vcpus.get(t, 0) >= 4), fitting[-1])
-
-
 ZONE = "topology.kubernetes.io/zone"
 
 
