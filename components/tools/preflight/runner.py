@@ -207,6 +207,7 @@ class _Capacity:
         self.launchable_by_pool: dict[str, tuple[list[InstanceShape], tuple[str, ...]]] = {}
 
     def shapes(self, filters: _Filters) -> list[InstanceShape]:
+        """DescribeInstanceTypes' answer for these filters, read once however many pools ask."""
         if filters not in self.catalog:
             self.catalog[filters] = reads.instance_shapes(self.clients.ec2, as_ec2_filters(filters))
         return self.catalog[filters]
