@@ -80,6 +80,14 @@ def _component_flags(kubeconfig: Path) -> list[str]:
     ]
 
 
+def _command_line(pid: int) -> str | None:
+    """`<pid> <command line>` of a running process, or None once it is gone."""
+    try:
+        return f"{pid} " + Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return None
+
+
 @dataclass
 class _Process:
     name: str
@@ -205,9 +213,7 @@ class Box:
     def stop(self) -> None:
         """Stop every process (the API server last but etcd) and whatever else runs in the namespace (a Pulumi CLI's
         plugins outlive a killed CLI), then remove the namespace."""
-        for pid in self.strays():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        self.stop_strays()
         for process in reversed(self.processes):
             if process.popen.poll() is None:
                 os.killpg(process.popen.pid, signal.SIGTERM)
@@ -221,8 +227,19 @@ class Box:
         self.processes.clear()
         subprocess.run([_ip(), "netns", "delete", self.namespace], check=False)
 
-    def strays(self) -> list[int]:
-        """Processes in the namespace the box did not start (a Pulumi CLI, or its plugins after it was killed)."""
+    def strays(self) -> list[str]:
+        """`<pid> <command line>` of each process in the namespace the box did not start: a Pulumi CLI, or its
+        plugins after it was killed."""
+        return [line for pid in self._stray_pids() if (line := _command_line(pid)) is not None]
+
+    def stop_strays(self) -> None:
+        """SIGKILL every stray, so that nothing of an interrupted run changes anything behind our back: the runbook's
+        first step after a killed CLI, and `stop`'s."""
+        for pid in self._stray_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def _stray_pids(self) -> list[int]:
         listed = subprocess.run([_ip(), "netns", "pids", self.namespace], capture_output=True, text=True, check=False)
         return sorted({int(p) for p in listed.stdout.split()} - {p.popen.pid for p in self.processes})
 

@@ -99,28 +99,6 @@ def run_with_fault(deployment: Deployment, command: str, fault: Fault, timeout: 
     return Struck(urn, code, log.read_text(errors="replace"))
 
 
-def leftover_processes(deployment: Deployment) -> list[str]:
-    """Command lines of processes in the box that are not the box's own: a killed CLI's plugins."""
-    found = []
-    for pid in deployment.box.strays():
-        try:
-            found.append(f"{pid} " + Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-        except OSError:
-            continue  # gone meanwhile
-    return found
-
-
-def stop_leftovers(deployment: Deployment) -> list[str]:
-    """The runbook's first step: no process of the interrupted run is left to change anything behind our back."""
-    found = leftover_processes(deployment)
-    for line in found:
-        try:
-            os.kill(int(line.split()[0]), signal.SIGKILL)
-        except ProcessLookupError:
-            continue
-    return found
-
-
 def runbook_commands() -> list[str]:
     """The repair commands of docs/runbook.md, in order: the shell block after its `<!-- repair -->` marker."""
     text = RUNBOOK.read_text()

@@ -28,9 +28,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
+
+if TYPE_CHECKING:
+    from tests.karpenter_fit import Landing
 
 CERT_MANAGER = "cert-manager.io/v1"
 _CERT_KINDS = ("issuers", "clusterissuers", "certificates")
@@ -198,15 +201,6 @@ def ebs_provisioner(api: Api) -> Iterator[str]:
             yield f"released volume {volume['metadata']['name']} deleted"
 
 
-def _packing_instance(fitting: tuple[str, ...]) -> str:
-    """Of the instance types that fit a pod (smallest first), the smallest with at least 4 vCPUs: Karpenter packs
-    a round's pending pods onto one node, so a node for one small pod would be the wrong model of its choice."""
-    from tests.karpenter_fit import catalogue
-
-    vcpus = {i.shape.instance_type: i.vcpus for i in catalogue()}
-    return next((t for t in fitting if vcpus.get(t, 0) >= 4), fitting[-1])
-
-
 ZONE = "topology.kubernetes.io/zone"
 
 
@@ -253,68 +247,91 @@ class Karpenter:
         self.seen: set[str] = set()
 
     def __call__(self) -> Iterator[str]:
-        from engine import nodes as box_nodes
+        """One round: the nodes of deleted NodePools terminated, then a node launched for each unschedulable pod
+        (one launch per pool per round: the next round sees the new room)."""
         from tests.karpenter_fit import Unschedulable, place
 
         pools = {p["metadata"]["name"]: p for p in self.api.items("/apis/karpenter.sh/v1/nodepools")}
         self.seen |= set(pools)
         current = self.api.items("/api/v1/nodes")
-        for node in current:
-            pool = (node["metadata"].get("labels") or {}).get("karpenter.sh/nodepool")
-            if pool in self.seen and pool not in pools:
-                self.api.delete(f"/api/v1/nodes/{node['metadata']['name']}")
-                yield f"node {node['metadata']['name']} terminated (NodePool {pool} deleted)"
+        yield from self._terminate_orphans(pools, current)
         if not pools:
             return
         zones = sorted({(n["metadata"].get("labels") or {}).get("topology.kubernetes.io/zone", "") for n in current})
-        regions = [(n["metadata"].get("labels") or {}).get("topology.kubernetes.io/region") for n in current]
-        region = next((str(r) for r in regions if r), "us-west-2")
         fsx = any(d["metadata"]["name"] == "fsx-csi-node" for d in self.api.items("/apis/apps/v1/daemonsets"))
         launched: set[str] = set()
         every_pod = self.api.items("/api/v1/pods")
         for pod in every_pod:
-            meta, spec = pod["metadata"], pod["spec"]
-            unschedulable = any(
-                c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
-                for c in (pod.get("status") or {}).get("conditions") or ()
-            )
-            if spec.get("nodeName") or meta.get("deletionTimestamp") or not unschedulable:
+            if not self._wants_node(pod):
                 continue
-            uid = meta["uid"]
-            if self.launches.get(uid, 0) >= self.MAX_LAUNCHES:
-                continue
+            meta, uid = pod["metadata"], pod["metadata"]["uid"]
             try:
-                landing = place(spec, list(pools.values()), zones=[z for z in zones if z], fsx=fsx)
+                landing = place(pod["spec"], list(pools.values()), zones=[z for z in zones if z], fsx=fsx)
             except Unschedulable as error:
                 if self.refused.get(uid) != str(error):
                     self.refused[uid] = str(error)
                     yield f"pod {meta['namespace']}/{meta['name']}: no NodePool can launch a node for it: {error}"
                 continue
-            if landing.pool in launched:  # one launch per pool per round: the next round sees the new room
+            if landing.pool in launched:
                 continue
-            existing = [
-                n for n in current if (n["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == landing.pool
-            ]
-            # A pool's nodes count against its limits; a launch that would pass one does not happen.
-            instance = landing.instance_types[min(2, len(landing.instance_types) - 1)]
-            plan = box_nodes.node_pool_node(
-                pools[landing.pool],
-                zones=spread_zones(pod, list(landing.zones) or zones, every_pod, current),
-                region=region,
-                instance_type=instance,
-                capacity_type=landing.capacity_types[0],
-                index=len(existing),
-            )
-            # A pool's nodes count against its limits; a launch that would pass one does not happen.
-            if not box_nodes.within_pool_limits(pools[landing.pool], [*existing, plan.manifest()]):
-                yield f"pod {meta['namespace']}/{meta['name']}: NodePool {landing.pool} is at its limits"
-                self.launches[uid] = self.MAX_LAUNCHES
-                continue
-            box_nodes.create_with(self.api, plan)
-            self.launches[uid] = self.launches.get(uid, 0) + 1
-            launched.add(landing.pool)
-            where = f"{instance}, {landing.capacity_types[0]}"
-            yield f"node {plan.name} ({where}) for pod {meta['namespace']}/{meta['name']}"
+            done, message = self._launch(pod, landing, pools[landing.pool], zones, every_pod, current)
+            if done:
+                launched.add(landing.pool)
+            yield message
+
+    def _terminate_orphans(self, pools: dict[str, dict[str, Any]], nodes: list[dict[str, Any]]) -> Iterator[str]:
+        """The nodes of NodePools seen before and gone now, deleted (Karpenter terminates them with their pool)."""
+        for node in nodes:
+            pool = (node["metadata"].get("labels") or {}).get("karpenter.sh/nodepool")
+            if pool in self.seen and pool not in pools:
+                self.api.delete(f"/api/v1/nodes/{node['metadata']['name']}")
+                yield f"node {node['metadata']['name']} terminated (NodePool {pool} deleted)"
+
+    def _wants_node(self, pod: dict[str, Any]) -> bool:
+        """A pod the scheduler found no room for, not bound, not being deleted, and not given up on."""
+        unschedulable = any(
+            c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+            for c in (pod.get("status") or {}).get("conditions") or ()
+        )
+        if pod["spec"].get("nodeName") or pod["metadata"].get("deletionTimestamp") or not unschedulable:
+            return False
+        return self.launches.get(pod["metadata"]["uid"], 0) < self.MAX_LAUNCHES
+
+    def _launch(
+        self,
+        pod: dict[str, Any],
+        landing: Landing,
+        pool: dict[str, Any],
+        zones: list[str],
+        every_pod: list[dict[str, Any]],
+        current: list[dict[str, Any]],
+    ) -> tuple[bool, str]:
+        """A node of `pool` for `pod`, in the zone a required spread asks for, unless it would pass the pool's
+        limits; whether it was launched, and what happened."""
+        from engine import nodes as box_nodes
+
+        meta, uid = pod["metadata"], pod["metadata"]["uid"]
+        existing = [
+            n for n in current if (n["metadata"].get("labels") or {}).get("karpenter.sh/nodepool") == landing.pool
+        ]
+        regions = [(n["metadata"].get("labels") or {}).get("topology.kubernetes.io/region") for n in current]
+        instance = landing.instance_types[min(2, len(landing.instance_types) - 1)]
+        plan = box_nodes.node_pool_node(
+            pool,
+            zones=spread_zones(pod, list(landing.zones) or zones, every_pod, current),
+            region=next((str(r) for r in regions if r), "us-west-2"),
+            instance_type=instance,
+            capacity_type=landing.capacity_types[0],
+            index=len(existing),
+        )
+        # A pool's nodes count against its limits; a launch that would pass one does not happen.
+        if not box_nodes.within_pool_limits(pool, [*existing, plan.manifest()]):
+            self.launches[uid] = self.MAX_LAUNCHES
+            return False, f"pod {meta['namespace']}/{meta['name']}: NodePool {landing.pool} is at its limits"
+        box_nodes.create_with(self.api, plan)
+        self.launches[uid] = self.launches.get(uid, 0) + 1
+        where = f"{instance}, {landing.capacity_types[0]}"
+        return True, f"node {plan.name} ({where}) for pod {meta['namespace']}/{meta['name']}"
 
 
 def main() -> int:

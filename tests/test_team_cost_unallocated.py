@@ -31,6 +31,7 @@ from components.observability import cost
 from components.observability.render import dashboard
 from components.tools.cost import __main__ as cli
 from components.tools.cost import by_team
+from components.tools.cost.team_render import render_text
 from components.tools.cost.teams import TeamBill, UsageLine, http_query, team_bill
 
 from .promql_eval import STALE, Evaluator, Store, record
@@ -252,6 +253,6 @@ def test_gpus_held_where_no_pool_gpus_were_recorded_are_named_not_silently_left_
     pool = replace(held, team="(pools ran)", pool="gpu-train", instance_type="p4d.24xlarge", gpu_hours=Decimal(8))
     bill = TeamBill(DAY, DAY + timedelta(hours=1), "http://p", Decimal(1), (held,), pools=(pool,))
     assert bill.unpooled() == [held]
-    out = by_team.render_text(bill)
+    out = render_text(bill)
     assert "No record of the GPUs the pools ran on gpu-x on-demand x9.large" in out
     assert "their unallocated GPU-hours are not known" in out

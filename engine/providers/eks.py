@@ -120,48 +120,9 @@ class EksProvider(FakeProvider):
         monitor = resource_pb2_grpc.ResourceMonitorStub(
             grpc.insecure_channel(request.monitorEndpoint, options=GRPC_OPTIONS)
         )
-        # The component itself, with the options the program gave it (as an SDK-built provider registers it).
-        component = monitor.RegisterResource(
-            resource_pb2.RegisterResourceRequest(
-                type=COMPONENT,
-                name=request.name,
-                parent=request.parent,
-                custom=False,
-                object=to_struct({}),
-                protect=request.protect,
-                dependencies=list(request.dependencies),
-                providers=dict(request.providers),
-                aliases=list(request.aliases),
-                aliasSpecs=True,
-                deletedWith=request.deletedWith,
-                retainOnDelete=request.retainOnDelete,
-                acceptSecrets=True,
-                acceptResources=True,
-            )
-        )
-        # Its inner cluster depends on all the component does (its inputs' resources and its explicit edges), as
-        # the mocks record it: the engine then orders deletions against that resource itself.
-        dependencies = set(request.dependencies)
-        for property_dependencies in request.inputDependencies.values():
-            dependencies.update(property_dependencies.urns)
+        component = _register_component(monitor, request)
         aws_version = sdk_version("pulumi_aws")
-        child = monitor.RegisterResource(
-            resource_pb2.RegisterResourceRequest(
-                type=EKS_CLUSTER,
-                name=f"{request.name}-eksCluster",
-                parent=component.urn,
-                custom=True,
-                object=to_struct(merged_outputs(wire, cluster_inputs)),
-                # The aws provider the program gave the component (its children inherit it), else the default one.
-                provider=request.providers.get("aws", ""),
-                version=aws_version,
-                protect=request.protect,  # children inherit protect
-                dependencies=sorted(dependencies),
-                acceptSecrets=True,
-                acceptResources=True,
-            )
-        )
-
+        child = _register_inner_cluster(monitor, request, component.urn, merged_outputs(wire, cluster_inputs))
         state = {**state, "eksCluster": resource_reference(child.urn, child.id, aws_version)}
         kubeconfig = local_kubeconfig()
         if kubeconfig is not None:
@@ -201,6 +162,61 @@ class EksProvider(FakeProvider):
     @handled
     def Invoke(self, request: provider_pb2.InvokeRequest, context: grpc.ServicerContext) -> provider_pb2.InvokeResponse:
         raise Refused(f"the eks fake answers no function, not {request.tok}")
+
+
+def _register_component(
+    monitor: resource_pb2_grpc.ResourceMonitorStub, request: provider_pb2.ConstructRequest
+) -> resource_pb2.RegisterResourceResponse:
+    """The component itself, with the options the program gave it (as an SDK-built provider registers it)."""
+    return monitor.RegisterResource(
+        resource_pb2.RegisterResourceRequest(
+            type=COMPONENT,
+            name=request.name,
+            parent=request.parent,
+            custom=False,
+            object=to_struct({}),
+            protect=request.protect,
+            dependencies=list(request.dependencies),
+            providers=dict(request.providers),
+            aliases=list(request.aliases),
+            aliasSpecs=True,
+            deletedWith=request.deletedWith,
+            retainOnDelete=request.retainOnDelete,
+            acceptSecrets=True,
+            acceptResources=True,
+        )
+    )
+
+
+def _register_inner_cluster(
+    monitor: resource_pb2_grpc.ResourceMonitorStub,
+    request: provider_pb2.ConstructRequest,
+    component_urn: str,
+    cluster_inputs: dict[str, Any],
+) -> resource_pb2.RegisterResourceResponse:
+    """The component's `aws:eks/cluster:Cluster` child, `<name>-eksCluster`, created by the aws provider the
+    component was given."""
+    # Its inner cluster depends on all the component does (its inputs' resources and its explicit edges), as
+    # the mocks record it: the engine then orders deletions against that resource itself.
+    dependencies = set(request.dependencies)
+    for property_dependencies in request.inputDependencies.values():
+        dependencies.update(property_dependencies.urns)
+    return monitor.RegisterResource(
+        resource_pb2.RegisterResourceRequest(
+            type=EKS_CLUSTER,
+            name=f"{request.name}-eksCluster",
+            parent=component_urn,
+            custom=True,
+            object=to_struct(cluster_inputs),
+            # The aws provider the program gave the component (its children inherit it), else the default one.
+            provider=request.providers.get("aws", ""),
+            version=sdk_version("pulumi_aws"),
+            protect=request.protect,  # children inherit protect
+            dependencies=sorted(dependencies),
+            acceptSecrets=True,
+            acceptResources=True,
+        )
+    )
 
 
 def main() -> None:

@@ -15,10 +15,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.conftest import REPO
+
+if TYPE_CHECKING:
+    from components.tools.preview.answers import PlatformMocks
 
 #: The user's cache, as it is before the session's own replaces XDG_CACHE_HOME.
 _USER_CACHE = os.environ.get("XDG_CACHE_HOME")
@@ -93,6 +97,16 @@ class _Timer:
 
     def __exit__(self, *_: object) -> None:
         self.timings.steps.append((self.what, time.monotonic() - self.started))
+
+
+@pytest.fixture
+def mocks() -> PlatformMocks:
+    """The offline preview's mocks in the dev stack's region: what the fake provider plugins must answer alike."""
+    from components.tools.preview.answers import PlatformMocks
+
+    from .fake_plugins import REGION
+
+    return PlatformMocks(REGION)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import yaml
 
 from components.tools.charts.binary import helm_binary
 from engine.cluster import Box
-from engine.faults import Fault, leftover_processes, repair, rerun_env, run_with_fault, stop_leftovers
+from engine.faults import Fault, repair, rerun_env, run_with_fault
 from engine.kube import Kube
 from engine.stack import REPO, Deployment, boxed_stack
 from engine.upgrade import PREVIOUS, checkout
@@ -172,8 +172,8 @@ def test_turning_parts_off_and_kserve_on_converges_after_the_cli_is_killed(life:
     with timings.timed("lifecycle: up killed while KServe installs"):
         struck = run_with_fault(life.deployment, "up", Fault(RELEASE, "kserve", "create", delay=3))
     assert struck.returncode is None
-    assert any("pulumi-resource-kubernetes" in p for p in leftover_processes(life.deployment))
-    stop_leftovers(life.deployment)
+    assert any("pulumi-resource-kubernetes" in p for p in life.deployment.box.strays())
+    life.deployment.box.stop_strays()  # the runbook's first step
     with timings.timed("lifecycle: runbook repair after the kill"):
         repaired = repair(life.deployment)
     with timings.timed("lifecycle: up again after the kill"):
@@ -193,7 +193,7 @@ def test_turning_them_back_converges_after_the_api_server_goes_away(life: Life, 
         run_with_fault(
             life.deployment, "up", Fault(RELEASE, "observability", "create", delay=5, action="api-down", down_for=20)
         )
-    assert leftover_processes(life.deployment) == []
+    assert life.deployment.box.strays() == []
     with timings.timed("lifecycle: runbook repair after the API server came back"):
         repaired = repair(life.deployment)
     with timings.timed("lifecycle: up again after the API server came back"):
@@ -205,7 +205,7 @@ def test_destroy_killed_midway_finishes_after_the_runbook(life: Life, timings: T
     with timings.timed("lifecycle: destroy killed while the GPU Operator uninstalls"):
         struck = run_with_fault(life.deployment, "destroy", Fault(RELEASE, "gpu-operator", "delete", delay=2))
     assert struck.returncode is None
-    stop_leftovers(life.deployment)
+    life.deployment.box.stop_strays()  # the runbook's first step
     with timings.timed("lifecycle: runbook repair after the killed destroy"):
         repair(life.deployment)
     with timings.timed("lifecycle: destroy again"):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ...platform_config import PlatformConfig
 from ..charts import default_charts
 from ..cluster_model.platform import Platform, load
 from ..commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack
@@ -29,7 +30,7 @@ from ..preflight.clients import PRICING_REGION, session_for
 from .by_team import main as by_team
 from .calculator import estimate
 from .live import live_table
-from .prices import PINNED
+from .prices import PINNED, PriceTable
 from .render import render_json, render_markdown, render_table
 
 
@@ -38,6 +39,31 @@ def main(argv: list[str] | None = None, prog: str = "python -m components.tools.
     argv = sys.argv[1:] if argv is None else argv
     if "--by-team" in argv:
         return by_team(argv, prog)
+    args = _parser(prog).parse_args(argv)
+    config = read_stack(args)
+    if config is None:
+        return INVALID_STACK
+    platform: Platform | None = None
+    if args.preview is not None:
+        try:
+            platform = load([args.preview], args.charts or default_charts(args.project_dir))
+        except (OSError, ValueError, KeyError) as error:
+            print(f"error: {args.preview} is not a readable preview folder: {error}", file=sys.stderr)
+            return INVALID_STACK
+    prices = PINNED
+    if args.live:
+        try:
+            prices = _live_prices(config)
+        except (ClientError, BotoCoreError) as error:
+            print(f"error: could not read live prices: {error}", file=sys.stderr)
+            return 1
+    result = estimate(config, prices, on=args.on, platform=platform)
+    print(render_json(result) if args.json else render_markdown(result) if args.markdown else render_table(result))
+    return 0
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    """The estimate's arguments (`--by-team` listed, though `main` hands it to `by_team.py` before parsing)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--by-team",
@@ -66,35 +92,19 @@ def main(argv: list[str] | None = None, prog: str = "python -m components.tools.
         "else ../shared/reference/charts beside the project, when it is there)",
     )
     add_format_arguments(parser, "the estimate")
-    args = parser.parse_args(argv)
+    return parser
 
-    config = read_stack(args)
-    if config is None:
-        return INVALID_STACK
-    platform: Platform | None = None
-    if args.preview is not None:
-        try:
-            platform = load([args.preview], args.charts or default_charts(args.project_dir))
-        except (OSError, ValueError, KeyError) as error:
-            print(f"error: {args.preview} is not a readable preview folder: {error}", file=sys.stderr)
-            return INVALID_STACK
-    prices = PINNED
-    if args.live:
-        try:
-            session = session_for(config.profile, config.region)
-            prices = live_table(
-                PINNED,
-                config,
-                pricing=session.client("pricing", region_name=PRICING_REGION),
-                ec2=session.client("ec2"),
-                now=datetime.now(UTC),
-            )
-        except (ClientError, BotoCoreError) as error:
-            print(f"error: could not read live prices: {error}", file=sys.stderr)
-            return 1
-    result = estimate(config, prices, on=args.on, platform=platform)
-    print(render_json(result) if args.json else render_markdown(result) if args.markdown else render_table(result))
-    return 0
+
+def _live_prices(config: PlatformConfig) -> PriceTable:
+    """The pinned table with EC2's instance and spot prices read live, with the stack's credentials."""
+    session = session_for(config.profile, config.region)
+    return live_table(
+        PINNED,
+        config,
+        pricing=session.client("pricing", region_name=PRICING_REGION),
+        ec2=session.client("ec2"),
+        now=datetime.now(UTC),
+    )
 
 
 if __name__ == "__main__":

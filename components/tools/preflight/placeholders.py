@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from ...kubeflow.auth_config import OidcConnectorConfig
 from ...platform_config import PlatformConfig
 
 DOCUMENTATION_RANGES = tuple(
@@ -44,7 +45,11 @@ def _example_email(email: str) -> bool:
 
 def placeholders(config: PlatformConfig) -> list[Placeholder]:
     """Every placeholder value of the stack's config, in the order of the stack file."""
-    found: list[Placeholder] = []
+    return [*_documentation_cidrs(config), *_example_admins(config), *_kubeflow_placeholders(config)]
+
+
+def _documentation_cidrs(config: PlatformConfig) -> list[Placeholder]:
+    """Documentation address ranges (RFC 5737) among the CIDRs that admit people to the endpoint and dashboard."""
     endpoint = config.cluster.endpoint
     cidrs = [
         ("cluster.endpoint.publicCidrs", endpoint.public_cidrs, "the public API endpoint admits nobody from it"),
@@ -55,10 +60,17 @@ def placeholders(config: PlatformConfig) -> list[Placeholder]:
             "the dashboard's load balancer admits nobody from it",
         ),
     ]
-    for key, values, why in cidrs:
-        for cidr in values:
-            if _documentation_range(str(cidr)):
-                found.append(Placeholder(key, str(cidr), f"a documentation range (RFC 5737): {why}"))
+    return [
+        Placeholder(key, str(cidr), f"a documentation range (RFC 5737): {why}")
+        for key, values, why in cidrs
+        for cidr in values
+        if _documentation_range(str(cidr))
+    ]
+
+
+def _example_admins(config: PlatformConfig) -> list[Placeholder]:
+    """Admin principals in the AWS documentation's example accounts."""
+    found: list[Placeholder] = []
     for name, arn in sorted(config.cluster.admin_principals.items()):
         account = str(arn).split(":")[4] if str(arn).count(":") >= 5 else ""
         if account in EXAMPLE_ACCOUNTS:
@@ -69,8 +81,17 @@ def placeholders(config: PlatformConfig) -> list[Placeholder]:
                     "the AWS documentation's example account: nobody can administer the cluster as it",
                 )
             )
+    return found
+
+
+def _kubeflow_placeholders(config: PlatformConfig) -> list[Placeholder]:
+    """With Kubeflow on: example domains (RFC 2606) and stand-ins where its people sign in (the admin, the identity
+    providers, the teams' owners)."""
     kubeflow = config.kubeflow
-    if kubeflow.enabled and kubeflow.admin_email and _example_email(kubeflow.admin_email):
+    if not kubeflow.enabled:
+        return []
+    found: list[Placeholder] = []
+    if kubeflow.admin_email and _example_email(kubeflow.admin_email):
         found.append(
             Placeholder(
                 "kubeflow.adminEmail",
@@ -78,29 +99,33 @@ def placeholders(config: PlatformConfig) -> list[Placeholder]:
                 "an example domain (RFC 2606): Dex's admin user is nobody's",
             )
         )
-    for key, connector in sorted(kubeflow.auth.connectors.items()) if kubeflow.enabled else ():
-        where = f"kubeflow.auth.connectors.{key}"
-        host = connector.issuer.removeprefix("https://").split("/")[0]
-        if _example_email(f"x@{host}"):
-            found.append(
-                Placeholder(f"{where}.issuer", connector.issuer, "an example domain (RFC 2606): no identity provider")
-            )
-        if "replace" in connector.client_id.lower():
-            found.append(Placeholder(f"{where}.clientId", connector.client_id, "the example's stand-in: no client"))
-        for domain in connector.email_domains:
-            if _example_email(f"x@{domain}"):
-                found.append(
-                    Placeholder(
-                        f"{where}.emailDomains", domain, "an example domain (RFC 2606): nobody signs in from it"
-                    )
-                )
+    for key, connector in sorted(kubeflow.auth.connectors.items()):
+        found += _connector_placeholders(f"kubeflow.auth.connectors.{key}", connector)
     for name, team in sorted(kubeflow.teams.items()):
-        if kubeflow.enabled and _example_email(team.owner):
+        if _example_email(team.owner):
             found.append(
                 Placeholder(
                     f"kubeflow.teams.{name}.owner",
                     team.owner,
                     "an example domain (RFC 2606): nobody can sign in as the Profile's owner",
                 )
+            )
+    return found
+
+
+def _connector_placeholders(where: str, connector: OidcConnectorConfig) -> list[Placeholder]:
+    """An identity provider's example issuer, stand-in client id and example e-mail domains."""
+    found: list[Placeholder] = []
+    host = connector.issuer.removeprefix("https://").split("/")[0]
+    if _example_email(f"x@{host}"):
+        found.append(
+            Placeholder(f"{where}.issuer", connector.issuer, "an example domain (RFC 2606): no identity provider")
+        )
+    if "replace" in connector.client_id.lower():
+        found.append(Placeholder(f"{where}.clientId", connector.client_id, "the example's stand-in: no client"))
+    for domain in connector.email_domains:
+        if _example_email(f"x@{domain}"):
+            found.append(
+                Placeholder(f"{where}.emailDomains", domain, "an example domain (RFC 2606): nobody signs in from it")
             )
     return found

@@ -8,6 +8,7 @@ Without credentials nothing else can be read, so the run stops after the identit
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from botocore.parsers import ResponseParserError
@@ -177,72 +178,107 @@ def _principals(config: PlatformConfig, identity: reads.Identity, clients: Clien
 
 
 def capacity_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
-    zones, group = config.network.availability_zones, config.cluster.system_node_group
+    """The zones, the system node group and every NodePool against what EC2 offers, then the vCPU quotas their
+    demands fall under; a pool passes only if some type it may launch also fits under its quota."""
+    zones = config.network.availability_zones
     results = _guarded("availability-zones", lambda: [zones_check(zones, reads.availability_zones(clients.ec2))])
-    catalog: dict[_Filters, list[InstanceShape]] = {}
-
-    def shapes(filters: _Filters) -> list[InstanceShape]:
-        if filters not in catalog:
-            catalog[filters] = reads.instance_shapes(clients.ec2, as_ec2_filters(filters))
-        return catalog[filters]
-
-    offered: dict[str, frozenset[str]] = {}
-    demands: list[Demand] = []
-    read: list[bool] = []
-    #: What each pool may launch (allowed, within its limits, offered in its zones) and on which capacity types.
-    launchable_by_pool: dict[str, tuple[list[InstanceShape], tuple[str, ...]]] = {}
-
-    def system() -> list[CheckResult]:
-        offered.update(reads.offerings(clients.ec2, zones))
-        read.append(True)
-        demands.extend(system_group_demands(group, shapes((("instance-type", group.instance_types),))))
-        return [system_group_check(group, zones, offered)]
-
-    results += _guarded("system-node-group", system)
-    if not read:  # the offerings could not be read: every pool and quota check rests on them
+    capacity = _Capacity(config, clients)
+    results += _guarded("system-node-group", capacity.system_check)
+    if not capacity.offered_read:  # the offerings could not be read: every pool and quota check rests on them
         return results
     for name, pool in sorted(config.karpenter.node_pools.items()):
+        results += _guarded(f"nodepool/{name}", partial(capacity.pool_check, name, pool))
+    results += capacity.quota_checks()
+    return [capacity.with_quota_fit(result) for result in results]
 
-        def pool_check(name: str = name, pool: NodePoolSpec = pool) -> list[CheckResult]:
-            selection = select(pool)
-            pool_zones = selection.zones(zones)
-            allowed = selection.allowed(shapes(describe_filters(selection)))
-            unevaluated = sorted({u for shape in allowed for u in selection.unevaluated(shape)})
-            launchable = [
-                s
-                for s in allowed
-                if set(pool_zones) & offered.get(s.instance_type, frozenset()) and fits_limits(pool, s)
-            ]
-            demands.extend(pool_demands(name, pool, selection, launchable))
-            offering = pool_offering_check(name, pool_zones, allowed, offered, unevaluated)
-            if offering.status is not Status.FAIL:
-                launchable_by_pool[name] = (launchable, selection.capacity_types)
-                return [limit_fit_check(name, pool, allowed) or offering]
-            return [offering]
 
-        results += _guarded(f"nodepool/{name}", pool_check)
+class _Capacity:
+    """What the capacity checks read once and share: the instance shapes per filter, the offerings of the zones, the
+    demands on each vCPU quota and the quotas' values, and what each pool may launch."""
 
-    by_quota: dict[Quota, list[Demand]] = {}
-    for demand in demands:
-        by_quota.setdefault(demand.quota, []).append(demand)
-    values: dict[Quota, float | None] = {}
-    for quota, quota_demands in sorted(by_quota.items(), key=lambda item: quota_order(item[0])):
+    def __init__(self, config: PlatformConfig, clients: Clients) -> None:
+        self.config, self.clients = config, clients
+        self.catalog: dict[_Filters, list[InstanceShape]] = {}
+        self.offered: dict[str, frozenset[str]] = {}
+        self.offered_read = False
+        self.demands: list[Demand] = []
+        self.quota_values: dict[Quota, float | None] = {}
+        #: What each pool may launch (allowed, within its limits, offered in its zones) and on which capacity types.
+        self.launchable_by_pool: dict[str, tuple[list[InstanceShape], tuple[str, ...]]] = {}
 
-        def quota_check(quota: Quota = quota, quota_demands: list[Demand] = quota_demands) -> list[CheckResult]:
-            values[quota] = reads.quota_value(clients.quotas, quota)
-            return [vcpu_quota_check(quota, values[quota], quota_demands, config.region)]
+    def shapes(self, filters: _Filters) -> list[InstanceShape]:
+        """DescribeInstanceTypes' answer for these filters, read once however many pools ask."""
+        if filters not in self.catalog:
+            self.catalog[filters] = reads.instance_shapes(self.clients.ec2, as_ec2_filters(filters))
+        return self.catalog[filters]
 
-        results += _guarded(quota_check_name(quota), quota_check)
-    # A pool passes only if some type it may launch also fits under its quota.
-    for index, result in enumerate(results):
+    def system_check(self) -> list[CheckResult]:
+        """The offerings of the zones (read here, for every later check), and the system node group against them."""
+        zones, group = self.config.network.availability_zones, self.config.cluster.system_node_group
+        self.offered.update(reads.offerings(self.clients.ec2, zones))
+        self.offered_read = True
+        self.demands.extend(system_group_demands(group, self.shapes((("instance-type", group.instance_types),))))
+        return [system_group_check(group, zones, self.offered)]
+
+    def pool_check(self, name: str, pool: NodePoolSpec) -> list[CheckResult]:
+        """A pool's types offered in its zones and fitting its limits; what it may launch is kept for its quota."""
+        selection = select(pool)
+        pool_zones = selection.zones(self.config.network.availability_zones)
+        allowed = selection.allowed(self.shapes(describe_filters(selection)))
+        unevaluated = sorted({u for shape in allowed for u in selection.unevaluated(shape)})
+        launchable = [
+            s
+            for s in allowed
+            if set(pool_zones) & self.offered.get(s.instance_type, frozenset()) and fits_limits(pool, s)
+        ]
+        self.demands.extend(pool_demands(name, pool, selection, launchable))
+        offering = pool_offering_check(name, pool_zones, allowed, self.offered, unevaluated)
+        if offering.status is not Status.FAIL:
+            self.launchable_by_pool[name] = (launchable, selection.capacity_types)
+            return [limit_fit_check(name, pool, allowed) or offering]
+        return [offering]
+
+    def quota_checks(self) -> list[CheckResult]:
+        """Each vCPU quota the demands fall under, read and compared with their sum; its value kept for the pools."""
+        by_quota: dict[Quota, list[Demand]] = {}
+        for demand in self.demands:
+            by_quota.setdefault(demand.quota, []).append(demand)
+        results: list[CheckResult] = []
+        for quota, quota_demands in sorted(by_quota.items(), key=lambda item: quota_order(item[0])):
+
+            def quota_check(quota: Quota = quota, quota_demands: list[Demand] = quota_demands) -> list[CheckResult]:
+                self.quota_values[quota] = reads.quota_value(self.clients.quotas, quota)
+                return [vcpu_quota_check(quota, self.quota_values[quota], quota_demands, self.config.region)]
+
+            results += _guarded(quota_check_name(quota), quota_check)
+        return results
+
+    def with_quota_fit(self, result: CheckResult) -> CheckResult:
+        """A passing pool's result, failed when no type it may launch fits under its quota; any other as it is."""
         name = result.name.removeprefix("nodepool/")
-        if result.name.startswith("nodepool/") and result.status is not Status.FAIL and name in launchable_by_pool:
-            shapes_, capacity = launchable_by_pool[name]
-            results[index] = quota_fit_check(name, shapes_, capacity, values) or result
-    return results
+        if result.name.startswith("nodepool/") and result.status is not Status.FAIL and name in self.launchable_by_pool:
+            shapes, capacity = self.launchable_by_pool[name]
+            return quota_fit_check(name, shapes, capacity, self.quota_values) or result
+        return result
 
 
 def account_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+    """The account's room for the network, the spot service-linked role, FSx and the EBS default key."""
+    results = _network_quota_checks(config, clients)
+    spot_pools = sorted(
+        name for name, pool in config.karpenter.node_pools.items() if "spot" in select(pool).capacity_types
+    )
+    results += _guarded(
+        "spot-service-linked-role",
+        lambda: [spot_role_check(spot_pools, reads.role_exists(clients.iam, SPOT_ROLE) if spot_pools else None)],
+    )
+    results += _fsx_checks(config, clients)
+    results += _guarded("ebs-default-key", lambda: [ebs_key_check(reads.ebs_default_key(clients.ec2, clients.kms))])
+    return results
+
+
+def _network_quota_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+    """The existing VPC the stack names, if any, and the region's room for the VPC, Elastic IPs and NAT gateways."""
     network, region = config.network, config.region
     results: list[CheckResult] = []
     if network.existing is not None:
@@ -285,16 +321,16 @@ def account_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult
             )
         ],
     )
-    spot_pools = sorted(
-        name for name, pool in config.karpenter.node_pools.items() if "spot" in select(pool).capacity_types
-    )
-    results += _guarded(
-        "spot-service-linked-role",
-        lambda: [spot_role_check(spot_pools, reads.role_exists(clients.iam, SPOT_ROLE) if spot_pools else None)],
-    )
+    return results
+
+
+def _fsx_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
+    """With FSx for Lustre: the account's room for its storage, and its data repository (none without FSx)."""
     fsx = config.storage.fsx
-    if fsx is not None:
-        results += _guarded(
+    if fsx is None:
+        return []
+    return [
+        *_guarded(
             "quota/fsx-storage",
             lambda: [
                 fsx_storage_check(
@@ -303,10 +339,9 @@ def account_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult
                     reads.quota_value(clients.quotas, FSX_STORAGE[fsx.deployment_type]),
                 )
             ],
-        )
-        results += _guarded("fsx-data-repository", lambda: [data_repository_check(config)])
-    results += _guarded("ebs-default-key", lambda: [ebs_key_check(reads.ebs_default_key(clients.ec2, clients.kms))])
-    return results
+        ),
+        *_guarded("fsx-data-repository", lambda: [data_repository_check(config)]),
+    ]
 
 
 def name_checks(config: PlatformConfig, clients: Clients) -> list[CheckResult]:
