@@ -189,6 +189,7 @@ def test_every_accelerator_ceiling_gets_exactly_one_near_limit_alert_at_its_own_
 KEYED_BY_NAME = {
     *("adminPrincipals", "nodePools", "nodeClasses", "buckets", "limits", "labels", "teams", "tags"),
     *("connectors", "staticUsers", "contributors"),  # Kubeflow sign-in: by connector id, username, e-mail
+    "teamStacks",  # the reserve for team stacks, by team name
 }
 
 
