@@ -25,6 +25,7 @@ from .auth import connector_secret_placeholder, static_user_placeholder
 from .config import KubeflowConfig, selected_entries
 from .credentials import NAMES
 from .objects import MONITORING_GROUP
+from .pipelines_store import S3Store
 from .register import register
 from .staging import Stage, Staged
 from .teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT
@@ -236,14 +237,12 @@ class Kubeflow(pulumi.ComponentResource):
         )
 
     @staticmethod
-    def _store(args: KubeflowArgs) -> pipelines.S3Store | None:
+    def _store(args: KubeflowArgs) -> S3Store | None:
         config = args.config
         if config.pipelines.artifacts != "s3":
             return None
         assert args.bucket_name is not None, "config refuses s3 artifacts without kubeflow.bucket"
-        return pipelines.S3Store(
-            args.cluster.region, {team: spec.s3_prefix for team, spec in sorted(config.teams.items())}
-        )
+        return S3Store(args.cluster.region, {team: spec.s3_prefix for team, spec in sorted(config.teams.items())})
 
     def _pipelines_inputs(self, args: KubeflowArgs) -> dict[str, pulumi.Input[Any]]:
         """The bucket's name and what is made of it (the teams' pipeline roots and Argo repositories), and the

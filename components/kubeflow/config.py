@@ -39,8 +39,8 @@ from .access_config import Access
 from .auth import Contributor
 from .auth_config import AuthConfig, Role, sign_in, sign_in_problems
 from .credentials import Admin
-from .pipelines import PREFIX_MAX_LENGTH, S3Store, prefix_length_problem, server_prefix_overlap
 from .pipelines_iam import ui_policy_size_problem
+from .pipelines_store import PREFIX_MAX_LENGTH, S3Store, prefix_length_problem, server_prefix_overlap
 from .plan import Settings
 from .teams import FsxShare, Team
 from .volumes_config import VOLUME_CLAIMS, Volumes
@@ -247,8 +247,8 @@ class KubeflowConfig(_Model):
 
 
 def pipelines_prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, str]]:
-    """(key, problem) for each team whose prefix is, holds or lies within the API server's (`pipelines.SERVER_PREFIX`):
-    its role could read and write every team's pipeline definitions."""
+    """(key, problem) for each team whose prefix is, holds or lies within the API server's
+    (`pipelines_store.SERVER_PREFIX`): its role could read and write every team's pipeline definitions."""
     return [
         (f"teams.{name}.s3Prefix", f"{prefix!r} {problem} (pipelines.artifacts: s3); choose a prefix outside it")
         for name, prefix in sorted(prefixes.items())

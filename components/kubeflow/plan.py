@@ -44,7 +44,7 @@ from .entries import (
     Part,
 )
 from .objects import Manifest
-from .pipelines import S3Store
+from .pipelines_store import S3Store
 from .staging import Item, Staged
 from .teams import FsxShare, Team
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..gpu.admission import SYSTEM_NAMESPACES
 from ..identity.team_policy import prefix_within
-from ..kubeflow.pipelines import server_prefix_overlap
+from ..kubeflow.pipelines_store import server_prefix_overlap
 from .config import TeamConfig
 from .offer import OfferedPipelines, PlatformOffer
 from .share import Problem

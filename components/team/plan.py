@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ..config.errors import ConfigError, ConfigIssue
 from ..karpenter.render import render_nodepool
 from ..karpenter.specs import NodePoolSpec
-from ..kubeflow.pipelines import S3Store, filled_team_manifests
+from ..kubeflow.pipelines import filled_team_manifests
+from ..kubeflow.pipelines_store import S3Store
 from ..kubeflow.teams import OWNER_ANNOTATION, PROFILE_NAMESPACE_LABELS
 from ..kueue.queues import (
     MANAGED_NAMESPACE_LABEL,
