@@ -23,6 +23,7 @@ from components.kubeflow import (
     pipelines_iam,
     pipelines_store,
     plan,
+    references,
     register,
     render,
     transform,
@@ -299,7 +300,7 @@ def test_a_teams_launcher_config_uses_only_the_keys_the_pinned_launcher_parses()
 @needs_tree
 def test_s3_mode_refuses_the_per_namespace_artifact_proxy_it_does_not_install(render_cache):
     rendered = render.render(REFERENCE, entries.selected(), cache_dir=render_cache)
-    objects = transform.stable_names(transform.cleanup([o for objs in rendered.values() for o in objs]))
+    objects = references.stable_names(transform.cleanup([o for objs in rendered.values() for o in objs]))
     config = transform.find(objects, "ConfigMap", "kubeflow", "pipeline-install-config")
     assert config["data"]["ARTIFACTS_PROXY_ENABLED"] == "false"  # upstream's default, which S3 mode keeps
     config["data"]["ARTIFACTS_PROXY_ENABLED"] = "true"
@@ -341,7 +342,7 @@ def test_s3_mode_installs_no_metacontroller_and_uses_no_seaweedfs_credential(s3_
 @needs_tree
 def test_s3_mode_refuses_to_leave_metacontroller_out_while_something_needs_it(render_cache):
     rendered = render.render(REFERENCE, entries.selected(), cache_dir=render_cache)
-    objects = transform.stable_names(transform.cleanup([o for objs in rendered.values() for o in objs]))
+    objects = references.stable_names(transform.cleanup([o for objs in rendered.values() for o in objs]))
     composite = {
         "apiVersion": "metacontroller.k8s.io/v1alpha1",
         "kind": "CompositeController",

@@ -22,6 +22,7 @@ from . import (
     pipeline_runs,
     pipelines,
     rbac,
+    references,
     resilience,
     staging,
     tokens,
@@ -128,7 +129,7 @@ def _stable(items: list[Item], store: S3Store | None) -> tuple[list[Manifest], l
     objects = transform.cleanup(objects)
     objects = image_pins.pin(objects)  # exact images for upstream's moving tags, before anything reads an image
     objects = tokens.without_api_tokens(objects)
-    objects = transform.stable_names(objects)
+    objects = references.stable_names(objects)
     if store is not None:
         kept = [not pipelines.left_out(obj) for obj in objects]
         parts = [part for part, keep in zip(parts, kept, strict=True) if keep]
@@ -166,7 +167,7 @@ def _changed(objects: list[Manifest], rendered: Mapping[str, Sequence[Manifest]]
         objects = access_.cluster_token_issuer(objects, settings.cluster_tokens)
     if settings.monitoring_namespace is not None:
         objects = monitoring.bypass_sidecars(objects)  # scrapes the mesh's authorization cannot admit
-    objects = transform.config_digests(objects)
+    objects = references.config_digests(objects)
     left = credentials_.defaults_left(objects)
     if left:
         raise ValueError("upstream default credentials left:\n" + "\n".join(f"  - {line}" for line in left))
