@@ -295,7 +295,7 @@ def test_every_node_agent_tolerates_its_pools_own_taints_and_any_teams_taint():
     taint a pool adds, or a team's pool carries, keeps none of them off its nodes (or its devices go unadvertised)."""
     from components.gpu.operator import GpuOperatorOptions, operator_values
     from components.scheduling import SYSTEM_PLACEMENT
-    from components.team.plan import team_taint
+    from components.team.pool import team_taint
     from components.tools.cluster_model.kube import Taint as NodeTaint
     from components.tools.cluster_model.kube import untolerated
 

@@ -16,7 +16,18 @@ from pydantic import ValidationError
 from components import versions
 from components.config.errors import ConfigError
 from components.identity.team_policy import team_s3_policy
-from components.kubeflow import credentials, entries, pipelines, pipelines_iam, plan, register, render, transform
+from components.kubeflow import (
+    credentials,
+    entries,
+    pipelines,
+    pipelines_iam,
+    pipelines_store,
+    plan,
+    references,
+    register,
+    render,
+    transform,
+)
 from components.kubeflow.config import KubeflowConfig, settings
 from components.kubeflow.objects import containers
 from components.platform_config import parse_config
@@ -38,7 +49,7 @@ TEAMS = {
 }
 BUCKET = "eks-ml-platform-datasets-0a1b2c3"
 KEY = "arn:aws:kms:us-west-2:123456789012:key/0f1e2d3c-aaaa-bbbb-cccc-0123456789ab"
-STORE = pipelines.S3Store("us-west-2", {"team-a": "teams/a", "team-b": "teams/b"})
+STORE = pipelines_store.S3Store("us-west-2", {"team-a": "teams/a", "team-b": "teams/b"})
 
 #: The UI reads AWS artifacts with IRSA only at an endpoint this matches (aws-helper.ts `isAWSS3Endpoint`, 2.16.1).
 UI_AWS_ENDPOINT_PATTERN = r"s3.{0,}\.amazonaws\.com\.?.{0,}"
@@ -193,7 +204,7 @@ def test_the_api_server_reaches_s3_over_tls_with_the_keys_the_pinned_server_read
     assert env["OBJECTSTORECONFIG_HOST"]["value"] == "s3.us-west-2.amazonaws.com"
     assert (env["OBJECTSTORECONFIG_PORT"]["value"], env["OBJECTSTORECONFIG_SECURE"]["value"]) == ("443", "true")
     assert env["OBJECTSTORECONFIG_REGION"]["value"] == "us-west-2"
-    assert env["OBJECTSTORECONFIG_PIPELINEPATH"]["value"] == pipelines.SERVER_PREFIX
+    assert env["OBJECTSTORECONFIG_PIPELINEPATH"]["value"] == pipelines_store.SERVER_PREFIX
     # IRSA only: static keys take precedence over it, so none may be left (upstream's SeaweedFS mode has them).
     assert "OBJECTSTORECONFIG_ACCESSKEY" in env_of(seaweedfs_objects, "ml-pipeline")
     assert not {"OBJECTSTORECONFIG_ACCESSKEY", "OBJECTSTORECONFIG_SECRETACCESSKEY"} & set(env)
@@ -263,7 +274,7 @@ def test_the_ui_reads_s3_with_irsa_at_the_endpoint_and_region_the_pinned_fronten
 
 def test_the_ui_endpoint_is_one_the_frontend_takes_irsa_for_in_every_partition():
     for region in ("us-west-2", "cn-north-1", "us-gov-west-1"):
-        endpoint = pipelines.ui_env(pipelines.S3Store(region, {}))["AWS_S3_ENDPOINT"]
+        endpoint = pipelines.ui_env(pipelines_store.S3Store(region, {}))["AWS_S3_ENDPOINT"]
         assert re.search(UI_AWS_ENDPOINT_PATTERN, endpoint, re.IGNORECASE), endpoint
     assert not re.search(UI_AWS_ENDPOINT_PATTERN, "seaweedfs.kubeflow", re.IGNORECASE)
 
@@ -289,7 +300,7 @@ def test_a_teams_launcher_config_uses_only_the_keys_the_pinned_launcher_parses()
 @needs_tree
 def test_s3_mode_refuses_the_per_namespace_artifact_proxy_it_does_not_install(render_cache):
     rendered = render.render(REFERENCE, entries.selected(), cache_dir=render_cache)
-    objects = transform.stable_names(transform.cleanup([o for objs in rendered.values() for o in objs]))
+    objects = references.stable_names(transform.cleanup([o for objs in rendered.values() for o in objs]))
     config = transform.find(objects, "ConfigMap", "kubeflow", "pipeline-install-config")
     assert config["data"]["ARTIFACTS_PROXY_ENABLED"] == "false"  # upstream's default, which S3 mode keeps
     config["data"]["ARTIFACTS_PROXY_ENABLED"] = "true"
@@ -331,7 +342,7 @@ def test_s3_mode_installs_no_metacontroller_and_uses_no_seaweedfs_credential(s3_
 @needs_tree
 def test_s3_mode_refuses_to_leave_metacontroller_out_while_something_needs_it(render_cache):
     rendered = render.render(REFERENCE, entries.selected(), cache_dir=render_cache)
-    objects = transform.stable_names(transform.cleanup([o for objs in rendered.values() for o in objs]))
+    objects = references.stable_names(transform.cleanup([o for objs in rendered.values() for o in objs]))
     composite = {
         "apiVersion": "metacontroller.k8s.io/v1alpha1",
         "kind": "CompositeController",
@@ -409,7 +420,7 @@ def test_a_teams_runs_read_and_write_its_own_pipeline_root_and_not_another_teams
     for action in ("s3:PutObject", "s3:GetObject"):
         assert decide(a, action, obj(f"{root_a}/run-1/model")) == ALLOW
         assert decide(a, action, obj(f"{root_b}/run-1/model")) == IMPLICIT_DENY
-        assert decide(a, action, obj(f"{pipelines.SERVER_PREFIX}/p-1")) == IMPLICIT_DENY
+        assert decide(a, action, obj(f"{pipelines_store.SERVER_PREFIX}/p-1")) == IMPLICIT_DENY
     bucket = f"arn:aws:s3:::{BUCKET}"
     assert decide(a, "s3:ListBucket", bucket, {"s3:prefix": f"{root_a}/run-1/"}) == ALLOW
     assert decide(a, "s3:ListBucket", bucket, {"s3:prefix": f"{root_b}/run-1/"}) == IMPLICIT_DENY
@@ -418,7 +429,7 @@ def test_a_teams_runs_read_and_write_its_own_pipeline_root_and_not_another_teams
 def test_the_api_server_keeps_pipeline_definitions_and_reads_no_teams_data():
     server = pipelines_iam.server_policy(STORE, bucket=BUCKET, kms_key_arn=KEY)
     for action in ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"):
-        assert decide(server, action, obj(f"{pipelines.SERVER_PREFIX}/p-1")) == ALLOW
+        assert decide(server, action, obj(f"{pipelines_store.SERVER_PREFIX}/p-1")) == ALLOW
     assert decide(server, "s3:GetObject", obj(f"{STORE.team_root('team-a')}/run-1/model")) == IMPLICIT_DENY
     # its start-up check that the bucket exists (HEAD bucket carries no prefix)
     assert decide(server, "s3:ListBucket", f"arn:aws:s3:::{BUCKET}") == ALLOW

@@ -12,7 +12,17 @@ from typing import Any
 import pytest
 import yaml
 
-from components.kubeflow import access, credentials, entries, gpu_scheduling, notebooks, register, render, transform
+from components.kubeflow import (
+    access,
+    credentials,
+    entries,
+    gpu_scheduling,
+    notebooks,
+    references,
+    register,
+    render,
+    transform,
+)
 from components.kubeflow.credentials import Admin, Credentials
 from components.scheduling import DEFAULT_GPU_SCHEDULER, GPU_TAINT
 from components.tools.cluster_model.admission import JudgedPod, refusals
@@ -28,7 +38,7 @@ REAL = Credentials(**{name: f"generated-{name}" for name in credentials.NAMES})
 @pytest.fixture(scope="session")
 def cleaned(render_cache) -> list[dict[str, Any]]:
     rendered = render.render(REFERENCE, EVERYTHING, cache_dir=render_cache)
-    return transform.stable_names(transform.cleanup([o for objects in rendered.values() for o in objects]))
+    return references.stable_names(transform.cleanup([o for objects in rendered.values() for o in objects]))
 
 
 def find(objects, kind, namespace, name):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.kubeflow import entries, render, transform
+from components.kubeflow import entries, references, render, transform
 from components.kubeflow.objects import Scopes, group_of, is_crd, is_webhook_configuration, key, pod_template
 from tests.kubeflow_support import template_of
 
@@ -29,7 +29,7 @@ def upstream(render_cache) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def cleaned(upstream) -> list[dict[str, Any]]:
-    return transform.stable_names(transform.cleanup(upstream))
+    return references.stable_names(transform.cleanup(upstream))
 
 
 def webhook_client_configs(obj):
@@ -122,7 +122,7 @@ def test_no_generated_name_keeps_its_hash_suffix(upstream, cleaned):
         return sorted(
             o["metadata"]["name"]
             for o in objects
-            if o["kind"] in {"ConfigMap", "Secret"} and transform._HASH_SUFFIX.match(o["metadata"]["name"])
+            if o["kind"] in {"ConfigMap", "Secret"} and references._HASH_SUFFIX.match(o["metadata"]["name"])
         )
 
     assert "oauth2-proxy-h675gf55ht" in hashed(upstream)
@@ -137,7 +137,7 @@ def test_every_reference_that_resolved_upstream_still_resolves(upstream, cleaned
         present = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects}
         return {
             str(key(o)): sorted(
-                n for kind, n in transform.config_references(o) if (kind, o["metadata"]["namespace"], n) in present
+                n for kind, n in references.config_references(o) if (kind, o["metadata"]["namespace"], n) in present
             )
             for o in objects
             if pod_template(o) is not None
@@ -164,17 +164,17 @@ def test_a_hashed_name_mentioned_outside_a_pod_spec_is_an_error():
         },
     ]
     with pytest.raises(ValueError, match="settings-5t624ft8b8"):
-        transform.stable_names(objects)
+        references.stable_names(objects)
 
 
 def test_a_config_change_rolls_the_workloads_that_read_it(cleaned):
     def digest(objects, name):
         deployment = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == name)
-        return template_of(deployment)["metadata"]["annotations"][transform.CONFIG_DIGEST]
+        return template_of(deployment)["metadata"]["annotations"][references.CONFIG_DIGEST]
 
-    base = transform.config_digests(cleaned)
+    base = references.config_digests(cleaned)
     changed = transform.replace(cleaned, {("ConfigMap", "auth", "dex"): lambda o: {**o, "data": {"config.yaml": "x"}}})
-    changed = transform.config_digests(changed)
+    changed = references.config_digests(changed)
     assert digest(base, "dex") != digest(changed, "dex")
     assert digest(base, "oauth2-proxy") == digest(changed, "oauth2-proxy")
 

@@ -216,7 +216,7 @@ def test_the_team_stacks_role_and_the_platforms_kubeflow_teams_roles_keep_to_the
     team research's, whose role (the platform's builder, for the prefix the platform exports) cannot write the team
     stack's; the team stack's policy is that same builder's for its prefix."""
     from components.identity.team_policy import team_s3_policy
-    from components.kubeflow.pipelines import SERVER_PREFIX
+    from components.kubeflow.pipelines_store import SERVER_PREFIX
     from tests.iam_evaluator import ALLOW, IMPLICIT_DENY, decide
 
     platform = json.loads(OUTPUTS.read_text())

@@ -54,9 +54,7 @@ class GpuStack(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:gpu:GpuStack", name, None, opts)
         cluster, config = args.cluster, args.config
-        k8s_opts = cluster.kubernetes_options(self)
         on_system_nodes = cluster.on_system_nodes(self)  # the operator and the scheduler
-        mig = config.mig
         # Owned by the stack (not created by Helm), so destroy removes it; the operator's DaemonSets need host access.
         namespace = cluster.owned_namespace(
             f"{name}-namespace",
@@ -66,10 +64,26 @@ class GpuStack(pulumi.ComponentResource):
             cleanup_controllers=args.cleanup_controllers,
             policies=network_policy.policies(OPERATOR_NAMESPACE, args.monitoring_namespace),
         )
-        self.operator = helm.release(
+        self.operator = self._operator(name, args, namespace.metadata["name"], on_system_nodes)
+        self.scheduler_name = config.scheduler_name
+        if config.scheduler.enabled:
+            self._scheduler(name, cluster, config, on_system_nodes)
+        if config.admission.enabled:
+            self._admission(name, args, cluster.kubernetes_options(self))
+        self.gpu_taint = f"{GPU_TAINT.key}={GPU_TAINT.value}:{GPU_TAINT.effect}"
+        self.register_outputs({"schedulerName": self.scheduler_name, "gpuTaint": self.gpu_taint})
+
+    @staticmethod
+    def _operator(
+        name: str, args: GpuStackArgs, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
+    ) -> pulumi.Resource:
+        """The GPU Operator's Helm release, told which layers the node image already brings."""
+        cluster, config = args.cluster, args.config
+        mig = config.mig
+        return helm.release(
             f"{name}-operator",
             versions.GPU_OPERATOR,
-            namespace=namespace.metadata["name"],
+            namespace=namespace,
             values=operator_values(
                 GpuOperatorOptions(
                     node_image=args.node_image,
@@ -83,47 +97,47 @@ class GpuStack(pulumi.ComponentResource):
             ),
             # The operator's CRD upgrade hook needs it (see the chart's operator.upgradeCRD).
             disable_openapi_validation=True,
-            opts=on_system_nodes,
+            opts=opts,
         )
 
-        self.scheduler_name = config.scheduler_name
-        if config.scheduler.enabled:
-            image = versions.KUBE_SCHEDULER[cluster.kubernetes_version]
-            manifests = scheduler_manifests(
-                SchedulerOptions(
-                    name=config.scheduler.name,
-                    image=f"{versions.KUBE_SCHEDULER_IMAGE}:{image.image_tag}",
-                    strategy=config.scheduler.strategy,
-                    gpu_weight=config.scheduler.gpu_weight,
-                    replicas=config.scheduler.replicas,
-                ),
-                placement=cluster.system_placement,
-            )
-            for key, manifest in manifests.items():
-                k8s_objects.create(f"{name}-scheduler-{key}", manifest, on_system_nodes)
+    @staticmethod
+    def _scheduler(name: str, cluster: ClusterHandle, config: GpuConfig, opts: pulumi.ResourceOptions) -> None:
+        """The bin-packing scheduler's objects, with the kube-scheduler image of the cluster's Kubernetes version."""
+        image = versions.KUBE_SCHEDULER[cluster.kubernetes_version]
+        manifests = scheduler_manifests(
+            SchedulerOptions(
+                name=config.scheduler.name,
+                image=f"{versions.KUBE_SCHEDULER_IMAGE}:{image.image_tag}",
+                strategy=config.scheduler.strategy,
+                gpu_weight=config.scheduler.gpu_weight,
+                replicas=config.scheduler.replicas,
+            ),
+            placement=cluster.system_placement,
+        )
+        for key, manifest in manifests.items():
+            k8s_objects.create(f"{name}-scheduler-{key}", manifest, opts)
 
-        if config.admission.enabled:
-            policies = admission_manifests(
-                AdmissionOptions(
-                    action=config.admission.action,
-                    scheduler_name=self.scheduler_name,
-                    exempt_namespaces=config.admission.exempt_namespaces,
-                )
+    def _admission(self, name: str, args: GpuStackArgs, k8s_opts: pulumi.ResourceOptions) -> None:
+        """The GPU and EFA admission policies, each with its binding."""
+        config = args.config
+        policies = admission_manifests(
+            AdmissionOptions(
+                action=config.admission.action,
+                scheduler_name=self.scheduler_name,
+                exempt_namespaces=config.admission.exempt_namespaces,
             )
-            if args.kubeflow_notebooks and self.scheduler_name is not None:
-                # Notebook pods cannot name the scheduler (PodDefaults do not set it): exempt them from that rule only.
-                policies["policy"] = kubeflow_exemption(policies["policy"], self.scheduler_name)
-            efa = efa_admission_manifests(
-                AdmissionOptions(action=config.admission.action, exempt_namespaces=config.admission.exempt_namespaces)
+        )
+        if args.kubeflow_notebooks and self.scheduler_name is not None:
+            # Notebook pods cannot name the scheduler (PodDefaults do not set it): exempt them from that rule only.
+            policies["policy"] = kubeflow_exemption(policies["policy"], self.scheduler_name)
+        efa = efa_admission_manifests(
+            AdmissionOptions(action=config.admission.action, exempt_namespaces=config.admission.exempt_namespaces)
+        )
+        for prefix, manifests in ((f"{name}-admission", policies), (f"{name}-efa-admission", efa)):
+            policy = k8s_objects.create(f"{prefix}-policy", manifests["policy"], k8s_opts)
+            k8s_objects.create(
+                f"{prefix}-binding",
+                manifests["binding"],
+                # why: a binding whose policy does not exist yet is rejected by nothing but enforces nothing.
+                pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[policy])),
             )
-            for prefix, manifests in ((f"{name}-admission", policies), (f"{name}-efa-admission", efa)):
-                policy = k8s_objects.create(f"{prefix}-policy", manifests["policy"], k8s_opts)
-                k8s_objects.create(
-                    f"{prefix}-binding",
-                    manifests["binding"],
-                    # why: a binding whose policy does not exist yet is rejected by nothing but enforces nothing.
-                    pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[policy])),
-                )
-
-        self.gpu_taint = f"{GPU_TAINT.key}={GPU_TAINT.value}:{GPU_TAINT.effect}"
-        self.register_outputs({"schedulerName": self.scheduler_name, "gpuTaint": self.gpu_taint})

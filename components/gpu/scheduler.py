@@ -90,15 +90,14 @@ def _binding(kind: str, name: str, role_kind: str, role: str, service_account: s
     }
 
 
-def scheduler_manifests(options: SchedulerOptions, *, placement: Placement) -> dict[str, dict[str, Any]]:
-    """Every object of the scheduler, keyed by a stable short name."""
+def _pod_spec(options: SchedulerOptions, placement: Placement, labels: dict[str, str]) -> dict[str, Any]:
+    """The scheduler's pod: on the system nodes, spread over zones, non-root with a read-only root filesystem."""
     name = options.name
-    labels = {"app.kubernetes.io/name": name}
     probe: dict[str, Any] = {
         "httpGet": {"path": "/healthz", "port": SECURE_PORT, "scheme": "HTTPS"},
         "periodSeconds": 10,
     }
-    pod_spec: dict[str, Any] = {
+    return {
         "serviceAccountName": name,
         "priorityClassName": name,
         "nodeSelector": {"kubernetes.io/os": "linux", **placement.node_selector},
@@ -130,17 +129,11 @@ def scheduler_manifests(options: SchedulerOptions, *, placement: Placement) -> d
         ],
         "volumes": [{"name": "config", "configMap": {"name": name}}],
     }
+
+
+def _access_manifests(name: str) -> dict[str, dict[str, Any]]:
+    """What the scheduler may do: the kube-scheduler and volume-scheduler roles, and its own leader-election lease."""
     return {
-        "priority-class": {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": _meta(name, namespaced=False),
-            # Above every workload it schedules, below the system-* classes (2e9 and up).
-            "value": 1_000_000_000,
-            "globalDefault": False,
-            "description": "The GPU bin-packing scheduler: it must run before the pods it places.",
-        },
-        "service-account": {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name)},
         "as-kube-scheduler": _binding(
             "ClusterRoleBinding", f"{name}-as-kube-scheduler", "ClusterRole", "system:kube-scheduler", name
         ),
@@ -166,6 +159,25 @@ def scheduler_manifests(options: SchedulerOptions, *, placement: Placement) -> d
             ],
         },
         "leader-election": _binding("RoleBinding", f"{name}-leader-election", "Role", f"{name}-leader-election", name),
+    }
+
+
+def scheduler_manifests(options: SchedulerOptions, *, placement: Placement) -> dict[str, dict[str, Any]]:
+    """Every object of the scheduler, keyed by a stable short name."""
+    name = options.name
+    labels = {"app.kubernetes.io/name": name}
+    return {
+        "priority-class": {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": _meta(name, namespaced=False),
+            # Above every workload it schedules, below the system-* classes (2e9 and up).
+            "value": 1_000_000_000,
+            "globalDefault": False,
+            "description": "The GPU bin-packing scheduler: it must run before the pods it places.",
+        },
+        "service-account": {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name)},
+        **_access_manifests(name),
         "config": {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -179,7 +191,7 @@ def scheduler_manifests(options: SchedulerOptions, *, placement: Placement) -> d
             "spec": {
                 "replicas": options.replicas,
                 "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+                "template": {"metadata": {"labels": labels}, "spec": _pod_spec(options, placement, labels)},
             },
         },
         "disruption-budget": {

@@ -25,6 +25,7 @@ from .auth import connector_secret_placeholder, static_user_placeholder
 from .config import KubeflowConfig, selected_entries
 from .credentials import NAMES
 from .objects import MONITORING_GROUP
+from .pipelines_store import S3Store
 from .register import register
 from .staging import Stage, Staged
 from .teams import FSX_PLACEHOLDERS, TEAM_SERVICE_ACCOUNT
@@ -119,7 +120,38 @@ class Kubeflow(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KubeflowArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:kubeflow:Kubeflow", name, None, opts)
-        config, cluster = args.config, args.cluster
+        config = args.config
+        self._check_client_secrets(args)
+        # With S3 artifacts, SeaweedFS is not installed: its generated S3 identity would be used by nothing.
+        unused = pipelines.UNUSED_CREDENTIALS if config.pipelines.artifacts == "s3" else frozenset()
+        secrets, admin = self._credentials(name, unused)
+        self.admin_password = pulumi.Output.secret(admin.result)
+        sign_in_values = self._sign_in_values(name, args)
+        self.team_roles = {team: self._team_role(name, team, args).arn for team in sorted(config.teams)}
+        self.pipelines_roles = self._pipelines_roles(name, args)
+        stages = {
+            stage: pulumi.ComponentResource(
+                "eksml:kubeflow:Stage",
+                f"{name}-{stage.name.lower().replace('_', '-')}",
+                None,
+                pulumi.ResourceOptions(parent=self),
+            )
+            for stage in Stage
+        }
+        self._register(args, stages, secrets, {**self._inputs(args), **self._pipelines_inputs(args), **sign_in_values})
+        self.register_outputs(
+            {
+                "adminPassword": self.admin_password,
+                "userPasswords": self.user_passwords,
+                "teamRoles": self.team_roles,
+                "pipelinesRoles": self.pipelines_roles,
+            }
+        )
+
+    @staticmethod
+    def _check_client_secrets(args: KubeflowArgs) -> None:
+        """Every client secret the config's sign-in needs is given, and no other."""
+        config = args.config
         missing = sorted(set(config.auth.connectors) - set(args.connector_secrets))
         if missing:
             raise ValueError(f"KubeflowArgs.connector_secrets lacks the client secret of: {', '.join(missing)}")
@@ -129,15 +161,15 @@ class Kubeflow(pulumi.ComponentResource):
                 "KubeflowArgs.alb_client_secret is the client secret of access.albAuth with type oidc: give it "
                 "exactly when the config has one"
             )
-        # With S3 artifacts, SeaweedFS is not installed: its generated S3 identity would be used by nothing.
-        unused = pipelines.UNUSED_CREDENTIALS if config.pipelines.artifacts == "s3" else frozenset()
-        secrets, admin = self._credentials(name, unused)
-        self.admin_password = pulumi.Output.secret(admin.result)
+
+    def _sign_in_values(self, name: str, args: KubeflowArgs) -> dict[str, pulumi.Input[Any]]:
+        """The values of the sign-in placeholders: each static user's generated password (as a bcrypt hash for Dex),
+        the connectors' and the ALB's client secrets."""
         users = {
             user: random.RandomPassword(
                 f"{name}-user-{user}-password", length=24, special=False, opts=pulumi.ResourceOptions(parent=self)
             )
-            for user in sorted(config.auth.static_users)
+            for user in sorted(args.config.auth.static_users)
         }
         self.user_passwords = {user: pulumi.Output.secret(p.result) for user, p in users.items()}
         sign_in_values: dict[str, pulumi.Input[Any]] = {
@@ -151,17 +183,17 @@ class Kubeflow(pulumi.ComponentResource):
         )
         if args.alb_client_secret is not None:
             sign_in_values[ALB_CLIENT_SECRET_PLACEHOLDER] = pulumi.Output.secret(args.alb_client_secret)
-        self.team_roles = {team: self._team_role(name, team, args).arn for team in sorted(config.teams)}
-        self.pipelines_roles = self._pipelines_roles(name, args)
-        stages = {
-            stage: pulumi.ComponentResource(
-                "eksml:kubeflow:Stage",
-                f"{name}-{stage.name.lower().replace('_', '-')}",
-                None,
-                pulumi.ResourceOptions(parent=self),
-            )
-            for stage in Stage
-        }
+        return sign_in_values
+
+    def _register(
+        self,
+        args: KubeflowArgs,
+        stages: dict[Stage, pulumi.ComponentResource],
+        secrets: dict[str, pulumi.Output[str]],
+        inputs: dict[str, pulumi.Input[Any]],
+    ) -> None:
+        """Every planned object, under its stage, after what it needs and so deleted before it."""
+        cluster = args.cluster
         register(
             args.objects,
             provider=cluster.kubernetes_provider,
@@ -169,7 +201,7 @@ class Kubeflow(pulumi.ComponentResource):
             cluster=cluster.eks_cluster,
             secrets=secrets,
             role_arns=self.team_roles,
-            inputs={**self._inputs(args), **self._pipelines_inputs(args), **sign_in_values},
+            inputs=inputs,
             # why: Kubeflow runs on the cluster's nodes and needs its DNS; on destroy it goes before them.
             depends_on=list(cluster.system_ready),
             depends_on_by_kind={
@@ -203,24 +235,14 @@ class Kubeflow(pulumi.ComponentResource):
                 **({MONITORING_GROUP: [args.monitoring]} if args.monitoring is not None else {}),
             },
         )
-        self.register_outputs(
-            {
-                "adminPassword": self.admin_password,
-                "userPasswords": self.user_passwords,
-                "teamRoles": self.team_roles,
-                "pipelinesRoles": self.pipelines_roles,
-            }
-        )
 
     @staticmethod
-    def _store(args: KubeflowArgs) -> pipelines.S3Store | None:
+    def _store(args: KubeflowArgs) -> S3Store | None:
         config = args.config
         if config.pipelines.artifacts != "s3":
             return None
         assert args.bucket_name is not None, "config refuses s3 artifacts without kubeflow.bucket"
-        return pipelines.S3Store(
-            args.cluster.region, {team: spec.s3_prefix for team, spec in sorted(config.teams.items())}
-        )
+        return S3Store(args.cluster.region, {team: spec.s3_prefix for team, spec in sorted(config.teams.items())})
 
     def _pipelines_inputs(self, args: KubeflowArgs) -> dict[str, pulumi.Input[Any]]:
         """The bucket's name and what is made of it (the teams' pipeline roots and Argo repositories), and the

@@ -13,41 +13,37 @@ the entries to render and the settings of `plan.build`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from ipaddress import IPv4Network
 from itertools import combinations
 from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
     StrictInt,
     StrictStr,
-    field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 
-from ..config.cidrs import parse_cidr, whole_internet_problems
 from ..config.validation import FieldProblems, matches
 from ..identity.team_policy import prefix_within
 from ..kueue.queues import gpu_share
 from ..scheduling import Taint
 from . import entries
 from .access import Alb
-from .alb_auth_config import AlbAuthConfig
+from .access_config import Access
 from .auth import Contributor
-from .auth_config import AuthConfig, ClusterTokens, Role, sign_in, sign_in_problems
+from .auth_config import AuthConfig, Role, sign_in, sign_in_problems
 from .credentials import Admin
-from .pipelines import PREFIX_MAX_LENGTH, S3Store, prefix_length_problem, server_prefix_overlap
 from .pipelines_iam import ui_policy_size_problem
+from .pipelines_store import PREFIX_MAX_LENGTH, S3Store, prefix_length_problem, server_prefix_overlap
 from .plan import Settings
 from .teams import FsxShare, Team
+from .volumes_config import VOLUME_CLAIMS, Volumes
 
 Email = Annotated[StrictStr, matches(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address like 'lead@example.org'")]
 TeamName = Annotated[
@@ -68,23 +64,6 @@ S3Prefix = Annotated[
     matches(r"[A-Za-z0-9!_.'()-]+(/[A-Za-z0-9!_.'()-]+)*", "a key prefix like 'teams/vision' (no '/' at either end)"),
     AfterValidator(_prefix_length),
 ]
-CertificateArn = Annotated[
-    StrictStr, matches(r"arn:aws(-cn|-us-gov)?:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+", "an ACM certificate ARN")
-]
-
-
-def _alb_range(value: object) -> IPv4Network:
-    network = parse_cidr(value)
-    # The Ingress sets no `ip-address-type`, so the ALB is `ipv4` (the annotation's default), and the controller's
-    # security group admits IPv6 ranges only on a `dualstack` ALB (aws-load-balancer-controller v3.5.0,
-    # pkg/ingress/model_build_managed_sg.go): an IPv6 range here could not admit anyone.
-    if not isinstance(network, IPv4Network):
-        raise ValueError(f"{network} is an IPv6 range: the load balancer is IPv4-only (no dualstack); list IPv4 ranges")
-    return network
-
-
-#: A range the Kubeflow ALB admits.
-AlbCidr = Annotated[IPv4Network, BeforeValidator(_alb_range)]
 
 
 class _Model(BaseModel):
@@ -142,141 +121,9 @@ class KubeflowTeamConfig(_Model):
     )
 
 
-class Access(_Model):
-    """`port-forward` exposes nothing; `alb` puts an HTTPS Application Load Balancer in front of the gateway."""
-
-    mode: Literal["port-forward", "alb"] = Field(
-        default="port-forward",
-        description=(
-            "`port-forward` exposes nothing; `alb` puts an HTTPS Application Load Balancer in front of the gateway"
-        ),
-    )
-    certificate_arn: CertificateArn | None = Field(
-        default=None,
-        description="the ACM certificate the ALB serves; required with `alb`, refused (as are the keys below) with "
-        "`port-forward`",
-    )
-    scheme: Literal["internal", "internet-facing"] = Field(
-        default="internal", description="where the ALB is reachable from"
-    )
-    host: StrictStr | None = Field(default=None, description="the host name the ALB answers for; none: any")
-    allowed_cidrs: tuple[AlbCidr, ...] = Field(
-        default=(),
-        description="the IPv4 ranges that may connect to the ALB; required with `internet-facing` (the load "
-        "balancer controller admits `0.0.0.0/0` without them); empty with `internal`: that default, inside the VPC; "
-        "ranges that admit every address, alone or together, are refused",
-    )
-    cluster_tokens: ClusterTokens | None = Field(
-        default=None,
-        description="also accept the cluster's service-account tokens at the gateway (upstream's m2m-dex-and-eks: "
-        "the token's subject becomes the user), so programs in the cluster call Pipelines with a projected token "
-        "of an accepted audience; `true` takes the defaults below; none (or false): only Dex's tokens",
-    )
-    alb_auth: AlbAuthConfig | None = Field(
-        default=None,
-        description="the ALB signs people in (OIDC or Cognito) before a request reaches the gateway, where Dex still "
-        "signs them in to Kubeflow; none: the ALB forwards every request",
-    )
-
-    @field_validator("cluster_tokens", mode="before")
-    @classmethod
-    def _tokens_switch(cls, value: object) -> object:
-        if value is True:
-            return {}
-        if value is False:
-            return None
-        return value
-
-    @model_validator(mode="after")
-    def _allowed(self) -> Access:
-        if self.mode == "alb" and (problems := _allowed_cidr_problems(self.scheme, self.allowed_cidrs)):
-            raise FieldProblems(problems)
-        return self
-
-    @model_validator(mode="after")
-    def _alb_keys(self) -> Access:
-        if self.mode == "alb" and self.certificate_arn is None:
-            raise ValueError("certificateArn is required with mode alb (the ALB serves HTTPS only)")
-        if self.mode == "port-forward":
-            unused = sorted(to_camel(f) for f in self.model_fields_set - {"mode", "cluster_tokens"})
-            if unused:
-                raise ValueError(f"{', '.join(unused)} only apply to mode alb; remove them")
-        return self
-
-
-def _allowed_cidr_problems(scheme: str, cidrs: tuple[IPv4Network, ...]) -> list[tuple[str, str]]:
-    """Why the ALB should not admit these ranges (`allowedCidrs`, the controller's `inbound-cidrs`)."""
-    key = "allowedCidrs"
-    if scheme == "internet-facing" and not cidrs:
-        # Without `inbound-cidrs` the controller admits 0.0.0.0/0 to an `ipv4` ALB (aws-load-balancer-controller
-        # docs, guide/ingress/annotations.md, "inbound-cidrs"): the whole internet, which the API endpoint never is.
-        return [(key, "must list the ranges that may connect: the load balancer controller then admits 0.0.0.0/0")]
-    problems = [(key, "lists a range more than once")] if len(set(cidrs)) != len(cidrs) else []
-    return problems + whole_internet_problems(
-        key, cidrs, "the Kubeflow load balancer", "list the ranges that may connect"
-    )
-
-
 class Notebooks(_Model):
     idle_minutes: StrictInt = Field(
         default=60, ge=10, le=7 * 24 * 60, description="notebooks idle this long are culled, so none holds a GPU node"
-    )
-
-
-#: The claims `kubeflow.volumes` sizes, by key: (namespace, claim name) as upstream renders them, and the component
-#: that must be installed for the key to mean anything. The Hub's registry claim lives in `hubRegistryTeam`'s namespace.
-VOLUME_CLAIMS: dict[str, tuple[str | None, str, str]] = {
-    "pipelines_database": ("kubeflow", "mysql-pv-claim", "Pipelines"),
-    "pipelines_artifacts": ("kubeflow", "seaweedfs-pvc", "SeaweedFS (pipelines.artifacts: seaweedfs)"),
-    "katib_database": ("kubeflow", "katib-mysql", "Katib (components.katib)"),
-    "hub_catalog_database": ("kubeflow", "model-catalog-postgres", "the Hub (components.hub)"),
-    "hub_registry_database": (None, "metadata-postgres", "the Hub's model registry (hubRegistryTeam)"),
-}
-#: EBS gp3's size range (Amazon EBS volume types): 1 GiB to 16 TiB.
-_GP3_MIN, _GP3_MAX = 2**30, 16 * 2**40
-
-
-_STORAGE_SIZE = re.compile(r"([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?")
-_STORAGE_UNITS = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
-_STORAGE_UNITS.update({"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40})
-
-
-def _volume_size(value: str) -> str:
-    """A Kubernetes quantity of bytes (whole numbers: a claim's size has no fractions) within gp3's sizes."""
-    match = _STORAGE_SIZE.fullmatch(value)
-    if match is None:
-        raise ValueError(f"expected a Kubernetes quantity of bytes like '50Gi' or '100G', got {value!r}")
-    size = int(match[1]) * _STORAGE_UNITS[match[2]]
-    if not _GP3_MIN <= size <= _GP3_MAX:
-        raise ValueError(f"{value!r} is outside the sizes a gp3 volume may have (1Gi to 16Ti)")
-    return value
-
-
-VolumeSize = Annotated[StrictStr, AfterValidator(_volume_size)]
-
-
-class Volumes(_Model):
-    """Sizes of Kubeflow's volumes (Kubernetes quantities, 1Gi to 16Ti); none: upstream's size. A claim grows in place
-    (the gp3 classes allow expansion) and never shrinks: Kubernetes refuses a smaller request, so lowering a size here
-    fails the update."""
-
-    pipelines_database: VolumeSize | None = Field(
-        default=None, description="Pipelines' MySQL (run and metadata history); none: upstream's 20Gi"
-    )
-    pipelines_artifacts: VolumeSize | None = Field(
-        default=None,
-        description="SeaweedFS, Pipelines' artifacts with `pipelines.artifacts: seaweedfs` (refused with s3); none: "
-        "upstream's 20Gi",
-    )
-    katib_database: VolumeSize | None = Field(
-        default=None, description="Katib's MySQL (needs `components.katib`); none: upstream's 10Gi"
-    )
-    hub_catalog_database: VolumeSize | None = Field(
-        default=None, description="the Hub's catalog database (needs `components.hub`); none: upstream's 5Gi"
-    )
-    hub_registry_database: VolumeSize | None = Field(
-        default=None,
-        description="the database of the model registry in `hubRegistryTeam`'s namespace; none: upstream's 10Gi",
     )
 
 
@@ -400,8 +247,8 @@ class KubeflowConfig(_Model):
 
 
 def pipelines_prefix_overlaps(prefixes: Mapping[str, str]) -> list[tuple[str, str]]:
-    """(key, problem) for each team whose prefix is, holds or lies within the API server's (`pipelines.SERVER_PREFIX`):
-    its role could read and write every team's pipeline definitions."""
+    """(key, problem) for each team whose prefix is, holds or lies within the API server's
+    (`pipelines_store.SERVER_PREFIX`): its role could read and write every team's pipeline definitions."""
     return [
         (f"teams.{name}.s3Prefix", f"{prefix!r} {problem} (pipelines.artifacts: s3); choose a prefix outside it")
         for name, prefix in sorted(prefixes.items())
@@ -445,6 +292,46 @@ def selected_entries(config: KubeflowConfig) -> tuple[entries.Entry, ...]:
     )
 
 
+def _pipelines_store(config: KubeflowConfig, region: str | None) -> S3Store | None:
+    """Where Pipelines keeps artifacts in S3 (the bucket's region, each team's prefix); None with SeaweedFS."""
+    if config.pipelines.artifacts != "s3":
+        return None
+    if region is None:
+        raise ValueError("pipelines.artifacts s3 needs the region of the bucket")
+    return S3Store(region, {name: team.s3_prefix for name, team in sorted(config.teams.items())})
+
+
+def _alb(access: Access, load_balancer_cidrs: tuple[str, ...]) -> Alb | None:
+    """The ALB in front of the gateway (None with a port-forward): its certificate, scheme, host, admitted ranges,
+    the subnets' ranges it lives in, and who it signs in."""
+    if access.mode != "alb":
+        return None
+    assert access.certificate_arn is not None
+    return Alb(
+        access.certificate_arn,
+        access.scheme,
+        access.host,
+        tuple(str(cidr) for cidr in access.allowed_cidrs),
+        source_cidrs=load_balancer_cidrs,
+        auth=access.alb_auth.spec() if access.alb_auth is not None else None,
+    )
+
+
+def _teams(config: KubeflowConfig, queueing: bool) -> tuple[Team, ...]:
+    """The teams by name, each Profile's GPU quota its share with what it may borrow when Kueue queues the work."""
+    return tuple(
+        Team(
+            name=name,
+            owner=t.owner,
+            gpu_ceiling=gpu_share(t.gpu_quota, t.gpu_borrowing_limit, queueing=queueing).ceiling,
+            s3_prefix=t.s3_prefix,
+            fsx_claim=t.fsx_claim,
+            queued=queueing,
+        )
+        for name, t in sorted(config.teams.items())
+    )
+
+
 def settings(
     config: KubeflowConfig,
     *,
@@ -468,22 +355,7 @@ def settings(
     Credentials, role ARNs, the bucket's name and the file system's identity stay placeholders."""
     if not config.enabled or config.admin_email is None:
         raise ValueError("Kubeflow is not enabled")
-    store = None
-    if config.pipelines.artifacts == "s3":
-        if region is None:
-            raise ValueError("pipelines.artifacts s3 needs the region of the bucket")
-        store = S3Store(region, {name: team.s3_prefix for name, team in sorted(config.teams.items())})
-    alb = None
-    if config.access.mode == "alb":
-        assert config.access.certificate_arn is not None
-        alb = Alb(
-            config.access.certificate_arn,
-            config.access.scheme,
-            config.access.host,
-            tuple(str(cidr) for cidr in config.access.allowed_cidrs),
-            source_cidrs=load_balancer_cidrs,
-            auth=config.access.alb_auth.spec() if config.access.alb_auth is not None else None,
-        )
+    store = _pipelines_store(config, region)
     return Settings(
         admin=Admin(config.admin_email),
         sign_in=sign_in(config.auth, config.access),
@@ -495,19 +367,9 @@ def settings(
         gpu_scheduler=gpu_scheduler,
         training_pools=training_pools,
         notebook_idle_minutes=config.notebooks.idle_minutes,
-        teams=tuple(
-            Team(
-                name=name,
-                owner=t.owner,
-                gpu_ceiling=gpu_share(t.gpu_quota, t.gpu_borrowing_limit, queueing=queueing).ceiling,
-                s3_prefix=t.s3_prefix,
-                fsx_claim=t.fsx_claim,
-                queued=queueing,
-            )
-            for name, t in sorted(config.teams.items())
-        ),
+        teams=_teams(config, queueing),
         hub_registry_team=config.hub_registry_team,
-        access=alb,
+        access=_alb(config.access, load_balancer_cidrs),
         tags=dict(tags or {}),
         monitoring_namespace=monitoring_namespace,
         fsx=FsxShare(fsx_capacity_gib) if fsx_capacity_gib is not None else None,

@@ -82,6 +82,37 @@ def pool_toleration_group(pool: str, taints: Sequence[Taint]) -> dict[str, Any]:
     }
 
 
+def _workspace_volume(storage_class: str) -> dict[str, Any]:
+    """Each notebook's home: a 5Gi claim of its own, named for the notebook, of the platform's storage class."""
+    return {
+        "mount": "/home/jovyan",
+        "newPvc": {
+            "metadata": {"name": "{notebook-name}-workspace"},
+            "spec": {
+                "storageClassName": storage_class,
+                "resources": {"requests": {"storage": "5Gi"}},
+                "accessModes": ["ReadWriteOnce"],
+            },
+        },
+    }
+
+
+def _toleration_groups(gpu_pools: Sequence[str], pool_taints: Mapping[str, Sequence[Taint]]) -> list[dict[str, Any]]:
+    """The GPU toleration group, and one more for each GPU pool with taints besides the GPU taint."""
+    return [
+        {
+            "groupKey": GPU_TOLERATION_GROUP,
+            "displayName": "NVIDIA GPU nodes",
+            "tolerations": [gpu_toleration()],
+        },
+        *(
+            pool_toleration_group(pool, taints)
+            for pool, taints in sorted(pool_taints.items())
+            if pool in gpu_pools and taints
+        ),
+    ]
+
+
 def spawner_config(
     upstream: str,
     *,
@@ -110,38 +141,10 @@ def spawner_config(
                 **editable,
                 "value": {"vendor": "", "vendors": [{"limitsKey": GPU_RESOURCE, "uiName": "NVIDIA"}], "num": "none"},
             },
-            "workspaceVolume": {
-                **editable,
-                "value": {
-                    "mount": "/home/jovyan",
-                    "newPvc": {
-                        "metadata": {"name": "{notebook-name}-workspace"},
-                        "spec": {
-                            "storageClassName": storage_class,
-                            "resources": {"requests": {"storage": "5Gi"}},
-                            "accessModes": ["ReadWriteOnce"],
-                        },
-                    },
-                },
-            },
+            "workspaceVolume": {**editable, "value": _workspace_volume(storage_class)},
             "dataVolumes": {**editable, "value": []},
             "affinityConfig": {**editable, "value": "", "options": [pool_affinity(p) for p in gpu_pools]},
-            "tolerationGroup": {
-                **editable,
-                "value": "",
-                "options": [
-                    {
-                        "groupKey": GPU_TOLERATION_GROUP,
-                        "displayName": "NVIDIA GPU nodes",
-                        "tolerations": [gpu_toleration()],
-                    },
-                    *(
-                        pool_toleration_group(pool, taints)
-                        for pool, taints in sorted((pool_taints or {}).items())
-                        if pool in gpu_pools and taints
-                    ),
-                ],
-            },
+            "tolerationGroup": {**editable, "value": "", "options": _toleration_groups(gpu_pools, pool_taints or {})},
             "shm": {**editable, "value": True},
             "configurations": {**editable, "value": [ACCESS_ML_PIPELINE]},
             "environment": {**editable, "value": {}},

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..identity.documents import IAM_VERSION, ROLE_INLINE_POLICY_CHARS, dns_suffix, policy_size
-from .pipelines import SERVER_PREFIX, S3Store
+from .pipelines_store import SERVER_PREFIX, S3Store
 
 
 def _kms_statement(kms_key_arn: str, store: S3Store, bucket_arn: str, actions: list[str]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from . import (
     pipeline_runs,
     pipelines,
     rbac,
+    references,
     resilience,
     staging,
     tokens,
@@ -44,7 +45,7 @@ from .entries import (
     Part,
 )
 from .objects import Manifest
-from .pipelines import S3Store
+from .pipelines_store import S3Store
 from .staging import Item, Staged
 from .teams import FsxShare, Team
 
@@ -99,8 +100,9 @@ class Settings:
             raise ValueError(f"contributors of teams that do not exist: {', '.join(strangers)}")
 
 
-def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> list[Item]:
-    """The rendered objects changed for this platform, each with its entry's part (teams not included)."""
+def _upstream_items(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> list[Item]:
+    """The rendered objects the platform keeps, each with its entry's part: only cert-manager's issuer, the Hub's
+    registry in its team's namespace, Pipelines given time to come up, and no RBAC the platform leaves out."""
     items: list[Item] = []
     for path, objects in rendered.items():
         entry = BY_PATH[path]
@@ -116,18 +118,28 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
         if entry == PIPELINES:
             objects = transform.await_timeout(objects, transform.PIPELINES_READY_SECONDS)
         items.extend(Item(obj, entry.part) for obj in rbac.keep(objects))
+    return items
+
+
+def _stable(items: list[Item], store: S3Store | None) -> tuple[list[Manifest], list[Part | None]]:
+    """The objects made exact and stable before anything reads them (cleaned, images pinned, API tokens out, stable
+    names; without SeaweedFS' when artifacts are in S3), and the part of each."""
     parts = [item.part for item in items]
     objects = [item.manifest for item in items]
     objects = transform.cleanup(objects)
     objects = image_pins.pin(objects)  # exact images for upstream's moving tags, before anything reads an image
     objects = tokens.without_api_tokens(objects)
-    objects = transform.stable_names(objects)
-    if settings.pipelines_store is not None:
+    objects = references.stable_names(objects)
+    if store is not None:
         kept = [not pipelines.left_out(obj) for obj in objects]
         parts = [part for part, keep in zip(parts, kept, strict=True) if keep]
-        objects = pipelines.apply(
-            [obj for obj, keep in zip(objects, kept, strict=True) if keep], settings.pipelines_store
-        )
+        objects = pipelines.apply([obj for obj, keep in zip(objects, kept, strict=True) if keep], store)
+    return objects, parts
+
+
+def _changed(objects: list[Manifest], rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> list[Manifest]:
+    """Every change the platform makes to upstream's objects: volumes, credentials, sign-in, notebooks, GPU
+    scheduling and placement, resilience, hardening, the gateway's cookies and tokens, monitoring, config digests."""
     objects = transform.volume_sizes(objects, settings.volume_sizes)
     objects = dashboard.installed_links(objects)  # links only to what is installed
     objects = credentials_.apply(objects, settings.credentials, settings.admin)
@@ -155,10 +167,48 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
         objects = access_.cluster_token_issuer(objects, settings.cluster_tokens)
     if settings.monitoring_namespace is not None:
         objects = monitoring.bypass_sidecars(objects)  # scrapes the mesh's authorization cannot admit
-    objects = transform.config_digests(objects)
+    objects = references.config_digests(objects)
     left = credentials_.defaults_left(objects)
     if left:
         raise ValueError("upstream default credentials left:\n" + "\n".join(f"  - {line}" for line in left))
+    return objects
+
+
+def _monitoring_items(objects: list[Manifest], parts: list[Part | None], monitoring_namespace: str) -> list[Item]:
+    """Prometheus let into every namespace upstream isolates, and the monitors of what it scrapes there."""
+    part_of = {
+        obj["metadata"].get("namespace"): part
+        for obj, part in zip(objects, parts, strict=True)
+        if network_policy.is_network_policy(obj)
+    }
+    items = [
+        Item(network_policy.monitoring_allowance(namespace, monitoring_namespace), part_of[namespace])
+        for namespace in network_policy.isolated_namespaces(objects)
+    ]
+    part_in = {obj["metadata"].get("namespace"): part for obj, part in zip(objects, parts, strict=True)}
+    return items + [Item(m, part_in[m["metadata"]["namespace"]]) for m in monitoring.monitors(objects)]
+
+
+def _part_in(objects: list[Manifest], parts: list[Part | None], namespace: str) -> Part | None:
+    """The part of the first object in `namespace`."""
+    return next(part for obj, part in zip(objects, parts, strict=True) if obj["metadata"].get("namespace") == namespace)
+
+
+def _in_cluster_items(objects: list[Manifest], parts: list[Part | None], settings: Settings) -> list[Item]:
+    """The gateway let in from the namespaces whose programs call it with the cluster's tokens: the teams' and the
+    ones the token spec names (none: nothing to admit)."""
+    spec = settings.cluster_tokens or ClusterTokenSpec()
+    gateway = access_.gateway_exposure(objects)
+    callers = [t.name for t in settings.teams] + list(spec.namespaces)
+    if not callers:
+        return []
+    return [Item(access_.in_cluster_allowance(gateway, callers), _part_in(objects, parts, gateway.namespace))]
+
+
+def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Settings) -> list[Item]:
+    """The rendered objects changed for this platform, each with its entry's part (teams not included)."""
+    objects, parts = _stable(_upstream_items(rendered, settings), settings.pipelines_store)
+    objects = _changed(objects, rendered, settings)
     items = [Item(obj, part) for obj, part in zip(objects, parts, strict=True)]
     if DEX.path in rendered:
         # Dex makes the CRDs it lacks at start, outside Pulumi, and they would outlive destroy: owned here instead.
@@ -169,37 +219,14 @@ def platform_objects(rendered: Mapping[str, Sequence[Manifest]], settings: Setti
     if TRAINER.path in rendered:
         items += [Item(obj, TRAINER.part) for obj in trainer_admission.manifests()]
     if settings.monitoring_namespace is not None:
-        part_of = {
-            obj["metadata"].get("namespace"): part
-            for obj, part in zip(objects, parts, strict=True)
-            if network_policy.is_network_policy(obj)
-        }
-        items += [
-            Item(network_policy.monitoring_allowance(namespace, settings.monitoring_namespace), part_of[namespace])
-            for namespace in network_policy.isolated_namespaces(objects)
-        ]
-        part_in = {obj["metadata"].get("namespace"): part for obj, part in zip(objects, parts, strict=True)}
-        items += [Item(m, part_in[m["metadata"]["namespace"]]) for m in monitoring.monitors(objects)]
+        items += _monitoring_items(objects, parts, settings.monitoring_namespace)
     exposed = None
     if settings.access is not None:
         exposed = access_.gateway_exposure(objects)
-        gateway_part = next(
-            part
-            for obj, part in zip(objects, parts, strict=True)
-            if obj["metadata"].get("namespace") == exposed.namespace
-        )
-        items.append(Item(access_.load_balancer_allowance(exposed, settings.access.source_cidrs), gateway_part))
+        allowance = access_.load_balancer_allowance(exposed, settings.access.source_cidrs)
+        items.append(Item(allowance, _part_in(objects, parts, exposed.namespace)))
     if OAUTH2_PROXY_EKS_TOKENS.path in rendered:
-        spec = settings.cluster_tokens or ClusterTokenSpec()
-        gateway = access_.gateway_exposure(objects)
-        callers = [t.name for t in settings.teams] + list(spec.namespaces)
-        if callers:
-            gateway_part = next(
-                part
-                for obj, part in zip(objects, parts, strict=True)
-                if obj["metadata"].get("namespace") == gateway.namespace
-            )
-            items.append(Item(access_.in_cluster_allowance(gateway, callers), gateway_part))
+        items += _in_cluster_items(objects, parts, settings)
     closed = network_policy.problems([item.manifest for item in items], settings.monitoring_namespace, exposed)
     if closed:
         raise ValueError(

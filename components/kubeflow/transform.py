@@ -6,7 +6,6 @@ render's output is never altered in place.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -29,16 +28,11 @@ CONTROLLER_FILLED_SECRETS = frozenset(
     }
 )
 
-#: kustomize's generator suffix: 10 characters of its hash alphabet (hex with 0, 1, 3, a and e swapped out).
-_HASH_SUFFIX = re.compile(r"^(?P<base>.+)-[245-9bcdfghkmt]{10}$")
 _INJECT_CA = "cert-manager.io/inject-ca-from"
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 ARCHITECTURE = "kubernetes.io/arch"
-#: A digest of the ConfigMaps and Secrets a pod template reads, so a change to them rolls the workload (what
-#: kustomize's name suffixes did, which stable names give up).
-CONFIG_DIGEST = "eksml.io/config-digest"
 
 
 def clone(obj: Manifest) -> Manifest:
@@ -46,7 +40,7 @@ def clone(obj: Manifest) -> Manifest:
     return json.loads(json.dumps(obj))
 
 
-def _edit(
+def edit(
     objects: Iterable[Manifest], change: Callable[[Manifest], Manifest | None], when: Callable[[Manifest], bool]
 ) -> list[Manifest]:
     """Apply `change` to a copy of each object `when` selects; it returns the changed copy, or None to keep the
@@ -73,7 +67,7 @@ def strip_ca_bundles(objects: Iterable[Manifest]) -> list[Manifest]:
             del config["caBundle"]
         return obj if found else None
 
-    return _edit(objects, change, lambda obj: is_webhook_configuration(obj) or is_crd(obj))
+    return edit(objects, change, lambda obj: is_webhook_configuration(obj) or is_crd(obj))
 
 
 def drop_unresolved_ca_injection(objects: Iterable[Manifest]) -> list[Manifest]:
@@ -89,7 +83,7 @@ def drop_unresolved_ca_injection(objects: Iterable[Manifest]) -> list[Manifest]:
         del annotations[_INJECT_CA]
         return obj
 
-    return _edit(objects, change, lambda obj: "$(" in (obj["metadata"].get("annotations") or {}).get(_INJECT_CA, ""))
+    return edit(objects, change, lambda obj: "$(" in (obj["metadata"].get("annotations") or {}).get(_INJECT_CA, ""))
 
 
 def drop_cluster_scoped_namespaces(objects: list[Manifest]) -> list[Manifest]:
@@ -106,7 +100,7 @@ def drop_cluster_scoped_namespaces(objects: list[Manifest]) -> list[Manifest]:
         del obj["metadata"]["namespace"]
         return obj
 
-    return _edit(objects, change, lambda obj: "namespace" in obj["metadata"])
+    return edit(objects, change, lambda obj: "namespace" in obj["metadata"])
 
 
 def drop_aggregated_rules(objects: Iterable[Manifest]) -> list[Manifest]:
@@ -123,7 +117,7 @@ def drop_aggregated_rules(objects: Iterable[Manifest]) -> list[Manifest]:
         obj.pop("rules", None)
         return obj
 
-    return _edit(
+    return edit(
         objects,
         change,
         lambda obj: obj["kind"] == "ClusterRole" and "rules" in obj and ("aggregationRule" in obj or not obj["rules"]),
@@ -138,7 +132,7 @@ def clear_controller_filled_secrets(objects: Iterable[Manifest]) -> list[Manifes
             obj.pop(field, None)
         return obj
 
-    return _edit(objects, change, lambda obj: obj["kind"] == "Secret")
+    return edit(objects, change, lambda obj: obj["kind"] == "Secret")
 
 
 #: Istio's validating webhook configuration. Upstream ships it failing open; istiod turns it to `Fail` once it
@@ -158,7 +152,7 @@ def istio_validation_fails_closed(objects: Iterable[Manifest]) -> list[Manifest]
                 webhook["failurePolicy"] = "Fail"
         return obj
 
-    return _edit(
+    return edit(
         objects, change, lambda obj: obj["kind"] == "ValidatingWebhookConfiguration" and obj["metadata"]["name"] == name
     )
 
@@ -178,7 +172,7 @@ def istio_cni_sized(objects: Iterable[Manifest]) -> list[Manifest]:
                 container["resources"] = capacity.ISTIO_CNI.values()
         return obj
 
-    return _edit(objects, change, lambda obj: obj["kind"] == kind and obj["metadata"]["name"] == name)
+    return edit(objects, change, lambda obj: obj["kind"] == kind and obj["metadata"]["name"] == name)
 
 
 def cleanup(objects: list[Manifest]) -> list[Manifest]:
@@ -190,116 +184,6 @@ def cleanup(objects: list[Manifest]) -> list[Manifest]:
     objects = drop_cluster_scoped_namespaces(objects)
     objects = drop_aggregated_rules(objects)
     return clear_controller_filled_secrets(objects)
-
-
-# ------------------------------------------------------------------------------------------------ references
-
-
-def _config_refs(pod_spec: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any], str]]:
-    """Every place a pod spec names a ConfigMap or Secret: (kind, the dict holding the name, its field)."""
-    for volume in pod_spec.get("volumes") or ():
-        if "configMap" in volume:
-            yield "ConfigMap", volume["configMap"], "name"
-        if "secret" in volume:
-            yield "Secret", volume["secret"], "secretName"
-        for source in (volume.get("projected") or {}).get("sources") or ():
-            if "configMap" in source:
-                yield "ConfigMap", source["configMap"], "name"
-            if "secret" in source:
-                yield "Secret", source["secret"], "name"
-    for container in containers(pod_spec):
-        for env in container.get("env") or ():
-            value_from = env.get("valueFrom") or {}
-            if "configMapKeyRef" in value_from:
-                yield "ConfigMap", value_from["configMapKeyRef"], "name"
-            if "secretKeyRef" in value_from:
-                yield "Secret", value_from["secretKeyRef"], "name"
-        for source in container.get("envFrom") or ():
-            if "configMapRef" in source:
-                yield "ConfigMap", source["configMapRef"], "name"
-            if "secretRef" in source:
-                yield "Secret", source["secretRef"], "name"
-    for pull in pod_spec.get("imagePullSecrets") or ():
-        yield "Secret", pull, "name"
-
-
-def config_references(obj: Manifest) -> set[tuple[str, str]]:
-    """(kind, name) of every ConfigMap and Secret a workload's pods read, in the workload's namespace."""
-    template = pod_template(obj)
-    if template is None:
-        return set()
-    return {(kind, holder[field]) for kind, holder, field in _config_refs(template.get("spec", {})) if field in holder}
-
-
-def stable_names(objects: list[Manifest]) -> list[Manifest]:
-    """Drop kustomize's hash suffix from generated ConfigMaps and Secrets and rename every pod-spec reference.
-
-    A suffix changes whenever the data does, so Pulumi would replace the object (and every workload naming it)
-    on each credential or config change. Raises ValueError if an old name is still mentioned anywhere else."""
-    renames: dict[tuple[str, str, str], str] = {}
-    taken = {(key(o).namespace, o["kind"], o["metadata"]["name"]) for o in objects}
-    for obj in objects:
-        if obj["kind"] not in {"ConfigMap", "Secret"} or obj["apiVersion"] != "v1":
-            continue
-        match = _HASH_SUFFIX.match(obj["metadata"]["name"])
-        if match is None:
-            continue
-        namespace = obj["metadata"].get("namespace", "")
-        new = match.group("base")
-        if (namespace, obj["kind"], new) in taken:
-            raise ValueError(f"{key(obj)}: its stable name {new!r} is taken by another {obj['kind']}")
-        renames[(namespace, obj["kind"], obj["metadata"]["name"])] = new
-    if not renames:
-        return list(objects)
-
-    def change(obj: Manifest) -> Manifest | None:
-        namespace = obj["metadata"].get("namespace", "")
-        changed = False
-        if (namespace, obj["kind"], obj["metadata"]["name"]) in renames and obj["apiVersion"] == "v1":
-            obj["metadata"]["name"] = renames[(namespace, obj["kind"], obj["metadata"]["name"])]
-            changed = True
-        template = pod_template(obj)
-        if template is not None:
-            for kind, holder, field in _config_refs(template.get("spec", {})):
-                new = renames.get((namespace, kind, holder.get(field, "")))
-                if new is not None:
-                    holder[field] = new
-                    changed = True
-        return obj if changed else None
-
-    result = _edit(objects, change, lambda obj: obj["kind"] in {"ConfigMap", "Secret"} or pod_template(obj) is not None)
-    text = json.dumps(result)
-    left = sorted(old for (_, _, old) in renames if f'"{old}"' in text)
-    if left:
-        raise ValueError(f"hash-suffixed names still referenced outside pod specs: {', '.join(left)}")
-    return result
-
-
-def config_digests(objects: list[Manifest]) -> list[Manifest]:
-    """Annotate each workload's pod template with a digest of the ConfigMaps and Secrets it reads (see
-    CONFIG_DIGEST). Computed over the objects as given: secret values given as placeholders digest as the
-    placeholder, so rotating a generated secret needs a rollout restart."""
-    content = {
-        (key(o).namespace, o["kind"], o["metadata"]["name"]): {
-            f: o[f] for f in ("data", "stringData", "binaryData") if f in o
-        }
-        for o in objects
-        if o["kind"] in {"ConfigMap", "Secret"} and o["apiVersion"] == "v1"
-    }
-
-    def change(obj: Manifest) -> Manifest | None:
-        namespace = obj["metadata"].get("namespace", "")
-        read = sorted((kind, name) for kind, name in config_references(obj) if (namespace, kind, name) in content)
-        if not read:
-            return None
-        digest = hashlib.sha256(
-            json.dumps([[kind, name, content[(namespace, kind, name)]] for kind, name in read], sort_keys=True).encode()
-        ).hexdigest()
-        metadata = pod_template(obj).setdefault("metadata", {})  # type: ignore[union-attr]
-        metadata.setdefault("annotations", {})[CONFIG_DIGEST] = digest
-        return obj
-
-    return _edit(objects, change, lambda obj: pod_template(obj) is not None)
 
 
 # ------------------------------------------------------------------------------------------------ storage
@@ -318,7 +202,7 @@ def storage_class(objects: Iterable[Manifest], name: str) -> list[Manifest]:
             return obj
         return None
 
-    return _edit(objects, change, lambda obj: obj["kind"] in {"PersistentVolumeClaim", "StatefulSet"})
+    return edit(objects, change, lambda obj: obj["kind"] in {"PersistentVolumeClaim", "StatefulSet"})
 
 
 def volume_sizes(objects: Iterable[Manifest], sizes: Mapping[tuple[str, str], str]) -> list[Manifest]:
@@ -338,7 +222,7 @@ def volume_sizes(objects: Iterable[Manifest], sizes: Mapping[tuple[str, str], st
         obj["spec"].setdefault("resources", {}).setdefault("requests", {})["storage"] = size
         return obj
 
-    return _edit(
+    return edit(
         objects,
         change,
         lambda obj: (
@@ -372,7 +256,7 @@ def stateful_placement(objects: Iterable[Manifest]) -> list[Manifest]:
         template.setdefault("metadata", {}).setdefault("annotations", {})[DO_NOT_DISRUPT] = "true"
         return obj
 
-    return _edit(objects, change, keeps_state)
+    return edit(objects, change, keeps_state)
 
 
 def pinned_architectures(objects: Iterable[Manifest]) -> list[Manifest]:
@@ -393,7 +277,7 @@ def pinned_architectures(objects: Iterable[Manifest]) -> list[Manifest]:
         template.setdefault("spec", {}).setdefault("nodeSelector", {})[ARCHITECTURE] = next(iter(supported))
         return obj
 
-    return _edit(objects, change, lambda obj: pod_template(obj) is not None)
+    return edit(objects, change, lambda obj: pod_template(obj) is not None)
 
 
 #: How long Pulumi waits for a workload to become ready (its own default for a Deployment: 10 minutes).
@@ -410,7 +294,7 @@ def await_timeout(objects: Iterable[Manifest], seconds: int) -> list[Manifest]:
         obj["metadata"].setdefault("annotations", {})[AWAIT_TIMEOUT] = str(seconds)
         return obj
 
-    return _edit(objects, change, lambda obj: pod_template(obj) is not None)
+    return edit(objects, change, lambda obj: pod_template(obj) is not None)
 
 
 def retarget_namespace(objects: Iterable[Manifest], old: str, new: str) -> list[Manifest]:

@@ -220,14 +220,10 @@ def _alert(name: str, expr: str, for_: str, severity: str, summary: str, action:
     }
 
 
-def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: AlertThresholds) -> dict[str, Any]:
-    """PrometheusRule with the GPU and Karpenter alerts; one near-limit alert per accelerator ceiling of each
-    NodePool of the stack (GPU, Neuron devices, Neuron cores), and the GPU health alerts of each NodePool with an
-    `nvidia.com/gpu` ceiling."""
-    ratio = thresholds.gpu_limit_ratio
-    pool_rules = [_near_limit(pool, ratio) for pool in sorted(pools, key=lambda p: (p.name, p.resource))]
+def _gpu_workload_rules(thresholds: AlertThresholds) -> list[dict[str, Any]]:
+    """Alerts on what GPU pods do: a GPU held idle, an application XID, a GPU pod that stays pending."""
     idle = thresholds.gpu_idle_percent
-    gpu_rules = [
+    return [
         _alert(
             "GpuIdle",
             (
@@ -268,12 +264,11 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
             "(spot or on-demand quotas), or a pod that no pool's requirements fit.",
         ),
     ]
-    health_rules = [
-        rule
-        for pool in sorted({p.name for p in pools if p.resource == GPU_RESOURCE_TYPE})
-        for rule in gpu_health_rules(pool)
-    ]
-    karpenter_rules = [
+
+
+def _karpenter_rules() -> list[dict[str, Any]]:
+    """Alerts on Karpenter failing to launch nodes."""
+    return [
         _alert(
             "KarpenterLaunchFailures",
             (
@@ -288,6 +283,19 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
             "allow. Widen the pools' instance families or request a quota increase.",
         )
     ]
+
+
+def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: AlertThresholds) -> dict[str, Any]:
+    """PrometheusRule with the GPU and Karpenter alerts; one near-limit alert per accelerator ceiling of each
+    NodePool of the stack (GPU, Neuron devices, Neuron cores), and the GPU health alerts of each NodePool with an
+    `nvidia.com/gpu` ceiling."""
+    ratio = thresholds.gpu_limit_ratio
+    pool_rules = [_near_limit(pool, ratio) for pool in sorted(pools, key=lambda p: (p.name, p.resource))]
+    health_rules = [
+        rule
+        for pool in sorted({p.name for p in pools if p.resource == GPU_RESOURCE_TYPE})
+        for rule in gpu_health_rules(pool)
+    ]
     return {
         "apiVersion": MONITORING_API,
         "kind": "PrometheusRule",
@@ -296,9 +304,9 @@ def alert_rules(name: str, namespace: str, pools: list[GpuPool], thresholds: Ale
             "groups": [
                 {"name": group, "rules": rules}
                 for group, rules in (
-                    ("gpu", gpu_rules),
+                    ("gpu", _gpu_workload_rules(thresholds)),
                     ("gpu-health", health_rules),
-                    ("karpenter", karpenter_rules),
+                    ("karpenter", _karpenter_rules()),
                     ("nodepool-gpu-limits", pool_rules),
                 )
                 if rules

@@ -63,6 +63,29 @@ def egress_annotation(team: TeamConfig) -> dict[str, str]:
     return {netpol.EGRESS_ANNOTATION: json.dumps(promised, sort_keys=True)}
 
 
+def _quota(team: TeamConfig, gpu_ceiling: int | None, neuron_quota: Mapping[str, str] | None) -> Manifest:
+    """The namespace's ResourceQuota: GPUs, Neuron devices and cores, CPU, memory, pods, load balancers, claims."""
+    quota = team.quota
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "team", "namespace": team.name},
+        "spec": {
+            "hard": {
+                # Extended resources take quota on requests only; requests and limits of GPUs are equal anyway
+                # (the platform's admission policy insists).
+                GPU_QUOTA_KEY: str(quota.gpus if gpu_ceiling is None else gpu_ceiling),
+                **(neuron_quota if neuron_quota is not None else neuron_ceilings()),
+                "requests.cpu": quota.cpu,
+                "requests.memory": quota.memory,
+                "pods": str(quota.pods),
+                "services.loadbalancers": str(quota.load_balancers),
+                "persistentvolumeclaims": str(quota.claims),
+            }
+        },
+    }
+
+
 def namespace_manifests(
     team: TeamConfig,
     *,
@@ -80,31 +103,14 @@ def namespace_manifests(
     namespace whose `owner` annotation names its owner); the Pod Security and team labels always win. The quota's
     GPUs are `gpu_ceiling` (the team's share with what it may borrow, `kueue.queues.GpuShare.ceiling`); None: its
     `quota.gpus`. Its Neuron devices and cores are `neuron_quota` (`kueue.queues.neuron_ceilings`); None: none."""
-    name, quota = team.name, team.quota
+    name = team.name
     metadata: dict[str, Any] = {"name": name, "labels": {**(labels or {}), **TEAM_POD_SECURITY, TEAM_LABEL: name}}
     annotations = {**(annotations or {}), **egress_annotation(team)}
     if annotations:
         metadata["annotations"] = annotations
     manifests = {
         "namespace": {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata},
-        "quota": {
-            "apiVersion": "v1",
-            "kind": "ResourceQuota",
-            "metadata": {"name": "team", "namespace": name},
-            "spec": {
-                "hard": {
-                    # Extended resources take quota on requests only; requests and limits of GPUs are equal anyway
-                    # (the platform's admission policy insists).
-                    GPU_QUOTA_KEY: str(quota.gpus if gpu_ceiling is None else gpu_ceiling),
-                    **(neuron_quota if neuron_quota is not None else neuron_ceilings()),
-                    "requests.cpu": quota.cpu,
-                    "requests.memory": quota.memory,
-                    "pods": str(quota.pods),
-                    "services.loadbalancers": str(quota.load_balancers),
-                    "persistentvolumeclaims": str(quota.claims),
-                }
-            },
-        },
+        "quota": _quota(team, gpu_ceiling, neuron_quota),
         # Only default requests, no default limits: a default memory limit below what a container requests would
         # make the API server refuse the pod.
         "limits": {

@@ -16,7 +16,7 @@ from pydantic.alias_generators import to_camel
 from ..config.errors import issues_from
 from ..karpenter.specs import NodePoolSpec
 from ..kubeflow.config import KubeflowConfig
-from ..kubeflow.pipelines import SERVER_PREFIX
+from ..kubeflow.pipelines_store import SERVER_PREFIX
 from ..kueue.queues import Flavor
 from ..scheduling import Taint
 
