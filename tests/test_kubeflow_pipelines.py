@@ -19,7 +19,7 @@ from components.identity.team_policy import team_s3_policy
 from components.kubeflow import credentials, entries, pipelines, pipelines_iam, plan, register, render, transform
 from components.kubeflow.config import KubeflowConfig, settings
 from components.kubeflow.objects import containers
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from tests.iam_evaluator import ALLOW, IMPLICIT_DENY, decide
 from tests.kubeflow_support import template_of
 

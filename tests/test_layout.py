@@ -66,7 +66,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "components.sweep",
         "components.team",
     ),
-    PROGRAM: ("components.platform_config", "components.stack"),
+    PROGRAM: ("components.platform", "components.platform_config", "components.stack"),
     TOOLS: ("components.cost", "components.preview", "components.tools"),
 }
 ROOT = "components"
@@ -239,7 +239,7 @@ def is_resource_module(module: str) -> bool:
         any(_within(name, lib) for name in PKG.imports(module) for lib in RESOURCE_LIBRARIES)
         or "pulumi.ComponentResource" in text
         or "pulumi.ResourceOptions(" in text
-        or module in ("components.stack", ROOT)
+        or module in ("components.platform.entry", "components.platform.outputs", ROOT)
     )
 
 
@@ -319,7 +319,7 @@ def test_every_data_file_of_the_package_is_json_or_yaml():
 @pytest.mark.subprocess
 def test_importing_the_library_loads_no_tool_and_no_policy_sdk():
     code = (
-        "import sys, components, components.stack;"
+        "import sys, components, components.platform.entry;"
         "loaded = [m for m in sys.modules if m.startswith(('components.tools', 'components.preview', "
         "'components.cost', 'pulumi_policy', 'moto'))];"
         "print(loaded)"

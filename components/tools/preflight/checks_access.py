@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 from .reads import Identity
 from .results import CheckResult, Status, failed, passed, warned, worst
 

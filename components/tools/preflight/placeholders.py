@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 
 DOCUMENTATION_RANGES = tuple(
     ipaddress.ip_network(cidr) for cidr in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")
