@@ -23,6 +23,7 @@ from ..karpenter.component import Karpenter, KarpenterArgs
 from ..karpenter.training import is_training_pool
 from ..kubeflow.component import FsxForTeams, KubeflowArgs, planned_objects
 from ..kubeflow.config import settings
+from ..kubeflow.gpu_scheduling import kubeflow_exemption
 from ..kubeflow.staging import Staged
 from ..kueue.component import Kueue
 from ..network.component import Network, NetworkArgs
@@ -116,11 +117,12 @@ def gpu_args(
     handle: ClusterHandle,
     cleanup: tuple[pulumi.Resource, ...],
 ) -> GpuStackArgs:
-    """The GPU stack's, with Kubeflow's notebooks exempt from the scheduler rule when Kubeflow runs."""
+    """The GPU stack's, with Kubeflow's notebook and pipeline pods exempt from the scheduler rule when Kubeflow
+    runs (they cannot name the bin-packing scheduler: `kubeflow.gpu_scheduling`)."""
     return GpuStackArgs(
         cluster=handle,
         monitoring_namespace=MONITORING_NAMESPACE if config.observability.enabled else None,
-        kubeflow_notebooks=config.kubeflow.enabled,
+        scheduler_exemption=kubeflow_exemption if config.kubeflow.enabled else None,
         config=config.gpu,
         node_image=node_image,
         cleanup_controllers=cleanup,
