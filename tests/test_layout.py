@@ -271,14 +271,15 @@ def test_the_package_stands_on_its_floors_without_a_circle():
 
 def test_an_import_of_a_higher_floor_is_caught_even_inside_a_function():
     package = _synthetic(
-        components__versions="def pins():\n    from components.stack import program\n",
-        components__stack="from components.versions import pins\n",
-        components__tools__cost="import components.stack\n",
+        components__versions="def pins():\n    from components.platform.entry import program\n",
+        components__platform__entry="from components.versions import pins\n",
+        components__tools__cost="import components.platform.entry\n",
     )
     assert package.layout_problems() == [
-        "components.versions (ground) imports components.stack (program), a higher floor",
-        "import circle: components.stack -> components.versions -> components.stack",
-        "circle of folders: components.stack -> components.versions -> components.stack",
+        "components.versions (ground) imports components.platform (program), a higher floor",
+        "components.versions (ground) imports components.platform.entry (program), a higher floor",
+        "import circle: components.platform.entry -> components.versions -> components.platform.entry",
+        "circle of folders: components.platform -> components.versions -> components.platform",
     ]
 
 
