@@ -1,5 +1,5 @@
 """What `pulumi up` runs: parse the stack's config, build the platform, export its outputs."""
 
-from components.stack import program
+from components.platform.entry import program
 
 program()

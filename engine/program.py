@@ -4,7 +4,7 @@
 import os
 from pathlib import Path
 
-from components.stack import program
+from components.platform.entry import program
 from engine.transforms import register
 
 register(charts=Path(os.environ["EKSML_ENGINE_CHARTS"]), postrender=Path(os.environ["EKSML_ENGINE_SCRATCH"]))

@@ -55,7 +55,7 @@ FIXTURE_MARKERS = {"dev": "stack", "prod": "stack", "render_cache": "render"}
 
 def offline_preview() -> SimpleNamespace:
     """The names the tests' shared helpers take from the offline preview and the stack program, imported here only."""
-    from components.stack import program
+    from components.platform.entry import program
     from components.tools.preview import mocks, read_stack_config, run_preview
     from components.tools.stack_files import with_unset_secrets
 

@@ -14,7 +14,7 @@ import pytest
 from components.config.errors import ConfigError
 from components.karpenter.render import NodeClassContext
 from components.karpenter.specs import NodeClassSpec, NodePoolSpec
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from tests.conftest import REFCHECK
 
 CONTEXT = NodeClassContext(cluster_name="ml", node_role_name="ml-node", tags={"team": "ml", "owner": "ml-platform"})

@@ -15,7 +15,8 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from components.platform_config import PlatformConfig, parse_config
+from components.platform.config import PlatformConfig
+from components.platform.parse import parse_config
 from components.tools.preflight.clients import Clients
 from components.tools.preflight.quotas import Quota
 from components.tools.preview import read_project_name, read_stack_config

@@ -10,7 +10,7 @@ import pytest
 from components import versions
 from components.config.errors import ConfigError
 from components.config.types import Environment, NatGateways, StatefulResources
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 
 NS = "eks-ml-platform"
 
@@ -414,7 +414,7 @@ def test_every_supported_kubernetes_version_has_all_addons_pinned():
 def test_pulumi_up_stops_with_the_problems_and_no_traceback_before_creating_anything():
     import pulumi
 
-    from components.stack import program
+    from components.platform.entry import program
     from components.tools.preview import mocks
 
     config = raw(network={"cidr": "10.0.0.0/8"})

@@ -10,7 +10,7 @@ import pytest
 
 from components.config.cidrs import whole_families, whole_internet_problems
 from components.config.errors import ConfigError
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 
 NS = "eks-ml-platform"
 CERTIFICATE = "arn:aws:acm:us-west-2:123456789012:certificate/0f1e2d3c-aaaa-bbbb-cccc-0123456789ab"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.config.errors import ConfigError
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 
 from .conftest import PROJECT, stack_config
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components.config.errors import ConfigError
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.team.config import parse_team_config
 from components.tools import config_reference as reference
 from tests.conftest import REPO

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from components.config.errors import ConfigError
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.regions import known_regions, nearest_regions, region_problem
 from components.team.config import parse_team_config
 from components.tools.cost import __main__ as cost_cli

@@ -138,3 +138,75 @@ def test_cluster_handle_irsa_role_still_makes_the_role_with_a_deprecation_warnin
     with pytest.warns(DeprecationWarning, match="use workload_role"):
         object.__new__(ClusterHandle).irsa_role("r", namespace="n", service_account="s")
     assert made == [("r", {"namespace": "n", "service_account": "s"})]
+
+
+#: The public names of 0.4's program modules, which moved to `components/platform/` after it.
+PROGRAM_NAMES_OF_0_4 = {
+    "components.stack": (
+        "PART_NAMES",
+        "Platform",
+        "adopted_from_part",
+        "alb_client_secret",
+        "build_platform",
+        "connector_secrets",
+        "export_outputs",
+        "export_team_contract",
+        "kubeflow_objects",
+        "load_config",
+        "part_options",
+        "program",
+        "raw_config",
+    ),
+    "components.platform_config": (
+        "ALB_AUTH_PATH",
+        "AWS_KEYS",
+        "AlertThresholds",
+        "AlertmanagerConfig",
+        "BinPackingScheduler",
+        "BucketConfig",
+        "CONTEXT_KEYS",
+        "ClusterConfig",
+        "ConfigError",
+        "ConfigIssue",
+        "ControlPlaneLog",
+        "DataRepository",
+        "EndpointAccess",
+        "Environment",
+        "ExistingVpc",
+        "FsxConfig",
+        "GpuAdmission",
+        "GpuConfig",
+        "Identity",
+        "IngressConfig",
+        "KUBEFLOW_KUBERNETES_VERSIONS",
+        "KarpenterConfig",
+        "MigOptions",
+        "NatGateways",
+        "NetworkConfig",
+        "ObservabilityConfig",
+        "PROJECT_NAMESPACE",
+        "PlatformConfig",
+        "StatefulResources",
+        "StorageConfig",
+        "SystemNodeGroup",
+        "environment_defaults",
+        "named_secret_keys",
+        "parse_config",
+        "secret_problems",
+    ),
+}
+
+
+@pytest.mark.parametrize("module", sorted(PROGRAM_NAMES_OF_0_4))
+def test_the_program_modules_of_0_4_still_import_with_a_deprecation_warning(module):
+    """A 0.4 program (`from eks_ml_platform.stack import program`, `...platform_config import parse_config`) keeps
+    working, and is told where each name lives now."""
+    old = importlib.import_module(module)
+    for name in PROGRAM_NAMES_OF_0_4[module]:
+        with pytest.warns(DeprecationWarning, match=rf"^{module}\.{name} is deprecated: import it from ") as told:
+            value = getattr(old, name)
+        new_home = str(told[0].message).rsplit(" ", 1)[-1]
+        assert new_home != module
+        assert value is getattr(importlib.import_module(new_home), name), name
+    with pytest.raises(AttributeError):
+        old.no_such_name  # noqa: B018

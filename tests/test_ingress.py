@@ -9,7 +9,7 @@ import pytest
 from components import versions
 from components.config.errors import ConfigError
 from components.ingress.iam import SHIELD_ACTIONS, WAF_ACTIONS
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from tests.conftest import PROJECT, run_stack, stack_config
 
 

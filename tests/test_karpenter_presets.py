@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from components.config.errors import ConfigError
 from components.karpenter.render import render_nodeclass, render_nodepool, requirements
 from components.karpenter.specs import NODE_CLASS_PRESETS, NODE_POOL_PRESETS
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.scheduling import CSI_STARTUP_TAINTS, GPU_RESOURCE, GPU_TAINT, NEURON_RESOURCE, NEURON_TAINT
 from tests.karpenter_support import CONTEXT, karpenter_config, pool, raw
 

@@ -16,7 +16,7 @@ from components.gpu.neuron import neuron_values
 from components.instances import accelerators
 from components.karpenter.render import render_nodeclass, render_nodepool
 from components.karpenter.specs import NODE_POOL_PRESETS
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.scheduling import (
     CSI_STARTUP_TAINTS,
     GPU_RESOURCE,

@@ -14,7 +14,7 @@ import yaml
 
 from components.karpenter.render import render_nodeclass, render_nodepools
 from components.karpenter.specs import NODE_POOL_PRESETS
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.scheduling import CSI_STARTUP_TAINTS
 from tests.conftest import REFCHECK, REPO
 from tests.karpenter_support import CONTEXT

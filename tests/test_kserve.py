@@ -21,7 +21,7 @@ from components.kserve.network_policy import policies as kserve_policies
 from components.kserve.values import CONTROLLER, CONTROLLER_LABELS, NAMESPACE, chart_values, controller_availability
 from components.kubeflow import dashboard
 from components.kubeflow.config import KubeflowConfig
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.scheduling import SYSTEM_PLACEMENT
 from components.tools.cluster_model import helm as model_helm
 from components.tools.cluster_model.flows import problems as network_problems

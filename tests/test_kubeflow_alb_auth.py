@@ -22,7 +22,8 @@ from components.kubeflow import access, alb_auth, staging
 from components.kubeflow.config import KubeflowConfig, settings
 from components.kubeflow.objects import key
 from components.kubeflow.staging import Item
-from components.platform_config import parse_config, secret_problems
+from components.platform.parse import parse_config
+from components.platform.secret_keys import secret_problems
 from components.scheduling import Placement
 from tests.conftest import REPO
 from tests.iam_evaluator import ALLOW, decide

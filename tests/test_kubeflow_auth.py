@@ -17,7 +17,8 @@ from components.kubeflow import access, auth, entries, network_policy, plan, ren
 from components.kubeflow.config import KubeflowConfig, selected_entries, settings
 from components.kubeflow.network_policy import Source
 from components.kubeflow.objects import NAME_LABEL
-from components.platform_config import parse_config, secret_problems
+from components.platform.parse import parse_config
+from components.platform.secret_keys import secret_problems
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "kubeflow" / "26.03.1"
 needs_tree = pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference Kubeflow tree is not next to the repo")

@@ -30,7 +30,7 @@ from components.kubeflow import (
 )
 from components.kubeflow.config import KubeflowConfig, settings
 from components.kubeflow.objects import containers
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from tests.iam_evaluator import ALLOW, IMPLICIT_DENY, decide
 from tests.kubeflow_support import template_of
 

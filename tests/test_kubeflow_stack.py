@@ -17,8 +17,8 @@ from components.config import ConfigError
 from components.kubeflow import staging
 from components.kubeflow.objects import key
 from components.kubeflow.staging import Stage
-from components.platform_config import parse_config
-from components.stack import kubeflow_objects as kubeflow_objects_of
+from components.platform.parse import parse_config
+from components.platform.part_args import kubeflow_objects as kubeflow_objects_of
 
 from .conftest import PROJECT, run_stack, stack_config
 
@@ -456,7 +456,7 @@ def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_t
 
 @pytest.mark.stack
 def test_the_connectors_secret_and_static_users_passwords_reach_dex_only_as_secrets():
-    from components.stack import program
+    from components.platform.entry import program
     from components.tools.preview import mocks
 
     section = kubeflow_section()

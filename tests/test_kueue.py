@@ -33,7 +33,7 @@ from components.kueue.queues import (
     team_queue,
 )
 from components.kueue.values import chart_values, manager_config
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.scheduling import GPU_SHARE_LABEL, GPU_SHARE_PLATFORM, SYSTEM_PLACEMENT
 from components.storage.render import no_accelerators_quota
 from components.team.config import TeamConfig

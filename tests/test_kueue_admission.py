@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from components.kubeflow.config import settings as kubeflow_settings
 from components.kubeflow.teams import manifests as kubeflow_team_manifests
 from components.kueue.queues import cohort, gpu_share, idle_gpus, pool_flavor, shared_flavor, team_queue
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.scheduling import GPU_RESOURCE
 from components.team.config import TeamConfig
 from components.team.offer import parse_offer

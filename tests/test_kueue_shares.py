@@ -17,7 +17,7 @@ import yaml
 
 from components.config.errors import ConfigError
 from components.kueue.values import PODS_READY_TIMEOUT, manager_config
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.scheduling import EFA_RESOURCE, GPU_RESOURCE
 from tests.conftest import REPO, stack_config
 from tests.test_kueue_admission import Job, platform_kueue

@@ -8,9 +8,17 @@ The floors, bottom to top; a module may import its own floor and those below, ne
 
 1. the ground: contracts and facts the parts share (versions, tags, names, scheduling facts, instance facts, the
    Kubernetes object and Helm factories, config base types and errors);
-2. the platform parts, one folder each; they may build on one another, but never in a circle;
-3. the stack program and the config aggregate (`PlatformConfig`), and the package's lazy exports;
-4. the tools, which run the library and which it never imports.
+2. infrastructure: the network, the cluster, pod and node identities, storage, and the teardown sweep;
+3. node-level parts: what launches nodes and equips them (Karpenter; the GPU stack, the Neuron and EFA plugins);
+4. platform services: what the applications use (observability, cert-manager, Kueue, the load balancer
+   controller);
+5. applications: Kubeflow, KServe, team stacks;
+6. the program (`components/platform/`: the config aggregate and the stack program), the policy rules that judge
+   what it builds, and the package's lazy exports;
+7. the tools, which run the library and which it never imports.
+
+The parts of one floor may build on one another, but never in a circle. What a lower floor needs of a higher one
+is passed in by whoever builds both (the program), as the GPU stack takes Kubeflow's scheduler exemption in its args.
 """
 
 from __future__ import annotations
@@ -29,7 +37,15 @@ from .conftest import REPO
 
 PACKAGE = REPO / "components"
 
-GROUND, PARTS, PROGRAM, TOOLS = "ground", "parts", "program", "tools"
+GROUND, INFRASTRUCTURE, NODES, SERVICES, APPLICATIONS, PROGRAM, TOOLS = (
+    "ground",
+    "infrastructure",
+    "node-level parts",
+    "platform services",
+    "applications",
+    "program",
+    "tools",
+)
 #: Each floor's modules, by name prefix (a prefix takes its submodules too), bottom to top.
 FLOORS: dict[str, tuple[str, ...]] = {
     GROUND: (
@@ -49,24 +65,17 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "components.tags",
         "components.versions",
     ),
-    PARTS: (
-        "components.certmanager",
+    INFRASTRUCTURE: (
         "components.cluster",
-        "components.gpu",
         "components.identity",
-        "components.ingress",
-        "components.karpenter",
-        "components.kserve",
-        "components.kubeflow",
-        "components.kueue",
         "components.network",
-        "components.observability",
-        "components.policy",
         "components.storage",
         "components.sweep",
-        "components.team",
     ),
-    PROGRAM: ("components.platform_config", "components.stack"),
+    NODES: ("components.gpu", "components.karpenter"),
+    SERVICES: ("components.certmanager", "components.ingress", "components.kueue", "components.observability"),
+    APPLICATIONS: ("components.kserve", "components.kubeflow", "components.team"),
+    PROGRAM: ("components.platform", "components.platform_config", "components.policy", "components.stack"),
     TOOLS: ("components.cost", "components.preview", "components.tools"),
 }
 ROOT = "components"
@@ -239,7 +248,7 @@ def is_resource_module(module: str) -> bool:
         any(_within(name, lib) for name in PKG.imports(module) for lib in RESOURCE_LIBRARIES)
         or "pulumi.ComponentResource" in text
         or "pulumi.ResourceOptions(" in text
-        or module in ("components.stack", ROOT)
+        or module in ("components.platform.entry", "components.platform.outputs", ROOT)
     )
 
 
@@ -262,27 +271,53 @@ def test_the_package_stands_on_its_floors_without_a_circle():
 
 def test_an_import_of_a_higher_floor_is_caught_even_inside_a_function():
     package = _synthetic(
-        components__versions="def pins():\n    from components.stack import program\n",
-        components__stack="from components.versions import pins\n",
-        components__tools__cost="import components.stack\n",
+        components__versions="def pins():\n    from components.platform.entry import program\n",
+        components__platform__entry="from components.versions import pins\n",
+        components__tools__cost="import components.platform.entry\n",
     )
     assert package.layout_problems() == [
-        "components.versions (ground) imports components.stack (program), a higher floor",
-        "import circle: components.stack -> components.versions -> components.stack",
-        "circle of folders: components.stack -> components.versions -> components.stack",
+        "components.versions (ground) imports components.platform (program), a higher floor",
+        "components.versions (ground) imports components.platform.entry (program), a higher floor",
+        "import circle: components.platform.entry -> components.versions -> components.platform.entry",
+        "circle of folders: components.platform -> components.versions -> components.platform",
     ]
 
 
 def test_a_circle_of_parts_is_caught_though_no_two_modules_import_each_other():
     package = _synthetic(
-        components__cluster__config="from components.karpenter.families import family_of_type\n",
-        components__karpenter__families="",
-        components__karpenter__component="import importlib\nimportlib.import_module('components.cluster.handle')\n",
-        components__cluster__handle="",
+        components__storage__config="from components.cluster.capacity import SystemCapacity\n",
+        components__cluster__capacity="",
+        components__cluster__component="import importlib\nimportlib.import_module('components.storage.handle')\n",
+        components__storage__handle="",
     )
     assert package.layout_problems() == [
-        "circle of folders: components.cluster -> components.karpenter -> components.cluster"
+        "circle of folders: components.cluster -> components.storage -> components.cluster"
     ]
+
+
+def test_a_part_that_imports_a_part_of_a_higher_floor_is_caught():
+    """The GPU stack (node-level) stands below Kubeflow (an application): what it needs of Kubeflow, the program
+    passes in its args; an import of it is refused, whichever way the two parts also reach each other."""
+    package = _synthetic(
+        components__gpu__component="from components.kubeflow.gpu_scheduling import kubeflow_exemption\n",
+        components__kubeflow__gpu_scheduling="from components.gpu.admission import POLICY_NAME\n",
+        components__gpu__admission="",
+    )
+    assert package.layout_problems() == [
+        "components.gpu.component (node-level parts) imports components.kubeflow (applications), a higher floor",
+        (
+            "components.gpu.component (node-level parts) imports components.kubeflow.gpu_scheduling (applications), "
+            "a higher floor"
+        ),
+        "circle of folders: components.gpu -> components.kubeflow -> components.gpu",
+    ]
+
+
+def test_every_folder_is_on_one_floor_only():
+    """A folder named on two floors would be judged by the lower one alone."""
+    prefixes = [prefix for floor in FLOORS.values() for prefix in floor]
+    assert len(prefixes) == len(set(prefixes))
+    assert not [(a, b) for a in prefixes for b in prefixes if a != b and _within(a, b)]
 
 
 def test_an_import_only_for_type_checkers_counts_and_a_module_off_every_floor_is_named():
@@ -295,8 +330,8 @@ def test_an_import_only_for_type_checkers_counts_and_a_module_off_every_floor_is
     )
     assert package.layout_problems() == [
         "components.extras is on no floor (add it to FLOORS)",
-        "components.gpu.render (parts) imports components.tools (tools), a higher floor",
-        "components.gpu.render (parts) imports components.tools.x (tools), a higher floor",
+        "components.gpu.render (node-level parts) imports components.tools (tools), a higher floor",
+        "components.gpu.render (node-level parts) imports components.tools.x (tools), a higher floor",
     ]
 
 
@@ -319,7 +354,7 @@ def test_every_data_file_of_the_package_is_json_or_yaml():
 @pytest.mark.subprocess
 def test_importing_the_library_loads_no_tool_and_no_policy_sdk():
     code = (
-        "import sys, components, components.stack;"
+        "import sys, components, components.platform.entry;"
         "loaded = [m for m in sys.modules if m.startswith(('components.tools', 'components.preview', "
         "'components.cost', 'pulumi_policy', 'moto'))];"
         "print(loaded)"

@@ -16,7 +16,7 @@ from components import aws_names
 from components.config.errors import ConfigError
 from components.kubeflow.pipelines import LEFT_OUT, UNUSED_CREDENTIALS
 from components.kubeflow.rbac import DROPPED_GRANTS
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.storage.config import MAX_BUCKET_KEY
 from components.tools.preview import mocks
 

@@ -39,7 +39,7 @@ from components.observability.render import (
     dashboard,
     gpu_pools,
 )
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.scheduling import SYSTEM_PLACEMENT, Placement
 from components.tools.cluster_model.netpol import Endpoint, allowed
 from tests.conftest import PROJECT, run_stack, stack_config

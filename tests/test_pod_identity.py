@@ -13,7 +13,7 @@ from components import versions
 from components.config.errors import ConfigError
 from components.identity.documents import eks_cluster_arn, pod_identity_trust_policy
 from components.identity.irsa import IRSA_ANNOTATION
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 
 from .conftest import run_stack, stack_config
 from .iam_evaluator import ALLOW, IMPLICIT_DENY, decide

@@ -84,7 +84,7 @@ def test_the_root_user_warns():
 def real_values(stack: str):
     """A shipped stack with its placeholders (documentation CIDR, example.org e-mails, the connector's example issuer,
     client and domain) replaced by real values."""
-    from components.platform_config import parse_config
+    from components.platform.parse import parse_config
     from tests.preflight_world import PROJECT, read_stack_config
 
     raw, _ = read_stack_config(REPO, PROJECT, stack)

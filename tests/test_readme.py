@@ -43,7 +43,7 @@ def _models_in(annotation: Any) -> list[tuple[type[BaseModel], str]]:
 
 
 def test_the_config_reference_has_a_row_for_every_key_a_stack_file_can_set_and_no_other():
-    from components.platform_config import PlatformConfig
+    from components.platform.config import PlatformConfig
 
     text = (REPO / "docs" / "configuration.md").read_text()
     block = text.split("<!-- config-reference:start -->", 1)[1].split("<!-- config-reference:end -->", 1)[0]

@@ -23,7 +23,7 @@ from components.karpenter.iam import controller_policy as karpenter_policy
 from components.kubeflow.teams import Team
 from components.observability.config import AlertThresholds
 from components.observability.render import GpuPool, alert_rules
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.scheduling import ACCELERATOR_RESOURCES
 from components.storage.render import (
     bucket_key_policy,

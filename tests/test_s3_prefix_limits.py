@@ -14,7 +14,7 @@ from components.identity.documents import ROLE_INLINE_POLICY_CHARS, policy_size
 from components.identity.team_policy import team_s3_policy
 from components.kubeflow import pipelines
 from components.kubeflow.pipelines_store import PREFIX_MAX_LENGTH, S3_KEY_BYTES, S3Store
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.team.config import parse_team_config
 
 NS = "eks-ml-platform"

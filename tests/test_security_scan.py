@@ -81,7 +81,7 @@ def upstream_objects(dev) -> dict[str, list[dict[str, Any]]]:
     entries as kustomize renders them, before the platform's changes."""
     from components.kubeflow import fetch, render
     from components.kubeflow.config import selected_entries
-    from components.platform_config import parse_config
+    from components.platform.parse import parse_config
     from components.tools.cluster_model import helm
     from components.tools.preview import stack_view
 

@@ -9,7 +9,7 @@ import pytest
 
 from components.cluster.capacity import ADDON_SOURCE, Requests, SystemCapacity, node_capacity
 from components.config.errors import ConfigError
-from components.platform_config import parse_config
+from components.platform.parse import parse_config
 from components.tools.preview import main
 
 from .conftest import PROJECT, REPO, stack_config

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
 from .. import helm, k8s_objects, versions
 from ..cluster.handle import ClusterHandle
-from ..kubeflow.gpu_scheduling import kubeflow_exemption
 from ..scheduling import GPU_TAINT, Taint
 from . import network_policy
 from .admission import AdmissionOptions, admission_manifests
@@ -34,8 +35,10 @@ class GpuStackArgs:
     #: Controllers that delete the AWS side of namespaced objects (`Ingress.controller`); the namespace is deleted
     #: while they run. Default: none.
     cleanup_controllers: tuple[pulumi.Resource, ...] = ()
-    #: Kubeflow runs notebooks here (their pods are exempt from the scheduler rule only). Default: False.
-    kubeflow_notebooks: bool = False
+    #: Gives pods that cannot name the bin-packing scheduler an exemption from that rule only: takes the GPU admission
+    #: policy and the scheduler's name, returns the policy (Kubeflow's notebook and pipeline pods:
+    #: `kubeflow.gpu_scheduling.kubeflow_exemption`). Default: None, no pod is exempt.
+    scheduler_exemption: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
     #: Every taint of the GPU pools the operands must run on besides the GPU and team taints
     #: (`KarpenterConfig.gpu_taints()`). Default: none.
     pool_taints: tuple[Taint, ...] = ()
@@ -127,9 +130,10 @@ class GpuStack(pulumi.ComponentResource):
                 exempt_namespaces=config.admission.exempt_namespaces,
             )
         )
-        if args.kubeflow_notebooks and self.scheduler_name is not None:
-            # Notebook pods cannot name the scheduler (PodDefaults do not set it): exempt them from that rule only.
-            policies["policy"] = kubeflow_exemption(policies["policy"], self.scheduler_name)
+        if args.scheduler_exemption is not None and self.scheduler_name is not None:
+            # The pods an application cannot make name the scheduler (Kubeflow's notebooks: PodDefaults do not set
+            # it) are exempt from that rule only, as the program says.
+            policies["policy"] = args.scheduler_exemption(policies["policy"], self.scheduler_name)
         efa = efa_admission_manifests(
             AdmissionOptions(action=config.admission.action, exempt_namespaces=config.admission.exempt_namespaces)
         )

@@ -1,8 +1,9 @@
 """What the platform offers team stacks, read from its stack outputs (pure).
 
-The platform stack exports these under stable names (components/stack.py `export_team_contract`, listed in the
-README as a contract); a team stack reads them once, through a StackReference (`components.cluster.attach`), and
-parses them here. A missing or malformed output is reported by its name, never guessed.
+The platform stack exports these under stable names (components/platform/outputs.py `export_team_contract`,
+listed in the README as a contract); a team stack reads them once, through a StackReference
+(`components.cluster.attach`), and parses them here. A missing or malformed output is reported by its name, never
+guessed.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar, overload
 
 from ..config.errors import ConfigError
-from ..platform_config import PlatformConfig
+from ..platform.config import PlatformConfig
 from .stack_files import load_stack
 
 #: The exit status of a command whose stack file is missing or whose config is invalid.

@@ -31,9 +31,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
-from .. import platform_config
 from ..config.types import Environment
-from ..platform_config import PlatformConfig, environment_defaults
+from ..platform.config import AWS_KEYS, CONTEXT_KEYS, PlatformConfig
+from ..platform.parse import environment_defaults
 from ..team import config as team_config
 from ..team.config import TeamStackConfig
 
@@ -77,8 +77,8 @@ class StackKeys:
 PLATFORM = StackKeys(
     "platform",
     PlatformConfig,
-    platform_config.CONTEXT_KEYS,
-    platform_config.AWS_KEYS,
+    CONTEXT_KEYS,
+    AWS_KEYS,
     "<!-- config-reference:start -->",
     "<!-- config-reference:end -->",
     environments=True,

@@ -12,7 +12,9 @@ import yaml
 
 from ..config.errors import ConfigError, ConfigIssue
 from ..config.stack_file import load_stack_file
-from ..platform_config import PROJECT_NAMESPACE, PlatformConfig, named_secret_keys, parse_config
+from ..platform.config import PROJECT_NAMESPACE, PlatformConfig
+from ..platform.parse import parse_config
+from ..platform.secret_keys import named_secret_keys
 
 #: The placeholder a `secure:` value of the stack file becomes: the preview has no key to decrypt it with.
 SECRET_PLACEHOLDER = "preview-secret-placeholder"

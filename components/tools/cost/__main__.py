@@ -22,7 +22,7 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 from ..charts import default_charts
 from ..cluster_model.platform import Platform, load
 from ..commands import INVALID_STACK, add_format_arguments, add_stack_arguments, read_stack

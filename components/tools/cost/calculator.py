@@ -22,7 +22,7 @@ from datetime import date
 from decimal import Decimal
 
 from ...config.types import ControlPlaneLog
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 from ...team.quantity import parse_quantity
 from ..cluster_model.platform import Platform
 from ..preflight.checks_account import nat_zones

@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 from ..preflight.selection import accelerated_shapes, select
 from .prices import PriceTable
 

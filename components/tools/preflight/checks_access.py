@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 from .reads import Identity
 from .results import CheckResult, Status, failed, passed, warned, worst
 
@@ -150,8 +150,9 @@ def log_group_check(config: PlatformConfig, tags: Mapping[str, str] | None) -> C
 
 def interruption_queue_prefixes(cluster_name: str) -> tuple[str, ...]:
     """Name prefixes of the Karpenter interruption queue. Pulumi names it `<logical name>-<7 hex>`: the Karpenter
-    part's name (`karpenter`, components/stack.py) plus `-interruption` (components/karpenter/component.py); stacks
-    first deployed with 0.1 keep their `<cluster name>-karpenter-interruption-` queue through the part's alias."""
+    part's name (`karpenter`, components/platform/aliases.py) plus `-interruption`
+    (components/karpenter/component.py); stacks first deployed with 0.1 keep their
+    `<cluster name>-karpenter-interruption-` queue through the part's alias."""
     return ("karpenter-interruption-", f"{cluster_name}-karpenter-interruption-")
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from ...config.types import NatGateways
 from ...network.config import ExistingVpc, NetworkConfig
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 from .quotas import (
     ELASTIC_IPS,
     FSX_QUOTA_SHARERS,

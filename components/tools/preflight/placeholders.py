@@ -14,7 +14,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from ...kubeflow.auth_config import OidcConnectorConfig
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 
 DOCUMENTATION_RANGES = tuple(
     ipaddress.ip_network(cidr) for cidr in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")

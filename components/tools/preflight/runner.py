@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from botocore.parsers import ResponseParserError
 
 from ...karpenter.specs import NodePoolSpec
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 from ..stack_files import unset_secrets
 from . import reads
 from .checks_access import (

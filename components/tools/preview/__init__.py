@@ -40,7 +40,7 @@ import yaml
 from ... import aws_names
 from ...config.errors import ConfigError
 from ...kubeflow.fetch import TreeError
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 from ...policy import rules as policy_rules
 from ..charts import FETCH_COMMAND, default_charts
 from ..cluster_model import Platform, Problem, StackView, check_views
@@ -236,7 +236,7 @@ def policy_report(violations: list[policy_rules.Violation]) -> str:
 def run_preview(project_dir: Path, stack: str, *, kubeflow_tree: Path | None = None) -> Inventory:
     """Parse the stack's config, then run the real program under mocks. Raises ConfigError on bad config, and
     TreeError when Kubeflow is on and its pinned tree is missing or altered."""
-    from ...stack import program  # imported late: importing it registers nothing, but keeps --help fast
+    from ...platform.entry import program  # imported late: importing it registers nothing, but keeps --help fast
 
     # fail before anything is registered
     parsed, config, secret_keys = load_stack(project_dir, stack, kubeflow_tree=kubeflow_tree)

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from ...config.errors import ConfigError, ConfigIssue
-from ...platform_config import PROJECT_NAMESPACE
+from ...platform.config import PROJECT_NAMESPACE
 from . import mocks
 from .inventory import Inventory
 

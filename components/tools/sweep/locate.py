@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...platform_config import PlatformConfig
+from ...platform.config import PlatformConfig
 from ...sweep.model import SweepTarget
 from ...sweep.selectors import DISCOVERY_TAG
 from ...tags import standard_tags
