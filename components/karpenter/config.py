@@ -160,9 +160,9 @@ def _taints(pools: list[NodePoolSpec]) -> tuple[Taint, ...] | None:
 
 #: A platform pool that launches Neuron: teams' namespaces are capped at no Neuron device on it (docs/gpu.md).
 NEURON_OUTSIDE_SHARES = (
-    "launches Neuron devices, which are in no team's share: Kubeflow teams' namespaces and team stacks without a "
-    "Neuron pool of their own are allowed none (docs/gpu.md, 'Neuron is in no team's Kueue share'), so only "
-    "namespaces outside the teams can use this pool; give a team a Neuron pool of its own in its team stack"
+    "launches Neuron devices, which are in no team's Kueue share: a Kubeflow team may use it only up to its "
+    "`kubeflow.teams.<team>.neuronQuota` (none by default), and a team stack not at all, its namespace being allowed "
+    "only what a Neuron pool of its own runs (docs/gpu.md, 'Neuron is in no team's Kueue share')"
 )
 
 

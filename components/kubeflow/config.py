@@ -104,6 +104,14 @@ class KubeflowTeamConfig(_Model):
         "preemption when they need them); its Profile's quota is `gpuQuota` plus this; none: as many as `gpuQuota` "
         "(a team at most doubles its share); without Kueue none is lent, and setting it is refused",
     )
+    neuron_quota: StrictInt = Field(
+        default=0,
+        ge=0,
+        description="Neuron devices (`aws.amazon.com/neuron`) the team's pods may request at once on the platform's "
+        "Neuron pools, which Kueue does not queue: its Profile's quota holds it, and all teams' together are at most "
+        "the Neuron pools' device limits; 0: none (requests of Neuron cores, `aws.amazon.com/neuroncore`, are "
+        "refused: ask for whole devices)",
+    )
     s3_prefix: S3Prefix = Field(
         description=(
             "the team's prefix in `kubeflow.bucket`, the only one its role may use (never within another team's)"
@@ -324,6 +332,7 @@ def _teams(config: KubeflowConfig, queueing: bool) -> tuple[Team, ...]:
             name=name,
             owner=t.owner,
             gpu_ceiling=gpu_share(t.gpu_quota, t.gpu_borrowing_limit, queueing=queueing).ceiling,
+            neuron_devices=t.neuron_quota,
             s3_prefix=t.s3_prefix,
             fsx_claim=t.fsx_claim,
             queued=queueing,

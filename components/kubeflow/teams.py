@@ -21,7 +21,7 @@ from ..kueue.queues import (
     neuron_ceilings,
 )
 from ..pod_security import TEAM_POD_SECURITY
-from ..scheduling import GPU_RESOURCE
+from ..scheduling import GPU_RESOURCE, NEURON_RESOURCE
 from ..storage.render import fsx_volume
 from .network_policy import profile_allowances
 from .notebooks import ACCESS_ML_PIPELINE, notebook_protection
@@ -85,14 +85,16 @@ class Team:
     gpu_ceiling: int
     s3_prefix: str  # the team's prefix in the platform bucket, without slashes at either end
     fsx_claim: str | None = None  # a PersistentVolumeClaim of the team's FSx share, in its namespace
+    #: Neuron devices the namespace's pods may request at once on the platform's Neuron pools (its Profile's quota).
+    neuron_devices: int = 0
     role_arn: str | None = None  # the IAM role default-editor assumes; None: a placeholder the registration resolves
     queued: bool = False  # the platform runs Kueue: the namespace is Kueue's to manage, notebooks may queue
 
     def __post_init__(self) -> None:
         if not _DNS_LABEL.match(self.name):
             raise ValueError(f"team name {self.name!r} must be a DNS label (lowercase letters, digits, '-')")
-        if self.gpu_ceiling < 0:
-            raise ValueError(f"team {self.name}: gpu_ceiling must not be negative")
+        if self.gpu_ceiling < 0 or self.neuron_devices < 0:
+            raise ValueError(f"team {self.name}: gpu_ceiling and neuron_devices must not be negative")
         if (
             not self.s3_prefix
             or self.s3_prefix.startswith("/")
@@ -121,7 +123,7 @@ def profile_manifest(
     *, name: str, owner: str, gpu_ceiling: int, role_arn: Any, neuron: Mapping[str, str] | None = None
 ) -> Manifest:
     """A Profile owned by `owner`, its namespace capped at `gpu_ceiling` GPUs and at `neuron` Neuron devices and
-    cores (`kueue.queues.neuron_ceilings`; None: none, the platform's Neuron pools being in no team's share), and
+    cores (`kueue.queues.neuron_ceilings`; None: none, as for a team without `neuronQuota`), and
     `default-editor` annotated with `role_arn` (a string, a placeholder, or a Pulumi output: it is only placed, never
     read). The platform's teams and team stacks both make theirs here."""
     return {
@@ -145,7 +147,10 @@ def profile_manifest(
 
 def profile(team: Team) -> Manifest:
     role_arn = team.role_arn or role_arn_placeholder(team.name)
-    return profile_manifest(name=team.name, owner=team.owner, gpu_ceiling=team.gpu_ceiling, role_arn=role_arn)
+    neuron = neuron_ceilings({NEURON_RESOURCE: team.neuron_devices})
+    return profile_manifest(
+        name=team.name, owner=team.owner, gpu_ceiling=team.gpu_ceiling, role_arn=role_arn, neuron=neuron
+    )
 
 
 def access_ml_pipeline(namespace: str) -> Manifest:

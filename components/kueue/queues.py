@@ -72,11 +72,13 @@ def gpu_share(quota: int, borrowing_limit: int | None, *, queueing: bool) -> Gpu
 def neuron_ceilings(own_pool_limits: Mapping[str, int] | None = None) -> dict[str, str]:
     """The ResourceQuota entries that cap a team namespace's Neuron devices and cores (`requests.<resource>`).
 
-    Neuron is in no team's Kueue share: the teams' shares are NVIDIA GPUs, Kueue leaves Neuron to the quota
-    (`values.EXCLUDED_RESOURCE_PREFIXES`), and the platform's Neuron pools are kept off team namespaces (0), since
-    a team has no Neuron quota of its own to hold them to, and a queue-less first come, first served would let one
-    team take them all. A team stack's own Neuron pool is its own: the quota allows what that pool runs, by the
-    resource the pool is capped on (`aws.amazon.com/neurondevice`, the older name for devices, as much as devices)."""
+    Neuron is in no team's Kueue share: the teams' shares are NVIDIA GPUs and Kueue leaves Neuron to the quota
+    (`values.EXCLUDED_RESOURCE_PREFIXES`), so the quota is the whole of a team's Neuron share: a Kubeflow team's
+    `neuronQuota` devices on the platform's Neuron pools (whose sum the preview keeps within the pools' device
+    limits, so no team's share waits on another's), a team stack's own Neuron pool, and none otherwise (first
+    come, first served would let one team take them all). The quota allows the devices given, by the resource the
+    pool is capped on (`aws.amazon.com/neurondevice`, the older name for devices, as much as devices); cores only
+    when given."""
     limits = dict(own_pool_limits or {})
     devices = limits.get(NEURON_RESOURCE, 0)
     amounts = {NEURON_RESOURCE: devices, NEURON_CORE_RESOURCE: limits.get(NEURON_CORE_RESOURCE, 0)}

@@ -21,6 +21,7 @@ from ..kueue.config import KueueConfig
 from ..kueue.queues import Flavor
 from ..network.config import NetworkConfig
 from ..regions import region_problem
+from ..scheduling import NEURON_RESOURCE
 from ..storage.config import StorageConfig
 
 #: A problem: the key path it is reported under, and what is wrong with it.
@@ -216,7 +217,33 @@ def kubeflow_problems(
         )
     ceiling = sum(pool.gpu_limit or 0 for pool in karpenter.node_pools.values())
     problems.extend(_kubeflow_team_problems(kubeflow, storage, ceiling=None if queueing else ceiling))
+    problems.extend(neuron_quota_problems(kubeflow, karpenter))
     return problems
+
+
+def neuron_quota_problems(kubeflow: KubeflowConfig, karpenter: KarpenterConfig) -> Problems:
+    """The teams' Neuron quotas together within the devices the platform's Neuron pools launch: nothing queues
+    Neuron work (Kueue leaves it to each namespace's quota), so a quota the pools cannot back at once is a share
+    that waits on another team's pods to finish, first come, first served."""
+    quotas = {name: team.neuron_quota for name, team in sorted(kubeflow.teams.items()) if team.neuron_quota}
+    if not quotas:
+        return []
+    pools = {
+        name: pool.accelerator_limits.get(NEURON_RESOURCE, 0)
+        for name, pool in sorted(karpenter.node_pools.items())
+        if pool.accelerator == "neuron"
+    }
+    devices = sum(pools.values())
+    if sum(quotas.values()) <= devices:
+        return []
+    launched = ", ".join(f"{name}: {limit}" for name, limit in pools.items()) or "no NodePool launches Neuron"
+    asked = " + ".join(f"kubeflow.teams.{name}.neuronQuota {n}" for name, n in quotas.items())
+    message = (
+        f"the teams' Neuron quotas ({asked} = {sum(quotas.values())}) pass the Neuron devices the NodePools may "
+        f"launch ({devices}; {launched}; a pool counts by its `{NEURON_RESOURCE}` limit); lower a quota or raise a "
+        f"Neuron pool's `limits.{NEURON_RESOURCE}`"
+    )
+    return [(f"kubeflow.teams.{name}.neuronQuota", message) for name in quotas]
 
 
 def _kubeflow_bucket_problems(kubeflow: KubeflowConfig, storage: StorageConfig) -> Problems:
