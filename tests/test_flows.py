@@ -30,7 +30,7 @@ def test_every_flow_names_where_upstream_says_so():
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_shipped_stacks_judge_every_promised_flow_open_and_find_the_kubeflow_ones(stack, request, tmp_path):
-    from components.tools.preview import write_preview
+    from components.tools.preview.folder import write_preview
 
     write_preview(request.getfixturevalue(stack), tmp_path / stack)
     platform, _ = check_previews([tmp_path / stack], CHARTS)

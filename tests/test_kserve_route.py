@@ -217,7 +217,7 @@ def test_on_prod_a_teams_published_model_is_reached_by_the_gateway_and_a_token_c
     predictor; prod's gateway admits no in-cluster clients (no `clusterTokens`), so the token client is named."""
     from components.tools.cluster_model import check_views, flows_kserve
     from components.tools.cluster_model.platform import read_folder
-    from components.tools.preview import write_preview
+    from components.tools.preview.folder import write_preview
 
     from .test_team_stack import run_team
 

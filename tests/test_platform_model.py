@@ -380,7 +380,8 @@ def test_prod_its_team_stack_and_the_example_workloads_break_no_rule_and_the_tea
 ):
     from components.tools.cluster_model import check_views
     from components.tools.cluster_model.platform import read_folder
-    from components.tools.preview import main, write_preview
+    from components.tools.preview import main
+    from components.tools.preview.folder import write_preview
 
     from .test_team_stack import TEAM_STACK, preview_args
 
@@ -405,7 +406,7 @@ def test_prod_its_team_stack_and_the_example_workloads_break_no_rule_and_the_tea
 def test_prod_and_a_team_stacks_profile_whose_pipelines_keep_artifacts_in_s3_break_no_rule(prod, tmp_path):
     from components.tools.cluster_model import check_views
     from components.tools.cluster_model.platform import read_folder
-    from components.tools.preview import write_preview
+    from components.tools.preview.folder import write_preview
 
     from .test_team_stack import run_team_with_profile
 
@@ -477,7 +478,7 @@ def test_kubeflow_fail_closed_gates_get_two_on_demand_replicas_spread_by_require
 @pytest.mark.skipif(not CHARTS.is_dir(), reason="../shared/reference/charts is not beside the repository")
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_shipped_stacks_break_no_rule_of_the_model(stack, request, tmp_path):
-    from components.tools.preview import write_preview
+    from components.tools.preview.folder import write_preview
 
     write_preview(request.getfixturevalue(stack), tmp_path / stack)
     platform, found = check_previews([tmp_path / stack], CHARTS)
@@ -655,7 +656,7 @@ def test_a_platform_gpu_pool_with_a_taint_of_its_own_still_gets_its_operands(tmp
     nodes get no device plugin and never offer a GPU. The preview's model is the judge."""
     from components.tools.cluster_model import check_views
     from components.tools.cluster_model.platform import read_folder
-    from components.tools.preview import write_preview
+    from components.tools.preview.folder import write_preview
 
     from .conftest import run_stack, stack_config
 

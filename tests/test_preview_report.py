@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from components.tools.preview.inventory import Inventory, Recorded
-from components.tools.preview.report import implied, levels, parts
+from components.tools.preview.parts import implied, levels, parts
 from tests.conftest import REPO
 
 STACK_URN = "urn:pulumi:s::p::"

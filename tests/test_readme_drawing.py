@@ -1,5 +1,5 @@
 """The README's drawing of the program's parts agrees with the parts graph the preview's report draws from the
-registered resources (components.tools.preview.report.parts): every dependency between two parts, in dev or prod,
+registered resources (components.tools.preview.parts.parts): every dependency between two parts, in dev or prod,
 is drawn as a path from the part depended on, and every arrow between two parts is a dependency of one of them."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def reaches(edges: set[tuple[str, str]], start: str, goal: str) -> bool:
 
 @pytest.mark.stack
 def test_the_readme_draws_every_dependency_between_parts_and_no_other(dev, prod):
-    from components.tools.preview.report import parts
+    from components.tools.preview.parts import parts
 
     found = [p for inventory in (dev, prod) for p in parts(inventory)]
     real = {(b, p.name) for p in found for b in p.depends_on}

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
-from ...config.types import ControlPlaneLog
+from ...karpenter.pool_spec import NodePoolSpec
 from ...platform.config import PlatformConfig
 from ...team.quantity import parse_quantity
 from ..cluster_model.platform import Platform
-from ..preflight.checks_account import nat_zones
 from ..preflight.selection import (
     InstanceShape,
     accelerated_shapes,
@@ -33,19 +32,11 @@ from ..preflight.selection import (
     named_families,
     select,
 )
+from .baseline import baseline
 from .cpu_types import CpuType, cpu_catalog
 from .footprint import capacity_memory, footprint
-from .prices import HOURS_PER_MONTH, STANDARD_SUPPORT_ENDS, PriceTable, RegionRates
-
-#: Assumed control-plane log volume per month by log type (GB ingested), low and high: an estimate for a cluster of
-#: this size, not a price. Audit logs grow with API traffic (controllers, CI, kubectl) and dominate.
-LOG_VOLUME_GB: Mapping[ControlPlaneLog, tuple[Decimal, Decimal]] = {
-    ControlPlaneLog.API: (Decimal(1), Decimal(10)),
-    ControlPlaneLog.AUDIT: (Decimal(2), Decimal(30)),
-    ControlPlaneLog.AUTHENTICATOR: (Decimal("0.5"), Decimal(5)),
-    ControlPlaneLog.CONTROLLER_MANAGER: (Decimal(1), Decimal(10)),
-    ControlPlaneLog.SCHEDULER: (Decimal("0.5"), Decimal(5)),
-}
+from .pricer import CostLine, Pricer, hours, quantity
+from .prices import HOURS_PER_MONTH, PriceTable
 
 NOT_COUNTED = (
     "NAT gateway data processing and data transfer (per GB)",
@@ -55,16 +46,6 @@ NOT_COUNTED = (
     "nodes Karpenter launches for workloads (bounded by each pool's ceiling)",
     "what the EKS add-ons' DaemonSets ask on Karpenter nodes (their requests are not pinned)",
 )
-
-
-@dataclass(frozen=True)
-class CostLine:
-    """One baseline item per month; `low`/`high` are None when a price is missing."""
-
-    item: str
-    low: Decimal | None
-    high: Decimal | None
-    basis: str
 
 
 @dataclass(frozen=True)
@@ -134,154 +115,6 @@ class Estimate:
         return None if idle is None or pools is None else idle + pools
 
 
-def _quantity(value: Decimal) -> str:
-    text = format(value, "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def _hours(rate: Decimal | None) -> str:
-    return f"${rate}/h × {HOURS_PER_MONTH} h"
-
-
-class _Pricer:
-    """Looks prices up and remembers what was missing."""
-
-    def __init__(self, prices: PriceTable, region: str):
-        self.prices = prices
-        self.region = region
-        self.rates: RegionRates | None = prices.rates.get(region)
-        self.missing: list[str] = []
-        self.knows_instances = region in prices.instances
-        if self.rates is None:
-            self.missing.append(
-                f"region {region}: EKS, NAT, EBS, FSx, log and KMS rates unknown (the rates of prices.json name "
-                f"{', '.join(sorted(prices.rates))}; add the region's from the AWS pricing pages)"
-            )
-        if not self.knows_instances:
-            self.missing.append(
-                f"region {region}: instance prices unknown (the {prices.source} has none for it; add them with "
-                f"`python -m components.tools.cost.prices --refresh --region {region}`, or price live with --live)"
-            )
-
-    def rate(self, name: str) -> Decimal | None:
-        return None if self.rates is None else getattr(self.rates, name)
-
-    def lustre(self, key: str) -> Decimal | None:
-        rate = None if self.rates is None else self.rates.lustre_gib_month.get(key)
-        if rate is None and self.rates is not None:
-            self.missing.append(f"{self.region} FSx for Lustre {key}")
-        return rate
-
-    def instance(self, instance_type: str) -> Decimal | None:
-        hourly = self.prices.instance_hour(self.region, instance_type)
-        if hourly is None and self.knows_instances:
-            self.missing.append(f"{self.region} {instance_type} on-demand")
-        return hourly
-
-    def line(
-        self, item: str, rate: Decimal | None, quantity: Decimal, basis: str, high: Decimal | None = None
-    ) -> CostLine:
-        """`quantity` (or `quantity` to `high`) units at `rate`."""
-        if rate is None:
-            return CostLine(item, None, None, "price missing")
-        return CostLine(item, rate * quantity, rate * (quantity if high is None else high), basis)
-
-
-def _control_plane(config: PlatformConfig, pricer: _Pricer, on: date, notes: list[str]) -> CostLine:
-    version = config.cluster.kubernetes_version
-    ends = STANDARD_SUPPORT_ENDS.get(version)
-    extended = ends is not None and on > ends
-    if ends is None:
-        notes.append(f"the end of standard support of Kubernetes {version} is not pinned: priced at the standard rate")
-    rate = pricer.rate("eks_extended_hour" if extended else "eks_standard_hour")
-    support = "extended support" if extended else "standard support"
-    return pricer.line(f"EKS control plane ({version}, {support})", rate, HOURS_PER_MONTH, _hours(rate))
-
-
-def baseline(config: PlatformConfig, pricer: _Pricer, on: date, notes: list[str]) -> list[CostLine]:
-    """What the stack costs a month with no workload. (A basis text is shown only where its rate exists.)"""
-    lines = [_control_plane(config, pricer, on, notes)]
-
-    nats = len(nat_zones(config.network))
-    if nats:
-        nat, ipv4 = pricer.rate("nat_gateway_hour"), pricer.rate("public_ipv4_hour")
-        hours = nats * HOURS_PER_MONTH
-        lines.append(pricer.line(f"NAT gateways ({nats}, hours only)", nat, hours, f"{nats} × {_hours(nat)}"))
-        lines.append(
-            pricer.line(f"public IPv4 addresses of the NAT gateways ({nats})", ipv4, hours, f"{nats} × {_hours(ipv4)}")
-        )
-
-    group = config.cluster.system_node_group
-    # EKS launches on-demand node groups in the order of instanceTypes (the "prioritized" allocation strategy).
-    first = group.instance_types[0]
-    hourly = pricer.instance(first)
-    lines.append(
-        pricer.line(
-            f"system node group ({group.desired_size} × {first}, on-demand)",
-            hourly,
-            group.desired_size * HOURS_PER_MONTH,
-            f"{group.desired_size} × {_hours(hourly)}",
-        )
-    )
-    gp3 = pricer.rate("gp3_gib_month")
-    root_gib = group.desired_size * group.disk_size_gib
-    lines.append(
-        pricer.line(
-            f"system node root volumes ({group.desired_size} × {group.disk_size_gib} GiB gp3)",
-            gp3,
-            Decimal(root_gib),
-            f"{root_gib} GiB × ${gp3}/GiB-month",
-        )
-    )
-
-    fsx = config.storage.fsx
-    if fsx is not None:
-        throughput = fsx.per_unit_storage_throughput
-        key = fsx.deployment_type if throughput is None else f"{fsx.deployment_type}/{throughput}"
-        rate = pricer.lustre(key)
-        capacity = fsx.storage_capacity_gib
-        lines.append(
-            pricer.line(
-                f"FSx for Lustre ({key}, {capacity} GiB)",
-                rate,
-                Decimal(capacity),
-                f"{capacity} GiB × ${rate}/GiB-month",
-            )
-        )
-
-    if config.observability.enabled:
-        gib = config.observability.storage_gib
-        lines.append(
-            pricer.line(f"Prometheus volume ({gib} GiB gp3)", gp3, Decimal(gib), f"{gib} GiB × ${gp3}/GiB-month")
-        )
-
-    log_types = config.cluster.log_types
-    if log_types:
-        low = sum((LOG_VOLUME_GB[t][0] for t in log_types), Decimal(0))
-        high = sum((LOG_VOLUME_GB[t][1] for t in log_types), Decimal(0))
-        rate = pricer.rate("log_ingestion_gb")
-        names = ", ".join(t.value for t in log_types)
-        lines.append(
-            pricer.line(
-                f"control-plane logs ingested ({len(log_types)} log types)",
-                rate,
-                low,
-                f"{_quantity(low)}-{_quantity(high)} GB assumed ({names}) × ${rate}/GB",
-                high=high,
-            )
-        )
-
-    bucket_key = any(b.encryption == "kms" for b in config.storage.buckets.values())
-    keys = 2 if bucket_key else 1
-    kms = pricer.rate("kms_key_month")
-    what = "Kubernetes secrets, buckets" if bucket_key else "Kubernetes secrets"
-    lines.append(pricer.line(f"KMS keys ({keys}: {what})", kms, Decimal(keys), f"{keys} × ${kms}/month"))
-
-    if config.network.existing is None and pricer.rates is not None:  # free, so shown only where the rest is priced
-        lines.append(CostLine("S3 gateway endpoint", Decimal(0), Decimal(0), "free"))
-    return lines
-
-
 def _fills(
     shapes: list[InstanceShape], count: Callable[[InstanceShape], int], hourly: Mapping[str, Decimal]
 ) -> tuple[Fill | None, Fill | None]:
@@ -309,94 +142,128 @@ def _accelerator_fill(limits: Mapping[str, int]) -> Callable[[InstanceShape], in
     return lambda shape: shape.instances_within(limits)
 
 
-def pool_ceilings(config: PlatformConfig, pricer: _Pricer, notes: list[str]) -> list[PoolCeiling]:
-    ceilings = []
+#: What bounds a pool, the shapes it is priced over, and how many instances of a shape fill it.
+_Bound = tuple[dict[str, int], list[InstanceShape], Callable[[InstanceShape], int]]
+
+
+def _pool_limit(
+    name: str,
+    pool: NodePoolSpec,
+    accelerated: list[InstanceShape],
+    sized: Mapping[str, CpuType],
+    notes: list[str],
+) -> _Bound | None:
+    """What bounds a pool (its accelerator limits, else its vCPUs), the catalog of shapes it is priced over, and how
+    many instances of a shape fill it; None, with a note, when nothing bounds it."""
+    limits: dict[str, int] = pool.accelerator_limits
+    if limits:
+        return limits, accelerated, _accelerator_fill(limits)
+    cpus = cpu_limit(pool)
+    if cpus is None:
+        notes.append(f"{name}: neither an accelerator nor a cpu limit, so no ceiling")
+        return None
+    memory = pool.limits.get("memory")
+    count = _cpu_fill(sized, cpus, None if memory is None else parse_quantity(memory))
+    return {"cpu": cpus}, [t.shape for t in sized.values()], count
+
+
+def _on_demand(pricer: Pricer, fitting: list[InstanceShape], unpriced: list[str]) -> dict[str, Decimal]:
+    """The on-demand hourly price of each fitting shape; the types without one are added to `unpriced`."""
+    on_demand: dict[str, Decimal] = {}
+    for shape in fitting:
+        hourly = pricer.instance(shape.instance_type)
+        if hourly is None:
+            unpriced.append(shape.instance_type)
+        else:
+            on_demand[shape.instance_type] = hourly
+    return on_demand
+
+
+def _pool_notes(name: str, pool: NodePoolSpec, resource: str, allowed: list[InstanceShape], notes: list[str]) -> None:
+    """What a reader of a pool's ceiling should know of how it was priced (a CPU pool, a pool chosen by GPU name)."""
+    if resource == "cpu":
+        notes.append(
+            f"{name}: a CPU pool, priced over the c, m and r types of generation 6 and later the table names "
+            "(sized by their names: cpu_types)"
+        )
+    if pool.gpu_names and not pool.instance_families:
+        families = sorted({s.family for s in allowed})
+        notes.append(
+            f"{name}: chosen by GPU name; priced over the families of the GPU facts table ({', '.join(families)}), "
+            "while EC2 may offer more with the same GPUs (the preflight lists what the region has)"
+        )
+
+
+def _ceiling(
+    name: str, pool: NodePoolSpec, pricer: Pricer, bound: _Bound, with_facts: set[str], notes: list[str]
+) -> PoolCeiling:
+    """One pool's ceiling: the cheapest and dearest ways to fill its limit on demand and, if it allows spot, at spot
+    prices (`with_facts`: the accelerated families with device facts)."""
+    limits, catalog, count = bound
+    resource, devices = next(iter(limits.items()))
+    selection = select(pool)
+    allowed = selection.allowed(catalog)
+    fitting = [s for s in allowed if count(s) > 0]
+    # A family an accelerator pool names without device facts has no shapes here: say so rather than price the
+    # pool as if it could not launch it.
+    without_facts = []
+    if resource != "cpu":
+        without_facts = [family for family in named_families(selection) if family not in with_facts]
+    unpriced = [f"{family} (no device facts)" for family in without_facts]
+    pricer.missing += [
+        f"{name}: devices per instance of {family} (components/instances/accelerated_families.yaml or "
+        "karpenter.acceleratorFamilies)"
+        for family in without_facts
+    ]
+    cheapest, dearest = _fills(fitting, count, _on_demand(pricer, fitting, unpriced))
+    spot_cheapest = spot_dearest = None
+    if "spot" in selection.capacity_types:
+        spot = {
+            s.instance_type: price
+            for s in fitting
+            if (price := pricer.prices.spot_hour(pricer.region, s.instance_type)) is not None
+        }
+        spot_cheapest, spot_dearest = _fills(fitting, count, spot)
+    if not pricer.knows_instances:
+        unpriced = [f"every type (no instance prices for {pricer.region})"]
+    elif not fitting:
+        notes.append(f"{name}: no allowed instance type fits within its limit of {devices} {resource}")
+    _pool_notes(name, pool, resource, allowed, notes)
+    return PoolCeiling(
+        pool=name,
+        resource=resource,
+        limit=devices,
+        capacity_types=selection.capacity_types,
+        cheapest=cheapest,
+        dearest=dearest,
+        spot_cheapest=spot_cheapest,
+        spot_dearest=spot_dearest,
+        unpriced=tuple(unpriced),
+        over_limit=tuple(s.instance_type for s in allowed if count(s) == 0),
+    )
+
+
+def pool_ceilings(config: PlatformConfig, pricer: Pricer, notes: list[str]) -> list[PoolCeiling]:
+    """Each NodePool's spend ceiling: its limit filled with the cheapest and the dearest instance type it allows."""
     accelerated = accelerated_shapes(config.karpenter.added_families)
     with_facts = {shape.family for shape in accelerated}
     sized = {t.shape.instance_type: t for t in cpu_catalog(pricer.prices.instances.get(pricer.region, {}))}
+    ceilings = []
     for name, pool in sorted(config.karpenter.node_pools.items()):
-        limits: dict[str, int] = pool.accelerator_limits
-        catalog, count = accelerated, _accelerator_fill(limits)
-        if not limits:
-            cpus = cpu_limit(pool)
-            if cpus is None:
-                notes.append(f"{name}: neither an accelerator nor a cpu limit, so no ceiling")
-                continue
-            memory = pool.limits.get("memory")
-            limits, catalog = {"cpu": cpus}, [t.shape for t in sized.values()]
-            count = _cpu_fill(sized, cpus, None if memory is None else parse_quantity(memory))
-        resource, devices = next(iter(limits.items()))
-        selection = select(pool)
-        allowed = selection.allowed(catalog)
-        fitting = [s for s in allowed if count(s) > 0]
-        over = tuple(s.instance_type for s in allowed if count(s) == 0)
-        on_demand: dict[str, Decimal] = {}
-        # A family an accelerator pool names without device facts has no shapes here: say so rather than price the
-        # pool as if it could not launch it.
-        without_facts = []
-        if catalog is accelerated:
-            without_facts = [family for family in named_families(selection) if family not in with_facts]
-        unpriced = [f"{family} (no device facts)" for family in without_facts]
-        pricer.missing += [
-            f"{name}: devices per instance of {family} (components/instances/accelerated_families.yaml or "
-            "karpenter.acceleratorFamilies)"
-            for family in without_facts
-        ]
-        for shape in fitting:
-            hourly = pricer.instance(shape.instance_type)
-            if hourly is None:
-                unpriced.append(shape.instance_type)
-            else:
-                on_demand[shape.instance_type] = hourly
-        cheapest, dearest = _fills(fitting, count, on_demand)
-        spot_cheapest = spot_dearest = None
-        if "spot" in selection.capacity_types:
-            spot = {
-                s.instance_type: price
-                for s in fitting
-                if (price := pricer.prices.spot_hour(pricer.region, s.instance_type)) is not None
-            }
-            spot_cheapest, spot_dearest = _fills(fitting, count, spot)
-        if not pricer.knows_instances:
-            unpriced = [f"every type (no instance prices for {pricer.region})"]
-        elif not fitting:
-            notes.append(f"{name}: no allowed instance type fits within its limit of {devices} {resource}")
-        if resource == "cpu":
-            notes.append(
-                f"{name}: a CPU pool, priced over the c, m and r types of generation 6 and later the table names "
-                "(sized by their names: cpu_types)"
-            )
-        if pool.gpu_names and not pool.instance_families:
-            families = sorted({s.family for s in allowed})
-            notes.append(
-                f"{name}: chosen by GPU name; priced over the families of the GPU facts table ({', '.join(families)}), "
-                "while EC2 may offer more with the same GPUs (the preflight lists what the region has)"
-            )
-        ceilings.append(
-            PoolCeiling(
-                pool=name,
-                resource=resource,
-                limit=devices,
-                capacity_types=selection.capacity_types,
-                cheapest=cheapest,
-                dearest=dearest,
-                spot_cheapest=spot_cheapest,
-                spot_dearest=spot_dearest,
-                unpriced=tuple(unpriced),
-                over_limit=over,
-            )
-        )
+        bound = _pool_limit(name, pool, accelerated, sized, notes)
+        if bound is not None:
+            ceilings.append(_ceiling(name, pool, pricer, bound, with_facts=with_facts, notes=notes))
     return ceilings
 
 
-def platform_lines(config: PlatformConfig, pricer: _Pricer, platform: Platform, notes: list[str]) -> list[CostLine]:
+def platform_lines(config: PlatformConfig, pricer: Pricer, platform: Platform, notes: list[str]) -> list[CostLine]:
     """What the platform's own pods make Karpenter launch, and their volumes (from the model)."""
     region = pricer.prices.instances.get(pricer.region, {})
     price = {"on-demand": region, "spot": pricer.prices.spot.get(pricer.region, {})}
     found = footprint(platform, config.karpenter.node_pools, cpu_catalog(region), price)
     lines = []
     for load in found.loads:
-        asked = f"{len(load.pods)} pods asking {_quantity(load.cpu)} vCPU, {load.memory / 2**30:.1f} GiB"
+        asked = f"{len(load.pods)} pods asking {quantity(load.cpu)} vCPU, {load.memory / 2**30:.1f} GiB"
         if load.fill is None:
             lines.append(CostLine(f"platform pods on `{load.pool}` ({asked})", None, None, load.why_unpriced))
             pricer.missing.append(f"{pricer.region} the platform's pods on {load.pool}: {load.why_unpriced}")
@@ -407,7 +274,7 @@ def platform_lines(config: PlatformConfig, pricer: _Pricer, platform: Platform, 
                 f"platform pods on `{load.pool}` ({asked}; {nodes} × {instance_type}, {capacity})",
                 hourly,
                 nodes * HOURS_PER_MONTH,
-                f"{nodes} × {_hours(hourly)}",
+                f"{nodes} × {hours(hourly)}",
             )
         )
     if found.volumes:
@@ -416,10 +283,10 @@ def platform_lines(config: PlatformConfig, pricer: _Pricer, platform: Platform, 
         what = ", ".join(name for name, _ in found.volumes)
         lines.append(
             pricer.line(
-                f"platform volumes ({len(found.volumes)}, {_quantity(gib)} GiB gp3)",
+                f"platform volumes ({len(found.volumes)}, {quantity(gib)} GiB gp3)",
                 gp3,
                 gib,
-                f"{_quantity(gib)} GiB × ${gp3}/GiB-month ({what})",
+                f"{quantity(gib)} GiB × ${gp3}/GiB-month ({what})",
             )
         )
     if found.unrendered:
@@ -432,7 +299,7 @@ def platform_lines(config: PlatformConfig, pricer: _Pricer, platform: Platform, 
 def estimate(config: PlatformConfig, prices: PriceTable, *, on: date, platform: Platform | None = None) -> Estimate:
     """The stack's idle baseline and pool ceilings at `prices`; `on` decides standard or extended EKS support;
     `platform` (the model of the running platform) adds the platform's own pods on Karpenter pools."""
-    pricer = _Pricer(prices, config.region)
+    pricer = Pricer(prices, config.region)
     notes: list[str] = []
     lines = baseline(config, pricer, on, notes)
     if platform is None:

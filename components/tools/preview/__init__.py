@@ -25,17 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import pulumi
-import yaml
 
 from ... import aws_names
 from ...config.errors import ConfigError
@@ -48,105 +45,16 @@ from ..cost import PINNED, Estimate, estimate, headline
 from ..preflight.placeholders import placeholders
 from ..stack_files import load_stack, read_project_name, read_stack_config, unset_secrets
 from . import mocks
+from .folder import helm_release, is_manifest, manifest, owning_component, write_in_background
 from .inventory import HELM_RELEASE_TYPE, Inventory, Recorded
-
-PACKAGE_PREFIX = "eksml:"
-
-
-# --------------------------------------------------------------------------------------------------- writing
-
-
-#: libyaml's emitter when PyYAML has it (the same YAML, several times faster than the pure-Python one).
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def _dump_yaml(documents: Iterable[Any]) -> str:
-    return yaml.dump_all(list(documents), Dumper=_DUMPER, sort_keys=True, default_flow_style=False, width=120)
-
-
-def _owning_component(inventory: Inventory, resource: Recorded) -> str:
-    """The name of the nearest package component above a resource (the file its manifest goes to)."""
-    parent = resource.parent
-    while parent is not None:
-        owner = inventory.by_urn(parent)
-        if owner.type.startswith(PACKAGE_PREFIX):
-            return owner.name
-        parent = owner.parent
-    return "stack"
-
-
-def _is_manifest(resource: Recorded) -> bool:
-    return (
-        resource.type.startswith("kubernetes:")
-        and resource.type != HELM_RELEASE_TYPE
-        and "apiVersion" in resource.inputs
-        and "kind" in resource.inputs
-    )
-
-
-def _manifest(resource: Recorded) -> dict[str, Any]:
-    return {key: value for key, value in resource.inputs.items() if not key.startswith("__")}
-
-
-def _helm_release(resource: Recorded) -> dict[str, Any]:
-    inputs = resource.inputs
-    repo = (inputs.get("repositoryOpts") or {}).get("repo")
-    chart = str(inputs.get("chart"))
-    if chart.startswith("oci://"):  # an OCI chart names its registry inside the chart reference
-        repo, chart = chart.rsplit("/", 1)
-    return {
-        "name": inputs.get("name", resource.name),
-        "namespace": inputs.get("namespace"),
-        "repo": repo,
-        "chart": chart,
-        "version": inputs.get("version"),
-        "values": inputs.get("values") or {},
-    }
-
-
-def _iam_documents(resource: Recorded) -> dict[str, Any]:
-    """IAM policy documents a resource carries, keyed by the file name they are written to."""
-    documents: dict[str, Any] = {}
-    if resource.type == "aws:iam/role:Role" and "assumeRolePolicy" in resource.inputs:
-        documents[f"{resource.name}.trust"] = resource.inputs["assumeRolePolicy"]
-    if resource.type in {"aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"} and "policy" in resource.inputs:
-        documents[resource.name] = resource.inputs["policy"]
-    return {name: json.loads(text) if isinstance(text, str) else text for name, text in documents.items()}
-
-
-def write_preview(inventory: Inventory, out: Path) -> None:
-    """Write the preview folder. Only the entries the preview owns are replaced, so `--out .` is harmless."""
-    out.mkdir(parents=True, exist_ok=True)
-    for entry in ("manifests", "helm", "iam"):
-        shutil.rmtree(out / entry, ignore_errors=True)
-        (out / entry).mkdir()
-    resources = [resource.as_json() for resource in inventory.resources]
-    (out / "resources.json").write_text(json.dumps({"resources": resources}, indent=2, sort_keys=True) + "\n")
-
-    manifests: dict[str, list[dict[str, Any]]] = {}
-    for resource in inventory.resources:
-        if _is_manifest(resource):
-            manifests.setdefault(_owning_component(inventory, resource), []).append(_manifest(resource))
-        if resource.type == HELM_RELEASE_TYPE:
-            release = _helm_release(resource)
-            (out / "helm" / f"{release['name']}.yaml").write_text(_dump_yaml([release]))
-        for name, document in _iam_documents(resource).items():
-            (out / "iam" / f"{name}.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-    for component, documents in sorted(manifests.items()):
-        ordered = sorted(
-            documents, key=lambda d: (d["kind"], d.get("metadata", {}).get("namespace") or "", d["metadata"]["name"])
-        )
-        (out / "manifests" / f"{component}.yaml").write_text(_dump_yaml(ordered))
 
 
 def stack_view(inventory: Inventory) -> StackView:
     """What the model of the running platform reads, straight from the recorded run (no folder read back)."""
     manifests = [
-        (f"manifests/{_owning_component(inventory, r)}.yaml", _manifest(r))
-        for r in inventory.resources
-        if _is_manifest(r)
+        (f"manifests/{owning_component(inventory, r)}.yaml", manifest(r)) for r in inventory.resources if is_manifest(r)
     ]
-    releases = [_helm_release(r) for r in inventory.resources if r.type == HELM_RELEASE_TYPE]
+    releases = [helm_release(r) for r in inventory.resources if r.type == HELM_RELEASE_TYPE]
     return StackView([r.as_json() for r in inventory.resources], manifests, releases)
 
 
@@ -264,7 +172,8 @@ def capacity_report(config: PlatformConfig) -> str:
     return capacity.summary() + (f"\nwarning: cluster.systemNodeGroup: {warning}" if warning else "")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line of `python -m components.preview`."""
     parser = argparse.ArgumentParser(prog="python -m components.preview", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name; reads Pulumi.<stack>.yaml")
     parser.add_argument("--out", required=True, type=Path, help="folder to write the preview to")
@@ -297,28 +206,23 @@ def main(argv: list[str] | None = None) -> int:
         f"(default: the ones `{FETCH_COMMAND}` put in the per-user cache, else ../shared/reference/charts beside the "
         "project, when it is there)",
     )
-    args = parser.parse_args(argv)
-    overrides = json.loads(args.policy_config.read_text()) if args.policy_config else {}
-    # imported late: they build on this module
-    from . import destroy_estimate, report
-    from . import program as other_program
+    return parser
 
-    if args.out.is_dir():  # a failed preview leaves no report of an earlier one
-        (args.out / report.REPORT).unlink(missing_ok=True)
 
-    started = time.perf_counter()
-    platform = True
+def record(args: argparse.Namespace) -> tuple[str, bool, Inventory] | int:
+    """Run the stack's program (the platform's, or another program's own __main__.py) under mocks: its project name,
+    whether it is the platform, and what it registered; or the exit status when it cannot run, its reason printed."""
+    from . import program as other_program  # imported late: it builds on this module
+
     try:
         project = read_project_name(args.project_dir)
-        platform = other_program.is_platform(project)
-        if platform:
-            inventory = run_preview(args.project_dir, args.stack, kubeflow_tree=args.kubeflow_tree)
-        else:  # another program using the package (a team stack): its own __main__.py
-            config, secret_keys = read_stack_config(args.project_dir, project, args.stack)
-            references = other_program.read_stack_references(args.stack_reference)
-            inventory = other_program.run_program(
-                args.project_dir, project, args.stack, config, secret_keys, references
-            )
+        if other_program.is_platform(project):
+            return project, True, run_preview(args.project_dir, args.stack, kubeflow_tree=args.kubeflow_tree)
+        # another program using the package (a team stack): its own __main__.py
+        config, secret_keys = read_stack_config(args.project_dir, project, args.stack)
+        references = other_program.read_stack_references(args.stack_reference)
+        inventory = other_program.run_program(args.project_dir, project, args.stack, config, secret_keys, references)
+        return project, False, inventory
     except ConfigError as error:
         print(f"Stack '{args.stack}': {error}", file=sys.stderr)
         return 2
@@ -331,25 +235,46 @@ def main(argv: list[str] | None = None) -> int:
     except (aws_names.NameTooLong, mocks.RefusedByAws) as error:  # what the provider's Check or AWS would refuse
         print(f"error: {error}", file=sys.stderr)
         return 3
-    write_preview(inventory, args.out)
+
+
+def platform_reports(args: argparse.Namespace, inventory: Inventory) -> tuple[list[str], str, bool, Estimate]:
+    """What the preview says of the platform's stack beyond its resources: the system nodes' room, the cost and the
+    placeholders left (printed before the policies), the model's verdict (after them), whether the model found a
+    problem, and the cost estimate the report draws."""
+    model, problems = platform_model(inventory, args.charts or default_charts(args.project_dir))
+    parsed, raw_config, _ = load_stack(args.project_dir, args.stack)
+    cost = estimate(parsed, PINNED, on=date.today(), platform=model)
+    lines = [capacity_report(parsed), f"Cost: {headline(cost)}"]
+    if warnings := placeholder_report(parsed, raw_config):
+        lines.append(warnings)
+    verdict, broken = model_report(model, problems)
+    return lines, verdict, broken, cost
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    overrides = json.loads(args.policy_config.read_text()) if args.policy_config else {}
+    from . import destroy_estimate, report  # imported late: they build on this module
+
+    if args.out.is_dir():  # a failed preview leaves no report of an earlier one
+        (args.out / report.REPORT).unlink(missing_ok=True)
+    started = time.perf_counter()
+    recorded = record(args)
+    if isinstance(recorded, int):
+        return recorded
+    project, platform, inventory = recorded
+    written = write_in_background(inventory, args.out)  # the folder is written while the rest is worked out
     violations = policy_rules.evaluate(policy_resources(inventory), overrides)
-    print(summary(inventory, stack=args.stack, out=args.out, seconds=time.perf_counter() - started))
-    broken = False
-    cost: Estimate | None = None
-    if platform:
-        model, problems = platform_model(inventory, args.charts or default_charts(args.project_dir))
-        parsed, raw_config, _ = load_stack(args.project_dir, args.stack)
-        print(capacity_report(parsed))
-        cost = estimate(parsed, PINNED, on=date.today(), platform=model)
-        print(f"Cost: {headline(cost)}")
-        if warnings := placeholder_report(parsed, raw_config):
-            print(warnings)
-    print(policy_report(violations))
-    if platform:
-        verdict, broken = model_report(model, problems)
-        print(verdict)
+    before, verdict, broken, cost = platform_reports(args, inventory) if platform else ([], "", False, None)
     page = report.render(
         inventory, project=project, stack=args.stack, cost=cost, destroy=destroy_estimate.estimate(inventory)
     )
+    written()
+    print(summary(inventory, stack=args.stack, out=args.out, seconds=time.perf_counter() - started))
+    for line in before:
+        print(line)
+    print(policy_report(violations))
+    if verdict:
+        print(verdict)
     report.write(args.out, page)
     return 1 if broken or any(v.enforcement == "mandatory" for v in violations) else 0
