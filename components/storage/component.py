@@ -11,7 +11,7 @@ import pulumi
 import pulumi_aws as aws
 
 from .. import k8s_objects
-from ..cluster.component import stateful_options
+from ..cluster.args import stateful_options
 from ..cluster.handle import ClusterHandle
 from ..config.types import StatefulResources
 from ..identity.documents import to_json
