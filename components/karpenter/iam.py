@@ -57,13 +57,17 @@ def _cluster_arn(scope: ControllerScope) -> str:
     return f"arn:{scope.partition}:eks:{scope.region}:{scope.account_id}:cluster/{scope.cluster_name}"
 
 
-def _launch_statements(scope: ControllerScope) -> list[dict[str, Any]]:
-    """Launching, tagging and terminating the nodes of this cluster only."""
-    owned, request_owned = _owned(scope), _request_owned(scope)
-    launched = [
+def _launched(scope: ControllerScope) -> list[str]:
+    """What a launch creates: fleets, instances, volumes, interfaces, launch templates, spot requests."""
+    return [
         _ec2(scope, kind)
         for kind in ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")
     ]
+
+
+def _launch_statements(scope: ControllerScope) -> list[dict[str, Any]]:
+    """Launching the nodes of this cluster only."""
+    owned, request_owned = _owned(scope), _request_owned(scope)
     return [
         {
             "Sid": "AllowScopedEC2InstanceAccessActions",
@@ -89,14 +93,21 @@ def _launch_statements(scope: ControllerScope) -> list[dict[str, Any]]:
             "Sid": "AllowScopedEC2InstanceActionsWithTags",
             "Effect": "Allow",
             "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
-            "Resource": launched,
+            "Resource": _launched(scope),
             "Condition": {"StringEquals": request_owned, "StringLike": _REQUEST_NODEPOOL},
         },
+    ]
+
+
+def _tagging_and_deletion_statements(scope: ControllerScope) -> list[dict[str, Any]]:
+    """Tagging what the controller launches, and terminating it: only this cluster's nodes."""
+    owned, request_owned = _owned(scope), _request_owned(scope)
+    return [
         {
             "Sid": "AllowScopedResourceCreationTagging",
             "Effect": "Allow",
             "Action": "ec2:CreateTags",
-            "Resource": launched,
+            "Resource": _launched(scope),
             "Condition": {
                 "StringEquals": {
                     **request_owned,
@@ -258,6 +269,7 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
     """The Karpenter v1 controller permissions, each as narrowly scoped as the controller allows."""
     statements = [
         *_launch_statements(scope),
+        *_tagging_and_deletion_statements(scope),
         *_instance_profile_statements(scope),
         *_cluster_and_queue_statements(scope),
         *_discovery_statements(scope),
