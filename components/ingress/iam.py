@@ -1,6 +1,6 @@
 """Pure renderer for the IAM permission policy of the AWS Load Balancer Controller: the document the controller's
 IRSA role carries so it can manage ALBs, NLBs, their target groups, listeners and the security groups in front of
-them. It moves in lock-step with the chart pinned as `LOAD_BALANCER_CONTROLLER` in `components/versions.py` (chart
+them. It moves in lock-step with the chart pinned as `LOAD_BALANCER_CONTROLLER` in `components/versions/` (chart
 aws-load-balancer-controller 3.5.0): the granted actions and their scoping follow that release's published policy
 (`../shared/reference/aws-load-balancer-controller/`), and the tests compare the two action sets exactly, so bumping
 the chart without revisiting this file fails loudly instead of surfacing later as an AccessDenied in the controller.

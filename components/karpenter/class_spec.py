@@ -132,7 +132,7 @@ class NodeClassSpec(Spec):
     )
     ami_release: Literal["pinned", "latest"] = Field(
         default="pinned",
-        description="`pinned`: the release in `components/versions.py`; `latest`: AWS's newest AMI, so every AWS "
+        description="`pinned`: the release in `components/versions/`; `latest`: AWS's newest AMI, so every AWS "
         "release drifts every node of the class",
     )
     # gp3 limits (EBS User Guide, "General Purpose SSD volumes"; raised in September 2025 from 16 TiB, 16,000 IOPS and

@@ -1,7 +1,7 @@
 """Pure renderers for Karpenter's AWS side: the v1 controller policy, the interruption queue policy and the
 EventBridge rules that feed it.
 
-The controller policy moves in lock-step with the Karpenter version in `versions.py`: the actions and their scoping
+The controller policy moves in lock-step with the Karpenter version in `components/versions/`: the actions and their scoping
 follow the getting-started CloudFormation template of that release (`../shared/reference/karpenter/`). A missing
 action shows up late and badly (without `iam:ListInstanceProfiles` the EC2NodeClass finalizer never completes), so
 the tests compare this document with the reference list of actions.
