@@ -58,18 +58,7 @@ class Cluster(pulumi.ComponentResource):
         config = args.config
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
 
-        # Deleted after the cluster and its nodes, before the network: what only the VPC still holds then (interfaces
-        # the CNI freed as the nodes went, GuardDuty's endpoint).
-        # Its vpc_id and the subnets are its edges to the network; NAT and routes may go while the cluster is being
-        # deleted.
-        # It refuses to act while the cluster exists: only destroy (or dropping the whole cluster) gets it that far.
-        network_sweep = sweep_step(
-            f"{name}-network-sweep",
-            _sweep_args(args, NETWORK_KINDS, args.cluster_name, after_cluster=True),
-            parent=self,
-            # why: the interfaces it deletes keep the subnets from being deleted.
-            after=list(args.network_subnets),
-        )
+        network_sweep = self._network_sweep(name, args)
         self.eks_cluster = cluster = control_plane(name, args, network_sweep=network_sweep, parent=self)
         private_endpoint_ingress(name, config.endpoint, cluster.cluster_security_group_id, self)
         # The name of the aws.eks.Cluster inside pulumi-eks's component, not of the component: what uses it then
@@ -77,18 +66,9 @@ class Cluster(pulumi.ComponentResource):
         # the EKS cluster (a dependency on the component alone leaves them unordered against its children).
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         site = AddonSite(name, self, cluster, cluster.eks_cluster.name, config.kubernetes_version, partition)
-        agent = None
-        if args.identity is Identity.POD_IDENTITY:
-            agent = pod_identity_agent_addon(site)
-            target = pod_identity_target(
-                cluster_name=site.cluster_name,
-                region=args.region,
-                partition=partition,
-                account_id=account_id,
-                agent=agent,
-                associate=False,
-            )
-            site = dataclasses.replace(site, pod_identity=target)
+        agent = pod_identity_agent_addon(site) if args.identity is Identity.POD_IDENTITY else None
+        if agent is not None:
+            site = _with_pod_identity(site, agent, region=args.region, account_id=account_id)
         networking = networking_addons(site)
         self.system_node_group = system_node_group(
             name, args, site.cluster_name, partition, networking=networking, network_sweep=network_sweep, parent=self
@@ -130,6 +110,19 @@ class Cluster(pulumi.ComponentResource):
             }
         )
 
+    def _network_sweep(self, name: str, args: ClusterArgs) -> pulumi.Resource:
+        """The sweep deleted after the cluster and its nodes, before the network: what only the VPC still holds then
+        (interfaces the CNI freed as the nodes went, GuardDuty's endpoint). Its vpc_id and the subnets are its edges to
+        the network; NAT and routes may go while the cluster is being deleted. It refuses to act while the cluster
+        exists: only destroy (or dropping the whole cluster) gets it that far."""
+        return sweep_step(
+            f"{name}-network-sweep",
+            _sweep_args(args, NETWORK_KINDS, args.cluster_name, after_cluster=True),
+            parent=self,
+            # why: the interfaces it deletes keep the subnets from being deleted.
+            after=list(args.network_subnets),
+        )
+
     def _handle(
         self,
         args: ClusterArgs,
@@ -166,6 +159,21 @@ class Cluster(pulumi.ComponentResource):
             identity=args.identity,
             pod_identity_agent=agent,
         )
+
+
+def _with_pod_identity(
+    site: AddonSite, agent: aws.eks.Addon, *, region: str, account_id: pulumi.Output[str]
+) -> AddonSite:
+    """The add-ons' site with their roles given as EKS Pod Identity associations, which the add-ons make."""
+    target = pod_identity_target(
+        cluster_name=site.cluster_name,
+        region=region,
+        partition=site.partition,
+        account_id=account_id,
+        agent=agent,
+        associate=False,
+    )
+    return dataclasses.replace(site, pod_identity=target)
 
 
 def _sweep_args(
