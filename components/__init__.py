@@ -13,7 +13,7 @@ _EXPORTS = {
     "CertManager": "certmanager.component",
     "CertManagerArgs": "certmanager.component",
     "Cluster": "cluster.component",
-    "ClusterArgs": "cluster.component",
+    "ClusterArgs": "cluster.args",
     "ClusterHandle": "cluster.handle",
     "GpuStack": "gpu.component",
     "GpuStackArgs": "gpu.component",
@@ -60,8 +60,8 @@ __getattr__ = lazy_exports(__name__, {**_EXPORTS, **_DEPRECATED})
 if TYPE_CHECKING:  # never run: the same names as _EXPORTS (a test holds them together), `X as X` re-exports them
     from .certmanager.component import CertManager as CertManager
     from .certmanager.component import CertManagerArgs as CertManagerArgs
+    from .cluster.args import ClusterArgs as ClusterArgs
     from .cluster.component import Cluster as Cluster
-    from .cluster.component import ClusterArgs as ClusterArgs
     from .cluster.handle import ClusterHandle as ClusterHandle
     from .gpu.component import GpuStack as GpuStack
     from .gpu.component import GpuStackArgs as GpuStackArgs

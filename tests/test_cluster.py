@@ -145,7 +145,7 @@ def test_system_nodes_require_imdsv2_and_encrypt_their_root_volume(dev):
 def test_nodes_join_only_after_networking_addons_and_node_policies(dev, monkeypatch):
     """The add-ons go with the cluster on destroy, so the node group waits for them on create only: no edge, which
     would add their levels to every destroy (components.cluster.create_order)."""
-    from components.cluster import component
+    from components.cluster import system_nodes
     from tests.conftest import run_stack
 
     group = dev.one(NODE_GROUP)
@@ -161,8 +161,8 @@ def test_nodes_join_only_after_networking_addons_and_node_policies(dev, monkeypa
         waits.append(sorted(r._name for r in resources))
         return real(value, *resources)
 
-    real = component.created_after
-    monkeypatch.setattr(component, "created_after", created_after)
+    real = system_nodes.created_after
+    monkeypatch.setattr(system_nodes, "created_after", created_after)
     ran = run_stack("dev")
     assert ["cluster-kube-proxy", "cluster-vpc-cni"] in waits
     assert ran.one(NODE_GROUP).inputs["clusterName"] == group.inputs["clusterName"]

@@ -1,4 +1,4 @@
-"""The images the platform sets itself, pinned once in components/versions.py: by tag, and by digest where the
+"""The images the platform sets itself, pinned once in components/versions/: by tag, and by digest where the
 publisher records one. A digest pin must hold the digest as the publisher's record writes it, cite that record at a
 fixed commit, and reach the pods that run the image."""
 

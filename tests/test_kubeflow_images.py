@@ -1,5 +1,5 @@
 """Kubeflow runs exact images: every image upstream's manifests name by a moving tag (`mysql:8.4`, Katib's
-`mysql:8.0`, ...) is replaced by the pin in `components/versions.py`, wherever an object names it."""
+`mysql:8.0`, ...) is replaced by the pin in `components/versions/`, wherever an object names it."""
 
 from __future__ import annotations
 

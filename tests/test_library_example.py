@@ -237,7 +237,7 @@ def test_a_type_checker_sees_the_installed_packages_classes(installed, tmp_path)
     assert "Any" not in revealed, result.stdout
     assert revealed[0].endswith("-> eks_ml_platform.cluster.component.Cluster")
     assert "owns_vpc: bool," in revealed[1]
-    assert revealed[1].endswith("-> eks_ml_platform.cluster.component.ClusterArgs")
+    assert revealed[1].endswith("-> eks_ml_platform.cluster.args.ClusterArgs")
 
 
 def test_a_program_run_by_the_preview_gets_the_same_package_under_either_name_and_leaves_it_whole():

@@ -73,10 +73,6 @@ ALLOWED: dict[str, dict[str, str]] = {
         ("REPAIR_CONDITIONS", "UNHEALTHY_POOL_SHARE", "after_minutes", "set_by"),
         "what Karpenter's node repair acts on, as documented; the tests hold it to the docs and the runbook's table",
     ),
-    "components/versions.py": {
-        "KUBEFLOW_PIPELINES": "the Pipelines release whose source the S3 contract was read in; the tests hold the "
-        "rendered images to it",
-    },
     "components/kubeflow/render.py": {
         "canonical_digest": "how expected-objects.tsv names objects; only the render tests compute it",
     },

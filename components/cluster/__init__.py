@@ -2,4 +2,4 @@
 
 from .._lazy import lazy_exports
 
-__getattr__ = lazy_exports(__name__, {"Cluster": "component", "ClusterArgs": "component", "ClusterHandle": "handle"})
+__getattr__ = lazy_exports(__name__, {"Cluster": "component", "ClusterArgs": "args", "ClusterHandle": "handle"})

@@ -115,7 +115,7 @@ class Workload:
 
 
 def _chart(name: str) -> str:
-    return f"{name} chart values.yaml at the version pinned in versions.py"
+    return f"{name} chart values.yaml at the version pinned in components/versions/"
 
 
 _ADDONS = "EKS managed add-on defaults (kubectl -n kube-system get deploy,ds -o yaml on a new cluster)"

@@ -170,7 +170,7 @@ class ClusterConfig(ConfigModel):
     )
     kubernetes_version: Annotated[StrictStr, one_of(versions.KUBERNETES_VERSIONS, "the supported versions")] = Field(
         default=versions.DEFAULT_KUBERNETES_VERSION,
-        description="control-plane version; the EKS add-on builds follow it (see `components/versions.py`)",
+        description="control-plane version; the EKS add-on builds follow it (see `components/versions/`)",
     )
     endpoint: EndpointAccess = Field(description="who can reach the Kubernetes API server")
     service_cidr: Annotated[Cidr, prefix_between(16, 24)] = Field(

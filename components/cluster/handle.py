@@ -210,6 +210,9 @@ def _handle(
     provider: aws.Provider | None,
     opts: pulumi.ResourceOptions | None,
 ) -> ClusterHandle:
+    """The handle of a cluster this program did not create, from the outputs a platform stack gives (`values`, or
+    the same read from AWS): its add-ons and system node group are read, not managed, and its Kubernetes provider
+    authenticates with `aws_profile`."""
     cluster_name = values["clusterName"]
     account_id, partition = attach.arn_account_and_partition(values["oidcProviderArn"])
     try:
@@ -223,21 +226,6 @@ def _handle(
     def addon(key: str, addon_name: str) -> aws.eks.Addon:
         return aws.eks.Addon.get(f"{name}-{key}", id=f"{cluster_name}:{addon_name}", opts=read)
 
-    kubernetes_provider = k8s.Provider(
-        f"{name}-k8s",
-        kubeconfig=attach.kubeconfig(
-            cluster_name=cluster_name,
-            endpoint=values["clusterEndpoint"],
-            certificate_authority=values["clusterCertificateAuthority"],
-            region=values["region"],
-            profile=aws_profile,
-        ),
-        # Objects whose namespace is not set go to 'default' explicitly, never to a kubeconfig context.
-        namespace="default",
-        enable_config_map_mutable=MUTABLE_DATA,
-        enable_secret_mutable=MUTABLE_DATA,
-        opts=opts,
-    )
     return ClusterHandle(
         name=pulumi.Output.from_input(cluster_name),
         kubernetes_version=str(values["kubernetesVersion"]),
@@ -251,7 +239,7 @@ def _handle(
         vpc_id=pulumi.Output.from_input(values["vpcId"]),
         private_subnet_ids=pulumi.Output.from_input(list(values["privateSubnetIds"])),
         availability_zones=tuple(values["availabilityZones"]),
-        kubernetes_provider=kubernetes_provider,
+        kubernetes_provider=_attached_provider(f"{name}-k8s", values, aws_profile, opts),
         system_node_group=aws.eks.NodeGroup.get(
             f"{name}-system", id=f"{cluster_name}:{values['systemNodeGroup']}", opts=read
         ),
@@ -263,4 +251,26 @@ def _handle(
         identity=identity,
         # The platform's agent, not this program's: its associations need not wait for it.
         pod_identity_agent=None,
+    )
+
+
+def _attached_provider(
+    name: str, values: dict[str, Any], aws_profile: str | None, opts: pulumi.ResourceOptions | None
+) -> k8s.Provider:
+    """The Kubernetes provider of a cluster attached from the platform's outputs (`values`), authenticating with
+    `aws_profile`."""
+    return k8s.Provider(
+        name,
+        kubeconfig=attach.kubeconfig(
+            cluster_name=values["clusterName"],
+            endpoint=values["clusterEndpoint"],
+            certificate_authority=values["clusterCertificateAuthority"],
+            region=values["region"],
+            profile=aws_profile,
+        ),
+        # Objects whose namespace is not set go to 'default' explicitly, never to a kubeconfig context.
+        namespace="default",
+        enable_config_map_mutable=MUTABLE_DATA,
+        enable_secret_mutable=MUTABLE_DATA,
+        opts=opts,
     )

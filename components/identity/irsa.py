@@ -104,35 +104,28 @@ class WorkloadRole(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, pulumi.ResourceOptions.merge(opts, former))
         self.namespace, self.service_account = args.namespace, args.service_account
         target = args.pod_identity
-        if target is None:
-            trust = pulumi.Output.all(args.oidc_provider_arn, args.oidc_issuer).apply(
-                lambda values: to_json(
-                    irsa_trust_policy(
-                        oidc_provider_arn=values[0],
-                        oidc_issuer=values[1],
-                        namespace=args.namespace,
-                        service_account=args.service_account,
-                    )
-                )
-            )
-        else:
-            trust = pulumi.Output.all(target.account_id, target.cluster_arn).apply(
-                lambda values: to_json(
-                    pod_identity_trust_policy(
-                        account_id=values[0],
-                        cluster_arn=values[1],
-                        namespace=args.namespace,
-                        service_account=args.service_account,
-                    )
-                )
-            )
         kind = "IRSA" if target is None else "EKS Pod Identity"
         self.role = aws.iam.Role(
             f"{name}-role",
-            assume_role_policy=trust,
+            assume_role_policy=_trust_policy(args),
             description=f"{kind} role for {args.namespace}/{args.service_account}",
             opts=pulumi.ResourceOptions(parent=self),
         )
+        grants = self._policies(name, args)
+        self.association = None
+        if target is not None and target.associate:
+            self.association = self._associate(name, args, target)
+            grants.append(self.association)
+        # Known only once the policies are attached (and the association made): a chart or add-on given this ARN or
+        # these annotations waits for them through it, with no depends_on to remember (a pod that assumes the role
+        # earlier is denied and may not retry; one created before its association gets no credentials at all).
+        waited: Sequence[pulumi.Output[str]] = [grant.id for grant in grants]
+        self.arn = pulumi.Output.all(self.role.arn, *waited).apply(lambda values: values[0])
+        self.service_account_annotations = self.arn.apply(lambda arn: {IRSA_ANNOTATION: arn} if target is None else {})
+        self.register_outputs({"arn": self.arn})
+
+    def _policies(self, name: str, args: WorkloadRoleArgs) -> list[pulumi.CustomResource]:
+        """The managed policies attached and the inline policies put on the role, each under its own name."""
         grants: list[pulumi.CustomResource] = [
             aws.iam.RolePolicyAttachment(
                 f"{name}-{policy_name}",
@@ -148,28 +141,51 @@ class WorkloadRole(pulumi.ComponentResource):
             )
             for policy_name, document in sorted(args.inline_policies.items())
         ]
-        self.association = None
-        if target is not None and target.associate:
-            self.association = aws.eks.PodIdentityAssociation(
-                f"{name}-association",
-                cluster_name=target.cluster_name,
+        return grants
+
+    def _associate(
+        self, name: str, args: WorkloadRoleArgs, target: PodIdentityTarget
+    ) -> aws.eks.PodIdentityAssociation:
+        """The Pod Identity association of the role with its service account."""
+        return aws.eks.PodIdentityAssociation(
+            f"{name}-association",
+            cluster_name=target.cluster_name,
+            namespace=args.namespace,
+            service_account=args.service_account,
+            role_arn=self.role.arn,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # why: credentials are served by the agent; on destroy the association goes before it.
+                depends_on=[target.agent] if target.agent is not None else [],
+            ),
+        )
+
+
+def _trust_policy(args: WorkloadRoleArgs) -> pulumi.Output[str]:
+    """The role's trust policy (JSON): the cluster's OIDC provider for the one service account with IRSA, EKS Pod
+    Identity for it in the one cluster otherwise."""
+    target = args.pod_identity
+    if target is None:
+        return pulumi.Output.all(args.oidc_provider_arn, args.oidc_issuer).apply(
+            lambda values: to_json(
+                irsa_trust_policy(
+                    oidc_provider_arn=values[0],
+                    oidc_issuer=values[1],
+                    namespace=args.namespace,
+                    service_account=args.service_account,
+                )
+            )
+        )
+    return pulumi.Output.all(target.account_id, target.cluster_arn).apply(
+        lambda values: to_json(
+            pod_identity_trust_policy(
+                account_id=values[0],
+                cluster_arn=values[1],
                 namespace=args.namespace,
                 service_account=args.service_account,
-                role_arn=self.role.arn,
-                opts=pulumi.ResourceOptions(
-                    parent=self,
-                    # why: credentials are served by the agent; on destroy the association goes before it.
-                    depends_on=[target.agent] if target.agent is not None else [],
-                ),
             )
-            grants.append(self.association)
-        # Known only once the policies are attached (and the association made): a chart or add-on given this ARN or
-        # these annotations waits for them through it, with no depends_on to remember (a pod that assumes the role
-        # earlier is denied and may not retry; one created before its association gets no credentials at all).
-        waited: Sequence[pulumi.Output[str]] = [grant.id for grant in grants]
-        self.arn = pulumi.Output.all(self.role.arn, *waited).apply(lambda values: values[0])
-        self.service_account_annotations = self.arn.apply(lambda arn: {IRSA_ANNOTATION: arn} if target is None else {})
-        self.register_outputs({"arn": self.arn})
+        )
+    )
 
 
 #: What every EKS node needs: to join the cluster and pull images. The CNI policy is on the aws-node IRSA role.

@@ -1,6 +1,6 @@
 """Pure renderer for the IAM permission policy of the AWS Load Balancer Controller: the document the controller's
 IRSA role carries so it can manage ALBs, NLBs, their target groups, listeners and the security groups in front of
-them. It moves in lock-step with the chart pinned as `LOAD_BALANCER_CONTROLLER` in `components/versions.py` (chart
+them. It moves in lock-step with the chart pinned as `LOAD_BALANCER_CONTROLLER` in `components/versions/` (chart
 aws-load-balancer-controller 3.5.0): the granted actions and their scoping follow that release's published policy
 (`../shared/reference/aws-load-balancer-controller/`), and the tests compare the two action sets exactly, so bumping
 the chart without revisiting this file fails loudly instead of surfacing later as an AccessDenied in the controller.
@@ -76,35 +76,30 @@ def _elb(partition: str, path: str) -> str:
     return f"arn:{partition}:elasticloadbalancing:*:*:{path}"
 
 
-def controller_policy(scope: ControllerScope) -> dict[str, Any]:
-    """The AWS Load Balancer Controller permissions, scoped to its cluster and VPC."""
-    partition = scope.partition
-    # The resource carries this cluster's ownership tag, i.e. this cluster's controller created it.
-    owned: dict[str, Any] = {"StringEquals": {_RESOURCE_TAG: scope.cluster_name}}
-    # The request sets this cluster's ownership tag, so what is created is marked as its own from the start.
-    created_owned: dict[str, Any] = {"StringEquals": {_REQUEST_TAG: scope.cluster_name}}
-    # Tags of an owned resource may change, as long as the request does not touch the ownership tag itself.
-    retag_owned: dict[str, Any] = {"Null": {_REQUEST_TAG: "true"}, **owned}
-    security_groups = f"arn:{partition}:ec2:{scope.region}:{scope.account_id}:security-group/*"
-    target_groups = _elb(partition, "targetgroup/*/*")
-    balancers_and_groups = [
-        _elb(partition, "loadbalancer/app/*/*"),
-        _elb(partition, "loadbalancer/net/*/*"),
-        target_groups,
-    ]
-    listeners_and_rules = [
-        _elb(partition, f"{kind}/{lb_type}/*/*/*")
-        for kind in ("listener", "listener-rule")
-        for lb_type in ("app", "net")
-    ]
+def _owned(scope: ControllerScope) -> dict[str, Any]:
+    """Condition: the resource carries this cluster's ownership tag, i.e. this cluster's controller created it."""
+    return {"StringEquals": {_RESOURCE_TAG: scope.cluster_name}}
 
-    statements: list[dict[str, Any]] = [
-        # why: the first load balancer in an account needs ELB's service-linked role; nothing else may be created.
-        _allow(
-            "CreateElbServiceLinkedRoleOnly",
-            ["iam:CreateServiceLinkedRole"],
-            StringEquals={"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"},
-        ),
+
+def _created_owned(scope: ControllerScope) -> dict[str, Any]:
+    """Condition: the request sets this cluster's ownership tag, so what is created is marked as its own from the
+    start."""
+    return {"StringEquals": {_REQUEST_TAG: scope.cluster_name}}
+
+
+def _retag_owned(scope: ControllerScope) -> dict[str, Any]:
+    """Condition: tags of an owned resource may change, as long as the request does not touch the ownership tag
+    itself."""
+    return {"Null": {_REQUEST_TAG: "true"}, **_owned(scope)}
+
+
+def _security_groups(scope: ControllerScope) -> str:
+    return f"arn:{scope.partition}:ec2:{scope.region}:{scope.account_id}:security-group/*"
+
+
+def _read_statements() -> list[dict[str, Any]]:
+    """What reconciliation reads: the VPC, the load balancers, and the certificates and Cognito clients users name."""
+    return [
         # why: reconciliation starts from the current state of the VPC and of the load balancers; reads are unscoped.
         _allow(
             "DiscoverNetworkTopology",
@@ -157,6 +152,13 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
                 "iam:ListServerCertificates",
             ],
         ),
+    ]
+
+
+def _security_group_statements(scope: ControllerScope) -> list[dict[str, Any]]:
+    """Opening node and pod security groups in this cluster's VPC, and the frontend groups the controller owns."""
+    security_groups = _security_groups(scope)
+    return [
         # why: the controller opens node and pod security groups it does not own to traffic from its load balancers:
         # any group, but only in this cluster's VPC (upstream: any group in the account).
         _allow(
@@ -167,7 +169,7 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
         ),
         # why: it creates its frontend groups in this cluster's VPC only, each carrying this cluster's tag.
         _allow("CreateSecurityGroupsInClusterVpc", ["ec2:CreateSecurityGroup"], scope.vpc_arn),
-        _allow("CreateOwnedSecurityGroups", ["ec2:CreateSecurityGroup"], security_groups, **created_owned),
+        _allow("CreateOwnedSecurityGroups", ["ec2:CreateSecurityGroup"], security_groups, **_created_owned(scope)),
         _allow(
             "TagSecurityGroupsOnCreation",
             ["ec2:CreateTags"],
@@ -175,18 +177,32 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             StringEquals={"ec2:CreateAction": "CreateSecurityGroup", _REQUEST_TAG: scope.cluster_name},
         ),
         # why: once created, only this cluster's own security groups may be retagged or deleted.
-        _allow("RetagOwnedSecurityGroups", ["ec2:CreateTags", "ec2:DeleteTags"], security_groups, **retag_owned),
+        _allow(
+            "RetagOwnedSecurityGroups", ["ec2:CreateTags", "ec2:DeleteTags"], security_groups, **_retag_owned(scope)
+        ),
         _allow(
             "ManageOwnedSecurityGroups",
             ["ec2:AuthorizeSecurityGroupIngress", "ec2:DeleteSecurityGroup", "ec2:RevokeSecurityGroupIngress"],
             security_groups,
-            **owned,
+            **_owned(scope),
         ),
+    ]
+
+
+def _load_balancer_statements(scope: ControllerScope) -> list[dict[str, Any]]:
+    """Load balancers and target groups this cluster owns, and registering targets."""
+    target_groups = _elb(scope.partition, "targetgroup/*/*")
+    balancers_and_groups = [
+        _elb(scope.partition, "loadbalancer/app/*/*"),
+        _elb(scope.partition, "loadbalancer/net/*/*"),
+        target_groups,
+    ]
+    return [
         # why: load balancers and target groups can only be created already carrying the ownership tag ...
         _allow(
             "CreateOwnedLoadBalancersAndTargetGroups",
             ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
-            **created_owned,
+            **_created_owned(scope),
         ),
         _allow(
             "TagLoadBalancersAndTargetGroupsOnCreation",
@@ -202,7 +218,7 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             "RetagOwnedLoadBalancersAndTargetGroups",
             ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
             balancers_and_groups,
-            **retag_owned,
+            **_retag_owned(scope),
         ),
         _allow(
             "ManageOwnedLoadBalancersAndTargetGroups",
@@ -219,7 +235,7 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
                 "elasticloadbalancing:SetSecurityGroups",
                 "elasticloadbalancing:SetSubnets",
             ],
-            **owned,
+            **_owned(scope),
         ),
         # why: TargetGroupBindings may name target groups created outside the controller, so targets are
         # (de)registered in any target group, but nothing beyond target groups.
@@ -228,6 +244,17 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             ["elasticloadbalancing:DeregisterTargets", "elasticloadbalancing:RegisterTargets"],
             target_groups,
         ),
+    ]
+
+
+def _listener_statements(scope: ControllerScope) -> list[dict[str, Any]]:
+    """Listeners and rules of the load balancers the controller reconciles."""
+    listeners_and_rules = [
+        _elb(scope.partition, f"{kind}/{lb_type}/*/*/*")
+        for kind in ("listener", "listener-rule")
+        for lb_type in ("app", "net")
+    ]
+    return [
         # why: upstream does not scope listener and rule changes by ownership (they hang off a load balancer the
         # controller reconciles); their tags may change, but only on listener and rule ARNs.
         _allow(
@@ -250,6 +277,22 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
             listeners_and_rules,
         ),
+    ]
+
+
+def controller_policy(scope: ControllerScope) -> dict[str, Any]:
+    """The AWS Load Balancer Controller permissions, scoped to its cluster and VPC."""
+    statements: list[dict[str, Any]] = [
+        # why: the first load balancer in an account needs ELB's service-linked role; nothing else may be created.
+        _allow(
+            "CreateElbServiceLinkedRoleOnly",
+            ["iam:CreateServiceLinkedRole"],
+            StringEquals={"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"},
+        ),
+        *_read_statements(),
+        *_security_group_statements(scope),
+        *_load_balancer_statements(scope),
+        *_listener_statements(scope),
     ]
     # why: Ingress annotations name WAF ACLs and ask for Shield; granted only with the add-on on (upstream: always).
     if scope.waf:

@@ -5,7 +5,6 @@ that never become nodes."""
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
@@ -15,8 +14,10 @@ from ..config.validation import FieldProblems
 from ..config.validation import matches as _matches
 from ..tags import standard_tags
 from . import crd_rules, efa
+from .kubelet_spec import KubeletSpec
 from .presets import NODE_CLASS_PRESETS
-from .spec_types import DURATION, QUANTITY, Quantity, Spec, apply_preset
+from .spec_types import Spec, apply_preset
+from .user_data_spec import UserDataSpec
 
 # The EC2NodeClass CRD's patterns (`crd_rules.json`), matched whole: the CRD's subnet and security group patterns are
 # unanchored, so it also admits ids inside other text, which EC2 refuses.
@@ -118,146 +119,6 @@ class NetworkInterfaceSpec(Spec):
     )
 
 
-_SIGNALS = Literal[
-    "memory.available",
-    "nodefs.available",
-    "nodefs.inodesFree",
-    "imagefs.available",
-    "imagefs.inodesFree",
-    "pid.available",
-]
-_RESERVED = Literal["cpu", "memory", "ephemeral-storage", "pid"]
-
-
-class KubeletSpec(Spec):
-    """Kubelet settings Karpenter passes to the node and uses for its own capacity maths (keys as in the CRD)."""
-
-    max_pods: StrictInt | None = Field(default=None, ge=1, description="most pods per node")
-    pods_per_core: StrictInt | None = Field(default=None, ge=1, description="most pods per CPU core")
-    system_reserved: dict[_RESERVED, Quantity] | None = Field(default=None, description="reserved for the OS's daemons")
-    kube_reserved: dict[_RESERVED, Quantity] | None = Field(
-        default=None, description="reserved for Kubernetes' daemons"
-    )
-    eviction_hard: dict[_SIGNALS, StrictStr] | None = Field(
-        default=None, description="hard eviction thresholds: a percentage like `10%` or a quantity like `500Mi`"
-    )
-    eviction_soft: dict[_SIGNALS, StrictStr] | None = Field(
-        default=None, description="soft eviction thresholds, each with its `evictionSoftGracePeriod`"
-    )
-    eviction_soft_grace_period: dict[_SIGNALS, StrictStr] | None = Field(
-        default=None, description="how long each soft threshold may be crossed before pods are evicted, like `1m30s`"
-    )
-    eviction_max_pod_grace_period: StrictInt | None = Field(
-        default=None, ge=0, description="the most seconds a pod evicted by a soft threshold gets to stop"
-    )
-    image_gc_high_threshold_percent: StrictInt | None = Field(
-        default=None,
-        ge=0,
-        le=100,
-        alias="imageGCHighThresholdPercent",
-        description="disk use at which unused images are removed; above `imageGCLowThresholdPercent`",
-    )
-    image_gc_low_threshold_percent: StrictInt | None = Field(
-        default=None, ge=0, le=100, alias="imageGCLowThresholdPercent", description="disk use image removal stops at"
-    )
-    cluster_dns: tuple[StrictStr, ...] | None = Field(
-        default=None, alias="clusterDNS", description="IP addresses of the DNS servers pods use"
-    )
-    cpu_cfs_quota: StrictBool | None = Field(
-        default=None, alias="cpuCFSQuota", description="enforce containers' CPU limits with CFS quota"
-    )
-
-    def problems(self) -> list[tuple[str, str]]:
-        problems = []
-        high, low = self.image_gc_high_threshold_percent, self.image_gc_low_threshold_percent
-        if high is not None and low is not None and high <= low:
-            problems.append(
-                ("imageGCHighThresholdPercent", f"must be above imageGCLowThresholdPercent ({low}); got {high}")
-            )
-        soft, grace = set(self.eviction_soft or {}), set(self.eviction_soft_grace_period or {})
-        problems += [
-            ("evictionSoftGracePeriod", f"needs a grace period for the soft threshold {s}")
-            for s in sorted(soft - grace)
-        ]
-        problems += [("evictionSoft", f"has no threshold for the grace period of {s}") for s in sorted(grace - soft)]
-        for field, values in (("evictionHard", self.eviction_hard), ("evictionSoft", self.eviction_soft)):
-            for signal, value in (values or {}).items():
-                percent = value.endswith("%") and value[:-1].replace(".", "", 1).isdigit() and float(value[:-1]) <= 100
-                if not percent and not QUANTITY.fullmatch(value):
-                    problems.append(
-                        (
-                            f"{field}.{signal}",
-                            f"expected a percentage like '10%' or a quantity like '500Mi', got {value!r}",
-                        )
-                    )
-        for signal, value in (self.eviction_soft_grace_period or {}).items():
-            if value == "Never" or not DURATION.fullmatch(value):
-                problems.append(
-                    (f"evictionSoftGracePeriod.{signal}", f"expected a duration like '1m30s', got {value!r}")
-                )
-        for index, address in enumerate(self.cluster_dns or ()):
-            try:
-                ipaddress.ip_address(address)
-            except ValueError:
-                problems.append((f"clusterDNS[{index}]", f"expected an IP address, got {address!r}"))
-        return problems
-
-
-#: Bottlerocket settings Karpenter writes itself (cluster identity, labels, taints) or derives from `kubelet`, which
-#: must be set there so Karpenter's capacity maths agree with the node.
-_BOTTLEROCKET_OWNED = {
-    **{
-        f"kubernetes.{k}": "Karpenter sets it from the cluster and the NodePool"
-        for k in ("cluster-name", "api-server", "cluster-certificate", "cluster-dns-ip", "node-labels", "node-taints")
-    },
-    **{
-        f"kubernetes.{k}": "set it in the class's kubelet, which Karpenter also counts with"
-        for k in (
-            "max-pods",
-            "kube-reserved",
-            "system-reserved",
-            "eviction-hard",
-            "eviction-soft",
-            "eviction-soft-grace-period",
-            "image-gc-high-threshold-percent",
-            "image-gc-low-threshold-percent",
-            "cpu-cfs-quota-enforced",
-        )
-    },
-}
-#: NodeConfig spec keys the user data may set: containerd, instance options and nodeadm feature gates. `cluster` is
-#: Karpenter's, `kubelet` goes through the class's kubelet, and local storage through instanceStorePolicy.
-_NODECONFIG_KEYS = {"containerd", "featureGates", "instance"}
-
-
-class UserDataSpec(Spec):
-    """What nodes run at boot, beyond what Karpenter configures. `maxConcurrentDownloads` works on both AMI
-    families; `parallelImagePull` and `nodeConfig` are AL2023's (nodeadm), `settings` Bottlerocket's."""
-
-    max_concurrent_downloads: StrictInt | None = Field(
-        default=None,
-        ge=1,
-        le=64,
-        description="parallel layer downloads per image pull (containerd on AL2023, `settings.container-runtime` on "
-        "Bottlerocket)",
-    )
-    parallel_image_pull: StrictBool = Field(
-        default=False,
-        description="AL2023: SOCI parallel pull and unpack (nodeadm's `FastImagePull` feature gate), much faster for "
-        "multi-GB CUDA images",
-    )
-    node_config: dict[StrictStr, Any] | None = Field(
-        default=None,
-        description="AL2023: more of nodeadm's `NodeConfig` spec (`containerd`, `instance`, `featureGates`), merged "
-        "before Karpenter's own; `cluster` and `kubelet` are Karpenter's and refused",
-    )
-    settings: dict[StrictStr, Any] | None = Field(
-        default=None,
-        description="Bottlerocket: TOML settings (e.g. `kernel.sysctl`); those Karpenter owns (cluster, labels, "
-        "taints, kubelet) are refused",
-    )
-
-
 class NodeClassSpec(Spec):
     """One EC2NodeClass: the AMI, volumes, kubelet, network placement and tags of the nodes that use it."""
 
@@ -271,7 +132,7 @@ class NodeClassSpec(Spec):
     )
     ami_release: Literal["pinned", "latest"] = Field(
         default="pinned",
-        description="`pinned`: the release in `components/versions.py`; `latest`: AWS's newest AMI, so every AWS "
+        description="`pinned`: the release in `components/versions/`; `latest`: AWS's newest AMI, so every AWS "
         "release drifts every node of the class",
     )
     # gp3 limits (EBS User Guide, "General Purpose SSD volumes"; raised in September 2025 from 16 TiB, 16,000 IOPS and
@@ -391,7 +252,7 @@ class NodeClassSpec(Spec):
         if self.placement_group_selector is not None:
             problems += [("placementGroupSelector", message) for _, message in self.placement_group_selector.problems()]
         if self.user_data is not None:
-            problems += self._user_data_problems(self.user_data)
+            problems += self.user_data.problems(self.ami_family)
         problems += self._tag_problems()
         if self.associate_public_ip_address:
             problems.append(
@@ -446,66 +307,6 @@ class NodeClassSpec(Spec):
             )
         return problems
 
-    def _user_data_problems(self, user_data: UserDataSpec) -> list[tuple[str, str]]:
-        problems = []
-        if self.ami_family == "bottlerocket":
-            if user_data.parallel_image_pull:
-                problems.append(
-                    (
-                        "userData.parallelImagePull",
-                        "is nodeadm's (AL2023); on Bottlerocket set the SOCI snapshotter under userData.settings",
-                    )
-                )
-            if user_data.node_config is not None:
-                problems.append(
-                    (
-                        "userData.nodeConfig",
-                        "is a NodeConfig for AL2023's nodeadm; Bottlerocket takes userData.settings",
-                    )
-                )
-            for path, value in _leaves(user_data.settings or {}):
-                if path in _BOTTLEROCKET_OWNED:
-                    problems.append((f"userData.settings.{path}", _BOTTLEROCKET_OWNED[path]))
-                elif not _toml_value(value):
-                    problems.append(
-                        (
-                            f"userData.settings.{path}",
-                            f"expected a string, number, boolean or a list of them, got {value!r}",
-                        )
-                    )
-            return problems
-        if user_data.settings is not None:
-            problems.append(("userData.settings", "are Bottlerocket's TOML settings; AL2023 takes userData.nodeConfig"))
-        for key in user_data.node_config or {}:
-            if key not in _NODECONFIG_KEYS:
-                why = {
-                    "cluster": "Karpenter sets it from the cluster",
-                    "kubelet": (
-                        "set the class's kubelet instead: Karpenter merges it into the NodeConfig and counts with it"
-                    ),
-                }.get(key, f"expected {', '.join(sorted(_NODECONFIG_KEYS))}")
-                problems.append((f"userData.nodeConfig.{key}", why))
-        local_storage = (user_data.node_config or {}).get("instance") or {}
-        if isinstance(local_storage, dict) and "localStorage" in local_storage:
-            problems.append(
-                (
-                    "userData.nodeConfig.instance.localStorage",
-                    (
-                        "set instanceStorePolicy: RAID0 instead, which Karpenter also counts as the node's ephemeral "
-                        "storage"
-                    ),
-                )
-            )
-        containerd = (user_data.node_config or {}).get("containerd") or {}
-        if user_data.max_concurrent_downloads is not None and isinstance(containerd, dict) and "config" in containerd:
-            problems.append(
-                (
-                    "userData.maxConcurrentDownloads",
-                    "set max_concurrent_downloads in your own nodeConfig.containerd.config instead",
-                )
-            )
-        return problems
-
     def _tag_problems(self) -> list[tuple[str, str]]:
         standard = set(standard_tags(project="p", stack="s", owner="o", cost_center="c"))
         problems = []
@@ -527,30 +328,11 @@ class NodeClassSpec(Spec):
         return problems
 
 
-def _leaves(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """(dotted path, value) of every setting that is not a table, and of every table Karpenter owns."""
-    found = []
-    for key, value in tree.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value and path not in _BOTTLEROCKET_OWNED:
-            found += _leaves(value, path + ".")
-        else:
-            found.append((path, value))
-    return found
-
-
-def _toml_value(value: Any) -> bool:
-    scalar = (str, int, float, bool)
-    return isinstance(value, scalar) or (isinstance(value, list) and all(isinstance(v, scalar) for v in value))
-
-
 __all__ = [
     "CapacityReservationTermSpec",
-    "KubeletSpec",
     "NetworkInterfaceSpec",
     "NodeClassSpec",
     "PlacementGroupSpec",
     "SecurityGroupTermSpec",
     "SubnetTermSpec",
-    "UserDataSpec",
 ]

@@ -136,11 +136,54 @@ class Karpenter(pulumi.ComponentResource):
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("eksml:karpenter:Karpenter", name, None, opts)
         cluster = args.cluster
-        child = pulumi.ResourceOptions(parent=self)
+        access_entry, node_policies = self._node_identity(name, cluster)
+        interruption = self._interruption_handling(name)
+        k8s_opts = cluster.kubernetes_options(self)
+        crds = helm.release(
+            f"{name}-crd",
+            versions.KARPENTER_CRD,
+            namespace=NAMESPACE,
+            values={},
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts,
+                # why: the CRDs need a cluster to exist in; nothing else orders them.
+                pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
+            ),
+        )
+        self.controller = self._controller(
+            name, args, k8s_opts, crds, waits=[access_entry, *node_policies, *interruption, *cluster.system_ready]
+        )
+        # why: EC2NodeClasses and NodePools need the controller (and its CRDs) to exist, and must be deleted while
+        # it still runs, so it can drain and terminate the instances it launched.
+        # Their deletes are what makes Karpenter clean up in AWS: never left to go with the cluster.
+        after_controller = k8s_objects.own_delete(
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.controller, crds]))
+        )
+        self.node_classes = self._node_classes(name, args, after_controller)
+        self._node_pools(name, args, after_controller)
+        self.node_role_arn = self.node_role.arn
+        self.queue_name = self.queue.name
+        for path, message in args.config.warnings():
+            pulumi.log.warn(f"{path}: {message}", resource=self)
+        self.register_outputs(
+            {
+                "nodeRoleArn": self.node_role_arn,
+                "queueName": self.queue_name,
+                "gpuLimits": self.gpu_limits,
+                "acceleratorLimits": self.accelerator_limits,
+            }
+        )
 
-        # --- nodes: the role the instances Karpenter launches run as, admitted to the cluster as EC2 Linux nodes
+    def _node_identity(
+        self, name: str, cluster: ClusterHandle
+    ) -> tuple[aws.eks.AccessEntry, list[aws.iam.RolePolicyAttachment]]:
+        """The role the instances Karpenter launches run as (`node_role`), admitted to the cluster as EC2 Linux
+        nodes: the access entry, and the role's policy attachments."""
         self.node_role, node_policies = node_role(
-            f"{name}-node", partition=cluster.partition, description="Nodes launched by Karpenter", opts=child
+            f"{name}-node",
+            partition=cluster.partition,
+            description="Nodes launched by Karpenter",
+            opts=pulumi.ResourceOptions(parent=self),
         )
         access_entry = aws.eks.AccessEntry(
             f"{name}-node",
@@ -150,8 +193,12 @@ class Karpenter(pulumi.ComponentResource):
             # EKS removes access entries with the cluster.
             opts=pulumi.ResourceOptions(parent=self, deleted_with=cluster.eks_cluster),
         )
+        return access_entry, node_policies
 
-        # --- interruption handling: EventBridge → SQS → controller
+    def _interruption_handling(self, name: str) -> list[pulumi.Resource]:
+        """EventBridge → SQS → controller: the queue (`queue`), its policy and a rule per interruption event; returns
+        what the controller waits for (the policy and the rules' targets)."""
+        child = pulumi.ResourceOptions(parent=self)
         self.queue = aws.sqs.Queue(
             f"{name}-interruption",
             message_retention_seconds=300,
@@ -164,7 +211,7 @@ class Karpenter(pulumi.ComponentResource):
             policy=self.queue.arn.apply(lambda arn: to_json(queue_policy(arn))),
             opts=child,
         )
-        targets = []
+        targets: list[pulumi.Resource] = []
         for key, (source, detail_type) in INTERRUPTION_EVENTS.items():
             rule = aws.cloudwatch.EventRule(
                 f"{name}-{key}",
@@ -173,8 +220,20 @@ class Karpenter(pulumi.ComponentResource):
                 opts=child,
             )
             targets.append(aws.cloudwatch.EventTarget(f"{name}-{key}", rule=rule.name, arn=self.queue.arn, opts=child))
+        return [policy, *targets]
 
-        # --- controller identity
+    def _controller(
+        self,
+        name: str,
+        args: KarpenterArgs,
+        k8s_opts: pulumi.ResourceOptions,
+        crds: k8s.helm.v3.Release,
+        *,
+        waits: list[pulumi.Resource],
+    ) -> k8s.helm.v3.Release:
+        """The controller's role (its policy scoped to this cluster, node role and queue) and its release, which
+        waits for `waits`."""
+        cluster = args.cluster
         scope = pulumi.Output.all(
             cluster.partition, cluster.name, cluster.account_id, self.node_role.arn, self.queue.arn
         ).apply(
@@ -196,23 +255,9 @@ class Karpenter(pulumi.ComponentResource):
             namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT,
             inline_policies={"controller": scope},
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
-
-        # --- the two releases
-        k8s_opts = cluster.kubernetes_options(self)
-        crds = helm.release(
-            f"{name}-crd",
-            versions.KARPENTER_CRD,
-            namespace=NAMESPACE,
-            values={},
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts,
-                # why: the CRDs need a cluster to exist in; nothing else orders them.
-                pulumi.ResourceOptions(depends_on=list(cluster.system_ready)),
-            ),
-        )
-        self.controller = helm.release(
+        return helm.release(
             name,
             versions.KARPENTER,
             namespace=NAMESPACE,
@@ -228,32 +273,15 @@ class Karpenter(pulumi.ComponentResource):
                 placement=cluster.system_placement,
             ),
             skip_crds=True,  # owned by the karpenter-crd release, so an upgrade updates them
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts,
-                pulumi.ResourceOptions(
-                    # why: the controller needs nodes it may join, interruption events, and system nodes to run
-                    # on; destroy removes it before all.
-                    depends_on=[access_entry, *node_policies, policy, *targets, *cluster.system_ready],
-                ),
-            ),
-        )
-        self._node_classes_and_pools(name, args, k8s_opts, crds)
-        self.node_role_arn = self.node_role.arn
-        self.queue_name = self.queue.name
-        for path, message in args.config.warnings():
-            pulumi.log.warn(f"{path}: {message}", resource=self)
-        self.register_outputs(
-            {
-                "nodeRoleArn": self.node_role_arn,
-                "queueName": self.queue_name,
-                "gpuLimits": self.gpu_limits,
-                "acceleratorLimits": self.accelerator_limits,
-            }
+            # why: the controller needs nodes it may join, interruption events, and system nodes to run on; destroy
+            # removes it before all.
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=waits)),
         )
 
-    def _node_classes_and_pools(
-        self, name: str, args: KarpenterArgs, k8s_opts: pulumi.ResourceOptions, crds: pulumi.Resource
-    ) -> None:
+    def _node_classes(
+        self, name: str, args: KarpenterArgs, after_controller: pulumi.ResourceOptions
+    ) -> dict[str, k8s.apiextensions.CustomResource]:
+        """An EC2NodeClass per configured class, once the cluster security group carries the discovery tag."""
         cluster, config = args.cluster, args.config
         # Karpenter nodes join the EKS cluster security group (found by the discovery tag), so they and the system
         # nodes reach each other and the control plane.
@@ -264,17 +292,11 @@ class Karpenter(pulumi.ComponentResource):
             value=cluster.name,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        # why: EC2NodeClasses and NodePools need the controller (and its CRDs) to exist, and must be deleted while
-        # it still runs, so it can drain and terminate the instances it launched.
-        # Their deletes are what makes Karpenter clean up in AWS: never left to go with the cluster.
-        after_controller = k8s_objects.own_delete(
-            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.controller, crds]))
-        )
         context = pulumi.Output.all(cluster.name, self.node_role.name)
-        self.node_classes = {}
+        node_classes = {}
         for class_name, spec in sorted(config.node_classes.items()):
             node_class_spec = context.apply(functools.partial(_node_class_spec, class_name, spec, args.tags))
-            self.node_classes[class_name] = k8s.apiextensions.CustomResource(
+            node_classes[class_name] = k8s.apiextensions.CustomResource(
                 f"{name}-class-{class_name}",
                 api_version="karpenter.k8s.aws/v1",
                 kind="EC2NodeClass",
@@ -296,6 +318,12 @@ class Karpenter(pulumi.ComponentResource):
                     ),
                 ),
             )
+        return node_classes
+
+    def _node_pools(self, name: str, args: KarpenterArgs, after_controller: pulumi.ResourceOptions) -> None:
+        """A NodePool per configured pool (`node_pools`), each created once its class exists, with its accelerator
+        ceilings (`gpu_limits`, `accelerator_limits`)."""
+        config = args.config
         startup_taints = [CSI_STARTUP_TAINTS[driver] for driver in args.csi_drivers]
         self.node_pools = {}
         self.gpu_limits = {}

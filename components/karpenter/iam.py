@@ -1,8 +1,8 @@
 """Pure renderers for Karpenter's AWS side: the v1 controller policy, the interruption queue policy and the
 EventBridge rules that feed it.
 
-The controller policy moves in lock-step with the Karpenter version in `versions.py`: the actions and their scoping
-follow the getting-started CloudFormation template of that release (`../shared/reference/karpenter/`). A missing
+The controller policy moves in lock-step with the Karpenter version in `components/versions/`: the actions and their
+scoping follow the getting-started CloudFormation template of that release (`../shared/reference/karpenter/`). A missing
 action shows up late and badly (without `iam:ListInstanceProfiles` the EC2NodeClass finalizer never completes), so
 the tests compare this document with the reference list of actions.
 """
@@ -31,26 +31,44 @@ def _ec2(scope: ControllerScope, kind: str, account: str = "*") -> str:
     return f"arn:{scope.partition}:ec2:{scope.region}:{account}:{kind}/*"
 
 
-def controller_policy(scope: ControllerScope) -> dict[str, Any]:
-    """The Karpenter v1 controller permissions, each as narrowly scoped as the controller allows."""
-    owned = {f"aws:ResourceTag/kubernetes.io/cluster/{scope.cluster_name}": "owned"}
-    request_owned = {
+def _owned(scope: ControllerScope) -> dict[str, str]:
+    """Condition: the resource carries this cluster's ownership tag."""
+    return {f"aws:ResourceTag/kubernetes.io/cluster/{scope.cluster_name}": "owned"}
+
+
+def _request_owned(scope: ControllerScope) -> dict[str, str]:
+    """Condition: the request tags what it creates as this cluster's."""
+    return {
         f"aws:RequestTag/kubernetes.io/cluster/{scope.cluster_name}": "owned",
         "aws:RequestTag/eks:eks-cluster-name": scope.cluster_name,
     }
-    any_nodepool = {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
-    request_nodepool = {"aws:RequestTag/karpenter.sh/nodepool": "*"}
-    launched = [
+
+
+#: Conditions: the resource, or the request, names a NodePool (what Karpenter itself launched).
+_ANY_NODEPOOL = {"aws:ResourceTag/karpenter.sh/nodepool": "*"}
+_REQUEST_NODEPOOL = {"aws:RequestTag/karpenter.sh/nodepool": "*"}
+
+
+def _instance_profiles(scope: ControllerScope) -> str:
+    return f"arn:{scope.partition}:iam::{scope.account_id}:instance-profile/*"
+
+
+def _cluster_arn(scope: ControllerScope) -> str:
+    return f"arn:{scope.partition}:eks:{scope.region}:{scope.account_id}:cluster/{scope.cluster_name}"
+
+
+def _launched(scope: ControllerScope) -> list[str]:
+    """What a launch creates: fleets, instances, volumes, interfaces, launch templates, spot requests."""
+    return [
         _ec2(scope, kind)
         for kind in ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")
     ]
-    profiles = f"arn:{scope.partition}:iam::{scope.account_id}:instance-profile/*"
-    region_tag = {"aws:ResourceTag/topology.kubernetes.io/region": scope.region}
-    request_region_tag = {"aws:RequestTag/topology.kubernetes.io/region": scope.region}
-    cluster_arn = f"arn:{scope.partition}:eks:{scope.region}:{scope.account_id}:cluster/{scope.cluster_name}"
 
-    statements: list[dict[str, Any]] = [
-        # --- launching and terminating the nodes of this cluster only
+
+def _launch_statements(scope: ControllerScope) -> list[dict[str, Any]]:
+    """Launching the nodes of this cluster only."""
+    owned, request_owned = _owned(scope), _request_owned(scope)
+    return [
         {
             "Sid": "AllowScopedEC2InstanceAccessActions",
             "Effect": "Allow",
@@ -69,26 +87,33 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             "Effect": "Allow",
             "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
             "Resource": _ec2(scope, "launch-template"),
-            "Condition": {"StringEquals": owned, "StringLike": any_nodepool},
+            "Condition": {"StringEquals": owned, "StringLike": _ANY_NODEPOOL},
         },
         {
             "Sid": "AllowScopedEC2InstanceActionsWithTags",
             "Effect": "Allow",
             "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
-            "Resource": launched,
-            "Condition": {"StringEquals": request_owned, "StringLike": request_nodepool},
+            "Resource": _launched(scope),
+            "Condition": {"StringEquals": request_owned, "StringLike": _REQUEST_NODEPOOL},
         },
+    ]
+
+
+def _tagging_and_deletion_statements(scope: ControllerScope) -> list[dict[str, Any]]:
+    """Tagging what the controller launches, and terminating it: only this cluster's nodes."""
+    owned, request_owned = _owned(scope), _request_owned(scope)
+    return [
         {
             "Sid": "AllowScopedResourceCreationTagging",
             "Effect": "Allow",
             "Action": "ec2:CreateTags",
-            "Resource": launched,
+            "Resource": _launched(scope),
             "Condition": {
                 "StringEquals": {
                     **request_owned,
                     "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
                 },
-                "StringLike": request_nodepool,
+                "StringLike": _REQUEST_NODEPOOL,
             },
         },
         {
@@ -98,7 +123,7 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             "Resource": _ec2(scope, "instance"),
             "Condition": {
                 "StringEquals": owned,
-                "StringLike": any_nodepool,
+                "StringLike": _ANY_NODEPOOL,
                 "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": scope.cluster_name},
                 "ForAllValues:StringEquals": {
                     "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
@@ -110,9 +135,17 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             "Effect": "Allow",
             "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
             "Resource": [_ec2(scope, "instance"), _ec2(scope, "launch-template")],
-            "Condition": {"StringEquals": owned, "StringLike": any_nodepool},
+            "Condition": {"StringEquals": owned, "StringLike": _ANY_NODEPOOL},
         },
-        # --- instance profiles for the node role, which alone may be passed
+    ]
+
+
+def _instance_profile_statements(scope: ControllerScope) -> list[dict[str, Any]]:
+    """Instance profiles for the node role, which alone may be passed to the instances."""
+    owned, request_owned, profiles = _owned(scope), _request_owned(scope), _instance_profiles(scope)
+    region_tag = {"aws:ResourceTag/topology.kubernetes.io/region": scope.region}
+    request_region_tag = {"aws:RequestTag/topology.kubernetes.io/region": scope.region}
+    return [
         {
             "Sid": "AllowPassingInstanceRole",
             "Effect": "Allow",
@@ -157,12 +190,17 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
                 "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
             },
         },
-        # --- this cluster's endpoint, and the interruption queue
+    ]
+
+
+def _cluster_and_queue_statements(scope: ControllerScope) -> list[dict[str, Any]]:
+    """This cluster's endpoint, and the interruption queue."""
+    return [
         {
             "Sid": "AllowAPIServerEndpointDiscovery",
             "Effect": "Allow",
             "Action": "eks:DescribeCluster",
-            "Resource": cluster_arn,
+            "Resource": _cluster_arn(scope),
         },
         {
             "Sid": "AllowInterruptionQueueActions",
@@ -170,7 +208,12 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
             "Resource": scope.queue_arn,
         },
-        # --- read-only discovery
+    ]
+
+
+def _discovery_statements(scope: ControllerScope) -> list[dict[str, Any]]:
+    """Read-only discovery: instance types, prices, images, subnets, instance profiles and zonal shifts."""
+    return [
         {
             "Sid": "AllowRegionalReadActions",
             "Effect": "Allow",
@@ -208,7 +251,7 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             "Sid": "AllowInstanceProfileReadActions",
             "Effect": "Allow",
             "Action": "iam:GetInstanceProfile",
-            "Resource": profiles,
+            "Resource": _instance_profiles(scope),
         },
         # 1.14's ZonalShiftPolicy: read whether ARC has shifted this cluster away from a zone (used once
         # settings.enableZonalShift is on; read-only and limited to this cluster, so granted with the rest).
@@ -217,8 +260,19 @@ def controller_policy(scope: ControllerScope) -> dict[str, Any]:
             "Effect": "Allow",
             "Action": "arc-zonal-shift:GetManagedResource",
             "Resource": "*",
-            "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}},
+            "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": _cluster_arn(scope)}},
         },
+    ]
+
+
+def controller_policy(scope: ControllerScope) -> dict[str, Any]:
+    """The Karpenter v1 controller permissions, each as narrowly scoped as the controller allows."""
+    statements = [
+        *_launch_statements(scope),
+        *_tagging_and_deletion_statements(scope),
+        *_instance_profile_statements(scope),
+        *_cluster_and_queue_statements(scope),
+        *_discovery_statements(scope),
     ]
     return {"Version": IAM_VERSION, "Statement": statements}
 

@@ -4,21 +4,15 @@ accelerators running. Each problem is (key path within the pool, message)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
 
 from ..instances import accelerators
 from ..instances.families import (
     ACCELERATED_CATEGORIES,
     Accelerator,
-    architecture_of,
-    category_of,
     category_problem,
-    family_of_type,
     family_problem,
-    generation_of,
     size_problem,
-    sizes_of,
     type_problem,
 )
 from ..scheduling import (
@@ -32,45 +26,11 @@ from ..scheduling import (
     Taint,
 )
 from . import crd_rules
-from .pool_fields import DisruptionSpec, RequirementSpec, TaintSpec
+from .pool_contradictions import contradictions, unreachable_families
+from .pool_fields import Pool, RequirementSpec
 from .spec_types import LABEL_VALUE_HINT, QUANTITY, QUANTITY_HINT
 from .training import training_problems
 from .validation import excludes, label_problem, requirement_key_problem
-
-
-class Pool(Protocol):
-    """What the checks read of a pool (`pool_spec.NodePoolSpec`, which runs them as it validates)."""
-
-    @property
-    def architectures(self) -> tuple[str, ...]: ...
-    @property
-    def instance_categories(self) -> tuple[str, ...]: ...
-    @property
-    def generation_above(self) -> int | None: ...
-    @property
-    def instance_families(self) -> tuple[str, ...]: ...
-    @property
-    def instance_sizes(self) -> tuple[str, ...]: ...
-    @property
-    def gpu_names(self) -> tuple[str, ...]: ...
-    @property
-    def requirements(self) -> tuple[RequirementSpec, ...]: ...
-    @property
-    def taints(self) -> tuple[TaintSpec, ...]: ...
-    @property
-    def labels(self) -> Mapping[str, str]: ...
-    @property
-    def limits(self) -> Mapping[str, Any]: ...
-    @property
-    def disruption(self) -> DisruptionSpec: ...
-    @property
-    def capacity_types(self) -> tuple[str, ...]: ...
-    @property
-    def expire_after(self) -> str: ...
-    @property
-    def accelerator(self) -> Accelerator | None: ...
-    def accelerator_sources(self) -> list[tuple[str, Accelerator, str]]: ...
-
 
 Problems = list[tuple[str, str]]
 
@@ -251,95 +211,6 @@ def idle_budget_message(what: str) -> str:
     )
 
 
-def contradictions(pool: Pool, skip: frozenset[str]) -> Problems:
-    """Instance families the pool's own other fields or requirements keep out: it could never launch them."""
-    problems: Problems = []
-    if "instanceFamilies" in skip:
-        return problems
-    generation_bounds = (
-        []
-        if "generationAbove" in skip or pool.generation_above is None
-        else [("Gt", pool.generation_above, f"generationAbove {pool.generation_above}")]
-    )
-    arch_sets: list[tuple[set[str], str]] = (
-        [] if "architectures" in skip else [(set(pool.architectures), f"architectures {list(pool.architectures)}")]
-    )
-    excluded: list[tuple[str, str]] = []
-    for r in () if "requirements" in skip else pool.requirements:
-        if (
-            r.key == "karpenter.k8s.aws/instance-generation"
-            and r.operator in ("Gt", "Gte", "Lt", "Lte")
-            and r.values
-            and r.values[0].isdigit()
-        ):
-            generation_bounds.append((r.operator, int(r.values[0]), f"the requirement {r.shown()}"))
-        elif r.key == "kubernetes.io/arch" and r.operator == "In":
-            arch_sets.append((set(r.values), f"the requirement {r.shown()}"))
-        elif r.key == "karpenter.k8s.aws/instance-family" and r.operator == "NotIn":
-            excluded += [(value, f"the requirement {r.shown()}") for value in r.values]
-    tests = {"Gt": lambda g, n: g > n, "Gte": lambda g, n: g >= n, "Lt": lambda g, n: g < n, "Lte": lambda g, n: g <= n}
-    for family in pool.instance_families:
-        out = []
-        category = category_of(family)
-        if "instanceCategories" not in skip and pool.instance_categories and category not in pool.instance_categories:
-            out.append(
-                f"is in category {category!r}, which instanceCategories {list(pool.instance_categories)} leaves out"
-            )
-        generation = generation_of(family)
-        for operator, bound, source in generation_bounds:
-            if generation is not None and not tests[operator](generation, bound):
-                out.append(f"is generation {generation}, which {source} excludes")
-        arch = architecture_of(family)
-        for allowed, source in arch_sets:
-            if arch is not None and arch not in allowed:
-                out.append(f"runs on {arch}, which {source} excludes")
-        out += [f"is excluded by {source}" for value, source in excluded if value == family]
-        problems += [("instanceFamilies", f"{family!r} {reason}: the pool can never launch it") for reason in out]
-    offered = [sizes_of(family) for family in pool.instance_families]
-    if "instanceSizes" not in skip and offered and all(offered):
-        for size in pool.instance_sizes:
-            if not size_problem(size) and not any(size in sizes for sizes in offered):
-                problems.append(
-                    (
-                        "instanceSizes",
-                        (
-                            f"{size!r} is a size none of instanceFamilies {list(pool.instance_families)} comes in: "
-                            "the pool can never launch it"
-                        ),
-                    )
-                )
-    if pool.gpu_names and not {"gpuNames", "requirements"} & skip:
-        for index, r in enumerate(pool.requirements):
-            if r.operator != "In" or r.key not in (
-                "node.kubernetes.io/instance-type",
-                "karpenter.k8s.aws/instance-family",
-            ):
-                continue
-            for value in r.values:
-                known = accelerators.facts(family_of_type(value))
-                if known is not None and known.gpu_name is not None and known.gpu_name not in pool.gpu_names:
-                    problems.append(
-                        (
-                            f"requirements[{index}]",
-                            (
-                                f"{value!r} has {known.gpu_name} GPUs, which gpuNames {list(pool.gpu_names)} leaves "
-                                "out: the pool can never launch it"
-                            ),
-                        )
-                    )
-    return problems
-
-
-def _unreachable_families(pool: Pool) -> list[str]:
-    """Families in the pool whose GPUs are none of its gpuNames (facts known only)."""
-    unreachable = []
-    for family in pool.instance_families:
-        known = accelerators.facts(family)
-        if known is not None and known.gpu_name is not None and known.gpu_name not in pool.gpu_names:
-            unreachable.append(family)
-    return sorted(unreachable)
-
-
 def pool_problems(pool: Pool, skip: frozenset[str] = frozenset()) -> Problems:
     """Every problem of a pool whose fields have their shapes; checks that read a field in `skip` (one that failed
     to validate) are left out."""
@@ -374,7 +245,7 @@ def pool_problems(pool: Pool, skip: frozenset[str] = frozenset()) -> Problems:
         problems.append(
             (path, f"mixes Neuron devices ({what}) with NVIDIA GPUs ({first['nvidia'][1]}); use one pool for each")
         )
-    if pool.gpu_names and (unreachable := _unreachable_families(pool)):
+    if pool.gpu_names and (unreachable := unreachable_families(pool)):
         problems.append(("instanceFamilies", f"{unreachable} have none of the GPUs in gpuNames {list(pool.gpu_names)}"))
     accelerator = pool.accelerator
     for kind, (taint, _, what) in _KINDS.items():

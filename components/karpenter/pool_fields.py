@@ -1,15 +1,17 @@
 """The parts a NodePool spec is made of: its taints, extra requirements and disruption settings (with budgets).
 
 Each checks its own fields; what they say together is checked by the pool (`pool_checks.py`), which reads these and
-the pool's fields, and is run by the pool spec (`pool_spec.py`).
+the pool's fields (as `Pool` says), and is run by the pool spec (`pool_spec.py`).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
 
 from pydantic import Field, StrictInt, StrictStr
 
+from ..instances.families import Accelerator
 from ..scheduling import Taint
 from . import crd_rules
 from .spec_types import (
@@ -147,4 +149,38 @@ class DisruptionSpec(Spec):
         return problems
 
 
-__all__ = ["BudgetSpec", "DisruptionSpec", "RequirementSpec", "TaintSpec"]
+__all__ = ["BudgetSpec", "DisruptionSpec", "Pool", "RequirementSpec", "TaintSpec"]
+
+
+class Pool(Protocol):
+    """What the checks read of a pool (`pool_spec.NodePoolSpec`, which runs them as it validates)."""
+
+    @property
+    def architectures(self) -> tuple[str, ...]: ...
+    @property
+    def instance_categories(self) -> tuple[str, ...]: ...
+    @property
+    def generation_above(self) -> int | None: ...
+    @property
+    def instance_families(self) -> tuple[str, ...]: ...
+    @property
+    def instance_sizes(self) -> tuple[str, ...]: ...
+    @property
+    def gpu_names(self) -> tuple[str, ...]: ...
+    @property
+    def requirements(self) -> tuple[RequirementSpec, ...]: ...
+    @property
+    def taints(self) -> tuple[TaintSpec, ...]: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+    @property
+    def limits(self) -> Mapping[str, Any]: ...
+    @property
+    def disruption(self) -> DisruptionSpec: ...
+    @property
+    def capacity_types(self) -> tuple[str, ...]: ...
+    @property
+    def expire_after(self) -> str: ...
+    @property
+    def accelerator(self) -> Accelerator | None: ...
+    def accelerator_sources(self) -> list[tuple[str, Accelerator, str]]: ...

@@ -1,4 +1,5 @@
-"""Typed Karpenter NodePool and EC2NodeClass specs (`pool_spec.py`, `class_spec.py`; presets in `presets.py`, checks
+"""Typed Karpenter NodePool and EC2NodeClass specs (`pool_spec.py`, `class_spec.py` with
+`kubelet_spec.py` and `user_data_spec.py`; presets in `presets.py`, checks
 in `pool_checks.py` and `validation.py`).
 
 A pool in stack config names a preset and overrides it field by field:
@@ -17,16 +18,16 @@ from __future__ import annotations
 
 from .class_spec import (
     CapacityReservationTermSpec,
-    KubeletSpec,
     NetworkInterfaceSpec,
     NodeClassSpec,
     SecurityGroupTermSpec,
     SubnetTermSpec,
-    UserDataSpec,
 )
+from .kubelet_spec import KubeletSpec
 from .pool_fields import BudgetSpec, DisruptionSpec, RequirementSpec, TaintSpec
 from .pool_spec import NodePoolSpec
 from .presets import DEFAULT_NODE_CLASSES, DEFAULT_NODE_POOLS, NODE_CLASS_PRESETS, NODE_POOL_PRESETS
+from .user_data_spec import UserDataSpec
 
 __all__ = [
     "DEFAULT_NODE_CLASSES",

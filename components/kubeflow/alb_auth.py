@@ -1,7 +1,7 @@
 """Authentication on the ALB itself, before a request reaches the Istio gateway: the load balancer controller's
 authenticate-oidc or authenticate-cognito action on the HTTPS listener, from Ingress annotations.
 
-The contract, as the controller pinned in `components/versions.py` (v3.5.0) reads it
+The contract, as the controller pinned in `components/versions/` (v3.5.0) reads it
 (kubernetes-sigs/aws-load-balancer-controller: `docs/guide/ingress/annotations.md#authentication`,
 `pkg/ingress/auth_config_builder.go`, `pkg/ingress/config_types.go`, `pkg/ingress/model_build_actions.go`):
 

@@ -80,12 +80,48 @@ class Network(pulumi.ComponentResource):
         return pulumi.ResourceOptions(parent=self)
 
     def _create(self, args: NetworkArgs) -> None:
-        name, config = self._name, args.config
+        """A new VPC: its subnets in every zone, NAT, the private routes through it, and the S3 gateway endpoint."""
+        config = args.config
+        vpc, gateway, public_routes = self._vpc(args)
+        public_subnets, private_subnets = self._subnets(args, vpc, public_routes)
+        nat_zones = (
+            config.availability_zones if config.nat_gateways is NatGateways.PER_AZ else config.availability_zones[:1]
+        )
+        nat_by_zone = self._nat_gateways(args.cluster_name, nat_zones, public_subnets, gateway)
+        private_route_tables: list[aws.ec2.RouteTable] = []
+        egress: list[pulumi.Resource] = list(nat_by_zone.values())
+        for az, subnet in private_subnets.items():
+            nat = nat_by_zone.get(az, nat_by_zone[nat_zones[0]])
+            routes, association = self._private_routes(args.cluster_name, az, vpc, subnet, nat)
+            private_route_tables.append(routes)
+            egress.append(association)
+        # Dataset reads and ECR image layers (stored in S3) stay off the NAT gateways and their per-GB charge.
+        aws.ec2.VpcEndpoint(
+            f"{self._name}-s3",
+            vpc_id=vpc.id,
+            service_name=s3_gateway_service(args.region),
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[routes.id for routes in private_route_tables],
+            tags={"Name": f"{args.cluster_name}-s3"},
+            opts=self._child(),
+        )
+
+        self.vpc_id = vpc.id
+        self.egress = tuple(egress)
+        self.subnets = (*public_subnets.values(), *private_subnets.values())
+        self.private_route_tables = tuple(private_route_tables)
+        self.private_subnet_by_zone = {az: subnet.id for az, subnet in private_subnets.items()}
+        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets.values()])
+        self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets.values()])
+
+    def _vpc(self, args: NetworkArgs) -> tuple[aws.ec2.Vpc, aws.ec2.InternetGateway, aws.ec2.RouteTable]:
+        """The VPC with its default security group emptied, its internet gateway and the public route table."""
+        name = self._name
         # Name tags say which cluster a network object belongs to in the console; logical names stay fixed.
         label = args.cluster_name
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
-            cidr_block=str(config.cidr),
+            cidr_block=str(args.config.cidr),
             enable_dns_hostnames=True,  # EKS nodes and the private API endpoint need both
             enable_dns_support=True,
             tags={"Name": label},
@@ -104,11 +140,16 @@ class Network(pulumi.ComponentResource):
             tags={"Name": f"{label}-public"},
             opts=self._child(),
         )
+        return vpc, gateway, public_routes
 
-        plan = plan_subnets(config.cidr, config.availability_zones)
+    def _subnets(
+        self, args: NetworkArgs, vpc: aws.ec2.Vpc, public_routes: aws.ec2.RouteTable
+    ) -> tuple[dict[str, aws.ec2.Subnet], dict[str, aws.ec2.Subnet]]:
+        """A public subnet (routed to the internet gateway) and a private one in each zone, by zone."""
+        name, label = self._name, args.cluster_name
         public_subnets: dict[str, aws.ec2.Subnet] = {}
         private_subnets: dict[str, aws.ec2.Subnet] = {}
-        for pair in plan:
+        for pair in plan_subnets(args.config.cidr, args.config.availability_zones):
             az = pair.availability_zone
             public_subnets[az] = aws.ec2.Subnet(
                 f"{name}-public-{az}",
@@ -133,57 +174,46 @@ class Network(pulumi.ComponentResource):
                 tags={"Name": f"{label}-private-{az}", **private_subnet_tags(args.cluster_name)},
                 opts=self._child(),
             )
+        return public_subnets, private_subnets
 
-        nat_zones = (
-            config.availability_zones if config.nat_gateways is NatGateways.PER_AZ else config.availability_zones[:1]
-        )
+    def _nat_gateways(
+        self,
+        label: str,
+        zones: tuple[str, ...],
+        public_subnets: dict[str, aws.ec2.Subnet],
+        gateway: aws.ec2.InternetGateway,
+    ) -> dict[str, aws.ec2.NatGateway]:
+        """A NAT gateway, with its address, in the public subnet of each of `zones`."""
         nat_by_zone: dict[str, aws.ec2.NatGateway] = {}
-        for az in nat_zones:
+        for az in zones:
             address = aws.ec2.Eip(
-                f"{name}-nat-{az}", domain="vpc", tags={"Name": f"{label}-nat-{az}"}, opts=self._child()
+                f"{self._name}-nat-{az}", domain="vpc", tags={"Name": f"{label}-nat-{az}"}, opts=self._child()
             )
             nat_by_zone[az] = aws.ec2.NatGateway(
-                f"{name}-nat-{az}",
+                f"{self._name}-nat-{az}",
                 allocation_id=address.id,
                 subnet_id=public_subnets[az].id,
                 tags={"Name": f"{label}-nat-{az}"},
                 # Without the gateway route, the NAT gateway is created but cannot reach the internet.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
             )
-        private_route_tables: list[aws.ec2.RouteTable] = []
-        egress: list[pulumi.Resource] = list(nat_by_zone.values())
-        for az, subnet in private_subnets.items():
-            nat = nat_by_zone.get(az, nat_by_zone[nat_zones[0]])
-            routes = aws.ec2.RouteTable(
-                f"{name}-private-{az}",
-                vpc_id=vpc.id,
-                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
-                tags={"Name": f"{label}-private-{az}"},
-                opts=self._child(),
-            )
-            association = aws.ec2.RouteTableAssociation(
-                f"{name}-private-{az}", subnet_id=subnet.id, route_table_id=routes.id, opts=self._child()
-            )
-            private_route_tables.append(routes)
-            egress.append(association)
-        # Dataset reads and ECR image layers (stored in S3) stay off the NAT gateways and their per-GB charge.
-        aws.ec2.VpcEndpoint(
-            f"{name}-s3",
+        return nat_by_zone
+
+    def _private_routes(
+        self, label: str, az: str, vpc: aws.ec2.Vpc, subnet: aws.ec2.Subnet, nat: aws.ec2.NatGateway
+    ) -> tuple[aws.ec2.RouteTable, aws.ec2.RouteTableAssociation]:
+        """The route table of a zone's private subnet, out through `nat`, and its association with the subnet."""
+        routes = aws.ec2.RouteTable(
+            f"{self._name}-private-{az}",
             vpc_id=vpc.id,
-            service_name=s3_gateway_service(args.region),
-            vpc_endpoint_type="Gateway",
-            route_table_ids=[routes.id for routes in private_route_tables],
-            tags={"Name": f"{label}-s3"},
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+            tags={"Name": f"{label}-private-{az}"},
             opts=self._child(),
         )
-
-        self.vpc_id = vpc.id
-        self.egress = tuple(egress)
-        self.subnets = (*public_subnets.values(), *private_subnets.values())
-        self.private_route_tables = tuple(private_route_tables)
-        self.private_subnet_by_zone = {az: subnet.id for az, subnet in private_subnets.items()}
-        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets.values()])
-        self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets.values()])
+        association = aws.ec2.RouteTableAssociation(
+            f"{self._name}-private-{az}", subnet_id=subnet.id, route_table_id=routes.id, opts=self._child()
+        )
+        return routes, association
 
     def _adopt(self, args: NetworkArgs) -> None:
         existing = args.config.existing

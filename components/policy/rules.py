@@ -166,7 +166,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "helm-chart-pinned",
         "Helm releases pin an exact chart version.",
-        "Set version to an exact release (e.g. 1.14.1), in components/versions.py.",
+        "Set version to an exact release (e.g. 1.14.1), in components/versions/.",
         "mandatory",
         types=(HELM_RELEASE,),
         check_resource=helm_pinned,

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_aws as aws
 
 from .. import k8s_objects
-from ..cluster.component import stateful_options
+from ..cluster.args import stateful_options
 from ..cluster.handle import ClusterHandle
 from ..config.types import StatefulResources
 from ..identity.documents import to_json
@@ -227,6 +227,25 @@ def _bucket(
         restrict_public_buckets=True,
         opts=stateful,
     )
+    _bucket_encryption(name, bucket, config, key, stateful)
+    if config.versioning:
+        aws.s3.BucketVersioning(name, bucket=bucket.id, versioning_configuration={"status": "Enabled"}, opts=stateful)
+    aws.s3.BucketLifecycleConfiguration(name, bucket=bucket.id, rules=_lifecycle_rules(config), opts=stateful)
+    aws.s3.BucketPolicy(
+        name,
+        bucket=bucket.id,
+        policy=bucket.arn.apply(lambda arn: to_json(tls_only_bucket_policy(arn))),
+        # why: S3 rejects a policy while the public access block is still being applied.
+        opts=pulumi.ResourceOptions.merge(stateful, pulumi.ResourceOptions(depends_on=[block])),
+    )
+    return bucket
+
+
+def _bucket_encryption(
+    name: str, bucket: aws.s3.Bucket, config: BucketConfig, key: aws.kms.Key | None, stateful: pulumi.ResourceOptions
+) -> None:
+    """Default encryption of the bucket's objects: with `key` (and S3 bucket keys) for `encryption: kms`, else
+    SSE-S3."""
     default: aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgsDict
     if config.encryption == "kms":
         assert key is not None
@@ -239,8 +258,10 @@ def _bucket(
         rules=[{"apply_server_side_encryption_by_default": default, "bucket_key_enabled": config.encryption == "kms"}],
         opts=stateful,
     )
-    if config.versioning:
-        aws.s3.BucketVersioning(name, bucket=bucket.id, versioning_configuration={"status": "Enabled"}, opts=stateful)
+
+
+def _lifecycle_rules(config: BucketConfig) -> list[aws.s3.BucketLifecycleConfigurationRuleArgsDict]:
+    """Stale multipart uploads are aborted; with versioning, old versions expire."""
     rules: list[aws.s3.BucketLifecycleConfigurationRuleArgsDict] = [
         {
             "id": "abort-incomplete-uploads",
@@ -258,15 +279,7 @@ def _bucket(
                 "noncurrent_version_expiration": {"noncurrent_days": config.noncurrent_version_expiration_days},
             }
         )
-    aws.s3.BucketLifecycleConfiguration(name, bucket=bucket.id, rules=rules, opts=stateful)
-    aws.s3.BucketPolicy(
-        name,
-        bucket=bucket.id,
-        policy=bucket.arn.apply(lambda arn: to_json(tls_only_bucket_policy(arn))),
-        # why: S3 rejects a policy while the public access block is still being applied.
-        opts=pulumi.ResourceOptions.merge(stateful, pulumi.ResourceOptions(depends_on=[block])),
-    )
-    return bucket
+    return rules
 
 
 # --------------------------------------------------------------------------------------------------------- EBS

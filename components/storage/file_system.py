@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from ..cluster.component import stateful_options
+from ..cluster.args import stateful_options
 from ..config.types import StatefulResources
 from . import lustre
 from .config import FsxConfig

@@ -340,15 +340,11 @@ def team_volume(
         # why: the driver mounts and unmounts the volume.
         pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver])),
     )
-    ns = k8s_objects.create(
+    # why: whatever teams put here (claims, load balancers) is deleted with the namespace, while the drivers and
+    # controllers that delete its AWS side still run, and before the file system it mounts.
+    ns = _team_namespace(
         f"{name}-ns-{namespace}",
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": namespace, "labels": {**TEAM_POD_SECURITY, netpol.TEAM_LABEL: namespace}},
-        },
-        # why: whatever teams put here (claims, load balancers) is deleted with the namespace, while the
-        # drivers and controllers that delete its AWS side still run, and before the file system it mounts.
+        namespace,
         pulumi.ResourceOptions.merge(
             k8s_opts,
             pulumi.ResourceOptions(depends_on=[driver, file_system, cluster.ebs_csi_driver, *cleanup_controllers]),
@@ -364,14 +360,32 @@ def team_volume(
         },
         pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ns, volume], deleted_with=ns)),
     )
-    k8s_objects.create(
-        f"{name}-quota-{namespace}",
-        no_accelerators_quota(namespace),
-        pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ns], deleted_with=ns)),
+    _namespace_guards(name, namespace, ns, k8s_opts, monitoring_namespace)
+
+
+def _team_namespace(name: str, namespace: str, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    """A team namespace, labelled for the team's pod security and network policies."""
+    return k8s_objects.create(
+        name,
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": {**TEAM_POD_SECURITY, netpol.TEAM_LABEL: namespace}},
+        },
+        opts,
     )
+
+
+def _namespace_guards(
+    name: str,
+    namespace: str,
+    ns: pulumi.Resource,
+    k8s_opts: pulumi.ResourceOptions,
+    monitoring_namespace: str | None,
+) -> None:
+    """What keeps a team namespace in bounds: a quota of no accelerators, and its NetworkPolicies (default deny and
+    the platform's allowances; Prometheus' scrapes from `monitoring_namespace`)."""
+    in_namespace = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ns], deleted_with=ns))
+    k8s_objects.create(f"{name}-quota-{namespace}", no_accelerators_quota(namespace), in_namespace)
     for policy, manifest in netpol.team_namespace(namespace, monitoring_namespace=monitoring_namespace).items():
-        k8s_objects.create(
-            f"{name}-netpol-{namespace}-{policy}",
-            manifest,
-            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[ns], deleted_with=ns)),
-        )
+        k8s_objects.create(f"{name}-netpol-{namespace}-{policy}", manifest, in_namespace)

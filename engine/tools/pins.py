@@ -98,7 +98,7 @@ TOOLS: tuple[Tool, ...] = (
             for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
         ),
         served_instead=(
-            "components/versions.py DEFAULT_KUBERNETES_VERSION is 1.35 and EKS runs its patch v1.35.3; the proxy "
+            "components/versions/ DEFAULT_KUBERNETES_VERSION is 1.35 and EKS runs its patch v1.35.3; the proxy "
             "serves v1.35.4 of the 1.35 line and no v1.35.3."
         ),
     ),
