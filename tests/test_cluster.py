@@ -353,9 +353,9 @@ def test_a_later_update_by_another_listed_identity_keeps_its_own_entry_and_still
 
 @pytest.mark.stack
 def test_a_second_entry_for_the_creator_fails_the_offline_preview_as_eks_would(monkeypatch):
-    from components import stack
+    from components.platform import part_args
     from components.tools.preview import mocks
 
-    monkeypatch.setattr(stack, "cluster_creator", lambda *_: None)  # as if the creator were not known
+    monkeypatch.setattr(part_args, "cluster_creator", lambda *_: None)  # as if the creator were not known
     with pytest.raises(mocks.RefusedByAws, match="ResourceInUseException"):
         run_stack("dev", with_admins(), caller_arn=ADMIN)
