@@ -97,7 +97,7 @@ charts-fetch: $(VENV)/.installed
 	@if [ -d ../shared/reference/charts ]; then $(PY) -m components.tools.charts fetch --from ../shared/reference/charts; \
 	else $(PY) -m components.tools.charts fetch || echo "== Some charts were not fetched: the preview lists what it cannot judge"; fi
 
-## The three loops issue #38 sets targets for (preview against the SDK floor, the offline tier of `make test`, `make
+## The three loops the project holds to targets (preview against the SDK floor, the offline tier of `make test`, `make
 ## test-fast`), each beside its target; exits 1 when one is missed. ARGS="--only preview" measures a subset.
 benchmark: $(VENV)/.installed-dev kubeflow-fetch charts-fetch
 	$(PY) benchmarks/loops.py $(ARGS)

@@ -1,4 +1,4 @@
-"""The three loops issue #38 sets targets for, measured in one run: the offline preview against the SDK floor, the
+"""The three loops the project holds to targets, measured in one run: the offline preview against the SDK floor, the
 offline tier of `make test`, and `make test-fast`.
 
     python benchmarks/loops.py [--only preview test test-fast] [--stack dev] [--pairs 3]

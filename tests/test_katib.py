@@ -1,4 +1,4 @@
-"""Katib and the Trainer as the platform runs them (issue #36): every `kubeflow.components` switch previews clean,
+"""Katib and the Trainer as the platform runs them: every `kubeflow.components` switch previews clean,
 Katib's controller reaches its suggestion services and reads Secrets only where trials run, one controller
 reconciles, Job trials cannot keep Istio's sidecar, and a TrainJob where `default-editor` does not exist is refused
 with the reason."""

@@ -1,4 +1,4 @@
-"""Training is not killed by the platform (issue #37, item 4): training pools never expire and run no spot, trainer
+"""Training is not killed by the platform: training pools never expire and run no spot, trainer
 pods and notebooks carry `karpenter.sh/do-not-disrupt`, and the model catches a trainer pod whose node can be
 expired, reclaimed or consolidated away."""
 

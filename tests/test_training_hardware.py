@@ -1,4 +1,4 @@
-"""Training hardware used (issue #37, item 5): the training node class puts containerd's images and pods' scratch on
+"""Training hardware used: the training node class puts containerd's images and pods' scratch on
 the instances' NVMe RAID0, and a team pool on an EFA node class gets the label the EFA device plugin's DaemonSet
 selects, so the plugin (rendered from its pinned chart) runs there."""
 

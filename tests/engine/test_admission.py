@@ -1,4 +1,4 @@
-"""The cluster's own admission and access on the real API server (issue #35 item 4), against what the offline
+"""The cluster's own admission and access on the real API server, against what the offline
 checks say: our ValidatingAdmissionPolicies' verdict and message on the pods the docs describe
 (`components/tools/cluster_model/admission.py`), Pod Security admission on every pod the platform runs
 (`components/tools/cluster_model/pod_security.py`), and RBAC as SubjectAccessReviews

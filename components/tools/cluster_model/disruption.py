@@ -1,5 +1,5 @@
 """Training is not killed by the platform: the nodes a trainer pod or a GPU notebook can land on do not take it
-away while it runs (issue #37, item 4).
+away while it runs.
 
 Karpenter takes a node away in two ways (karpenter.sh/docs/concepts/disruption/, v1.14): voluntarily
 (consolidation, drift), which a pod's `karpenter.sh/do-not-disrupt: "true"` holds back, and forcefully (expiry at
