@@ -17,7 +17,7 @@ from ..karpenter.specs import NodePoolSpec
 from ..kueue.queues import Flavor, flavor_quotas, gpu_share
 from ..scheduling import GPU_RESOURCE
 from .config import TeamConfig
-from .offer import PlatformOffer
+from .offer import OfferedQueueing, PlatformOffer
 
 Problem = tuple[str, str]
 
@@ -68,31 +68,36 @@ def shared_guarantee(team: TeamConfig, shared: Flavor, own_gpus: int) -> int:
     return nominal
 
 
+def _kept_for(queueing: OfferedQueueing, name: str) -> tuple[int, str, str]:
+    """What the platform keeps on its shared pools for team stack `name`: the GPUs, the platform key that sets them,
+    and how a message says so (its part of a split reserve, or the whole reserve when the platform gives only one)."""
+    split = queueing.team_stacks
+    if not split:
+        total = queueing.team_stack_gpus
+        return total, "kueue.teamStackGpus", f"for all its team stacks together (its kueue.teamStackGpus, {total})"
+    key = f"kueue.teamStacks.{name}"
+    if name in split:
+        return split[name], key, f"for this team stack (its {key}, {split[name]})"
+    listed = ", ".join(f"{stack}: {gpus}" for stack, gpus in sorted(split.items()))
+    return 0, key, f"for this team stack: its kueue.teamStacks lists only {listed}"
+
+
 def _reserve_problems(team: TeamConfig, offer: PlatformOffer, spec: NodePoolSpec | None) -> list[Problem]:
-    """The team's guarantee on the shared pools fits in what the platform keeps for it (its part of the reserve
-    for team stacks, or the whole reserve when the platform does not split it), or Kueue would promise GPUs the
-    pools cannot launch while every team claims its quota."""
+    """The team's guarantee on the shared pools fits in what the platform keeps for it (`_kept_for`), or Kueue would
+    promise GPUs the pools cannot launch while every team claims its quota."""
     if offer.kueue is None:
         return []
     own = (spec.gpu_limit or 0) if spec is not None else 0
     guarantee = shared_guarantee(team, offer.kueue.shared_flavor(), own)
-    split = offer.kueue.team_stacks
-    kept, key = (split.get(team.name, 0), f"kueue.teamStacks.{team.name}") if split else (None, "kueue.teamStackGpus")
-    reserve = offer.kueue.team_stack_gpus if kept is None else kept
+    reserve, key, kept_for = _kept_for(offer.kueue, team.name)
     if guarantee <= reserve:
         return []
     covered = f" less the {min(own, team.quota.gpus)} its own pool runs" if own else ""
-    if kept is None:
-        kept_for = f"than the platform keeps for all its team stacks together (its kueue.teamStackGpus, {reserve})"
-    elif team.name in split:
-        kept_for = f"than the platform keeps for this team stack (its {key}, {reserve})"
-    else:
-        listed = ", ".join(f"{name}: {gpus}" for name, gpus in sorted(split.items()))
-        kept_for = f"than the platform keeps for this team stack: its kueue.teamStacks lists only {listed}"
     message = (
         f"{team.quota.gpus} GPUs{covered} leaves {guarantee} guaranteed on the platform's shared GPU pools, more "
-        f"{kept_for}; lower quota.gpus (the team may still borrow up to quota.gpuBorrowingLimit more while others "
-        f"are idle), give the team's own pool more GPUs, or ask the platform team to raise {key}"
+        f"than the platform keeps {kept_for}; lower quota.gpus (the team may still borrow up to "
+        f"quota.gpuBorrowingLimit more while others are idle), give the team's own pool more GPUs, or ask the "
+        f"platform team to raise {key}"
     )
     return [("quota.gpus", message)]
 
