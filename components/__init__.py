@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 from ._lazy import lazy_exports
 
 _EXPORTS = {
+    "AddOn": "cluster.add_on",
+    "AddOnArgs": "cluster.add_on_part",
+    "AddOnPart": "cluster.add_on_part",
     "CertManager": "certmanager.component",
     "CertManagerArgs": "certmanager.component",
     "Cluster": "cluster.component",
@@ -60,6 +63,9 @@ __getattr__ = lazy_exports(__name__, {**_EXPORTS, **_DEPRECATED})
 if TYPE_CHECKING:  # never run: the same names as _EXPORTS (a test holds them together), `X as X` re-exports them
     from .certmanager.component import CertManager as CertManager
     from .certmanager.component import CertManagerArgs as CertManagerArgs
+    from .cluster.add_on import AddOn as AddOn
+    from .cluster.add_on_part import AddOnArgs as AddOnArgs
+    from .cluster.add_on_part import AddOnPart as AddOnPart
     from .cluster.args import ClusterArgs as ClusterArgs
     from .cluster.component import Cluster as Cluster
     from .cluster.handle import ClusterHandle as ClusterHandle

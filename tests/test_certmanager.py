@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.certmanager.component import chart_values
-from components.cluster.capacity import CERT_MANAGER, CERT_MANAGER_REPLICAS
+from components.certmanager.add_on import REPLICAS, REQUESTS, chart_values
 from components.scheduling import SYSTEM_PLACEMENT
 
 #: Every values key the platform sets, as read in the chart's values.yaml at v1.20.2
@@ -60,13 +59,13 @@ def test_every_pod_runs_on_the_system_nodes_with_the_requests_their_sizing_count
     for name, section in (("controller", values), ("webhook", values["webhook"]), ("cainjector", values["cainjector"])):
         assert section["nodeSelector"] == dict(SYSTEM_PLACEMENT.node_selector)
         assert section["tolerations"] == [dict(t) for t in SYSTEM_PLACEMENT.tolerations]
-        requests = CERT_MANAGER[name]
+        requests = REQUESTS[name]
         assert section["resources"] == {
             "requests": {"cpu": f"{requests.cpu_m}m", "memory": f"{requests.memory_mi}Mi"},
             # A leaking pod is restarted instead of taking the system node's memory from the other controllers.
             "limits": {"memory": f"{2 * requests.memory_mi}Mi"},
         }
         # Two replicas and a budget: draining a system node never leaves the webhook that checks Certificates down.
-        assert section["replicaCount"] == CERT_MANAGER_REPLICAS == 2
+        assert section["replicaCount"] == REPLICAS == 2
         assert section["podDisruptionBudget"] == {"enabled": True}
     assert values["startupapicheck"]["nodeSelector"] == dict(SYSTEM_PLACEMENT.node_selector)

@@ -85,7 +85,15 @@ def test_importing_the_package_creates_nothing_and_loads_no_part():
 
 def field_docs(args: type) -> dict[str, str]:
     """What documents each field of an args dataclass: the `#:` comment right above it, and the class docstring
-    where it names the field."""
+    where it names the field; for a field an args class takes from the one it extends, that one's."""
+    inherited: dict[str, str] = {}
+    for base in reversed(args.__mro__[1:]):
+        if dataclasses.is_dataclass(base):
+            inherited.update(field_docs(base))
+    return {**inherited, **_own_field_docs(args)}
+
+
+def _own_field_docs(args: type) -> dict[str, str]:
     source = textwrap.dedent(inspect.getsource(args)).splitlines()
     docstring = inspect.getdoc(args) or ""
     fields = {field.name for field in dataclasses.fields(args)}

@@ -249,7 +249,25 @@ def is_resource_module(module: str) -> bool:
         or "pulumi.ComponentResource" in text
         or "pulumi.ResourceOptions(" in text
         or module in ("components.platform.entry", "components.platform.outputs", ROOT)
+        or _extends_a_component(module)
     )
+
+
+def _extends_a_component(module: str) -> bool:
+    """Whether a class of `module` builds on a class imported from a resource module (a component of its own on
+    a shared one, as `certmanager.CertManager` on `cluster.add_on_part.AddOnPart`)."""
+    tree = ast.parse(MODULES[module].text)
+    package = module if MODULES[module].is_package else module.rsplit(".", 1)[0]
+    imported: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rsplit(".", 1)[0]
+            origin = f"{base}.{node.module}" if node.module else base
+            imported.update({alias.asname or alias.name: origin for alias in node.names})
+    bases = {b.id for c in tree.body if isinstance(c, ast.ClassDef) for b in c.bases if isinstance(b, ast.Name)}
+    return any(name in imported and imported[name] in MODULES and is_resource_module(imported[name]) for name in bases)
 
 
 def _synthetic(**modules: str) -> Package:

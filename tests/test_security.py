@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.tools.cluster_model.rbac import SECRET_HOLDERS, cluster_wide_secret_access
+from components.tools.cluster_model.rbac import cluster_wide_secret_access, secret_holders
 
 CHARTS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "charts"
 POD_OWNERS = ("Deployment", "StatefulSet", "DaemonSet")
@@ -100,7 +100,7 @@ def test_only_the_listed_controllers_may_touch_every_namespaces_secrets(platform
     # KServe and Knative are off in dev (prod's model test meets KServe's controller's right, the switch tests of
     # tests/test_katib.py Knative's)
     off_in_dev = {"kserve/kserve-controller-manager", "knative-serving/controller"}
-    assert sorted(holders) == sorted(k for k in SECRET_HOLDERS if k not in off_in_dev)
+    assert sorted(holders) == sorted(k for k in secret_holders() if k not in off_in_dev)
     running = {f"{namespace}/{spec.get('serviceAccountName', 'default')}" for namespace, spec in _pod_specs(objects)}
     assert set(holders) <= running  # each right is a running controller's, never an account no pod uses
 

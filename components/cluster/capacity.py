@@ -45,12 +45,6 @@ PROMETHEUS = Requests(500, 2048)
 KUEUE = Requests(35, 512)
 KUEUE_REPLICAS = 2
 BINPACK_SCHEDULER = Requests(100, 128)
-#: cert-manager's chart sets none; ours, per pod of each of its three Deployments (a platform this size has a few
-#: dozen Certificates: the controller and the CA injector hold them in memory, the webhook only checks requests).
-CERT_MANAGER = MappingProxyType(
-    {"controller": Requests(20, 96), "webhook": Requests(10, 48), "cainjector": Requests(10, 96)}
-)
-CERT_MANAGER_REPLICAS = 2
 #: metrics-server (the EKS community add-on): two replicas, as the add-on runs by default (kept explicit in its
 #: configuration); each requests what the upstream chart's values.yaml sets (100m / 200Mi).
 METRICS_SERVER = Requests(100, 200)
@@ -94,8 +88,6 @@ NODE_EXPORTER = Sizing(Requests(100, 30), 60)
 ALERTMANAGER = Sizing(Requests(20, 400), 800)
 #: Prometheus' memory limit (its request is `PROMETHEUS`): room for the head block of a platform this size.
 PROMETHEUS_MEMORY_LIMIT_MI = 4096
-#: cert-manager's memory limits, twice each pod's request (`CERT_MANAGER`).
-CERT_MANAGER_MEMORY_LIMIT_FACTOR = 2
 #: Istio's CNI node agent, as Kubeflow's Istio manifests request it (100m / 100Mi, no limit); the limit is ours.
 ISTIO_CNI = Sizing(Requests(100, 100), 200)
 
@@ -171,11 +163,6 @@ ADAPTER = Workload(
 )
 KUEUE_WORKLOAD = Workload("kueue-controller-manager", KUEUE, KUEUE_REPLICAS, "components/kueue/values.py")
 
-
-CERT_MANAGER_WORKLOADS: tuple[Workload, ...] = tuple(
-    Workload(f"cert-manager-{name}", requests, CERT_MANAGER_REPLICAS, "components/certmanager/component.py values")
-    for name, requests in CERT_MANAGER.items()
-)
 
 #: KServe's controller: the manager and its kube-rbac-proxy, 100m / 300Mi each (the chart's defaults, kept), at the
 #: replicas `components.kserve` holds it at.
@@ -292,7 +279,7 @@ def system_capacity(
     binpack_scheduler_replicas: int | None,
     observability: bool,
     metrics_adapter: bool = False,
-    cert_manager: bool = False,
+    add_ons: tuple[Workload, ...] = (),
     kubeflow: bool = False,
     kserve: bool = False,
     kueue: bool = False,
@@ -300,8 +287,7 @@ def system_capacity(
     workloads = list(BASE_WORKLOADS)
     if kueue:
         workloads.append(KUEUE_WORKLOAD)
-    if cert_manager:
-        workloads += CERT_MANAGER_WORKLOADS
+    workloads += add_ons
     if kubeflow:
         workloads += KUBEFLOW_WORKLOADS
     if kserve:

@@ -1,7 +1,7 @@
 """Rights on Secrets that upstream grants and this platform does not: each dropped grant with why nothing needs it.
 
 What Kubeflow's controllers keep (metacontroller, the pipelines UI, the Trainer, istiod) is listed with its reason in
-`components.tools.cluster_model.rbac.SECRET_HOLDERS`; tests/test_security.py holds the rendered platform to that list.
+`components.tools.cluster_model.rbac.secret_holders()`; tests/test_security.py holds the rendered platform to that list.
 """
 
 from __future__ import annotations

@@ -7,13 +7,14 @@ to earlier releases' names, `aliases`. `entry.program` runs it for `pulumi up` a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
-from ..certmanager.component import CertManager, CertManagerArgs
+from ..certmanager.add_on import ADD_ON as CERT_MANAGER
+from ..cluster.add_on_part import AddOnArgs, AddOnPart
 from ..cluster.component import Cluster
 from ..gpu.component import GpuStack
 from ..gpu.devices import NodeDevices
@@ -60,8 +61,6 @@ class Platform:
     observability: Observability | None
     #: Present when kubeflow.enabled is true.
     kubeflow: Kubeflow | None = None
-    #: Present when a part that needs certificates is on (Kubeflow).
-    cert_manager: CertManager | None = None
     #: Present when kubeflow.components.kserve is true.
     kserve: KServe | None = None
     #: Present when a NodePool launches Neuron instances or uses a node class with EFA interfaces.
@@ -70,6 +69,13 @@ class Platform:
     kueue: Kueue | None = None
     #: The Kubeflow teams' ClusterQueues and LocalQueues, with Kueue and Kubeflow teams.
     team_queues: TeamQueues | None = None
+    #: The add-ons the config turns on (`PlatformConfig.add_ons`), by name.
+    add_ons: Mapping[str, AddOnPart] = field(default_factory=dict)
+
+    @property
+    def cert_manager(self) -> AddOnPart | None:
+        """Present when a part that needs certificates is on (Kubeflow)."""
+        return self.add_ons.get(CERT_MANAGER.name)
 
 
 @dataclass(frozen=True)
@@ -90,8 +96,12 @@ class _Services:
     """The platform services the applications use."""
 
     observability: Observability | None
-    cert_manager: CertManager | None
     kueue: Kueue | None
+    add_ons: Mapping[str, AddOnPart]
+
+    @property
+    def cert_manager(self) -> AddOnPart | None:
+        return self.add_ons.get(CERT_MANAGER.name)
 
 
 def build_platform(
@@ -138,11 +148,11 @@ def build_platform(
         ingress=base.ingress,
         observability=services.observability,
         kubeflow=kubeflow,
-        cert_manager=services.cert_manager,
         devices=devices,
         kserve=kserve,
         kueue=services.kueue,
         team_queues=team_queues,
+        add_ons=services.add_ons,
     )
 
 
@@ -178,7 +188,7 @@ def _infrastructure(config: PlatformConfig, provider: aws.Provider, opts: pulumi
 
 
 def _services(config: PlatformConfig, base: _Infrastructure, opts: pulumi.ResourceOptions) -> _Services:
-    """Observability, cert-manager and Kueue, each when the config turns it on."""
+    """Observability, the add-ons and Kueue, each when the config turns it on."""
     handle, cleanup = base.cluster.handle, base.cleanup
     observability = None
     if config.observability.enabled:
@@ -187,14 +197,10 @@ def _services(config: PlatformConfig, base: _Infrastructure, opts: pulumi.Resour
             observability_args(config, handle, base.storage, cleanup),
             part_options("observability", config.cluster_name, opts),
         )
-    cert_manager = None
     monitoring = MONITORING_NAMESPACE if config.observability.enabled else None
-    if config.cert_manager:  # new in 0.2: no 0.1 name to alias
-        cert_manager = CertManager(
-            "cert-manager",
-            CertManagerArgs(cluster=handle, cleanup_controllers=cleanup, monitoring_namespace=monitoring),
-            opts,
-        )
+    add_on_args = AddOnArgs(cluster=handle, cleanup_controllers=cleanup, monitoring_namespace=monitoring)
+    # Add-ons are new since 0.2: no 0.1 name to alias.
+    add_ons = {add_on.name: AddOnPart(add_on, add_on_args, opts) for add_on in config.add_ons}
     kueue = None
     if config.queueing:  # new: no earlier name to alias
         assert config.kueue_flavor is not None  # config.queueing needs a GPU pool
@@ -202,7 +208,7 @@ def _services(config: PlatformConfig, base: _Infrastructure, opts: pulumi.Resour
         assert cohort is not None
         kueue_args = KueueArgs(cluster=handle, flavor=config.kueue_flavor, cohort=cohort, cleanup_controllers=cleanup)
         kueue = Kueue("kueue", kueue_args, opts)
-    return _Services(observability, cert_manager, kueue)
+    return _Services(observability, kueue, add_ons)
 
 
 def _kubeflow(

@@ -7,13 +7,15 @@ across parts (`checks`) when it is built. `parse.parse_config` makes one from a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Literal
 
 from pydantic import Field, StrictStr, model_validator
 
+from ..certmanager.add_on import ADD_ON as CERT_MANAGER
 from ..cluster import capacity as system_capacity
+from ..cluster.add_on import AddOn
 from ..cluster.config import ClusterConfig
 from ..config.types import ConfigModel, Environment, Identity, StatefulResources, TagValue
 from ..config.validation import FieldProblems
@@ -141,7 +143,7 @@ class PlatformConfig(ConfigModel):
             binpack_scheduler_replicas=self.gpu.scheduler.replicas if gpu and self.gpu.scheduler.enabled else None,
             observability=self.observability.enabled,
             metrics_adapter=self.observability.metrics_adapter.enabled,
-            cert_manager=self.cert_manager,
+            add_ons=tuple(workload for add_on in self.add_ons for workload in add_on.workloads),
             kubeflow=self.kubeflow.enabled,
             kserve=self.kserve,
             kueue=self.queueing,
@@ -182,6 +184,11 @@ class PlatformConfig(ConfigModel):
             return None
         nominal = [team.gpu_quota for team in self.kubeflow.teams.values()]
         return cohort(flavor, idle_gpus(flavor, nominal, self.kueue.reserve))
+
+    @property
+    def add_ons(self) -> tuple[AddOn, ...]:
+        """The add-ons this platform installs (`ADD_ONS`), in the order of creation."""
+        return tuple(add_on for add_on, installed in ADD_ONS if installed(self))
 
     @property
     def cert_manager(self) -> bool:
@@ -288,3 +295,11 @@ class PlatformConfig(ConfigModel):
         """Whether the Kubeflow ALB's sources must be read from the VPC at deploy time (the plan could not name
         them, and left a placeholder)."""
         return self.kubeflow.access.mode == "alb" and not self.load_balancer_cidrs
+
+
+#: Every add-on the platform can install, and when it does. A new add-on is its folder (`cluster.add_on.AddOn`), its
+#: pin in `components.versions`, and a line here: the program installs it, the system node sizing counts its pods,
+#: and the platform model allows its Secret readers.
+ADD_ONS: tuple[tuple[AddOn, Callable[[PlatformConfig], bool]], ...] = (
+    (CERT_MANAGER, lambda config: config.cert_manager),
+)

@@ -13,7 +13,7 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
-from ..certmanager.component import CertManager
+from ..cluster.add_on_part import AddOnPart
 from ..cluster.component import ClusterArgs, cluster_creator
 from ..cluster.handle import ClusterHandle
 from ..config.types import StatefulResources
@@ -183,7 +183,7 @@ def kubeflow_args(
     network: Network,
     karpenter: Karpenter,
     storage: Storage,
-    cert_manager: CertManager,
+    cert_manager: AddOnPart,
     cleanup: tuple[pulumi.Resource, ...],
     observability: Observability | None,
     kueue: Kueue | None,

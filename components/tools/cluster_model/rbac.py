@@ -2,7 +2,7 @@
 included) has a rule on `secrets` in the core group that no `resourceNames` narrows, and the verbs it gives.
 
 A RoleBinding to a ClusterRole grants only in its own namespace, so it is not counted. The platform's answer is held
-to `SECRET_HOLDERS`, where each entry says why that controller needs the right (docs/security.md lists them too).
+to `secret_holders()`, where each entry says why that controller needs the right (docs/security.md lists them too).
 """
 
 from __future__ import annotations
@@ -11,14 +11,12 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-#: Service accounts (`namespace/name`) that keep a right on every namespace's Secrets, and why. Anything else that
-#: gains one is a finding (`tests/test_security.py`).
-SECRET_HOLDERS: Mapping[str, str] = MappingProxyType(
+from ...platform import config as platform_config
+
+#: Service accounts (`namespace/name`) of the platform's parts other than add-ons that keep a right on every
+#: namespace's Secrets, and why (`secret_holders` adds the add-ons').
+PART_SECRET_HOLDERS: Mapping[str, str] = MappingProxyType(
     {
-        "cert-manager/cert-manager": "writes each Certificate's key pair into the Secret it names, in the "
-        "Certificate's namespace",
-        "cert-manager/cert-manager-cainjector": "reads the CA from the certificate Secret an `inject-ca-from` "
-        "annotation names, in any namespace",
         "monitoring/kube-prometheus-stack-operator": "writes each Prometheus' and Alertmanager's generated config "
         "Secret, and reads the Secrets monitors name for scrape credentials, in the namespaces it watches (all)",
         "istio-system/istiod": "serves gateways the TLS Secrets their `credentialName` names, from any namespace",
@@ -41,6 +39,15 @@ SECRET_HOLDERS: Mapping[str, str] = MappingProxyType(
         "RBAC lets it grant only what it holds itself (found by tests/engine/test_admission.py on a real API server)",
     }
 )
+
+
+def secret_holders() -> Mapping[str, str]:
+    """Every service account (`namespace/name`) that may keep a right on every namespace's Secrets, and why: the
+    add-ons' (`AddOn.secret_readers`, of every add-on in `ADD_ONS`) and the other parts'. Anything else that gains
+    one is a finding (`tests/test_security.py`)."""
+    readers = {reader: why for add_on, _ in platform_config.ADD_ONS for reader, why in add_on.secret_readers.items()}
+    return MappingProxyType({**readers, **PART_SECRET_HOLDERS})
+
 
 #: The API server's own ClusterRoles that the platform binds but does not create, with their rules on `secrets`
 #: (kubernetes v1.35.4 plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go: `cluster-admin` has every verb on

@@ -30,7 +30,7 @@ from .nodes import NodeKind
 from .platform import GPU_DEPLOY_LABEL, GPU_OPERANDS, NVIDIA_PCI_LABEL, Platform
 from .pod_security import refused
 from .queues import every_team_can_queue, gpus_stay_within_shares, queued_work_lands, queues_stay_within_quotas
-from .rbac import SECRET_HOLDERS, cluster_wide_secret_access
+from .rbac import cluster_wide_secret_access, secret_holders
 from .workloads import DEFAULT_SCHEDULER, Workload, pod_template
 
 ARCH = "kubernetes.io/arch"
@@ -281,8 +281,10 @@ def pods_pass_their_namespaces_pod_security(platform: Platform, **_: Any) -> lis
 
 def secrets_stay_with_their_holders(platform: Platform, **_: Any) -> list[Problem]:
     """Only the controllers whose job is in other namespaces' Secrets may touch every namespace's Secrets (each with
-    its reason in `rbac.SECRET_HOLDERS`): a chart upgrade or a new part that binds another account to them is found."""
+    its reason in `rbac.secret_holders()`): a chart upgrade or a new part that binds another account to them is
+    found."""
     found = cluster_wide_secret_access(obj for _, obj in platform.objects)
+    holders = secret_holders()
     return [
         Problem(
             "secret-access",
@@ -290,7 +292,7 @@ def secrets_stay_with_their_holders(platform: Platform, **_: Any) -> list[Proble
             "the controllers listed with their reason in components/tools/cluster_model/rbac.py may",
         )
         for subject, verbs in sorted(found.items())
-        if subject not in SECRET_HOLDERS
+        if subject not in holders
     ]
 
 
