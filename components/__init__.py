@@ -22,8 +22,8 @@ _EXPORTS = {
     "GpuStackArgs": "gpu.component",
     "Ingress": "ingress.component",
     "IngressArgs": "ingress.component",
-    "WorkloadRole": "identity.irsa",
-    "WorkloadRoleArgs": "identity.irsa",
+    "WorkloadRole": "identity.roles",
+    "WorkloadRoleArgs": "identity.roles",
     "Karpenter": "karpenter.component",
     "KarpenterArgs": "karpenter.component",
     "Kubeflow": "kubeflow.component",
@@ -56,7 +56,7 @@ _EXPORTS = {
     "TeamQueuesArgs": "kueue.component",
 }
 #: Names kept for code written against an earlier release; each warns (DeprecationWarning) when used.
-_DEPRECATED = {"IrsaRole": "identity.irsa", "IrsaRoleArgs": "identity.irsa"}
+_DEPRECATED = {"IrsaRole": "identity.roles", "IrsaRoleArgs": "identity.roles"}
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy_exports(__name__, {**_EXPORTS, **_DEPRECATED})
 
@@ -73,8 +73,8 @@ if TYPE_CHECKING:  # never run: the same names as _EXPORTS (a test holds them to
     from .gpu.component import GpuStackArgs as GpuStackArgs
     from .gpu.devices import NodeDevices as NodeDevices
     from .gpu.devices import NodeDevicesArgs as NodeDevicesArgs
-    from .identity.irsa import WorkloadRole as WorkloadRole
-    from .identity.irsa import WorkloadRoleArgs as WorkloadRoleArgs
+    from .identity.roles import WorkloadRole as WorkloadRole
+    from .identity.roles import WorkloadRoleArgs as WorkloadRoleArgs
     from .ingress.component import Ingress as Ingress
     from .ingress.component import IngressArgs as IngressArgs
     from .karpenter.component import Karpenter as Karpenter

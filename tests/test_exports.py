@@ -127,7 +127,9 @@ def test_every_args_field_says_what_it_is_and_its_default():
                 assert re.search(r"default|none", docs[field.name], re.IGNORECASE), f"{name}.{field.name}: default?"
 
 
-@pytest.mark.parametrize("package", ["components", "components.identity", "components.identity.irsa"])
+@pytest.mark.parametrize(
+    "package", ["components", "components.identity", "components.identity.roles", "components.identity.irsa"]
+)
 def test_the_names_before_0_4_still_import_with_a_deprecation_warning(package):
     """Code written against 0.3 (`from eks_ml_platform import IrsaRole`) keeps working, and is told the new name."""
     module = importlib.import_module(package)
@@ -150,6 +152,17 @@ def test_cluster_handle_irsa_role_still_makes_the_role_with_a_deprecation_warnin
 
 #: The public names of 0.4's program modules, which moved to `components/platform/` after it.
 PROGRAM_NAMES_OF_0_4 = {
+    "components.identity.irsa": (
+        "FORMER_TYPE",
+        "IRSA_ANNOTATION",
+        "NODE_MANAGED_POLICIES",
+        "PodIdentityTarget",
+        "TYPE",
+        "WorkloadRole",
+        "WorkloadRoleArgs",
+        "aws_managed_policy_arn",
+        "node_role",
+    ),
     "components.stack": (
         "PART_NAMES",
         "Platform",

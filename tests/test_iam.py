@@ -95,7 +95,7 @@ def test_whatever_is_given_an_irsa_roles_arn_waits_for_its_policies_with_no_depe
     call is denied."""
     import pulumi_aws as aws
 
-    from components.identity.irsa import WorkloadRole, WorkloadRoleArgs
+    from components.identity.roles import WorkloadRole, WorkloadRoleArgs
     from components.tools.preview import mocks
 
     def program():

@@ -12,7 +12,7 @@ import pytest
 from components import versions
 from components.config.errors import ConfigError
 from components.identity.documents import eks_cluster_arn, pod_identity_trust_policy
-from components.identity.irsa import IRSA_ANNOTATION
+from components.identity.roles import IRSA_ANNOTATION
 from components.platform.parse import parse_config
 
 from .conftest import run_stack, stack_config

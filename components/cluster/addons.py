@@ -12,7 +12,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 
 from .. import versions
-from ..identity.irsa import PodIdentityTarget, WorkloadRole, WorkloadRoleArgs, aws_managed_policy_arn
+from ..identity.roles import PodIdentityTarget, WorkloadRole, WorkloadRoleArgs, aws_managed_policy_arn
 from ..scheduling import Placement
 from .capacity import METRICS_SERVER_REPLICAS
 

@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 from .. import k8s_objects
 from ..config.types import Identity
 from ..identity.documents import eks_cluster_arn
-from ..identity.irsa import PodIdentityTarget, WorkloadRole, WorkloadRoleArgs
+from ..identity.roles import PodIdentityTarget, WorkloadRole, WorkloadRoleArgs
 from ..scheduling import SYSTEM_PLACEMENT, Placement
 from . import attach
 

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from .. import versions
-from ..identity.irsa import node_role as node_role_with_policies
+from ..identity.roles import node_role as node_role_with_policies
 from ..scheduling import SYSTEM_PLACEMENT, SYSTEM_TAINT
 from .args import ClusterArgs
 from .create_order import created_after

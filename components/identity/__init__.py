@@ -3,5 +3,5 @@
 from .._lazy import lazy_exports
 
 __getattr__ = lazy_exports(
-    __name__, dict.fromkeys(("WorkloadRole", "WorkloadRoleArgs", "IrsaRole", "IrsaRoleArgs"), "irsa")
+    __name__, dict.fromkeys(("WorkloadRole", "WorkloadRoleArgs", "IrsaRole", "IrsaRoleArgs"), "roles")
 )

@@ -22,7 +22,7 @@ from ..cluster import capacity as system_capacity
 from ..cluster.create_order import created_after
 from ..cluster.handle import ClusterHandle
 from ..identity.documents import to_json
-from ..identity.irsa import node_role
+from ..identity.roles import node_role
 from ..network.tags import DISCOVERY_TAG
 from ..scheduling import CSI_STARTUP_TAINTS, Placement
 from .config import KarpenterConfig

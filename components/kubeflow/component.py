@@ -16,7 +16,7 @@ from .. import k8s_objects
 from ..certmanager.names import GROUPS as CERT_MANAGER_GROUPS
 from ..cluster.handle import ClusterHandle
 from ..identity.documents import to_json
-from ..identity.irsa import WorkloadRole
+from ..identity.roles import WorkloadRole
 from ..identity.team_policy import team_s3_policy
 from . import fetch, pipelines, pipelines_iam, plan, render
 from .access import LOAD_BALANCER_SOURCES_PLACEHOLDER, OIDC_ISSUER_PLACEHOLDER, ip_blocks

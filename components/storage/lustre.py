@@ -14,7 +14,7 @@ from .. import network_policies as netpol
 from ..cluster.handle import ClusterHandle
 from ..config.types import StatefulResources
 from ..identity.documents import to_json
-from ..identity.irsa import WorkloadRole
+from ..identity.roles import WorkloadRole
 from ..pod_security import TEAM_POD_SECURITY
 from ..sweep.model import Kind
 from ..sweep.resource import SweepArgs, sweep_step

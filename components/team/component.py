@@ -17,7 +17,7 @@ import pulumi
 from .. import k8s_objects
 from ..cluster.handle import ClusterHandle
 from ..identity.documents import to_json
-from ..identity.irsa import WorkloadRole
+from ..identity.roles import WorkloadRole
 from ..identity.team_policy import team_s3_policy
 from ..karpenter.validation import delete_timeout
 from ..kserve.publish import ModelRoute, ModelRouteArgs
