@@ -4,6 +4,7 @@ fake plugin started from the script the engine runs serves its SDK's version."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
 from components import aws_names
 from components.tools.preview.answers import DEFAULT_CALLER, PlatformMocks
+from engine import aws_cli
 from engine.providers import write_plugin_dirs
 from engine.providers.account import ACCOUNT, ACCOUNT_ENV
 from engine.providers.aws import SLOW_CREATE_ENV
@@ -381,3 +383,19 @@ def test_a_slow_create_is_made_in_the_account_though_its_caller_is_gone_and_its_
     finally:
         plugin.stop()
 
+
+def test_the_aws_stand_in_finds_and_deletes_a_log_group_the_provider_made(
+    account: provider_pb2_grpc.ResourceProviderStub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The runbook's lookup and delete, as the AWS CLI answers them."""
+    create(account, LOG_GROUP, "cp", check(account, LOG_GROUP, "cp", {"name": LOG_GROUP_NAME}).inputs)
+    assert aws_cli.main(["logs", "describe-log-groups", "--log-group-name-prefix", "/aws/eks/"]) == 0
+    found = json.loads(capsys.readouterr().out)["logGroups"]
+    assert [group["logGroupName"] for group in found] == [LOG_GROUP_NAME]
+
+    assert aws_cli.main(["logs", "delete-log-group", "--log-group-name", LOG_GROUP_NAME]) == 0
+    assert aws_cli.main(["logs", "describe-log-groups", "--log-group-name-prefix", "/aws/eks/"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"logGroups": []}
+    assert aws_cli.main(["logs", "delete-log-group", "--log-group-name", LOG_GROUP_NAME]) == aws_cli.SERVICE_ERROR
+    assert "(ResourceNotFoundException) when calling the DeleteLogGroup operation" in capsys.readouterr().err
+    assert create(account, LOG_GROUP, "cp", check(account, LOG_GROUP, "cp", {"name": LOG_GROUP_NAME}).inputs).id
