@@ -21,10 +21,13 @@ ACCOUNT_ENV = "EKSML_ENGINE_ACCOUNT"
 
 
 class Account:
-    """Each resource a stack created, by type and id, with its state."""
+    """Each resource a stack created, by type and id, with its state: in `folder`, else where ACCOUNT_ENV says."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
 
     def _folder(self) -> Path | None:
-        folder = os.environ.get(ACCOUNT_ENV)
+        folder = self.folder or os.environ.get(ACCOUNT_ENV)
         return Path(folder) if folder else None
 
     def _path(self, type_: str, resource_id: str) -> Path | None:
