@@ -3,8 +3,9 @@
 A fault fires when the engine starts a step on a chosen resource (its `resourcePreEvent` in the CLI's event log), so
 the step is in flight when it strikes: the CLI is killed with SIGKILL (no chance to record anything), or the API
 server is killed and started again while the CLI runs on. A fault may wait until its step is the only one in flight
-(every step started has its `resOutputsEvent` or `resOpFailedEvent` but this one), so that what it leaves pending is
-that step alone; the fake AWS provider's slow create (`SLOW_CREATE_ENV`) keeps an AWS create in flight that long.
+(every step on a resource, not a component, has its `resOutputsEvent` or `resOpFailedEvent` but this one), so that
+what it leaves pending is that step alone; the fake AWS provider's slow create (`SLOW_CREATE_ENV`) keeps an AWS
+create in flight that long.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class FaultMissed(AssertionError):
 
 
 def _steps(events: Path, fault: Fault) -> tuple[str | None, set[str]]:
-    """The URN of the step the fault waits for, once it started, and the URNs of every step in flight."""
+    """The URN of the step the fault waits for, once it started, and the URNs of the resources (not components) whose
+    steps are in flight."""
     if not events.exists():
         return None, set()
     chosen: str | None = None
@@ -74,7 +76,9 @@ def _steps(events: Path, fault: Fault) -> tuple[str | None, set[str]]:
             continue  # a line still being written
         if "resourcePreEvent" in event:
             meta = event["resourcePreEvent"]["metadata"]
-            in_flight.add(meta["urn"])
+            if (meta.get("new") or meta.get("old") or {}).get("custom"):
+                # A component's step ends only when it registers its outputs, after all of its children's.
+                in_flight.add(meta["urn"])
             if chosen is None and (meta.get("type"), meta.get("op")) == (fault.type_, fault.op):
                 chosen = meta["urn"] if meta["urn"].endswith(f"::{fault.name}") else None
         for end in _STEP_ENDS:
