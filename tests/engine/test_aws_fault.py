@@ -73,7 +73,9 @@ def run(
 
 
 def _log_groups(run: Run) -> list[str]:
-    return [state["name"] for _, state in Account(run.box.folder / "account").of_type(LOG_GROUP)]
+    """The account's log groups of the cluster (FSx's goes to a group of its own, `/aws/fsx/...`)."""
+    groups = [state["name"] for _, state in Account(run.box.folder / "account").of_type(LOG_GROUP)]
+    return [name for name in groups if name.startswith("/aws/eks/")]
 
 
 def test_the_cli_killed_while_aws_makes_the_log_group_leaves_it_made_and_the_tool_names_it(
