@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -20,9 +21,11 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
 from components import aws_names
 from components.tools.preview.answers import DEFAULT_CALLER, PlatformMocks
+from components.tools.recover import LOOKUP_KEYS
 from engine import aws_cli
+from engine.faults import aws_commands, runbook_block
 from engine.providers import write_plugin_dirs
-from engine.providers.account import ACCOUNT, ACCOUNT_ENV
+from engine.providers.account import ACCOUNT, ACCOUNT_ENV, UNIQUE_NAMES
 from engine.providers.aws import SLOW_CREATE_ENV
 from engine.providers.common import to_dict, to_struct
 
@@ -399,3 +402,16 @@ def test_the_aws_stand_in_finds_and_deletes_a_log_group_the_provider_made(
     assert aws_cli.main(["logs", "delete-log-group", "--log-group-name", LOG_GROUP_NAME]) == aws_cli.SERVICE_ERROR
     assert "(ResourceNotFoundException) when calling the DeleteLogGroup operation" in capsys.readouterr().err
     assert create(account, LOG_GROUP, "cp", check(account, LOG_GROUP, "cp", {"name": LOG_GROUP_NAME}).inputs).id
+
+
+@pytest.mark.parametrize("type_", sorted(UNIQUE_NAMES))
+def test_the_runbook_says_how_to_find_and_delete_each_name_aws_refuses_twice(type_: str) -> None:
+    """Every fixed name the fake refuses to create twice is one the runbook's AWS path tells a user to look up and
+    delete, by the inputs the recovery tool prints."""
+    look_up, delete = aws_commands(type_)
+    for command in (look_up, delete):
+        assert command.startswith("aws ")
+        assert set(re.findall(r"<(\w+)>", command)) <= set(LOOKUP_KEYS)
+    assert runbook_block("repair-aws") == [
+        "python -m eks_ml_platform.tools.recover --stack <stack> --apply --clear-unknown"
+    ]
