@@ -131,6 +131,20 @@ def test_an_aws_resource_being_created_stops_the_tool_naming_it_until_the_user_d
     assert shell.commands()[-1] == "pulumi refresh --clear-pending-creates"
 
 
+def test_an_eks_add_on_or_access_entry_is_named_by_what_eks_looks_it_up_by() -> None:
+    """`aws eks describe-addon` takes the cluster and the add-on's name, `describe-access-entry` the cluster and the
+    principal: the runbook's lookup needs both printed."""
+    role = "arn:aws:iam::123456789012:role/karpenter-node-1234567"
+    pending = [
+        _op("creating", "aws:eks/addon:Addon", "cluster-coredns", clusterName="dev", addonName="coredns"),
+        _op("creating", "aws:eks/accessEntry:AccessEntry", "karpenter-node", clusterName="dev", principalArn=role),
+    ]
+    with pytest.raises(RecoverError) as error:
+        _recover(Shell(pending, {}))
+    assert '{"addonName": "coredns", "clusterName": "dev"}' in str(error.value)
+    assert f'{{"clusterName": "dev", "principalArn": "{role}"}}' in str(error.value)
+
+
 def test_without_apply_nothing_is_changed() -> None:
     shell = Shell([_op("creating", HELM_RELEASE, "kserve", name="kserve", namespace="kserve")], {"kserve": "deployed"})
     said: list[str] = []

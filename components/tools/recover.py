@@ -42,6 +42,10 @@ UNKNOWN = "unknown"
 #: Helm's history statuses of a revision that was running as deployed.
 WAS_DEPLOYED = ("deployed", "superseded")
 
+#: The inputs a create the tool cannot judge is looked up by: its name, its tags, and what EKS names an add-on and an
+#: access entry by besides their cluster (DescribeAddon takes `addonName`, DescribeAccessEntry `principalArn`).
+LOOKUP_KEYS = ("name", "bucket", "clusterName", "addonName", "principalArn", "tags")
+
 #: Runs a command and returns (exit code, stdout); a stand-in in the tests.
 Runner = Callable[[Sequence[str]], tuple[int, str]]
 
@@ -116,9 +120,7 @@ def unknown(actions: Sequence[Action], pending: Sequence[dict[str, Any]]) -> str
     lines = []
     for action in actions:
         if action.what == UNKNOWN:
-            found = {
-                k: inputs[action.urn][k] for k in ("name", "bucket", "clusterName", "tags") if k in inputs[action.urn]
-            }
+            found = {k: inputs[action.urn][k] for k in LOOKUP_KEYS if k in inputs[action.urn]}
             lines.append(f"  {action.urn}\n    look it up by {json.dumps(found, sort_keys=True) or 'its type'}")
     if not lines:
         return ""

@@ -9,9 +9,16 @@ refuses, and where:
 - Check: a physical name past its type's limit (`aws_names.checked_name`: pulumi-aws's own check, and the AWS API's
   limit), as a check failure on the name property, so `pulumi preview` fails where the real provider's does;
 - Create (not in preview, when AWS is asked): an EKS access entry for the principal that created the cluster, which
-  EKS already admitted itself (ResourceInUseException; the mocks' rule for pulumi-eks's `accessEntries`);
+  EKS already admitted itself (ResourceInUseException; the mocks' rule for pulumi-eks's `accessEntries`); and a
+  resource of a fixed name the account already holds, with AWS's error (`account.UNIQUE_NAMES`, each with its
+  source), as after a create the state never learned;
 - Invoke: any data source the mocks do not answer (`UnexpectedCall`), loudly;
 - CheckConfig: a provider with no region (pulumi-aws requires one: `aws:region`, AWS_REGION or AWS_DEFAULT_REGION).
+
+`EKSML_ENGINE_SLOW_CREATE=<type>::<logical name>=<seconds>` makes the Create of that one resource slow, as pulumi-aws
+is while it waits for what AWS accepted to become available (an EKS cluster, a file system: minutes): the resource
+is in the account as soon as AWS is asked, and the answer comes `<seconds>` later. A CLI killed meanwhile leaves it
+made and unrecorded (engine/faults.py strikes such a fault).
 
 Check fills the auto-name (`<logical>-<7 hex>`, deterministic as in the mocks, or the old one the state holds) and
 Diff replaces a resource whose physical name (or name prefix) changes, as pulumi-aws does: every auto-named
@@ -21,11 +28,9 @@ properties and invents none.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
+import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -36,6 +41,7 @@ from pulumi.runtime.proto import provider_pb2
 from components import aws_names
 from components.identity.documents import same_principal
 from components.tools.preview.answers import PlatformMocks, UnexpectedCall
+from engine.providers.account import ACCOUNT, taken
 from engine.providers.common import (
     FakeProvider,
     Refused,
@@ -55,45 +61,18 @@ from engine.providers.common import (
     type_token,
 )
 
-#: Names the folder that holds what exists in the fake account, shared by every stack's provider in one box.
-ACCOUNT_ENV = "EKSML_ENGINE_ACCOUNT"
-
-
-class Account:
-    """What exists in the account: each resource a stack created, by type and id, with its state. Every `pulumi`
-    command starts its own provider process, and stacks read what other stacks made (a team stack reads the
-    platform's node group and add-ons with `.get`), so it is kept in files, one per resource. Without the variable
-    nothing is kept and reads go to the mocks' account alone."""
-
-    def _path(self, type_: str, resource_id: str) -> Path | None:
-        folder = os.environ.get(ACCOUNT_ENV)
-        if not folder:
-            return None
-        key = hashlib.sha256(f"{type_}|{resource_id}".encode()).hexdigest()[:32]
-        return Path(folder) / f"{key}.json"
-
-    def put(self, type_: str, resource_id: str, state: Mapping[str, Any]) -> None:
-        if (path := self._path(type_, resource_id)) is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(".partial")
-            partial.write_text(json.dumps({"type": type_, "id": resource_id, "state": state}, default=str))
-            partial.replace(path)
-
-    def get(self, type_: str, resource_id: str) -> dict[str, Any] | None:
-        path = self._path(type_, resource_id)
-        if path is None or not path.exists():
-            return None
-        return dict(json.loads(path.read_text())["state"])
-
-    def remove(self, type_: str, resource_id: str) -> None:
-        if (path := self._path(type_, resource_id)) is not None:
-            path.unlink(missing_ok=True)
-
-
-ACCOUNT = Account()
+#: `<type>::<logical name>=<seconds>`: the one resource whose Create answers late (see the module's doc).
+SLOW_CREATE_ENV = "EKSML_ENGINE_SLOW_CREATE"
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
+
+
+def slow_create(type_: str, name: str) -> float:
+    """How long the Create of this resource waits before it answers: `SLOW_CREATE_ENV`'s seconds for the resource it
+    names, else none."""
+    chosen, _, seconds = os.environ.get(SLOW_CREATE_ENV, "").rpartition("=")
+    return float(seconds) if chosen == f"{type_}::{name}" else 0.0
 
 
 def autonamed(
@@ -200,6 +179,8 @@ class AwsProvider(FakeProvider):
 
     def refuse_at_create(self, type_: str, name: str, inputs: Mapping[str, Any]) -> None:
         """What AWS refuses when asked to create, although no provider check catches it before."""
+        if (refusal := taken(ACCOUNT, type_, inputs)) is not None:
+            raise Refused(refusal)
         if type_ == ACCESS_ENTRY:
             cluster, principal = inputs.get("clusterName"), inputs.get("principalArn")
             creator = self.mocks.creator_of(cluster) if isinstance(cluster, str) else None
@@ -217,6 +198,8 @@ class AwsProvider(FakeProvider):
         resource_id, outputs = self.outputs(type_, name, wire)
         if not request.preview:
             ACCOUNT.put(type_, resource_id, outputs)
+            # Made in AWS from here on, whatever becomes of the CLI that asked.
+            time.sleep(slow_create(type_, name))
         return provider_pb2.CreateResponse(id=resource_id, properties=to_struct(outputs))
 
     @handled

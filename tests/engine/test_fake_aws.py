@@ -4,7 +4,9 @@ fake plugin started from the script the engine runs serves its SDK's version."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -19,7 +21,12 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
 from components import aws_names
 from components.tools.preview.answers import DEFAULT_CALLER, PlatformMocks
+from components.tools.recover import LOOKUP_KEYS
+from engine import aws_cli
+from engine.faults import aws_commands, runbook_block
 from engine.providers import write_plugin_dirs
+from engine.providers.account import ACCOUNT, ACCOUNT_ENV, UNIQUE_NAMES
+from engine.providers.aws import SLOW_CREATE_ENV
 from engine.providers.common import to_dict, to_struct
 
 from .fake_plugins import REGION, UNKNOWN, check, create, diff, secret, start, start_fake, urn
@@ -275,3 +282,136 @@ def test_the_provider_needs_a_region_from_its_config() -> None:
         )
     finally:
         plugin.stop()
+
+
+# ------------------------------------------------------------------------------------------- names AWS keeps unique
+
+CLUSTER = "eks-ml-platform-dev"
+CLUSTER_TAKEN = f"Cluster already exists with name: {CLUSTER}"
+NODE_ROLE = "arn:aws:iam::123456789012:role/karpenter-node"
+
+
+@pytest.fixture
+def account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[provider_pb2_grpc.ResourceProviderStub]:
+    """A fake provider keeping what it makes in an account folder, which this process reads too."""
+    folder = {ACCOUNT_ENV: str(tmp_path / "account")}
+    monkeypatch.setenv(ACCOUNT_ENV, folder[ACCOUNT_ENV])
+    plugin = start_fake("aws", folder)
+    plugin.stub.Configure(provider_pb2.ConfigureRequest(args=to_struct({"region": REGION})))
+    yield plugin.stub
+    plugin.stop()
+
+
+@pytest.mark.parametrize(
+    ("type_", "inputs", "refusal"),
+    [
+        (
+            "aws:cloudwatch/logGroup:LogGroup",
+            {"name": f"/aws/eks/{CLUSTER}/cluster", "retentionInDays": 90},
+            "CreateLogGroup, https response error StatusCode: 400, ResourceAlreadyExistsException",
+        ),
+        (
+            "aws:eks/cluster:Cluster",
+            {"name": CLUSTER, "version": "1.35"},
+            f"CreateCluster, https response error StatusCode: 409, ResourceInUseException: {CLUSTER_TAKEN}",
+        ),
+        (
+            "aws:eks/addon:Addon",
+            {"clusterName": CLUSTER, "addonName": "coredns"},
+            "CreateAddon, https response error StatusCode: 409, ResourceInUseException",
+        ),
+        (
+            "aws:eks/accessEntry:AccessEntry",
+            {"clusterName": CLUSTER, "principalArn": NODE_ROLE},
+            "CreateAccessEntry, https response error StatusCode: 409, ResourceInUseException",
+        ),
+    ],
+)
+def test_a_fixed_name_the_account_holds_is_refused_as_aws_refuses_it_until_it_is_deleted(
+    account: provider_pb2_grpc.ResourceProviderStub, type_: str, inputs: dict[str, Any], refusal: str
+) -> None:
+    """What a create the state never learned leaves behind: the next `up` creates it again, under another logical
+    name or the same, and AWS refuses the name; once the leftover is deleted, the create goes through."""
+    first = create(account, type_, "first", check(account, type_, "first", inputs).inputs)
+    again = check(account, type_, "again", inputs).inputs
+    create(account, type_, "again", again, preview=True)  # AWS is not asked in preview
+    with pytest.raises(grpc.RpcError) as refused:
+        create(account, type_, "again", again)
+    assert refusal in str(refused.value.details())
+
+    account.Delete(provider_pb2.DeleteRequest(id=first.id, urn=urn(type_, "first")))
+    assert create(account, type_, "again", again).id
+
+
+def test_an_auto_named_type_is_not_refused_a_second_create(account: provider_pb2_grpc.ResourceProviderStub) -> None:
+    """AWS never sees the same auto-name twice (its suffix is random); the fake's is deterministic, so it must not
+    refuse what AWS would take."""
+    role = check(account, "aws:iam/role:Role", "karpenter-node", {"assumeRolePolicy": "{}"}).inputs
+    assert (
+        create(account, "aws:iam/role:Role", "karpenter-node", role).id
+        == create(account, "aws:iam/role:Role", "karpenter-node", role).id
+    )
+
+
+# ------------------------------------------------------------------------- a create in flight when the CLI goes
+
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+LOG_GROUP_NAME = f"/aws/eks/{CLUSTER}/cluster"
+
+
+def test_a_slow_create_is_made_in_the_account_though_its_caller_is_gone_and_its_name_is_then_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = str(tmp_path / "account")
+    monkeypatch.setenv(ACCOUNT_ENV, folder)
+    slow = {ACCOUNT_ENV: folder, SLOW_CREATE_ENV: f"{LOG_GROUP}::cluster-control-plane=30"}
+    plugin = start_fake("aws", slow)
+    try:
+        stub = plugin.stub
+        stub.Configure(provider_pb2.ConfigureRequest(args=to_struct({"region": REGION})))
+        inputs = check(stub, LOG_GROUP, "cluster-control-plane", {"name": LOG_GROUP_NAME}).inputs
+        request = provider_pb2.CreateRequest(
+            urn=urn(LOG_GROUP, "cluster-control-plane"), name="cluster-control-plane", type=LOG_GROUP, properties=inputs
+        )
+        with pytest.raises(grpc.RpcError) as cut:  # the CLI stops waiting (it was killed)
+            stub.Create(request, timeout=2)
+        assert cut.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert [state["name"] for _, state in ACCOUNT.of_type(LOG_GROUP)] == [LOG_GROUP_NAME]
+
+        # Only the resource named is slow; the next run's create of the same name is refused.
+        other = check(stub, LOG_GROUP, "other", {"name": "/aws/other"}).inputs
+        assert create(stub, LOG_GROUP, "other", other).id
+        with pytest.raises(grpc.RpcError, match="ResourceAlreadyExistsException"):
+            create(stub, LOG_GROUP, "cluster-control-plane", inputs)
+    finally:
+        plugin.stop()
+
+
+def test_the_aws_stand_in_finds_and_deletes_a_log_group_the_provider_made(
+    account: provider_pb2_grpc.ResourceProviderStub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The runbook's lookup and delete, as the AWS CLI answers them."""
+    create(account, LOG_GROUP, "cp", check(account, LOG_GROUP, "cp", {"name": LOG_GROUP_NAME}).inputs)
+    assert aws_cli.main(["logs", "describe-log-groups", "--log-group-name-prefix", "/aws/eks/"]) == 0
+    found = json.loads(capsys.readouterr().out)["logGroups"]
+    assert [group["logGroupName"] for group in found] == [LOG_GROUP_NAME]
+
+    assert aws_cli.main(["logs", "delete-log-group", "--log-group-name", LOG_GROUP_NAME]) == 0
+    assert aws_cli.main(["logs", "describe-log-groups", "--log-group-name-prefix", "/aws/eks/"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"logGroups": []}
+    assert aws_cli.main(["logs", "delete-log-group", "--log-group-name", LOG_GROUP_NAME]) == aws_cli.SERVICE_ERROR
+    assert "(ResourceNotFoundException) when calling the DeleteLogGroup operation" in capsys.readouterr().err
+    assert create(account, LOG_GROUP, "cp", check(account, LOG_GROUP, "cp", {"name": LOG_GROUP_NAME}).inputs).id
+
+
+@pytest.mark.parametrize("type_", sorted(UNIQUE_NAMES))
+def test_the_runbook_says_how_to_find_and_delete_each_name_aws_refuses_twice(type_: str) -> None:
+    """Every fixed name the fake refuses to create twice is one the runbook's AWS path tells a user to look up and
+    delete, by the inputs the recovery tool prints."""
+    look_up, delete = aws_commands(type_)
+    for command in (look_up, delete):
+        assert command.startswith("aws ")
+        assert set(re.findall(r"<(\w+)>", command)) <= set(LOOKUP_KEYS)
+    assert runbook_block("repair-aws") == [
+        "python -m eks_ml_platform.tools.recover --stack <stack> --apply --clear-unknown"
+    ]
