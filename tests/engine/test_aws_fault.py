@@ -37,7 +37,7 @@ from engine.providers.account import Account
 from engine.providers.aws import SLOW_CREATE_ENV
 from engine.stack import Deployment, boxed_stack
 from tests.engine.conftest import Timings
-from tests.engine.test_lifecycle import Life, _converged
+from tests.engine.convergence import converged
 
 pytestmark = [pytest.mark.engine, pytest.mark.subprocess]
 
@@ -126,4 +126,4 @@ def test_the_runbooks_aws_path_converges(run: Run, timings: Timings) -> None:
         run.deployment.up()
     assert aws_leftovers(run.deployment) == ([], [])
     assert _log_groups(run) == [NAME]
-    _converged(Life(run.box, run.kube, run.deployment), timings, "the AWS fault")
+    converged(run.kube, run.deployment, timings, "the AWS fault")

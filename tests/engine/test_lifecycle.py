@@ -27,6 +27,7 @@ from engine.kube import Kube
 from engine.stack import REPO, Deployment, boxed_stack
 from engine.upgrade import PREVIOUS, checkout
 from tests.engine.conftest import Timings
+from tests.engine.convergence import converged
 
 pytestmark = [pytest.mark.engine, pytest.mark.subprocess]
 
@@ -141,28 +142,6 @@ TEAM_STACK_GPUS = str(
 )
 
 
-def _converged(life: Life, timings: Timings, what: str) -> None:
-    """No pending operation, each Helm release of the state installed once and deployed, and no change to make."""
-    state = life.deployment.state()["deployment"]
-    assert state.get("pending_operations") in (None, [])
-    in_state = sorted(
-        (r["inputs"]["namespace"], r["inputs"]["name"]) for r in state["resources"] if r["type"] == RELEASE
-    )
-    records = life.kube.items("secrets", selector="owner=helm")
-    deployed = sorted(
-        (s["metadata"]["namespace"], s["metadata"]["labels"]["name"])
-        for s in records
-        if s["metadata"]["labels"].get("status") == "deployed"
-    )
-    assert deployed == in_state
-    pending = [
-        s["metadata"]["name"] for s in records if s["metadata"]["labels"].get("status", "").startswith("pending")
-    ]
-    assert pending == []
-    with timings.timed(f"lifecycle: preview after {what}"):
-        life.deployment.preview_no_changes()
-
-
 def test_turning_parts_off_and_kserve_on_converges_after_the_cli_is_killed(life: Life, timings: Timings) -> None:
     """Kueue and observability off, KServe on, in one `up`; the CLI is killed while KServe's release is being
     installed. The killed CLI's plugins run on (they would finish or break what they were doing); the runbook stops
@@ -178,7 +157,7 @@ def test_turning_parts_off_and_kserve_on_converges_after_the_cli_is_killed(life:
         repaired = repair(life.deployment)
     with timings.timed("lifecycle: up again after the kill"):
         life.deployment.up(env=rerun_env(repaired))
-    _converged(life, timings, "parts off and KServe on")
+    converged(life.kube, life.deployment, timings, "parts off and KServe on")
     releases = {r["urn"].rsplit("::", 1)[-1] for r in life.deployment.resources() if r["type"] == RELEASE}
     assert {"kserve", "kserve-crd"} <= releases
     assert not releases & {"kueue", "observability", "observability-metrics-adapter"}
@@ -198,7 +177,7 @@ def test_turning_them_back_converges_after_the_api_server_goes_away(life: Life, 
         repaired = repair(life.deployment)
     with timings.timed("lifecycle: up again after the API server came back"):
         life.deployment.up(env=rerun_env(repaired))
-    _converged(life, timings, "parts back on")
+    converged(life.kube, life.deployment, timings, "parts back on")
 
 
 def test_destroy_killed_midway_finishes_after_the_runbook(life: Life, timings: Timings) -> None:
