@@ -22,8 +22,8 @@ class Release:
     commit: str
 
 
-#: CHANGELOG.md's `[0.3.0] - 2026-11-29`; `git rev-parse v0.3.0^{commit}`.
-PREVIOUS = Release("v0.3.0", "7b58edf46b81c981c54264e58cc9c571a26a1046")
+#: CHANGELOG.md's `[0.4.0] - 2026-11-29`; `git rev-parse v0.4.0^{commit}`.
+PREVIOUS = Release("v0.4.0", "b6fac9670041d8f38f4bcc17d4f8aecc6442660e")
 
 
 class ReleaseMissing(RuntimeError):
