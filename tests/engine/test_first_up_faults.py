@@ -1,14 +1,19 @@
-"""A `pulumi up` of the dev stack killed while AWS makes a resource, and repaired the way docs/runbook.md tells a
-user: the recovery tool stops and names it, the user finds it in the account with the aws CLI, deletes it, clears
-the pending create, and runs `up` again.
+"""A first `pulumi up` of the dev stack cut again and again, at a spread of points one part after another, each
+time repaired the way docs/runbook.md tells a user, until it converges.
 
-The resource is the EKS control plane's log group (`/aws/eks/<cluster>/cluster`): a name the stack gives itself, and
-among the first things `up` creates (it depends on nothing). The fake AWS provider takes its time over that one
-create (`SLOW_CREATE_ENV`), so the CLI is killed while it is in flight, once every other step has ended; the
-provider had asked AWS already, so the log group exists and the state does not know it.
+First, the CLI is killed while AWS makes a resource: the EKS control plane's log group (`/aws/eks/<cluster>/cluster`),
+a name the stack gives itself, and among the first things `up` creates (it depends on nothing). The fake AWS provider
+takes its time over that one create (`SLOW_CREATE_ENV`), so the CLI is killed while it is in flight, once every
+other step has ended; the provider had asked AWS already, so the log group exists and the state does not know it.
+The recovery tool stops and names it; with the pending create cleared and the leftover kept, the next `up` fails on
+the name (why the runbook deletes it); the runbook's AWS path (look it up, delete it, clear the pending create)
+follows.
 
-Between the tool's stop and the delete, the steps show why the delete is in the runbook: with the pending create
-cleared and the leftover kept, the next `up` fails on the name. The steps run in file order on one deployment.
+Then each `up` is killed while it makes a step of the next part (`SPREAD`): Karpenter's release, the FSx CSI
+driver's, the load balancer controller's, cert-manager's, Kueue's and a Kubeflow Deployment; each is repaired by the
+runbook's block and the next `up` goes on from there. (KServe's release, kube-prometheus-stack's and the GPU
+Operator's uninstall are struck in test_lifecycle.py.) The last `up` converges. The steps run in file order on one
+deployment.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from engine.faults import (
     aws_leftovers,
     named_creates,
     repair,
+    rerun_env,
     run_as_written,
     run_with_fault,
     runbook_block,
@@ -42,6 +48,17 @@ from tests.engine.convergence import converged
 pytestmark = [pytest.mark.engine, pytest.mark.subprocess]
 
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+#: One step of each part a first `up` goes on to make, in about the order it makes them: each is struck 2 s after
+#: the engine starts it.
+SPREAD = (
+    Fault(RELEASE, "karpenter", "create"),  # node-level: Karpenter's controller
+    Fault(RELEASE, "ingress", "create"),  # the load balancer controller
+    Fault(RELEASE, "storage-fsx-csi", "create"),  # storage: the FSx CSI driver
+    Fault(RELEASE, "cert-manager", "create"),  # a platform add-on
+    Fault(RELEASE, "kueue", "create"),  # the GPU queues
+    Fault("kubernetes:apps/v1:Deployment", "kubeflow-deployment-kubeflow-dashboard", "create"),  # Kubeflow
+)
 #: The control plane's log group (components/cluster), and its physical name in dev.
 LOGICAL = "cluster-control-plane"
 NAME = "/aws/eks/eks-ml-platform-dev/cluster"
@@ -54,6 +71,8 @@ class Run:
     deployment: Deployment
     #: What the recovery tool named: URN -> the inputs it says to look the resource up by.
     named: dict[str, dict[str, object]] = field(default_factory=dict)
+    #: What the runbook's step 3 sets for the next run (the upsert setting, when the tool asks for it).
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="module")
@@ -110,9 +129,8 @@ def test_with_the_leftover_kept_the_next_up_fails_on_its_name(run: Run, timings:
     assert _log_groups(run) == [NAME]
 
 
-def test_the_runbooks_aws_path_converges(run: Run, timings: Timings) -> None:
-    """Look it up, delete it, clear the pending create (a no-op now), `up` again: the stack converges, and the account
-    holds each AWS resource of the state once and nothing else."""
+def test_the_runbooks_aws_path_clears_the_leftover(run: Run, timings: Timings) -> None:
+    """Look it up and delete it, and clear the pending create (a no-op now): nothing of the cut create is left."""
     (inputs,) = run.named.values()
     look_up, delete = aws_commands(LOG_GROUP)
     values = {key: value for key, value in inputs.items() if isinstance(value, str)}
@@ -122,8 +140,34 @@ def test_the_runbooks_aws_path_converges(run: Run, timings: Timings) -> None:
     assert _log_groups(run) == []
     with timings.timed("aws fault: runbook's AWS path"):
         run_as_written(run.deployment, runbook_block("repair-aws"))
-    with timings.timed("aws fault: up again"):
-        run.deployment.up()
+    assert run.deployment.state()["deployment"].get("pending_operations") in (None, [])
+
+
+def test_each_part_s_step_cut_in_turn_is_repaired_and_the_next_up_goes_on(run: Run, timings: Timings) -> None:
+    """Each `up` killed while the next part's step is in flight, and repaired by the runbook's block. A step the
+    previous runs made already (they run many steps at once) is passed over; most must be struck."""
+    struck: list[str] = []
+    env: dict[str, str] = {}
+    for fault in SPREAD:
+        made = {r["urn"].rsplit("::", 1)[-1] for r in run.deployment.resources() if r["type"] == fault.type_}
+        if fault.name in made:
+            continue
+        with timings.timed(f"spread: up killed in {fault.name}"):
+            cut = run_with_fault(run.deployment, "up", fault, timeout=1800, env=env)
+        assert cut.returncode is None, cut.output[-2000:]
+        struck.append(fault.name)
+        run.box.stop_strays()
+        with timings.timed(f"spread: repair after {fault.name}"):
+            env = rerun_env(repair(run.deployment))
+    assert len(struck) >= len(SPREAD) - 2, f"struck {struck} of {[f.name for f in SPREAD]}"
+    run.env = env
+
+
+def test_the_last_up_converges(run: Run, timings: Timings) -> None:
+    """The stack converges: no pending operation, each Helm release once and deployed, the account holding each AWS
+    resource of the state once and nothing else, and nothing left to change."""
+    with timings.timed("spread: the last up"):
+        run.deployment.up(env=run.env)
     assert aws_leftovers(run.deployment) == ([], [])
     assert _log_groups(run) == [NAME]
-    converged(run.kube, run.deployment, timings, "the AWS fault")
+    converged(run.kube, run.deployment, timings, "the faults of a first up")
