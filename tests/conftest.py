@@ -34,6 +34,8 @@ import pulumi.runtime
 import pytest
 import yaml
 
+from tests.once_per_run import Previewed, once_per_run, preview_once
+
 if TYPE_CHECKING:
     from components.tools.preview.inventory import Inventory
 
@@ -50,7 +52,13 @@ REFCHECK = REPO.parent / "shared" / "tools" / "refcheck" / "refcheck.py"
 #: The markers for slow work, each implying `slow` (registered, with their meaning, in pyproject.toml).
 SLOW_MARKERS = ("stack", "subprocess", "refcheck", "render", "engine")
 #: Fixtures whose use makes a test slow, and the marker it gets for them.
-FIXTURE_MARKERS = {"dev": "stack", "prod": "stack", "render_cache": "render"}
+FIXTURE_MARKERS = {
+    "dev": "stack",
+    "prod": "stack",
+    "dev_preview": "stack",
+    "prod_preview": "stack",
+    "render_cache": "render",
+}
 
 
 def offline_preview() -> SimpleNamespace:
@@ -234,14 +242,30 @@ def run_stack(
     )
 
 
-@pytest.fixture(scope="session")
-def dev(kubeflow_tree: None) -> Inventory:
-    return offline_preview().run_preview(REPO, "dev")
+# The shipped stacks run once in the whole run, not once per xdist worker (tests/once_per_run.py): the tests that
+# read them only read them.
 
 
 @pytest.fixture(scope="session")
-def prod(kubeflow_tree: None) -> Inventory:
-    return offline_preview().run_preview(REPO, "prod")
+def dev(kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory) -> Inventory:
+    return once_per_run(tmp_path_factory, "dev", lambda: offline_preview().run_preview(REPO, "dev"))
+
+
+@pytest.fixture(scope="session")
+def prod(kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory) -> Inventory:
+    return once_per_run(tmp_path_factory, "prod", lambda: offline_preview().run_preview(REPO, "prod"))
+
+
+@pytest.fixture(scope="session")
+def dev_preview(kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory) -> Previewed:
+    """The offline preview's command run on the dev stack: its folder (to be read only), printout and status."""
+    return preview_once(tmp_path_factory, REPO, "dev")
+
+
+@pytest.fixture(scope="session")
+def prod_preview(kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory) -> Previewed:
+    """As dev_preview, for the prod stack."""
+    return preview_once(tmp_path_factory, REPO, "prod")
 
 
 @pytest.fixture
