@@ -21,11 +21,12 @@ must not pay): `offline_preview()` imports them on first use.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ FIXTURE_MARKERS = {
     "prod": "stack",
     "dev_preview": "stack",
     "prod_preview": "stack",
+    "stack_once": "stack",
     "render_cache": "render",
 }
 
@@ -254,6 +256,20 @@ def dev(kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory) -> Invent
 @pytest.fixture(scope="session")
 def prod(kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory) -> Inventory:
     return once_per_run(tmp_path_factory, "prod", lambda: offline_preview().run_preview(REPO, "prod"))
+
+
+@pytest.fixture(scope="session")
+def stack_once(
+    kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str, Mapping[str, Any]], Inventory]:
+    """run_stack for a stack changed as several modules change it alike (prod under `statefulResources: destroy`),
+    run once in the whole run: the inventory is only to be read."""
+
+    def run(stack: str, overrides: Mapping[str, Any]) -> Inventory:
+        key = hashlib.sha256(json.dumps([stack, overrides], sort_keys=True).encode()).hexdigest()[:16]
+        return once_per_run(tmp_path_factory, f"{stack}-{key}", lambda: run_stack(stack, overrides))
+
+    return run
 
 
 @pytest.fixture(scope="session")
