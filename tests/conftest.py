@@ -35,7 +35,7 @@ import pulumi.runtime
 import pytest
 import yaml
 
-from tests.once_per_run import Previewed, once_per_run, preview_once
+from tests.once_per_run import Previewed, once_per_run, preview_once, run_folder
 
 if TYPE_CHECKING:
     from components.tools.preview.inventory import Inventory
@@ -164,10 +164,18 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
 @pytest.fixture(scope="session", autouse=True)
 def fresh_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A cache of this session's own (of this worker's, under xdist) in place of the user's: the Kubeflow tree and
-    its renders are found there as a real run finds them, and nothing a test caches outlives the session."""
+    its renders are found there as a real run finds them, and nothing a test caches outlives the session. Kubeflow's
+    renders are shared by the run's workers: each is keyed by everything that decides it and written whole then
+    renamed, so a worker reads another's or writes its own, never half of one."""
+    from components.kubeflow.render import default_render_cache
+
     cache = tmp_path_factory.mktemp("cache")
+    shared_renders = run_folder(tmp_path_factory) / "kubeflow-renders"
+    shared_renders.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CACHE_HOME", str(cache))
+        default_render_cache().parent.mkdir(parents=True)
+        default_render_cache().symlink_to(shared_renders, target_is_directory=True)
         yield cache
 
 
