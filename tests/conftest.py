@@ -21,11 +21,12 @@ must not pay): `offline_preview()` imports them on first use.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 import pulumi.runtime
 import pytest
 import yaml
+
+from tests.once_per_run import Previewed, once_per_run, preview_once, run_folder
 
 if TYPE_CHECKING:
     from components.tools.preview.inventory import Inventory
@@ -50,7 +53,14 @@ REFCHECK = REPO.parent / "shared" / "tools" / "refcheck" / "refcheck.py"
 #: The markers for slow work, each implying `slow` (registered, with their meaning, in pyproject.toml).
 SLOW_MARKERS = ("stack", "subprocess", "refcheck", "render", "engine")
 #: Fixtures whose use makes a test slow, and the marker it gets for them.
-FIXTURE_MARKERS = {"dev": "stack", "prod": "stack", "render_cache": "render"}
+FIXTURE_MARKERS = {
+    "dev": "stack",
+    "prod": "stack",
+    "dev_preview": "stack",
+    "prod_preview": "stack",
+    "stack_once": "stack",
+    "render_cache": "render",
+}
 
 
 def offline_preview() -> SimpleNamespace:
@@ -154,10 +164,18 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
 @pytest.fixture(scope="session", autouse=True)
 def fresh_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A cache of this session's own (of this worker's, under xdist) in place of the user's: the Kubeflow tree and
-    its renders are found there as a real run finds them, and nothing a test caches outlives the session."""
+    its renders are found there as a real run finds them, and nothing a test caches outlives the session. Kubeflow's
+    renders are shared by the run's workers: each is keyed by everything that decides it and written whole then
+    renamed, so a worker reads another's or writes its own, never half of one."""
+    from components.kubeflow.render import default_render_cache
+
     cache = tmp_path_factory.mktemp("cache")
+    shared_renders = run_folder(tmp_path_factory) / "kubeflow-renders"
+    shared_renders.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CACHE_HOME", str(cache))
+        default_render_cache().parent.mkdir(parents=True)
+        default_render_cache().symlink_to(shared_renders, target_is_directory=True)
         yield cache
 
 
@@ -234,14 +252,44 @@ def run_stack(
     )
 
 
-@pytest.fixture(scope="session")
-def dev(kubeflow_tree: None) -> Inventory:
-    return offline_preview().run_preview(REPO, "dev")
+# The shipped stacks run once in the whole run, not once per xdist worker (tests/once_per_run.py): the tests that
+# read them only read them.
 
 
 @pytest.fixture(scope="session")
-def prod(kubeflow_tree: None) -> Inventory:
-    return offline_preview().run_preview(REPO, "prod")
+def dev(kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory) -> Inventory:
+    return once_per_run(tmp_path_factory, "dev", lambda: offline_preview().run_preview(REPO, "dev"))
+
+
+@pytest.fixture(scope="session")
+def prod(kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory) -> Inventory:
+    return once_per_run(tmp_path_factory, "prod", lambda: offline_preview().run_preview(REPO, "prod"))
+
+
+@pytest.fixture(scope="session")
+def stack_once(
+    kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str, Mapping[str, Any]], Inventory]:
+    """run_stack for a stack changed as several modules change it alike (prod under `statefulResources: destroy`),
+    run once in the whole run: the inventory is only to be read."""
+
+    def run(stack: str, overrides: Mapping[str, Any]) -> Inventory:
+        key = hashlib.sha256(json.dumps([stack, overrides], sort_keys=True).encode()).hexdigest()[:16]
+        return once_per_run(tmp_path_factory, f"{stack}-{key}", lambda: run_stack(stack, overrides))
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def dev_preview(kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory) -> Previewed:
+    """The offline preview's command run on the dev stack: its folder (to be read only), printout and status."""
+    return preview_once(tmp_path_factory, REPO, "dev")
+
+
+@pytest.fixture(scope="session")
+def prod_preview(kubeflow_tree: None, tmp_path_factory: pytest.TempPathFactory) -> Previewed:
+    """As dev_preview, for the prod stack."""
+    return preview_once(tmp_path_factory, REPO, "prod")
 
 
 @pytest.fixture

@@ -270,8 +270,8 @@ def test_network_policies_are_enforced_by_the_vpc_cni_agent(dev):
 
 
 @pytest.mark.stack
-def test_retain_keeps_stateful_resources_in_aws_on_destroy():
-    inventory = run_stack("dev", {"statefulResources": "retain"})
+def test_retain_keeps_stateful_resources_in_aws_on_destroy(stack_once):
+    inventory = stack_once("dev", {"statefulResources": "retain"})
     for kind, suffix in (("aws:kms/key:Key", "secrets"), ("aws:cloudwatch/logGroup:LogGroup", "control-plane")):
         assert inventory.one(kind, f"cluster-{suffix}").retain_on_delete is True
         assert inventory.one(kind, f"cluster-{suffix}").protect is False

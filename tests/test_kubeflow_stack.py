@@ -419,7 +419,7 @@ def test_a_teams_fsx_claim_binds_a_static_volume_of_the_platforms_file_system_an
 
 
 @pytest.mark.stack
-def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_tokens():
+def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_tokens(dev):
     section = kubeflow_section()
     section["access"] = {"clusterTokens": True}
     inventory = run_stack("dev", {"kubeflow": section})
@@ -449,7 +449,7 @@ def test_with_cluster_tokens_the_gateway_accepts_this_clusters_service_account_t
     # Off by default: no such check at the gateway.
     assert not [
         o
-        for o in kubeflow_objects(run_stack("dev"))
+        for o in kubeflow_objects(dev)  # the dev stack as its file sets it
         if o.inputs.get("kind") == "RequestAuthentication" and o.inputs["metadata"]["name"] == "m2m-token-issuer"
     ]
 

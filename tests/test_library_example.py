@@ -172,7 +172,10 @@ def installed(wheel, tmp_path_factory) -> tuple[Path, dict[str, str]]:
     venv = home / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, cwd=home, env=env)
     python = venv / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True, cwd=home, env=env)
+    # --no-compile: the dependencies' modules are compiled when first imported rather than all at install (the provider
+    # SDKs hold thousands a preview never imports): a quarter of this fixture's time, and nothing the tests check.
+    install = [str(python), "-m", "pip", "install", "--quiet", "--no-compile", str(wheel)]
+    subprocess.run(install, check=True, cwd=home, env=env)
     where = subprocess.run(
         [str(python), "-c", "import eks_ml_platform; print(eks_ml_platform.__file__)"],
         capture_output=True,

@@ -18,6 +18,7 @@ import yaml
 from components.tools.preview import main, mocks
 from components.tools.stack_files import SECRET_PLACEHOLDER
 from tests.conftest import REPO
+from tests.once_per_run import Previewed
 
 # Every test here previews a stack; the platform previews also render its Helm releases (a process) for the model.
 pytestmark = [pytest.mark.stack, pytest.mark.subprocess]
@@ -37,10 +38,9 @@ RESOURCE_FIELDS = {
 
 
 @pytest.fixture(scope="module")
-def dev_folder(tmp_path_factory, kubeflow_tree) -> Path:
-    out = tmp_path_factory.mktemp("preview") / "dev"
-    assert main(["--stack", "dev", "--out", str(out), "--project-dir", str(REPO)]) == 0
-    return out
+def dev_folder(dev_preview: Previewed) -> Path:
+    assert dev_preview.status == 0, dev_preview.printed
+    return dev_preview.folder
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -72,9 +72,9 @@ def test_iam_folder_holds_every_trust_and_permission_policy_as_aws_receives_it(d
         assert document["Version"] == "2012-10-17"
 
 
-def test_preview_prints_the_resource_tree_counts_and_time(capsys, tmp_path):
-    assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--project-dir", str(REPO)]) == 0
-    printed = capsys.readouterr().out
+def test_preview_prints_the_resource_tree_counts_and_time(dev_preview: Previewed):
+    assert dev_preview.status == 0
+    printed = dev_preview.printed
     assert "Offline preview of stack 'dev'" in printed
     assert "\n  cluster (eksml:cluster:Cluster)\n    cluster-control-plane" in printed
     assert "     6  aws:eks/addon:Addon" in printed

@@ -4,8 +4,6 @@ preview that failed."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 from pathlib import Path
@@ -15,6 +13,7 @@ import pytest
 from components.tools.preview.inventory import Inventory, Recorded
 from components.tools.preview.parts import implied, levels, parts
 from tests.conftest import REPO
+from tests.once_per_run import Previewed
 
 STACK_URN = "urn:pulumi:s::p::"
 
@@ -72,21 +71,10 @@ def test_parts_that_depend_on_each_other_still_get_columns():
 # ---------------------------------------------------------------------------------------- a whole preview
 
 
-def _preview(*argv: str) -> tuple[int, str]:
-    from components.tools.preview import main
-
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        code = main([*argv, "--project-dir", str(REPO)])
-    return code, printed.getvalue()
-
-
 @pytest.fixture(scope="module")
-def dev_report(tmp_path_factory, kubeflow_tree) -> tuple[Path, str]:
-    out = tmp_path_factory.mktemp("report") / "dev"
-    code, printed = _preview("--stack", "dev", "--out", str(out))
-    assert code == 0, printed
-    return out, printed
+def dev_report(dev_preview: Previewed) -> tuple[Path, str]:
+    assert dev_preview.status == 0, dev_preview.printed
+    return dev_preview.folder, dev_preview.printed
 
 
 def _text(page: str) -> str:

@@ -13,9 +13,9 @@ import yaml
 
 from components.ingress.iam import SHIELD_ACTIONS, WAF_ACTIONS
 from components.kubeflow import entries, render
-from components.tools.preview import main
-from tests.conftest import KUBEFLOW_TREE, REFCHECK, REPO
+from tests.conftest import KUBEFLOW_TREE, REFCHECK
 from tests.kueue_support import kueue_crds_file
+from tests.once_per_run import Previewed
 
 #: Charts refcheck knows, by the chart name a preview's helm/<release>.yaml gives.
 CHECKED_CHARTS = {
@@ -60,9 +60,10 @@ def cert_manager_crds(scratch: Path) -> tuple[Path, int]:
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_preview_passes_refcheck_with_no_error(stack, tmp_path):
-    folder = tmp_path / stack
-    assert main(["--stack", stack, "--out", str(folder), "--project-dir", str(REPO)]) == 0
+def test_preview_passes_refcheck_with_no_error(stack, tmp_path, request):
+    previewed: Previewed = request.getfixturevalue(f"{stack}_preview")  # the run's one preview of the stack
+    assert previewed.status == 0, previewed.printed
+    folder = previewed.folder
     crds, crd_count = cert_manager_crds(tmp_path)
     queue_crds, queue_crd_count = kueue_crds_file(tmp_path)  # Kueue's flavors and queues against its CRDs
     crd_count += queue_crd_count

@@ -153,11 +153,13 @@ def _fsx_class(inventory: Any) -> Any:
 
 
 @pytest.mark.stack
-def test_teams_file_systems_of_the_fsx_class_outlive_their_claims_exactly_where_the_stack_keeps_its_stores(prod):
+def test_teams_file_systems_of_the_fsx_class_outlive_their_claims_exactly_where_the_stack_keeps_its_stores(
+    prod, stack_once
+):
     """A team's own file system (team.fsxClaims with storageClass, or any claim of the class) holds its data: under
     prod's protect its claim going, or its namespace going in a destroy, must not delete it; under destroy it goes."""
     assert _fsx_class(prod).inputs["reclaimPolicy"] == "Retain"
-    retained = run_stack("prod", {"statefulResources": "retain"})
+    retained = stack_once("prod", {"statefulResources": "retain"})
     assert _fsx_class(retained).inputs["reclaimPolicy"] == "Retain"
-    destroyed = run_stack("prod", {"statefulResources": "destroy"})
+    destroyed = stack_once("prod", {"statefulResources": "destroy"})
     assert _fsx_class(destroyed).inputs["reclaimPolicy"] == "Delete"

@@ -97,8 +97,8 @@ def test_dev_buckets_and_file_system_are_destroyable_and_prod_ones_protected(dev
 
 
 @pytest.mark.stack
-def test_retained_buckets_keep_their_guards():
-    inventory = run_stack("dev", {"statefulResources": "retain"})
+def test_retained_buckets_keep_their_guards(stack_once):
+    inventory = stack_once("dev", {"statefulResources": "retain"})
     for resource in inventory.resources:
         if resource.type.startswith("aws:s3/") or resource.type == FSX:
             assert resource.retain_on_delete, resource.name

@@ -411,14 +411,12 @@ def test_the_published_destroy_estimate_is_what_the_graph_gives(dev):
 
 
 @pytest.mark.stack
-def test_prod_torn_down_on_purpose_the_up_releases_protection_and_retain_keeps_only_the_stores(prod):
+def test_prod_torn_down_on_purpose_the_up_releases_protection_and_retain_keeps_only_the_stores(prod, stack_once):
     """docs/teardown.md: set statefulResources to destroy and `pulumi up` (protection off, nothing replaced), then
     destroy; under retain only the stateful stores stay in AWS."""
-    from tests.conftest import run_stack
-
     protected = {r.urn for r in prod.resources if r.protect}
     assert prod.one("eks:index:Cluster").urn in protected
-    released = run_stack("prod", {"statefulResources": "destroy"})
+    released = stack_once("prod", {"statefulResources": "destroy"})
     assert [r.name for r in released.resources if r.protect or r.retain_on_delete] == []
     assert released.one("aws:eks/cluster:Cluster").inputs.get("deletionProtection") is False
     # the same resources as before but the kept-volume class: the up creates nothing new in AWS
@@ -436,7 +434,7 @@ def test_prod_torn_down_on_purpose_the_up_releases_protection_and_retain_keeps_o
     assert one(released, SWEEP, "cluster-sweep").inputs["statefulResources"] == "destroy"
     assert "volume" in one(released, SWEEP, "cluster-sweep").inputs["kinds"]
     assert {r.urn for r in released.resources} <= {r.urn for r in prod.resources}
-    retained = run_stack("prod", {"statefulResources": "retain"})
+    retained = stack_once("prod", {"statefulResources": "retain"})
     kept = {r.type.split(":")[1].split("/")[0] for r in retained.resources if r.retain_on_delete}
     # buckets (and their settings), the file system, keys and log groups: the sweep --check lists them as kept
     assert kept == {"s3", "fsx", "kms", "cloudwatch"}
