@@ -7,6 +7,7 @@ or the reference copies beside the repository), each checked against its pinned 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -51,7 +52,9 @@ def render(release: Mapping[str, Any], charts: Path, kube_version: str) -> list[
         return list(json.loads(cached.read_text()))
     objects = _template(release, directory, kube_version)
     cached.parent.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_suffix(".partial")
+    # A name of this process's own: two previews at once (a test run's workers, `make preview` beside them) may
+    # render the same release, and neither may rename the other's half-written file into place.
+    partial = cached.with_suffix(f".{os.getpid()}.partial")
     partial.write_text(json.dumps(objects))
     partial.replace(cached)
     return objects
