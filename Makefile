@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 SCAN_VENV := .venv-scan
 STACK ?= dev
 WORKERS ?= 2
+# The engine tier's modules run this many at a time, each in a box (network namespace) of its own.
+ENGINE_WORKERS ?= 2
 
 .PHONY: preview test test-fast test-engine engine-tools engine-box lint benchmark preflight cost leak-check kubeflow-fetch charts-fetch config-reference clean
 
@@ -47,9 +49,10 @@ engine-tools: $(VENV)/.installed-dev
 	$(PY) -m engine.tools.build
 
 ## The engine tier: the real Pulumi CLI deploys the dev stack into the cluster in a box and destroys it (root, Linux:
-## it makes a network namespace with only loopback up).
+## it makes a network namespace with only loopback up). Its modules run ENGINE_WORKERS at a time, each module on one
+## process with a box of its own.
 test-engine: engine-tools
-	$(PY) -m pytest -m engine tests/engine
+	$(PY) -m pytest -n $(ENGINE_WORKERS) --dist loadscope -m engine tests/engine
 
 ## A cluster in a box for a person: the control plane, kwok and the stack's nodes in a network namespace; Ctrl-C
 ## stops it. Deploy into it with the steps in docs/engine.md.
