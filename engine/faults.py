@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.tools.recover import UPSERT
+from components.tools.recover import TAKE_OVER_SETTINGS, UPSERT
 from engine.cluster import netns_exec
 from engine.providers.account import Account
 from engine.stack import REPO, Deployment
@@ -194,8 +194,9 @@ def named_creates(said: str) -> dict[str, dict[str, object]]:
 def rerun_env(repaired: list[subprocess.CompletedProcess[str]]) -> dict[str, str]:
     """What the runbook's step 3 sets for the repeated run: the upsert setting, where the recovery tool asks for it."""
     said = "".join(r.stdout for r in repaired)
-    name, value = UPSERT.split("=", 1)
-    return {name: value} if UPSERT in said else {}
+    if UPSERT not in said:
+        return {}
+    return dict(setting.split("=", 1) for setting in TAKE_OVER_SETTINGS)
 
 
 def runbook_env(deployment: Deployment) -> dict[str, str]:

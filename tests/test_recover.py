@@ -107,7 +107,10 @@ def test_kubernetes_objects_and_pending_deletes_are_left_to_refresh_and_up() -> 
     )
     recover(Recovery("dev", "helm", None, shell), apply=True, clear_unknown=False, say=said.append)
     assert shell.commands() == ["pulumi stack", "pulumi refresh --clear-pending-creates"]
-    assert said[-1] == "refreshed: run `PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true pulumi up` (or `pulumi destroy`) again"
+    assert said[-1] == (
+        "refreshed: run `PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true PULUMI_K8S_ENABLE_PATCH_FORCE=true pulumi up` "
+        "(or `pulumi destroy`) again"
+    )
 
 
 def test_a_cluster_helm_cannot_reach_stops_the_tool_rather_than_reading_as_no_release() -> None:
@@ -162,7 +165,7 @@ def test_the_engine_tier_repeats_the_run_with_upsert_exactly_when_the_tool_asks_
     for pending, expected in (
         (
             [_op("creating", "kubernetes:apps/v1:Deployment", "web", metadata={"name": "web"})],
-            {"PULUMI_K8S_UPSERT_EXISTING_OBJECTS": "true"},
+            {"PULUMI_K8S_UPSERT_EXISTING_OBJECTS": "true", "PULUMI_K8S_ENABLE_PATCH_FORCE": "true"},
         ),
         ([_op("deleting", "aws:s3/bucket:Bucket", "datasets")], {}),
     ):

@@ -12,8 +12,8 @@ Run it in the project folder, with `pulumi` on PATH and KUBECONFIG (or `--kubeco
   install finished or not; the release is uninstalled (it serves nothing yet: it was never recorded);
 - **a Helm release being upgraded or rolled back, left `pending-*`**: `helm upgrade` (the next `up`) refuses such a
   release; it is rolled back to its newest revision that was deployed, which the next `up` upgrades again;
-- **a Kubernetes object being created**: it may exist; the next `up` must take it over, which the Kubernetes
-  provider does when `PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true` is set for that run (the tool says so);
+- **a Kubernetes object being created**: it may exist, owned by the cut run; the next `up` must take it over, which
+  the Kubernetes provider does when `TAKE_OVER_SETTINGS` are set for that run (the tool says so);
 - **anything else being created** (an AWS resource): it may exist with an ID the state never learned. The tool names
   it and stops: look it up (by the name or tags in its inputs, printed), delete it, or keep it and adopt it after
   the repair with `pulumi import`; then run the tool again with `--clear-unknown`.
@@ -33,9 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-#: The Kubernetes provider (4.29 and later) refuses to create an object that exists unless told to take it over, for
-#: one run, with this setting (pulumi-kubernetes CHANGELOG 4.29.0, `upsertExistingObjects`).
-UPSERT = "PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true"
+#: What the Kubernetes provider needs, for one run, to take over an object a cut run made. It refuses to create an
+#: object that exists unless told to take it over (4.29 and later: pulumi-kubernetes CHANGELOG 4.29.0,
+#: `upsertExistingObjects`). And each run of the provider applies under a field manager of its own, so the object's
+#: fields belong to the cut run's and applying them again conflicts unless forced (`PULUMI_K8S_ENABLE_PATCH_FORCE`,
+#: pulumi-kubernetes 3.23.1; without it the engine tier's provider failed with `Server-Side Apply field conflict
+#: detected`). The cut run was this stack's own, so forcing takes back only what it wrote.
+TAKE_OVER_SETTINGS = ("PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true", "PULUMI_K8S_ENABLE_PATCH_FORCE=true")
+UPSERT = " ".join(TAKE_OVER_SETTINGS)
 TAKE_OVER = f"may exist: run the next `pulumi up` with {UPSERT}, which takes it over"
 #: A create the tool cannot judge: the user decides (see `unknown`).
 UNKNOWN = "unknown"
