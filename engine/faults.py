@@ -199,6 +199,15 @@ def rerun_env(repaired: list[subprocess.CompletedProcess[str]]) -> dict[str, str
     return dict(setting.split("=", 1) for setting in TAKE_OVER_SETTINGS)
 
 
+def rerun_up(deployment: Deployment, repaired: list[subprocess.CompletedProcess[str]]) -> None:
+    """The runbook's step 3 after a cut `up`: `up` again, with the take-over settings where the recovery tool asks for
+    them, and then once more without them (the Kubernetes provider records the settings it ran with)."""
+    env = rerun_env(repaired)
+    deployment.up(env=env)
+    if env:
+        deployment.up()
+
+
 def runbook_env(deployment: Deployment) -> dict[str, str]:
     """A user's shell in the project (`python` is this interpreter, KUBECONFIG the box's admin kubeconfig, `aws` the
     box's stand-in), inside the box."""

@@ -109,7 +109,7 @@ def test_kubernetes_objects_and_pending_deletes_are_left_to_refresh_and_up() -> 
     assert shell.commands() == ["pulumi stack", "pulumi refresh --clear-pending-creates"]
     assert said[-1] == (
         "refreshed: run `PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true PULUMI_K8S_ENABLE_PATCH_FORCE=true pulumi up` "
-        "(or `pulumi destroy`) again"
+        "(or `pulumi destroy`) again, then `pulumi up` once more without them"
     )
 
 

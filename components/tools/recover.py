@@ -207,7 +207,9 @@ def recover(
                 recovery.settle(action)
         recovery.refresh(clear_creates=any(a.operation == "creating" for a in actions))
         upsert = f"{UPSERT} " if any(a.what == TAKE_OVER for a in actions) else ""
-        say(f"refreshed: run `{upsert}pulumi up` (or `pulumi destroy`) again")
+        # The provider records the settings it ran with: one more `up` without them puts its inputs back.
+        after = ", then `pulumi up` once more without them" if upsert else ""
+        say(f"refreshed: run `{upsert}pulumi up` (or `pulumi destroy`) again{after}")
     return actions
 
 

@@ -168,6 +168,9 @@ def test_the_last_up_converges(run: Run, timings: Timings) -> None:
     resource of the state once and nothing else, and nothing left to change."""
     with timings.timed("spread: the last up"):
         run.deployment.up(env=run.env)
+    if run.env:  # the runbook's step 3: once more without the settings, which the provider recorded
+        with timings.timed("spread: up without the take-over settings"):
+            run.deployment.up()
     assert aws_leftovers(run.deployment) == ([], [])
     assert _log_groups(run) == [NAME]
     converged(run.kube, run.deployment, timings, "the faults of a first up")
