@@ -75,7 +75,7 @@ class Platform:
     @property
     def cert_manager(self) -> AddOnPart | None:
         """Present when a part that needs certificates is on (Kubeflow)."""
-        return self.add_ons.get(CERT_MANAGER.name)
+        return _cert_manager(self.add_ons)
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,11 @@ class _Services:
 
     @property
     def cert_manager(self) -> AddOnPart | None:
-        return self.add_ons.get(CERT_MANAGER.name)
+        return _cert_manager(self.add_ons)
+
+
+def _cert_manager(add_ons: Mapping[str, AddOnPart]) -> AddOnPart | None:
+    return add_ons.get(CERT_MANAGER.name)
 
 
 def build_platform(
