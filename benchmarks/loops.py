@@ -13,7 +13,8 @@ offline tier of `make test`, and `make test-fast`.
 - `test-fast`: `pytest -n 2 -m "not slow"` (`make test-fast`), wall seconds. Target: at most 60.
 
 Every command runs with this interpreter from the repository's root. It prints one table row per figure with its
-target and verdict, ready to paste into docs/benchmark.md, and exits 1 when a figure misses its target.
+target and verdict, ready to paste into docs/benchmark.md, and exits 1 when a figure misses its target or a timed
+suite fails (its verdict is then FAILED, whatever its time: a suite that stops early is quicker, not faster).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Run:
 
     wall: float
     cpu: float
+    status: int
 
 
 @dataclass(frozen=True)
@@ -54,15 +56,22 @@ class Figure:
     unit: str
     target: float
     detail: str
+    complete: bool = True  # False: the run failed (a test failed or errored), so its time is no figure
 
     @property
     def met(self) -> bool:
-        return self.value <= self.target
+        return self.complete and self.value <= self.target
+
+    @property
+    def verdict(self) -> str:
+        if not self.complete:
+            return "FAILED"
+        return "met" if self.met else "MISSED"
 
     def row(self) -> str:
         shown = f"{self.value:.2f}{self.unit}" if self.unit == "x" else f"{self.value:.0f} {self.unit}"
         target = f"<= {self.target:g}{self.unit}" if self.unit == "x" else f"<= {self.target:g} {self.unit}"
-        return f"| {self.loop} | {shown} | {target} | {'met' if self.met else 'MISSED'} | {self.detail} |"
+        return f"| {self.loop} | {shown} | {target} | {self.verdict} | {self.detail} |"
 
 
 def timed(command: list[str], *, log: Path) -> Run:
@@ -76,7 +85,7 @@ def timed(command: list[str], *, log: Path) -> Run:
     if status not in (0, 1):  # 1: the preview's policy verdict or a failed test, still a complete run
         raise SystemExit(f"`{' '.join(command)}` exited {status}; its output is in {log}")
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return Run(wall, cpu)
+    return Run(wall, cpu, status)
 
 
 def preview_against_floor(stack: str, pairs: int, scratch: Path) -> Figure:
@@ -105,7 +114,10 @@ def suite(marker: str, extra: list[str], name: str, target: float, scratch: Path
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", *extra, "-m", marker]
     run = timed(command, log=scratch / f"{name}.log")
     last = (scratch / f"{name}.log").read_text().strip().splitlines()[-1]
-    return Figure(name, run.wall, "s", target, f"CPU {run.cpu:.0f} s; {last.strip('= ')}")
+    detail = f"CPU {run.cpu:.0f} s; {last.strip('= ')}"
+    if run.status:
+        detail += "; a failed suite's time does not count (`--keep DIR` keeps its output)"
+    return Figure(name, run.wall, "s", target, detail, complete=run.status == 0)
 
 
 def main() -> int:
