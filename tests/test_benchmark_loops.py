@@ -52,3 +52,10 @@ def test_a_run_keeps_the_status_of_its_command(loops: ModuleType, tmp_path: Path
 def test_a_command_that_did_not_finish_its_run_stops_the_benchmark(loops: ModuleType, tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="exited 2"):
         loops.timed([sys.executable, "-c", "raise SystemExit(2)"], log=tmp_path / "usage.log")
+
+
+def test_a_suites_detail_is_pytests_closing_count_not_its_last_line(loops: ModuleType) -> None:
+    log = "....\n===== warnings summary =====\nx.py:1: DeprecationWarning\n2645 passed, 3 warnings in 460.12s\n"
+    log += "-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html\n"
+    assert loops.outcome(log) == "2645 passed, 3 warnings in 460.12s"
+    assert loops.outcome("= 1 failed, 9 passed in 3.00s =\n") == "1 failed, 9 passed in 3.00s"
