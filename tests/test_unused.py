@@ -41,9 +41,6 @@ ALLOWED: dict[str, dict[str, str]] = {
         ),
         _RATE,
     ),
-    "components/tools/preview/answers.py": {
-        "new_resource": "pulumi.runtime.Mocks method: the engine calls it for every resource",
-    },
     "components/tools/preview/program.py": dict.fromkeys(
         ("find_spec", "create_module", "exec_module"),
         "importlib's finder and loader protocol: the import system calls them",

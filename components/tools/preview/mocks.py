@@ -8,14 +8,15 @@ protect / retain-on-delete / deleted-with options (`inventory`), and answers onl
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 from pulumi.output import Unknown
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
-from pulumi.runtime.proto import provider_pb2
+from pulumi.runtime.proto import provider_pb2, resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -138,11 +139,11 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return provider_pb2.CallResponse(**{"return": _sync_await(rpc.serialize_properties(result, {}))})
 
     def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
-        response = super().RegisterResource(request)
         if request.type == _STACK_TYPE:
+            response = super().RegisterResource(request)
             self.stack_urn = response.urn
             return response
-        inputs = rpc.deserialize_properties(request.object)
+        inputs, response = self._register(request)
         dependencies = set(request.dependencies)
         for property_dependencies in request.propertyDependencies.values():
             dependencies.update(property_dependencies.urns)
@@ -171,6 +172,37 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             provider=request.provider.rsplit("::", 1)[0] if request.provider else None,
         )
         return response
+
+    def _register(self, request: Any) -> tuple[dict[str, Any], Any]:
+        """What pulumi's MockMonitor answers a registration with (the URN, and the id and state the mocks give), and
+        the inputs the mocks were given: deserialised once, as the record reads the same ones (a second pass over
+        every resource's inputs was a twentieth of the preview). Resource transforms are not handed to the mocks,
+        which apply none."""
+        _ensure_event_loop()  # a resource reference among the inputs deserialises on this thread's event loop
+        inputs = rpc.deserialize_properties(request.object)
+        urn = self.make_urn(request.parent, request.type, request.name)
+        resource_id, state = self.mocks.new_resource(
+            pulumi_mocks.MockResourceArgs(
+                typ=request.type,
+                name=request.name,
+                inputs=inputs,
+                provider=request.provider,
+                resource_id=request.importId,
+                custom=request.custom or False,
+            )
+        )
+        # A component has no id: None, as pulumi's MockMonitor keeps it (its type says str), and unset in the answer.
+        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, cast(str, resource_id), state)
+        state_proto = _sync_await(rpc.serialize_properties(state, {}))
+        return inputs, resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id or "", object=state_proto)
+
+
+def _ensure_event_loop() -> None:
+    """Give this thread an event loop when it has none (the SDK calls the monitor from a pool of threads)."""
+    try:
+        asyncio.get_event_loop()
+    except RuntimeError:
+        asyncio.set_event_loop(asyncio.new_event_loop())
 
 
 def _alias(alias: Any) -> dict[str, Any]:
