@@ -134,7 +134,7 @@ def test_the_names_before_0_4_still_import_with_a_deprecation_warning(package):
     """Code written against 0.3 (`from eks_ml_platform import IrsaRole`) keeps working, and is told the new name."""
     module = importlib.import_module(package)
     for old, new in (("IrsaRole", "WorkloadRole"), ("IrsaRoleArgs", "WorkloadRoleArgs")):
-        with pytest.warns(DeprecationWarning) as caught:
+        with pytest.warns(DeprecationWarning, match="is deprecated") as caught:
             assert getattr(module, old) is getattr(components, new)
         said = [str(warning.message) for warning in caught]
         assert any(message.startswith(f"{old} is deprecated: use {new} ") for message in said), said

@@ -13,9 +13,8 @@ import pulumi_kubernetes as k8s
 
 from ..config.types import Identity
 from ..scheduling import SYSTEM_PLACEMENT
-from ..sweep.model import Kind
+from ..sweep.model import NETWORK_KINDS, STEP_KINDS, Kind
 from ..sweep.resource import SweepArgs, sweep_step
-from ..sweep.sweeper import NETWORK_KINDS, STEP_KINDS
 from .addons import (
     AddonSite,
     metrics_server_addon,

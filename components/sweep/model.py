@@ -31,6 +31,25 @@ class Kind(StrEnum):
     VPC = "vpc"
 
 
+#: The kinds each step of the sweep deletes, in the order the steps run (rules go in the step of their groups).
+STEP_KINDS = (
+    Kind.INSTANCE,
+    Kind.LAUNCH_TEMPLATE,
+    Kind.INSTANCE_PROFILE,
+    Kind.LOAD_BALANCER,
+    Kind.TARGET_GROUP,
+    Kind.VOLUME,
+    Kind.FILE_SYSTEM,
+    Kind.VPC_ENDPOINT,
+    Kind.NETWORK_INTERFACE,
+    Kind.SECURITY_GROUP,
+)
+#: What can still hold the VPC once the cluster and its nodes are deleted: interfaces the CNI freed as the node
+#: group went, GuardDuty's endpoint (which GuardDuty may recreate while the cluster exists), and groups that those
+#: kept in use. A second sweep of these alone belongs between the cluster and the network.
+NETWORK_KINDS = frozenset({Kind.VPC_ENDPOINT, Kind.NETWORK_INTERFACE, Kind.SECURITY_GROUP})
+
+
 @dataclass(frozen=True)
 class Found:
     """One AWS object. `detail` holds what deleting it needs; it is not part of its identity."""

@@ -38,8 +38,7 @@ import pulumi
 import pulumi.dynamic as dynamic
 
 from ..config.types import StatefulResources
-from .model import Kind, SweepTarget
-from .sweeper import STEP_KINDS
+from .model import STEP_KINDS, Kind, SweepTarget
 
 #: Bounded waits add up to far less (see sweep.model.Timeouts); this only keeps Pulumi from giving up first.
 DELETE_TIMEOUT = "90m"

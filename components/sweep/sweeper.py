@@ -11,29 +11,21 @@ from botocore.exceptions import ClientError
 
 from .clients import AWS_ERRORS, Clients, describe, is_gone, is_in_use
 from .discovery import FILTER_VALUES, LIVE_INSTANCE_STATES, Finder, Selection, chunks
-from .model import Failure, Found, Kept, Kind, SweepPlan, SweepReport, SweepTarget, Timeouts
+from .model import (
+    STEP_KINDS,
+    Failure,
+    Found,
+    Kept,
+    Kind,
+    SweepPlan,
+    SweepReport,
+    SweepTarget,
+    Timeouts,
+)
 from .outcome import STATEFUL_KINDS, advice, blockers_of, kept_for_policy
 
-#: The kinds each step of the sweep deletes, in the order the steps run (rules go in the step of their groups).
-STEP_KINDS = (
-    Kind.INSTANCE,
-    Kind.LAUNCH_TEMPLATE,
-    Kind.INSTANCE_PROFILE,
-    Kind.LOAD_BALANCER,
-    Kind.TARGET_GROUP,
-    Kind.VOLUME,
-    Kind.FILE_SYSTEM,
-    Kind.VPC_ENDPOINT,
-    Kind.NETWORK_INTERFACE,
-    Kind.SECURITY_GROUP,
-)
-#: What can still hold the VPC once the cluster and its nodes are deleted: interfaces the CNI freed as the node
-#: group went, GuardDuty's endpoint (which GuardDuty may recreate while the cluster exists), and groups that those
-#: kept in use. A second sweep of these alone belongs between the cluster and the network.
 #: The waits AWS usually needs (a frozen value, shared safely as a default).
 DEFAULT_TIMEOUTS = Timeouts()
-
-NETWORK_KINDS = frozenset({Kind.VPC_ENDPOINT, Kind.NETWORK_INTERFACE, Kind.SECURITY_GROUP})
 
 
 @dataclass
