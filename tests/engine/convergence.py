@@ -9,8 +9,9 @@ from tests.engine.conftest import Timings
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
-def converged(kube: Kube, deployment: Deployment, timings: Timings, what: str) -> None:
-    """No pending operation, each Helm release of the state installed once and deployed, and no change to make."""
+def converged(kube: Kube, deployment: Deployment, timings: Timings, what: str, *, step: str) -> None:
+    """No pending operation, each Helm release of the state installed once and deployed, and no change to make.
+    `step` names the module's step in its timings (`lifecycle`, `spread`)."""
     state = deployment.state()["deployment"]
     assert state.get("pending_operations") in (None, [])
     in_state = sorted(
@@ -27,5 +28,5 @@ def converged(kube: Kube, deployment: Deployment, timings: Timings, what: str) -
         s["metadata"]["name"] for s in records if s["metadata"]["labels"].get("status", "").startswith("pending")
     ]
     assert pending == []
-    with timings.timed(f"lifecycle: preview after {what}"):
+    with timings.timed(f"{step}: preview after {what}"):
         deployment.preview_no_changes()

@@ -173,4 +173,4 @@ def test_the_last_up_converges(run: Run, timings: Timings) -> None:
             run.deployment.up()
     assert aws_leftovers(run.deployment) == ([], [])
     assert _log_groups(run) == [NAME]
-    converged(run.kube, run.deployment, timings, "the faults of a first up")
+    converged(run.kube, run.deployment, timings, "the faults of a first up", step="spread")

@@ -157,7 +157,7 @@ def test_turning_parts_off_and_kserve_on_converges_after_the_cli_is_killed(life:
         repaired = repair(life.deployment)
     with timings.timed("lifecycle: up again after the kill"):
         rerun_up(life.deployment, repaired)
-    converged(life.kube, life.deployment, timings, "parts off and KServe on")
+    converged(life.kube, life.deployment, timings, "parts off and KServe on", step="lifecycle")
     releases = {r["urn"].rsplit("::", 1)[-1] for r in life.deployment.resources() if r["type"] == RELEASE}
     assert {"kserve", "kserve-crd"} <= releases
     assert not releases & {"kueue", "observability", "observability-metrics-adapter"}
@@ -177,7 +177,7 @@ def test_turning_them_back_converges_after_the_api_server_goes_away(life: Life, 
         repaired = repair(life.deployment)
     with timings.timed("lifecycle: up again after the API server came back"):
         rerun_up(life.deployment, repaired)
-    converged(life.kube, life.deployment, timings, "parts back on")
+    converged(life.kube, life.deployment, timings, "parts back on", step="lifecycle")
 
 
 def test_destroy_killed_midway_finishes_after_the_runbook(life: Life, timings: Timings) -> None:
