@@ -17,59 +17,42 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .model import (
+    NETWORK_KINDS,
+    STEP_KINDS,
+    Failure,
+    Found,
+    Kept,
+    Kind,
+    SweepFailed,
+    SweepPlan,
+    SweepReport,
+    SweepTarget,
+    Timeouts,
+    plan_text,
+    report_text,
+)
+
 if TYPE_CHECKING:
     from .clients import Clients
     from .leaks import LeakReport, find_leaks, leak_text
-    from .model import (
-        NETWORK_KINDS,
-        STEP_KINDS,
-        Failure,
-        Found,
-        Kept,
-        Kind,
-        SweepFailed,
-        SweepPlan,
-        SweepReport,
-        SweepTarget,
-        Timeouts,
-        plan_text,
-        report_text,
-    )
     from .sweeper import Sweeper
 
-#: The module each public name lives in. They are imported on first use: the stack's program imports `model` (through
-#: the cluster's sweep step) on every run, and the rest brings botocore, which only the sweep itself calls.
-_HOMES = {
+#: What calls AWS, and brings botocore, is imported on first use: the stack's program imports `model` (through the
+#: cluster's sweep step) on every run, and only the sweep itself calls AWS.
+_ON_FIRST_USE = {
     "Clients": "clients",
     "LeakReport": "leaks",
     "find_leaks": "leaks",
     "leak_text": "leaks",
     "Sweeper": "sweeper",
-    **dict.fromkeys(
-        (
-            "NETWORK_KINDS",
-            "STEP_KINDS",
-            "Failure",
-            "Found",
-            "Kept",
-            "Kind",
-            "SweepFailed",
-            "SweepPlan",
-            "SweepReport",
-            "SweepTarget",
-            "Timeouts",
-            "plan_text",
-            "report_text",
-        ),
-        "model",
-    ),
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
+    if name not in _ON_FIRST_USE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+    return getattr(importlib.import_module(f".{_ON_FIRST_USE[name]}", __name__), name)
 
 
 __all__ = [
