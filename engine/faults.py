@@ -199,10 +199,10 @@ def rerun_env(repaired: list[subprocess.CompletedProcess[str]]) -> dict[str, str
     return dict(setting.split("=", 1) for setting in TAKE_OVER_SETTINGS)
 
 
-def rerun_up(deployment: Deployment, repaired: list[subprocess.CompletedProcess[str]]) -> None:
-    """The runbook's step 3 after a cut `up`: `up` again, with the take-over settings where the recovery tool asks for
-    them, and then once more without them (the Kubernetes provider records the settings it ran with)."""
-    env = rerun_env(repaired)
+def rerun_up(deployment: Deployment, env: dict[str, str]) -> None:
+    """The runbook's step 3 after a cut `up`: `up` again with `env` (the take-over settings, where the recovery tool
+    asked for them: `rerun_env`), and then once more without them (the Kubernetes provider records the settings it
+    ran with)."""
     deployment.up(env=env)
     if env:
         deployment.up()

@@ -34,6 +34,7 @@ from engine.faults import (
     named_creates,
     repair,
     rerun_env,
+    rerun_up,
     run_as_written,
     run_with_fault,
     runbook_block,
@@ -166,11 +167,8 @@ def test_each_part_s_step_cut_in_turn_is_repaired_and_the_next_up_goes_on(run: R
 def test_the_last_up_converges(run: Run, timings: Timings) -> None:
     """The stack converges: no pending operation, each Helm release once and deployed, the account holding each AWS
     resource of the state once and nothing else, and nothing left to change."""
-    with timings.timed("spread: the last up"):
-        run.deployment.up(env=run.env)
-    if run.env:  # the runbook's step 3: once more without the settings, which the provider recorded
-        with timings.timed("spread: up without the take-over settings"):
-            run.deployment.up()
+    with timings.timed("spread: the last up, as the runbook's step 3"):
+        rerun_up(run.deployment, run.env)
     assert aws_leftovers(run.deployment) == ([], [])
     assert _log_groups(run) == [NAME]
     converged(run.kube, run.deployment, timings, "the faults of a first up", step="spread")

@@ -22,7 +22,7 @@ import yaml
 
 from components.tools.charts.binary import helm_binary
 from engine.cluster import Box
-from engine.faults import Fault, repair, rerun_up, run_with_fault
+from engine.faults import Fault, repair, rerun_env, rerun_up, run_with_fault
 from engine.kube import Kube
 from engine.stack import REPO, Deployment, boxed_stack
 from engine.upgrade import PREVIOUS, checkout
@@ -156,7 +156,7 @@ def test_turning_parts_off_and_kserve_on_converges_after_the_cli_is_killed(life:
     with timings.timed("lifecycle: runbook repair after the kill"):
         repaired = repair(life.deployment)
     with timings.timed("lifecycle: up again after the kill"):
-        rerun_up(life.deployment, repaired)
+        rerun_up(life.deployment, rerun_env(repaired))
     converged(life.kube, life.deployment, timings, "parts off and KServe on", step="lifecycle")
     releases = {r["urn"].rsplit("::", 1)[-1] for r in life.deployment.resources() if r["type"] == RELEASE}
     assert {"kserve", "kserve-crd"} <= releases
@@ -176,7 +176,7 @@ def test_turning_them_back_converges_after_the_api_server_goes_away(life: Life, 
     with timings.timed("lifecycle: runbook repair after the API server came back"):
         repaired = repair(life.deployment)
     with timings.timed("lifecycle: up again after the API server came back"):
-        rerun_up(life.deployment, repaired)
+        rerun_up(life.deployment, rerun_env(repaired))
     converged(life.kube, life.deployment, timings, "parts back on", step="lifecycle")
 
 
