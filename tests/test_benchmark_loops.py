@@ -59,3 +59,17 @@ def test_a_suites_detail_is_pytests_closing_count_not_its_last_line(loops: Modul
     log += "-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html\n"
     assert loops.outcome(log) == "2645 passed, 3 warnings in 460.12s"
     assert loops.outcome("= 1 failed, 9 passed in 3.00s =\n") == "1 failed, 9 passed in 3.00s"
+
+
+@pytest.mark.parametrize(("status", "verdict"), [(0, "met"), (1, "FAILED")])
+def test_a_suite_is_judged_by_the_status_of_its_pytest_run(
+    loops: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int, verdict: str
+) -> None:
+    def finished(command: list[str], *, log: Path) -> object:
+        log.write_text("....\n9 passed in 3.00s\n" if status == 0 else "..F.\n1 failed, 3 passed in 3.00s\n")
+        return loops.Run(wall=3.0, cpu=5.0, status=status)
+
+    monkeypatch.setattr(loops, "timed", finished)
+    figure = loops.suite("not slow", [], "make test-fast", 60.0, tmp_path)
+    assert figure.verdict == verdict
+    assert figure.met is (status == 0)
