@@ -117,12 +117,12 @@ class Deployment:
         self.pulumi("login", f"file://{self.state_dir}", timeout=120)
         self.pulumi("stack", "init", self.stack, timeout=120)
         for key, value in sorted(self.config.items()):
-            self.pulumi("config", "set", key, value, timeout=120)
+            self.set_config(key, value)
         # The secrets the stack's config names but its file cannot hold (a client secret, ...): a generated value
         # each, found as the offline preview finds them.
         config, secret_keys = read_stack_config(self.source, project["name"], self.stack)
         for key in unset_secrets(with_unset_secrets(config, secret_keys)[0]):
-            self.pulumi("config", "set", "--secret", key, secrets.token_urlsafe(24), timeout=120)
+            self.set_config(key, secrets.token_urlsafe(24), "--secret")
 
     def _write_program(self) -> dict[str, Any]:
         """The project's Pulumi.yaml and __main__.py, for `source`; returns the project's settings."""
@@ -177,6 +177,11 @@ class Deployment:
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-80:])
             raise PulumiFailed(f"pulumi {' '.join(args)} exited {done.returncode}:\n{tail}")
         return done
+
+    def set_config(self, key: str, value: str, *flags: str) -> None:
+        """`pulumi config set <flags> -- <key> <value>`: the `--` ends the flags, so a value that starts with a dash
+        (a generated secret does, one time in 64) is taken as the value, not read as a flag."""
+        self.pulumi("config", "set", *flags, "--", key, value, timeout=120)
 
     def up(
         self, *extra: str, timeout: float = 3600, env: Mapping[str, str] | None = None

@@ -118,6 +118,18 @@ def test_refresh_finds_no_changes(run: Run, timings: Timings) -> None:
         run.deployment.refresh("--expect-no-changes")
 
 
+def test_a_config_value_that_starts_with_a_dash_is_set_as_the_value(run: Run) -> None:
+    """The tier sets generated secrets, and one in 64 starts with `-`: the real CLI must take it as the value, not
+    as a flag. Set on a key outside the project's namespace, read back, and removed."""
+    key, value = "engine-probe:secret", "-phf-dash-first"
+    try:
+        run.deployment.set_config(key, value, "--secret")
+        got = run.deployment.pulumi("config", "get", "--", key, timeout=120).stdout.strip()
+        assert got == value
+    finally:
+        run.deployment.pulumi("config", "rm", "--", key, timeout=120, check=False)
+
+
 #: The team stack of the docs (docs/team-stacks.md), on the dev platform: a Profile, a queue, a quota, a claim.
 TEAM_STACK = REPO / "examples" / "team-stack"
 

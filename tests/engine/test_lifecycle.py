@@ -131,9 +131,9 @@ def _set(deployment: Deployment, values: dict[str, str | None]) -> None:
     for key, value in values.items():
         path = f"eks-ml-platform:{key}"
         if value is None:
-            deployment.pulumi("config", "rm", "--path", path, timeout=120)
+            deployment.pulumi("config", "rm", "--path", "--", path, timeout=120)
         else:
-            deployment.pulumi("config", "set", "--path", path, value, timeout=120)
+            deployment.set_config(path, value, "--path")
 
 
 #: dev's reserve for team stacks, which its stack file sets and which the config refuses while Kueue is off.
