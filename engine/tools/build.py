@@ -7,11 +7,17 @@ Each tool lands in `<cache>/engine/<folder>-<key>/`, where the key hashes its pi
 go.sum, Go files, scripts) and the Go version, so a changed pin builds anew and an unchanged one never does. A build
 goes to a temporary folder first and is renamed into place when complete: an interrupted build leaves nothing that
 looks built. `bin_dir()` gathers the current tools into one folder of links, the one the tier runs from.
+
+One build runs at a time per cache (a lock file beside the tools): a second, such as CI's engine tier started while
+its background build of the tools is still going, or two test workers starting at once, waits for the first and
+then finds its tools built.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -20,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from engine.tools.pins import TOOLS, Tool
@@ -129,8 +135,28 @@ def build(tool: Tool, go_version: str, *, log: bool = True) -> Path:
     return target
 
 
+@contextlib.contextmanager
+def one_builder(*, log: bool = True) -> Iterator[None]:
+    """Hold the cache's build lock; say so when another build holds it and this one waits."""
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".build.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if log:
+                print(f"engine tools: another build holds {root / '.build.lock'}; waiting for it", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def bin_dir(*, build_missing: bool = True) -> Path:
     """One folder with every tool's binaries (links into the cache), for this set of pins."""
+    with one_builder():
+        return _bin_dir(build_missing)
+
+
+def _bin_dir(build_missing: bool) -> Path:
     go_version = _go_version()
     dirs = [build(tool, go_version) if build_missing else tool_dir(tool, go_version) for tool in TOOLS]
     combined = cache_root() / ("bin-" + hashlib.sha256("".join(d.name for d in dirs).encode()).hexdigest()[:16])

@@ -3,10 +3,13 @@ holds a half-built tool."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import re
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -67,3 +70,31 @@ def test_a_failed_build_leaves_nothing_that_looks_built(tmp_path, monkeypatch):
     with pytest.raises(subprocess.CalledProcessError):
         build.build(broken, "go1.26.8", log=False)
     assert list(build.cache_root().iterdir()) == []
+
+
+def test_two_builds_at_once_build_each_tool_once_and_agree_on_the_folder(tmp_path, monkeypatch):
+    """CI builds the tools in the background while lint and the offline tier run, and its engine tier asks for them
+    while that build may still be going; two test workers can start at once too. The second waits for the first
+    and builds nothing: without the lock both would compile every tool, and the later rename into place fails."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    tools = tuple(t for t in TOOLS if t.folder in ("etcd", "kwok"))
+    monkeypatch.setattr(build, "TOOLS", tools)
+    monkeypatch.setattr(build, "_go", lambda: "go")
+    monkeypatch.setattr(build, "_go_version", lambda: "go1.26.8")
+    compiled: list[str] = []
+    compiling = threading.Lock()
+
+    def go_build(args, **_):
+        output = Path(args[args.index("-o") + 1])
+        with compiling:
+            compiled.append(output.name)
+        time.sleep(0.2)  # long enough for the other caller to arrive while this one builds
+        output.write_text("#!/bin/sh\n")
+        return subprocess.CompletedProcess(args, 0)
+
+    monkeypatch.setattr(build.subprocess, "run", go_build)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        folders = list(pool.map(lambda _: build.bin_dir(), range(2)))
+    assert folders[0] == folders[1]
+    assert sorted(compiled) == sorted(b.name for t in tools for b in t.binaries)
+    assert {link.name for link in folders[0].iterdir()} == set(compiled)
