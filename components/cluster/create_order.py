@@ -9,8 +9,8 @@ adds levels to every destroy. `created_after` keeps the wait and leaves the edge
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Any, cast
+import asyncio
+from typing import Any
 
 import pulumi
 
@@ -23,4 +23,13 @@ def created_after(value: Any, *resources: pulumi.CustomResource) -> pulumi.Outpu
     Use it only where the order on destroy does not matter (what `resources` are goes with the cluster)."""
     out = pulumi.Output.from_input(value)
     gate = pulumi.Output.all(out, *(resource.id for resource in resources)).apply(lambda values: values[0])
-    return pulumi.Output(out.resources(), cast(Awaitable[Any], gate.future()), gate.is_known(), gate.is_secret())
+    # Started as tasks, not handed over as coroutines: the Output awaits them one by one, and a program that stops
+    # while it waits (a refused config, a failed `pulumi up`) would leave the rest never awaited, which Python warns
+    # of when it collects them.
+    deps, data = asyncio.ensure_future(out.resources()), asyncio.ensure_future(gate.future())
+    known, secret = asyncio.ensure_future(gate.is_known()), asyncio.ensure_future(gate.is_secret())
+    # The Output awaits `data` first and raises gate's error from it; `known` and `secret` fail with the same error,
+    # which is read here so it is not reported again as never retrieved.
+    for repeat in (known, secret):
+        repeat.add_done_callback(lambda task: task.cancelled() or task.exception())
+    return pulumi.Output(deps, data, known, secret)
