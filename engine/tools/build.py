@@ -136,23 +136,22 @@ def build(tool: Tool, go_version: str, *, log: bool = True) -> Path:
 
 
 @contextlib.contextmanager
-def one_builder(*, log: bool = True) -> Iterator[None]:
+def _one_builder() -> Iterator[None]:
     """Hold the cache's build lock; say so when another build holds it and this one waits."""
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / ".build.lock").open("w") as lock:
+    lock_file = cache_root() / ".build.lock"
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            if log:
-                print(f"engine tools: another build holds {root / '.build.lock'}; waiting for it", flush=True)
+            print(f"engine tools: another build holds {lock_file}; waiting for it", flush=True)
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
 
 def bin_dir(*, build_missing: bool = True) -> Path:
     """One folder with every tool's binaries (links into the cache), for this set of pins."""
-    with one_builder():
+    with _one_builder():
         return _bin_dir(build_missing)
 
 
