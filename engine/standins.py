@@ -52,6 +52,10 @@ ISTIO_REVISION = "istio.io/rev"
 _REASON = "EngineTierStandIn"
 
 
+#: The Accept header that asks the API server for a list's metadata alone.
+_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
 class Api:
     def __init__(self, url: str, ca: str, cert: str, key: str) -> None:
         self.url, self.session = url.rstrip("/"), requests.Session()
@@ -59,12 +63,22 @@ class Api:
         # The machine's CA bundle variables (REQUESTS_CA_BUNDLE) would replace the box's CA, and proxies are none.
         self.session.trust_env = False
 
-    def items(self, path: str) -> list[dict[str, Any]]:
-        response = self.session.get(f"{self.url}{path}", timeout=30)
+    def items(self, path: str, *, metadata_only: bool = False) -> list[dict[str, Any]]:
+        """The objects at a list path; with `metadata_only`, each as its metadata alone (a PartialObjectMetadataList:
+        the API server leaves the rest unencoded, which for every CRD of the stack is megabytes a round)."""
+        headers = {"Accept": _METADATA_LIST} if metadata_only else {}
+        response = self.session.get(f"{self.url}{path}", headers=headers, timeout=30)
         if response.status_code == 404:  # the CRD is not (yet) installed
             return []
         response.raise_for_status()
         return list(response.json().get("items") or [])
+
+    def get(self, path: str) -> dict[str, Any] | None:
+        response = self.session.get(f"{self.url}{path}", timeout=30)
+        if response.status_code == 404:  # deleted since it was listed
+            return None
+        response.raise_for_status()
+        return dict(response.json())
 
     def patch(self, path: str, body: Any, kind: str = "application/merge-patch+json") -> None:
         response = self.session.patch(f"{self.url}{path}", json=body, headers={"Content-Type": kind}, timeout=30)
@@ -126,13 +140,15 @@ def ca_injector(api: Api, bundle: str) -> Iterator[str]:
         ("apiregistration.k8s.io/v1", "apiservices"),
     )
     for api_version, plural in sources:
-        for obj in api.items(f"/apis/{api_version}/{plural}"):
-            annotations = obj["metadata"].get("annotations") or {}
+        # Metadata first, every round; the whole object only of those that ask for a bundle.
+        for meta in (m["metadata"] for m in api.items(f"/apis/{api_version}/{plural}", metadata_only=True)):
+            annotations = meta.get("annotations") or {}
             webhooks = plural.endswith("webhookconfigurations")
-            own = webhooks and (
-                ISTIO_REVISION in (obj["metadata"].get("labels") or {}) or obj["metadata"]["name"] in SELF_INJECTED
-            )
+            own = webhooks and (ISTIO_REVISION in (meta.get("labels") or {}) or meta["name"] in SELF_INJECTED)
             if not own and not any(a in annotations for a in INJECT):
+                continue
+            obj = api.get(_path(api_version, plural, None, meta["name"]))
+            if obj is None:
                 continue
             ops = []
             if plural.endswith("webhookconfigurations"):
