@@ -130,7 +130,8 @@ def run_with_fault(
     events.unlink(missing_ok=True)
     argv = [str(deployment.bin_dir / "pulumi"), "--non-interactive", command, "--yes", "--skip-preview"]
     argv += ["--stack", deployment.stack, "--event-log", str(events)]
-    environment = {**os.environ, **deployment.env(), **(env or {})}
+    # The state after every step, as a user's run writes it: what the cut leaves is what the repair starts from.
+    environment = {**os.environ, **deployment.env(), **(env or {}), "PULUMI_SKIP_CHECKPOINTS": "false"}
     with log.open("w") as out:
         cli = subprocess.Popen(
             [*netns_exec(deployment.box.namespace), *argv],

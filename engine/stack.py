@@ -6,6 +6,12 @@ the virtualenv given as an absolute path and `plugins.providers` mapping `aws`, 
 providers (engine.providers) and `kubernetes` to the provider built from its pinned module; its program is
 `engine.program` (the stack's program after the test-only transforms). Every command runs inside the box's network
 namespace.
+
+A run no fault strikes writes its state once, at its end (`PULUMI_SKIP_CHECKPOINTS`, Pulumi's own setting). The
+file backend otherwise rewrites the whole state after every step: with the dev stack's 11 MB state (Kubeflow's CRDs
+are most of it) that was nearly all of the CLI's CPU, and half of a run's, on a 2-core machine. Every run a fault
+strikes writes it after each step, as a user's run does (`engine.faults.run_with_fault`): there the state the cut
+leaves is what the repair starts from.
 """
 
 from __future__ import annotations
@@ -84,6 +90,7 @@ class Deployment:
             "PULUMI_BACKEND_URL": f"file://{self.state_dir}",
             "PULUMI_CONFIG_PASSPHRASE": self.passphrase,
             "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_SKIP_CHECKPOINTS": "true",  # the state once, at the end of a run: see above
             # `--event-log`, from which the fault runs and the upgrade read the steps the engine takes.
             "PULUMI_DEBUG_COMMANDS": "true",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
