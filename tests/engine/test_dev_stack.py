@@ -108,16 +108,6 @@ def test_every_platform_pod_runs_where_the_platform_model_says(run: Run) -> None
     assert judgement.judged > 60
 
 
-def test_second_preview_finds_no_changes(run: Run, timings: Timings) -> None:
-    with timings.timed("pulumi preview --expect-no-changes"):
-        run.deployment.preview_no_changes()
-
-
-def test_refresh_finds_no_changes(run: Run, timings: Timings) -> None:
-    with timings.timed("pulumi refresh --expect-no-changes"):
-        run.deployment.refresh("--expect-no-changes")
-
-
 def test_a_config_value_that_starts_with_a_dash_is_set_as_the_value(run: Run) -> None:
     """The tier sets generated secrets, and one in 64 starts with `-`: the real CLI must take it as the value, not
     as a flag. Set on a key outside the project's namespace, read back, and removed."""
@@ -151,7 +141,7 @@ def test_a_team_stack_comes_and_goes_through_a_stack_reference(run: Run, timings
     """The docs' team stack, deployed with its own `pulumi up` beside the platform's: it reads the platform through
     a real StackReference (same backend), reaches the cluster with the kubeconfig it builds from those outputs (its
     token from `aws eks get-token`, as an admin principal), and makes its namespace, quota, queue and Profile. Its
-    destroy removes exactly those, and the platform's own preview and refresh then find nothing changed."""
+    destroy removes exactly those; the platform's preview and refresh, next, find nothing changed."""
     platform = run.deployment
     team = Deployment(
         box=run.box,
@@ -182,10 +172,18 @@ def test_a_team_stack_comes_and_goes_through_a_stack_reference(run: Run, timings
         team.destroy()
     assert [r["type"] for r in team.resources() if r["type"] != "pulumi:pulumi:Stack"] == []
     assert _present(run, made) == set()
-    with timings.timed("platform: pulumi preview --expect-no-changes after the team stack"):
-        platform.preview_no_changes()
-    with timings.timed("platform: pulumi refresh --expect-no-changes after the team stack"):
-        platform.refresh("--expect-no-changes")
+
+
+def test_second_preview_finds_no_changes(run: Run, timings: Timings) -> None:
+    """After `up`, and after a team stack came and went beside it: the platform's own preview changes nothing."""
+    with timings.timed("pulumi preview --expect-no-changes"):
+        run.deployment.preview_no_changes()
+
+
+def test_refresh_finds_no_changes(run: Run, timings: Timings) -> None:
+    """The API server holds what the state says, after the team stack too: refresh finds nothing changed."""
+    with timings.timed("pulumi refresh --expect-no-changes"):
+        run.deployment.refresh("--expect-no-changes")
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
