@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -26,6 +27,16 @@ if TYPE_CHECKING:
 
 #: The user's cache, as it is before the session's own replaces XDG_CACHE_HOME.
 _USER_CACHE = os.environ.get("XDG_CACHE_HOME")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM (a CI job's time running out, `kill`) ends the session as Ctrl-C does, so the fixtures' teardown
+    stops each box and removes its network namespace; by default the signal ends the process where it stands."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def engine_unavailable() -> str | None:
