@@ -49,8 +49,8 @@ engine-tools: $(VENV)/.installed-dev
 	$(PY) -m engine.tools.build
 
 ## The engine tier: the real Pulumi CLI deploys the dev stack into the cluster in a box and destroys it (root, Linux:
-## it makes a network namespace with only loopback up). Its modules run ENGINE_WORKERS at a time, each module on one
-## process with a box of its own.
+## it makes a network namespace with only loopback up). Its modules run ENGINE_WORKERS at a time, longest first
+## (tests/engine/scheduling.py), each module on one process with a box of its own.
 test-engine: engine-tools
 	$(PY) -m pytest -n $(ENGINE_WORKERS) --dist loadscope -m engine tests/engine
 

@@ -39,6 +39,17 @@ def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadscope` (`make test-engine`) runs the longest modules first, each handed out when a process has
+    nothing left to run (tests/engine/scheduling.py)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from .scheduling import LongestModuleFirst
+
+    return LongestModuleFirst(config, log)
+
+
 def engine_unavailable() -> str | None:
     """Why the engine tier cannot run on this machine, or None."""
     if sys.platform != "linux":
