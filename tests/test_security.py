@@ -194,6 +194,24 @@ def test_the_model_finds_a_pod_its_namespaces_level_refuses(level, refused):
 @pytest.mark.subprocess
 @pytest.mark.stack
 @pytest_charts
+def test_every_node_agent_the_platform_renders_can_preempt_for_its_place_on_a_full_node(platform):
+    """A DaemonSet pod has one node to land on. Where that node is already full (a small instance's pod limit, the
+    agent turned on after the node filled), only a priority above ordinary pods lets the scheduler preempt one for
+    it: the engine tier's lifecycle run left node-exporter Pending, and its Helm release waiting, until it had one.
+    Judged on the DaemonSets the charts and manifests render (the GPU Operator's operands and EKS add-ons are
+    modelled, not rendered)."""
+    rendered = {
+        f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']} ({origin})": obj
+        for origin, obj in platform.objects
+        if obj.get("kind") == "DaemonSet" and origin.startswith(("helm/", "manifests/"))
+    }
+    assert len(rendered) >= 4  # the Istio CNI node agent, the FSx CSI node driver, NFD's worker, node-exporter
+    priorities = {ref: obj["spec"]["template"]["spec"].get("priorityClassName") for ref, obj in rendered.items()}
+    assert priorities == dict.fromkeys(rendered, "system-node-critical")
+
+
+@pytest.mark.stack
+@pytest_charts
 def test_monitoring_is_restricted_and_node_exporter_runs_privileged_in_its_own_namespace(platform):
     from components.tools.cluster_model.pod_security import refused
 

@@ -171,6 +171,9 @@ def stack_values(
         "prometheus-node-exporter": {
             "namespaceOverride": NODE_EXPORTER_NAMESPACE,
             "resources": system_capacity.NODE_EXPORTER.values(),
+            # As every other node agent of the platform: on a node already full of pods (observability turned on
+            # later, a small node's pod limit), the scheduler preempts an ordinary pod for it. The chart sets none.
+            "priorityClassName": "system-node-critical",
         },
         "grafana": _grafana_values(on_system_nodes),
     }
