@@ -65,15 +65,23 @@ def webhooks(
     }
 
 
-#: One round of the injector inside the box, then a metadata-only list of the CRDs: what it printed, as JSON.
+#: One round of the injector inside the box (each list it asks for recorded), then a metadata-only list of the CRDs:
+#: what it printed, as JSON.
 ROUND = """
 import json, sys
 from engine.standins import Api, ca_injector
 url, ca, cert, key, bundle = sys.argv[1:6]
 api = Api(url, ca, cert, key)
+lists = []
+full_list = api.items
+def recorded(path, *, metadata_only=False):
+    lists.append([path, metadata_only])
+    return full_list(path, metadata_only=metadata_only)
+api.items = recorded
 done = list(ca_injector(api, bundle))
+api.items = full_list
 listed = api.items("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", metadata_only=True)
-print(json.dumps({"done": done, "listed": listed}))
+print(json.dumps({"done": done, "listed": listed, "lists": lists}))
 """
 
 
@@ -135,7 +143,9 @@ def test_the_injector_fills_only_what_asks_and_reads_every_list_as_metadata(box:
             "validatingwebhookconfigurations jobset-validating-webhook-configuration: CA injected",
         ]
     )
-    # Metadata only: the API server sent no CRD's spec.
+    # Every list the injector asked for was metadata only, and the API server sent no CRD's spec.
+    assert len(first["lists"]) == 4  # webhook configurations of both kinds, CRDs, APIServices
+    assert [metadata_only for _, metadata_only in first["lists"]] == [True] * 4
     names = {item["metadata"]["name"] for item in first["listed"]}
     assert {"asks.example.org", "silents.example.org"} <= names
     assert all(set(item) <= {"kind", "apiVersion", "metadata"} for item in first["listed"])

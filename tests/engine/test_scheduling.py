@@ -20,33 +20,30 @@ MODULES = {
 }
 
 
-#: Every test sent to any process, in the order they were sent.
-HANDED_OUT: list[int] = []
-
-
 class Process:
     """What the scheduler sees of a test process: the tests it is sent, and whether it was told to stop."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, handed_out: list[int]) -> None:
         self.name, self.shutting_down = name, False
         self.gateway = SimpleNamespace(id=name)
         self.sent: list[int] = []
+        self.handed_out = handed_out  # every test sent to any process, in the order they were sent
 
     def send_runtest_some(self, indices: list[int]) -> None:
         self.sent.extend(indices)
-        HANDED_OUT.extend(indices)
+        self.handed_out.extend(indices)
 
     def shutdown(self) -> None:
         self.shutting_down = True
 
 
 def scheduled() -> tuple[LongestModuleFirst, list[str], Process, Process]:
-    HANDED_OUT.clear()
     # xdist's default: modules with the most tests first, which the longest-first rule must override.
     config: Any = SimpleNamespace(getvalue=lambda name: ["2*popen"], option=SimpleNamespace(loadscopereorder=True))
     scheduler = LongestModuleFirst(config)
     collection = [f"{module}::test_{i}" for module, count in MODULES.items() for i in range(count)]
-    first, second = Process("gw0"), Process("gw1")
+    handed_out: list[int] = []
+    first, second = Process("gw0", handed_out), Process("gw1", handed_out)
     for process in (first, second):
         scheduler.add_node(process)
         scheduler.add_node_collection(process, collection)
@@ -85,6 +82,6 @@ def test_after_the_longest_the_rest_go_in_collection_order_and_every_test_is_sen
                 done.add(pending[0])
                 scheduler.mark_test_complete(process, pending[0])
     assert sorted(first.sent + second.sent) == list(range(len(collection)))
-    handed_out = list(dict.fromkeys(collection[i].split("::")[0] for i in HANDED_OUT))
+    handed_out = list(dict.fromkeys(collection[i].split("::")[0] for i in first.handed_out))
     assert handed_out[:3] == list(LONGEST_FIRST)
     assert handed_out[3:] == [m for m in MODULES if m not in LONGEST_FIRST]
